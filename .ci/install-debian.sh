@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests use (Prometheus, promtool, Alertmanager, amtool, openssl)
+# without letting their init scripts start services on the default ports.
+set -euo pipefail
+need=()
+command -v prometheus >/dev/null || need+=(prometheus)
+command -v prometheus-alertmanager >/dev/null || need+=(prometheus-alertmanager)
+command -v openssl >/dev/null || need+=(openssl)
+[ ${#need[@]} -eq 0 ] && exit 0
+sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
+printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
+$sudo chmod +x /usr/sbin/policy-rc.d
+trap '$sudo rm -f /usr/sbin/policy-rc.d' EXIT
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds the local stack's Kubernetes binaries from the pinned Go modules beside this script
+# (etcd/, kube/, kwok/) into a cache outside the repository, keyed by each module's go.mod and
+# go.sum, so a second run builds nothing. Prints the directory that holds all binaries.
+#
+# Environment: APPMONITOR_CACHE (default ~/.cache/appmonitor).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${APPMONITOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/appmonitor}
+
+if ! command -v go >/dev/null 2>&1; then
+  [ -x /usr/local/go/bin/go ] && PATH=/usr/local/go/bin:$PATH
+fi
+command -v go >/dev/null 2>&1 || {
+  echo "build-bins: no Go toolchain on PATH; install Go 1.26 or set KUBEBUILDER_ASSETS to prebuilt binaries" >&2
+  exit 1
+}
+
+out="$cache/bin"
+mkdir -p "$out"
+
+build_set() { # name, ldflags, packages...
+  local name=$1 ldflags=$2; shift 2
+  local dir="$here/$name" key stamp
+  key=$(cat "$dir/go.mod" "$dir/go.sum" "$0" | sha256sum | cut -c1-16)
+  stamp="$out/.$name-$key"
+  [ -f "$stamp" ] && return 0
+  echo "build-bins: building $name ($*) ..." >&2
+  local t0=$SECONDS
+  if ! (cd "$dir" && go mod download && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$out/" "$@") >&2; then
+    echo "build-bins: step 'go build $name' failed; check Go module proxy access (GOPROXY=$(go env GOPROXY)) and the log above" >&2
+    exit 1
+  fi
+  rm -f "$out/.$name-"*
+  touch "$stamp"
+  echo "build-bins: $name built in $((SECONDS - t0)) s" >&2
+}
+
+kver=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" { print $3 }' "$here/kube/go.mod")
+kminor=$(echo "$kver" | cut -d. -f2)
+kube_ld="-X k8s.io/component-base/version.gitVersion=$kver -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$kminor -X k8s.io/client-go/pkg/version.gitVersion=$kver"
+
+build_set etcd "" go.etcd.io/etcd/server/v3
+build_set kwok "" sigs.k8s.io/kwok/cmd/kwok
+build_set kube "$kube_ld" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+
+[ -x "$out/server" ] && mv -f "$out/server" "$out/etcd"
+echo "$out"
