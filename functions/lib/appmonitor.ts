@@ -1,0 +1,287 @@
+// The AppMonitor resource: its types, names, spec validation, and which AppMonitor governs a Pod.
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import specSchema from "../../schemas/appmonitor.schema.json" with { type: "json" };
+import { checkLabelSelector, LabelSelectorError, matchesLabelSelector, type LabelSelector } from "./label-selector.ts";
+
+export { checkLabelSelector, LabelSelectorError, matchesLabelSelector };
+export type { LabelSelector, LabelSelectorRequirement } from "./label-selector.ts";
+
+/** API group of AppMonitor (DESIGN.md "Contracts kept from the original demo"). */
+export const APPMONITOR_GROUP = "kubedemo.com";
+/** API version of AppMonitor. */
+export const APPMONITOR_VERSION = "v1";
+/** `apiVersion` field value: `kubedemo.com/v1`. */
+export const APPMONITOR_API_VERSION = `${APPMONITOR_GROUP}/${APPMONITOR_VERSION}`;
+/** Kind of the resource. */
+export const APPMONITOR_KIND = "AppMonitor";
+/** Plural resource name, as used in API paths and RBAC rules. */
+export const APPMONITOR_PLURAL = "appmonitors";
+
+/**
+ * Pod (template) annotation that opts a Pod in when its value is exactly `"true"`
+ * (DESIGN.md "Contracts kept from the original demo").
+ */
+export const MONITOR_ANNOTATION = "app-monitor.kubedemo.com/monitor";
+
+/**
+ * Annotation on the workload (Deployment, StatefulSet, …) metadata holding the time of its last
+ * scale as an RFC 3339 timestamp; written in the same patch as the new resources and read for
+ * `spec.cooldownSeconds` (DESIGN.md "Decisions that matter for correctness").
+ */
+export const LAST_SCALE_ANNOTATION = "app-monitor.kubedemo.com/last-scale";
+
+/** Alert label naming the AppMonitor whose rule fired (DESIGN.md "The API", last paragraph). */
+export const APPMONITOR_ALERT_LABEL = "appmonitor";
+
+/** `spec.mode` values: `Scale` patches the workload, `DryRun` only records what it would do. */
+export type AppMonitorMode = "Scale" | "DryRun";
+
+/**
+ * `spec` of an AppMonitor as written by a user (DESIGN.md "The API", AppMonitor table);
+ * the JSON Schema is `schemas/appmonitor.schema.json`.
+ */
+export interface AppMonitorSpec {
+  /** Alert when working set ≥ this percent of the memory limit; 0 < x ≤ 100 (percent). */
+  memThresholdPercent: number;
+  /** Factor applied to memory request and limit; 1 < x ≤ 10. */
+  memMultiplier: number;
+  /** Pods to watch in addition to annotated ones. */
+  selector?: LabelSelector;
+  /** Only these containers are scaled; absent: every container with a memory limit. */
+  containers?: string[];
+  /** Kubernetes quantity (bytes) a limit is never raised above. */
+  maxMemory?: string;
+  /** The alert rule's `for`, integer ≥ 0 (seconds); default 60. */
+  forSeconds?: number;
+  /** No second scale of a workload within this many seconds, integer ≥ 0; default 300. */
+  cooldownSeconds?: number;
+  /** Default `Scale`. */
+  mode?: AppMonitorMode;
+}
+
+/** An {@link AppMonitorSpec} after {@link validateAppMonitorSpec}: every defaulted field set. */
+export type AppMonitorSpecWithDefaults = AppMonitorSpec & Required<Pick<AppMonitorSpec, "forSeconds" | "cooldownSeconds" | "mode">>;
+
+/** Spec defaults, the same values as the schema's `default` keywords. */
+export const SPEC_DEFAULTS: Readonly<Required<Pick<AppMonitorSpec, "forSeconds" | "cooldownSeconds" | "mode">>> = {
+  forSeconds: 60,
+  cooldownSeconds: 300,
+  mode: "Scale",
+};
+
+/**
+ * A status condition, shaped like metav1.Condition.
+ * Source: https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/object-meta/ and
+ * https://github.com/kubernetes/community/blob/master/contributors/devel/sig-architecture/api-conventions.md#typical-status-properties
+ */
+export interface AppMonitorCondition {
+  /** CamelCase type, e.g. `RuleReady`. */
+  type: string;
+  status: "True" | "False" | "Unknown";
+  /** CamelCase reason for the last transition. */
+  reason: string;
+  /** Human-readable detail. */
+  message: string;
+  /** RFC 3339 time the status last changed. */
+  lastTransitionTime: string;
+  /** `metadata.generation` the condition was set for. */
+  observedGeneration?: number;
+}
+
+/** Memory request and limit of one container, as Kubernetes quantity strings (bytes). */
+export interface MemoryResources {
+  /** Absent when the container sets no memory request. */
+  request?: string;
+  limit: string;
+}
+
+/** One entry of `status.recentScales` (DESIGN.md "The API", Status). */
+export interface ScaleRecord {
+  /** RFC 3339 time of the scale. */
+  time: string;
+  /** The patched workload. */
+  workload: { kind: string; name: string };
+  /** The container whose resources changed. */
+  container: string;
+  from: MemoryResources;
+  to: MemoryResources;
+}
+
+/** `status` of an AppMonitor (DESIGN.md "The API", Status). */
+export interface AppMonitorStatus {
+  /** `metadata.generation` last acted on. */
+  observedGeneration?: number;
+  conditions?: AppMonitorCondition[];
+  /** RFC 3339 time of the latest scale by this AppMonitor. */
+  lastScaleTime?: string;
+  /** Number of scales performed (DryRun decisions excluded). */
+  scaleCount?: number;
+  /** The last few scales, newest first; bounded by the writer. */
+  recentScales?: ScaleRecord[];
+}
+
+/** The subset of ObjectMeta this library reads; compatible with @kubernetes/client-node's V1ObjectMeta. */
+export interface ObjectMetaLike {
+  name?: string;
+  namespace?: string;
+  uid?: string;
+  generation?: number;
+  resourceVersion?: string;
+  /** RFC 3339 string from JSON, or a Date from @kubernetes/client-node. */
+  creationTimestamp?: string | Date;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+/** An AppMonitor object (kubedemo.com/v1, namespaced). */
+export interface AppMonitor {
+  apiVersion: typeof APPMONITOR_API_VERSION;
+  kind: typeof APPMONITOR_KIND;
+  metadata: ObjectMetaLike;
+  spec: AppMonitorSpec;
+  status?: AppMonitorStatus;
+}
+
+/** What {@link covers} and {@link chooseGoverning} need of an AppMonitor. */
+export interface AppMonitorLike {
+  metadata?: ObjectMetaLike;
+  spec: Pick<AppMonitorSpec, "selector">;
+}
+
+/** What {@link covers} needs of a Pod; V1Pod from @kubernetes/client-node fits. */
+export interface PodLike {
+  metadata?: Pick<ObjectMetaLike, "namespace" | "labels" | "annotations">;
+}
+
+/** Thrown by {@link validateAppMonitorSpec}; `errors` lists every problem found. */
+export class AppMonitorSpecError extends Error {
+  /** ajv errors, plus `keyword: "labelSelector"` entries for selector rules the schema cannot state. */
+  readonly errors: ErrorObject[];
+
+  constructor(errors: ErrorObject[]) {
+    const list = errors.map((e) => `spec${e.instancePath} ${e.message ?? e.keyword}`).join("; ");
+    super(`invalid AppMonitor spec: ${list}`);
+    this.name = "AppMonitorSpecError";
+    this.errors = errors;
+  }
+}
+
+let compiled: ValidateFunction | undefined;
+
+/** Compiled once, on first use, so importing this module stays cheap. */
+function specValidator(): ValidateFunction {
+  compiled ??= new Ajv({ allErrors: true, useDefaults: true }).compile(specSchema);
+  return compiled;
+}
+
+/**
+ * Validates an AppMonitor `spec` against `schemas/appmonitor.schema.json` and returns a copy with
+ * the defaults applied (`forSeconds` 60, `cooldownSeconds` 300, `mode` "Scale"). The input is
+ * not modified. Rules: DESIGN.md "The API" (AppMonitor table); selector operator/values rules from
+ * https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/label-selector/
+ * @param spec the `spec` field as parsed from JSON or YAML.
+ * @throws {AppMonitorSpecError} with the full ajv error list when the spec is invalid.
+ */
+export function validateAppMonitorSpec(spec: unknown): AppMonitorSpecWithDefaults {
+  const copy: unknown = structuredClone(spec);
+  const validate = specValidator();
+  if (!validate(copy)) {
+    throw new AppMonitorSpecError([...(validate.errors ?? [])]);
+  }
+  const valid = copy as AppMonitorSpecWithDefaults;
+  if (valid.selector !== undefined) {
+    try {
+      checkLabelSelector(valid.selector);
+    } catch (err) {
+      if (!(err instanceof LabelSelectorError)) throw err;
+      throw new AppMonitorSpecError([
+        {
+          instancePath: `/selector/matchExpressions/${err.index}`,
+          schemaPath: "#/properties/selector/properties/matchExpressions/items",
+          keyword: "labelSelector",
+          params: {},
+          message: err.message,
+        },
+      ]);
+    }
+  }
+  return valid;
+}
+
+/** How an AppMonitor covers a Pod: by its selector, or only by the Pod's opt-in annotation. */
+export type Coverage = "selector" | "annotation";
+
+/**
+ * How `appMonitor` covers `pod`, if at all: `"selector"` when `spec.selector` matches the Pod's
+ * labels, else `"annotation"` when the Pod carries `app-monitor.kubedemo.com/monitor: "true"`,
+ * else `undefined`. An AppMonitor never covers a Pod in another namespace (when both namespaces
+ * are known). An invalid selector selects nothing, as the API server would not have admitted it.
+ * Source: DESIGN.md "The API" (`spec.selector`) and "Contracts kept from the original demo".
+ */
+export function coverage(pod: PodLike, appMonitor: AppMonitorLike): Coverage | undefined {
+  const podNs = pod.metadata?.namespace;
+  const amNs = appMonitor.metadata?.namespace;
+  if (podNs !== undefined && amNs !== undefined && podNs !== amNs) return undefined;
+  const selector = appMonitor.spec.selector;
+  if (selector !== undefined) {
+    try {
+      if (matchesLabelSelector(selector, pod.metadata?.labels)) return "selector";
+    } catch (err) {
+      if (!(err instanceof LabelSelectorError)) throw err;
+    }
+  }
+  return pod.metadata?.annotations?.[MONITOR_ANNOTATION] === "true" ? "annotation" : undefined;
+}
+
+/**
+ * Whether `appMonitor` covers `pod`: the Pod is annotated `app-monitor.kubedemo.com/monitor: "true"`
+ * or the AppMonitor's `spec.selector` matches the Pod's labels. See {@link coverage}.
+ */
+export function covers(pod: PodLike, appMonitor: AppMonitorLike): boolean {
+  return coverage(pod, appMonitor) !== undefined;
+}
+
+/** Milliseconds since the epoch, or +Infinity when unknown so undated objects sort last. */
+function createdAt(am: AppMonitorLike): number {
+  const ts = am.metadata?.creationTimestamp;
+  if (ts === undefined) return Number.POSITIVE_INFINITY;
+  const ms = ts instanceof Date ? ts.getTime() : Date.parse(ts);
+  return Number.isNaN(ms) ? Number.POSITIVE_INFINITY : ms;
+}
+
+/**
+ * Picks the AppMonitor that governs `pod`, deterministically, whatever the order of `appMonitors`:
+ *
+ * 1. the AppMonitor named `namedInAlert` (the alert's `appmonitor` label), if it is in the list
+ *    and covers the Pod;
+ * 2. otherwise, among those that cover the Pod: one whose selector matches the Pod beats one that
+ *    covers it only through the annotation;
+ * 3. then the oldest `metadata.creationTimestamp` (undated last);
+ * 4. then the smallest `metadata.name` (code-unit order).
+ *
+ * Returns `undefined` when none covers the Pod, in which case nothing may be scaled.
+ * `appMonitors` should be those of the Pod's namespace; others never cover it.
+ * Source: DESIGN.md "The API" (several AppMonitors in a namespace) and
+ * "Decisions that matter for correctness" (nothing scaled that no AppMonitor covers).
+ */
+export function chooseGoverning<T extends AppMonitorLike>(pod: PodLike, appMonitors: readonly T[], namedInAlert?: string): T | undefined {
+  if (namedInAlert !== undefined) {
+    const named = appMonitors.find((am) => am.metadata?.name === namedInAlert);
+    if (named !== undefined && covers(pod, named)) return named;
+  }
+  const rank = (c: Coverage): number => (c === "selector" ? 0 : 1);
+  const candidates = appMonitors
+    .map((am) => ({ am, how: coverage(pod, am) }))
+    .filter((c): c is { am: T; how: Coverage } => c.how !== undefined);
+  candidates.sort((a, b) => {
+    const byHow = rank(a.how) - rank(b.how);
+    if (byHow !== 0) return byHow;
+    const ta = createdAt(a.am);
+    const tb = createdAt(b.am);
+    if (ta !== tb) return ta < tb ? -1 : 1;
+    const na = a.am.metadata?.name ?? "";
+    const nb = b.am.metadata?.name ?? "";
+    return na < nb ? -1 : na > nb ? 1 : 0;
+  });
+  return candidates[0]?.am;
+}
