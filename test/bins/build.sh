@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the local stack's Kubernetes binaries from the pinned Go modules beside this script
 # (etcd/, kube/, kwok/) into a cache outside the repository, keyed by each module's go.mod and
-# go.sum, so a second run builds nothing. Prints the directory that holds all binaries.
+# go.sum, so a second run builds nothing. Prints the directory that holds all binaries, beside
+# which kwok-stages/ holds kwok's lifecycle stages from the same pinned module.
 #
 # Environment: APPMONITOR_CACHE (default ~/.cache/appmonitor).
 set -euo pipefail
@@ -22,7 +23,7 @@ mkdir -p "$out"
 build_set() { # name, ldflags, packages...
   local name=$1 ldflags=$2; shift 2
   local dir="$here/$name" key stamp
-  key=$(cat "$dir/go.mod" "$dir/go.sum" "$0" | sha256sum | cut -c1-16)
+  key=$(cat "$dir/go.mod" "$dir/go.sum" | sha256sum | cut -c1-16)
   stamp="$out/.$name-$key"
   [ -f "$stamp" ] && return 0
   echo "build-bins: building $name ($*) ..." >&2
@@ -46,4 +47,12 @@ build_set kube "$kube_ld" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes
   k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
 
 [ -x "$out/server" ] && mv -f "$out/server" "$out/etcd"
+
+# kwok's own fast Node and Pod lifecycle stages, from the pinned kwok module (as kwokctl uses them).
+kwok_dir=$(cd "$here/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+mkdir -p "$out/kwok-stages"
+for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+  pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+  cp -f "$kwok_dir/kustomize/stage/$f" "$out/kwok-stages/$(basename "$f")"
+done
 echo "$out"

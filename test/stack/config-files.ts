@@ -1,0 +1,102 @@
+/**
+ * The configuration files the stack writes for its components: the admin kubeconfig, kwok's
+ * metrics emulation, Prometheus's scrape config and Alertmanager's starting config.
+ */
+import { readFileSync } from "node:fs";
+import { stringify } from "yaml";
+
+/** Name prefix of the stack's fake Nodes. */
+export const nodeNamePrefix = "kwok-node-";
+
+/**
+ * The Pod annotation whose quantity kwok reports as each container's memory working set
+ * (kwok's own convention: https://kwok.sigs.k8s.io/docs/user/resource-usage-configuration/).
+ */
+export const usageMemoryAnnotation = "kwok.x-k8s.io/usage-memory";
+
+/** A kubeconfig (YAML) for `server` with an embedded CA and client certificate. */
+export function kubeconfig(server: string, caFile: string, certFile: string, keyFile: string, user = "admin"): string {
+  const b64 = (f: string) => readFileSync(f).toString("base64");
+  return stringify({
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name: "appmonitor-stack", cluster: { server, "certificate-authority-data": b64(caFile) } }],
+    users: [{ name: user, user: { "client-certificate-data": b64(certFile), "client-key-data": b64(keyFile) } }],
+    contexts: [{ name: "appmonitor-stack", context: { cluster: "appmonitor-stack", user } }],
+    "current-context": "appmonitor-stack",
+  });
+}
+
+/**
+ * kwok's resource-usage and metrics emulation: every container of a Pod reports the Pod's
+ * `kwok.x-k8s.io/usage-memory` annotation (a quantity; 1Mi when absent) as its working set,
+ * served as `container_memory_working_set_bytes{namespace,pod,container}` on
+ * `/metrics/nodes/<node>/metrics/resource`, the kubelet's resource-metrics path.
+ */
+export function kwokMetricsConfig(): string {
+  const usage = {
+    apiVersion: "kwok.x-k8s.io/v1alpha1",
+    kind: "ClusterResourceUsage",
+    metadata: { name: "usage-from-annotation" },
+    spec: {
+      usages: [{
+        usage: {
+          memory: {
+            expression: `"${usageMemoryAnnotation}" in pod.metadata.annotations ? Quantity(pod.metadata.annotations["${usageMemoryAnnotation}"]) : Quantity("1Mi")`,
+          },
+          cpu: { expression: `Quantity("1m")` },
+        },
+      }],
+    },
+  };
+  const labels = [
+    { name: "container", value: "container.name" },
+    { name: "namespace", value: "pod.metadata.namespace" },
+    { name: "pod", value: "pod.metadata.name" },
+  ];
+  const metric = {
+    apiVersion: "kwok.x-k8s.io/v1alpha1",
+    kind: "Metric",
+    metadata: { name: "metrics-resource" },
+    spec: {
+      path: "/metrics/nodes/{nodeName}/metrics/resource",
+      metrics: [
+        { name: "scrape_error", dimension: "node", help: "1 if there was an error while getting metrics from the node, 0 otherwise", kind: "gauge", value: "0" },
+        { name: "container_memory_working_set_bytes", dimension: "container", help: "Current working set of the container in bytes", kind: "gauge", labels, value: 'pod.Usage("memory", container.name)' },
+        { name: "pod_memory_working_set_bytes", dimension: "pod", help: "Current working set of the pod in bytes", kind: "gauge", labels: labels.slice(1), value: 'pod.Usage("memory")' },
+      ],
+    },
+  };
+  return [usage, metric].map((doc) => stringify(doc)).join("---\n");
+}
+
+/** Prometheus's configuration: kwok's per-Node resource metrics, the rule files, Alertmanager. */
+export function prometheusConfig(opts: {
+  scrapeInterval: string;
+  evaluationInterval: string;
+  kwokAddress: string;
+  nodes: string[];
+  rulesGlob: string;
+  alertmanagerAddress: string;
+}): string {
+  return stringify({
+    global: { scrape_interval: opts.scrapeInterval, evaluation_interval: opts.evaluationInterval },
+    rule_files: [opts.rulesGlob],
+    alerting: { alertmanagers: [{ static_configs: [{ targets: [opts.alertmanagerAddress] }] }] },
+    scrape_configs: [{
+      job_name: "kwok-resource",
+      static_configs: opts.nodes.map((node) => ({
+        targets: [opts.kwokAddress],
+        labels: { __metrics_path__: `/metrics/nodes/${node}/metrics/resource`, node },
+      })),
+    }],
+  });
+}
+
+/** Alertmanager's starting configuration: one route to a receiver that sends nothing. */
+export function alertmanagerConfig(): string {
+  return stringify({
+    route: { receiver: "null", group_wait: "1s", group_interval: "1s", repeat_interval: "1h" },
+    receivers: [{ name: "null" }],
+  });
+}

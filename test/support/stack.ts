@@ -1,0 +1,107 @@
+/**
+ * What tests use of the local stack that `global-setup.ts` started: its state, a KubeConfig,
+ * a fresh namespace per test, ServiceAccount tokens, Prometheus queries and polling.
+ */
+import { randomBytes } from "node:crypto";
+import type { TestContext } from "node:test";
+import * as k8s from "@kubernetes/client-node";
+import { readState, type StackState } from "../stack/stack.ts";
+
+let cached: StackState | undefined;
+
+/**
+ * The running stack's state.
+ * @throws Error when no stack runs (tests that need one run under `npm test`).
+ */
+export async function stack(): Promise<StackState> {
+  if (cached) return cached;
+  const dir = process.env.APPMONITOR_STACK_DIR;
+  const state = dir ? await readState(dir) : undefined;
+  if (!state) throw new Error("no local stack: run tests with `npm test` (its global setup starts one) or `eval \"$(npm run -s stack -- env)\"`");
+  cached = state;
+  return state;
+}
+
+/** A KubeConfig with the stack's admin credential (group system:masters). */
+export async function adminKubeConfig(): Promise<k8s.KubeConfig> {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile((await stack()).kubeconfig);
+  return kc;
+}
+
+/**
+ * Polls `check` every `intervalMs` until it returns a value other than undefined/false.
+ * @throws Error with `what` and the last error when `timeoutMs` passes.
+ */
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 30_000, intervalMs = 200): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined && v !== false) return v;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/**
+ * Creates a namespace named after the test (plus a random suffix), waits until its `default`
+ * ServiceAccount exists (Pods need it), and deletes it after the test.
+ */
+export async function freshNamespace(t: TestContext): Promise<string> {
+  const kc = await adminKubeConfig();
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const slug = t.name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "").slice(0, 40);
+  const name = `${slug || "test"}-${randomBytes(3).toString("hex")}`.replace(/^-/, "");
+  await core.createNamespace({ body: { metadata: { name, labels: { "appmonitor.test/run": "true" } } } });
+  t.after(async () => {
+    await core.deleteNamespace({ name }).catch(() => undefined);
+  });
+  await waitFor(`ServiceAccount default in ${name}`, () => core.readNamespacedServiceAccount({ name: "default", namespace: name }));
+  return name;
+}
+
+/**
+ * A KubeConfig that authenticates as ServiceAccount `namespace/name` with a short-lived token
+ * from the TokenRequest API (https://kubernetes.io/docs/reference/kubernetes-api/authentication-resources/token-request-v1/).
+ */
+export async function serviceAccountKubeConfig(namespace: string, name: string, seconds = 3600): Promise<k8s.KubeConfig> {
+  const admin = await adminKubeConfig();
+  const core = admin.makeApiClient(k8s.CoreV1Api);
+  const res = await core.createNamespacedServiceAccountToken({ name, namespace, body: { spec: { expirationSeconds: seconds, audiences: [] } } });
+  const token = res.status?.token;
+  if (!token) throw new Error(`TokenRequest for ${namespace}/${name} returned no token`);
+  const cluster = admin.getCurrentCluster();
+  if (!cluster) throw new Error("admin kubeconfig has no current cluster");
+  const kc = new k8s.KubeConfig();
+  kc.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name: `${namespace}-${name}`, token }],
+    contexts: [{ name: "sa", cluster: cluster.name, user: `${namespace}-${name}` }],
+    currentContext: "sa",
+  });
+  return kc;
+}
+
+/** One sample of a Prometheus instant-query vector result: labels and value. */
+export interface Sample {
+  metric: Record<string, string>;
+  value: number;
+}
+
+/**
+ * Runs an instant query against the stack's Prometheus HTTP API
+ * (https://prometheus.io/docs/prometheus/latest/querying/api/#instant-queries).
+ * @throws Error when Prometheus answers with an error.
+ */
+export async function promQuery(query: string): Promise<Sample[]> {
+  const { prometheusUrl } = await stack();
+  const res = await fetch(`${prometheusUrl}/api/v1/query?${new URLSearchParams({ query })}`);
+  const body = (await res.json()) as { status: string; error?: string; data?: { result: { metric: Record<string, string>; value: [number, string] }[] } };
+  if (body.status !== "success") throw new Error(`Prometheus query ${query} failed: ${body.error ?? res.status}`);
+  return (body.data?.result ?? []).map((r) => ({ metric: r.metric, value: Number(r.value[1]) }));
+}
