@@ -1,0 +1,421 @@
+// The alerting rule for one AppMonitor, as a prometheus-operator PrometheusRule and as a plain
+// Prometheus rules file. Pure: no I/O, so the cluster side only reads AppMonitors and applies
+// what this module returns.
+//
+// Metric sources (RuleConfig.metricSource):
+//
+// - "cadvisor" (the default): working set `container_memory_working_set_bytes` and limit
+//   `container_spec_memory_limit_bytes`, both from the kubelet's cAdvisor endpoint, which every
+//   Kubernetes Prometheus setup scrapes. cAdvisor series carry only namespace, pod, container
+//   (and runtime ids, image), never Pod labels or annotations, so the rule can be limited to the
+//   AppMonitor's namespace but not to its annotated or selected Pods: it may fire for other Pods
+//   with a memory limit in that namespace. That is safe because memory-scaler reads the Pod and
+//   the AppMonitor from the API server and skips Pods the AppMonitor does not cover, but it is
+//   noisier. cAdvisor reports the limit of an unlimited container (any limit above 2^62 bytes)
+//   as 0 (google/cadvisor metrics/prometheus.go, specMemoryValue), which the rule filters out.
+//
+// - "kube-state-metrics": working set from cAdvisor as above, limit from kube-state-metrics'
+//   `kube_pod_container_resource_limits{resource="memory"}`, and the Pods narrowed to those the
+//   AppMonitor covers by joining `kube_pod_annotations` (the opt-in annotation) or
+//   `kube_pod_labels` (spec.selector) on namespace and pod. Requirements:
+//   kube-state-metrics ≥ 2 started with
+//   `--metric-annotations-allowlist=pods=[app-monitor.kubedemo.com/monitor]` and
+//   `--metric-labels-allowlist=pods=[<every key spec.selector uses>]` (or `pods=[*]`), and
+//   scraped with `honor_labels: true` so its namespace/pod labels name the Pod, not the
+//   exporter (kube-prometheus-stack does both of the latter by default). Without the allowlists
+//   the join finds nothing and the rule never fires. kube-state-metrics turns a key into a label
+//   name by prefixing `label_`/`annotation_` and replacing every character outside
+//   `[a-zA-Z0-9_]` with `_`, so two keys differing only there (`a.b`, `a-b`) are
+//   indistinguishable; a label whose value is empty looks absent, so `Exists` does not match it.
+//   A label missing from the allowlist makes `In` match nothing and `NotIn`/`DoesNotExist`
+//   match every Pod.
+//
+// The local test stack (kwok) serves only `container_memory_working_set_bytes{namespace,pod,
+// container}`; it has no cAdvisor limit series and no kube-state-metrics. There the
+// "kube-state-metrics" source is used, and the test supplies `kube_pod_container_resource_limits`,
+// `kube_pod_annotations` and `kube_pod_labels` for its Pods (the same names and labels
+// kube-state-metrics would export), so the production expression is the one under test.
+
+import { stringify } from "yaml";
+import type { IPrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
+import type { IRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/Rule";
+import type { IRuleGroup } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/RuleGroup";
+import {
+  APPMONITOR_ALERT_LABEL,
+  APPMONITOR_API_VERSION,
+  APPMONITOR_KIND,
+  MONITOR_ANNOTATION,
+  type AppMonitorSpecWithDefaults,
+  type LabelSelector,
+  type ObjectMetaLike,
+} from "../lib/appmonitor.ts";
+import { isDnsLabel, isDnsSubdomain, isLabelKey, isLabelValue } from "./names.ts";
+import { promDuration, promqlNumber, promqlString, regexQuote } from "./promql.ts";
+
+/** The alert name every generated rule uses; alert-receiver and memory-scaler match on it. */
+export const ALERT_NAME = "AppMonitorMemoryHigh";
+
+/** The value the opt-in annotation {@link MONITOR_ANNOTATION} must have. */
+export const MONITOR_ANNOTATION_VALUE = "true";
+
+/**
+ * Label set on every PrometheusRule this module builds, so a resync can list the rules it owns
+ * with the label selector `app.kubernetes.io/managed-by=appmonitor-rule-sync` and remove orphans.
+ */
+export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
+/** The value of {@link MANAGED_BY_LABEL}. */
+export const MANAGED_BY_VALUE = "appmonitor-rule-sync";
+
+/** PrometheusRule annotation recording the AppMonitor `metadata.generation` the rule was built from. */
+export const GENERATION_ANNOTATION = "app-monitor.kubedemo.com/appmonitor-generation";
+
+/** The metric sources a rule can be built from; see the module comment for what each needs. */
+export const METRIC_SOURCES = ["cadvisor", "kube-state-metrics"] as const;
+
+/** Where the memory limit (and, for kube-state-metrics, the Pod selection) comes from. */
+export type MetricSource = (typeof METRIC_SOURCES)[number];
+
+/** Default metric source: cAdvisor, because every Kubernetes Prometheus setup scrapes it. */
+export const DEFAULT_METRIC_SOURCE: MetricSource = "cadvisor";
+
+/** Default `severity` label of the alert. */
+export const DEFAULT_SEVERITY = "warning";
+
+/**
+ * Largest `for` accepted, in seconds: Prometheus holds durations as int64 nanoseconds
+ * (https://pkg.go.dev/github.com/prometheus/common/model#Duration).
+ */
+export const MAX_FOR_SECONDS = 9_223_372_036;
+
+// Series of the pause container (Docker-era `POD`) and of the Pod-level cgroup (`""`) are not
+// containers anyone can scale.
+const CONTAINER_MATCHERS = 'container!="", container!="POD"';
+const BY = "(namespace, pod, container)";
+
+/** How rules are built, shared by every AppMonitor. */
+export interface RuleConfig {
+  /** Metric source; default {@link DEFAULT_METRIC_SOURCE}. */
+  readonly metricSource: MetricSource;
+  /**
+   * Extra labels on the PrometheusRule object (not on the alert), e.g. `{ release: "prometheus" }`:
+   * prometheus-operator loads only rules matching the Prometheus `ruleSelector`
+   * (https://prometheus-operator.dev/docs/api-reference/api/#monitoring.coreos.com/v1.PrometheusSpec),
+   * and silently ignores the rest. Keys and values must be valid Kubernetes labels.
+   */
+  readonly ruleLabels: Readonly<Record<string, string>>;
+  /** The alert's `severity` label; default {@link DEFAULT_SEVERITY}. */
+  readonly severity: string;
+}
+
+/** The defaults: cAdvisor, no extra rule labels, severity `warning`. */
+export const DEFAULT_RULE_CONFIG: RuleConfig = Object.freeze({
+  metricSource: DEFAULT_METRIC_SOURCE,
+  ruleLabels: Object.freeze({}),
+  severity: DEFAULT_SEVERITY,
+});
+
+/**
+ * The parts of an AppMonitor (kubedemo.com/v1) a rule is built from, with spec defaults
+ * applied (as `validateAppMonitorSpec` of functions/lib/appmonitor.ts returns them); an
+ * AppMonitor whose spec went through that function satisfies it. metadata.name (a DNS
+ * subdomain) names the PrometheusRule,
+ * metadata.namespace (a DNS label) limits the Pods, metadata.uid is needed for the
+ * ownerReference only; spec.memThresholdPercent is in percent (0 < x ≤ 100), spec.forSeconds in
+ * seconds, spec.selector is honoured by the kube-state-metrics source only.
+ */
+export interface AppMonitorForRule {
+  readonly metadata: Pick<ObjectMetaLike, "name" | "namespace" | "uid" | "generation">;
+  readonly spec: Pick<AppMonitorSpecWithDefaults, "memThresholdPercent" | "forSeconds" | "selector">;
+}
+
+/**
+ * An AppMonitor or RuleConfig value that cannot be turned into a rule. Permanent: the same
+ * input fails the same way, so a caller answering an event treats it as a 4xx.
+ */
+export class RuleInputError extends Error {
+  /** Path of the offending field, e.g. `metadata.name` or `spec.selector.matchLabels["app"]`. */
+  readonly field: string;
+
+  /**
+   * @param field path of the offending field.
+   * @param message what is wrong with it.
+   */
+  constructor(field: string, message: string) {
+    super(`${field}: ${message}`);
+    this.name = "RuleInputError";
+    this.field = field;
+  }
+}
+
+/**
+ * Checks a RuleConfig.
+ *
+ * @param config the configuration to check.
+ * @throws {RuleInputError} for an unknown metric source, a severity that is not 1–63 characters
+ *   of `[A-Za-z0-9_.-]` (alert labels are expanded as Go templates, so `{{` must not get in), or a
+ *   rule label that is not a valid Kubernetes label or that sets {@link MANAGED_BY_LABEL}.
+ */
+export function validateRuleConfig(config: RuleConfig): void {
+  if (!(METRIC_SOURCES as readonly string[]).includes(config.metricSource)) {
+    throw new RuleInputError("metricSource", `must be one of ${METRIC_SOURCES.join(", ")}, got ${JSON.stringify(config.metricSource)}`);
+  }
+  if (!/^[A-Za-z0-9_.-]{1,63}$/.test(config.severity)) {
+    throw new RuleInputError("severity", `must be 1-63 characters of A-Z a-z 0-9 _ . -, got ${JSON.stringify(config.severity)}`);
+  }
+  for (const [key, value] of Object.entries(config.ruleLabels)) {
+    const field = `ruleLabels[${JSON.stringify(key)}]`;
+    if (!isLabelKey(key)) throw new RuleInputError(field, "not a valid Kubernetes label key");
+    if (typeof value !== "string" || !isLabelValue(value)) throw new RuleInputError(field, "not a valid Kubernetes label value");
+    if (key === MANAGED_BY_LABEL) throw new RuleInputError(field, "is set by rule-sync itself");
+  }
+}
+
+/** Name and namespace of a monitor, validated. */
+function identity(monitor: AppMonitorForRule): { name: string; namespace: string } {
+  const { name, namespace } = monitor.metadata;
+  if (typeof name !== "string" || !isDnsSubdomain(name)) {
+    throw new RuleInputError("metadata.name", `must be a DNS subdomain (RFC 1123), got ${JSON.stringify(name)}`);
+  }
+  if (typeof namespace !== "string" || !isDnsLabel(namespace)) {
+    throw new RuleInputError("metadata.namespace", `must be a DNS label (RFC 1123), got ${JSON.stringify(namespace)}`);
+  }
+  return { name, namespace };
+}
+
+function threshold(monitor: AppMonitorForRule): number {
+  const value = monitor.spec.memThresholdPercent;
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0 || value > 100) {
+    throw new RuleInputError("spec.memThresholdPercent", `must be a number with 0 < x <= 100, got ${String(value)}`);
+  }
+  return value;
+}
+
+function forSeconds(monitor: AppMonitorForRule): number {
+  const value = monitor.spec.forSeconds;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0 || value > MAX_FOR_SECONDS) {
+    throw new RuleInputError("spec.forSeconds", `must be a whole number of seconds from 0 to ${MAX_FOR_SECONDS}, got ${String(value)}`);
+  }
+  return value;
+}
+
+/** kube-state-metrics' Prometheus label name for a Kubernetes label or annotation key. */
+function ksmLabelName(prefix: "label_" | "annotation_", key: string): string {
+  return prefix + key.replace(/[^a-zA-Z0-9_]/g, "_");
+}
+
+/** PromQL matchers on kube_pod_labels equivalent to a label selector. */
+function selectorMatchers(selector: LabelSelector): string[] {
+  const matchers: string[] = [];
+  for (const [key, value] of Object.entries(selector.matchLabels ?? {})) {
+    const field = `spec.selector.matchLabels[${JSON.stringify(key)}]`;
+    if (!isLabelKey(key)) throw new RuleInputError(field, "not a valid Kubernetes label key");
+    if (typeof value !== "string" || !isLabelValue(value)) throw new RuleInputError(field, "not a valid Kubernetes label value");
+    matchers.push(`${ksmLabelName("label_", key)}=${promqlString(value)}`);
+  }
+  (selector.matchExpressions ?? []).forEach((req, i) => {
+    const field = `spec.selector.matchExpressions[${i}]`;
+    if (typeof req.key !== "string" || !isLabelKey(req.key)) throw new RuleInputError(`${field}.key`, "not a valid Kubernetes label key");
+    const name = ksmLabelName("label_", req.key);
+    const values = req.values ?? [];
+    values.forEach((v, j) => {
+      if (typeof v !== "string" || !isLabelValue(v)) throw new RuleInputError(`${field}.values[${j}]`, "not a valid Kubernetes label value");
+    });
+    // Regex matchers are fully anchored in PromQL, so `a|b` means exactly a or exactly b.
+    const alternatives = () => promqlString(values.map(regexQuote).join("|"));
+    switch (req.operator) {
+      case "In":
+      case "NotIn":
+        if (values.length === 0) throw new RuleInputError(`${field}.values`, `must be non-empty for operator ${req.operator}`);
+        matchers.push(`${name}${req.operator === "In" ? "=~" : "!~"}${alternatives()}`);
+        break;
+      case "Exists":
+      case "DoesNotExist":
+        if (values.length !== 0) throw new RuleInputError(`${field}.values`, `must be empty for operator ${req.operator}`);
+        // An absent label and an empty one are the same thing to PromQL.
+        matchers.push(`${name}${req.operator === "Exists" ? '!=""' : '=""'}`);
+        break;
+      default:
+        throw new RuleInputError(`${field}.operator`, `must be In, NotIn, Exists or DoesNotExist, got ${JSON.stringify(req.operator)}`);
+    }
+  });
+  return matchers;
+}
+
+/**
+ * The PromQL expression of a monitor's alert: per namespace, pod and container,
+ * 100 × working set bytes / memory limit bytes ≥ memThresholdPercent, limited to the monitor's
+ * namespace, without containers lacking a limit (absent or 0) and without the pause container
+ * (`container=""` / `container="POD"`); with the kube-state-metrics source also limited to Pods
+ * annotated {@link MONITOR_ANNOTATION}`="true"` or matching spec.selector. The value of each
+ * resulting series is the percent used, and its labels are exactly namespace, pod, container.
+ * Series are reduced with `max by (namespace, pod, container)` first, because a restarted
+ * container briefly has two cAdvisor series and a one-to-one division would fail on them.
+ *
+ * Every interpolated value is validated and quoted with PromQL string escaping
+ * (https://prometheus.io/docs/prometheus/latest/querying/basics/#string-literals).
+ *
+ * @param monitor the AppMonitor, spec defaults applied.
+ * @param source the metric source.
+ * @returns the expression, over several lines.
+ * @throws {RuleInputError} for an invalid namespace, threshold, or (kube-state-metrics source)
+ *   selector: a key or value that is not Kubernetes label syntax, an unknown operator, or
+ *   values that do not fit the operator.
+ */
+export function alertExpression(monitor: AppMonitorForRule, source: MetricSource): string {
+  const { namespace } = identity(monitor);
+  const ns = `namespace=${promqlString(namespace)}`;
+  const workingSet = `max by ${BY} (container_memory_working_set_bytes{${ns}, ${CONTAINER_MATCHERS}})`;
+  const limitSeries =
+    source === "cadvisor"
+      ? `container_spec_memory_limit_bytes{${ns}, ${CONTAINER_MATCHERS}}`
+      : `kube_pod_container_resource_limits{${ns}, resource="memory", ${CONTAINER_MATCHERS}}`;
+  // 100 × used / limit rather than used / limit × 100: exact for whole percentages, so an alert
+  // at 76 % reports 76, not 76.00000000000001.
+  const ratio = [
+    `100 * ${workingSet}`,
+    `  / on ${BY}`,
+    `max by ${BY} (${limitSeries} > 0)`,
+    `  >= ${promqlNumber(threshold(monitor))}`,
+  ];
+  if (source === "cadvisor") return ratio.join("\n");
+
+  const annotated = `kube_pod_annotations{${ns}, ${ksmLabelName("annotation_", MONITOR_ANNOTATION)}=${promqlString(MONITOR_ANNOTATION_VALUE)}}`;
+  const selected = monitor.spec.selector === undefined ? [] : [`kube_pod_labels{${[ns, ...selectorMatchers(monitor.spec.selector)].join(", ")}}`];
+  return [
+    "(",
+    ...ratio.map((line) => `  ${line}`),
+    ")",
+    "and on (namespace, pod)",
+    "(",
+    ...[annotated, ...selected].map((line) => `  ${line}`).join("\n  or\n").split("\n"),
+    ")",
+  ].join("\n");
+}
+
+/**
+ * The alerting rule of a monitor
+ * (https://prometheus.io/docs/prometheus/latest/configuration/alerting_rules/): alert
+ * {@link ALERT_NAME}, expression {@link alertExpression}, `for` = spec.forSeconds (as `<n>s`),
+ * labels `appmonitor` (the monitor's name) and `severity`, annotations `summary` and `value`
+ * (`{{ $value }}`, the percent of the limit in use). The alert's namespace, pod and container
+ * labels come from the expression.
+ *
+ * @param monitor the AppMonitor, spec defaults applied.
+ * @param config how to build it.
+ * @returns the rule, in the prometheus-operator Rule shape (also valid in a rules file).
+ * @throws {RuleInputError} for an invalid monitor or config.
+ */
+export function buildAlertingRule(monitor: AppMonitorForRule, config: RuleConfig): IRule {
+  validateRuleConfig(config);
+  const { name } = identity(monitor);
+  const percent = promqlNumber(threshold(monitor));
+  return {
+    alert: ALERT_NAME,
+    expr: alertExpression(monitor, config.metricSource),
+    for: promDuration(forSeconds(monitor)),
+    // Label and annotation values are Go templates; the name is a DNS subdomain and the
+    // severity is validated, so neither can contain template syntax. ($labels holds only the
+    // expression's labels, not these, so the name is written into the summary directly.)
+    labels: { [APPMONITOR_ALERT_LABEL]: name, severity: config.severity },
+    annotations: {
+      summary:
+        "Container {{ $labels.container }} of Pod {{ $labels.namespace }}/{{ $labels.pod }} uses " +
+        `{{ $value | printf "%.1f" }}% of its memory limit (AppMonitor ${name}, threshold ${percent}%).`,
+      value: "{{ $value }}",
+    },
+  };
+}
+
+/**
+ * The rule group name of a monitor, `appmonitor/<namespace>/<name>`: unique per AppMonitor, as
+ * Prometheus requires group names to be unique within a rules file.
+ *
+ * @param monitor the AppMonitor.
+ * @returns the group name.
+ * @throws {RuleInputError} for an invalid name or namespace.
+ */
+export function ruleGroupName(monitor: AppMonitorForRule): string {
+  const { name, namespace } = identity(monitor);
+  return `appmonitor/${namespace}/${name}`;
+}
+
+/**
+ * The rule group of a monitor: {@link ruleGroupName} with the one rule of
+ * {@link buildAlertingRule}
+ * (https://prometheus.io/docs/prometheus/latest/configuration/recording_rules/#rule_group).
+ *
+ * @param monitor the AppMonitor, spec defaults applied.
+ * @param config how to build it.
+ * @returns the group.
+ * @throws {RuleInputError} for an invalid monitor or config.
+ */
+export function buildRuleGroup(monitor: AppMonitorForRule, config: RuleConfig): IRuleGroup {
+  return { name: ruleGroupName(monitor), rules: [buildAlertingRule(monitor, config)] };
+}
+
+/**
+ * The PrometheusRule (monitoring.coreos.com/v1,
+ * https://prometheus-operator.dev/docs/api-reference/api/#monitoring.coreos.com/v1.PrometheusRule)
+ * for a monitor, ready for server-side apply: named after the AppMonitor in its namespace;
+ * labels = config.ruleLabels plus {@link MANAGED_BY_LABEL}; annotation
+ * {@link GENERATION_ANNOTATION} when metadata.generation is known; a controller ownerReference
+ * to the AppMonitor (blockOwnerDeletion, so the writer needs `update` on
+ * `appmonitors/finalizers` under the OwnerReferencesPermissionEnforcement admission plugin);
+ * spec.groups = [{@link buildRuleGroup}].
+ *
+ * @param monitor the AppMonitor as read from the API server, spec defaults applied.
+ * @param config how to build it.
+ * @returns the object; no status, resourceVersion or other server-owned fields.
+ * @throws {RuleInputError} for an invalid monitor or config, or a missing metadata.uid.
+ */
+export function buildPrometheusRule(monitor: AppMonitorForRule, config: RuleConfig): IPrometheusRule {
+  const group = buildRuleGroup(monitor, config);
+  const { name, namespace } = identity(monitor);
+  const { uid, generation } = monitor.metadata;
+  if (typeof uid !== "string" || uid === "") {
+    throw new RuleInputError("metadata.uid", "is required for the ownerReference");
+  }
+  const annotations: Record<string, string> = {};
+  if (typeof generation === "number" && Number.isSafeInteger(generation)) {
+    annotations[GENERATION_ANNOTATION] = String(generation);
+  }
+  return {
+    apiVersion: "monitoring.coreos.com/v1",
+    kind: "PrometheusRule",
+    metadata: {
+      name,
+      namespace,
+      labels: { ...config.ruleLabels, [MANAGED_BY_LABEL]: MANAGED_BY_VALUE },
+      annotations,
+      ownerReferences: [
+        { apiVersion: APPMONITOR_API_VERSION, kind: APPMONITOR_KIND, name, uid, controller: true, blockOwnerDeletion: true },
+      ],
+    },
+    spec: { groups: [group] },
+  };
+}
+
+/**
+ * A plain Prometheus rules file (`groups:` YAML,
+ * https://prometheus.io/docs/prometheus/latest/configuration/recording_rules/#configuring-rules)
+ * with one {@link buildRuleGroup} per monitor, in the given order, for Prometheus without
+ * prometheus-operator (`rule_files:`).
+ *
+ * @param monitors AppMonitors with a namespace and spec defaults applied.
+ * @param config how to build the rules; ruleLabels are not used (there is no object to label).
+ * @returns the YAML text, ending in a newline.
+ * @throws {RuleInputError} for an invalid monitor or config, or the same namespace/name twice
+ *   (group names must be unique in a file).
+ */
+export function buildRulesFile(monitors: readonly AppMonitorForRule[], config: RuleConfig): string {
+  const groups: IRuleGroup[] = [];
+  const seen = new Set<string>();
+  for (const monitor of monitors) {
+    const group = buildRuleGroup(monitor, config);
+    if (seen.has(group.name)) throw new RuleInputError("metadata.name", `AppMonitor ${group.name.slice("appmonitor/".length)} appears twice`);
+    seen.add(group.name);
+    groups.push(group);
+  }
+  // lineWidth 0: never fold long strings; expressions stay readable block literals.
+  return stringify({ groups }, { lineWidth: 0 });
+}
