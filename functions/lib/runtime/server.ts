@@ -1,0 +1,187 @@
+/**
+ * The HTTP server every function runs in: express 5 wiring of the runtime's modules (health,
+ * metrics, body limit, invocation, error mapping, request logs, graceful drain).
+ *
+ * Endpoints:
+ * - `GET /health/liveness`, `GET /health/readiness` — see `health.ts`; other methods → 405.
+ * - `GET /metrics` — Prometheus text format of the function's registry; other methods → 405.
+ * - anything else → the function (`invoke.ts`): the body is read raw, at most 1 MiB (413
+ *   beyond), an `HttpError` becomes its status with `{ error, details? }`, any other error
+ *   500 `{ "error": "internal error" }` (logged with its stack, never sent).
+ */
+import { randomUUID } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import express from "express";
+import type { NextFunction, Request, Response } from "express";
+import type { DestinationStream, Logger } from "pino";
+import type { Registry } from "prom-client";
+import { BODY_LIMIT_BYTES, READINESS_TIMEOUT_MS, readRuntimeConfig } from "./config.ts";
+import { Drainer } from "./drain.ts";
+import { HttpError, toHttpError } from "./errors.ts";
+import { LIVENESS_PATH, READINESS_PATH, liveness, readiness } from "./health.ts";
+import { invoke } from "./invoke.ts";
+import type { Invocable } from "./invoke.ts";
+import { createLogger } from "./logger.ts";
+import { createRuntimeMetrics } from "./metrics.ts";
+import type { RouteLabel } from "./metrics.ts";
+import { writeError, writeResponse } from "./response.ts";
+import type { Env, FunctionContext, FunctionDefinition, FunctionRequest } from "./types.ts";
+
+/** Path of the Prometheus endpoint. */
+export const METRICS_PATH = "/metrics";
+
+/** Options of {@link startServer} that are not configuration. */
+export interface StartOptions {
+  /** Where JSON log lines go; stdout when absent. */
+  readonly logDestination?: DestinationStream;
+}
+
+/** A listening function server. */
+export interface RunningServer {
+  /** Base URL to reach it, e.g. `http://127.0.0.1:43127` (a wildcard host is given as loopback). */
+  readonly url: string;
+  /** The bound port (the real one when `PORT=0`). */
+  readonly port: number;
+  readonly log: Logger;
+  readonly registry: Registry;
+  /**
+   * Graceful stop: readiness turns 503, no new connections, in-flight requests finish (at
+   * most `SHUTDOWN_TIMEOUT_MS`), then the function's `close()`. Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Configures, initialises and starts a function on `$HOST:$PORT` (defaults `0.0.0.0:8080`).
+ * The launcher `functions/run.ts` calls it with `process.env`; tests call it with their own
+ * env (`HOST=127.0.0.1`, `PORT=0`) to run a function in-process.
+ *
+ * @throws ConfigError (from `env.ts`) naming the variable when the runtime's or the
+ * function's configuration is invalid; whatever `init` throws; the listen error (`EADDRINUSE`…).
+ */
+export async function startServer<C>(definition: FunctionDefinition<C>, env: Env, options: StartOptions = {}): Promise<RunningServer> {
+  const runtimeConfig = readRuntimeConfig(env);
+  const config = definition.configure(env);
+  const log = createLogger(definition.name, runtimeConfig.logLevel, options.logDestination);
+  const metrics = createRuntimeMetrics(definition.name);
+  const deps = { log, registry: metrics.registry };
+  const fn: Invocable =
+    definition.kind === "cloudevent"
+      ? { kind: "cloudevent", instance: await definition.init(config, deps) }
+      : { kind: "http", instance: await definition.init(config, deps) };
+
+  const app = express();
+  app.disable("x-powered-by");
+  app.disable("etag");
+  const server = createServer(app);
+  const drainer = new Drainer(server);
+
+  // Bookkeeping for every request: drain tracking, one log line, metrics.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const done = drainer.track();
+    const started = process.hrtime.bigint();
+    if (drainer.draining) res.setHeader("connection", "close");
+    res.once("close", () => {
+      done();
+      const route = routeOf(req.path);
+      const code = String(res.statusCode);
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      metrics.requests.inc({ route, method: req.method, code });
+      metrics.duration.observe({ route, code }, seconds);
+      const line = { method: req.method, path: req.path, status: res.statusCode, durationMs: Math.round(seconds * 1e4) / 10 };
+      // Probes and scrapes arrive every few seconds: keep them out of the info stream.
+      if (route === "health" || route === "metrics") log.debug(line, "request");
+      else log.info(line, "request");
+    });
+    next();
+  });
+
+  app.get(LIVENESS_PATH, (_req: Request, res: Response) => writeResponse(res, liveness()));
+  app.get(READINESS_PATH, async (_req: Request, res: Response) => {
+    writeResponse(res, await readiness(fn.instance.readiness?.bind(fn.instance), drainer.draining, READINESS_TIMEOUT_MS));
+  });
+  app.get(METRICS_PATH, async (_req: Request, res: Response) => {
+    res.setHeader("content-type", metrics.registry.contentType);
+    res.end(await metrics.registry.metrics());
+  });
+  app.all([LIVENESS_PATH, READINESS_PATH, METRICS_PATH], (req: Request, res: Response) => {
+    writeError(res, new HttpError(405, `method ${req.method} not allowed`, { headers: { allow: "GET, HEAD" } }));
+  });
+
+  app.use(express.raw({ type: () => true, limit: BODY_LIMIT_BYTES }));
+  app.use(async (req: Request, res: Response) => {
+    const requestId = requestIdOf(req.headers["x-request-id"]);
+    const context: FunctionContext = { log: log.child({ requestId }), requestId };
+    try {
+      writeResponse(res, (await invoke(fn, context, toFunctionRequest(req))) ?? undefined);
+    } catch (error) {
+      fail(context.log, res, error);
+    }
+  });
+  // Errors raised before the function runs: body too large, bad content-encoding, aborted upload.
+  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => fail(log, res, error));
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(runtimeConfig.port, runtimeConfig.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  }).catch(async (error: unknown) => {
+    await fn.instance.close?.();
+    throw error;
+  });
+
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${loopbackFor(runtimeConfig.host)}:${port}`;
+  log.info({ host: runtimeConfig.host, port, url, kind: definition.kind }, "listening");
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      log.info({ inFlight: drainer.inFlight }, "draining");
+      await drainer.close(runtimeConfig.shutdownTimeoutMs);
+      await fn.instance.close?.();
+      log.info("stopped");
+    })();
+    return closing;
+  };
+  return { url, port, log, registry: metrics.registry, close };
+}
+
+function fail(log: Logger, res: Response, error: unknown): void {
+  const httpError = toHttpError(error);
+  if (httpError.status >= 500) log.error({ err: httpError.cause ?? httpError, status: httpError.status }, httpError.reason);
+  else log.info({ status: httpError.status, reason: httpError.reason }, "request refused");
+  writeError(res, httpError);
+}
+
+function toFunctionRequest(req: Request): FunctionRequest {
+  const body: unknown = req.body;
+  return {
+    method: req.method,
+    path: req.path,
+    query: new URL(req.originalUrl, "http://localhost").searchParams,
+    headers: req.headers,
+    body: Buffer.isBuffer(body) ? body : Buffer.alloc(0),
+  };
+}
+
+function routeOf(path: string): RouteLabel {
+  if (path === LIVENESS_PATH || path === READINESS_PATH) return "health";
+  if (path === METRICS_PATH) return "metrics";
+  return "function";
+}
+
+/** A caller's `X-Request-Id` when it is a short printable token, else a new UUID. */
+function requestIdOf(header: string | string[] | undefined): string {
+  return typeof header === "string" && /^[\x21-\x7e]{1,128}$/.test(header) ? header : randomUUID();
+}
+
+/** Where a client on this machine reaches a server bound to `host`. */
+function loopbackFor(host: string): string {
+  if (host === "0.0.0.0" || host === "") return "127.0.0.1";
+  if (host === "::") return "[::1]";
+  return host.includes(":") ? `[${host}]` : host;
+}

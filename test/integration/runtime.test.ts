@@ -1,0 +1,244 @@
+/**
+ * The shared function runtime through real HTTP: CloudEvent decoding (binary, structured,
+ * malformed, batch), HTTP functions, health, metrics, body limit, error mapping, logs and
+ * graceful drain. Fixture functions are defined here; the server runs in-process.
+ */
+import assert from "node:assert/strict";
+import { request } from "node:http";
+import { Writable } from "node:stream";
+import { after, describe, it } from "node:test";
+import { CloudEvent, HTTP } from "cloudevents";
+import { Counter } from "prom-client";
+import { ConfigError, readString } from "../../functions/lib/runtime/env.ts";
+import { HttpError } from "../../functions/lib/runtime/errors.ts";
+import { startServer } from "../../functions/lib/runtime/server.ts";
+import type { RunningServer } from "../../functions/lib/runtime/server.ts";
+import type { FunctionDefinition, FunctionRequest, ReadinessResult } from "../../functions/lib/runtime/types.ts";
+import { startFunction } from "../support/function-server.ts";
+
+const event = new CloudEvent({
+  id: "evt-1",
+  type: "com.example.test",
+  source: "/test",
+  subject: "namespaces/default/pods/p",
+  datacontenttype: "application/json",
+  data: { hello: "world" },
+});
+
+/** A CloudEvent function that echoes what it got, or fails on request, and counts calls. */
+function echoEvents(state: { readiness: ReadinessResult | Error; calls: number }): FunctionDefinition<{ suffix: string }> {
+  return {
+    name: "echo-events",
+    kind: "cloudevent",
+    configure: (env) => ({ suffix: readString(env, "ECHO_SUFFIX") ?? "" }),
+    init: (config, deps) => {
+      const handled = new Counter({ name: "echo_handled_total", help: "events handled", registers: [deps.registry] });
+      return {
+        handle: async (_context, received) => {
+          state.calls += 1;
+          handled.inc();
+          if (received.type === "com.example.permanent") throw new HttpError(422, "cannot handle", { details: ["reason one"] });
+          if (received.type === "com.example.bug") throw new Error("secret internal detail");
+          return { status: 200, body: { id: received.id, type: received.type, data: received.data, suffix: config.suffix } };
+        },
+        readiness: async () => {
+          if (state.readiness instanceof Error) throw state.readiness;
+          return state.readiness;
+        },
+      };
+    },
+  };
+}
+
+/** An HTTP function that echoes the request; `/slow` answers after `release()`. */
+function echoHttp(state: { seen: FunctionRequest[]; slow: Promise<void>; closed: boolean }): FunctionDefinition<null> {
+  return {
+    name: "echo-http",
+    kind: "http",
+    configure: () => null,
+    init: () => ({
+      handle: async (_context, req) => {
+        state.seen.push(req);
+        if (req.path === "/slow") await state.slow;
+        if (req.path === "/nothing") return;
+        return { status: 201, body: { method: req.method, path: req.path, q: req.query.get("q"), bytes: req.body.length } };
+      },
+      close: async () => {
+        state.closed = true;
+      },
+    }),
+  };
+}
+
+async function json(response: Response): Promise<Record<string, unknown>> {
+  return (await response.json()) as Record<string, unknown>;
+}
+
+describe("CloudEvent functions", async () => {
+  const state: { readiness: ReadinessResult | Error; calls: number } = { readiness: { ready: true }, calls: 0 };
+  const lines: Record<string, unknown>[] = [];
+  const capture = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      for (const line of chunk.toString("utf8").split("\n").filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
+      callback();
+    },
+  });
+  const server: RunningServer = await startServer(
+    echoEvents(state),
+    { HOST: "127.0.0.1", PORT: "0", LOG_LEVEL: "debug", ECHO_SUFFIX: "!" },
+    { logDestination: capture },
+  );
+  after(() => server.close());
+
+  it("decodes binary mode and hands the function the event", async () => {
+    const message = HTTP.binary(event);
+    const response = await fetch(server.url, { method: "POST", headers: message.headers as Record<string, string>, body: message.body as string });
+    assert.equal(response.status, 200);
+    assert.deepEqual(await json(response), { id: "evt-1", type: "com.example.test", data: { hello: "world" }, suffix: "!" });
+  });
+
+  it("decodes structured mode", async () => {
+    const message = HTTP.structured(event.cloneWith({ id: "evt-2" }));
+    const response = await fetch(server.url, { method: "POST", headers: message.headers as Record<string, string>, body: message.body as string });
+    assert.equal(response.status, 200);
+    assert.deepEqual((await json(response)).id, "evt-2");
+  });
+
+  const malformed: { name: string; headers: Record<string, string>; body: string; status: number; detail: RegExp }[] = [
+    { name: "binary without ce-type", headers: { "ce-id": "1", "ce-source": "/s", "ce-specversion": "1.0", "content-type": "application/json" }, body: "{}", status: 400, detail: /type/ },
+    { name: "structured, not JSON", headers: { "content-type": "application/cloudevents+json" }, body: "{nope", status: 400, detail: /JSON/ },
+    { name: "structured without source", headers: { "content-type": "application/cloudevents+json" }, body: JSON.stringify({ id: "1", type: "t", specversion: "1.0" }), status: 400, detail: /source/ },
+    { name: "no CloudEvent at all", headers: { "content-type": "application/json" }, body: "{}", status: 400, detail: /no cloud event/ },
+    { name: "a batch", headers: { "content-type": "application/cloudevents-batch+json" }, body: JSON.stringify([JSON.parse(event.toString())]), status: 415, detail: /batch/ },
+  ];
+  for (const testCase of malformed) {
+    it(`answers ${testCase.status} with the error list for ${testCase.name}`, async () => {
+      const before = state.calls;
+      const response = await fetch(server.url, { method: "POST", headers: testCase.headers, body: testCase.body });
+      assert.equal(response.status, testCase.status);
+      const body = await json(response);
+      assert.ok(Array.isArray(body.details) && body.details.length > 0, JSON.stringify(body));
+      assert.match(JSON.stringify(body.details), testCase.detail);
+      assert.equal(state.calls, before, "the function must not be called");
+    });
+  }
+
+  it("maps an HttpError to its status and details, anything else to a short 500", async () => {
+    const permanent = HTTP.binary(event.cloneWith({ type: "com.example.permanent" }));
+    const r1 = await fetch(server.url, { method: "POST", headers: permanent.headers as Record<string, string>, body: permanent.body as string });
+    assert.equal(r1.status, 422);
+    assert.deepEqual(await json(r1), { error: "cannot handle", details: ["reason one"] });
+    const bug = HTTP.binary(event.cloneWith({ type: "com.example.bug" }));
+    const r2 = await fetch(server.url, { method: "POST", headers: bug.headers as Record<string, string>, body: bug.body as string });
+    assert.equal(r2.status, 500);
+    assert.deepEqual(await json(r2), { error: "internal error" });
+    const logged = lines.find((line) => line.level === "error");
+    assert.ok(logged, "a 500 is logged at error level");
+    assert.match(JSON.stringify(logged), /secret internal detail/);
+  });
+
+  it("serves CloudEvents at POST / only", async () => {
+    assert.equal((await fetch(server.url)).status, 405);
+    assert.equal((await fetch(`${server.url}/elsewhere`, { method: "POST" })).status, 404);
+  });
+
+  it("refuses a body over 1 MiB with 413 and accepts one of exactly 1 MiB", async () => {
+    const big = JSON.stringify({ pad: "x".repeat(1024 * 1024) });
+    const over = HTTP.binary(event.cloneWith({ data: undefined }));
+    const r1 = await fetch(server.url, { method: "POST", headers: over.headers as Record<string, string>, body: big });
+    assert.equal(r1.status, 413);
+    const exact = `"${"x".repeat(1024 * 1024 - 2)}"`;
+    const r2 = await fetch(server.url, { method: "POST", headers: over.headers as Record<string, string>, body: exact });
+    assert.equal(r2.status, 200);
+  });
+
+  it("delegates readiness to the function and keeps liveness independent", async () => {
+    assert.equal((await fetch(`${server.url}/health/readiness`)).status, 200);
+    state.readiness = { ready: false, reason: "warming up" };
+    const notReady = await fetch(`${server.url}/health/readiness`);
+    assert.equal(notReady.status, 503);
+    assert.deepEqual(await json(notReady), { status: "not ready", reason: "warming up" });
+    state.readiness = new Error("api server unreachable");
+    assert.deepEqual(await json(await fetch(`${server.url}/health/readiness`)), { status: "not ready", reason: "api server unreachable" });
+    assert.equal((await fetch(`${server.url}/health/liveness`)).status, 200);
+    assert.equal((await fetch(`${server.url}/health/liveness`, { method: "POST" })).status, 405);
+    state.readiness = { ready: true };
+  });
+
+  it("exposes default, runtime and function metrics labelled with the function", async () => {
+    const response = await fetch(`${server.url}/metrics`);
+    assert.equal(response.status, 200);
+    const text = await response.text();
+    assert.match(text, /^process_cpu_user_seconds_total\{function="echo-events"\} /m);
+    assert.match(text, /^echo_handled_total\{function="echo-events"\} [1-9]/m);
+    assert.match(text, /^appmonitor_http_requests_total\{route="function",method="POST",code="200",function="echo-events"\} [1-9]/m);
+  });
+
+  it("logs JSON lines: requests at info, probes at debug", () => {
+    const requests = lines.filter((line) => line.msg === "request");
+    assert.ok(requests.some((line) => line.level === "info" && line.path === "/" && line.function === "echo-events"));
+    const probes = requests.filter((line) => line.path === "/health/liveness");
+    assert.ok(probes.length > 0);
+    assert.ok(probes.every((line) => line.level === "debug"));
+  });
+});
+
+describe("HTTP functions", async () => {
+  let release = (): void => undefined;
+  const state = { seen: [] as FunctionRequest[], slow: new Promise<void>((resolve) => (release = resolve)), closed: false };
+  const server = await startFunction(echoHttp(state));
+  after(() => server.close());
+
+  it("receives method, path, query and the raw body, without express", async () => {
+    const response = await fetch(`${server.url}/hook?q=42`, { method: "PUT", headers: { "content-type": "text/weird" }, body: "abc" });
+    assert.equal(response.status, 201);
+    assert.deepEqual(await json(response), { method: "PUT", path: "/hook", q: "42", bytes: 3 });
+    const seen = state.seen.at(-1);
+    assert.ok(seen !== undefined && Buffer.isBuffer(seen.body));
+    assert.equal(seen.body.toString(), "abc");
+    assert.equal(seen.headers["content-type"], "text/weird");
+  });
+
+  it("answers 204 when the function returns nothing", async () => {
+    assert.equal((await fetch(`${server.url}/nothing`, { method: "POST" })).status, 204);
+  });
+
+  it("drains an in-flight request on close, refuses new connections, then closes the function", async () => {
+    const port = new URL(server.url).port;
+    const inFlight = new Promise<number>((resolve, reject) => {
+      const req = request({ host: "127.0.0.1", port, path: "/slow", method: "POST", agent: false }, (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode ?? 0));
+      });
+      req.on("error", reject);
+      req.end("x");
+    });
+    // The request has reached the function once it is recorded.
+    while (!state.seen.some((req) => req.path === "/slow")) await new Promise((resolve) => setTimeout(resolve, 10));
+    const closing = server.close();
+    await assert.rejects(fetch(`${server.url}/hook`, { method: "POST" }), "new requests are refused while draining");
+    assert.equal(state.closed, false, "close() waits for the in-flight request");
+    release();
+    assert.equal(await inFlight, 201);
+    await closing;
+    assert.equal(state.closed, true);
+  });
+});
+
+describe("start-up configuration", () => {
+  const cases: { env: Record<string, string>; variable: string }[] = [
+    { env: { PORT: "eighty" }, variable: "PORT" },
+    { env: { PORT: "70000" }, variable: "PORT" },
+    { env: { LOG_LEVEL: "loud" }, variable: "LOG_LEVEL" },
+  ];
+  for (const { env, variable } of cases) {
+    it(`refuses ${JSON.stringify(env)} naming ${variable}`, async () => {
+      await assert.rejects(startFunction(echoHttp({ seen: [], slow: Promise.resolve(), closed: false }), env), (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.equal(error.variable, variable);
+        assert.ok(error.message.startsWith(`${variable}: `));
+        return true;
+      });
+    });
+  }
+});
