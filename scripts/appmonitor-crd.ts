@@ -1,0 +1,135 @@
+/**
+ * Builds the AppMonitor CustomResourceDefinition (apiextensions.k8s.io/v1) from
+ * `schemas/appmonitor.schema.json`, so the API server validates exactly what the functions do.
+ * `node scripts/appmonitor-crd.ts` rewrites `knative/crd/appmonitor.yaml`; a unit test checks
+ * the committed file is what this produces.
+ *
+ * The JSON Schema's `exclusiveMinimum: N` becomes OpenAPI v3.0's `minimum: N, exclusiveMinimum: true`
+ * (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#specifying-a-structural-schema).
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { stringify } from "yaml";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+/** Where the generated CRD is committed. */
+export const crdPath = path.join(root, "knative", "crd", "appmonitor.yaml");
+
+type Schema = Record<string, unknown>;
+
+/** JSON Schema (draft-07) → a CRD's OpenAPI v3.0 structural schema. */
+export function toOpenApiV3(schema: Schema): Schema {
+  const out: Schema = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === "$schema" || key === "$id" || key === "title") continue;
+    if (key === "exclusiveMinimum" && typeof value === "number") {
+      out.minimum = value;
+      out.exclusiveMinimum = true;
+    } else if (key === "properties" && value && typeof value === "object") {
+      out.properties = Object.fromEntries(Object.entries(value as Schema).map(([k, v]) => [k, toOpenApiV3(v as Schema)]));
+    } else if ((key === "items" || key === "additionalProperties") && value && typeof value === "object") {
+      out[key] = toOpenApiV3(value as Schema);
+    } else {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
+const memory = { type: "object", properties: { request: { type: "string" }, limit: { type: "string" } } };
+
+/** The status schema: observedGeneration, conditions (metav1.Condition), the scale record. */
+const statusSchema: Schema = {
+  type: "object",
+  properties: {
+    observedGeneration: { type: "integer", format: "int64" },
+    conditions: {
+      type: "array",
+      "x-kubernetes-list-type": "map",
+      "x-kubernetes-list-map-keys": ["type"],
+      items: {
+        type: "object",
+        required: ["type", "status"],
+        properties: {
+          type: { type: "string" },
+          status: { type: "string", enum: ["True", "False", "Unknown"] },
+          observedGeneration: { type: "integer", format: "int64" },
+          lastTransitionTime: { type: "string", format: "date-time" },
+          reason: { type: "string" },
+          message: { type: "string" },
+        },
+      },
+    },
+    lastScaleTime: { type: "string", format: "date-time" },
+    scaleCount: { type: "integer", format: "int64", minimum: 0 },
+    recentScales: {
+      type: "array",
+      maxItems: 20,
+      items: {
+        type: "object",
+        properties: {
+          time: { type: "string", format: "date-time" },
+          workload: { type: "object", properties: { kind: { type: "string" }, name: { type: "string" } } },
+          container: { type: "string" },
+          from: memory,
+          to: memory,
+          dryRun: { type: "boolean" },
+        },
+      },
+    },
+  },
+};
+
+/** The CRD object. */
+export function appMonitorCrd(): Schema {
+  const spec = JSON.parse(readFileSync(path.join(root, "schemas", "appmonitor.schema.json"), "utf8")) as Schema;
+  return {
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: "appmonitors.kubedemo.com" },
+    spec: {
+      group: "kubedemo.com",
+      scope: "Namespaced",
+      names: { kind: "AppMonitor", listKind: "AppMonitorList", plural: "appmonitors", singular: "appmonitor", shortNames: ["amon"] },
+      versions: [{
+        name: "v1",
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+        additionalPrinterColumns: [
+          { name: "Threshold", type: "number", jsonPath: ".spec.memThresholdPercent", description: "percent of the memory limit" },
+          { name: "Multiplier", type: "number", jsonPath: ".spec.memMultiplier" },
+          { name: "Mode", type: "string", jsonPath: ".spec.mode" },
+          { name: "Scales", type: "integer", jsonPath: ".status.scaleCount" },
+          { name: "Last Scale", type: "date", jsonPath: ".status.lastScaleTime" },
+          { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+        ],
+        schema: {
+          openAPIV3Schema: {
+            type: "object",
+            description: "AppMonitor: raise the memory of the workloads whose Pods it covers when they near their memory limit.",
+            required: ["spec"],
+            properties: {
+              apiVersion: { type: "string" },
+              kind: { type: "string" },
+              metadata: { type: "object" },
+              spec: toOpenApiV3(spec),
+              status: statusSchema,
+            },
+          },
+        },
+      }],
+    },
+  };
+}
+
+/** The CRD as the committed YAML text. */
+export function appMonitorCrdYaml(): string {
+  return `# Generated by scripts/appmonitor-crd.ts from schemas/appmonitor.schema.json; do not edit.\n${stringify(appMonitorCrd())}`;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  writeFileSync(crdPath, appMonitorCrdYaml());
+  console.log(`wrote ${path.relative(root, crdPath)}`);
+}
