@@ -257,9 +257,9 @@ function selectorMatchers(selector: LabelSelector): string[] {
  * @param monitor the AppMonitor, spec defaults applied.
  * @param source the metric source.
  * @returns the expression, over several lines.
- * @throws {RuleInputError} for an invalid namespace, threshold, or (kube-state-metrics source)
- *   selector: a key or value that is not Kubernetes label syntax, an unknown operator, or
- *   values that do not fit the operator.
+ * @throws {RuleInputError} for an invalid namespace, threshold, or selector (checked for every
+ *   source): a key or value that is not Kubernetes label syntax, an unknown operator, or values
+ *   that do not fit the operator.
  */
 export function alertExpression(monitor: AppMonitorForRule, source: MetricSource): string {
   const { namespace } = identity(monitor);
@@ -269,8 +269,10 @@ export function alertExpression(monitor: AppMonitorForRule, source: MetricSource
     source === "cadvisor"
       ? `container_spec_memory_limit_bytes{${ns}, ${CONTAINER_MATCHERS}}`
       : `kube_pod_container_resource_limits{${ns}, resource="memory", ${CONTAINER_MATCHERS}}`;
-  // 100 × used / limit rather than used / limit × 100: exact for whole percentages, so an alert
-  // at 76 % reports 76, not 76.00000000000001.
+  // Checked whatever the source, so an AppMonitor is valid or not independently of the config.
+  const selected = monitor.spec.selector === undefined ? [] : [`kube_pod_labels{${[ns, ...selectorMatchers(monitor.spec.selector)].join(", ")}}`];
+  // 100 × used / limit rather than used / limit × 100: exact whenever the percentage is a whole
+  // number, so an alert at 76 % reports 76, not 76.00000000000001.
   const ratio = [
     `100 * ${workingSet}`,
     `  / on ${BY}`,
@@ -280,7 +282,6 @@ export function alertExpression(monitor: AppMonitorForRule, source: MetricSource
   if (source === "cadvisor") return ratio.join("\n");
 
   const annotated = `kube_pod_annotations{${ns}, ${ksmLabelName("annotation_", MONITOR_ANNOTATION)}=${promqlString(MONITOR_ANNOTATION_VALUE)}}`;
-  const selected = monitor.spec.selector === undefined ? [] : [`kube_pod_labels{${[ns, ...selectorMatchers(monitor.spec.selector)].join(", ")}}`];
   return [
     "(",
     ...ratio.map((line) => `  ${line}`),
