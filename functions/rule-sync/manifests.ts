@@ -1,0 +1,142 @@
+// AppMonitors out of Kubernetes manifest text (multi-document YAML, as `kubectl apply -f`
+// reads it), validated and with spec defaults applied, each with the place it came from.
+
+import { parseAllDocuments } from "yaml";
+import type { ErrorObject } from "ajv";
+import {
+  APPMONITOR_API_VERSION,
+  APPMONITOR_KIND,
+  AppMonitorSpecError,
+  validateAppMonitorSpec,
+  type AppMonitorSpecWithDefaults,
+  type ObjectMetaLike,
+} from "../lib/appmonitor.ts";
+import { isDnsLabel, isDnsSubdomain } from "./names.ts";
+
+/** An AppMonitor read from a manifest: spec validated and defaulted, namespace always set. */
+export interface ManifestAppMonitor {
+  readonly apiVersion: typeof APPMONITOR_API_VERSION;
+  readonly kind: typeof APPMONITOR_KIND;
+  readonly metadata: ObjectMetaLike & { readonly name: string; readonly namespace: string };
+  readonly spec: AppMonitorSpecWithDefaults;
+}
+
+/** Where a manifest object came from. */
+export interface ManifestLocation {
+  /** The file name as given by the caller. */
+  readonly file: string;
+  /** 1-based index of the YAML document in the file. */
+  readonly document: number;
+}
+
+/** An AppMonitor and where it came from. */
+export interface LocatedAppMonitor extends ManifestLocation {
+  readonly appMonitor: ManifestAppMonitor;
+}
+
+/**
+ * A manifest that cannot be read, or an AppMonitor in it that is invalid. The message names the
+ * file, the document, the AppMonitor when known, and each offending field, e.g.
+ * `m.yaml: document 2 (AppMonitor default/x): spec.memThresholdPercent: must be <= 100`.
+ */
+export class ManifestError extends Error {
+  readonly file: string;
+  /** 1-based document index; absent for errors about the whole file. */
+  readonly document: number | undefined;
+  /** Offending fields, e.g. `["spec.memThresholdPercent"]`; empty for syntax errors. */
+  readonly fields: readonly string[];
+
+  /**
+   * @param where file, and document when known, plus the AppMonitor's namespace/name when known.
+   * @param problems one entry per problem: the field (empty for none) and what is wrong.
+   */
+  constructor(where: { file: string; document?: number; object?: string }, problems: readonly { field: string; message: string }[]) {
+    const document = where.document === undefined ? "" : `: document ${where.document}`;
+    const object = where.object === undefined ? "" : ` (${where.object})`;
+    const list = problems.map((p) => (p.field === "" ? p.message : `${p.field}: ${p.message}`)).join("; ");
+    super(`${where.file}${document}${object}: ${list}`);
+    this.name = "ManifestError";
+    this.file = where.file;
+    this.document = where.document;
+    this.fields = problems.map((p) => p.field).filter((f) => f !== "");
+  }
+}
+
+/** `/selector/matchExpressions/0/key` → `spec.selector.matchExpressions[0].key`. */
+function specField(error: ErrorObject): string {
+  let field = "spec";
+  const segments = error.instancePath === "" ? [] : error.instancePath.slice(1).split("/");
+  if (error.keyword === "required" && typeof error.params.missingProperty === "string") segments.push(error.params.missingProperty);
+  for (const raw of segments) {
+    // JSON Pointer escapes (RFC 6901).
+    const segment = raw.replace(/~1/g, "/").replace(/~0/g, "~");
+    field += /^\d+$/.test(segment) ? `[${segment}]` : /^[A-Za-z_$][\w$]*$/.test(segment) ? `.${segment}` : `[${JSON.stringify(segment)}]`;
+  }
+  return field;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The AppMonitor in one object, or undefined when the object is something else. */
+function appMonitorOf(object: unknown, where: { file: string; document: number }, defaultNamespace: string): ManifestAppMonitor | undefined {
+  if (!isRecord(object) || object.apiVersion !== APPMONITOR_API_VERSION || object.kind !== APPMONITOR_KIND) return undefined;
+  const metadata = isRecord(object.metadata) ? object.metadata : {};
+  const name = metadata.name;
+  const namespace = metadata.namespace ?? defaultNamespace;
+  if (typeof name !== "string" || !isDnsSubdomain(name)) {
+    throw new ManifestError({ ...where, object: "AppMonitor" }, [{ field: "metadata.name", message: `must be a DNS subdomain (RFC 1123), got ${JSON.stringify(name)}` }]);
+  }
+  if (typeof namespace !== "string" || !isDnsLabel(namespace)) {
+    throw new ManifestError({ ...where, object: `AppMonitor ${name}` }, [{ field: "metadata.namespace", message: `must be a DNS label (RFC 1123), got ${JSON.stringify(namespace)}` }]);
+  }
+  const object_ = `AppMonitor ${namespace}/${name}`;
+  let spec: AppMonitorSpecWithDefaults;
+  try {
+    spec = validateAppMonitorSpec(object.spec);
+  } catch (error) {
+    if (!(error instanceof AppMonitorSpecError)) throw error;
+    throw new ManifestError(
+      { ...where, object: object_ },
+      error.errors.map((e) => ({ field: specField(e), message: e.keyword === "required" ? "is required" : (e.message ?? e.keyword) })),
+    );
+  }
+  return { apiVersion: APPMONITOR_API_VERSION, kind: APPMONITOR_KIND, metadata: { ...(metadata as ObjectMetaLike), name, namespace }, spec };
+}
+
+/**
+ * Every AppMonitor (kubedemo.com/v1) in a multi-document YAML text, in document order. Other
+ * kinds are skipped, empty documents too; the items of a `kind: List` (as `kubectl get -o yaml`
+ * writes) are read as objects of that document. An AppMonitor without metadata.namespace gets
+ * `defaultNamespace`, as kubectl gives it the context's namespace. Specs are validated against
+ * `schemas/appmonitor.schema.json` and defaulted by `validateAppMonitorSpec`
+ * (functions/lib/appmonitor.ts). YAML 1.2 (https://yaml.org/spec/1.2.2/), duplicate keys refused.
+ *
+ * @param text the file's content.
+ * @param file the file name, only for messages and locations.
+ * @param defaultNamespace namespace for AppMonitors that name none; a DNS label.
+ * @returns the AppMonitors with their locations; possibly empty.
+ * @throws {ManifestError} on a YAML syntax error, an AppMonitor without a valid metadata.name or
+ *   namespace, or an invalid spec (every spec problem listed).
+ */
+export function readAppMonitors(text: string, file: string, defaultNamespace: string): LocatedAppMonitor[] {
+  const found: LocatedAppMonitor[] = [];
+  parseAllDocuments(text).forEach((doc, i) => {
+    const where = { file, document: i + 1 };
+    const syntax = doc.errors[0];
+    if (syntax !== undefined) {
+      const pos = syntax.linePos?.[0];
+      const at = pos === undefined ? "" : ` at line ${pos.line}, column ${pos.col}`;
+      const message = (syntax.message.split("\n")[0] ?? "").replace(/ at line \d+, column \d+:?$/, "");
+      throw new ManifestError(where, [{ field: "", message: `invalid YAML${at}: ${message}` }]);
+    }
+    const value: unknown = doc.toJS();
+    const objects = isRecord(value) && value.kind === "List" && Array.isArray(value.items) ? (value.items as unknown[]) : [value];
+    for (const object of objects) {
+      const appMonitor = appMonitorOf(object, where, defaultNamespace);
+      if (appMonitor !== undefined) found.push({ ...where, appMonitor });
+    }
+  });
+  return found;
+}
