@@ -1,0 +1,93 @@
+// The compare-and-swap JSON Patch that applies a scale decision to a workload's Pod template.
+import { LAST_SCALE_ANNOTATION } from "../lib/appmonitor.ts";
+import type { ContainerChange, ContainerMemory } from "./decide.ts";
+
+/** One RFC 6902 operation, as sent with `Content-Type: application/json-patch+json`. */
+export interface JsonPatchOperation {
+  op: "test" | "replace" | "add";
+  /** An RFC 6901 JSON Pointer. */
+  path: string;
+  value: unknown;
+}
+
+/** What {@link buildTemplatePatch} needs, all as read from the workload just before the write. */
+export interface TemplatePatchInput {
+  /** `spec.template.spec.containers` in template order: a container's index here is its index in the patch path. */
+  templateContainers: readonly ContainerMemory[];
+  /** The changes of a `scale` decision (from `decideScale` on the same `templateContainers`). */
+  changes: readonly ContainerChange[];
+  /** The workload's `metadata.annotations`; `undefined` when it has none. */
+  annotations: Readonly<Record<string, string>> | undefined;
+  /** Time of the scale, recorded in the last-scale annotation. */
+  time: Date;
+  /** The workload's `metadata.resourceVersion`; when given, the patch also tests it. */
+  resourceVersion?: string;
+}
+
+/**
+ * Escapes one reference token of a JSON Pointer: `~` → `~0`, `/` → `~1`, so the annotation key
+ * `app-monitor.kubedemo.com/last-scale` becomes `app-monitor.kubedemo.com~1last-scale`.
+ * Source: https://www.rfc-editor.org/rfc/rfc6901#section-3
+ */
+export function escapeJsonPointerToken(token: string): string {
+  return token.replaceAll("~", "~0").replaceAll("/", "~1");
+}
+
+/** RFC 3339 in UTC with whole seconds, the form Kubernetes writes its own timestamps in. */
+export function formatTimestamp(time: Date): string {
+  return time.toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/**
+ * Builds the JSON Patch that applies `changes` to a Deployment, StatefulSet, DaemonSet or
+ * ReplicaSet (all keep the Pod template at `/spec/template`). It is a compare-and-swap: `test`
+ * operations on `metadata.resourceVersion` (if given), each changed container's name, current
+ * memory limit and current memory request come before the `replace` operations, so a patch built
+ * from stale values fails as a whole (the API server answers 422/409) and two concurrent
+ * deliveries can never compound. The same patch sets `app-monitor.kubedemo.com/last-scale` to
+ * `time`, adding the `annotations` map when the workload has none, and testing the previous value
+ * when there is one. Sources: DESIGN.md "Decisions that matter for correctness" (compare-and-swap);
+ * https://www.rfc-editor.org/rfc/rfc6902 (operations);
+ * https://kubernetes.io/docs/tasks/manage-kubernetes-objects/update-api-object-kubectl-patch/
+ * @throws {RangeError} when a change names a container not in `templateContainers`, when its
+ *   `from` values differ from the template's, or when it would add a request the template lacks
+ *   (`decideScale` never does: a missing request keeps defaulting to the limit).
+ */
+export function buildTemplatePatch(input: TemplatePatchInput): JsonPatchOperation[] {
+  const ops: JsonPatchOperation[] = [];
+  if (input.resourceVersion !== undefined) ops.push({ op: "test", path: "/metadata/resourceVersion", value: input.resourceVersion });
+  const writes: JsonPatchOperation[] = [];
+  for (const change of input.changes) {
+    const index = input.templateContainers.findIndex((c) => c.name === change.container);
+    const current = input.templateContainers[index];
+    if (current === undefined) throw new RangeError(`container ${change.container} is not in the workload's Pod template`);
+    if (current.limit !== change.from.limit || current.request !== change.from.request) {
+      throw new RangeError(`container ${change.container}: the change was decided from other values than the template's`);
+    }
+    const base = `/spec/template/spec/containers/${index}`;
+    ops.push({ op: "test", path: `${base}/name`, value: change.container });
+    ops.push({ op: "test", path: `${base}/resources/limits/memory`, value: change.from.limit });
+    writes.push({ op: "replace", path: `${base}/resources/limits/memory`, value: change.to.limit });
+    if (change.from.request !== undefined) {
+      ops.push({ op: "test", path: `${base}/resources/requests/memory`, value: change.from.request });
+      if (change.to.request !== undefined) writes.push({ op: "replace", path: `${base}/resources/requests/memory`, value: change.to.request });
+    } else if (change.to.request !== undefined) {
+      throw new RangeError(`container ${change.container}: cannot add a memory request the template does not set`);
+    }
+  }
+
+  const stamp = formatTimestamp(input.time);
+  if (input.annotations === undefined) {
+    writes.push({ op: "add", path: "/metadata/annotations", value: { [LAST_SCALE_ANNOTATION]: stamp } });
+  } else {
+    const path = `/metadata/annotations/${escapeJsonPointerToken(LAST_SCALE_ANNOTATION)}`;
+    const previous = input.annotations[LAST_SCALE_ANNOTATION];
+    if (previous !== undefined) {
+      ops.push({ op: "test", path, value: previous });
+      writes.push({ op: "replace", path, value: stamp });
+    } else {
+      writes.push({ op: "add", path, value: stamp });
+    }
+  }
+  return [...ops, ...writes];
+}
