@@ -1,0 +1,92 @@
+/**
+ * The webhook endpoint: `POST /` with an Alertmanager webhook payload (version 4).
+ *
+ * | status | when |
+ * | --- | --- |
+ * | 200 `{ received, emitted, dropped: [{ index, fingerprint, reason }], truncatedAlerts }` | every event delivered (or nothing to deliver) |
+ * | 401 (`WWW-Authenticate`) | missing or wrong credentials; nothing emitted |
+ * | 404 / 405 (`Allow: POST`) | another path / method |
+ * | 413 | body over 1 MiB (the runtime, before authentication) |
+ * | 415 | content type is not `application/json` |
+ * | 400 `{ error, details? }` | malformed JSON, no or another payload version, schema errors |
+ * | 502 `{ error, details: { delivered, failed: [{ id, fingerprint, error }] } }` | an event could not be delivered after retries: Alertmanager retries the whole payload (webhook receivers treat 5xx as recoverable, https://prometheus.io/docs/alerting/latest/configuration/#webhook_config), and deterministic ids make the re-sent events harmless duplicates |
+ */
+import type { Logger } from "pino";
+import { HttpError } from "../lib/runtime/errors.ts";
+import type { FunctionContext, FunctionRequest, FunctionResponse } from "../lib/runtime/types.ts";
+import type { RetryPolicy } from "../lib/retry.ts";
+import type { Authenticator } from "./auth.ts";
+import { deliverAll } from "./deliver.ts";
+import { mapWebhook } from "./mapping.ts";
+import type { AlertReceiverMetrics } from "./metrics.ts";
+import type { Validators } from "./schemas.ts";
+import type { Send } from "./sink.ts";
+import { readWebhook } from "./webhook.ts";
+
+/** What the handler needs; all adapters, so tests can substitute them. */
+export interface HandlerDeps {
+  readonly authenticate: Authenticator;
+  /** `WWW-Authenticate` value for 401s. */
+  readonly challenge: string;
+  readonly validators: Validators;
+  readonly send: Send;
+  readonly retryPolicy: RetryPolicy;
+  readonly concurrency: number;
+  readonly metrics: AlertReceiverMetrics;
+}
+
+/** Builds `handle` for the runtime (an HTTP function). */
+export function createHandler(deps: HandlerDeps): (context: FunctionContext, request: FunctionRequest) => Promise<FunctionResponse> {
+  const { metrics } = deps;
+  return async (context, request) => {
+    if (request.path !== "/") throw new HttpError(404, `not found: ${request.path.slice(0, 100)}; webhooks are POSTed to /`);
+    if (request.method !== "POST") throw new HttpError(405, `method ${request.method} not allowed`, { headers: { allow: "POST" } });
+    if (!deps.authenticate(request.headers.authorization)) {
+      metrics.webhooks.inc({ outcome: "unauthorized" });
+      throw new HttpError(401, "missing or wrong credentials", { headers: { "www-authenticate": deps.challenge } });
+    }
+    let payload;
+    try {
+      payload = readWebhook(request, deps.validators);
+    } catch (error) {
+      metrics.webhooks.inc({ outcome: "invalid" });
+      throw error;
+    }
+
+    const truncatedAlerts = payload.truncatedAlerts ?? 0;
+    metrics.alertsReceived.inc(payload.alerts.length);
+    if (truncatedAlerts > 0) {
+      metrics.alertsTruncated.inc(truncatedAlerts);
+      context.log.warn({ truncatedAlerts, groupKey: payload.groupKey }, "Alertmanager left alerts out of this payload (max_alerts)");
+    }
+    const { events, dropped } = mapWebhook(payload);
+    for (const alert of dropped) metrics.alertsDropped.inc({ reason: alert.reason });
+    if (dropped.length > 0) context.log.info({ dropped }, "alerts without a usable namespace/pod or time: no event");
+
+    const failed = await deliverAll(events, deps.send, deps.retryPolicy, deps.concurrency, hooks(context.log, metrics));
+    const summary = { received: payload.alerts.length, emitted: events.length - failed.length, dropped, truncatedAlerts };
+    if (failed.length > 0) {
+      metrics.webhooks.inc({ outcome: "undelivered" });
+      throw new HttpError(502, `could not deliver ${failed.length} of ${events.length} events to the sink`, {
+        details: { delivered: summary.emitted, failed },
+      });
+    }
+    metrics.webhooks.inc({ outcome: "accepted" });
+    context.log.info({ received: summary.received, emitted: summary.emitted, dropped: dropped.length, groupKey: payload.groupKey }, "webhook handled");
+    return { status: 200, body: summary };
+  };
+}
+
+function hooks(log: Logger, metrics: AlertReceiverMetrics): Parameters<typeof deliverAll>[4] {
+  return {
+    onRetry: (event, error, attempt, delayMs) => {
+      metrics.deliveryRetries.inc();
+      log.warn({ eventId: event.id, attempt, delayMs: Math.round(delayMs), err: error }, "sink delivery failed, retrying");
+    },
+    onDelivered: (event) => metrics.eventsEmitted.inc({ type: event.type }),
+    onFailed: (event, error) => {
+      metrics.deliveryFailures.inc();
+      log.error({ eventId: event.id, err: error }, "sink delivery failed");
+    },
+  };
+}
