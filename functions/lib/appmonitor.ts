@@ -1,6 +1,7 @@
 // The AppMonitor resource: its types, names, spec validation, and which AppMonitor governs a Pod.
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import specSchema from "../../schemas/appmonitor.schema.json" with { type: "json" };
+import { parseQuantity, QuantityError } from "./quantity.ts";
 import { checkLabelSelector, LabelSelectorError, matchesLabelSelector, type LabelSelector } from "./label-selector.ts";
 
 export { checkLabelSelector, LabelSelectorError, matchesLabelSelector };
@@ -155,7 +156,10 @@ export interface PodLike {
 
 /** Thrown by {@link validateAppMonitorSpec}; `errors` lists every problem found. */
 export class AppMonitorSpecError extends Error {
-  /** ajv errors, plus `keyword: "labelSelector"` entries for selector rules the schema cannot state. */
+  /**
+   * ajv errors, or (for a spec the schema accepts) `keyword: "labelSelector"` entries for selector
+   * rules the schema cannot state and `keyword: "quantity"` for a `maxMemory` out of range.
+   */
   readonly errors: ErrorObject[];
 
   constructor(errors: ErrorObject[]) {
@@ -178,7 +182,8 @@ function specValidator(): ValidateFunction {
  * Validates an AppMonitor `spec` against `schemas/appmonitor.schema.json` and returns a copy with
  * the defaults applied (`forSeconds` 60, `cooldownSeconds` 300, `mode` "Scale"). The input is
  * not modified. Rules: DESIGN.md "The API" (AppMonitor table); selector operator/values rules from
- * https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/label-selector/
+ * https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/label-selector/ ;
+ * `maxMemory` must also parse as a quantity (see `parseQuantity`).
  * @param spec the `spec` field as parsed from JSON or YAML.
  * @throws {AppMonitorSpecError} with the full ajv error list when the spec is invalid.
  */
@@ -189,22 +194,31 @@ export function validateAppMonitorSpec(spec: unknown): AppMonitorSpecWithDefault
     throw new AppMonitorSpecError([...(validate.errors ?? [])]);
   }
   const valid = copy as AppMonitorSpecWithDefaults;
+  const problems: ErrorObject[] = [];
   if (valid.selector !== undefined) {
     try {
       checkLabelSelector(valid.selector);
     } catch (err) {
       if (!(err instanceof LabelSelectorError)) throw err;
-      throw new AppMonitorSpecError([
-        {
-          instancePath: `/selector/matchExpressions/${err.index}`,
-          schemaPath: "#/properties/selector/properties/matchExpressions/items",
-          keyword: "labelSelector",
-          params: {},
-          message: err.message,
-        },
-      ]);
+      problems.push({
+        instancePath: `/selector/matchExpressions/${err.index}`,
+        schemaPath: "#/properties/selector/properties/matchExpressions/items",
+        keyword: "labelSelector",
+        params: {},
+        message: err.message,
+      });
     }
   }
+  if (valid.maxMemory !== undefined) {
+    // The pattern admits exponents the quantity parser refuses as out of range.
+    try {
+      parseQuantity(valid.maxMemory);
+    } catch (err) {
+      if (!(err instanceof QuantityError)) throw err;
+      problems.push({ instancePath: "/maxMemory", schemaPath: "#/properties/maxMemory", keyword: "quantity", params: {}, message: err.message });
+    }
+  }
+  if (problems.length > 0) throw new AppMonitorSpecError(problems);
   return valid;
 }
 
