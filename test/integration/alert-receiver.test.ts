@@ -1,0 +1,410 @@
+/**
+ * alert-receiver with real components: Debian's Alertmanager posts webhooks (bearer auth,
+ * send_resolved) to alert-receiver servers running in this process, which send CloudEvents
+ * to test sinks that decode them with the CloudEvents SDK. Plus hostile payloads
+ * (fast-check) and the launcher as a child process.
+ */
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { createServer } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import fc from "fast-check";
+import { fn } from "../../functions/alert-receiver/index.ts";
+import { DEFAULT_SOURCE, FIRING_TYPE, RESOLVED_TYPE, eventId } from "../../functions/alert-receiver/mapping.ts";
+import type { AlertEventData } from "../../functions/alert-receiver/mapping.ts";
+import type { RunningServer } from "../../functions/lib/runtime/server.ts";
+import { startAlertmanager } from "../support/alertmanager.ts";
+import type { PostableAlert, TestAlertmanager } from "../support/alertmanager.ts";
+import { startProcess, tailOf } from "../support/child-process.ts";
+import { startSink } from "../support/cloudevent-sink.ts";
+import type { ReceivedEvent, TestSink } from "../support/cloudevent-sink.ts";
+import { startFunction } from "../support/function-server.ts";
+import { scrape } from "../support/prometheus-text.ts";
+import { waitUntil } from "../support/wait-until.ts";
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const token = randomBytes(24).toString("base64url");
+/** Retry quickly inside alert-receiver so Alertmanager's own retries are what recovers. */
+const fastDelivery = { DELIVERY_MAX_ATTEMPTS: "2", DELIVERY_BASE_DELAY_MS: "10", DELIVERY_MAX_DELAY_MS: "20", DELIVERY_TIMEOUT_MS: "1000" };
+
+function dataOf(received: ReceivedEvent): AlertEventData {
+  return received.event.data as AlertEventData;
+}
+
+function eventsOf(sink: TestSink, alertname: string): ReceivedEvent[] {
+  return sink.received.filter((received) => dataOf(received).alertname === alertname);
+}
+
+/** Distinct events (by id) of `alertname` with `type`, once there are `count` of them. */
+function distinct(sink: TestSink, alertname: string, type: string, count: number): Map<string, ReceivedEvent> | undefined {
+  const byId = new Map<string, ReceivedEvent>();
+  for (const received of eventsOf(sink, alertname)) if (received.event.type === type) byId.set(received.event.id, received);
+  return byId.size >= count ? byId : undefined;
+}
+
+/** An alert for pod `pod` in namespace `ns` that started a minute ago. */
+function memoryAlert(alertname: string, ns: string, pod: string, startsAt: string, extra: Record<string, string> = {}): PostableAlert {
+  return {
+    labels: { alertname, namespace: ns, pod, container: "memhog", appmonitor: "mymonitor", ...extra },
+    annotations: { value: "81.25", summary: `${pod} uses 81.25% of its memory limit` },
+    startsAt,
+    generatorURL: `http://prometheus.test:9090/graph?g0.expr=${alertname}`,
+  };
+}
+
+const minuteAgo = (): string => new Date(Date.now() - 60_000).toISOString();
+
+describe("alert-receiver behind a real Alertmanager", () => {
+  let sink: TestSink;
+  let structuredSink: TestSink;
+  let receiver: RunningServer;
+  let structuredReceiver: RunningServer;
+  let alertmanager: TestAlertmanager;
+
+  before(async () => {
+    sink = await startSink();
+    structuredSink = await startSink();
+    receiver = await startFunction(fn, { K_SINK: sink.url, WEBHOOK_TOKEN: token, ...fastDelivery });
+    structuredReceiver = await startFunction(fn, { K_SINK: structuredSink.url, WEBHOOK_TOKEN: token, CE_MODE: "structured", ...fastDelivery });
+    const webhook = (url: string, credentials: string) => ({
+      url: `${url}/`,
+      send_resolved: true,
+      http_config: { authorization: { type: "Bearer", credentials } },
+    });
+    alertmanager = await startAlertmanager({
+      route: {
+        receiver: "binary",
+        group_by: ["alertname"],
+        group_wait: "100ms",
+        group_interval: "500ms",
+        repeat_interval: "1s",
+        routes: [
+          { receiver: "structured", matchers: ['testroute="structured"'] },
+          { receiver: "wrong-token", matchers: ['testroute="wrong-token"'] },
+        ],
+      },
+      receivers: [
+        { name: "binary", webhook_configs: [webhook(receiver.url, token)] },
+        { name: "structured", webhook_configs: [webhook(structuredReceiver.url, token)] },
+        { name: "wrong-token", webhook_configs: [webhook(receiver.url, `${token}-wrong`)] },
+      ],
+    });
+  });
+
+  after(async () => {
+    await alertmanager?.stop();
+    await receiver?.close();
+    await structuredReceiver?.close();
+    await sink?.stop();
+    await structuredSink?.stop();
+  });
+
+  it("turns each alert into one CloudEvent with the right attributes and data", async () => {
+    const startsAt = minuteAgo();
+    await alertmanager.postAlerts([
+      memoryAlert("MemoryHigh", "default", "memhog-1", startsAt),
+      memoryAlert("MemoryHigh", "team-a", "memhog-2", startsAt),
+      { labels: { alertname: "MemoryHigh", instance: "node-1" }, startsAt },
+    ]);
+    const events = await waitUntil("two firing events", () => distinct(sink, "MemoryHigh", FIRING_TYPE, 2));
+    assert.equal(events.size, 2, "the alert without namespace/pod gives no event");
+    const subjects = [...events.values()].map((received) => received.event.subject).sort();
+    assert.deepEqual(subjects, ["namespaces/default/pods/memhog-1", "namespaces/team-a/pods/memhog-2"]);
+    for (const received of events.values()) {
+      const { event } = received;
+      const data = dataOf(received);
+      assert.equal(received.mode, "binary");
+      assert.equal(received.headers["ce-id"], event.id);
+      assert.equal(event.specversion, "1.0");
+      assert.equal(event.source, alertmanager.externalUrl);
+      assert.equal(event.time, startsAt);
+      assert.equal(event.datacontenttype, "application/json");
+      assert.equal(data.status, "firing");
+      assert.equal(data.container, "memhog");
+      assert.equal(data.appmonitor, "mymonitor");
+      assert.equal(data.value, 81.25);
+      assert.equal(data.endsAt, null);
+      assert.equal(Date.parse(data.startsAt), Date.parse(startsAt));
+      assert.match(data.fingerprint, /^[0-9a-f]{16}$/);
+      assert.equal(event.id, eventId(data.fingerprint, data.startsAt, "firing"));
+      assert.equal(data.labels.namespace, data.namespace);
+      assert.equal(data.annotations.summary, `${data.pod} uses 81.25% of its memory limit`);
+      assert.equal(data.generatorURL, "http://prometheus.test:9090/graph?g0.expr=MemoryHigh");
+    }
+    const dropped = await scrape(`${receiver.url}/metrics`, "appmonitor_alert_receiver_alerts_dropped_total", { reason: "no-namespace-or-pod" });
+    assert.ok(dropped >= 1, `dropped counter is ${dropped}`);
+  });
+
+  it("gives re-sent alerts the same ids", async () => {
+    const startsAt = minuteAgo();
+    const alerts = [memoryAlert("MemoryResent", "default", "memhog-1", startsAt), memoryAlert("MemoryResent", "default", "memhog-2", startsAt)];
+    await alertmanager.postAlerts(alerts);
+    const first = await waitUntil("two firing events", () => distinct(sink, "MemoryResent", FIRING_TYPE, 2));
+    // Alertmanager repeats a firing group every repeat_interval; post again as Prometheus would, too.
+    await alertmanager.postAlerts(alerts);
+    await waitUntil("each id delivered at least three times", () =>
+      [...first.keys()].every((id) => sink.received.filter((received) => received.event.id === id).length >= 3),
+    );
+    assert.equal(distinct(sink, "MemoryResent", FIRING_TYPE, 0)?.size, 2, "re-sends bring no new ids");
+  });
+
+  it("sends resolved events when the alerts resolve", async () => {
+    const startsAt = minuteAgo();
+    const alerts = [memoryAlert("MemoryResolved", "default", "memhog-1", startsAt), memoryAlert("MemoryResolved", "default", "memhog-2", startsAt)];
+    await alertmanager.postAlerts(alerts);
+    const firing = await waitUntil("two firing events", () => distinct(sink, "MemoryResolved", FIRING_TYPE, 2));
+    const endsAt = new Date(Date.now() - 1_000).toISOString();
+    await alertmanager.postAlerts(alerts.map((alert) => ({ ...alert, endsAt })));
+    const resolved = await waitUntil("two resolved events", () => distinct(sink, "MemoryResolved", RESOLVED_TYPE, 2));
+    for (const received of resolved.values()) {
+      const data = dataOf(received);
+      assert.equal(data.status, "resolved");
+      assert.equal(received.event.time, endsAt);
+      assert.equal(Date.parse(data.endsAt ?? ""), Date.parse(endsAt));
+      assert.equal(received.event.id, eventId(data.fingerprint, data.startsAt, "resolved"));
+      assert.ok(!firing.has(received.event.id), "a resolved event has its own id");
+      const firingOfSamePod = [...firing.values()].find((f) => dataOf(f).pod === data.pod);
+      assert.equal(firingOfSamePod && dataOf(firingOfSamePod).fingerprint, data.fingerprint);
+    }
+  });
+
+  it("sends structured mode when configured, decodable by the SDK", async () => {
+    const startsAt = minuteAgo();
+    await alertmanager.postAlerts([memoryAlert("MemoryStructured", "default", "memhog-9", startsAt, { testroute: "structured" })]);
+    const events = await waitUntil("a structured event", () => distinct(structuredSink, "MemoryStructured", FIRING_TYPE, 1));
+    const [received] = [...events.values()];
+    assert.ok(received);
+    assert.equal(received.mode, "structured");
+    assert.match(received.headers["content-type"] ?? "", /^application\/cloudevents\+json/);
+    assert.equal(received.headers["ce-id"], undefined);
+    assert.equal(received.event.subject, "namespaces/default/pods/memhog-9");
+    assert.equal(received.event.time, startsAt);
+    assert.equal(dataOf(received).value, 81.25);
+    assert.equal(eventsOf(sink, "MemoryStructured").length, 0, "routed to the structured receiver only");
+  });
+
+  it("loses nothing while the sink is down: Alertmanager retries until it is back", async () => {
+    const failuresBefore = await scrape(`${receiver.url}/metrics`, "appmonitor_alert_receiver_delivery_failures_total");
+    const amFailuresBefore = await scrape(`${alertmanager.url}/metrics`, "alertmanager_notifications_failed_total", { integration: "webhook" });
+    await sink.stop();
+    const startsAt = minuteAgo();
+    await alertmanager.postAlerts([memoryAlert("MemorySinkDown", "default", "memhog-1", startsAt), memoryAlert("MemorySinkDown", "default", "memhog-2", startsAt)]);
+    await waitUntil("alert-receiver to fail a delivery", async () =>
+      (await scrape(`${receiver.url}/metrics`, "appmonitor_alert_receiver_delivery_failures_total")) > failuresBefore,
+    );
+    await waitUntil("Alertmanager to see the webhook fail", async () =>
+      (await scrape(`${alertmanager.url}/metrics`, "alertmanager_notifications_failed_total", { integration: "webhook" })) > amFailuresBefore,
+    );
+    assert.equal(eventsOf(sink, "MemorySinkDown").length, 0);
+    await sink.start();
+    const events = await waitUntil("both events after the sink is back", () => distinct(sink, "MemorySinkDown", FIRING_TYPE, 2), { timeoutMs: 30_000 });
+    assert.deepEqual([...events.values()].map((received) => dataOf(received).pod).sort(), ["memhog-1", "memhog-2"]);
+  });
+
+  it("answers a wrong token with 401 and emits nothing", async () => {
+    const before = await scrape(`${receiver.url}/metrics`, "appmonitor_alert_receiver_webhooks_total", { outcome: "unauthorized" });
+    await alertmanager.postAlerts([memoryAlert("MemoryWrongToken", "default", "memhog-1", minuteAgo(), { testroute: "wrong-token" })]);
+    await waitUntil("alert-receiver to refuse Alertmanager's webhook", async () =>
+      (await scrape(`${receiver.url}/metrics`, "appmonitor_alert_receiver_webhooks_total", { outcome: "unauthorized" })) > before,
+    );
+    assert.equal(eventsOf(sink, "MemoryWrongToken").length, 0);
+
+    const payload = JSON.stringify({
+      version: "4",
+      status: "firing",
+      receiver: "direct",
+      alerts: [{ status: "firing", labels: { alertname: "MemoryDirect", namespace: "default", pod: "p" }, annotations: {}, startsAt: minuteAgo(), endsAt: "0001-01-01T00:00:00Z", fingerprint: "0123456789abcdef" }],
+    });
+    for (const authorization of [undefined, `Bearer ${token}x`, `Basic ${Buffer.from(`u:${token}`).toString("base64")}`, token]) {
+      const response = await fetch(receiver.url, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(authorization === undefined ? {} : { authorization }) },
+        body: payload,
+      });
+      assert.equal(response.status, 401, `authorization ${authorization ?? "absent"}`);
+      assert.equal(response.headers.get("www-authenticate"), 'Bearer realm="alert-receiver"');
+    }
+    assert.equal(eventsOf(sink, "MemoryDirect").length, 0);
+    const accepted = await fetch(receiver.url, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: payload });
+    assert.equal(accepted.status, 200, "the same payload with the right token is accepted");
+    await waitUntil("the accepted event", () => eventsOf(sink, "MemoryDirect").length === 1);
+  });
+});
+
+describe("alert-receiver under hostile input (fast-check)", () => {
+  let sink: TestSink;
+  let receiver: RunningServer;
+  before(async () => {
+    sink = await startSink();
+    receiver = await startFunction(fn, { K_SINK: sink.url, WEBHOOK_TOKEN: token });
+  });
+  after(async () => {
+    await receiver?.close();
+    await sink?.stop();
+  });
+
+  const validAlert = {
+    status: "firing",
+    labels: { alertname: "MemoryHigh", namespace: "default", pod: "memhog-1" },
+    annotations: { value: "80" },
+    startsAt: "2024-05-01T10:00:00Z",
+    endsAt: "0001-01-01T00:00:00Z",
+    generatorURL: "http://prometheus:9090/graph",
+    fingerprint: "0123456789abcdef",
+  };
+  const validPayload = { version: "4", status: "firing", receiver: "r", groupKey: "{}", externalURL: "http://am:9093", alerts: [validAlert] };
+
+  /** A change that makes the valid payload invalid, or leaves it valid but without a usable namespace/pod. */
+  const breakPayload = fc.oneof(
+    fc.constantFrom("version", "status", "receiver", "alerts").map((key) => (p: Record<string, unknown>) => void delete p[key]),
+    fc.anything().filter((v) => v !== "4").map((version) => (p: Record<string, unknown>) => void (p.version = version)),
+    fc.anything().filter((v) => !Array.isArray(v)).map((alerts) => (p: Record<string, unknown>) => void (p.alerts = alerts)),
+    fc.tuple(fc.constantFrom("status", "labels", "annotations", "startsAt", "endsAt", "fingerprint"), fc.boolean(), fc.oneof(fc.integer(), fc.constant(null), fc.array(fc.string()), fc.constant("not-a-date-or-status"))).map(
+      ([key, remove, value]) =>
+        (p: Record<string, unknown>) => {
+          const alert = (p.alerts as Record<string, unknown>[])[0] as Record<string, unknown>;
+          if (remove) delete alert[key];
+          else if (key === "labels" || key === "annotations") alert[key] = { namespace: value };
+          else alert[key] = value;
+        },
+    ),
+    fc.tuple(fc.constantFrom("namespace", "pod"), fc.oneof(fc.constant(undefined), fc.constant(""), fc.string(), fc.constantFrom("../etc", "Default", "a_b", "x".repeat(300), "ns\u0000", "ü"))).map(
+      ([key, value]) =>
+        (p: Record<string, unknown>) => {
+          const alert = (p.alerts as Record<string, unknown>[])[0] as { labels: Record<string, string> };
+          if (value === undefined) delete alert.labels[key];
+          else if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(value)) alert.labels[key] = value;
+          else alert.labels[key] = `${value}/not-a-name`;
+        },
+    ),
+    fc.constant((p: Record<string, unknown>) => {
+      const alert = (p.alerts as Record<string, unknown>[])[0] as { labels: Record<string, unknown> };
+      alert.labels = JSON.parse('{"__proto__": {"namespace": "default", "pod": "polluted"}, "alertname": "x"}') as Record<string, unknown>;
+    }),
+  );
+
+  /** A request: body bytes, content type, authorization. */
+  const hostileRequest = fc.oneof(
+    breakPayload.map((mutate) => {
+      const payload = structuredClone(validPayload) as Record<string, unknown>;
+      mutate(payload);
+      return { body: JSON.stringify(payload), contentType: "application/json", authorized: true };
+    }),
+    fc.uint8Array({ maxLength: 2_000 }).map((bytes) => ({ body: Buffer.from(bytes), contentType: "application/json", authorized: true })),
+    fc.json().map((body) => ({ body, contentType: "application/json", authorized: true })),
+    fc.constantFrom("text/plain", "application/x-www-form-urlencoded", "", "application/cloudevents+json", "application/jsonx").map((contentType) => ({
+      body: JSON.stringify(validPayload),
+      contentType,
+      authorized: true,
+    })),
+    fc.constant({ body: JSON.stringify(validPayload), contentType: "application/json", authorized: false }),
+    fc.constantFrom("[".repeat(200_000), `{"version":"4","x":"${"y".repeat(1_100_000)}"}`, "\u0000", "{\"version\":\"4\"").map((body) => ({
+      body,
+      contentType: "application/json",
+      authorized: true,
+    })),
+  );
+
+  it("never answers 5xx, never crashes and never emits for 300 malformed or hostile payloads", async () => {
+    await fc.assert(
+      fc.asyncProperty(hostileRequest, async ({ body, contentType, authorized }) => {
+        const headers: Record<string, string> = {};
+        if (contentType !== "") headers["content-type"] = contentType;
+        if (authorized) headers.authorization = `Bearer ${token}`;
+        const response = await fetch(receiver.url, { method: "POST", headers, body });
+        const text = await response.text();
+        assert.ok([200, 400, 401, 413, 415].includes(response.status), `status ${response.status}: ${text.slice(0, 300)}`);
+        if (response.status === 200) assert.equal((JSON.parse(text) as { emitted: number }).emitted, 0, text);
+        else assert.ok(typeof (JSON.parse(text) as { error?: unknown }).error === "string", text);
+      }),
+      { numRuns: 300 },
+    );
+    assert.equal(sink.received.length + sink.rejected.length, 0, "no event reached the sink");
+    assert.equal((await fetch(`${receiver.url}/health/liveness`)).status, 200, "still serving");
+    assert.equal(await scrape(`${receiver.url}/metrics`, "appmonitor_alert_receiver_events_emitted_total"), 0);
+  });
+});
+
+describe("npm run function -- alert-receiver (the launcher)", () => {
+  const node = process.execPath;
+  const runTs = path.join(repoRoot, "functions", "run.ts");
+
+  it("refuses to start without K_SINK, with one line naming it", async () => {
+    const env = { ...process.env, K_SINK: "", WEBHOOK_TOKEN: token, PORT: "0", HOST: "127.0.0.1" };
+    const child = startProcess({ name: "alert-receiver", command: node, args: [runTs, "alert-receiver"], env });
+    after(() => child.stop("SIGKILL"));
+    const status = await child.exited;
+    assert.equal(status.code, 1);
+    const lines = child.stderr().trim().split("\n");
+    assert.equal(lines.length, 1, child.stderr());
+    assert.match(lines[0] ?? "", /^alert-receiver: configuration error: K_SINK: is required/);
+  });
+
+  it("starts on PORT=0, logs its port, drains an in-flight webhook on SIGTERM and exits 0", async () => {
+    // A sink that holds the first event until released, so the webhook is in flight at SIGTERM.
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let arrived = 0;
+    const slowSink = createServer((req: IncomingMessage, res: ServerResponse) => {
+      req.resume();
+      req.on("end", () => {
+        arrived += 1;
+        void held.then(() => res.writeHead(202).end());
+      });
+    });
+    await new Promise<void>((resolve) => slowSink.listen(0, "127.0.0.1", resolve));
+    after(() => new Promise<void>((resolve) => slowSink.close(() => resolve())));
+    const sinkPort = (slowSink.address() as { port: number }).port;
+
+    const env = { ...process.env, K_SINK: `http://127.0.0.1:${sinkPort}/`, WEBHOOK_TOKEN: token, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info" };
+    const child = startProcess({ name: "alert-receiver", command: node, args: [runTs, "alert-receiver"], env });
+    after(() => child.stop("SIGKILL"));
+    const url = await waitUntil("the listening log line", () => {
+      if (!child.running()) throw new Error(tailOf(child));
+      for (const line of child.output().split("\n")) {
+        if (!line.startsWith("{")) continue;
+        const entry = JSON.parse(line) as { msg?: string; url?: string; port?: number; function?: string };
+        if (entry.msg === "listening" && entry.function === "alert-receiver" && typeof entry.port === "number" && entry.port > 0) return entry.url;
+      }
+      return undefined;
+    });
+    assert.ok(url !== undefined);
+    assert.equal((await fetch(`${url}/health/readiness`)).status, 200);
+
+    const webhook = fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+      body: JSON.stringify(validWebhook()),
+    });
+    await waitUntil("the event to reach the sink", () => arrived === 1);
+    child.child.kill("SIGTERM");
+    await waitUntil("readiness to leave 200 or the port to close", async () => {
+      try {
+        return (await fetch(`${url}/health/readiness`)).status === 503;
+      } catch {
+        return true;
+      }
+    });
+    assert.ok(child.running(), "still running while a webhook is in flight");
+    release();
+    assert.equal((await webhook).status, 200, "the in-flight webhook completes");
+    const status = await child.exited;
+    assert.equal(status.code, 0, tailOf(child));
+    assert.match(child.output(), /"msg":"draining"/);
+  });
+});
+
+function validWebhook(): object {
+  return {
+    version: "4",
+    status: "firing",
+    receiver: "launcher",
+    alerts: [{ status: "firing", labels: { alertname: "MemoryLauncher", namespace: "default", pod: "memhog-1" }, annotations: {}, startsAt: minuteAgo(), endsAt: "0001-01-01T00:00:00Z", fingerprint: "fedcba9876543210" }],
+  };
+}
+
+// Referenced so a change of the fallback source is a conscious one (the payloads above carry externalURL).
+assert.equal(DEFAULT_SOURCE, "/alertmanager");
