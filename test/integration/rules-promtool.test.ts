@@ -1,0 +1,378 @@
+// The generated rules against the real Prometheus rule checker and rule unit tester
+// (`promtool check rules`, `promtool test rules`,
+// https://prometheus.io/docs/prometheus/latest/configuration/unit_testing_rules/).
+import assert from "node:assert/strict";
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { stringify } from "yaml";
+import { promqlString, regexQuote } from "../../functions/rule-sync/promql.ts";
+import {
+  ALERT_NAME,
+  buildPrometheusRule,
+  buildRulesFile,
+  DEFAULT_RULE_CONFIG,
+  type AppMonitorForRule,
+  type MetricSource,
+  type RuleConfig,
+} from "../../functions/rule-sync/rule.ts";
+import { runCommand, type CommandResult } from "../support/run-command.ts";
+import { tempDir, type TempDir } from "../support/temp-dir.ts";
+
+const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
+const SOURCES: readonly MetricSource[] = ["cadvisor", "kube-state-metrics"];
+const configFor = (metricSource: MetricSource): RuleConfig => ({ ...DEFAULT_RULE_CONFIG, metricSource });
+
+let dir: TempDir;
+before(async () => {
+  dir = await tempDir("rules-promtool");
+});
+after(async () => {
+  await dir.remove();
+});
+
+let fileCounter = 0;
+async function writeTemp(name: string, text: string): Promise<string> {
+  const file = path.join(dir.path, `${++fileCounter}-${name}`);
+  await writeFile(file, text);
+  return file;
+}
+
+function explain(result: CommandResult): string {
+  return `exit ${result.code}\n--- stdout ---\n${result.stdout}\n--- stderr ---\n${result.stderr}`;
+}
+
+/** `promtool check rules FILE…`; asserts success for every file. */
+async function assertRulesCheck(files: readonly string[]): Promise<void> {
+  const result = await runCommand("promtool", ["check", "rules", ...files]);
+  assert.equal(result.code, 0, explain(result));
+  const successes = (result.stdout + result.stderr).match(/SUCCESS: \d+ rules found/g) ?? [];
+  assert.equal(successes.length, files.length, explain(result));
+}
+
+/** A `promtool test rules` test group, as written in its YAML. */
+interface TestGroup {
+  interval: string;
+  input_series: { series: string; values: string }[];
+  alert_rule_test: { eval_time: string; alertname: string; exp_alerts: { exp_labels: Record<string, string>; exp_annotations: Record<string, string> }[] }[];
+}
+
+/** Writes the rules and the test file and runs `promtool test rules`. */
+async function promtoolTest(rules: string, tests: readonly TestGroup[]): Promise<CommandResult> {
+  const rulesFile = await writeTemp("rules.yaml", rules);
+  // JSON is YAML; with DEL and C1 controls escaped too (JSON.stringify leaves them raw, and
+  // Go's YAML parser refuses raw control characters), any label value can be expected.
+  const json = JSON.stringify({ rule_files: [path.basename(rulesFile)], evaluation_interval: "1m", tests }, null, 1).replace(
+    /[\u007f-\u009f]/g,
+    (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+  const testFile = await writeTemp("test.yaml", json);
+  return runCommand("promtool", ["test", "rules", testFile]);
+}
+
+async function assertPromtoolTest(rules: string, tests: readonly TestGroup[]): Promise<void> {
+  const result = await promtoolTest(rules, tests);
+  assert.equal(result.code, 0, `${explain(result)}\n--- rules ---\n${rules}`);
+}
+
+/** A series selector string for input_series. */
+function seriesOf(metric: string, labels: Record<string, string>): string {
+  return `${metric}{${Object.entries(labels)
+    .map(([k, v]) => `${k}=${promqlString(v)}`)
+    .join(",")}}`;
+}
+
+const LIMIT = 100 * 1024 * 1024; // 100Mi, bytes
+const bytesAt = (percent: number): number => (LIMIT * percent) / 100;
+const STEPS = 20; // one sample a minute for 20 minutes
+
+/** One container in a scenario: its usage in percent of LIMIT, and whether it has a limit. */
+interface Container {
+  namespace: string;
+  pod: string;
+  /** `""` is the Pod-level cgroup, `POD` the pause container. */
+  container: string;
+  /** Percent of LIMIT, or a list of per-minute percents. */
+  usage: number | number[];
+  limited: boolean;
+  /** Pod opts in with the annotation (kube-state-metrics join). */
+  annotated: boolean;
+  /** Pod labels (kube-state-metrics join). */
+  podLabels?: Record<string, string>;
+  /** cAdvisor's cgroup id label; two series of one container differ only in it. */
+  id?: string;
+}
+
+function values(usage: number | number[]): string {
+  if (typeof usage === "number") return `${bytesAt(usage)}x${STEPS}`;
+  const last = usage.at(-1) ?? 0;
+  return [...usage.map(bytesAt), `${bytesAt(last)}x${STEPS - usage.length}`].join(" ");
+}
+
+/** Input series as cAdvisor and kube-state-metrics would expose them, with their extra labels. */
+function inputSeries(containers: readonly Container[], source: MetricSource): TestGroup["input_series"] {
+  const out: TestGroup["input_series"] = [];
+  const pods = new Map<string, Container>();
+  for (const c of containers) {
+    const id = c.id ?? `/kubepods/${c.pod}/${c.container || "pod"}`;
+    // Pod-level cgroup series have no container label at all.
+    const cadvisor: Record<string, string> = { namespace: c.namespace, pod: c.pod, ...(c.container === "" ? {} : { container: c.container }), id, image: "img", job: "kubelet", instance: "node-0", metrics_path: "/metrics/cadvisor" };
+    out.push({ series: seriesOf("container_memory_working_set_bytes", cadvisor), values: values(c.usage) });
+    if (source === "cadvisor") {
+      // cAdvisor reports an unlimited container's limit as 0.
+      out.push({ series: seriesOf("container_spec_memory_limit_bytes", cadvisor), values: `${c.limited ? LIMIT : 0}x${STEPS}` });
+    } else if (c.limited) {
+      const ksm = { namespace: c.namespace, pod: c.pod, container: c.container, resource: "memory", unit: "byte", node: "node-0", uid: `uid-${c.pod}`, job: "kube-state-metrics", instance: "ksm:8080" };
+      out.push({ series: seriesOf("kube_pod_container_resource_limits", ksm), values: `${LIMIT}x${STEPS}` });
+    }
+    pods.set(`${c.namespace}/${c.pod}`, c);
+  }
+  if (source === "kube-state-metrics") {
+    for (const c of pods.values()) {
+      const base = { namespace: c.namespace, pod: c.pod, uid: `uid-${c.pod}`, job: "kube-state-metrics", instance: "ksm:8080" };
+      out.push({ series: seriesOf("kube_pod_annotations", { ...base, ...(c.annotated ? { annotation_app_monitor_kubedemo_com_monitor: "true" } : {}) }), values: `1x${STEPS}` });
+      const labels = Object.fromEntries(Object.entries(c.podLabels ?? {}).map(([k, v]) => [`label_${k}`, v]));
+      out.push({ series: seriesOf("kube_pod_labels", { ...base, ...labels }), values: `1x${STEPS}` });
+    }
+  }
+  // Series that two entries of one container share (kube-state-metrics has one per container).
+  const seen = new Set<string>();
+  return out.filter((s) => !seen.has(s.series) && seen.add(s.series));
+}
+
+function expectedAlert(namespace: string, pod: string, container: string, percent: number, appmonitor: string, threshold: number) {
+  return {
+    exp_labels: { alertname: ALERT_NAME, namespace, pod, container, appmonitor, severity: "warning" },
+    exp_annotations: {
+      summary: `Container ${container} of Pod ${namespace}/${pod} uses ${percent.toFixed(1)}% of its memory limit (AppMonitor ${appmonitor}, threshold ${threshold}%).`,
+      value: String(percent),
+    },
+  };
+}
+
+// The AppMonitor under test: threshold 75 %, for 2 minutes, also selecting Pods labelled name=memhog.
+const MONITOR: AppMonitorForRule = {
+  metadata: { name: "memhog-monitor", namespace: "shop", uid: "uid-am" },
+  spec: { memThresholdPercent: 75, forSeconds: 120, selector: { matchLabels: { name: "memhog" } } },
+};
+
+const base = { namespace: "shop", container: "app", limited: true, annotated: true };
+const SCENARIO: Container[] = [
+  { ...base, pod: "hot", usage: 76 },
+  { ...base, pod: "hot", usage: 40, id: "/kubepods/hot/app-old" }, // a restarted container's old series
+  { ...base, pod: "edge", usage: 75 },
+  { ...base, pod: "cool", usage: 74 },
+  { ...base, pod: "blip", usage: [76, 76, 50] }, // above the threshold for less than `for`
+  { ...base, pod: "nolimit", usage: 90, limited: false },
+  { ...base, pod: "withpause", usage: 10 },
+  { ...base, pod: "withpause", container: "POD", usage: 90 },
+  { ...base, pod: "withpause", container: "", usage: 90 },
+  { ...base, namespace: "other", pod: "hot", usage: 90 },
+  { ...base, pod: "selected", usage: 80, annotated: false, podLabels: { name: "memhog" } },
+  { ...base, pod: "unselected", usage: 90, annotated: false, podLabels: { name: "other" } },
+];
+
+describe("promtool check rules accepts every generated rule", () => {
+  const monitors: AppMonitorForRule[] = [
+    MONITOR,
+    { metadata: { name: "mymonitor", namespace: "default", uid: "u1" }, spec: { memThresholdPercent: 75, forSeconds: 60 } },
+    { metadata: { name: "a.b-c.d", namespace: "x", uid: "u2" }, spec: { memThresholdPercent: 0.5, forSeconds: 0 } },
+    { metadata: { name: "z".repeat(253), namespace: "y".repeat(63), uid: "u3" }, spec: { memThresholdPercent: 100, forSeconds: 86_400, selector: {} } },
+    {
+      metadata: { name: "selectors", namespace: "shop", uid: "u4" },
+      spec: {
+        memThresholdPercent: 87.5,
+        forSeconds: 300,
+        selector: {
+          matchLabels: { "app.kubernetes.io/name": "memhog", tier: "a.b" },
+          matchExpressions: [
+            { key: "env", operator: "In", values: ["prod", "stage.1", "x_y"] },
+            { key: "example.com/skip", operator: "NotIn", values: ["true"] },
+            { key: "team", operator: "Exists" },
+            { key: "legacy", operator: "DoesNotExist" },
+          ],
+        },
+      },
+    },
+  ];
+  for (const source of SOURCES) {
+    test(`${source}: plain rules file and every PrometheusRule's groups`, async () => {
+      const config = { ...configFor(source), ruleLabels: { release: "prometheus" }, severity: "critical" };
+      const files = [await writeTemp(`all-${source}.yaml`, buildRulesFile(monitors, config))];
+      for (const m of monitors) {
+        // prometheus-operator writes spec.groups of each PrometheusRule into a rules file.
+        files.push(await writeTemp(`prometheusrule-${source}.yaml`, stringify(buildPrometheusRule(m, config).spec, { lineWidth: 0 })));
+      }
+      await assertRulesCheck(files);
+    });
+  }
+
+  test("the checker is not a rubber stamp: a broken expression fails", async () => {
+    const broken = buildRulesFile([MONITOR], DEFAULT_RULE_CONFIG).replace("max by", "max by by");
+    const result = await runCommand("promtool", ["check", "rules", await writeTemp("broken.yaml", broken)]);
+    assert.notEqual(result.code, 0, explain(result));
+  });
+});
+
+describe("promtool test rules: when the alert fires", () => {
+  for (const source of SOURCES) {
+    test(`${source}: 76 % and 75 % held longer than for fire with the right labels; 74 %, a short spike, no limit, the pause container, another namespace do not`, async () => {
+      const firing = [expectedAlert("shop", "hot", "app", 76, "memhog-monitor", 75), expectedAlert("shop", "edge", "app", 75, "memhog-monitor", 75), expectedAlert("shop", "selected", "app", 80, "memhog-monitor", 75)];
+      // cAdvisor series carry no Pod labels or annotations: the rule cannot leave out an
+      // unselected Pod of the namespace (memory-scaler does, from the API server).
+      if (source === "cadvisor") firing.push(expectedAlert("shop", "unselected", "app", 90, "memhog-monitor", 75));
+      await assertPromtoolTest(buildRulesFile([MONITOR], configFor(source)), [
+        {
+          interval: "1m",
+          input_series: inputSeries(SCENARIO, source),
+          alert_rule_test: [
+            // Above the threshold since 0m, for 2m: pending at 1m, firing from 2m on.
+            { eval_time: "1m", alertname: ALERT_NAME, exp_alerts: [] },
+            { eval_time: "3m", alertname: ALERT_NAME, exp_alerts: firing },
+            { eval_time: "15m", alertname: ALERT_NAME, exp_alerts: firing },
+          ],
+        },
+      ]);
+    });
+
+    test(`${source}: two AppMonitors in two namespaces each alert only for their own Pods`, async () => {
+      const other: AppMonitorForRule = { metadata: { name: "other-monitor", namespace: "other", uid: "u" }, spec: { memThresholdPercent: 85, forSeconds: 60 } };
+      const containers: Container[] = [
+        { ...base, pod: "hot", usage: 76 },
+        { ...base, namespace: "other", pod: "hot", usage: 90 },
+        { ...base, namespace: "other", pod: "warm", usage: 80 },
+      ];
+      await assertPromtoolTest(buildRulesFile([MONITOR, other], configFor(source)), [
+        {
+          interval: "1m",
+          input_series: inputSeries(containers, source),
+          alert_rule_test: [
+            {
+              eval_time: "5m",
+              alertname: ALERT_NAME,
+              exp_alerts: [expectedAlert("shop", "hot", "app", 76, "memhog-monitor", 75), expectedAlert("other", "hot", "app", 90, "other-monitor", 85)],
+            },
+          ],
+        },
+      ]);
+    });
+
+    test(`${source}: the harness notices a wrong expectation (74 % expected to fire)`, async () => {
+      const result = await promtoolTest(buildRulesFile([MONITOR], configFor(source)), [
+        {
+          interval: "1m",
+          input_series: inputSeries([{ ...base, pod: "cool", usage: 74 }], source),
+          alert_rule_test: [{ eval_time: "5m", alertname: ALERT_NAME, exp_alerts: [expectedAlert("shop", "cool", "app", 74, "memhog-monitor", 75)] }],
+        },
+      ]);
+      assert.notEqual(result.code, 0, explain(result));
+      assert.match(result.stdout + result.stderr, /FAILED/);
+    });
+  }
+
+  test("kube-state-metrics: without the annotation or a matching label a Pod never fires; label keys are sanitized as kube-state-metrics does", async () => {
+    const monitor: AppMonitorForRule = {
+      metadata: { name: "m", namespace: "shop", uid: "u" },
+      spec: { memThresholdPercent: 75, forSeconds: 60, selector: { matchExpressions: [{ key: "app.kubernetes.io/name", operator: "In", values: ["a.b", "c"] }] } },
+    };
+    const containers: Container[] = [
+      { ...base, pod: "dotted", usage: 80, annotated: false, podLabels: { app_kubernetes_io_name: "a.b" } },
+      { ...base, pod: "c", usage: 80, annotated: false, podLabels: { app_kubernetes_io_name: "c" } },
+      // `.` must match only itself, not any character.
+      { ...base, pod: "regex-lookalike", usage: 80, annotated: false, podLabels: { app_kubernetes_io_name: "aXb" } },
+      { ...base, pod: "plain", usage: 80, annotated: false },
+    ];
+    await assertPromtoolTest(buildRulesFile([monitor], configFor("kube-state-metrics")), [
+      {
+        interval: "1m",
+        input_series: inputSeries(containers, "kube-state-metrics"),
+        alert_rule_test: [{ eval_time: "5m", alertname: ALERT_NAME, exp_alerts: [expectedAlert("shop", "dotted", "app", 80, "m", 75), expectedAlert("shop", "c", "app", 80, "m", 75)] }],
+      },
+    ]);
+  });
+});
+
+describe("PromQL quoting holds against the real parser", () => {
+  const hostile = ['a"b', "back\\slash", '"} or vector(1) #', "line\nbreak", "tab\there", "\x01ctl\x7f", "é😀", "\u0085c1", "`back`tick'"];
+
+  test("every quoted string reaches Prometheus exactly as written", async () => {
+    const rules = stringify(
+      {
+        groups: [
+          {
+            name: "quoting",
+            rules: hostile.map((value, i) => ({ alert: `Quoted${i}`, expr: `label_replace(vector(1), "v", ${promqlString(value)}, "", "")` })),
+          },
+        ],
+      },
+      { lineWidth: 0 },
+    );
+    await assertPromtoolTest(
+      rules,
+      hostile.map((value, i) => ({
+        interval: "1m",
+        input_series: [],
+        alert_rule_test: [{ eval_time: "1m", alertname: `Quoted${i}`, exp_alerts: [{ exp_labels: { alertname: `Quoted${i}`, v: value }, exp_annotations: {} }] }],
+      })),
+    );
+  });
+
+  test("a regex-quoted value matches only itself", async () => {
+    const rules = stringify({ groups: [{ name: "regex", rules: [{ alert: "Matched", expr: `probe{v=~${promqlString(`${regexQuote("a.b(c)|*")}|${regexQuote("x")}`)}}` }] }] }, { lineWidth: 0 });
+    const probes = ["a.b(c)|*", "x", "aXb(c)|*", "a.b", "xx", ""];
+    await assertPromtoolTest(rules, [
+      {
+        interval: "1m",
+        input_series: probes.map((v) => ({ series: seriesOf("probe", { v, n: String(probes.indexOf(v)) }), values: "1x5" })),
+        alert_rule_test: [
+          {
+            eval_time: "1m",
+            alertname: "Matched",
+            exp_alerts: [
+              { exp_labels: { alertname: "Matched", v: "a.b(c)|*", n: "0" }, exp_annotations: {} },
+              { exp_labels: { alertname: "Matched", v: "x", n: "1" }, exp_annotations: {} },
+            ],
+          },
+        ],
+      },
+    ]);
+  });
+});
+
+describe("npm run rules -- knative/examples/appmonitor.yaml", () => {
+  test("prints rules that pass promtool and fire for the demo's memhog Pod", async () => {
+    const result = await runCommand("npm", ["run", "-s", "rules", "--", "knative/examples/appmonitor.yaml"], { cwd: repoRoot });
+    assert.equal(result.code, 0, explain(result));
+    assert.equal(result.stderr, "");
+    const rulesFile = await writeTemp("example-rules.yaml", result.stdout);
+    await assertRulesCheck([rulesFile]);
+
+    // The demo: limit 384Mi, threshold 75 %, default for 60 s; the Pod uses 300Mi = 78.125 %.
+    const limit = 384 * 1024 * 1024;
+    const used = 300 * 1024 * 1024;
+    const labels = { namespace: "default", pod: "memhog-5d4f8b7c9-x2x7q", container: "memhog" };
+    await assertPromtoolTest(result.stdout, [
+      {
+        interval: "30s",
+        input_series: [
+          { series: seriesOf("container_memory_working_set_bytes", labels), values: `${used}x20` },
+          { series: seriesOf("container_spec_memory_limit_bytes", labels), values: `${limit}x20` },
+        ],
+        alert_rule_test: [
+          { eval_time: "30s", alertname: ALERT_NAME, exp_alerts: [] },
+          {
+            eval_time: "2m",
+            alertname: ALERT_NAME,
+            exp_alerts: [
+              {
+                exp_labels: { alertname: ALERT_NAME, ...labels, appmonitor: "mymonitor", severity: "warning" },
+                exp_annotations: { summary: "Container memhog of Pod default/memhog-5d4f8b7c9-x2x7q uses 78.1% of its memory limit (AppMonitor mymonitor, threshold 75%).", value: "78.125" },
+              },
+            ],
+          },
+        ],
+      },
+    ]);
+  });
+});
