@@ -257,11 +257,14 @@ function selectorMatchers(selector: LabelSelector): string[] {
  * @param monitor the AppMonitor, spec defaults applied.
  * @param source the metric source.
  * @returns the expression, over several lines.
- * @throws {RuleInputError} for an invalid namespace, threshold, or selector (checked for every
- *   source): a key or value that is not Kubernetes label syntax, an unknown operator, or values
+ * @throws {RuleInputError} for an unknown source, an invalid namespace, threshold, or selector
+ *   (checked for every source): a key or value that is not Kubernetes label syntax, an unknown operator, or values
  *   that do not fit the operator.
  */
 export function alertExpression(monitor: AppMonitorForRule, source: MetricSource): string {
+  if (!(METRIC_SOURCES as readonly string[]).includes(source)) {
+    throw new RuleInputError("metricSource", `must be one of ${METRIC_SOURCES.join(", ")}, got ${JSON.stringify(source)}`);
+  }
   const { namespace } = identity(monitor);
   const ns = `namespace=${promqlString(namespace)}`;
   const workingSet = `max by ${BY} (container_memory_working_set_bytes{${ns}, ${CONTAINER_MATCHERS}})`;

@@ -92,6 +92,10 @@ async function main(argv: readonly string[]): Promise<string> {
 }
 
 if (import.meta.main) {
+  // `npm run rules -- f.yaml | head`: a reader that stops early is not an error.
+  process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code !== "EPIPE") throw error;
+  });
   try {
     process.stdout.write(await main(process.argv.slice(2)));
   } catch (error) {

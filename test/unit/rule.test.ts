@@ -307,6 +307,10 @@ describe("alertExpression, both sources", () => {
     });
   }
 
+  test("an unknown source is refused", () => {
+    assert.throws(() => alertExpression(monitor(), "statsd" as "cadvisor"), (e: unknown) => e instanceof RuleInputError && e.field === "metricSource");
+  });
+
   test("cadvisor cannot select Pods: a selector leaves the expression unchanged", () => {
     assert.equal(alertExpression(monitor({ spec: { selector: { matchLabels: { name: "memhog" } } } }), "cadvisor"), alertExpression(monitor(), "cadvisor"));
   });
