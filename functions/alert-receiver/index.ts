@@ -23,16 +23,18 @@ export const fn: HttpFunctionDefinition<AlertReceiverConfig> = {
     }
     deps.log.info({ sink: config.sink.href, mode: config.mode, delivery: config.delivery }, "configured");
     const { maxAttempts, baseDelayMs, maxDelayMs, timeoutMs, concurrency } = config.delivery;
+    const sink = statusCheckingTransport(config.sink, timeoutMs);
     return {
       handle: createHandler({
         authenticate: createAuthenticator(config.auth),
         challenge: challengeFor(config.auth),
         validators: compileValidators(),
-        send: createSender(statusCheckingTransport(config.sink, timeoutMs), config.mode),
+        send: createSender(sink.transport, config.mode),
         retryPolicy: { maxAttempts, baseDelayMs, maxDelayMs },
         concurrency,
         metrics: createMetrics(deps.registry),
       }),
+      close: async () => sink.close(),
     };
   },
 };

@@ -10,6 +10,8 @@
  */
 import { CloudEvent, HTTP, Mode, emitterFor } from "cloudevents";
 import type { Message, TransportFunction } from "cloudevents";
+import http from "node:http";
+import https from "node:https";
 import type { AlertEventAttributes } from "./mapping.ts";
 
 /** A failed delivery; `transient` → worth retrying (5xx, 429, 408, timeouts, connection errors). */
@@ -26,31 +28,44 @@ export class DeliveryError extends Error {
   }
 }
 
+/** A transport and the connections it keeps. */
+export interface SinkTransport {
+  readonly transport: TransportFunction;
+  /** Closes the kept-alive connections (at shutdown). */
+  close(): void;
+}
+
 /**
- * A TransportFunction that POSTs the encoded message to `sink` with `fetch` (connections are
- * kept alive) and resolves only on 2xx.
- * @throws DeliveryError — transient for 408, 429, 5xx, timeouts after `timeoutMs` and network
- * errors; permanent for other statuses (the sink refused the event itself).
+ * A TransportFunction that POSTs the encoded message to `sink` with `node:http(s)` over
+ * kept-alive connections (about twice the throughput of `fetch` here) and resolves only on 2xx.
+ * Rejects with a DeliveryError — transient for 408, 429, 5xx, a socket idle for `timeoutMs`
+ * and network errors; permanent for other statuses (the sink refused the event itself).
  */
-export function statusCheckingTransport(sink: URL, timeoutMs: number): TransportFunction {
-  return async (message: Message): Promise<unknown> => {
-    let response: Response;
-    try {
-      response = await fetch(sink, {
-        method: "POST",
-        headers: message.headers as Record<string, string>,
-        body: message.body as string,
-        signal: AbortSignal.timeout(timeoutMs),
+export function statusCheckingTransport(sink: URL, timeoutMs: number): SinkTransport {
+  const client = sink.protocol === "https:" ? https : http;
+  const agent = new client.Agent({ keepAlive: true });
+  const transport = (message: Message): Promise<unknown> =>
+    new Promise((resolve, reject) => {
+      const request = client.request(sink, { method: "POST", headers: message.headers, agent, timeout: timeoutMs }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on("data", (chunk: Buffer) => chunks.push(chunk));
+        response.on("error", (error) => reject(new DeliveryError(`sink connection failed: ${error.message}`, { transient: true, cause: error })));
+        response.on("end", () => {
+          const status = response.statusCode ?? 0;
+          if (status >= 200 && status < 300) return resolve({ status });
+          const body = Buffer.concat(chunks).toString("utf8");
+          const transient = status >= 500 || status === 429 || status === 408;
+          reject(new DeliveryError(`sink answered ${status}${body === "" ? "" : `: ${body.slice(0, 200)}`}`, { status, transient }));
+        });
       });
-    } catch (error) {
-      const reason = error instanceof Error && error.name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : describeNetworkError(error);
-      throw new DeliveryError(`sink unreachable: ${reason}`, { transient: true, cause: error });
-    }
-    const body = await response.text().catch(() => "");
-    if (response.ok) return { status: response.status };
-    const transient = response.status >= 500 || response.status === 429 || response.status === 408;
-    throw new DeliveryError(`sink answered ${response.status}${body === "" ? "" : `: ${body.slice(0, 200)}`}`, { status: response.status, transient });
-  };
+      // No answer within the timeout: abort; the error handler below reports it as transient.
+      request.on("timeout", () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+      request.on("error", (error: NodeJS.ErrnoException) =>
+        reject(new DeliveryError(`sink unreachable: ${error.code ?? error.message}`, { transient: true, cause: error })),
+      );
+      request.end(message.body as string);
+    });
+  return { transport, close: () => agent.destroy() };
 }
 
 /** Sends one event; rejects with a {@link DeliveryError}. */
@@ -62,11 +77,4 @@ export function createSender(transport: TransportFunction, mode: "binary" | "str
   return async (attributes) => {
     await emit(new CloudEvent<AlertEventAttributes["data"]>({ specversion: "1.0", ...attributes }));
   };
-}
-
-function describeNetworkError(error: unknown): string {
-  const cause = error instanceof Error ? (error.cause as { code?: unknown; message?: unknown } | undefined) : undefined;
-  if (cause !== undefined && typeof cause.code === "string") return cause.code;
-  if (cause !== undefined && typeof cause.message === "string") return cause.message;
-  return error instanceof Error ? error.message : String(error);
 }

@@ -234,6 +234,46 @@ describe("alert-receiver behind a real Alertmanager", () => {
   });
 });
 
+describe("alert-receiver delivery to a failing sink", () => {
+  let sink: TestSink;
+  let receiver: RunningServer;
+  before(async () => {
+    sink = await startSink();
+    receiver = await startFunction(fn, { K_SINK: sink.url, WEBHOOK_TOKEN: token, DELIVERY_MAX_ATTEMPTS: "3", DELIVERY_BASE_DELAY_MS: "5", DELIVERY_MAX_DELAY_MS: "10" });
+  });
+  after(async () => {
+    await receiver?.close();
+    await sink?.stop();
+  });
+  const post = (alertname: string): Promise<Response> =>
+    fetch(receiver.url, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify(validWebhook(alertname)) });
+  const metric = (name: string): Promise<number> => scrape(`${receiver.url}/metrics`, `appmonitor_alert_receiver_${name}`);
+
+  const cases: { status: number; attempts: number }[] = [
+    { status: 503, attempts: 3 },
+    { status: 429, attempts: 3 },
+    { status: 400, attempts: 1 },
+  ];
+  for (const { status, attempts } of cases) {
+    it(`answers 502 when the sink answers ${status}, after ${attempts} tries, and 200 once it accepts`, async () => {
+      const retriesBefore = await metric("delivery_retries_total");
+      const failuresBefore = await metric("delivery_failures_total");
+      sink.failWith(status);
+      const refused = await post(`MemoryFailing${status}`);
+      assert.equal(refused.status, 502);
+      const body = (await refused.json()) as { error: string; details: { delivered: number; failed: { id: string; error: string }[] } };
+      assert.match(body.error, /could not deliver 1 of 1 events/);
+      assert.equal(body.details.delivered, 0);
+      assert.match(body.details.failed[0]?.error ?? "", new RegExp(`sink answered ${status}`));
+      assert.equal((await metric("delivery_retries_total")) - retriesBefore, attempts - 1);
+      assert.equal((await metric("delivery_failures_total")) - failuresBefore, 1);
+      sink.failWith(undefined);
+      assert.equal((await post(`MemoryFailing${status}`)).status, 200);
+      assert.equal(eventsOf(sink, `MemoryFailing${status}`).length, 1);
+    });
+  }
+});
+
 describe("alert-receiver under hostile input (fast-check)", () => {
   let sink: TestSink;
   let receiver: RunningServer;
@@ -262,13 +302,15 @@ describe("alert-receiver under hostile input (fast-check)", () => {
     fc.constantFrom("version", "status", "receiver", "alerts").map((key) => (p: Record<string, unknown>) => void delete p[key]),
     fc.anything().filter((v) => v !== "4").map((version) => (p: Record<string, unknown>) => void (p.version = version)),
     fc.anything().filter((v) => !Array.isArray(v)).map((alerts) => (p: Record<string, unknown>) => void (p.alerts = alerts)),
-    fc.tuple(fc.constantFrom("status", "labels", "annotations", "startsAt", "endsAt", "fingerprint"), fc.boolean(), fc.oneof(fc.integer(), fc.constant(null), fc.array(fc.string()), fc.constant("not-a-date-or-status"))).map(
+    fc.tuple(fc.constantFrom("status", "labels", "annotations", "startsAt", "endsAt", "fingerprint"), fc.boolean(), fc.oneof(fc.integer(), fc.constant(null), fc.array(fc.string()), fc.constant("string"))).map(
       ([key, remove, value]) =>
         (p: Record<string, unknown>) => {
           const alert = (p.alerts as Record<string, unknown>[])[0] as Record<string, unknown>;
+          // Each replacement is wrong for its field: a string is only wrong where a non-empty string, a date or a status is due.
+          const wrong = value === "string" ? { labels: "labels", annotations: "annotations", fingerprint: "" }[key as string] ?? "not-a-date-or-status" : value;
           if (remove) delete alert[key];
-          else if (key === "labels" || key === "annotations") alert[key] = { namespace: value };
-          else alert[key] = value;
+          else if ((key === "labels" || key === "annotations") && value !== "string") alert[key] = { namespace: wrong };
+          else alert[key] = wrong;
         },
     ),
     fc.tuple(fc.constantFrom("namespace", "pod"), fc.oneof(fc.constant(undefined), fc.constant(""), fc.string(), fc.constantFrom("../etc", "Default", "a_b", "x".repeat(300), "ns\u0000", "ü"))).map(
@@ -397,12 +439,12 @@ describe("npm run function -- alert-receiver (the launcher)", () => {
   });
 });
 
-function validWebhook(): object {
+function validWebhook(alertname = "MemoryLauncher"): object {
   return {
     version: "4",
     status: "firing",
-    receiver: "launcher",
-    alerts: [{ status: "firing", labels: { alertname: "MemoryLauncher", namespace: "default", pod: "memhog-1" }, annotations: {}, startsAt: minuteAgo(), endsAt: "0001-01-01T00:00:00Z", fingerprint: "fedcba9876543210" }],
+    receiver: "direct",
+    alerts: [{ status: "firing", labels: { alertname, namespace: "default", pod: "memhog-1" }, annotations: {}, startsAt: minuteAgo(), endsAt: "0001-01-01T00:00:00Z", fingerprint: "fedcba9876543210" }],
   };
 }
 
