@@ -1,0 +1,127 @@
+/**
+ * memory-scaler's Kubernetes adapter: the only module that calls the API server. Each method
+ * is one request; reads turn 404 into `undefined`, every other failure is thrown as the
+ * client's error (`ApiException`, or a transport error) for `api-errors.ts` to classify.
+ * The RBAC these calls need is `knative/rbac/memory-scaler.yaml`.
+ */
+import * as k8s from "@kubernetes/client-node";
+import { APPMONITOR_GROUP, APPMONITOR_PLURAL, APPMONITOR_VERSION } from "../lib/appmonitor.ts";
+import { isNotFound } from "./api-errors.ts";
+import type { JsonPatchOperation } from "./patch.ts";
+
+/** Field manager recorded in `managedFields` for memory-scaler's writes. */
+export const FIELD_MANAGER = "appmonitor-memory-scaler";
+
+/** The workload kinds memory-scaler scales, all `apps/v1` and all with `spec.template`. */
+export type WorkloadKind = "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet";
+
+/** What memory-scaler reads of any of the four workload kinds. */
+export interface WorkloadObject {
+  metadata?: k8s.V1ObjectMeta;
+  spec?: { template?: k8s.V1PodTemplateSpec };
+}
+
+/** The API calls memory-scaler makes; an interface so the flow can be tested without a cluster. */
+export interface Cluster {
+  /** GET pods/{name}; undefined on 404. */
+  readPod(namespace: string, name: string): Promise<k8s.V1Pod | undefined>;
+  /** GET apps/v1 {kind}s/{name}; undefined on 404. */
+  readWorkload(kind: WorkloadKind, namespace: string, name: string): Promise<WorkloadObject | undefined>;
+  /**
+   * PATCH apps/v1 {kind}s/{name} with `application/json-patch+json`; with `dryRun` the API
+   * server runs every admission step and persists nothing (`?dryRun=All`,
+   * https://kubernetes.io/docs/reference/using-api/api-concepts/#dry-run).
+   */
+  patchWorkload(kind: WorkloadKind, namespace: string, name: string, patch: readonly JsonPatchOperation[], dryRun: boolean): Promise<void>;
+  /** POST pods?dryRun=All: admission of a Pod as the workload would create it, nothing persisted. */
+  dryRunCreatePod(namespace: string, pod: k8s.V1Pod): Promise<void>;
+  /** LIST kubedemo.com/v1 appmonitors in `namespace`: the raw objects, unvalidated. */
+  listAppMonitors(namespace: string): Promise<unknown[]>;
+  /** GET an AppMonitor as a raw object; undefined on 404. */
+  readAppMonitor(namespace: string, name: string): Promise<Record<string, unknown> | undefined>;
+  /** PUT appmonitors/{name}/status; `body.metadata.resourceVersion` makes it a compare-and-swap (409 when stale). */
+  replaceAppMonitorStatus(namespace: string, name: string, body: Record<string, unknown>): Promise<void>;
+  /** POST events.k8s.io/v1 events. */
+  createEvent(namespace: string, event: k8s.EventsV1Event): Promise<void>;
+  /** LIST appmonitors across namespaces with `limit=1`: answers only when the API server does and the CRD is installed. */
+  probe(): Promise<void>;
+}
+
+/** The {@link Cluster} backed by @kubernetes/client-node with `kc`'s credentials. */
+export function createCluster(kc: k8s.KubeConfig): Cluster {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const apps = kc.makeApiClient(k8s.AppsV1Api);
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const events = kc.makeApiClient(k8s.EventsV1Api);
+  const jsonPatch = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch);
+  const appMonitors = { group: APPMONITOR_GROUP, version: APPMONITOR_VERSION, plural: APPMONITOR_PLURAL };
+
+  return {
+    readPod: (namespace, name) => orUndefined(core.readNamespacedPod({ namespace, name })),
+
+    readWorkload(kind, namespace, name) {
+      const param = { namespace, name };
+      switch (kind) {
+        case "Deployment":
+          return orUndefined(apps.readNamespacedDeployment(param));
+        case "StatefulSet":
+          return orUndefined(apps.readNamespacedStatefulSet(param));
+        case "DaemonSet":
+          return orUndefined(apps.readNamespacedDaemonSet(param));
+        case "ReplicaSet":
+          return orUndefined(apps.readNamespacedReplicaSet(param));
+      }
+    },
+
+    async patchWorkload(kind, namespace, name, patch, dryRun) {
+      const param = { namespace, name, body: patch, fieldManager: FIELD_MANAGER, ...(dryRun ? { dryRun: "All" } : {}) };
+      switch (kind) {
+        case "Deployment":
+          await apps.patchNamespacedDeployment(param, jsonPatch);
+          return;
+        case "StatefulSet":
+          await apps.patchNamespacedStatefulSet(param, jsonPatch);
+          return;
+        case "DaemonSet":
+          await apps.patchNamespacedDaemonSet(param, jsonPatch);
+          return;
+        case "ReplicaSet":
+          await apps.patchNamespacedReplicaSet(param, jsonPatch);
+          return;
+      }
+    },
+
+    async dryRunCreatePod(namespace, pod) {
+      await core.createNamespacedPod({ namespace, body: pod, dryRun: "All", fieldManager: FIELD_MANAGER });
+    },
+
+    async listAppMonitors(namespace) {
+      const list = (await custom.listNamespacedCustomObject({ ...appMonitors, namespace })) as { items?: unknown };
+      return Array.isArray(list.items) ? (list.items as unknown[]) : [];
+    },
+
+    readAppMonitor: (namespace, name) =>
+      orUndefined(custom.getNamespacedCustomObject({ ...appMonitors, namespace, name }) as Promise<Record<string, unknown>>),
+
+    async replaceAppMonitorStatus(namespace, name, body) {
+      await custom.replaceNamespacedCustomObjectStatus({ ...appMonitors, namespace, name, body, fieldManager: FIELD_MANAGER });
+    },
+
+    async createEvent(namespace, event) {
+      await events.createNamespacedEvent({ namespace, body: event, fieldManager: FIELD_MANAGER });
+    },
+
+    async probe() {
+      await custom.listClusterCustomObject({ ...appMonitors, limit: 1 });
+    },
+  };
+}
+
+async function orUndefined<T>(request: Promise<T>): Promise<T | undefined> {
+  try {
+    return await request;
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * memory-scaler's configuration: defaults as named constants, the environment overrides them,
+ * validated at start-up with a message that names the variable (DESIGN.md "Configuration
+ * shared by the functions").
+ *
+ * | variable | default | meaning |
+ * | --- | --- | --- |
+ * | `KUBECONFIG` | unset | kubeconfig file(s), `:`-separated; unset: `~/.kube/config`, else in-cluster credentials |
+ * | `PROMETHEUS_URL` | unset | verify each alert against Prometheus before scaling; unset: no check |
+ * | `PROMETHEUS_TIMEOUT_MS` | 2000 | per-query timeout; a timeout counts as Prometheus unavailable (503) |
+ * | `SCALE_MAX_ATTEMPTS` | 5 | read–decide–write rounds when the compare-and-swap write loses a race |
+ * | `RECENT_SCALES_LIMIT` | 10 | entries kept in an AppMonitor's `status.recentScales` (the CRD allows 20) |
+ */
+import { accessSync, constants } from "node:fs";
+import path from "node:path";
+import { ConfigError, readHttpUrl, readInteger, readString } from "../lib/runtime/env.ts";
+import type { Env } from "../lib/runtime/types.ts";
+
+/** ms; well under Knative's request timeout, so a slow Prometheus answers 503 rather than hanging. */
+export const DEFAULT_PROMETHEUS_TIMEOUT_MS = 2_000;
+/** A lost race costs one round; five rounds outlast any realistic burst of concurrent writers. */
+export const DEFAULT_SCALE_MAX_ATTEMPTS = 5;
+/** Entries of `status.recentScales`; the CRD caps the list at {@link MAX_RECENT_SCALES}. */
+export const DEFAULT_RECENT_SCALES_LIMIT = 10;
+/** `maxItems` of `status.recentScales` in the AppMonitor CRD (scripts/appmonitor-crd.ts). */
+export const MAX_RECENT_SCALES = 20;
+
+/** The validated configuration. */
+export interface MemoryScalerConfig {
+  /** `KUBECONFIG` as given (one or more paths joined by `:`); undefined → the client's default lookup. */
+  readonly kubeconfig: string | undefined;
+  /** Prometheus's base URL, e.g. `http://prometheus:9090`; undefined → no verification. */
+  readonly prometheusUrl: URL | undefined;
+  /** ms */
+  readonly prometheusTimeoutMs: number;
+  readonly scaleMaxAttempts: number;
+  readonly recentScalesLimit: number;
+}
+
+/**
+ * Reads the variables in the table above.
+ * @throws ConfigError naming the variable: a `KUBECONFIG` file that cannot be read, a
+ * `PROMETHEUS_URL` that is not an http(s) URL, a number out of range.
+ */
+export function readConfig(env: Env): MemoryScalerConfig {
+  const kubeconfig = readString(env, "KUBECONFIG");
+  if (kubeconfig !== undefined) {
+    for (const file of kubeconfig.split(path.delimiter).filter((f) => f !== "")) {
+      try {
+        accessSync(file, constants.R_OK);
+      } catch (error) {
+        throw new ConfigError("KUBECONFIG", `cannot read ${file}: ${(error as Error).message}`, { cause: error });
+      }
+    }
+  }
+  return {
+    kubeconfig,
+    prometheusUrl: readHttpUrl(env, "PROMETHEUS_URL"),
+    prometheusTimeoutMs: readInteger(env, "PROMETHEUS_TIMEOUT_MS", DEFAULT_PROMETHEUS_TIMEOUT_MS, { min: 1, max: 60_000 }),
+    scaleMaxAttempts: readInteger(env, "SCALE_MAX_ATTEMPTS", DEFAULT_SCALE_MAX_ATTEMPTS, { min: 1, max: 20 }),
+    recentScalesLimit: readInteger(env, "RECENT_SCALES_LIMIT", DEFAULT_RECENT_SCALES_LIMIT, { min: 1, max: MAX_RECENT_SCALES }),
+  };
+}

@@ -1,0 +1,67 @@
+/**
+ * The CloudEvent endpoint: `POST /` with one memory-threshold CloudEvent, binary or structured
+ * mode (CloudEvents HTTP binding 1.0; decoding and attribute validation are the runtime's).
+ *
+ * | status | when |
+ * | --- | --- |
+ * | 200 `Outcome` (`scale-flow.ts`): `{ outcome: "scaled" \| "dry-run" \| "skipped", reason, message, pod, appmonitor?, workload?, changes?, skipped?, warnings?, attempts }` | a firing alert was handled: scaled, or deliberately not (the reason says why) |
+ * | 200 `{ outcome: "ignored", reason: "Resolved", … }` | a resolved alert: nothing to undo |
+ * | 400 `{ error, details }` | not a CloudEvent, another event type, `data` not matching `schemas/alert-event.schema.json`, subject or status contradicting `data` (the runtime or `event.ts`) |
+ * | 413 / 415 | body over 1 MiB; a batch (`application/cloudevents-batch+json`) — the runtime |
+ * | 429 | the API server throttled memory-scaler |
+ * | 500 | memory-scaler is misconfigured (RBAC) or hit a bug; the sender should retry, then dead-letter |
+ * | 503 | the API server or Prometheus is unavailable, or the workload kept changing; nothing was written, retry |
+ *
+ * One JSON log line per event with its id (bound by the runtime), outcome, reason and changes.
+ */
+import type { CloudEvent } from "cloudevents";
+import { HttpError } from "../lib/runtime/errors.ts";
+import type { FunctionContext, FunctionResponse } from "../lib/runtime/types.ts";
+import { readAlertEvent, type AlertEvent, type EventDataValidator } from "./event.ts";
+import type { MemoryScalerMetrics } from "./metrics.ts";
+import { handleFiring, type FlowDeps } from "./scale-flow.ts";
+
+/** What the handler needs; adapters, so tests can substitute them. */
+export interface HandlerDeps {
+  readonly validate: EventDataValidator;
+  readonly flow: FlowDeps;
+  readonly metrics: MemoryScalerMetrics;
+}
+
+/** Builds `handle` for the runtime (a CloudEvent function). */
+export function createHandler(deps: HandlerDeps): (context: FunctionContext, event: CloudEvent<unknown>) => Promise<FunctionResponse> {
+  const { metrics } = deps;
+  return async (context, cloudEvent) => {
+    const stopTimer = metrics.duration.startTimer();
+    let event: AlertEvent;
+    try {
+      event = readAlertEvent(cloudEvent, deps.validate);
+    } catch (error) {
+      metrics.events.inc({ type: "invalid", outcome: "invalid", reason: "Malformed" });
+      stopTimer({ outcome: "invalid" });
+      throw error;
+    }
+    const pod = `${event.data.namespace}/${event.data.pod}`;
+    if (event.kind === "resolved") {
+      metrics.events.inc({ type: "resolved", outcome: "ignored", reason: "Resolved" });
+      stopTimer({ outcome: "ignored" });
+      context.log.info({ pod, outcome: "ignored", reason: "Resolved" }, "resolved alert: nothing to do");
+      return { status: 200, body: { outcome: "ignored", reason: "Resolved", message: "a resolved alert changes nothing", pod } };
+    }
+    try {
+      const outcome = await handleFiring(deps.flow, event.id, event.data, context.log);
+      metrics.events.inc({ type: "firing", outcome: outcome.outcome, reason: outcome.reason });
+      if (outcome.outcome === "scaled" && outcome.workload !== undefined) metrics.scales.inc({ kind: outcome.workload.kind });
+      stopTimer({ outcome: outcome.outcome });
+      const line = { pod, outcome: outcome.outcome, reason: outcome.reason, appmonitor: outcome.appmonitor, workload: outcome.workload, changes: outcome.changes, skipped: outcome.skipped, attempts: outcome.attempts };
+      if (outcome.warnings !== undefined) context.log.warn({ ...line, warnings: outcome.warnings }, outcome.message);
+      else context.log.info(line, outcome.message);
+      return { status: 200, body: outcome };
+    } catch (error) {
+      const status = error instanceof HttpError ? error.status : 500;
+      metrics.events.inc({ type: "firing", outcome: "failed", reason: String(status) });
+      stopTimer({ outcome: "failed" });
+      throw error;
+    }
+  };
+}

@@ -1,0 +1,63 @@
+/**
+ * memory-scaler: a memory-threshold CloudEvent in, the owning workload's memory requests and
+ * limits raised by its AppMonitor's multiplier — exactly once per threshold crossing.
+ * Started with `npm run function -- memory-scaler`; configuration in `config.ts`, endpoint and
+ * status codes in `handler.ts`, the flow in `scale-flow.ts`, the decision in `decide.ts`.
+ *
+ * Readiness (`GET /health/readiness`): 200 when the API server answers a list of AppMonitors
+ * (`limit=1`, which needs only the `list` the function has anyway) — i.e. it is reachable, the
+ * credentials work and the AppMonitor CRD is installed; 503 with the reason otherwise.
+ */
+import type { CloudEventFunctionDefinition, ReadinessResult } from "../lib/runtime/types.ts";
+import { apiStatus } from "./api-errors.ts";
+import { createCluster } from "./cluster.ts";
+import { readConfig, type MemoryScalerConfig } from "./config.ts";
+import { compileEventDataValidator } from "./event.ts";
+import { createEventRecorder } from "./events.ts";
+import { createHandler } from "./handler.ts";
+import { loadKubeConfig } from "./kubeconfig.ts";
+import { createMetrics } from "./metrics.ts";
+import { createStatusWriter } from "./status-writer.ts";
+import { createPrometheusVerifier } from "./verify.ts";
+
+/** The function definition the runtime serves. */
+export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
+  name: "memory-scaler",
+  kind: "cloudevent",
+  configure: readConfig,
+  init(config, deps) {
+    const kc = loadKubeConfig(config.kubeconfig);
+    const cluster = createCluster(kc);
+    const metrics = createMetrics(deps.registry);
+    const verifier = config.prometheusUrl === undefined ? undefined : createPrometheusVerifier(config.prometheusUrl, config.prometheusTimeoutMs);
+    deps.log.info(
+      { apiServer: kc.getCurrentCluster()?.server, prometheus: config.prometheusUrl?.href ?? null, scaleMaxAttempts: config.scaleMaxAttempts },
+      verifier === undefined ? "configured; PROMETHEUS_URL unset: alerts are not verified against Prometheus" : "configured",
+    );
+    return {
+      handle: createHandler({
+        validate: compileEventDataValidator(),
+        metrics,
+        flow: {
+          cluster,
+          events: createEventRecorder(cluster),
+          status: createStatusWriter(cluster, config.recentScalesLimit, deps.log),
+          verifier,
+          maxAttempts: config.scaleMaxAttempts,
+          now: () => new Date(),
+          onConflict: () => metrics.conflicts.inc(),
+        },
+      }),
+      async readiness(): Promise<ReadinessResult> {
+        try {
+          await cluster.probe();
+          return { ready: true };
+        } catch (error) {
+          const { code, message } = apiStatus(error);
+          if (code === 404) return { ready: false, reason: "the AppMonitor CRD (appmonitors.kubedemo.com) is not installed" };
+          return { ready: false, reason: `Kubernetes API server: ${code === undefined ? "" : `HTTP ${code}: `}${message}` };
+        }
+      },
+    };
+  },
+};

@@ -1,0 +1,53 @@
+/**
+ * memory-scaler's Prometheus metrics, registered in the runtime's registry (served at
+ * `/metrics` with `function="memory-scaler"`). Label values are bounded sets: event kinds,
+ * outcomes and CamelCase reasons, workload kinds — never names.
+ */
+import { Counter, Histogram } from "prom-client";
+import type { Registry } from "prom-client";
+
+/** The function's metrics. */
+export interface MemoryScalerMetrics {
+  /**
+   * `appmonitor_memory_scaler_events_total{type,outcome,reason}`: events handled.
+   * type: firing, resolved, invalid; outcome: scaled, dry-run, skipped, ignored, invalid, failed;
+   * reason: the outcome's CamelCase reason (`Scaled`, `Cooldown`, …) or, for `failed`, the HTTP status.
+   */
+  readonly events: Counter<"type" | "outcome" | "reason">;
+  /** `appmonitor_memory_scaler_scales_total{kind}`: workload patches written, by workload kind. */
+  readonly scales: Counter<"kind">;
+  /** `appmonitor_memory_scaler_write_conflicts_total`: compare-and-swap writes that lost a race and were decided again. */
+  readonly conflicts: Counter;
+  /** `appmonitor_memory_scaler_event_duration_seconds{outcome}`: time to handle one event, in seconds. */
+  readonly duration: Histogram<"outcome">;
+}
+
+/** Creates the metrics in `registry`. */
+export function createMetrics(registry: Registry): MemoryScalerMetrics {
+  return {
+    events: new Counter({
+      name: "appmonitor_memory_scaler_events_total",
+      help: "Memory-threshold events handled, by event type, outcome and reason.",
+      labelNames: ["type", "outcome", "reason"] as const,
+      registers: [registry],
+    }),
+    scales: new Counter({
+      name: "appmonitor_memory_scaler_scales_total",
+      help: "Workload patches written (memory requests and limits raised), by workload kind.",
+      labelNames: ["kind"] as const,
+      registers: [registry],
+    }),
+    conflicts: new Counter({
+      name: "appmonitor_memory_scaler_write_conflicts_total",
+      help: "Compare-and-swap workload writes that lost a race and were decided again.",
+      registers: [registry],
+    }),
+    duration: new Histogram({
+      name: "appmonitor_memory_scaler_event_duration_seconds",
+      help: "Time to handle one event, from decoded to answered, in seconds.",
+      labelNames: ["outcome"] as const,
+      buckets: [0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+  };
+}

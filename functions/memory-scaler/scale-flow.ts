@@ -1,0 +1,302 @@
+/**
+ * What memory-scaler does with one firing alert, reconcile-style: read the world from the API
+ * server, decide from plain data (`decide.ts`), write once (compare-and-swap, `patch.ts`), report.
+ *
+ * 1. Read the Pod (gone → skip `PodGone`) and the AppMonitors of its namespace; pick the
+ *    governing one (`governing.ts`; none → skip `NoAppMonitor` / `NotCovered`).
+ * 2. Walk the Pod's owners to the workload (`owners.ts`; a Job, bare Pod, unknown owner → skip
+ *    `UnsupportedOwner` and a Warning Event on the Pod; an owner deleted meanwhile → `OwnerGone`).
+ * 3. `decideScale` (skip reasons there; `AtCap` also warns on the workload and the AppMonitor).
+ * 4. With a verifier, drop containers whose working set is below the threshold
+ *    (`BelowThreshold`, `NotMeasured`); Prometheus unavailable → 503.
+ * 5. `DryRun` AppMonitor → Events and a `recentScales` entry marked `dryRun`, no patch.
+ * 6. Server-side dry run of the JSON Patch and of the Pod the scaled template makes
+ *    (`admission-pod.ts`); refused by admission → skip `AdmissionRefused` and a Warning Event
+ *    carrying the API server's message.
+ * 7. The patch: `test` operations on the values decided from make it a compare-and-swap, and it
+ *    writes the last-scale annotation that the cooldown reads. A lost race (the `test` failed)
+ *    starts again at 1, at most `maxAttempts` rounds; the next round sees the new template and
+ *    skips (`Cooldown` / `RolloutUnderWay`), so concurrent deliveries never compound.
+ * 8. Normal `Scaled` Events on the workload and the AppMonitor; AppMonitor status. Their failure
+ *    is reported in `warnings` but does not fail the request: the scale is done, and a retry
+ *    would only skip.
+ *
+ * Any API server failure before the patch → HttpError (503, 429 or 500, `api-errors.ts`) and
+ * nothing written. Sources: issue 3 "Behaviour"; DESIGN.md "Decisions that matter for correctness".
+ */
+import type * as k8s from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import { APPMONITOR_API_VERSION, APPMONITOR_KIND, LAST_SCALE_ANNOTATION } from "../lib/appmonitor.ts";
+import { HttpError } from "../lib/runtime/errors.ts";
+import { podForAdmission } from "./admission-pod.ts";
+import { apiStatus, isAdmissionRefusal, isPatchConflict, unavailable } from "./api-errors.ts";
+import type { Cluster } from "./cluster.ts";
+import { decideScale, type ContainerChange, type ContainerMemory, type SkipReason } from "./decide.ts";
+import type { AlertEventData } from "./event.ts";
+import type { EventRecorder, EventSpec } from "./events.ts";
+import { governingAppMonitor, type ValidAppMonitor } from "./governing.ts";
+import { APPS_V1, resolveWorkload, type Workload } from "./owners.ts";
+import { buildTemplatePatch, formatTimestamp } from "./patch.ts";
+import type { StatusWriter } from "./status-writer.ts";
+import { checkThreshold, type Verifier } from "./verify.ts";
+
+/** Why the flow ended as it did; CamelCase, also used as Event reasons and metric labels. */
+export type OutcomeReason =
+  | SkipReason
+  | "PodGone"
+  | "NoAppMonitor"
+  | "NotCovered"
+  | "UnsupportedOwner"
+  | "OwnerGone"
+  | "BelowThreshold"
+  | "NotMeasured"
+  | "AdmissionRefused"
+  | "Scaled"
+  | "DryRun";
+
+/** A container left unchanged, and why. */
+export interface SkippedContainer {
+  readonly container: string;
+  readonly reason: string;
+  readonly message: string;
+}
+
+/** What happened to one firing alert; returned to the sender as the 200 body. */
+export interface Outcome {
+  /** `scaled`: the workload was patched; `dry-run`: it would have been; `skipped`: nothing to do. */
+  readonly outcome: "scaled" | "dry-run" | "skipped";
+  readonly reason: OutcomeReason;
+  readonly message: string;
+  /** `<namespace>/<pod>` from the event. */
+  readonly pod: string;
+  /** Name of the governing AppMonitor, once known. */
+  readonly appmonitor?: string;
+  readonly workload?: { readonly kind: string; readonly name: string };
+  /** For `scaled` and `dry-run`: each container's memory before and after. */
+  readonly changes?: readonly ContainerChange[];
+  readonly skipped?: readonly SkippedContainer[];
+  /** Follow-up writes (Events, status) that failed after the outcome was reached. */
+  readonly warnings?: readonly string[];
+  /** Rounds of read–decide–write (more than 1 after a lost compare-and-swap). */
+  readonly attempts: number;
+}
+
+/** What the flow needs; adapters, so tests can substitute them. */
+export interface FlowDeps {
+  readonly cluster: Cluster;
+  readonly events: EventRecorder;
+  readonly status: StatusWriter;
+  /** Absent: no Prometheus check (`PROMETHEUS_URL` unset). */
+  readonly verifier: Verifier | undefined;
+  /** Rounds allowed when the compare-and-swap loses; ≥ 1. */
+  readonly maxAttempts: number;
+  readonly now: () => Date;
+  /** Called once per lost compare-and-swap (for a metric). */
+  readonly onConflict?: () => void;
+}
+
+/** The memory a container spec sets, as the decision reads it. */
+export function memoryOf(containers: readonly k8s.V1Container[] | undefined): ContainerMemory[] {
+  return (containers ?? []).map((c) => {
+    const memory: ContainerMemory = { name: c.name };
+    const request = c.resources?.requests?.memory;
+    const limit = c.resources?.limits?.memory;
+    if (request !== undefined) memory.request = request;
+    if (limit !== undefined) memory.limit = limit;
+    return memory;
+  });
+}
+
+type Ref = k8s.V1ObjectReference & { name: string; namespace: string };
+
+function appMonitorRef(am: ValidAppMonitor): Ref {
+  const ref: Ref = { apiVersion: APPMONITOR_API_VERSION, kind: APPMONITOR_KIND, name: am.metadata.name, namespace: am.metadata.namespace };
+  if (am.metadata.uid !== undefined) ref.uid = am.metadata.uid;
+  return ref;
+}
+
+function workloadRef(workload: Workload): Ref {
+  const ref: Ref = { apiVersion: APPS_V1, kind: workload.kind, name: workload.name, namespace: workload.namespace };
+  const uid = workload.object.metadata?.uid;
+  if (uid !== undefined) ref.uid = uid;
+  return ref;
+}
+
+/** "memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi; …" */
+export function describeChanges(changes: readonly ContainerChange[]): string {
+  return changes
+    .map((c) => `${c.container}: limit ${c.from.limit} → ${c.to.limit}${c.from.request === undefined ? "" : `, request ${c.from.request} → ${c.to.request ?? c.from.request}`}`)
+    .join("; ");
+}
+
+/**
+ * Handles one firing alert. `eventId` keys the Events so re-deliveries write each Event once.
+ * @returns the outcome (the sender gets 200).
+ * @throws HttpError 503/429/500 when the API server or Prometheus failed before anything was
+ * written, or 503 when the compare-and-swap lost `maxAttempts` times in a row.
+ */
+export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertEventData, log: Logger): Promise<Outcome> {
+  const { cluster } = deps;
+  const podKey = `${data.namespace}/${data.pod}`;
+  const base = { pod: podKey };
+  const warnings: string[] = [];
+  const notify = async (specs: Omit<EventSpec, "key">[]): Promise<void> => {
+    const results = await Promise.all(specs.map((spec) => deps.events.record({ ...spec, key: eventId })));
+    for (const problem of results) if (problem !== undefined) warnings.push(problem);
+  };
+  const withWarnings = <T extends object>(outcome: T): T & { warnings?: string[] } => (warnings.length > 0 ? { ...outcome, warnings } : outcome);
+
+  for (let attempt = 1; ; attempt += 1) {
+    const [pod, items] = await Promise.all([
+      cluster.readPod(data.namespace, data.pod).catch((error: unknown) => {
+        throw unavailable(error, `read Pod ${podKey}`);
+      }),
+      cluster.listAppMonitors(data.namespace).catch((error: unknown) => {
+        throw unavailable(error, `list AppMonitors in namespace ${data.namespace}`);
+      }),
+    ]);
+    if (pod === undefined) return { ...base, outcome: "skipped", reason: "PodGone", message: `Pod ${podKey} no longer exists`, attempts: attempt };
+
+    const governing = governingAppMonitor(pod, items, data.appmonitor);
+    for (const rejected of governing.rejected) log.warn({ appmonitor: rejected.name, problem: rejected.problem }, "ignoring an AppMonitor with an invalid spec");
+    if (governing.result === "none") return { ...base, outcome: "skipped", reason: governing.reason, message: governing.message, attempts: attempt };
+    const am = governing.appMonitor;
+    const amRef = appMonitorRef(am);
+    const withAm = { ...base, appmonitor: am.metadata.name };
+
+    const resolution = await resolveWorkload(cluster, pod).catch((error: unknown) => {
+      throw unavailable(error, `read the owner of Pod ${podKey}`);
+    });
+    if (resolution.result === "gone") return { ...withAm, outcome: "skipped", reason: "OwnerGone", message: resolution.message, attempts: attempt };
+    if (resolution.result === "unsupported") {
+      const podRef: Ref = { apiVersion: "v1", kind: "Pod", name: data.pod, namespace: data.namespace };
+      if (pod.metadata?.uid !== undefined) podRef.uid = pod.metadata.uid;
+      await notify([{ type: "Warning", reason: "UnsupportedOwner", note: `not scaled: ${resolution.message}`, regarding: podRef, related: amRef }]);
+      return withWarnings({ ...withAm, outcome: "skipped", reason: "UnsupportedOwner", message: resolution.message, attempts: attempt });
+    }
+    const workload = resolution.workload;
+    const wlRef = workloadRef(workload);
+    const withWorkload = { ...withAm, workload: { kind: workload.kind, name: workload.name } };
+    const templateContainers = memoryOf(workload.object.spec.template.spec?.containers);
+    const podContainers = memoryOf(pod.spec?.containers);
+    const annotations = workload.object.metadata?.annotations;
+    const now = deps.now();
+
+    const lastScaleTime = annotations?.[LAST_SCALE_ANNOTATION];
+    const decision = decideScale({
+      podContainers,
+      templateContainers,
+      now,
+      spec: am.spec,
+      ...(lastScaleTime === undefined ? {} : { lastScaleTime }),
+      ...(data.container === undefined ? {} : { alertContainer: data.container }),
+    });
+    if (decision.action === "skip") {
+      if (decision.reason === "AtCap") {
+        const note = `not scaled: ${decision.message}`;
+        await notify([
+          { type: "Warning", reason: "AtCap", note, regarding: wlRef, related: amRef },
+          { type: "Warning", reason: "AtCap", note: `${workload.kind} ${workload.name}: ${note}`, regarding: amRef, related: wlRef },
+        ]);
+      }
+      return withWarnings({ ...withWorkload, outcome: "skipped", reason: decision.reason, message: decision.message, skipped: decision.skipped, attempts: attempt });
+    }
+
+    let changes = decision.changes;
+    const skipped: SkippedContainer[] = [...decision.skipped];
+    if (deps.verifier !== undefined) {
+      const measured = await deps.verifier.workingSets(data.namespace, data.pod, changes.map((c) => c.container));
+      const checked = checkThreshold(changes, podContainers, measured, am.spec.memThresholdPercent);
+      skipped.push(...checked.skipped);
+      changes = checked.keep;
+      if (changes.length === 0) {
+        const first = checked.skipped.find((s) => s.reason === "BelowThreshold") ?? checked.skipped[0];
+        return {
+          ...withWorkload,
+          outcome: "skipped",
+          reason: first?.reason ?? "NotMeasured",
+          message: checked.skipped.map((s) => s.message).join("; "),
+          skipped,
+          attempts: attempt,
+        };
+      }
+    }
+    const summary = describeChanges(changes);
+    const entry = { time: formatTimestamp(now), workload: { kind: workload.kind, name: workload.name }, changes };
+
+    if (decision.dryRun) {
+      const note = `DryRun: would scale ${workload.kind} ${workload.name}: ${summary}`;
+      await Promise.all([
+        notify([
+          { type: "Normal", reason: "DryRun", note, regarding: wlRef, related: amRef },
+          { type: "Normal", reason: "DryRun", note, regarding: amRef, related: wlRef },
+        ]),
+        deps.status.add({ namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid }, { ...entry, dryRun: true }).catch((error: unknown) => {
+          warnings.push((error as Error).message);
+        }),
+      ]);
+      return withWarnings({ ...withWorkload, outcome: "dry-run", reason: "DryRun", message: `would scale: ${summary}`, changes, skipped, attempts: attempt });
+    }
+
+    const patch = buildTemplatePatch({ templateContainers, changes, annotations, time: now });
+    const write = await writeWorkload(cluster, workload, patch, podForAdmission(workload, changes));
+    if (write.result === "conflict") {
+      deps.onConflict?.();
+      log.info({ attempt, workload: `${workload.kind}/${workload.name}`, detail: write.message }, "compare-and-swap lost: reading again");
+      if (attempt >= deps.maxAttempts) {
+        throw new HttpError(503, `${workload.kind} ${workload.name} changed during each of ${attempt} attempts to scale it; retry later`, {
+          headers: { "retry-after": "1" },
+        });
+      }
+      continue;
+    }
+    if (write.result === "refused") {
+      const note = `not scaled (${summary}): the API server refused it: ${write.message}`;
+      await notify([
+        { type: "Warning", reason: "AdmissionRefused", note, regarding: wlRef, related: amRef },
+        { type: "Warning", reason: "AdmissionRefused", note: `${workload.kind} ${workload.name}: ${note}`, regarding: amRef, related: wlRef },
+      ]);
+      return withWarnings({ ...withWorkload, outcome: "skipped", reason: "AdmissionRefused", message: write.message, changes, skipped, attempts: attempt });
+    }
+
+    const note = `scaled ${workload.kind} ${workload.name} by ${am.spec.memMultiplier}: ${summary}`;
+    await Promise.all([
+      notify([
+        { type: "Normal", reason: "Scaled", note, regarding: wlRef, related: amRef },
+        { type: "Normal", reason: "Scaled", note, regarding: amRef, related: wlRef },
+      ]),
+      deps.status.add({ namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid }, { ...entry, dryRun: false }).catch((error: unknown) => {
+        warnings.push((error as Error).message);
+      }),
+    ]);
+    return withWarnings({ ...withWorkload, outcome: "scaled", reason: "Scaled", message: note, changes, skipped, attempts: attempt });
+  }
+}
+
+type WriteResult = { result: "written" } | { result: "conflict"; message: string } | { result: "refused"; message: string };
+
+/**
+ * Dry-runs the patch and the Pod it would produce (in parallel: both must pass; the patch's
+ * failure is reported first, since a lost race makes the Pod's verdict moot), then writes the
+ * patch.
+ */
+async function writeWorkload(cluster: Cluster, workload: Workload, patch: ReturnType<typeof buildTemplatePatch>, pod: k8s.V1Pod): Promise<WriteResult> {
+  const { kind, name, namespace } = workload;
+  const classify = (error: unknown, doing: string): WriteResult => {
+    if (isPatchConflict(error)) return { result: "conflict", message: apiStatus(error).message };
+    if (isAdmissionRefusal(error)) return { result: "refused", message: apiStatus(error).message };
+    throw unavailable(error, doing);
+  };
+  const [patchTrial, podTrial] = await Promise.allSettled([
+    cluster.patchWorkload(kind, namespace, name, patch, true),
+    cluster.dryRunCreatePod(namespace, pod),
+  ]);
+  if (patchTrial.status === "rejected") return classify(patchTrial.reason, `dry-run the patch of ${kind} ${namespace}/${name}`);
+  if (podTrial.status === "rejected") return classify(podTrial.reason, `dry-run a Pod of ${kind} ${namespace}/${name}`);
+  try {
+    await cluster.patchWorkload(kind, namespace, name, patch, false);
+    return { result: "written" };
+  } catch (error) {
+    return classify(error, `patch ${kind} ${namespace}/${name}`);
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * Writes scale entries into AppMonitor status through the status subresource
+ * (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#status-subresource),
+ * read–modify–write with the resourceVersion as precondition.
+ *
+ * Writes to one AppMonitor are coalesced: while one is in flight, new entries wait and the next
+ * write carries them all. A burst of scales in one namespace (one AppMonitor, many workloads)
+ * then costs a few writes instead of a storm of conflicting ones. Conflicts with other writers
+ * (another replica, rule-sync's conditions) are retried from a fresh read.
+ */
+import type { Logger } from "pino";
+import type { AppMonitorStatus } from "../lib/appmonitor.ts";
+import { retry, type RetryPolicy } from "../lib/retry.ts";
+import { apiStatus, isConflict } from "./api-errors.ts";
+import type { Cluster } from "./cluster.ts";
+import { withScales, type ScaleEntry } from "./status.ts";
+
+/** Identifies the AppMonitor to write to; `uid` guards against a namesake created since it was read. */
+export interface AppMonitorRef {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string | undefined;
+}
+
+/** Records scale entries in AppMonitor status. */
+export interface StatusWriter {
+  /**
+   * Resolves once a status write that includes `entry` succeeded, or with nothing to do when
+   * the AppMonitor is gone (or replaced by a namesake).
+   * @throws Error describing the failure after the retries (the caller reports it; the scale
+   * itself already happened).
+   */
+  add(ref: AppMonitorRef, entry: ScaleEntry): Promise<void>;
+}
+
+/** Conflicts are retried quickly: the other writer finished by the time the API server answered. */
+export const STATUS_RETRY_POLICY: RetryPolicy = { maxAttempts: 8, baseDelayMs: 5, maxDelayMs: 200 };
+
+interface Waiting {
+  readonly entry: ScaleEntry;
+  readonly resolve: () => void;
+  readonly reject: (error: Error) => void;
+}
+
+/** A {@link StatusWriter} keeping at most `limit` entries in `recentScales`. */
+export function createStatusWriter(cluster: Cluster, limit: number, log: Logger, policy: RetryPolicy = STATUS_RETRY_POLICY): StatusWriter {
+  const queues = new Map<string, { ref: AppMonitorRef; waiting: Waiting[] }>();
+
+  async function write(ref: AppMonitorRef, entries: readonly ScaleEntry[]): Promise<void> {
+    await retry(
+      async () => {
+        const object = await cluster.readAppMonitor(ref.namespace, ref.name);
+        const metadata = object?.metadata as { uid?: string } | undefined;
+        if (object === undefined || (ref.uid !== undefined && metadata?.uid !== ref.uid)) {
+          log.info({ appmonitor: `${ref.namespace}/${ref.name}` }, "AppMonitor gone before its status was written");
+          return;
+        }
+        const status = withScales(object.status as AppMonitorStatus | undefined, entries, limit);
+        await cluster.replaceAppMonitorStatus(ref.namespace, ref.name, { ...object, status });
+      },
+      policy,
+      isConflict,
+    );
+  }
+
+  async function drain(key: string): Promise<void> {
+    for (;;) {
+      const queue = queues.get(key);
+      if (queue === undefined || queue.waiting.length === 0) {
+        queues.delete(key);
+        return;
+      }
+      const batch = queue.waiting.splice(0);
+      try {
+        await write(queue.ref, batch.map((w) => w.entry));
+        for (const w of batch) w.resolve();
+      } catch (error) {
+        const failure = new Error(`could not update status of AppMonitor ${queue.ref.namespace}/${queue.ref.name}: ${apiStatus(error).message}`, { cause: error });
+        for (const w of batch) w.reject(failure);
+      }
+    }
+  }
+
+  return {
+    add(ref, entry) {
+      const key = `${ref.namespace}/${ref.name}/${ref.uid ?? ""}`;
+      return new Promise<void>((resolve, reject) => {
+        const queue = queues.get(key);
+        if (queue !== undefined) {
+          queue.waiting.push({ entry, resolve, reject });
+          return;
+        }
+        queues.set(key, { ref, waiting: [{ entry, resolve, reject }] });
+        void drain(key);
+      });
+    },
+  };
+}

@@ -1,0 +1,294 @@
+// memory-scaler's flow (functions/memory-scaler/scale-flow.ts) against an in-memory cluster
+// that applies JSON Patches all-or-nothing like the API server, including `test` operations:
+// concurrent deliveries, lost races, admission refusals and an unavailable API server, without
+// a cluster. The same behaviours run against a real API server in
+// test/integration/memory-scaler*.test.ts.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { setImmediate as tick } from "node:timers/promises";
+import * as k8s from "@kubernetes/client-node";
+import { pino } from "pino";
+import { LAST_SCALE_ANNOTATION } from "../../functions/lib/appmonitor.ts";
+import { HttpError } from "../../functions/lib/runtime/errors.ts";
+import type { Cluster, WorkloadKind, WorkloadObject } from "../../functions/memory-scaler/cluster.ts";
+import type { AlertEventData } from "../../functions/memory-scaler/event.ts";
+import { createEventRecorder } from "../../functions/memory-scaler/events.ts";
+import type { JsonPatchOperation } from "../../functions/memory-scaler/patch.ts";
+import { handleFiring, type FlowDeps } from "../../functions/memory-scaler/scale-flow.ts";
+import { createStatusWriter } from "../../functions/memory-scaler/status-writer.ts";
+import type { Verifier } from "../../functions/memory-scaler/verify.ts";
+
+const silent = pino({ level: "silent" });
+const NS = "team-a";
+
+function apiError(code: number, message: string): k8s.ApiException<string> {
+  return new k8s.ApiException(code, "error", JSON.stringify({ kind: "Status", code, message }), {});
+}
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** RFC 6902 test/replace/add, all or nothing, failing the way the API server does (422). */
+function applyPatch(doc: Json, ops: readonly JsonPatchOperation[]): Json {
+  const out = structuredClone(doc);
+  for (const op of ops) {
+    const tokens = op.path.split("/").slice(1).map((t) => t.replaceAll("~1", "/").replaceAll("~0", "~"));
+    const last = tokens.pop() ?? "";
+    let parent: Json | undefined = out;
+    for (const t of tokens) parent = Array.isArray(parent) ? parent[Number(t)] : parent !== null && typeof parent === "object" ? parent[t] : undefined;
+    if (parent === null || typeof parent !== "object" || Array.isArray(parent)) throw apiError(422, `${op.op} operation does not apply: doc is missing path: ${op.path}`);
+    if (op.op === "test" && JSON.stringify(parent[last]) !== JSON.stringify(op.value)) throw apiError(422, `testing value ${op.path} failed: test failed`);
+    if (op.op === "replace" && !Object.hasOwn(parent, last)) throw apiError(422, `replace operation does not apply: doc is missing key: ${op.path}`);
+    if (op.op !== "test") parent[last] = op.value as Json;
+  }
+  return out;
+}
+
+/** An in-memory {@link Cluster}; every call yields to the event loop first, so concurrent flows interleave. */
+class FakeCluster implements Cluster {
+  pods = new Map<string, k8s.V1Pod>();
+  workloads = new Map<string, WorkloadObject>();
+  appMonitors = new Map<string, Record<string, unknown>>();
+  events: k8s.EventsV1Event[] = [];
+  writes: { kind: WorkloadKind; name: string; patch: readonly JsonPatchOperation[] }[] = [];
+  dryRuns = 0;
+  /** Set to make every call fail this way (e.g. a refused connection). */
+  down: Error | undefined;
+  /** Set to refuse the admission of Pods (a LimitRange). */
+  podRefusal: Error | undefined;
+
+  async #enter(): Promise<void> {
+    await tick();
+    if (this.down !== undefined) throw this.down;
+  }
+  async readPod(namespace: string, name: string) {
+    await this.#enter();
+    return structuredClone(this.pods.get(`${namespace}/${name}`));
+  }
+  async readWorkload(kind: WorkloadKind, namespace: string, name: string) {
+    await this.#enter();
+    return structuredClone(this.workloads.get(`${kind}/${namespace}/${name}`));
+  }
+  async patchWorkload(kind: WorkloadKind, namespace: string, name: string, patch: readonly JsonPatchOperation[], dryRun: boolean) {
+    await this.#enter();
+    const key = `${kind}/${namespace}/${name}`;
+    const current = this.workloads.get(key);
+    if (current === undefined) throw apiError(404, "not found");
+    const next = applyPatch(current as Json, patch) as WorkloadObject;
+    if (dryRun) {
+      this.dryRuns += 1;
+      return;
+    }
+    this.workloads.set(key, next);
+    this.writes.push({ kind, name, patch });
+  }
+  async dryRunCreatePod() {
+    await this.#enter();
+    if (this.podRefusal !== undefined) throw this.podRefusal;
+  }
+  async listAppMonitors(namespace: string) {
+    await this.#enter();
+    return [...this.appMonitors.values()].filter((am) => (am.metadata as { namespace: string }).namespace === namespace).map((am) => structuredClone(am));
+  }
+  async readAppMonitor(namespace: string, name: string) {
+    await this.#enter();
+    return structuredClone(this.appMonitors.get(`${namespace}/${name}`));
+  }
+  async replaceAppMonitorStatus(namespace: string, name: string, body: Record<string, unknown>) {
+    await this.#enter();
+    const key = `${namespace}/${name}`;
+    const current = this.appMonitors.get(key);
+    const rv = (current?.metadata as { resourceVersion: string } | undefined)?.resourceVersion;
+    if ((body.metadata as { resourceVersion?: string }).resourceVersion !== rv) throw apiError(409, "the object has been modified");
+    this.appMonitors.set(key, { ...current, status: body.status, metadata: { ...(current?.metadata as object), resourceVersion: String(Number(rv) + 1) } });
+  }
+  async createEvent(_namespace: string, event: k8s.EventsV1Event) {
+    await this.#enter();
+    if (this.events.some((e) => e.metadata?.name === event.metadata?.name)) throw apiError(409, "already exists");
+    this.events.push(event);
+  }
+  async probe() {
+    await this.#enter();
+  }
+}
+
+/** The original demo: Deployment memhog → ReplicaSet → Pod, annotated, 384Mi/256Mi, and `mymonitor`. */
+function memhogCluster(spec: Record<string, unknown> = { memThresholdPercent: 75, memMultiplier: 2 }): FakeCluster {
+  const cluster = new FakeCluster();
+  const container = (limit: string, request: string): k8s.V1Container => ({ name: "memhog", image: "quay.io/metral/memhog:v0.0.1", resources: { limits: { memory: limit }, requests: { memory: request } } });
+  const template = { metadata: { labels: { name: "memhog" }, annotations: { "app-monitor.kubedemo.com/monitor": "true" } }, spec: { containers: [container("384Mi", "256Mi")] } };
+  cluster.workloads.set(`Deployment/${NS}/memhog`, { metadata: { name: "memhog", namespace: NS, uid: "d1" }, spec: { template } });
+  cluster.workloads.set(`ReplicaSet/${NS}/memhog-5d8f`, {
+    metadata: { name: "memhog-5d8f", namespace: NS, uid: "r1", ownerReferences: [{ apiVersion: "apps/v1", kind: "Deployment", name: "memhog", uid: "d1", controller: true }] },
+    spec: { template },
+  });
+  cluster.pods.set(`${NS}/memhog-5d8f-x2`, {
+    metadata: { name: "memhog-5d8f-x2", namespace: NS, uid: "p1", ...template.metadata, ownerReferences: [{ apiVersion: "apps/v1", kind: "ReplicaSet", name: "memhog-5d8f", uid: "r1", controller: true }] },
+    spec: template.spec,
+  });
+  cluster.appMonitors.set(`${NS}/mymonitor`, { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", metadata: { name: "mymonitor", namespace: NS, uid: "a1", resourceVersion: "1" }, spec });
+  return cluster;
+}
+
+function data(over: Partial<AlertEventData> = {}): AlertEventData {
+  return {
+    alertname: "AppMonitorMemoryHigh",
+    status: "firing",
+    namespace: NS,
+    pod: "memhog-5d8f-x2",
+    container: "memhog",
+    fingerprint: "f",
+    startsAt: "2025-06-01T11:59:00Z",
+    endsAt: null,
+    labels: {},
+    annotations: {},
+    generatorURL: "",
+    ...over,
+  };
+}
+
+function deps(cluster: FakeCluster, over: Partial<FlowDeps> = {}): FlowDeps {
+  return {
+    cluster,
+    events: createEventRecorder(cluster, "test"),
+    status: createStatusWriter(cluster, 10, silent, { maxAttempts: 10, baseDelayMs: 1, maxDelayMs: 2 }),
+    verifier: undefined,
+    maxAttempts: 5,
+    now: () => new Date("2025-06-01T12:00:00Z"),
+    ...over,
+  };
+}
+
+function templateMemory(cluster: FakeCluster, kind = "Deployment", name = "memhog"): unknown {
+  return cluster.workloads.get(`${kind}/${NS}/${name}`)?.spec?.template?.spec?.containers[0]?.resources;
+}
+
+describe("handleFiring", () => {
+  it("scales the original demo once: 384Mi/256Mi → 768Mi/512Mi, Events, status", async () => {
+    const cluster = memhogCluster();
+    const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.equal(outcome.outcome, "scaled");
+    assert.deepEqual(outcome.workload, { kind: "Deployment", name: "memhog" });
+    assert.deepEqual(templateMemory(cluster), { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } });
+    assert.equal(cluster.writes.length, 1);
+    assert.equal(cluster.dryRuns, 1, "the patch was dry-run first");
+    assert.equal(cluster.workloads.get(`Deployment/${NS}/memhog`)?.metadata?.annotations?.[LAST_SCALE_ANNOTATION], "2025-06-01T12:00:00Z");
+    assert.deepEqual(cluster.events.map((e) => [e.reason, e.regarding?.kind]).sort(), [["Scaled", "AppMonitor"], ["Scaled", "Deployment"]]);
+    const status = cluster.appMonitors.get(`${NS}/mymonitor`)?.status as { scaleCount: number; lastScaleTime: string; recentScales: unknown[] };
+    assert.equal(status.scaleCount, 1);
+    assert.equal(status.lastScaleTime, "2025-06-01T12:00:00Z");
+    assert.deepEqual(status.recentScales, [{ time: "2025-06-01T12:00:00Z", workload: { kind: "Deployment", name: "memhog" }, container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } }]);
+  });
+
+  it("50 concurrent deliveries of one event scale once, never ×4", async () => {
+    // cooldown 0: the losers must be stopped by the compare-and-swap and RolloutUnderWay, not by the cooldown.
+    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 0 });
+    const outcomes = await Promise.all(Array.from({ length: 50 }, () => handleFiring(deps(cluster), "e1", data(), silent)));
+    assert.equal(cluster.writes.length, 1);
+    assert.equal(outcomes.filter((o) => o.outcome === "scaled").length, 1);
+    assert.ok(outcomes.every((o) => o.outcome === "scaled" || o.reason === "RolloutUnderWay"), JSON.stringify(outcomes.map((o) => o.reason)));
+    assert.ok(outcomes.some((o) => o.attempts > 1), "some deliveries lost the race and decided again");
+    assert.deepEqual(templateMemory(cluster), { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } });
+    assert.equal(cluster.events.length, 2, "one Event per object, not one per delivery");
+  });
+
+  it("an admission refusal of the scaled Pod: no write, a Warning with the API server's message", async () => {
+    const cluster = memhogCluster();
+    cluster.podRefusal = apiError(403, 'pods "memhog-abcde" is forbidden: maximum memory usage per Container is 512Mi, but limit is 768Mi');
+    const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.equal(outcome.outcome, "skipped");
+    assert.equal(outcome.reason, "AdmissionRefused");
+    assert.match(outcome.message, /maximum memory usage per Container is 512Mi/);
+    assert.equal(cluster.writes.length, 0);
+    assert.ok(cluster.events.every((e) => e.type === "Warning" && e.reason === "AdmissionRefused" && /512Mi/.test(e.note ?? "")));
+    assert.equal(cluster.events.length, 2);
+  });
+
+  it("an unavailable API server: 503 and nothing written", async () => {
+    const cluster = memhogCluster();
+    cluster.down = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:6443"), { code: "ECONNREFUSED" });
+    await assert.rejects(handleFiring(deps(cluster), "e1", data(), silent), (error: unknown) => error instanceof HttpError && error.status === 503);
+    assert.equal(cluster.writes.length, 0);
+  });
+
+  it("a workload that keeps changing: 503 after the allowed rounds", async () => {
+    const cluster = memhogCluster();
+    // Every real write loses: another writer changes the template right before it.
+    const original = cluster.patchWorkload.bind(cluster);
+    cluster.patchWorkload = async (kind, namespace, name, patch, dryRun) => {
+      if (!dryRun) throw apiError(422, "testing value /spec/template/spec/containers/0/resources/limits/memory failed: test failed");
+      return original(kind, namespace, name, patch, dryRun);
+    };
+    let conflicts = 0;
+    await assert.rejects(handleFiring(deps(cluster, { maxAttempts: 3, onConflict: () => (conflicts += 1) }), "e1", data(), silent), (error: unknown) => error instanceof HttpError && error.status === 503);
+    assert.equal(conflicts, 3);
+  });
+
+  it("Prometheus below the threshold: skipped; unavailable: 503", async () => {
+    const mi = 1024 * 1024;
+    const below: Verifier = { workingSets: async () => new Map([["memhog", 100 * mi]]) };
+    const cluster = memhogCluster();
+    const outcome = await handleFiring(deps(cluster, { verifier: below }), "e1", data(), silent);
+    assert.equal(outcome.reason, "BelowThreshold");
+    assert.equal(cluster.writes.length, 0);
+    const down: Verifier = { workingSets: async () => Promise.reject(new HttpError(503, "Prometheus unavailable")) };
+    await assert.rejects(handleFiring(deps(cluster, { verifier: down }), "e1", data(), silent), (error: unknown) => error instanceof HttpError && error.status === 503);
+    const above: Verifier = { workingSets: async () => new Map([["memhog", 300 * mi]]) };
+    assert.equal((await handleFiring(deps(cluster, { verifier: above }), "e1", data(), silent)).outcome, "scaled");
+  });
+
+  const skips: { name: string; setup: (c: FakeCluster) => void; input?: Partial<AlertEventData>; reason: string; warns?: string }[] = [
+    { name: "a Pod that is gone", setup: (c) => c.pods.clear(), reason: "PodGone" },
+    { name: "a namespace without AppMonitor", setup: (c) => c.appMonitors.clear(), reason: "NoAppMonitor" },
+    {
+      name: "an unannotated Pod",
+      setup: (c) => {
+        const pod = c.pods.get(`${NS}/memhog-5d8f-x2`);
+        if (pod?.metadata) pod.metadata.annotations = {};
+      },
+      reason: "NotCovered",
+    },
+    {
+      name: "a Pod owned by a Job",
+      setup: (c) => {
+        const pod = c.pods.get(`${NS}/memhog-5d8f-x2`);
+        if (pod?.metadata) pod.metadata.ownerReferences = [{ apiVersion: "batch/v1", kind: "Job", name: "j", uid: "j1", controller: true }];
+      },
+      reason: "UnsupportedOwner",
+      warns: "Pod",
+    },
+    { name: "an owner deleted meanwhile", setup: (c) => c.workloads.delete(`Deployment/${NS}/memhog`), reason: "OwnerGone" },
+    {
+      name: "a limit at maxMemory",
+      setup: (c) => {
+        const am = c.appMonitors.get(`${NS}/mymonitor`);
+        if (am) am.spec = { memThresholdPercent: 75, memMultiplier: 2, maxMemory: "384Mi" };
+      },
+      reason: "AtCap",
+      warns: "Deployment",
+    },
+  ];
+  for (const c of skips) {
+    it(`skips ${c.name} (${c.reason}) and writes nothing`, async () => {
+      const cluster = memhogCluster();
+      c.setup(cluster);
+      const outcome = await handleFiring(deps(cluster), "e1", data(c.input), silent);
+      assert.equal(outcome.outcome, "skipped");
+      assert.equal(outcome.reason, c.reason);
+      assert.equal(cluster.writes.length, 0);
+      if (c.warns === undefined) assert.equal(cluster.events.length, 0);
+      else assert.ok(cluster.events.some((e) => e.type === "Warning" && e.reason === c.reason && e.regarding?.kind === c.warns), JSON.stringify(cluster.events));
+    });
+  }
+
+  it("DryRun: Events and a dryRun status entry, no write", async () => {
+    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, mode: "DryRun" });
+    const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.equal(outcome.outcome, "dry-run");
+    assert.equal(cluster.writes.length, 0);
+    assert.equal(cluster.dryRuns, 0);
+    const status = cluster.appMonitors.get(`${NS}/mymonitor`)?.status as { scaleCount: number; recentScales: { dryRun?: boolean }[] };
+    assert.equal(status.scaleCount, 0);
+    assert.equal(status.recentScales[0]?.dryRun, true);
+    assert.ok(cluster.events.every((e) => e.reason === "DryRun" && e.type === "Normal"));
+  });
+});

@@ -1,0 +1,267 @@
+// memory-scaler's small pure parts, as tables: the event's data, the status it keeps, the
+// Prometheus check, the API error classes, the Events it writes, the Pod it dry-runs, the
+// governing AppMonitor.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import * as k8s from "@kubernetes/client-node";
+import { CloudEvent } from "cloudevents";
+import { HttpError } from "../../functions/lib/runtime/errors.ts";
+import { podForAdmission } from "../../functions/memory-scaler/admission-pod.ts";
+import { isAdmissionRefusal, isConflict, isNotFound, isPatchConflict, unavailable } from "../../functions/memory-scaler/api-errors.ts";
+import { readConfig } from "../../functions/memory-scaler/config.ts";
+import { compileEventDataValidator, FIRING_TYPE, readAlertEvent, RESOLVED_TYPE } from "../../functions/memory-scaler/event.ts";
+import { buildEvent, MAX_NOTE_LENGTH, REPORTING_CONTROLLER } from "../../functions/memory-scaler/events.ts";
+import { governingAppMonitor } from "../../functions/memory-scaler/governing.ts";
+import type { Workload } from "../../functions/memory-scaler/owners.ts";
+import { withScales, type ScaleEntry } from "../../functions/memory-scaler/status.ts";
+import { checkThreshold, workingSetQuery } from "../../functions/memory-scaler/verify.ts";
+import { ConfigError } from "../../functions/lib/runtime/env.ts";
+
+const validate = compileEventDataValidator();
+
+const goodData = {
+  alertname: "AppMonitorMemoryHigh",
+  status: "firing",
+  namespace: "team-a",
+  pod: "memhog-5d8f-x2",
+  container: "memhog",
+  appmonitor: "mymonitor",
+  value: 81.25,
+  fingerprint: "a1b2c3d4e5f60718",
+  startsAt: "2025-06-01T11:59:00Z",
+  endsAt: null,
+  labels: { alertname: "AppMonitorMemoryHigh" },
+  annotations: {},
+  generatorURL: "",
+};
+
+function cloudEvent(over: Record<string, unknown> = {}): CloudEvent<unknown> {
+  return new CloudEvent<unknown>({
+    id: "e1",
+    source: "/alertmanager",
+    type: FIRING_TYPE,
+    subject: "namespaces/team-a/pods/memhog-5d8f-x2",
+    datacontenttype: "application/json",
+    data: goodData,
+    ...over,
+  });
+}
+
+function httpStatusOf(thunk: () => unknown): { status: number; details: unknown } {
+  try {
+    thunk();
+  } catch (error) {
+    assert.ok(error instanceof HttpError, `expected HttpError, got ${String(error)}`);
+    return { status: error.status, details: error.details };
+  }
+  assert.fail("did not throw");
+}
+
+describe("readAlertEvent", () => {
+  it("accepts a firing event and returns its data", () => {
+    const event = readAlertEvent(cloudEvent(), validate);
+    assert.equal(event.kind, "firing");
+    assert.equal(event.id, "e1");
+    assert.equal(event.data.pod, "memhog-5d8f-x2");
+  });
+
+  it("accepts a resolved event", () => {
+    const event = readAlertEvent(cloudEvent({ type: RESOLVED_TYPE, data: { ...goodData, status: "resolved", endsAt: "2025-06-01T12:05:00Z" } }), validate);
+    assert.equal(event.kind, "resolved");
+  });
+
+  it("parses JSON data that arrived as text", () => {
+    const event = readAlertEvent(cloudEvent({ data: JSON.stringify(goodData) }), validate);
+    assert.equal(event.data.namespace, "team-a");
+  });
+
+  const refused: { name: string; over: Record<string, unknown>; path: string }[] = [
+    { name: "another type", over: { type: "com.example.other" }, path: "/type" },
+    { name: "no data", over: { data: undefined }, path: "/data" },
+    { name: "data that is not JSON", over: { data: "{not json" }, path: "/data" },
+    { name: "a missing required field", over: { data: { ...goodData, pod: undefined } }, path: "/data" },
+    { name: "a namespace that is not a DNS label", over: { data: { ...goodData, namespace: "Team_A" } }, path: "/data/namespace" },
+    { name: "an unknown field", over: { data: { ...goodData, extra: 1 } }, path: "/data" },
+    { name: "a status contradicting the type", over: { data: { ...goodData, status: "resolved" } }, path: "/data/status" },
+    { name: "a subject naming another Pod", over: { subject: "namespaces/team-a/pods/other" }, path: "/subject" },
+  ];
+  for (const c of refused) {
+    it(`refuses ${c.name} with 400 and an error list`, () => {
+      const { status, details } = httpStatusOf(() => readAlertEvent(cloudEvent(c.over), validate));
+      assert.equal(status, 400);
+      assert.ok(Array.isArray(details) && details.length > 0);
+      assert.ok((details as { path: string }[]).some((d) => d.path.startsWith(c.path)), JSON.stringify(details));
+    });
+  }
+});
+
+describe("readConfig", () => {
+  it("defaults", () => {
+    const config = readConfig({});
+    assert.equal(config.kubeconfig, undefined);
+    assert.equal(config.prometheusUrl, undefined);
+    assert.equal(config.scaleMaxAttempts, 5);
+    assert.equal(config.recentScalesLimit, 10);
+  });
+  const bad: [string, Record<string, string>][] = [
+    ["KUBECONFIG", { KUBECONFIG: "/nonexistent/kubeconfig" }],
+    ["PROMETHEUS_URL", { PROMETHEUS_URL: "ftp://prometheus" }],
+    ["RECENT_SCALES_LIMIT", { RECENT_SCALES_LIMIT: "21" }],
+    ["SCALE_MAX_ATTEMPTS", { SCALE_MAX_ATTEMPTS: "0" }],
+  ];
+  for (const [variable, env] of bad) {
+    it(`names ${variable} when it is invalid`, () => {
+      assert.throws(() => readConfig(env), (error: unknown) => error instanceof ConfigError && error.variable === variable);
+    });
+  }
+});
+
+describe("withScales", () => {
+  const change = { container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } };
+  const entry = (time: string, name: string, dryRun = false): ScaleEntry => ({ time, workload: { kind: "Deployment", name }, changes: [change], dryRun });
+
+  it("counts real scales, keeps the latest time and lists newest first", () => {
+    const status = withScales({ conditions: [{ type: "RuleReady", status: "True", reason: "Synced", message: "", lastTransitionTime: "2025-01-01T00:00:00Z" }] }, [
+      entry("2025-06-01T12:00:00Z", "a"),
+      entry("2025-06-01T12:00:05Z", "b"),
+    ], 10);
+    assert.equal(status.scaleCount, 2);
+    assert.equal(status.lastScaleTime, "2025-06-01T12:00:05Z");
+    assert.deepEqual(status.recentScales?.map((r) => r.workload.name), ["b", "a"]);
+    assert.equal(status.conditions?.[0]?.type, "RuleReady", "rule-sync's conditions are kept");
+  });
+
+  it("bounds recentScales", () => {
+    const entries = Array.from({ length: 15 }, (_, i) => entry(new Date(Date.UTC(2025, 5, 1, 12, 0, i)).toISOString(), `w${i}`));
+    const status = withScales({ scaleCount: 7 }, entries, 10);
+    assert.equal(status.recentScales?.length, 10);
+    assert.equal(status.recentScales?.[0]?.workload.name, "w14");
+    assert.equal(status.scaleCount, 22);
+  });
+
+  it("lists a dry run without counting it, and once", () => {
+    const once = withScales(undefined, [entry("2025-06-01T12:00:00Z", "a", true)], 10);
+    const twice = withScales(once, [entry("2025-06-01T12:01:00Z", "a", true)], 10);
+    assert.equal(twice.scaleCount, 0);
+    assert.equal(twice.lastScaleTime, undefined);
+    assert.equal(twice.recentScales?.length, 1);
+    assert.equal((twice.recentScales?.[0] as { dryRun?: boolean }).dryRun, true);
+  });
+});
+
+describe("Prometheus check", () => {
+  it("quotes names into the query", () => {
+    assert.equal(
+      workingSetQuery("ns", "p-1", ["a", "b.c"]),
+      'max by (container) (container_memory_working_set_bytes{namespace="ns",pod="p-1",container=~"a|b\\\\.c"})',
+    );
+  });
+
+  const change = (container: string) => ({ container, from: { limit: "384Mi" }, to: { limit: "768Mi" } });
+  const pod = [{ name: "hot", limit: "384Mi" }, { name: "cold", limit: "384Mi" }, { name: "unseen", limit: "384Mi" }];
+  it("keeps containers at or above the threshold, skips the others with a reason", () => {
+    const mi = 1024 * 1024;
+    const { keep, skipped } = checkThreshold([change("hot"), change("cold"), change("unseen")], pod, new Map([["hot", 288 * mi], ["cold", 100 * mi]]), 75);
+    assert.deepEqual(keep.map((c) => c.container), ["hot"], "288Mi of 384Mi is exactly 75%");
+    assert.deepEqual(skipped.map((s) => [s.container, s.reason]), [["cold", "BelowThreshold"], ["unseen", "NotMeasured"]]);
+    assert.equal(skipped[0]?.percent, 26.04);
+  });
+});
+
+describe("API error classes", () => {
+  const api = (code: number, message: string, reason = "") => new k8s.ApiException(code, "x", JSON.stringify({ kind: "Status", code, reason, message }), {});
+  const cases: { name: string; error: unknown; notFound?: boolean; conflict?: boolean; patchConflict?: boolean; refusal?: boolean; status: number }[] = [
+    { name: "404", error: api(404, "not found", "NotFound"), notFound: true, status: 500 },
+    { name: "409", error: api(409, "already exists", "AlreadyExists"), conflict: true, patchConflict: true, status: 500 },
+    { name: "a failed JSON Patch test", error: api(422, "the server rejected our request due to an error in our request: testing value /spec/x failed: test failed"), patchConflict: true, status: 500 },
+    { name: "LimitRange", error: api(403, 'pods "m-x" is forbidden: maximum memory usage per Container is 512Mi, but limit is 768Mi', "Forbidden"), refusal: true, status: 500 },
+    { name: "validation", error: api(422, 'Deployment.apps "m" is invalid: spec.template…', "Invalid"), refusal: true, status: 500 },
+    { name: "RBAC", error: api(403, 'pods is forbidden: User "system:serviceaccount:appmonitor:memory-scaler" cannot create resource "pods" in API group ""', "Forbidden"), status: 500 },
+    { name: "a 503", error: api(503, "etcd unavailable"), status: 503 },
+    { name: "throttling", error: api(429, "slow down"), status: 429 },
+    { name: "a refused connection", error: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" }), status: 503 },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      assert.equal(isNotFound(c.error), c.notFound ?? false);
+      assert.equal(isConflict(c.error), c.conflict ?? false);
+      assert.equal(isPatchConflict(c.error), c.patchConflict ?? false);
+      assert.equal(isAdmissionRefusal(c.error), c.refusal ?? false);
+      assert.equal(unavailable(c.error, "read").status, c.status);
+    });
+  }
+});
+
+describe("buildEvent", () => {
+  const regarding = { apiVersion: "apps/v1", kind: "Deployment", name: "memhog", namespace: "team-a", uid: "u1" };
+  const now = new Date("2025-06-01T12:00:00.123Z");
+  it("is an events.k8s.io/v1 Event with a deterministic name and a microsecond time", () => {
+    const a = buildEvent({ type: "Normal", reason: "Scaled", note: "n", regarding, key: "e1" }, "i", now);
+    const b = buildEvent({ type: "Normal", reason: "Scaled", note: "other", regarding, key: "e1" }, "i", now);
+    const c = buildEvent({ type: "Normal", reason: "Scaled", note: "n", regarding, key: "e2" }, "i", now);
+    assert.equal(a.metadata?.name, b.metadata?.name);
+    assert.notEqual(a.metadata?.name, c.metadata?.name);
+    assert.match(a.metadata?.name ?? "", /^memhog\.[0-9a-f]{16}$/);
+    assert.equal(a.metadata?.namespace, "team-a");
+    assert.equal(a.reportingController, REPORTING_CONTROLLER);
+    assert.equal(JSON.parse(JSON.stringify({ t: a.eventTime })).t, "2025-06-01T12:00:00.123000Z");
+  });
+  it("cuts a long note to 1 kB", () => {
+    const event = buildEvent({ type: "Warning", reason: "AdmissionRefused", note: "x".repeat(5000), regarding, key: "e1" }, "i", now);
+    assert.equal(event.note?.length, MAX_NOTE_LENGTH);
+  });
+});
+
+describe("podForAdmission", () => {
+  it("is the template as a Pod with the new memory, nothing else changed", () => {
+    const workload: Workload = {
+      kind: "Deployment",
+      name: "web",
+      namespace: "ns",
+      object: {
+        metadata: { name: "web" },
+        spec: {
+          template: {
+            metadata: { labels: { app: "web" } },
+            spec: {
+              containers: [
+                { name: "app", image: "i", resources: { requests: { memory: "256Mi", cpu: "100m" }, limits: { memory: "384Mi" } } },
+                { name: "side", image: "j", resources: { limits: { memory: "64Mi" } } },
+              ],
+            },
+          },
+        },
+      },
+    };
+    const pod = podForAdmission(workload, [{ container: "app", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } }]);
+    assert.equal(pod.metadata?.generateName, "web-");
+    assert.deepEqual(pod.metadata?.labels, { app: "web" });
+    assert.deepEqual(pod.spec?.containers[0]?.resources, { requests: { memory: "512Mi", cpu: "100m" }, limits: { memory: "768Mi" } });
+    assert.deepEqual(pod.spec?.containers[1]?.resources, { limits: { memory: "64Mi" } });
+    assert.equal(workload.object.spec.template.spec?.containers[0]?.resources?.limits?.memory, "384Mi", "the template is not modified");
+  });
+});
+
+describe("governingAppMonitor", () => {
+  const pod = { metadata: { name: "p", namespace: "ns", labels: { app: "x" }, annotations: { "app-monitor.kubedemo.com/monitor": "true" } } };
+  const am = (name: string, spec: unknown, created = "2025-01-01T00:00:00Z") => ({ metadata: { name, namespace: "ns", creationTimestamp: created }, spec });
+  it("none in the namespace", () => {
+    const result = governingAppMonitor(pod, []);
+    assert.equal(result.result === "none" && result.reason, "NoAppMonitor");
+  });
+  it("an unannotated, unselected Pod is not covered", () => {
+    const result = governingAppMonitor({ metadata: { name: "p", namespace: "ns" } }, [am("a", { memThresholdPercent: 75, memMultiplier: 2 })]);
+    assert.equal(result.result === "none" && result.reason, "NotCovered");
+  });
+  it("an invalid spec is left out and reported", () => {
+    const result = governingAppMonitor(pod, [am("bad", { memThresholdPercent: 0, memMultiplier: 2 }), am("good", { memThresholdPercent: 75, memMultiplier: 2 })]);
+    assert.equal(result.result, "governed");
+    assert.equal(result.result === "governed" && result.appMonitor.metadata.name, "good");
+    assert.equal(result.result === "governed" && result.appMonitor.spec.cooldownSeconds, 300, "defaults applied");
+    assert.deepEqual(result.rejected.map((r) => r.name), ["bad"]);
+  });
+  it("the AppMonitor named in the alert wins when it covers the Pod", () => {
+    const result = governingAppMonitor(pod, [am("old", { memThresholdPercent: 75, memMultiplier: 2 }, "2020-01-01T00:00:00Z"), am("named", { memThresholdPercent: 80, memMultiplier: 3 })], "named");
+    assert.equal(result.result === "governed" && result.appMonitor.metadata.name, "named");
+  });
+});
