@@ -188,15 +188,17 @@ describe("alert-receiver behind a real Alertmanager", () => {
 
   it("loses nothing while the sink is down: Alertmanager retries until it is back", async () => {
     const failuresBefore = await scrape(`${receiver.url}/metrics`, "appmonitor_alert_receiver_delivery_failures_total");
-    const amFailuresBefore = await scrape(`${alertmanager.url}/metrics`, "alertmanager_notifications_failed_total", { integration: "webhook" });
+    const amFailuresBefore = await scrape(`${alertmanager.url}/metrics`, "alertmanager_notification_requests_failed_total", { integration: "webhook" });
     await sink.stop();
     const startsAt = minuteAgo();
     await alertmanager.postAlerts([memoryAlert("MemorySinkDown", "default", "memhog-1", startsAt), memoryAlert("MemorySinkDown", "default", "memhog-2", startsAt)]);
     await waitUntil("alert-receiver to fail a delivery", async () =>
       (await scrape(`${receiver.url}/metrics`, "appmonitor_alert_receiver_delivery_failures_total")) > failuresBefore,
     );
+    // Per attempt (alertmanager_notifications_failed_total only counts once Alertmanager gives up on a flush).
     await waitUntil("Alertmanager to see the webhook fail", async () =>
-      (await scrape(`${alertmanager.url}/metrics`, "alertmanager_notifications_failed_total", { integration: "webhook" })) > amFailuresBefore,
+      (await scrape(`${alertmanager.url}/metrics`, "alertmanager_notification_requests_failed_total", { integration: "webhook" })) > amFailuresBefore,
+      { timeoutMs: 30_000 },
     );
     assert.equal(eventsOf(sink, "MemorySinkDown").length, 0);
     await sink.start();
