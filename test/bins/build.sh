@@ -2,7 +2,8 @@
 # Builds the local stack's Kubernetes binaries from the pinned Go modules beside this script
 # (etcd/, kube/, kwok/) into a cache outside the repository, keyed by each module's go.mod and
 # go.sum, so a second run builds nothing. Prints the directory that holds all binaries, beside
-# which kwok-stages/ holds kwok's lifecycle stages from the same pinned module.
+# which kwok-stages/ holds kwok's lifecycle stages from the same pinned module and crds/ the
+# upstream PrometheusRule CRD, generated from prometheus-operator's API module (crds/).
 #
 # Environment: APPMONITOR_CACHE (default ~/.cache/appmonitor).
 set -euo pipefail
@@ -55,4 +56,31 @@ for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat
   pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
   cp -f "$kwok_dir/kustomize/stage/$f" "$out/kwok-stages/$(basename "$f")"
 done
+
+# The PrometheusRule CRD as prometheus-operator generates it: controller-gen (pinned as a tool in
+# crds/go.mod) over the pinned github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring
+# module's v1 types. Cached like the binaries, keyed by crds/go.mod and go.sum.
+gen_crds() {
+  local dir="$here/crds" key stamp api tmp
+  key=$(cat "$dir/go.mod" "$dir/go.sum" | sha256sum | cut -c1-16)
+  stamp="$out/crds/.crds-$key"
+  [ -f "$stamp" ] && return 0
+  echo "build-bins: generating the PrometheusRule CRD with controller-gen ..." >&2
+  local t0=$SECONDS
+  tmp=$(mktemp -d)
+  if ! (cd "$dir" && go mod download &&
+    api=$(go list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring) &&
+    go tool controller-gen crd paths="$api/v1" output:crd:dir="$tmp") >&2; then
+    rm -rf "$tmp"
+    echo "build-bins: step 'controller-gen crd' failed; check Go module proxy access (GOPROXY=$(go env GOPROXY)) and the log above" >&2
+    exit 1
+  fi
+  mkdir -p "$out/crds"
+  mv -f "$tmp/monitoring.coreos.com_prometheusrules.yaml" "$out/crds/"
+  rm -rf "$tmp"
+  rm -f "$out/crds/.crds-"*
+  touch "$stamp"
+  echo "build-bins: CRD generated in $((SECONDS - t0)) s" >&2
+}
+gen_crds
 echo "$out"

@@ -29,9 +29,10 @@ export function kubeconfig(server: string, caFile: string, certFile: string, key
 
 /**
  * kwok's resource-usage and metrics emulation: every container of a Pod reports the Pod's
- * `kwok.x-k8s.io/usage-memory` annotation (a quantity; 1Mi when absent) as its working set,
- * served as `container_memory_working_set_bytes{namespace,pod,container}` on
- * `/metrics/nodes/<node>/metrics/resource`, the kubelet's resource-metrics path.
+ * `kwok.x-k8s.io/usage-memory` annotation (a quantity; 1Mi when absent) as its working set.
+ * Served as the kubelet serves them: `container_memory_working_set_bytes{namespace,pod,container}`
+ * on `/metrics/nodes/<node>/metrics/resource`, and with `container_spec_memory_limit_bytes`
+ * (the container's memory limit, 0 when it has none) on `/metrics/nodes/<node>/metrics/cadvisor`.
  */
 export function kwokMetricsConfig(): string {
   const usage = {
@@ -54,7 +55,11 @@ export function kwokMetricsConfig(): string {
     { name: "namespace", value: "pod.metadata.namespace" },
     { name: "pod", value: "pod.metadata.name" },
   ];
-  const metric = {
+  const workingSet = {
+    name: "container_memory_working_set_bytes", dimension: "container", kind: "gauge", labels,
+    help: "Current working set of the container in bytes", value: 'pod.Usage("memory", container.name)',
+  };
+  const resource = {
     apiVersion: "kwok.x-k8s.io/v1alpha1",
     kind: "Metric",
     metadata: { name: "metrics-resource" },
@@ -62,15 +67,29 @@ export function kwokMetricsConfig(): string {
       path: "/metrics/nodes/{nodeName}/metrics/resource",
       metrics: [
         { name: "scrape_error", dimension: "node", help: "1 if there was an error while getting metrics from the node, 0 otherwise", kind: "gauge", value: "0" },
-        { name: "container_memory_working_set_bytes", dimension: "container", help: "Current working set of the container in bytes", kind: "gauge", labels, value: 'pod.Usage("memory", container.name)' },
+        workingSet,
         { name: "pod_memory_working_set_bytes", dimension: "pod", help: "Current working set of the pod in bytes", kind: "gauge", labels: labels.slice(1), value: 'pod.Usage("memory")' },
       ],
     },
   };
-  return [usage, metric].map((doc) => stringify(doc)).join("---\n");
+  // The kubelet's cAdvisor endpoint also carries each container's memory limit (0 = none).
+  const cadvisor = {
+    apiVersion: "kwok.x-k8s.io/v1alpha1",
+    kind: "Metric",
+    metadata: { name: "metrics-cadvisor" },
+    spec: {
+      path: "/metrics/nodes/{nodeName}/metrics/cadvisor",
+      metrics: [
+        workingSet,
+        { name: "container_spec_memory_limit_bytes", dimension: "container", kind: "gauge", labels,
+          help: "Memory limit for the container in bytes (0: no limit)", value: 'container.resources.limits["memory"]' },
+      ],
+    },
+  };
+  return [usage, resource, cadvisor].map((doc) => stringify(doc)).join("---\n");
 }
 
-/** Prometheus's configuration: kwok's per-Node resource metrics, the rule files, Alertmanager. */
+/** Prometheus's configuration: kwok's per-Node cAdvisor metrics, the rule files, Alertmanager. */
 export function prometheusConfig(opts: {
   scrapeInterval: string;
   evaluationInterval: string;
@@ -84,10 +103,10 @@ export function prometheusConfig(opts: {
     rule_files: [opts.rulesGlob],
     alerting: { alertmanagers: [{ static_configs: [{ targets: [opts.alertmanagerAddress] }] }] },
     scrape_configs: [{
-      job_name: "kwok-resource",
+      job_name: "kubelet-cadvisor",
       static_configs: opts.nodes.map((node) => ({
         targets: [opts.kwokAddress],
-        labels: { __metrics_path__: `/metrics/nodes/${node}/metrics/resource`, node },
+        labels: { __metrics_path__: `/metrics/nodes/${node}/metrics/cadvisor`, node },
       })),
     }],
   });

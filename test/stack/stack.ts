@@ -204,7 +204,7 @@ export async function up(opts: UpOptions): Promise<StackState> {
     await Promise.all([
       waitReady(kcm, async () => (await httpsGet(`https://127.0.0.1:${kcmPort}/healthz`, insecure)).status === 200),
       waitReady(scheduler, async () => (await httpsGet(`https://127.0.0.1:${schedPort}/healthz`, insecure)).status === 200),
-      waitReady(kwok, () => httpOk(`${state.kwokUrl}/metrics/nodes/${nodes[0]}/metrics/resource`)),
+      waitReady(kwok, () => httpOk(`${state.kwokUrl}/metrics/nodes/${nodes[0]}/metrics/cadvisor`)),
       waitReady(prom, () => httpOk(`${state.prometheusUrl}/-/ready`)),
       waitReady(am, () => httpOk(`${state.alertmanagerUrl}/-/ready`)),
     ]);
