@@ -51,17 +51,25 @@ export function isConflict(error: unknown): boolean {
 }
 
 /**
- * The JSON Patch did not apply to the current object: a `test` operation failed, or a path it
- * replaces is gone. Either way the object changed since it was read: a lost compare-and-swap,
- * to be answered by reading again. The API server reports both as 422 with the json-patch
- * library's message ("testing value … failed", "test operation does not apply", "replace
- * operation does not apply", …), from k8s.io/apiserver/pkg/endpoints/handlers/patch.go
- * (`applyJSPatch`) and gopkg.in/evanphx/json-patch.v4; a 409 is a conflict as well.
+ * The API server's message for a JSON Patch that did not apply to the current object (a `test`
+ * operation failed, or a path it names is gone): k8s.io/apiserver/pkg/endpoints/handlers/patch.go
+ * (`applyJSPatch`) answers `errors.NewGenericServerResponse(422, …)`, whose message is this
+ * fixed text and whose details carry no cause — unlike a validation failure (`… is invalid: …`)
+ * or an admission denial, which name the object and the rule.
+ */
+export const PATCH_NOT_APPLICABLE_MESSAGE = "the server rejected our request due to an error in our request";
+
+/**
+ * The JSON Patch did not apply: the object changed since it was read, a lost
+ * compare-and-swap, to be answered by reading again. That is a 422 with
+ * {@link PATCH_NOT_APPLICABLE_MESSAGE} (or, from API servers that pass the json-patch
+ * library's text through, "testing value … failed", "… operation does not apply …"); a 409 is
+ * a conflict as well.
  */
 export function isPatchConflict(error: unknown): boolean {
   const { code, message } = apiStatus(error);
   if (code === 409) return true;
-  return code === 422 && /testing value|test operation|operation does not apply|error in test for path|doc is missing/i.test(message);
+  return code === 422 && (message === PATCH_NOT_APPLICABLE_MESSAGE || /testing value|test operation|operation does not apply|error in test for path/i.test(message));
 }
 
 /**

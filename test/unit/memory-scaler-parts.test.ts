@@ -173,7 +173,8 @@ describe("API error classes", () => {
   const cases: { name: string; error: unknown; notFound?: boolean; conflict?: boolean; patchConflict?: boolean; refusal?: boolean; status: number }[] = [
     { name: "404", error: api(404, "not found", "NotFound"), notFound: true, status: 500 },
     { name: "409", error: api(409, "already exists", "AlreadyExists"), conflict: true, patchConflict: true, status: 500 },
-    { name: "a failed JSON Patch test", error: api(422, "the server rejected our request due to an error in our request: testing value /spec/x failed: test failed"), patchConflict: true, status: 500 },
+    { name: "a failed JSON Patch test", error: api(422, "the server rejected our request due to an error in our request", "Invalid"), patchConflict: true, status: 500 },
+    { name: "a failed JSON Patch test, with the library's text", error: api(422, "testing value /spec/x failed: test failed"), patchConflict: true, status: 500 },
     { name: "LimitRange", error: api(403, 'pods "m-x" is forbidden: maximum memory usage per Container is 512Mi, but limit is 768Mi', "Forbidden"), refusal: true, status: 500 },
     { name: "validation", error: api(422, 'Deployment.apps "m" is invalid: spec.template…', "Invalid"), refusal: true, status: 500 },
     { name: "RBAC", error: api(403, 'pods is forbidden: User "system:serviceaccount:appmonitor:memory-scaler" cannot create resource "pods" in API group ""', "Forbidden"), status: 500 },

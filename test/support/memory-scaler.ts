@@ -1,0 +1,196 @@
+/**
+ * What memory-scaler's integration tests and benchmark share: the function started with a token
+ * of exactly its ServiceAccount, memory-threshold CloudEvents sent in binary or structured
+ * mode with the CloudEvents SDK, and the cluster objects the tests look at.
+ */
+import { randomUUID } from "node:crypto";
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
+import * as k8s from "@kubernetes/client-node";
+import { CloudEvent, HTTP } from "cloudevents";
+import { fn } from "../../functions/memory-scaler/index.ts";
+import { FIRING_TYPE, RESOLVED_TYPE, type AlertEventData } from "../../functions/memory-scaler/event.ts";
+import type { RunningServer } from "../../functions/lib/runtime/server.ts";
+import type { Env } from "../../functions/lib/runtime/types.ts";
+import { startFunction } from "./function-server.ts";
+import { manifests } from "./install.ts";
+import { adminKubeConfig, serviceAccountKubeConfig, waitFor } from "./stack.ts";
+import { tempDir } from "./temp-dir.ts";
+
+/** Namespace and name of memory-scaler's ServiceAccount (knative/rbac/memory-scaler.yaml). */
+export const SCALER_NAMESPACE = "appmonitor";
+export const SCALER_SERVICE_ACCOUNT = "memory-scaler";
+
+/** Writes `kc` as a kubeconfig file in `dir` and returns its path. */
+export async function writeKubeconfig(kc: k8s.KubeConfig, dir: string, name = "kubeconfig"): Promise<string> {
+  const file = path.join(dir, name);
+  await writeFile(file, kc.exportConfig(), { mode: 0o600 });
+  return file;
+}
+
+/** A running memory-scaler and what it runs with. */
+export interface ScalerUnderTest {
+  readonly server: RunningServer;
+  readonly url: string;
+  /** The kubeconfig file it uses (memory-scaler's ServiceAccount token). */
+  readonly kubeconfig: string;
+  /** Stops the server and removes the kubeconfig. */
+  stop(): Promise<void>;
+}
+
+/**
+ * A kubeconfig file authenticating as memory-scaler's ServiceAccount, in a new temporary
+ * directory; `remove` deletes it.
+ */
+export async function scalerKubeconfig(): Promise<{ file: string; remove: () => Promise<void> }> {
+  const dir = await tempDir("memory-scaler");
+  const file = await writeKubeconfig(await serviceAccountKubeConfig(SCALER_NAMESPACE, SCALER_SERVICE_ACCOUNT), dir.path);
+  return { file, remove: dir.remove };
+}
+
+/** Starts memory-scaler in this process as its ServiceAccount; `env` adds or overrides variables. */
+export async function startScaler(env: Env = {}): Promise<ScalerUnderTest> {
+  const kubeconfig = await scalerKubeconfig();
+  try {
+    const server = await startFunction(fn, { KUBECONFIG: kubeconfig.file, ...env });
+    return {
+      server,
+      url: server.url,
+      kubeconfig: kubeconfig.file,
+      stop: async () => {
+        await server.close();
+        await kubeconfig.remove();
+      },
+    };
+  } catch (error) {
+    await kubeconfig.remove();
+    throw error;
+  }
+}
+
+/** Options of {@link alertEvent}. */
+export interface AlertEventOptions {
+  readonly namespace: string;
+  readonly pod: string;
+  readonly container?: string;
+  readonly appmonitor?: string;
+  /** Default: a random id (a new alert occurrence). */
+  readonly id?: string;
+  readonly status?: "firing" | "resolved";
+}
+
+/** A memory-threshold CloudEvent as alert-receiver makes it (DESIGN.md "The memory-threshold CloudEvent"). */
+export function alertEvent(options: AlertEventOptions): CloudEvent<AlertEventData> {
+  const status = options.status ?? "firing";
+  const startsAt = new Date(Date.now() - 60_000).toISOString();
+  const labels: Record<string, string> = { alertname: "AppMonitorMemoryHigh", namespace: options.namespace, pod: options.pod };
+  if (options.container !== undefined) labels.container = options.container;
+  if (options.appmonitor !== undefined) labels.appmonitor = options.appmonitor;
+  const data: AlertEventData = {
+    alertname: "AppMonitorMemoryHigh",
+    status,
+    namespace: options.namespace,
+    pod: options.pod,
+    ...(options.container === undefined ? {} : { container: options.container }),
+    ...(options.appmonitor === undefined ? {} : { appmonitor: options.appmonitor }),
+    value: 81.25,
+    fingerprint: "0123456789abcdef",
+    startsAt,
+    endsAt: status === "resolved" ? new Date().toISOString() : null,
+    labels,
+    annotations: { summary: `${options.pod} is near its memory limit` },
+    generatorURL: "http://prometheus.test:9090/graph",
+  };
+  return new CloudEvent<AlertEventData>({
+    specversion: "1.0",
+    id: options.id ?? randomUUID(),
+    type: status === "firing" ? FIRING_TYPE : RESOLVED_TYPE,
+    source: "http://alertmanager.test:9093",
+    subject: `namespaces/${options.namespace}/pods/${options.pod}`,
+    time: startsAt,
+    datacontenttype: "application/json",
+    data,
+  });
+}
+
+/** A response of memory-scaler: status and parsed JSON body. */
+export interface Answer {
+  readonly status: number;
+  // Test code reads fields freely; the shapes are asserted where they matter.
+  readonly body: Record<string, unknown> & { outcome?: string; reason?: string; message?: string; error?: string };
+}
+
+/** POSTs `event` to `url` in binary (default) or structured mode (CloudEvents SDK `HTTP.binary` / `HTTP.structured`). */
+export async function deliver(url: string, event: CloudEvent<unknown>, mode: "binary" | "structured" = "binary"): Promise<Answer> {
+  const message = mode === "binary" ? HTTP.binary(event) : HTTP.structured(event);
+  const response = await fetch(`${url}/`, {
+    method: "POST",
+    headers: message.headers as Record<string, string>,
+    body: typeof message.body === "string" ? message.body : JSON.stringify(message.body),
+  });
+  const text = await response.text();
+  let body: Answer["body"];
+  try {
+    body = JSON.parse(text) as Answer["body"];
+  } catch {
+    body = { raw: text };
+  }
+  return { status: response.status, body };
+}
+
+/** The memhog Deployment of knative/examples/memhog.yaml, as written. */
+export async function memhogManifest(): Promise<k8s.V1Deployment> {
+  const [deployment] = (await manifests("knative/examples/memhog.yaml")) as k8s.V1Deployment[];
+  if (deployment === undefined) throw new Error("knative/examples/memhog.yaml has no object");
+  return deployment;
+}
+
+/** The AppMonitor of knative/examples/appmonitor.yaml, as written. */
+export async function exampleAppMonitor(): Promise<k8s.KubernetesObject & { spec: Record<string, unknown> }> {
+  const [monitor] = (await manifests("knative/examples/appmonitor.yaml")) as (k8s.KubernetesObject & { spec: Record<string, unknown> })[];
+  if (monitor === undefined) throw new Error("knative/examples/appmonitor.yaml has no object");
+  return monitor;
+}
+
+/** Creates an AppMonitor named `name` in `namespace` with `spec`, as the admin. */
+export async function createAppMonitor(namespace: string, name: string, spec: Record<string, unknown>): Promise<void> {
+  const custom = (await adminKubeConfig()).makeApiClient(k8s.CustomObjectsApi);
+  await custom.createNamespacedCustomObject({
+    group: "kubedemo.com",
+    version: "v1",
+    plural: "appmonitors",
+    namespace,
+    body: { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", metadata: { name }, spec },
+  });
+}
+
+/** An AppMonitor's status, as the admin reads it. */
+export async function appMonitorStatus(namespace: string, name: string): Promise<Record<string, unknown> & { scaleCount?: number; lastScaleTime?: string; recentScales?: Record<string, unknown>[] }> {
+  const custom = (await adminKubeConfig()).makeApiClient(k8s.CustomObjectsApi);
+  const object = (await custom.getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", plural: "appmonitors", namespace, name })) as { status?: Record<string, unknown> };
+  return object.status ?? {};
+}
+
+/** Pods of `namespace` matching `labelSelector` that are Running and not terminating. */
+export async function runningPods(namespace: string, labelSelector: string): Promise<k8s.V1Pod[]> {
+  const core = (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api);
+  const list = await core.listNamespacedPod({ namespace, labelSelector });
+  return list.items.filter((p) => p.status?.phase === "Running" && p.metadata?.deletionTimestamp === undefined);
+}
+
+/** Waits for exactly one Running Pod matching `labelSelector` and returns it. */
+export async function onlyRunningPod(namespace: string, labelSelector: string, timeoutMs = 60_000): Promise<k8s.V1Pod & { metadata: k8s.V1ObjectMeta & { name: string } }> {
+  const [pod] = await waitFor(`one Running Pod ${labelSelector} in ${namespace}`, async () => {
+    const pods = await runningPods(namespace, labelSelector);
+    return pods.length === 1 ? pods : undefined;
+  }, timeoutMs);
+  if (pod?.metadata?.name === undefined) throw new Error("Pod without a name");
+  return pod as k8s.V1Pod & { metadata: k8s.V1ObjectMeta & { name: string } };
+}
+
+/** events.k8s.io/v1 Events in `namespace` regarding `kind`/`name`. */
+export async function eventsRegarding(namespace: string, kind: string, name: string): Promise<k8s.EventsV1Event[]> {
+  const events = (await adminKubeConfig()).makeApiClient(k8s.EventsV1Api);
+  const list = await events.listNamespacedEvent({ namespace });
+  return list.items.filter((e) => e.regarding?.kind === kind && e.regarding.name === name && e.reportingController === "kubedemo.com/memory-scaler");
+}
