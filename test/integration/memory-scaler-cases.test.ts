@@ -1,0 +1,350 @@
+/**
+ * memory-scaler on the local stack, case by case: multiplier 1.5, a two-container Pod, a
+ * StatefulSet, a DaemonSet, an unannotated Pod, a namespace without AppMonitor, the maxMemory
+ * cap, the cooldown, DryRun, a LimitRange below the new limit, and the Prometheus check. The
+ * function runs with a token of exactly its ServiceAccount. Each case has its own namespace,
+ * so the cases run concurrently.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import * as k8s from "@kubernetes/client-node";
+import { usageMemoryAnnotation } from "../stack/config-files.ts";
+import { freePort } from "../support/free-port.ts";
+import { installMemoryScaler } from "../support/install.ts";
+import {
+  alertEvent,
+  appMonitorStatus,
+  createAppMonitor,
+  deliver,
+  eventsRegarding,
+  onlyRunningPod,
+  runningPods,
+  startScaler,
+  type ScalerUnderTest,
+} from "../support/memory-scaler.ts";
+import { adminKubeConfig, freshNamespace, promQuery, stack, waitFor } from "../support/stack.ts";
+
+const MONITOR = { "app-monitor.kubedemo.com/monitor": "true" };
+
+interface ContainerSpec {
+  name: string;
+  limit: string;
+  request: string;
+}
+
+function podTemplate(app: string, containers: ContainerSpec[], annotated: boolean): k8s.V1PodTemplateSpec {
+  return {
+    metadata: { labels: { app }, ...(annotated ? { annotations: MONITOR } : {}) },
+    spec: {
+      containers: containers.map((c) => ({ name: c.name, image: "registry.example/app:1", resources: { limits: { memory: c.limit }, requests: { memory: c.request } } })),
+    },
+  };
+}
+
+const memhog: ContainerSpec = { name: "memhog", limit: "384Mi", request: "256Mi" };
+
+async function apps(): Promise<k8s.AppsV1Api> {
+  return (await adminKubeConfig()).makeApiClient(k8s.AppsV1Api);
+}
+
+async function createDeployment(ns: string, name: string, containers: ContainerSpec[] = [memhog], annotated = true): Promise<void> {
+  await (await apps()).createNamespacedDeployment({
+    namespace: ns,
+    body: { metadata: { name }, spec: { replicas: 1, selector: { matchLabels: { app: name } }, template: podTemplate(name, containers, annotated) } },
+  });
+}
+
+async function readDeployment(ns: string, name: string): Promise<k8s.V1Deployment> {
+  return (await apps()).readNamespacedDeployment({ namespace: ns, name });
+}
+
+/** Resources of every container, as plain JSON, by name. */
+function resourcesOf(template: k8s.V1PodTemplateSpec | undefined): Record<string, unknown> {
+  return Object.fromEntries((template?.spec?.containers ?? []).map((c) => [c.name, JSON.parse(JSON.stringify(c.resources ?? null))]));
+}
+
+const res = (limit: string, request: string) => ({ limits: { memory: limit }, requests: { memory: request } });
+
+describe("memory-scaler, case by case", { concurrency: 4 }, () => {
+  let scaler: ScalerUnderTest;
+
+  before(async () => {
+    await installMemoryScaler();
+    scaler = await startScaler();
+  });
+  after(async () => {
+    await scaler?.stop();
+  });
+
+  it("multiplier 1.5: 384Mi/256Mi → 576Mi/384Mi", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 1.5 });
+    await createDeployment(ns, "web");
+    const pod = await onlyRunningPod(ns, "app=web");
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
+    assert.equal(answer.body.outcome, "scaled", JSON.stringify(answer.body));
+    assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("576Mi", "384Mi") });
+  });
+
+  it("a two-container Pod: only the alerting container changes", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+    await createDeployment(ns, "web", [memhog, { name: "sidecar", limit: "64Mi", request: "32Mi" }]);
+    const pod = await onlyRunningPod(ns, "app=web");
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "sidecar" }), "structured");
+    assert.equal(answer.body.outcome, "scaled", JSON.stringify(answer.body));
+    assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("384Mi", "256Mi"), sidecar: res("128Mi", "64Mi") });
+    const next = await waitFor("the new Pod Running", async () => {
+      const pods = await runningPods(ns, "app=web");
+      return pods.length === 1 && pods[0]?.metadata?.uid !== pod.metadata.uid ? pods[0] : undefined;
+    }, 60_000);
+    assert.deepEqual(resourcesOf(next), { memhog: res("384Mi", "256Mi"), sidecar: res("128Mi", "64Mi") });
+  });
+
+  it("a StatefulSet is scaled and rolls its Pod", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+    const client = await apps();
+    await client.createNamespacedStatefulSet({
+      namespace: ns,
+      body: { metadata: { name: "db" }, spec: { replicas: 1, serviceName: "db", selector: { matchLabels: { app: "db" } }, template: podTemplate("db", [memhog], true) } },
+    });
+    const pod = await onlyRunningPod(ns, "app=db");
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
+    assert.equal(answer.body.outcome, "scaled", JSON.stringify(answer.body));
+    assert.deepEqual(answer.body.workload, { kind: "StatefulSet", name: "db" });
+    const sts = await client.readNamespacedStatefulSet({ namespace: ns, name: "db" });
+    assert.deepEqual(resourcesOf(sts.spec?.template), { memhog: res("768Mi", "512Mi") });
+    const next = await waitFor("db-0 recreated with 768Mi", async () => {
+      const pods = await runningPods(ns, "app=db");
+      return pods.length === 1 && pods[0]?.metadata?.uid !== pod.metadata.uid ? pods[0] : undefined;
+    }, 60_000);
+    assert.deepEqual(resourcesOf(next), { memhog: res("768Mi", "512Mi") });
+    assert.deepEqual((await eventsRegarding(ns, "StatefulSet", "db")).map((e) => e.reason), ["Scaled"]);
+  });
+
+  it("a DaemonSet is scaled", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+    const client = await apps();
+    await client.createNamespacedDaemonSet({
+      namespace: ns,
+      body: { metadata: { name: "agent" }, spec: { selector: { matchLabels: { app: "agent" } }, template: podTemplate("agent", [memhog], true) } },
+    });
+    const { nodes } = await stack();
+    const pods = await waitFor("one agent Pod per Node", async () => {
+      const running = await runningPods(ns, "app=agent");
+      return running.length === nodes.length ? running : undefined;
+    }, 60_000);
+    const podName = pods[0]?.metadata?.name ?? "";
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: podName, container: "memhog" }));
+    assert.equal(answer.body.outcome, "scaled", JSON.stringify(answer.body));
+    assert.deepEqual(answer.body.workload, { kind: "DaemonSet", name: "agent" });
+    const ds = await client.readNamespacedDaemonSet({ namespace: ns, name: "agent" });
+    assert.deepEqual(resourcesOf(ds.spec?.template), { memhog: res("768Mi", "512Mi") });
+    assert.equal(ds.metadata?.generation, 2);
+  });
+
+  it("an unannotated Pod that no selector matches is not scaled", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+    await createDeployment(ns, "plain", [memhog], false);
+    const pod = await onlyRunningPod(ns, "app=plain");
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
+    assert.equal(answer.status, 200);
+    assert.equal(answer.body.outcome, "skipped");
+    assert.equal(answer.body.reason, "NotCovered");
+    const deployment = await readDeployment(ns, "plain");
+    assert.equal(deployment.metadata?.generation, 1);
+    assert.deepEqual(resourcesOf(deployment.spec?.template), { memhog: res("384Mi", "256Mi") });
+  });
+
+  it("a Pod selected by spec.selector, without the annotation, is scaled", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, selector: { matchLabels: { app: "picked" } } });
+    await createDeployment(ns, "picked", [memhog], false);
+    const pod = await onlyRunningPod(ns, "app=picked");
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
+    assert.equal(answer.body.outcome, "scaled", JSON.stringify(answer.body));
+  });
+
+  it("a namespace without AppMonitor: nothing is scaled", async (t) => {
+    const ns = await freshNamespace(t);
+    await createDeployment(ns, "web");
+    const pod = await onlyRunningPod(ns, "app=web");
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "mymonitor" }));
+    assert.equal(answer.status, 200);
+    assert.equal(answer.body.reason, "NoAppMonitor");
+    assert.equal((await readDeployment(ns, "web")).metadata?.generation, 1);
+  });
+
+  it("a Pod that does not exist: skipped", async (t) => {
+    const ns = await freshNamespace(t);
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: "no-such-pod" }));
+    assert.equal(answer.status, 200);
+    assert.equal(answer.body.reason, "PodGone");
+  });
+
+  it("a bare Pod: skipped with a Warning Event on the Pod", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+    const core = (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api);
+    await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: "bare", labels: { app: "bare" }, annotations: MONITOR }, spec: podTemplate("bare", [memhog], true).spec } });
+    await onlyRunningPod(ns, "app=bare");
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: "bare", container: "memhog" }));
+    assert.equal(answer.body.reason, "UnsupportedOwner");
+    const [warning] = await eventsRegarding(ns, "Pod", "bare");
+    assert.equal(warning?.type, "Warning");
+    assert.match(warning?.note ?? "", /no controller/);
+  });
+
+  it("maxMemory caps the limit, and at the cap it warns instead of scaling", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, maxMemory: "512Mi", cooldownSeconds: 0 });
+    await createDeployment(ns, "web");
+    const first = await onlyRunningPod(ns, "app=web");
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: first.metadata.name, container: "memhog" }));
+    assert.equal(answer.body.outcome, "scaled", JSON.stringify(answer.body));
+    assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("512Mi", "512Mi") });
+
+    const second = await waitFor("the capped Pod Running", async () => {
+      const pods = await runningPods(ns, "app=web");
+      return pods.length === 1 && pods[0]?.metadata?.uid !== first.metadata.uid ? pods[0] : undefined;
+    }, 60_000);
+    const atCap = await deliver(scaler.url, alertEvent({ namespace: ns, pod: second.metadata?.name ?? "", container: "memhog" }));
+    assert.equal(atCap.body.outcome, "skipped");
+    assert.equal(atCap.body.reason, "AtCap");
+    assert.equal((await readDeployment(ns, "web")).metadata?.generation, 2);
+    const warnings = (await eventsRegarding(ns, "Deployment", "web")).filter((e) => e.type === "Warning");
+    assert.deepEqual(warnings.map((e) => e.reason), ["AtCap"]);
+    assert.deepEqual((await eventsRegarding(ns, "AppMonitor", "m")).filter((e) => e.type === "Warning").map((e) => e.reason), ["AtCap"]);
+  });
+
+  it("cooldown: a new alert right after a scale is skipped; with no cooldown it scales again", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 3600 });
+    await createDeployment(ns, "web");
+    const first = await onlyRunningPod(ns, "app=web");
+    assert.equal((await deliver(scaler.url, alertEvent({ namespace: ns, pod: first.metadata.name, container: "memhog" }))).body.outcome, "scaled");
+    const second = await waitFor("the scaled Pod Running", async () => {
+      const pods = await runningPods(ns, "app=web");
+      return pods.length === 1 && pods[0]?.metadata?.uid !== first.metadata.uid ? pods[0] : undefined;
+    }, 60_000);
+    const event = alertEvent({ namespace: ns, pod: second.metadata?.name ?? "", container: "memhog" });
+    const cooling = await deliver(scaler.url, event);
+    assert.equal(cooling.body.reason, "Cooldown", JSON.stringify(cooling.body));
+    assert.equal((await readDeployment(ns, "web")).metadata?.generation, 2);
+
+    const custom = (await adminKubeConfig()).makeApiClient(k8s.CustomObjectsApi);
+    await custom.patchNamespacedCustomObject(
+      { group: "kubedemo.com", version: "v1", plural: "appmonitors", namespace: ns, name: "m", body: { spec: { cooldownSeconds: 0 } } },
+      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+    );
+    const again = await deliver(scaler.url, event);
+    assert.equal(again.body.outcome, "scaled", JSON.stringify(again.body));
+    assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("1536Mi", "1Gi") });
+    assert.equal((await appMonitorStatus(ns, "m")).scaleCount, 2);
+  });
+
+  it("DryRun: an Event and a status entry, no patch", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, mode: "DryRun" });
+    await createDeployment(ns, "web");
+    const pod = await onlyRunningPod(ns, "app=web");
+    const event = alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" });
+    const answer = await deliver(scaler.url, event);
+    assert.equal(answer.body.outcome, "dry-run", JSON.stringify(answer.body));
+    assert.equal((await deliver(scaler.url, event)).body.outcome, "dry-run", "a re-delivery decides the same");
+    const deployment = await readDeployment(ns, "web");
+    assert.equal(deployment.metadata?.generation, 1);
+    assert.deepEqual(resourcesOf(deployment.spec?.template), { memhog: res("384Mi", "256Mi") });
+    assert.equal(deployment.metadata?.annotations?.["app-monitor.kubedemo.com/last-scale"], undefined);
+    const [event1, ...more] = await eventsRegarding(ns, "Deployment", "web");
+    assert.equal(more.length, 0, "one Event for both deliveries");
+    assert.equal(event1?.reason, "DryRun");
+    assert.match(event1?.note ?? "", /would scale Deployment web: memhog: limit 384Mi → 768Mi/);
+    const status = await appMonitorStatus(ns, "m");
+    assert.equal(status.scaleCount ?? 0, 0);
+    assert.equal(status.recentScales?.length, 1);
+    assert.equal(status.recentScales?.[0]?.dryRun, true);
+  });
+
+  it("a LimitRange whose max is below the new limit: not scaled, a Warning with the API server's message", async (t) => {
+    const ns = await freshNamespace(t);
+    const core = (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api);
+    await core.createNamespacedLimitRange({ namespace: ns, body: { metadata: { name: "max" }, spec: { limits: [{ type: "Container", max: { memory: "512Mi" } }] } } });
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+    await createDeployment(ns, "web");
+    const pod = await onlyRunningPod(ns, "app=web");
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
+    assert.equal(answer.status, 200);
+    assert.equal(answer.body.outcome, "skipped");
+    assert.equal(answer.body.reason, "AdmissionRefused");
+    assert.match(answer.body.message ?? "", /maximum memory usage per Container is 512Mi, but limit is 768Mi/);
+    const deployment = await readDeployment(ns, "web");
+    assert.equal(deployment.metadata?.generation, 1);
+    assert.deepEqual(resourcesOf(deployment.spec?.template), { memhog: res("384Mi", "256Mi") });
+    const [warning] = await eventsRegarding(ns, "Deployment", "web");
+    assert.equal(warning?.type, "Warning");
+    assert.equal(warning?.reason, "AdmissionRefused");
+    assert.match(warning?.note ?? "", /maximum memory usage per Container is 512Mi/);
+    assert.equal((await eventsRegarding(ns, "AppMonitor", "m"))[0]?.reason, "AdmissionRefused");
+  });
+});
+
+describe("memory-scaler with PROMETHEUS_URL", () => {
+  let scaler: ScalerUnderTest;
+  let blind: ScalerUnderTest;
+
+  before(async () => {
+    await installMemoryScaler();
+    scaler = await startScaler({ PROMETHEUS_URL: (await stack()).prometheusUrl });
+    blind = await startScaler({ PROMETHEUS_URL: `http://127.0.0.1:${await freePort()}`, PROMETHEUS_TIMEOUT_MS: "500" });
+  });
+  after(async () => {
+    await scaler?.stop();
+    await blind?.stop();
+  });
+
+  async function usage(ns: string, pod: string, quantity: string, bytes: number): Promise<void> {
+    const core = (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api);
+    await core.patchNamespacedPod(
+      { namespace: ns, name: pod, body: { metadata: { annotations: { [usageMemoryAnnotation]: quantity } } } },
+      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+    );
+    await waitFor(`Prometheus to see ${quantity} for ${pod}`, async () => {
+      const samples = await promQuery(`container_memory_working_set_bytes{namespace="${ns}",pod="${pod}",container="memhog"}`);
+      return samples.length === 1 && samples[0]?.value === bytes;
+    }, 30_000);
+  }
+
+  it("skips an alert Prometheus does not confirm, scales one it does", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+    await createDeployment(ns, "web");
+    const pod = await onlyRunningPod(ns, "app=web");
+    const mi = 1024 * 1024;
+
+    await usage(ns, pod.metadata.name, "100Mi", 100 * mi);
+    const stale = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
+    assert.equal(stale.status, 200);
+    assert.equal(stale.body.reason, "BelowThreshold", JSON.stringify(stale.body));
+    assert.equal((await readDeployment(ns, "web")).metadata?.generation, 1);
+
+    await usage(ns, pod.metadata.name, "300Mi", 300 * mi);
+    const real = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
+    assert.equal(real.body.outcome, "scaled", JSON.stringify(real.body));
+    assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("768Mi", "512Mi") });
+  });
+
+  it("Prometheus unreachable: 503 and no blind scale", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+    await createDeployment(ns, "web");
+    const pod = await onlyRunningPod(ns, "app=web");
+    const answer = await deliver(blind.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
+    assert.equal(answer.status, 503, JSON.stringify(answer.body));
+    assert.match(answer.body.error ?? "", /Prometheus unavailable/);
+    assert.equal((await readDeployment(ns, "web")).metadata?.generation, 1);
+  });
+});
