@@ -36,7 +36,12 @@ function withDescendants(roots: number[]): number[] {
   let grew = true;
   while (grew) {
     grew = false;
-    for (const [pid, ppid] of parent) if (all.has(ppid) && !all.has(pid)) (all.add(pid), (grew = true));
+    for (const [pid, ppid] of parent) {
+      if (all.has(ppid) && !all.has(pid)) {
+        all.add(pid);
+        grew = true;
+      }
+    }
   }
   return [...all];
 }
