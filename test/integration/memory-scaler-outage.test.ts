@@ -1,0 +1,220 @@
+/**
+ * memory-scaler when things fail, on the local stack: the API server unreachable (503, nothing
+ * written, not ready), the API server going away and coming back (503, then the same event
+ * scales), the launcher as a child process, and the least privilege of its ServiceAccount.
+ * The shared stack is never stopped: the function is pointed at a closed port, or at a TCP
+ * proxy to the API server that the test cuts.
+ */
+import assert from "node:assert/strict";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import * as k8s from "@kubernetes/client-node";
+import { fn } from "../../functions/memory-scaler/index.ts";
+import { repoRoot } from "../stack/paths.ts";
+import { startProcess, tailOf } from "../support/child-process.ts";
+import { freePort } from "../support/free-port.ts";
+import { startFunction } from "../support/function-server.ts";
+import { installMemoryScaler } from "../support/install.ts";
+import {
+  SCALER_NAMESPACE,
+  SCALER_SERVICE_ACCOUNT,
+  alertEvent,
+  createAppMonitor,
+  deliver,
+  onlyRunningPod,
+  writeKubeconfig,
+} from "../support/memory-scaler.ts";
+import { adminKubeConfig, freshNamespace, serviceAccountKubeConfig, waitFor } from "../support/stack.ts";
+import { startTcpProxy } from "../support/tcp-proxy.ts";
+import { tempDir, type TempDir } from "../support/temp-dir.ts";
+
+/** memory-scaler's ServiceAccount credentials, sent to `server` instead of the API server's address. */
+async function scalerConfigFor(server: string): Promise<k8s.KubeConfig> {
+  const kc = await serviceAccountKubeConfig(SCALER_NAMESPACE, SCALER_SERVICE_ACCOUNT);
+  const cluster = kc.getCurrentCluster();
+  const user = kc.getCurrentUser();
+  if (cluster === null || user === null) throw new Error("ServiceAccount kubeconfig without cluster or user");
+  const moved = new k8s.KubeConfig();
+  moved.loadFromOptions({
+    clusters: [{ ...cluster, server }],
+    users: [user],
+    contexts: [{ name: "moved", cluster: cluster.name, user: user.name }],
+    currentContext: "moved",
+  });
+  return moved;
+}
+
+/** A memhog-like Deployment `web` (384Mi/256Mi, annotated) and an AppMonitor `m`; returns the Running Pod's name. */
+async function monitoredDeployment(ns: string): Promise<string> {
+  await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+  await (await adminKubeConfig()).makeApiClient(k8s.AppsV1Api).createNamespacedDeployment({
+    namespace: ns,
+    body: {
+      metadata: { name: "web" },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: "web" } },
+        template: {
+          metadata: { labels: { app: "web" }, annotations: { "app-monitor.kubedemo.com/monitor": "true" } },
+          spec: { containers: [{ name: "memhog", image: "registry.example/app:1", resources: { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } } }] },
+        },
+      },
+    },
+  });
+  return (await onlyRunningPod(ns, "app=web")).metadata.name;
+}
+
+async function webDeployment(ns: string): Promise<k8s.V1Deployment> {
+  return (await adminKubeConfig()).makeApiClient(k8s.AppsV1Api).readNamespacedDeployment({ namespace: ns, name: "web" });
+}
+
+function apiServerAddress(kc: k8s.KubeConfig): { host: string; port: number } {
+  const url = new URL(kc.getCurrentCluster()?.server ?? "");
+  return { host: url.hostname, port: Number(url.port) };
+}
+
+describe("memory-scaler when the API server is unavailable", () => {
+  let dir: TempDir;
+
+  before(async () => {
+    await installMemoryScaler();
+    dir = await tempDir("memory-scaler-outage");
+  });
+  after(async () => {
+    await dir?.remove();
+  });
+
+  it("nothing listens at the API server's address: not ready, 503, nothing written", async (t) => {
+    const ns = await freshNamespace(t);
+    const pod = await monitoredDeployment(ns);
+    const kubeconfig = await writeKubeconfig(await scalerConfigFor(`https://127.0.0.1:${await freePort()}`), dir.path, "closed-port");
+    const server = await startFunction(fn, { KUBECONFIG: kubeconfig });
+    t.after(() => server.close());
+
+    const readiness = await fetch(`${server.url}/health/readiness`);
+    assert.equal(readiness.status, 503);
+    assert.match(((await readiness.json()) as { reason: string }).reason, /Kubernetes API server/);
+
+    const answer = await deliver(server.url, alertEvent({ namespace: ns, pod, container: "memhog" }));
+    assert.equal(answer.status, 503, JSON.stringify(answer.body));
+    assert.match(answer.body.error ?? "", /Kubernetes API server unavailable/);
+    const deployment = await webDeployment(ns);
+    assert.equal(deployment.metadata?.generation, 1);
+    assert.equal(deployment.metadata?.annotations?.["app-monitor.kubedemo.com/last-scale"], undefined);
+  });
+
+  it("the API server goes away: 503 and nothing written; back again, the same event scales", async (t) => {
+    const ns = await freshNamespace(t);
+    const pod = await monitoredDeployment(ns);
+    const { host, port } = apiServerAddress(await adminKubeConfig());
+    const proxy = await startTcpProxy(host, port);
+    t.after(() => proxy.stop());
+    const kubeconfig = await writeKubeconfig(await scalerConfigFor(`https://127.0.0.1:${proxy.port}`), dir.path, "proxied");
+    const server = await startFunction(fn, { KUBECONFIG: kubeconfig });
+    t.after(() => server.close());
+    assert.equal((await fetch(`${server.url}/health/readiness`)).status, 200, "ready through the proxy");
+
+    await proxy.cut();
+    const event = alertEvent({ namespace: ns, pod, container: "memhog" });
+    const down = await deliver(server.url, event);
+    assert.equal(down.status, 503, JSON.stringify(down.body));
+    assert.equal((await fetch(`${server.url}/health/readiness`)).status, 503);
+    assert.equal((await webDeployment(ns)).metadata?.generation, 1, "nothing written");
+
+    await proxy.resume();
+    await waitFor("ready again", async () => (await fetch(`${server.url}/health/readiness`)).status === 200, 10_000);
+    const back = await deliver(server.url, event);
+    assert.equal(back.status, 200, JSON.stringify(back.body));
+    assert.equal(back.body.outcome, "scaled");
+    assert.equal((await webDeployment(ns)).metadata?.generation, 2);
+  });
+});
+
+describe("npm run function -- memory-scaler (the launcher)", () => {
+  const runTs = path.join(repoRoot, "functions", "run.ts");
+  let dir: TempDir;
+
+  before(async () => {
+    await installMemoryScaler();
+    dir = await tempDir("memory-scaler-launcher");
+  });
+  after(async () => {
+    await dir?.remove();
+  });
+
+  it("refuses an unreadable KUBECONFIG with one line naming it", async () => {
+    const env = { ...process.env, KUBECONFIG: path.join(dir.path, "missing"), PORT: "0", HOST: "127.0.0.1" };
+    const child = startProcess({ name: "memory-scaler", command: process.execPath, args: [runTs, "memory-scaler"], env });
+    after(() => child.stop("SIGKILL"));
+    const status = await child.exited;
+    assert.equal(status.code, 1);
+    assert.match(child.stderr().trim(), /^memory-scaler: configuration error: KUBECONFIG: cannot read /);
+  });
+
+  it("serves as its ServiceAccount, logs the event id and the decision, exits 0 on SIGTERM", async (t) => {
+    const ns = await freshNamespace(t);
+    const pod = await monitoredDeployment(ns);
+    const kubeconfig = await writeKubeconfig(await serviceAccountKubeConfig(SCALER_NAMESPACE, SCALER_SERVICE_ACCOUNT), dir.path, "launcher");
+    const port = await freePort();
+    // PROMETHEUS_URL from the test environment is not for this process.
+    const env = { ...process.env, KUBECONFIG: kubeconfig, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "info", PROMETHEUS_URL: "" };
+    const child = startProcess({ name: "memory-scaler", command: process.execPath, args: [runTs, "memory-scaler"], env });
+    t.after(() => child.stop("SIGKILL"));
+    const url = `http://127.0.0.1:${port}`;
+    await waitFor("readiness 200", async () => (await fetch(`${url}/health/readiness`)).status === 200, 20_000).catch((error: unknown) => {
+      throw new Error(`${(error as Error).message}\n${tailOf(child)}`);
+    });
+
+    const event = alertEvent({ namespace: ns, pod, container: "memhog" });
+    const answer = await deliver(url, event);
+    assert.equal(answer.body.outcome, "scaled", `${JSON.stringify(answer.body)}\n${tailOf(child)}`);
+    const line = await waitFor("the decision's log line", async () =>
+      child
+        .output()
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((l) => l.eventId === event.id && l.outcome !== undefined),
+    );
+    assert.equal(line.outcome, "scaled");
+    assert.equal(line.reason, "Scaled");
+    assert.equal(line.function, "memory-scaler");
+    assert.deepEqual(line.workload, { kind: "Deployment", name: "web" });
+
+    const status = await child.stop("SIGTERM");
+    assert.equal(status.code, 0, tailOf(child));
+  });
+});
+
+describe("memory-scaler's ServiceAccount has least privilege", () => {
+  before(() => installMemoryScaler());
+
+  it("may dry-run a Pod but not create one, and may not delete workloads or read Secrets", async (t) => {
+    const ns = await freshNamespace(t);
+    const kc = await serviceAccountKubeConfig(SCALER_NAMESPACE, SCALER_SERVICE_ACCOUNT);
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    const pod: k8s.V1Pod = { metadata: { generateName: "probe-" }, spec: { containers: [{ name: "c", image: "registry.example/app:1" }] } };
+
+    const dry = await core.createNamespacedPod({ namespace: ns, body: pod, dryRun: "All" });
+    assert.match(dry.metadata?.name ?? "", /^probe-/);
+    // The API server enforces a ValidatingAdmissionPolicy shortly after it is applied: until
+    // then a real create may pass, and the Pod is removed before trying again.
+    const admin = (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api);
+    const refusal = await waitFor("a real Pod creation refused", async () => {
+      try {
+        const created = await core.createNamespacedPod({ namespace: ns, body: pod });
+        await admin.deleteNamespacedPod({ namespace: ns, name: created.metadata?.name ?? "", gracePeriodSeconds: 0 });
+        return undefined;
+      } catch (error) {
+        return error as { code?: number; body?: string };
+      }
+    }, 20_000);
+    assert.ok(refusal.code === 403 || refusal.code === 422, String(refusal.code));
+    assert.match(refusal.body ?? "", /may create Pods only with dryRun=All/);
+
+    const apps = kc.makeApiClient(k8s.AppsV1Api);
+    await assert.rejects(apps.deleteNamespacedDeployment({ namespace: ns, name: "anything" }), (error: unknown) => (error as { code?: number }).code === 403);
+    await assert.rejects(core.listNamespacedSecret({ namespace: ns }), (error: unknown) => (error as { code?: number }).code === 403);
+    await assert.rejects(core.deleteNamespacedPod({ namespace: ns, name: "anything" }), (error: unknown) => (error as { code?: number }).code === 403);
+  });
+});
