@@ -30,11 +30,10 @@
 //   A label missing from the allowlist makes `In` match nothing and `NotIn`/`DoesNotExist`
 //   match every Pod.
 //
-// The local test stack (kwok) serves only `container_memory_working_set_bytes{namespace,pod,
-// container}`; it has no cAdvisor limit series and no kube-state-metrics. There the
-// "kube-state-metrics" source is used, and the test supplies `kube_pod_container_resource_limits`,
-// `kube_pod_annotations` and `kube_pod_labels` for its Pods (the same names and labels
-// kube-state-metrics would export), so the production expression is the one under test.
+// The local test stack's kwok emulates the kubelet's cAdvisor endpoint with both
+// `container_memory_working_set_bytes` and `container_spec_memory_limit_bytes` per namespace, pod
+// and container, so the default "cadvisor" rule is evaluated there by a real Prometheus. It has no
+// kube-state-metrics: promtool tests supply those series for the "kube-state-metrics" source.
 
 import { stringify } from "yaml";
 import type { IPrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";

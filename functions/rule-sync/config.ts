@@ -1,0 +1,116 @@
+/**
+ * rule-sync's configuration: defaults as named constants, the environment overrides them,
+ * validated at start-up with a message that names the variable (DESIGN.md "Configuration
+ * shared by the functions").
+ *
+ * | variable | default | meaning |
+ * | --- | --- | --- |
+ * | `METRIC_SOURCE` | `cadvisor` | where the rule reads the memory limit: `cadvisor` or `kube-state-metrics` (see `rule.ts`) |
+ * | `RULE_LABELS` | none | labels put on every PrometheusRule, `key=value` pairs separated by commas, e.g. `release=prometheus`: the Prometheus `ruleSelector` must match them or the rules are silently never loaded |
+ * | `ALERT_SEVERITY` | `warning` | the alert's `severity` label |
+ * | `FIELD_MANAGER` | `appmonitor-rule-sync` | server-side apply field manager of the rules and of the AppMonitor status |
+ * | `WATCH_NAMESPACES` | all namespaces | comma-separated namespaces whose AppMonitors are served; events for others are skipped |
+ * | `RESYNC_ON_START` | `true` | reconcile every AppMonitor in scope once at start-up |
+ * | `KUBECONFIG` | in-cluster credentials | kubeconfig file(s), as `KubeConfig.loadFromDefault()` reads them |
+ */
+import { ConfigError, readEnum, readString } from "../lib/runtime/env.ts";
+import type { Env } from "../lib/runtime/types.ts";
+import { isDnsLabel } from "./names.ts";
+import { DEFAULT_METRIC_SOURCE, DEFAULT_SEVERITY, METRIC_SOURCES, RuleInputError, validateRuleConfig } from "./rule.ts";
+import type { RuleConfig } from "./rule.ts";
+
+/** Default server-side apply field manager. */
+export const DEFAULT_FIELD_MANAGER = "appmonitor-rule-sync";
+/** Default of `RESYNC_ON_START`. */
+export const DEFAULT_RESYNC_ON_START = true;
+
+/** Which namespaces rule-sync serves: every one, or the listed ones. */
+export type NamespaceScope = { readonly all: true } | { readonly all: false; readonly namespaces: readonly string[] };
+
+/** The validated configuration. */
+export interface RuleSyncConfig {
+  /** How rules are built (metric source, PrometheusRule labels, severity). */
+  readonly rule: RuleConfig;
+  /** Field manager of every server-side apply. */
+  readonly fieldManager: string;
+  readonly scope: NamespaceScope;
+  readonly resyncOnStart: boolean;
+  /** `KUBECONFIG` of this environment; undefined → in-cluster or `~/.kube/config`. */
+  readonly kubeconfig: string | undefined;
+}
+
+/**
+ * Reads the variables in the table above.
+ * @throws ConfigError naming the variable: an unknown metric source; a `RULE_LABELS` entry that
+ * is not `key=value`, repeats a key, or is not a valid Kubernetes label (or sets
+ * `app.kubernetes.io/managed-by`, which rule-sync sets itself); a severity outside
+ * `[A-Za-z0-9_.-]{1,63}`; a field manager longer than 128 characters or with non-printable
+ * characters (https://kubernetes.io/docs/reference/using-api/server-side-apply/#managers); a
+ * namespace that is not a DNS label; `RESYNC_ON_START` other than true/false.
+ */
+export function readConfig(env: Env): RuleSyncConfig {
+  const rule: RuleConfig = {
+    metricSource: readEnum(env, "METRIC_SOURCE", METRIC_SOURCES, DEFAULT_METRIC_SOURCE),
+    ruleLabels: readRuleLabels(env),
+    severity: readString(env, "ALERT_SEVERITY") ?? DEFAULT_SEVERITY,
+  };
+  try {
+    validateRuleConfig(rule);
+  } catch (error) {
+    if (!(error instanceof RuleInputError)) throw error;
+    const variable = error.field === "severity" ? "ALERT_SEVERITY" : error.field === "metricSource" ? "METRIC_SOURCE" : "RULE_LABELS";
+    throw new ConfigError(variable, error.message, { cause: error });
+  }
+  const fieldManager = readString(env, "FIELD_MANAGER") ?? DEFAULT_FIELD_MANAGER;
+  // The API server refuses managers over 128 characters or with non-printable characters.
+  if (fieldManager.length > 128 || !/^[\p{L}\p{M}\p{N}\p{P}\p{S} ]+$/u.test(fieldManager)) {
+    throw new ConfigError("FIELD_MANAGER", `must be 1-128 printable characters, got ${JSON.stringify(fieldManager)}`);
+  }
+  return {
+    rule,
+    fieldManager,
+    scope: readScope(env),
+    resyncOnStart: readBoolean(env, "RESYNC_ON_START", DEFAULT_RESYNC_ON_START),
+    kubeconfig: readString(env, "KUBECONFIG"),
+  };
+}
+
+/** `a=b,c=d` → `{ a: "b", c: "d" }`; spaces around entries are ignored, an empty value is allowed. */
+function readRuleLabels(env: Env): Record<string, string> {
+  const raw = readString(env, "RULE_LABELS");
+  const labels: Record<string, string> = {};
+  if (raw === undefined) return labels;
+  for (const entry of raw.split(",").map((part) => part.trim())) {
+    if (entry === "") continue;
+    const eq = entry.indexOf("=");
+    if (eq <= 0) throw new ConfigError("RULE_LABELS", `entries must be key=value, got ${JSON.stringify(entry)}`);
+    const key = entry.slice(0, eq).trim();
+    if (Object.hasOwn(labels, key)) throw new ConfigError("RULE_LABELS", `key ${JSON.stringify(key)} is given twice`);
+    labels[key] = entry.slice(eq + 1).trim();
+  }
+  return labels;
+}
+
+function readScope(env: Env): NamespaceScope {
+  const raw = readString(env, "WATCH_NAMESPACES");
+  if (raw === undefined) return { all: true };
+  const namespaces = [...new Set(raw.split(",").map((part) => part.trim()).filter((part) => part !== ""))];
+  if (namespaces.length === 0) return { all: true };
+  for (const namespace of namespaces) {
+    if (!isDnsLabel(namespace)) throw new ConfigError("WATCH_NAMESPACES", `${JSON.stringify(namespace)} is not a namespace name (an RFC 1123 DNS label)`);
+  }
+  return { all: false, namespaces };
+}
+
+function readBoolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = readString(env, name);
+  if (raw === undefined) return fallback;
+  if (raw === "true") return true;
+  if (raw === "false") return false;
+  throw new ConfigError(name, `must be true or false, got ${JSON.stringify(raw)}`);
+}
+
+/** Whether `namespace` is served under `scope`. */
+export function inScope(scope: NamespaceScope, namespace: string): boolean {
+  return scope.all || scope.namespaces.includes(namespace);
+}

@@ -1,0 +1,56 @@
+/**
+ * rule-sync's Prometheus metrics, registered in the runtime's registry (served at `/metrics`
+ * with `function="rule-sync"`).
+ */
+import { Counter, Gauge } from "prom-client";
+import type { Registry } from "prom-client";
+
+/** The function's metrics. */
+export interface RuleSyncMetrics {
+  /** Events by type (`add`, `update`, `delete`, `resync`) and outcome (`handled`, `skipped`, `invalid`, `failed`). */
+  readonly events: Counter<"type" | "outcome">;
+  /** Writes to PrometheusRules by result: `created`, `updated`, `unchanged`, `deleted`, `rejected`. */
+  readonly ruleWrites: Counter<"result">;
+  /** Resyncs by trigger (`startup`, `event`) and outcome (`ok`, `failed`). */
+  readonly resyncs: Counter<"trigger" | "outcome">;
+  /** AppMonitors in scope at the last complete resync, by RuleReady reason (`RuleApplied`, `InvalidSpec`, …). */
+  readonly appMonitors: Gauge<"reason">;
+  /** Unix time of the last resync that completed without a failure, in seconds. */
+  readonly lastResync: Gauge;
+}
+
+/** Creates the metrics in `registry`. */
+export function createMetrics(registry: Registry): RuleSyncMetrics {
+  const prefix = "appmonitor_rule_sync_";
+  return {
+    events: new Counter({
+      name: `${prefix}events_total`,
+      help: "CloudEvents handled, by type (add, update, delete, resync) and outcome (handled, skipped, invalid, failed).",
+      labelNames: ["type", "outcome"] as const,
+      registers: [registry],
+    }),
+    ruleWrites: new Counter({
+      name: `${prefix}rule_writes_total`,
+      help: "PrometheusRule writes, by result (created, updated, unchanged, deleted, rejected).",
+      labelNames: ["result"] as const,
+      registers: [registry],
+    }),
+    resyncs: new Counter({
+      name: `${prefix}resyncs_total`,
+      help: "Reconciles of every AppMonitor in scope, by trigger (startup, event) and outcome (ok, failed).",
+      labelNames: ["trigger", "outcome"] as const,
+      registers: [registry],
+    }),
+    appMonitors: new Gauge({
+      name: `${prefix}appmonitors`,
+      help: "AppMonitors in scope at the last complete resync, by RuleReady reason.",
+      labelNames: ["reason"] as const,
+      registers: [registry],
+    }),
+    lastResync: new Gauge({
+      name: `${prefix}last_resync_timestamp_seconds`,
+      help: "Unix time of the last resync that completed without a failure, in seconds.",
+      registers: [registry],
+    }),
+  };
+}

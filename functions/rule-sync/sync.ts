@@ -1,0 +1,212 @@
+/**
+ * The reconcile loop's shell: reads the AppMonitor and its PrometheusRule, lets `plan.ts`
+ * decide, and writes once (the rule, then the AppMonitor's status). Every step is idempotent,
+ * so a repeated or reordered event, or a resync running beside an event, converges on the same
+ * objects.
+ */
+import type { Logger } from "pino";
+import { HttpError } from "../lib/runtime/errors.ts";
+import { apiStatus, isRefusal, toHttpFailure } from "./api-errors.ts";
+import type { Cluster, DeleteOutcome } from "./cluster.ts";
+import type { RuleSyncConfig } from "./config.ts";
+import type { RuleSyncMetrics } from "./metrics.ts";
+import { findOrphans, planSync, REASONS, type DesiredCondition, type ObservedAppMonitor, type RuleRef } from "./plan.ts";
+import { statusApply } from "./status.ts";
+
+/** AppMonitors reconciled at once during a resync. */
+export const RESYNC_CONCURRENCY = 8;
+
+/** What the shell needs. */
+export interface SyncDeps {
+  readonly cluster: Cluster;
+  readonly config: RuleSyncConfig;
+  readonly metrics: RuleSyncMetrics;
+  readonly log: Logger;
+  /** Clock for condition times; `() => new Date()` when absent. */
+  readonly now?: () => Date;
+}
+
+/** What happened to the PrometheusRule. */
+export type RuleOutcome = "created" | "updated" | "unchanged" | "deleted" | "kept" | "rejected";
+
+/** The result of reconciling one AppMonitor name. */
+export interface SyncResult {
+  readonly namespace: string;
+  readonly name: string;
+  readonly rule: RuleOutcome;
+  /** The RuleReady condition reported; absent when no AppMonitor is live. */
+  readonly ruleReady?: { readonly status: "True" | "False"; readonly reason: string; readonly message: string };
+}
+
+/** The result of a resync. */
+export interface ResyncResult {
+  /** AppMonitors in scope. */
+  readonly appMonitors: number;
+  /** Rules by outcome, orphans included under `deleted`. */
+  readonly rules: Readonly<Record<RuleOutcome, number>>;
+  /** AppMonitors reported RuleReady False: namespace/name, reason, message. */
+  readonly notReady: readonly { readonly namespace: string; readonly name: string; readonly reason: string; readonly message: string }[];
+  /** AppMonitors or orphans that could not be reconciled; a retry may fix them. */
+  readonly failed: readonly { readonly namespace: string; readonly name: string; readonly error: string }[];
+}
+
+/**
+ * Reconciles one AppMonitor name: reads the AppMonitor (unless `known` is given, as a resync
+ * lists them) and the PrometheusRule of the same name, applies the decision of
+ * `planSync` (plan.ts) and reports RuleReady on the AppMonitor.
+ *
+ * The API server refusing the rule (422, 400, an admission 403) is the AppMonitor's problem,
+ * reported as RuleReady False `RuleRejected`, not an error.
+ *
+ * @returns what was done.
+ * @throws HttpError 503 (API server unreachable or 5xx, a CRD missing), 429 (throttled) or
+ *   500 (RBAC, anything unexpected), from {@link toHttpFailure}.
+ */
+export async function syncOne(deps: SyncDeps, namespace: string, name: string, known?: ObservedAppMonitor): Promise<SyncResult> {
+  const { cluster, metrics } = deps;
+  const where = `${namespace}/${name}`;
+  const monitor = known ?? (await call(() => cluster.getAppMonitor(namespace, name), `read AppMonitor ${where}`));
+  const existing = await call(() => cluster.getRule(namespace, name), `read PrometheusRule ${where}`);
+  const plan = planSync(monitor, existing, deps.config.rule);
+  let condition: DesiredCondition | undefined = plan.condition;
+  let outcome: RuleOutcome = "kept";
+
+  const action = plan.rule;
+  if (action.kind === "delete") {
+    const result = await deleteRule(deps, action.target);
+    outcome = result === "deleted" ? "deleted" : "kept";
+    deps.log.info({ namespace, name, why: action.why, result }, "PrometheusRule without a live AppMonitor: delete");
+  } else if (action.kind === "apply") {
+    if (action.replace !== undefined) {
+      const result = await deleteRule(deps, action.replace);
+      deps.log.info({ namespace, name, uid: action.replace.uid, result }, "replaced a PrometheusRule owned by an earlier AppMonitor of this name");
+    }
+    try {
+      const stored = await cluster.applyRule(action.rule);
+      const before = action.replace === undefined ? existing?.metadata.resourceVersion : undefined;
+      outcome = before === undefined ? "created" : stored.metadata.resourceVersion === before ? "unchanged" : "updated";
+    } catch (error) {
+      if (!isRefusal(error)) throw toHttpFailure(error, `apply PrometheusRule ${where}`);
+      outcome = "rejected";
+      condition = { status: "False", reason: REASONS.rejected, message: `the API server refused PrometheusRule ${where}: ${apiStatus(error).message}` };
+    }
+    metrics.ruleWrites.inc({ result: outcome });
+    if (outcome !== "unchanged") deps.log.info({ namespace, name, result: outcome }, "PrometheusRule applied");
+  }
+
+  if (monitor !== undefined && condition !== undefined) await reportStatus(deps, monitor, condition);
+  return { namespace, name, rule: outcome, ...(condition === undefined ? {} : { ruleReady: condition }) };
+}
+
+/**
+ * Reconciles every AppMonitor in scope: lists the PrometheusRules labelled as rule-sync's
+ * first, then the AppMonitors (so a rule made for an AppMonitor created meanwhile is never
+ * taken for an orphan, see `findOrphans`), reconciles each AppMonitor with {@link syncOne}
+ * ({@link RESYNC_CONCURRENCY} at a time: missing rules created, stale ones re-applied, invalid
+ * ones reported), then deletes the orphans. One AppMonitor's failure does not stop the others.
+ *
+ * @returns the summary, also when some items failed (see `failed`).
+ * @throws HttpError from {@link toHttpFailure} when a list fails.
+ */
+export async function resync(deps: SyncDeps): Promise<ResyncResult> {
+  const { cluster, config } = deps;
+  const rules = await call(() => cluster.listManagedRules(config.scope), "list PrometheusRules");
+  const monitors = await call(() => cluster.listAppMonitors(config.scope), "list AppMonitors");
+  const counts: Record<RuleOutcome, number> = { created: 0, updated: 0, unchanged: 0, deleted: 0, kept: 0, rejected: 0 };
+  const notReady: { namespace: string; name: string; reason: string; message: string }[] = [];
+  const failed: { namespace: string; name: string; error: string }[] = [];
+  const reasons = new Map<string, number>();
+
+  await forEachLimit(monitors, RESYNC_CONCURRENCY, async (monitor) => {
+    const { namespace, name } = monitor.metadata;
+    if (namespace === undefined || name === undefined) return;
+    try {
+      const result = await syncOne(deps, namespace, name, monitor);
+      counts[result.rule] += 1;
+      if (result.ruleReady !== undefined) {
+        reasons.set(result.ruleReady.reason, (reasons.get(result.ruleReady.reason) ?? 0) + 1);
+        if (result.ruleReady.status === "False") notReady.push({ namespace, name, reason: result.ruleReady.reason, message: result.ruleReady.message });
+      }
+    } catch (error) {
+      failed.push({ namespace, name, error: error instanceof HttpError ? error.reason : String(error) });
+      deps.log.warn({ namespace, name, err: error instanceof HttpError ? (error.cause ?? error) : error }, "resync: AppMonitor not reconciled");
+    }
+  });
+
+  for (const orphan of findOrphans(rules, monitors)) {
+    try {
+      if ((await deleteRule(deps, orphan)) === "deleted") {
+        counts.deleted += 1;
+        deps.log.info({ namespace: orphan.namespace, name: orphan.name }, "resync: orphaned PrometheusRule deleted");
+      }
+    } catch (error) {
+      failed.push({ namespace: orphan.namespace, name: orphan.name, error: error instanceof HttpError ? error.reason : String(error) });
+    }
+  }
+
+  if (failed.length === 0) {
+    deps.metrics.appMonitors.reset();
+    for (const [reason, count] of reasons) deps.metrics.appMonitors.set({ reason }, count);
+  }
+  return { appMonitors: monitors.length, rules: counts, notReady, failed };
+}
+
+/** Status writes tried per reconcile when the AppMonitor keeps changing under them. */
+const STATUS_TRIES = 3;
+
+/**
+ * Writes RuleReady (compare-and-swap on the resourceVersion read). On a conflict the AppMonitor
+ * is read again: when it is gone, replaced (another uid) or has a new generation, the event of
+ * that change reports instead; when only something else changed (another condition, a label),
+ * the same condition is written against the fresh object.
+ */
+async function reportStatus(deps: SyncDeps, read: ObservedAppMonitor, condition: DesiredCondition): Promise<void> {
+  const { namespace = "", name = "", uid, generation } = read.metadata;
+  const where = `${namespace}/${name}`;
+  let monitor = read;
+  for (let attempt = 1; attempt <= STATUS_TRIES; attempt += 1) {
+    const body = statusApply(monitor, condition, (deps.now ?? (() => new Date()))());
+    if (body === undefined) return;
+    const written = await call(() => deps.cluster.applyStatus(body), `write the status of AppMonitor ${where}`);
+    if (written !== "conflict") {
+      if (written === "gone") deps.log.info({ namespace, name }, "AppMonitor gone before its status was written");
+      return;
+    }
+    const fresh = await call(() => deps.cluster.getAppMonitor(namespace, name), `read AppMonitor ${where}`);
+    if (fresh === undefined || fresh.metadata.uid !== uid || fresh.metadata.generation !== generation) {
+      deps.log.info({ namespace, name }, "AppMonitor changed before its status was written; its own event reports");
+      return;
+    }
+    monitor = fresh;
+  }
+  throw new HttpError(503, `the status of AppMonitor ${where} kept changing while it was written; retry`);
+}
+
+/** Deletes a rule with uid and resourceVersion preconditions; counts it. */
+async function deleteRule(deps: SyncDeps, ref: RuleRef): Promise<DeleteOutcome> {
+  const result = await call(() => deps.cluster.deleteRule(ref), `delete PrometheusRule ${ref.namespace}/${ref.name}`);
+  if (result === "deleted") deps.metrics.ruleWrites.inc({ result: "deleted" });
+  return result;
+}
+
+/** Runs an API call; a failure becomes the HttpError that says what to answer. */
+async function call<T>(operation: () => Promise<T>, doing: string): Promise<T> {
+  try {
+    return await operation();
+  } catch (error) {
+    throw toHttpFailure(error, doing);
+  }
+}
+
+/** Runs `work` over `items`, at most `limit` at once. */
+async function forEachLimit<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const item = items[next] as T;
+      next += 1;
+      await work(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
