@@ -1,0 +1,162 @@
+/**
+ * Reading the repository's Dockerfile without a Docker engine: its stages and instructions
+ * (https://docs.docker.com/reference/dockerfile/), the paths its COPY instructions take from
+ * the build context, and the files and packages the functions load at run time (to compare with
+ * what the image holds).
+ */
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { builtinModules } from "node:module";
+import path from "node:path";
+import { repoRoot } from "../stack/paths.ts";
+
+/** One instruction, continuation lines joined. */
+export interface Instruction {
+  /** Upper-case, e.g. `COPY`. */
+  readonly keyword: string;
+  /** Everything after the keyword. */
+  readonly args: string;
+  /** 1-based line of the keyword. */
+  readonly line: number;
+}
+
+/** A build stage: its `FROM` and the instructions up to the next `FROM`. */
+export interface Stage {
+  /** The image, with `${ARG}` references resolved from the global ARG defaults. */
+  readonly image: string;
+  /** `AS` name, if any. */
+  readonly name: string | undefined;
+  readonly instructions: readonly Instruction[];
+}
+
+/** A parsed Dockerfile. */
+export interface Dockerfile {
+  /** Parser directives (`# syntax=…`) from the top of the file. */
+  readonly directives: Readonly<Record<string, string>>;
+  /** `ARG`s before the first `FROM`, with their defaults. */
+  readonly globalArgs: Readonly<Record<string, string | undefined>>;
+  readonly stages: readonly Stage[];
+}
+
+/** A COPY instruction: flags, sources, destination. */
+export interface Copy {
+  /** `--from=<stage or image>`, when copying from another stage. */
+  readonly from: string | undefined;
+  readonly sources: readonly string[];
+  readonly destination: string;
+  readonly line: number;
+}
+
+/**
+ * Parses Dockerfile text: directives, comments, continuation lines (`\` at the end of a line),
+ * global ARGs and stages.
+ * @throws Error for an instruction before the first FROM other than ARG.
+ */
+export function parseDockerfile(text: string): Dockerfile {
+  const directives: Record<string, string> = {};
+  const globalArgs: Record<string, string | undefined> = {};
+  const stages: { image: string; name: string | undefined; instructions: Instruction[] }[] = [];
+  const lines = text.split("\n");
+  let inDirectives = true;
+  for (let i = 0; i < lines.length; i++) {
+    const raw = lines[i] ?? "";
+    const directive = /^#\s*([a-z]+)\s*=\s*(.+?)\s*$/i.exec(raw);
+    if (inDirectives && directive?.[1] && directive[2]) {
+      directives[directive[1].toLowerCase()] = directive[2];
+      continue;
+    }
+    inDirectives = false;
+    if (/^\s*(#|$)/.test(raw)) continue;
+    const start = i + 1;
+    let joined = raw;
+    while (/\\\s*$/.test(joined) && i + 1 < lines.length) {
+      i++;
+      const next = lines[i] ?? "";
+      if (/^\s*#/.test(next)) continue;
+      joined = `${joined.replace(/\s*\\\s*$/, "")} ${next.trim()}`;
+    }
+    const m = /^\s*([A-Za-z]+)\s+([\s\S]*)$/.exec(joined);
+    if (!m?.[1] || m[2] === undefined) throw new Error(`Dockerfile line ${start}: cannot read ${JSON.stringify(joined)}`);
+    const instruction = { keyword: m[1].toUpperCase(), args: m[2].trim(), line: start };
+    if (instruction.keyword === "FROM") {
+      const [image = "", as, name] = instruction.args.replace(/--platform=\S+\s*/, "").split(/\s+/);
+      const resolved = image.replace(/\$\{?(\w+)\}?/g, (_all, arg: string) => globalArgs[arg] ?? "");
+      stages.push({ image: resolved, name: as?.toUpperCase() === "AS" ? name : undefined, instructions: [] });
+    } else if (stages.length === 0) {
+      if (instruction.keyword !== "ARG") throw new Error(`Dockerfile line ${start}: ${instruction.keyword} before the first FROM`);
+      const [argName = "", ...value] = instruction.args.split("=");
+      globalArgs[argName.trim()] = value.length > 0 ? value.join("=").trim() : undefined;
+    } else {
+      stages.at(-1)?.instructions.push(instruction);
+    }
+  }
+  return { directives, globalArgs, stages };
+}
+
+/** Reads and parses `<repo>/Dockerfile`. */
+export async function readDockerfile(): Promise<Dockerfile> {
+  return parseDockerfile(await readFile(path.join(repoRoot, "Dockerfile"), "utf8"));
+}
+
+/** The COPY instructions of a stage, shell or JSON form. */
+export function copiesOf(stage: Stage): Copy[] {
+  return stage.instructions
+    .filter((i) => i.keyword === "COPY")
+    .map((i) => {
+      let rest = i.args;
+      let from: string | undefined;
+      for (let flag = /^--([a-z-]+)(?:=(\S+))?\s+/.exec(rest); flag; flag = /^--([a-z-]+)(?:=(\S+))?\s+/.exec(rest)) {
+        if (flag[1] === "from") from = flag[2];
+        rest = rest.slice(flag[0].length);
+      }
+      const parts = rest.startsWith("[") ? (JSON.parse(rest) as string[]) : rest.split(/\s+/);
+      const destination = parts.at(-1);
+      if (destination === undefined || parts.length < 2) throw new Error(`Dockerfile line ${i.line}: COPY needs a source and a destination`);
+      return { from, sources: parts.slice(0, -1), destination, line: i.line };
+    });
+}
+
+/** What the functions load when they run, found by following their imports. */
+export interface ImportClosure {
+  /** Repository files, relative (`functions/run.ts`, `schemas/….json`, …). */
+  readonly files: ReadonlySet<string>;
+  /** npm packages imported by those files (`express`, `@kubernetes/client-node`, …). */
+  readonly packages: ReadonlySet<string>;
+}
+
+// `import … from "x"`, `export … from "x"` (not `import type` / `export type`, which type stripping
+// erases), side-effect `import "x"`, and `import("x")` with a literal.
+const STATIC_FROM = /^\s*(?:import|export)\s+(?!type[\s{])[\w*\s{},$]*?\s*from\s*["']([^"']+)["']/gm;
+const SIDE_EFFECT = /^\s*import\s*["']([^"']+)["']/gm;
+const DYNAMIC = /\bimport\(\s*["']([^"']+)["']\s*\)/g;
+
+/**
+ * Follows the runtime imports of `entries` (repository-relative) through relative specifiers,
+ * collecting the files reached and the bare package names imported on the way.
+ * @throws Error for a relative import whose file does not exist.
+ */
+export async function importClosure(entries: readonly string[]): Promise<ImportClosure> {
+  const files = new Set<string>();
+  const packages = new Set<string>();
+  const queue = [...entries];
+  const builtins = new Set(builtinModules);
+  while (queue.length > 0) {
+    const file = queue.pop() as string;
+    if (files.has(file)) continue;
+    files.add(file);
+    if (!file.endsWith(".ts")) continue;
+    const source = (await readFile(path.join(repoRoot, file), "utf8")).replace(/\/\*[\s\S]*?\*\//g, "");
+    const specifiers = [...source.matchAll(STATIC_FROM), ...source.matchAll(SIDE_EFFECT), ...source.matchAll(DYNAMIC)].map((m) => m[1] as string);
+    for (const specifier of specifiers) {
+      if (specifier.startsWith(".")) {
+        const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), specifier));
+        if (!existsSync(path.join(repoRoot, target))) throw new Error(`${file} imports ${specifier}, which does not exist`);
+        queue.push(target);
+      } else if (!specifier.startsWith("node:") && !builtins.has(specifier)) {
+        const parts = specifier.split("/");
+        packages.add(specifier.startsWith("@") ? `${parts[0]}/${parts[1]}` : (parts[0] as string));
+      }
+    }
+  }
+  return { files, packages };
+}
