@@ -1,11 +1,11 @@
 /**
  * Reading the repository's Dockerfile without a Docker engine: its stages and instructions
  * (https://docs.docker.com/reference/dockerfile/), the paths its COPY instructions take from
- * the build context, and the files and packages the functions load at run time (to compare with
- * what the image holds).
+ * the build context, the files and packages the functions load at run time (to compare with
+ * what the image holds), and the final stage's file system laid out in a directory.
  */
 import { existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { cp, mkdir, readFile, symlink } from "node:fs/promises";
 import { builtinModules } from "node:module";
 import path from "node:path";
 import { repoRoot } from "../stack/paths.ts";
@@ -159,4 +159,67 @@ export async function importClosure(entries: readonly string[]): Promise<ImportC
     }
   }
   return { files, packages };
+}
+
+/** Options of {@link assembleImage}. */
+export interface AssembleOptions {
+  /** Where the final stage's WORKDIR goes. */
+  readonly root: string;
+  /** Values of the final stage's ARGs (`--build-arg`). */
+  readonly buildArgs: Readonly<Record<string, string>>;
+}
+
+/** The result of {@link assembleImage}: what the container would run, and with what. */
+export interface AssembledImage {
+  /** The final stage's CMD (exec form). */
+  readonly cmd: readonly string[];
+  /** The final stage's ENV, ARGs substituted. */
+  readonly env: Readonly<Record<string, string>>;
+  /** Packages linked into `node_modules` (the production closure of package-lock.json). */
+  readonly packages: readonly string[];
+}
+
+/**
+ * Lays out the final stage's file system under `root` (its WORKDIR) as a build would: each
+ * COPY from the build context copied from the repository, and the COPY of `node_modules` from
+ * the `npm ci --omit=dev` stage emulated with links to the repository's installed packages
+ * that package-lock.json does not mark `dev` (what `--omit=dev` installs).
+ * @throws Error for a COPY this emulation does not understand.
+ */
+export async function assembleImage(dockerfile: Dockerfile, options: AssembleOptions): Promise<AssembledImage> {
+  const stage = dockerfile.stages.at(-1);
+  if (stage === undefined) throw new Error("the Dockerfile has no stage");
+  const workdir = stage.instructions.filter((i) => i.keyword === "WORKDIR").at(-1)?.args ?? "/";
+  const inImage = (p: string): string => path.join(options.root, path.posix.isAbsolute(p) ? path.posix.relative(workdir, p) : p);
+  let packages: string[] = [];
+  for (const copy of copiesOf(stage)) {
+    if (copy.from === undefined) {
+      for (const source of copy.sources) {
+        const target = copy.destination.endsWith("/") && !source.endsWith("/") ? path.join(inImage(copy.destination), path.basename(source)) : inImage(copy.destination);
+        await mkdir(path.dirname(target), { recursive: true });
+        await cp(path.join(repoRoot, source), target, { recursive: true });
+      }
+    } else if (copy.sources.length === 1 && copy.sources[0]?.endsWith("/node_modules")) {
+      const lock = JSON.parse(await readFile(path.join(repoRoot, "package-lock.json"), "utf8")) as { packages: Record<string, { dev?: boolean }> };
+      packages = Object.entries(lock.packages)
+        .filter(([key, entry]) => /^node_modules\/(@[^/]+\/)?[^/]+$/.test(key) && entry.dev !== true)
+        .map(([key]) => key.slice("node_modules/".length));
+      for (const name of packages) {
+        const target = path.join(inImage(copy.destination), name);
+        await mkdir(path.dirname(target), { recursive: true });
+        await symlink(path.join(repoRoot, "node_modules", name), target, "dir");
+      }
+    } else {
+      throw new Error(`Dockerfile line ${copy.line}: cannot emulate COPY --from=${copy.from} ${copy.sources.join(" ")}`);
+    }
+  }
+  const args: Record<string, string> = { ...options.buildArgs };
+  const env: Record<string, string> = {};
+  const substitute = (value: string): string => value.replace(/\$\{?(\w+)\}?/g, (_all, name: string) => env[name] ?? args[name] ?? "");
+  for (const instruction of stage.instructions.filter((i) => i.keyword === "ENV")) {
+    for (const m of instruction.args.matchAll(/(\w+)=("[^"]*"|\S+)/g)) env[m[1] as string] = substitute((m[2] as string).replace(/^"|"$/g, ""));
+  }
+  const cmd = stage.instructions.filter((i) => i.keyword === "CMD").at(-1)?.args;
+  if (cmd === undefined || !cmd.startsWith("[")) throw new Error("the final stage has no CMD in exec form");
+  return { cmd: JSON.parse(cmd) as string[], env, packages };
 }
