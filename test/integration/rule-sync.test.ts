@@ -1,0 +1,283 @@
+// rule-sync on the local stack, under a token of exactly its ServiceAccount, with the upstream
+// PrometheusRule CRD: a rule per AppMonitor that follows it and is garbage-collected with it,
+// resync (start-up and event) that restores, fixes and removes orphans, RuleReady and
+// observedGeneration, least-privilege RBAC, and 503 when the API server is away.
+import assert from "node:assert/strict";
+import { readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { before, test } from "node:test";
+import * as k8s from "@kubernetes/client-node";
+import { parse } from "yaml";
+import { ALERT_NAME, GENERATION_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "../../functions/rule-sync/rule.ts";
+import { REF_EVENT_PREFIX, RESOURCE_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../functions/rule-sync/events.ts";
+import { repoRoot } from "../stack/paths.ts";
+import { freePort } from "../support/free-port.ts";
+import {
+  APPMONITORS,
+  createAppMonitor,
+  installRuleSync,
+  readAppMonitor,
+  readRule,
+  RULE_SYNC_NAMESPACE,
+  RULE_SYNC_SERVICE_ACCOUNT,
+  startRuleSync,
+  type StoredAppMonitor,
+} from "../support/rule-sync.ts";
+import { tailOf } from "../support/child-process.ts";
+import { adminKubeConfig, freshNamespace, waitFor } from "../support/stack.ts";
+import { tempDir } from "../support/temp-dir.ts";
+
+before(() => installRuleSync());
+
+const spec = { memThresholdPercent: 75, memMultiplier: 2 };
+
+function ruleReady(monitor: StoredAppMonitor) {
+  return monitor.status?.conditions?.find((c) => c.type === "RuleReady");
+}
+
+function expr(rule: Awaited<ReturnType<typeof readRule>>): string {
+  return String(rule?.spec.groups?.[0]?.rules?.[0]?.expr ?? "");
+}
+
+async function customApi(): Promise<k8s.CustomObjectsApi> {
+  return (await adminKubeConfig()).makeApiClient(k8s.CustomObjectsApi);
+}
+
+async function objectApi(): Promise<k8s.KubernetesObjectApi> {
+  return k8s.KubernetesObjectApi.makeApiClient(await adminKubeConfig());
+}
+
+test("an AppMonitor's PrometheusRule is created with its ownerReference, follows its threshold and is garbage-collected with it", async (t) => {
+  const ns = await freshNamespace(t);
+  const fn = await startRuleSync({ WATCH_NAMESPACES: ns, RESYNC_ON_START: "false" });
+  t.after(() => fn.stop());
+  await waitFor("rule-sync ready", async () => (await fetch(`${fn.url}/health/readiness`)).status === 200);
+
+  // The original demo's AppMonitor, unchanged, and the event an ApiServerSource in Resource mode sends.
+  const example = parse(await readFile(path.join(repoRoot, "knative", "examples", "appmonitor.yaml"), "utf8")) as { metadata: { name: string }; spec: Record<string, unknown> };
+  const created = await createAppMonitor(ns, example.metadata.name, example.spec);
+  const name = created.metadata.name;
+  const added = await fn.send(`${RESOURCE_EVENT_PREFIX}add`, created);
+  assert.equal(added.status, 200, JSON.stringify(added.body));
+  assert.equal(added.body.rule, "created");
+
+  const rule = await readRule(ns, name);
+  assert.ok(rule, "the PrometheusRule exists");
+  assert.deepEqual(rule.metadata?.ownerReferences, [
+    { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", name, uid: created.metadata.uid, controller: true, blockOwnerDeletion: true },
+  ]);
+  assert.equal(rule.metadata?.labels?.[MANAGED_BY_LABEL], MANAGED_BY_VALUE);
+  assert.equal(rule.metadata?.annotations?.[GENERATION_ANNOTATION], "1");
+  assert.equal(rule.spec.groups?.[0]?.rules?.[0]?.alert, ALERT_NAME);
+  assert.equal(rule.spec.groups?.[0]?.rules?.[0]?.for, "60s");
+  assert.match(expr(rule), new RegExp(`namespace="${ns}"`));
+  assert.match(expr(rule), />= 75$/);
+  // Written by server-side apply, under rule-sync's field manager.
+  assert.ok(rule.metadata?.managedFields?.some((f) => f.manager === "appmonitor-rule-sync" && f.operation === "Apply"), JSON.stringify(rule.metadata?.managedFields));
+
+  let monitor = await readAppMonitor(ns, name);
+  assert.equal(ruleReady(monitor)?.status, "True");
+  assert.equal(ruleReady(monitor)?.reason, "RuleApplied");
+  assert.match(ruleReady(monitor)?.message ?? "", new RegExp(`PrometheusRule ${ns}/${name}`));
+  assert.equal(monitor.status?.observedGeneration, 1);
+  assert.equal(ruleReady(monitor)?.observedGeneration, 1);
+
+  // A new threshold is a new generation; an ApiServerSource in Reference mode sends only a reference.
+  await (await customApi()).patchNamespacedCustomObject(
+    { ...APPMONITORS, namespace: ns, name, body: { spec: { memThresholdPercent: 80 } } },
+    k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+  );
+  const updated = await fn.send(`${REF_EVENT_PREFIX}update`, { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", name, namespace: ns });
+  assert.equal(updated.status, 200, JSON.stringify(updated.body));
+  assert.equal(updated.body.rule, "updated");
+  const followed = await readRule(ns, name);
+  assert.match(expr(followed), />= 80$/);
+  assert.equal(followed?.metadata?.annotations?.[GENERATION_ANNOTATION], "2");
+  assert.equal(followed?.metadata?.uid, rule.metadata?.uid, "replaced in place, not re-created");
+  monitor = await readAppMonitor(ns, name);
+  assert.equal(monitor.status?.observedGeneration, 2);
+  assert.equal(ruleReady(monitor)?.observedGeneration, 2);
+
+  // Deleted without any event to rule-sync: the garbage collector follows the ownerReference.
+  await (await customApi()).deleteNamespacedCustomObject({ ...APPMONITORS, namespace: ns, name });
+  await waitFor("the PrometheusRule garbage-collected", async () => (await readRule(ns, name)) === undefined, 60_000);
+  const deleted = await fn.send(`${RESOURCE_EVENT_PREFIX}delete`, monitor);
+  assert.equal(deleted.status, 200, JSON.stringify(deleted.body));
+  assert.equal(deleted.body.rule, "kept", "nothing left to delete");
+
+  assert.equal(await fn.stop(), 0, `exits 0 on SIGTERM\n${tailOf(fn.process)}`);
+  assert.match(fn.process.output(), /"msg":"draining"/);
+});
+
+test("a delete event removes the rule of an AppMonitor deleted with propagationPolicy=Orphan", async (t) => {
+  const ns = await freshNamespace(t);
+  const fn = await startRuleSync({ WATCH_NAMESPACES: ns, RESYNC_ON_START: "false" });
+  t.after(() => fn.stop());
+  const created = await createAppMonitor(ns, "orphaning", spec);
+  assert.equal((await fn.send(`${RESOURCE_EVENT_PREFIX}add`, created)).status, 200);
+  assert.ok(await readRule(ns, "orphaning"));
+
+  await (await customApi()).deleteNamespacedCustomObject({ ...APPMONITORS, namespace: ns, name: "orphaning", propagationPolicy: "Orphan" });
+  // The garbage collector orphans the dependent: it drops the ownerReference and keeps the rule.
+  await waitFor("the rule orphaned", async () => {
+    const rule = await readRule(ns, "orphaning");
+    return rule !== undefined && (rule.metadata?.ownerReferences ?? []).length === 0;
+  }, 60_000);
+  const deleted = await fn.send(`${RESOURCE_EVENT_PREFIX}delete`, created);
+  assert.equal(deleted.status, 200, JSON.stringify(deleted.body));
+  assert.equal(deleted.body.rule, "deleted");
+  assert.equal(await readRule(ns, "orphaning"), undefined);
+});
+
+test("resync at start-up and on an event restores a deleted rule, fixes an edited one, removes an orphan and leaves others' rules", async (t) => {
+  const ns = await freshNamespace(t);
+  const objects = await objectApi();
+  const foreign = {
+    apiVersion: "monitoring.coreos.com/v1",
+    kind: "PrometheusRule",
+    metadata: { name: "theirs", namespace: ns, labels: { team: "other" } },
+    spec: { groups: [{ name: "theirs", rules: [{ alert: "Theirs", expr: "vector(1)" }] }] },
+  };
+  await objects.create(foreign);
+  const early = await createAppMonitor(ns, "early", spec);
+
+  // Start-up: the AppMonitor that existed before gets its rule without any event.
+  const fn = await startRuleSync({ WATCH_NAMESPACES: ns });
+  t.after(() => fn.stop());
+  const first = await waitFor("the start-up resync to create the rule", () => readRule(ns, "early"), 30_000);
+  assert.equal(first.metadata?.ownerReferences?.[0]?.uid, early.metadata.uid);
+
+  // Break things the way ApiServerSource could miss: a rule deleted by hand, a rule edited by
+  // hand, an AppMonitor created while nothing listened, an orphan with our label.
+  const edited = await createAppMonitor(ns, "edited", { ...spec, memThresholdPercent: 90 });
+  assert.equal((await fn.send(`${RESOURCE_EVENT_PREFIX}add`, edited)).status, 200);
+  await objects.delete({ apiVersion: "monitoring.coreos.com/v1", kind: "PrometheusRule", metadata: { namespace: ns, name: "early" } });
+  const hand = await readRule(ns, "edited");
+  assert.ok(hand);
+  const groups = structuredClone(hand.spec.groups ?? []);
+  const handRule = groups[0]?.rules?.[0];
+  assert.ok(handRule);
+  handRule.expr = "vector(0)";
+  await objects.patch(
+    { apiVersion: "monitoring.coreos.com/v1", kind: "PrometheusRule", metadata: { namespace: ns, name: "edited" }, spec: { groups } } as k8s.KubernetesObject,
+    undefined, undefined, "someone-by-hand", undefined, k8s.PatchStrategy.MergePatch,
+  );
+  assert.equal(expr(await readRule(ns, "edited")), "vector(0)");
+  const missed = await createAppMonitor(ns, "missed", spec);
+  await objects.create({
+    apiVersion: "monitoring.coreos.com/v1",
+    kind: "PrometheusRule",
+    metadata: { name: "leftover", namespace: ns, labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE } },
+    spec: { groups: [{ name: "appmonitor/x/leftover", rules: [{ alert: ALERT_NAME, expr: "vector(1)" }] }] },
+  });
+
+  const resynced = await fn.send(RESYNC_EVENT_TYPE, { reason: "test" });
+  assert.equal(resynced.status, 200, JSON.stringify(resynced.body));
+  assert.equal(resynced.body.appMonitors, 3);
+  assert.deepEqual(resynced.body.rules, { created: 2, updated: 1, unchanged: 0, deleted: 1, kept: 0, rejected: 0 });
+  assert.deepEqual(resynced.body.failed, []);
+
+  assert.equal((await readRule(ns, "early"))?.metadata?.ownerReferences?.[0]?.uid, early.metadata.uid, "restored");
+  assert.match(expr(await readRule(ns, "edited")), />= 90$/, "fixed");
+  assert.equal((await readRule(ns, "missed"))?.metadata?.ownerReferences?.[0]?.uid, missed.metadata.uid, "created");
+  assert.equal(await readRule(ns, "leftover"), undefined, "orphan removed");
+  const theirs = await readRule(ns, "theirs");
+  assert.equal(expr(theirs), "vector(1)", "someone else's rule untouched");
+  assert.equal(theirs?.metadata?.labels?.[MANAGED_BY_LABEL], undefined);
+
+  // Nothing changed since: a second resync writes nothing.
+  const again = await fn.send(RESYNC_EVENT_TYPE);
+  assert.deepEqual(again.body.rules, { created: 0, updated: 0, unchanged: 3, deleted: 0, kept: 0, rejected: 0 });
+});
+
+test("an invalid AppMonitor gets RuleReady False with the reason and no rule, and True once fixed", async (t) => {
+  const ns = await freshNamespace(t);
+  const fn = await startRuleSync({ WATCH_NAMESPACES: ns, RESYNC_ON_START: "false" });
+  t.after(() => fn.stop());
+  // The CRD accepts any matchLabels key; a key that is not label syntax cannot go into PromQL.
+  const bad = await createAppMonitor(ns, "bad", { ...spec, selector: { matchLabels: { "not a key!": "x" } } });
+  const answer = await fn.send(`${RESOURCE_EVENT_PREFIX}add`, bad);
+  assert.equal(answer.status, 200, "handled: a retry cannot fix it");
+  let monitor = await readAppMonitor(ns, "bad");
+  assert.equal(ruleReady(monitor)?.status, "False");
+  assert.equal(ruleReady(monitor)?.reason, "InvalidSpec");
+  assert.match(ruleReady(monitor)?.message ?? "", /spec\.selector\.matchLabels\["not a key!"\]: not a valid Kubernetes label key/);
+  assert.equal(monitor.status?.observedGeneration, 1);
+  assert.equal(await readRule(ns, "bad"), undefined);
+
+  await (await customApi()).patchNamespacedCustomObject(
+    { ...APPMONITORS, namespace: ns, name: "bad", body: [{ op: "remove", path: "/spec/selector" }] },
+    k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch),
+  );
+  assert.equal((await fn.send(`${REF_EVENT_PREFIX}update`, { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", name: "bad", namespace: ns })).status, 200);
+  monitor = await readAppMonitor(ns, "bad");
+  assert.equal(ruleReady(monitor)?.status, "True");
+  assert.equal(monitor.status?.observedGeneration, 2);
+  assert.ok(await readRule(ns, "bad"));
+});
+
+test("rule-sync's ServiceAccount may do exactly what it needs", async () => {
+  const authz = (await adminKubeConfig()).makeApiClient(k8s.AuthorizationV1Api);
+  const user = `system:serviceaccount:${RULE_SYNC_NAMESPACE}:${RULE_SYNC_SERVICE_ACCOUNT}`;
+  const can = async (group: string, resource: string, verb: string, subresource?: string): Promise<boolean> => {
+    const review = await authz.createSubjectAccessReview({
+      body: { spec: { user, groups: ["system:serviceaccounts", `system:serviceaccounts:${RULE_SYNC_NAMESPACE}`], resourceAttributes: { group, resource, verb, namespace: "any", ...(subresource ? { subresource } : {}) } } },
+    });
+    return review.status?.allowed === true;
+  };
+  const allowed: [string, string, string, string?][] = [
+    ["kubedemo.com", "appmonitors", "get"], ["kubedemo.com", "appmonitors", "list"],
+    ["kubedemo.com", "appmonitors", "patch", "status"], ["kubedemo.com", "appmonitors", "update", "finalizers"],
+    ["monitoring.coreos.com", "prometheusrules", "get"], ["monitoring.coreos.com", "prometheusrules", "list"],
+    ["monitoring.coreos.com", "prometheusrules", "create"], ["monitoring.coreos.com", "prometheusrules", "patch"],
+    ["monitoring.coreos.com", "prometheusrules", "delete"],
+  ];
+  const denied: [string, string, string, string?][] = [
+    ["kubedemo.com", "appmonitors", "update"], ["kubedemo.com", "appmonitors", "patch"], ["kubedemo.com", "appmonitors", "delete"],
+    ["kubedemo.com", "appmonitors", "create"], ["kubedemo.com", "appmonitors", "watch"],
+    ["monitoring.coreos.com", "prometheusrules", "update"], ["monitoring.coreos.com", "prometheusrules", "deletecollection"],
+    ["monitoring.coreos.com", "prometheuses", "get"], ["", "pods", "get"], ["", "secrets", "list"], ["apps", "deployments", "patch"],
+  ];
+  for (const [group, resource, verb, sub] of allowed) assert.equal(await can(group, resource, verb, sub), true, `${verb} ${group}/${resource}${sub ? `/${sub}` : ""}`);
+  for (const [group, resource, verb, sub] of denied) assert.equal(await can(group, resource, verb, sub), false, `${verb} ${group}/${resource}${sub ? `/${sub}` : ""}`);
+});
+
+test("a ServiceAccount without rule-sync's grants is not ready and fails events with 500", async (t) => {
+  const ns = await freshNamespace(t);
+  const admin = await adminKubeConfig();
+  await admin.makeApiClient(k8s.CoreV1Api).createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: "nobody" } } });
+  const fn = await startRuleSync({ WATCH_NAMESPACES: ns, RESYNC_ON_START: "false" }, { namespace: ns, name: "nobody" });
+  t.after(() => fn.stop());
+  const readiness = await fetch(`${fn.url}/health/readiness`);
+  assert.equal(readiness.status, 503);
+  assert.match(((await readiness.json()) as { reason: string }).reason, /not allowed/);
+  const answer = await fn.send(`${REF_EVENT_PREFIX}add`, { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", name: "m", namespace: ns });
+  assert.equal(answer.status, 500);
+  assert.match(String(answer.body.error), /not allowed to read AppMonitor/);
+});
+
+test("with the API server unreachable: readiness 503, events 503, and the start-up resync keeps trying", async (t) => {
+  const port = await freePort();
+  const dir = await tempDir("rule-sync-down");
+  t.after(() => dir.remove());
+  const kc = new k8s.KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: "down", server: `https://127.0.0.1:${port}`, skipTLSVerify: true }],
+    users: [{ name: "u", token: "t" }],
+    contexts: [{ name: "c", cluster: "down", user: "u" }],
+    currentContext: "c",
+  });
+  const file = path.join(dir.path, "kubeconfig");
+  await writeFile(file, kc.exportConfig());
+  const fn = await startRuleSync({ KUBECONFIG: file });
+  t.after(() => fn.stop());
+  const readiness = await fetch(`${fn.url}/health/readiness`);
+  assert.equal(readiness.status, 503);
+  assert.match(((await readiness.json()) as { reason: string }).reason, /unavailable/);
+  const event = await fn.send(`${REF_EVENT_PREFIX}update`, { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", name: "m", namespace: "ns" });
+  assert.equal(event.status, 503);
+  assert.match(String(event.body.error), /Kubernetes API server unavailable/);
+  assert.equal((await fn.send(RESYNC_EVENT_TYPE)).status, 503);
+  await waitFor("a start-up resync retry logged", async () => /"msg":"start-up resync failed; retrying"/.test(fn.process.output()));
+  assert.equal(await fn.stop(), 0, "stops cleanly while the start-up resync waits to retry");
+});

@@ -1,0 +1,68 @@
+/**
+ * CustomResourceDefinitions on the shared test stack: applying CRD files from anywhere (the
+ * PrometheusRule CRD lives in build.sh's cache, not in the repository) and waiting until each
+ * is served. Server-side apply with the tests' field manager and `force`, so test files running
+ * concurrently may install the same CRDs any number of times.
+ * https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#create-a-customresourcedefinition
+ */
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+import * as k8s from "@kubernetes/client-node";
+import { parseAllDocuments } from "yaml";
+import { repoRoot } from "../stack/paths.ts";
+import { TEST_FIELD_MANAGER } from "./install.ts";
+import { adminKubeConfig, stack, waitFor } from "./stack.ts";
+
+/** File name of the generated PrometheusRule CRD in build.sh's `crds/` directory. */
+export const PROMETHEUS_RULE_CRD_FILE_NAME = "monitoring.coreos.com_prometheusrules.yaml";
+
+/**
+ * The PrometheusRule CRD that `test/bins/build.sh` generates with controller-gen from the
+ * prometheus-operator API module pinned in `test/bins/crds/go.mod`: `crds/` beside the stack's
+ * kubectl (build.sh's output directory). When the stack's binaries came from
+ * `KUBEBUILDER_ASSETS` instead, build.sh is run (cached by go.mod and go.sum) and its printed
+ * directory used.
+ * @throws Error when build.sh fails or produces no such file.
+ */
+export async function prometheusRuleCrdFile(): Promise<string> {
+  const beside = path.join(path.dirname((await stack()).binaries.kubectl), "crds", PROMETHEUS_RULE_CRD_FILE_NAME);
+  if (existsSync(beside)) return beside;
+  const { stdout } = await promisify(execFile)("bash", [path.join(repoRoot, "test", "bins", "build.sh")], { maxBuffer: 16 << 20, timeout: 60 * 60 * 1000 });
+  const built = path.join(stdout.trim().split("\n").pop() ?? "", "crds", PROMETHEUS_RULE_CRD_FILE_NAME);
+  if (!existsSync(built)) throw new Error(`test/bins/build.sh did not produce ${built}`);
+  return built;
+}
+
+/** Waits until CRD `name` (e.g. `prometheusrules.monitoring.coreos.com`) has condition Established=True. */
+export async function waitForCrdEstablished(name: string, timeoutMs = 30_000): Promise<void> {
+  const api = (await adminKubeConfig()).makeApiClient(k8s.ApiextensionsV1Api);
+  await waitFor(`CRD ${name} Established`, async () => {
+    const crd = await api.readCustomResourceDefinition({ name });
+    return crd.status?.conditions?.some((c) => c.type === "Established" && c.status === "True") === true;
+  }, timeoutMs);
+}
+
+/**
+ * Server-side applies every CustomResourceDefinition in the given YAML files (absolute paths;
+ * other kinds are refused) and waits until each is Established.
+ * @returns the CRD names, in file order.
+ * @throws Error for a file with another kind in it, or what the API server answers.
+ */
+export async function installCrdFiles(...files: string[]): Promise<string[]> {
+  const client = k8s.KubernetesObjectApi.makeApiClient(await adminKubeConfig());
+  const names: string[] = [];
+  for (const file of files) {
+    for (const doc of parseAllDocuments(await readFile(file, "utf8"))) {
+      const crd = doc.toJS() as k8s.V1CustomResourceDefinition | null;
+      if (crd === null) continue;
+      if (crd.kind !== "CustomResourceDefinition" || !crd.metadata?.name) throw new Error(`${file}: expected only CustomResourceDefinitions, found ${crd.kind}`);
+      await client.patch(crd as k8s.KubernetesObject, undefined, undefined, TEST_FIELD_MANAGER, true, k8s.PatchStrategy.ServerSideApply);
+      names.push(crd.metadata.name);
+    }
+  }
+  for (const name of names) await waitForCrdEstablished(name);
+  return names;
+}
