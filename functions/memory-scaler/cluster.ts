@@ -39,8 +39,8 @@ export interface Cluster {
   listAppMonitors(namespace: string): Promise<unknown[]>;
   /** GET an AppMonitor as a raw object; undefined on 404. */
   readAppMonitor(namespace: string, name: string): Promise<Record<string, unknown> | undefined>;
-  /** PUT appmonitors/{name}/status; `body.metadata.resourceVersion` makes it a compare-and-swap (409 when stale). */
-  replaceAppMonitorStatus(namespace: string, name: string, body: Record<string, unknown>): Promise<void>;
+  /** PUT appmonitors/{name}/status; `body.metadata.resourceVersion` makes it a compare-and-swap (409 when stale). Resolves the object as written. */
+  replaceAppMonitorStatus(namespace: string, name: string, body: Record<string, unknown>): Promise<Record<string, unknown>>;
   /** POST events.k8s.io/v1 events. */
   createEvent(namespace: string, event: k8s.EventsV1Event): Promise<void>;
   /** LIST appmonitors across namespaces with `limit=1`: answers only when the API server does and the CRD is installed. */
@@ -104,7 +104,7 @@ export function createCluster(kc: k8s.KubeConfig): Cluster {
       orUndefined(custom.getNamespacedCustomObject({ ...appMonitors, namespace, name }) as Promise<Record<string, unknown>>),
 
     async replaceAppMonitorStatus(namespace, name, body) {
-      await custom.replaceNamespacedCustomObjectStatus({ ...appMonitors, namespace, name, body, fieldManager: FIELD_MANAGER });
+      return (await custom.replaceNamespacedCustomObjectStatus({ ...appMonitors, namespace, name, body, fieldManager: FIELD_MANAGER })) as Record<string, unknown>;
     },
 
     async createEvent(namespace, event) {

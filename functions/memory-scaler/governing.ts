@@ -15,6 +15,8 @@ import {
 export interface ValidAppMonitor {
   readonly metadata: ObjectMetaLike & { name: string; namespace: string };
   readonly spec: AppMonitorSpecWithDefaults;
+  /** The object as listed, unchanged (what a status write starts from). */
+  readonly raw: Record<string, unknown>;
 }
 
 /** An AppMonitor left out because its spec is invalid, and why. */
@@ -46,7 +48,7 @@ export function governingAppMonitor(pod: PodLike & { metadata?: { name?: string 
     const name = metadata?.name;
     if (metadata === undefined || name === undefined) continue;
     try {
-      valid.push({ metadata: { ...metadata, name, namespace: metadata.namespace ?? "" }, spec: validateAppMonitorSpec(spec) });
+      valid.push({ metadata: { ...metadata, name, namespace: metadata.namespace ?? "" }, spec: validateAppMonitorSpec(spec), raw: item as Record<string, unknown> });
     } catch (error) {
       if (!(error instanceof AppMonitorSpecError)) throw error;
       rejected.push({ name, problem: error.message });

@@ -48,6 +48,9 @@ export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
           onConflict: () => metrics.conflicts.inc(),
         },
       }),
+      async close(): Promise<void> {
+        kc.destroyAgents();
+      },
       async readiness(): Promise<ReadinessResult> {
         try {
           await cluster.probe();

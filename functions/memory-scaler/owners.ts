@@ -54,7 +54,16 @@ export async function resolveWorkload(cluster: Cluster, pod: k8s.V1Pod): Promise
   if (owner.apiVersion !== APPS_V1 || !DIRECT_KINDS.has(owner.kind)) {
     return { result: "unsupported", message: `Pod ${podName} is controlled by ${owner.kind} ${owner.name} (${owner.apiVersion}), which memory-scaler does not scale` };
   }
-  const direct = await readOwned(cluster, owner.kind as WorkloadKind, namespace, owner);
+  // A Deployment names its ReplicaSets `<deployment>-<pod-template-hash>` and labels their Pods
+  // with that hash (https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#pod-template-hash-label):
+  // read the likely Deployment together with the ReplicaSet, saving a round trip. It is used
+  // only if the ReplicaSet's controller reference names it, uid included.
+  const hash = pod.metadata?.labels?.["pod-template-hash"];
+  const guess = owner.kind === "ReplicaSet" && hash !== undefined && owner.name.endsWith(`-${hash}`) ? owner.name.slice(0, -(hash.length + 1)) : undefined;
+  const [direct, guessed] = await Promise.all([
+    readOwned(cluster, owner.kind as WorkloadKind, namespace, owner),
+    guess === undefined || guess === "" ? undefined : cluster.readWorkload("Deployment", namespace, guess),
+  ]);
   if ("result" in direct) return direct;
   if (owner.kind !== "ReplicaSet") return found(owner.kind as WorkloadKind, namespace, direct);
 
@@ -66,7 +75,8 @@ export async function resolveWorkload(cluster: Cluster, pod: k8s.V1Pod): Promise
       message: `Pod ${podName} belongs to ReplicaSet ${owner.name}, controlled by ${rsOwner.kind} ${rsOwner.name} (${rsOwner.apiVersion}), which memory-scaler does not scale`,
     };
   }
-  const deployment = await readOwned(cluster, "Deployment", namespace, rsOwner);
+  const confirmed = guessed !== undefined && guessed.metadata?.name === rsOwner.name && guessed.metadata.uid === rsOwner.uid;
+  const deployment = confirmed ? guessed : await readOwned(cluster, "Deployment", namespace, rsOwner);
   if ("result" in deployment) return deployment;
   return found("Deployment", namespace, deployment);
 }

@@ -231,7 +231,7 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
           { type: "Normal", reason: "DryRun", note, regarding: wlRef, related: amRef },
           { type: "Normal", reason: "DryRun", note, regarding: amRef, related: wlRef },
         ]),
-        deps.status.add({ namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid }, { ...entry, dryRun: true }).catch((error: unknown) => {
+        deps.status.add({ namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid }, { ...entry, dryRun: true }, am.raw).catch((error: unknown) => {
           warnings.push((error as Error).message);
         }),
       ]);
@@ -265,7 +265,7 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
         { type: "Normal", reason: "Scaled", note, regarding: wlRef, related: amRef },
         { type: "Normal", reason: "Scaled", note, regarding: amRef, related: wlRef },
       ]),
-      deps.status.add({ namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid }, { ...entry, dryRun: false }).catch((error: unknown) => {
+      deps.status.add({ namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid }, { ...entry, dryRun: false }, am.raw).catch((error: unknown) => {
         warnings.push((error as Error).message);
       }),
     ]);

@@ -5,8 +5,10 @@
  *
  * Writes to one AppMonitor are coalesced: while one is in flight, new entries wait and the next
  * write carries them all. A burst of scales in one namespace (one AppMonitor, many workloads)
- * then costs a few writes instead of a storm of conflicting ones. Conflicts with other writers
- * (another replica, rule-sync's conditions) are retried from a fresh read.
+ * then costs a few writes instead of a storm of conflicting ones. The first try starts from the
+ * object this writer last wrote (the API server's answer), else from the object the caller
+ * listed, saving a read; a conflict with another writer (another replica, rule-sync's
+ * conditions, a user's edit) is retried from a fresh read.
  */
 import type { Logger } from "pino";
 import type { AppMonitorStatus } from "../lib/appmonitor.ts";
@@ -30,14 +32,18 @@ export interface StatusWriter {
    * @throws Error describing the failure after the retries (the caller reports it; the scale
    * itself already happened).
    */
-  add(ref: AppMonitorRef, entry: ScaleEntry): Promise<void>;
+  add(ref: AppMonitorRef, entry: ScaleEntry, listed?: Record<string, unknown>): Promise<void>;
 }
+
+/** AppMonitors whose last written object is remembered; the oldest is forgotten beyond this. */
+export const MAX_REMEMBERED = 1_000;
 
 /** Conflicts are retried quickly: the other writer finished by the time the API server answered. */
 export const STATUS_RETRY_POLICY: RetryPolicy = { maxAttempts: 8, baseDelayMs: 5, maxDelayMs: 200 };
 
 interface Waiting {
   readonly entry: ScaleEntry;
+  readonly listed: Record<string, unknown> | undefined;
   readonly resolve: () => void;
   readonly reject: (error: Error) => void;
 }
@@ -45,21 +51,33 @@ interface Waiting {
 /** A {@link StatusWriter} keeping at most `limit` entries in `recentScales`. */
 export function createStatusWriter(cluster: Cluster, limit: number, log: Logger, policy: RetryPolicy = STATUS_RETRY_POLICY): StatusWriter {
   const queues = new Map<string, { ref: AppMonitorRef; waiting: Waiting[] }>();
+  const written = new Map<string, Record<string, unknown>>();
 
-  async function write(ref: AppMonitorRef, entries: readonly ScaleEntry[]): Promise<void> {
+  const remember = (key: string, object: Record<string, unknown>): void => {
+    written.delete(key);
+    written.set(key, object);
+    if (written.size > MAX_REMEMBERED) written.delete(written.keys().next().value ?? "");
+  };
+
+  async function write(key: string, ref: AppMonitorRef, entries: readonly ScaleEntry[], start: Record<string, unknown> | undefined): Promise<void> {
+    let known = start;
     await retry(
       async () => {
-        const object = await cluster.readAppMonitor(ref.namespace, ref.name);
+        const object = known ?? (await cluster.readAppMonitor(ref.namespace, ref.name));
+        known = undefined;
         const metadata = object?.metadata as { uid?: string } | undefined;
         if (object === undefined || (ref.uid !== undefined && metadata?.uid !== ref.uid)) {
           log.info({ appmonitor: `${ref.namespace}/${ref.name}` }, "AppMonitor gone before its status was written");
           return;
         }
         const status = withScales(object.status as AppMonitorStatus | undefined, entries, limit);
-        await cluster.replaceAppMonitorStatus(ref.namespace, ref.name, { ...object, status });
+        remember(key, await cluster.replaceAppMonitorStatus(ref.namespace, ref.name, { ...object, status }));
       },
       policy,
-      isConflict,
+      (error) => {
+        if (isConflict(error)) written.delete(key);
+        return isConflict(error);
+      },
     );
   }
 
@@ -72,7 +90,7 @@ export function createStatusWriter(cluster: Cluster, limit: number, log: Logger,
       }
       const batch = queue.waiting.splice(0);
       try {
-        await write(queue.ref, batch.map((w) => w.entry));
+        await write(key, queue.ref, batch.map((w) => w.entry), written.get(key) ?? batch[0]?.listed);
         for (const w of batch) w.resolve();
       } catch (error) {
         const failure = new Error(`could not update status of AppMonitor ${queue.ref.namespace}/${queue.ref.name}: ${apiStatus(error).message}`, { cause: error });
@@ -82,15 +100,15 @@ export function createStatusWriter(cluster: Cluster, limit: number, log: Logger,
   }
 
   return {
-    add(ref, entry) {
+    add(ref, entry, listed) {
       const key = `${ref.namespace}/${ref.name}/${ref.uid ?? ""}`;
       return new Promise<void>((resolve, reject) => {
         const queue = queues.get(key);
         if (queue !== undefined) {
-          queue.waiting.push({ entry, resolve, reject });
+          queue.waiting.push({ entry, listed, resolve, reject });
           return;
         }
-        queues.set(key, { ref, waiting: [{ entry, resolve, reject }] });
+        queues.set(key, { ref, waiting: [{ entry, listed, resolve, reject }] });
         void drain(key);
       });
     },

@@ -14,6 +14,7 @@ import type { Cluster, WorkloadKind, WorkloadObject } from "../../functions/memo
 import type { AlertEventData } from "../../functions/memory-scaler/event.ts";
 import { createEventRecorder } from "../../functions/memory-scaler/events.ts";
 import type { JsonPatchOperation } from "../../functions/memory-scaler/patch.ts";
+import { resolveWorkload } from "../../functions/memory-scaler/owners.ts";
 import { handleFiring, type FlowDeps } from "../../functions/memory-scaler/scale-flow.ts";
 import { createStatusWriter } from "../../functions/memory-scaler/status-writer.ts";
 import type { Verifier } from "../../functions/memory-scaler/verify.ts";
@@ -99,7 +100,9 @@ class FakeCluster implements Cluster {
     const current = this.appMonitors.get(key);
     const rv = (current?.metadata as { resourceVersion: string } | undefined)?.resourceVersion;
     if ((body.metadata as { resourceVersion?: string }).resourceVersion !== rv) throw apiError(409, "the object has been modified");
-    this.appMonitors.set(key, { ...current, status: body.status, metadata: { ...(current?.metadata as object), resourceVersion: String(Number(rv) + 1) } });
+    const next = { ...current, status: body.status, metadata: { ...(current?.metadata as object), resourceVersion: String(Number(rv) + 1) } };
+    this.appMonitors.set(key, next);
+    return structuredClone(next);
   }
   async createEvent(_namespace: string, event: k8s.EventsV1Event) {
     await this.#enter();
@@ -122,7 +125,7 @@ function memhogCluster(spec: Record<string, unknown> = { memThresholdPercent: 75
     spec: { template },
   });
   cluster.pods.set(`${NS}/memhog-5d8f-x2`, {
-    metadata: { name: "memhog-5d8f-x2", namespace: NS, uid: "p1", ...template.metadata, ownerReferences: [{ apiVersion: "apps/v1", kind: "ReplicaSet", name: "memhog-5d8f", uid: "r1", controller: true }] },
+    metadata: { name: "memhog-5d8f-x2", namespace: NS, uid: "p1", ...template.metadata, labels: { ...template.metadata.labels, "pod-template-hash": "5d8f" }, ownerReferences: [{ apiVersion: "apps/v1", kind: "ReplicaSet", name: "memhog-5d8f", uid: "r1", controller: true }] },
     spec: template.spec,
   });
   cluster.appMonitors.set(`${NS}/mymonitor`, { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", metadata: { name: "mymonitor", namespace: NS, uid: "a1", resourceVersion: "1" }, spec });
@@ -292,3 +295,73 @@ describe("handleFiring", () => {
     assert.ok(cluster.events.every((e) => e.reason === "DryRun" && e.type === "Normal"));
   });
 });
+
+describe("resolveWorkload", () => {
+  it("finds the Deployment through its ReplicaSet, reading the likely Deployment alongside", async () => {
+    const cluster = memhogCluster();
+    let reads = 0;
+    const read = cluster.readWorkload.bind(cluster);
+    cluster.readWorkload = async (...args) => ((reads += 1), read(...args));
+    const pod = cluster.pods.get(`${NS}/memhog-5d8f-x2`) ?? {};
+    const resolution = await resolveWorkload(cluster, pod);
+    assert.equal(resolution.result === "found" && `${resolution.workload.kind}/${resolution.workload.name}`, "Deployment/memhog");
+    assert.equal(reads, 2);
+  });
+
+  it("ignores a namesake the ReplicaSet does not belong to", async () => {
+    const cluster = memhogCluster();
+    // The ReplicaSet belongs to Deployment "owner"; a Deployment "memhog" also exists.
+    const rs = cluster.workloads.get(`ReplicaSet/${NS}/memhog-5d8f`);
+    if (rs?.metadata) rs.metadata.ownerReferences = [{ apiVersion: "apps/v1", kind: "Deployment", name: "owner", uid: "d2", controller: true }];
+    const memhog = cluster.workloads.get(`Deployment/${NS}/memhog`);
+    cluster.workloads.set(`Deployment/${NS}/owner`, { ...memhog, metadata: { name: "owner", namespace: NS, uid: "d2" } });
+    const resolution = await resolveWorkload(cluster, cluster.pods.get(`${NS}/memhog-5d8f-x2`) ?? {});
+    assert.equal(resolution.result === "found" && resolution.workload.name, "owner");
+  });
+
+  const cases: { name: string; owner: k8s.V1OwnerReference | undefined; result: string }[] = [
+    { name: "a bare Pod", owner: undefined, result: "unsupported" },
+    { name: "a Job's Pod", owner: { apiVersion: "batch/v1", kind: "Job", name: "j", uid: "j1", controller: true }, result: "unsupported" },
+    { name: "an unknown kind", owner: { apiVersion: "argoproj.io/v1alpha1", kind: "Rollout", name: "r", uid: "x", controller: true }, result: "unsupported" },
+    { name: "a ReplicaSet that no longer exists", owner: { apiVersion: "apps/v1", kind: "ReplicaSet", name: "gone", uid: "g", controller: true }, result: "gone" },
+    { name: "a namesake ReplicaSet (another uid)", owner: { apiVersion: "apps/v1", kind: "ReplicaSet", name: "memhog-5d8f", uid: "other", controller: true }, result: "gone" },
+  ];
+  for (const c of cases) {
+    it(`${c.name} → ${c.result}`, async () => {
+      const cluster = memhogCluster();
+      const pod = cluster.pods.get(`${NS}/memhog-5d8f-x2`) ?? {};
+      if (pod.metadata) pod.metadata.ownerReferences = c.owner === undefined ? [] : [c.owner];
+      assert.equal((await resolveWorkload(cluster, pod)).result, c.result);
+    });
+  }
+
+  it("a ReplicaSet without a Deployment is the workload", async () => {
+    const cluster = memhogCluster();
+    const rs = cluster.workloads.get(`ReplicaSet/${NS}/memhog-5d8f`);
+    if (rs?.metadata) rs.metadata.ownerReferences = [];
+    const resolution = await resolveWorkload(cluster, cluster.pods.get(`${NS}/memhog-5d8f-x2`) ?? {});
+    assert.equal(resolution.result === "found" && resolution.workload.kind, "ReplicaSet");
+  });
+});
+
+describe("status writer", () => {
+  it("coalesces concurrent entries and recovers from a stale listed object", async () => {
+    const cluster = memhogCluster();
+    let replaces = 0;
+    const replace = cluster.replaceAppMonitorStatus.bind(cluster);
+    cluster.replaceAppMonitorStatus = async (...args) => ((replaces += 1), replace(...args));
+    const writer = createStatusWriter(cluster, 10, silent, { maxAttempts: 5, baseDelayMs: 1, maxDelayMs: 2 });
+    const stale = { ...cluster.appMonitors.get(`${NS}/mymonitor`), metadata: { name: "mymonitor", namespace: NS, uid: "a1", resourceVersion: "0" } };
+    const change = { container: "memhog", from: { limit: "1Mi" }, to: { limit: "2Mi" } };
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        writer.add({ namespace: NS, name: "mymonitor", uid: "a1" }, { time: `2025-06-01T12:00:${String(i).padStart(2, "0")}Z`, workload: { kind: "Deployment", name: `w${i}` }, changes: [change], dryRun: false }, stale),
+      ),
+    );
+    const status = cluster.appMonitors.get(`${NS}/mymonitor`)?.status as { scaleCount: number; recentScales: unknown[] };
+    assert.equal(status.scaleCount, 20);
+    assert.equal(status.recentScales.length, 10);
+    assert.ok(replaces <= 4, `${replaces} writes for 20 entries`);
+  });
+});
+
