@@ -7,7 +7,7 @@ import type { Registry } from "prom-client";
 
 /** The function's metrics. */
 export interface RuleSyncMetrics {
-  /** Events by type (`add`, `update`, `delete`, `resync`) and outcome (`handled`, `skipped`, `invalid`, `failed`). */
+  /** Events by type (`add`, `update`, `delete`, `resync`; `unknown` for a refused event) and outcome (`handled`, `skipped`, `invalid`, `failed`). */
   readonly events: Counter<"type" | "outcome">;
   /** Writes to PrometheusRules by result: `created`, `updated`, `unchanged`, `deleted`, `rejected`. */
   readonly ruleWrites: Counter<"result">;
@@ -25,7 +25,7 @@ export function createMetrics(registry: Registry): RuleSyncMetrics {
   return {
     events: new Counter({
       name: `${prefix}events_total`,
-      help: "CloudEvents handled, by type (add, update, delete, resync) and outcome (handled, skipped, invalid, failed).",
+      help: "CloudEvents handled, by type (add, update, delete, resync, unknown) and outcome (handled, skipped, invalid, failed).",
       labelNames: ["type", "outcome"] as const,
       registers: [registry],
     }),

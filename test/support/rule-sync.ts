@@ -4,6 +4,7 @@
  * a token of exactly its ServiceAccount, ApiServerSource-shaped CloudEvents sent in binary mode,
  * and reads of the objects it writes.
  */
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent, HTTP } from "cloudevents";
@@ -12,7 +13,6 @@ import { repoRoot } from "../stack/paths.ts";
 import { startProcess, tailOf, type TestProcess } from "./child-process.ts";
 import { installCrdFiles, prometheusRuleCrdFile } from "./crds.ts";
 import { applyFiles } from "./install.ts";
-import { writeKubeconfig } from "./memory-scaler.ts";
 import { adminKubeConfig, serviceAccountKubeConfig, stack } from "./stack.ts";
 import { tempDir } from "./temp-dir.ts";
 import { waitUntil } from "./wait-until.ts";
@@ -57,7 +57,8 @@ export interface RuleSyncUnderTest {
  */
 export async function startRuleSync(env: Record<string, string> = {}, serviceAccount = { namespace: RULE_SYNC_NAMESPACE, name: RULE_SYNC_SERVICE_ACCOUNT }): Promise<RuleSyncUnderTest> {
   const dir = await tempDir("rule-sync");
-  const kubeconfig = await writeKubeconfig(await serviceAccountKubeConfig(serviceAccount.namespace, serviceAccount.name), dir.path);
+  const kubeconfig = path.join(dir.path, "kubeconfig");
+  await writeFile(kubeconfig, (await serviceAccountKubeConfig(serviceAccount.namespace, serviceAccount.name)).exportConfig(), { mode: 0o600 });
   const child = startProcess({
     name: "rule-sync",
     command: process.execPath,
