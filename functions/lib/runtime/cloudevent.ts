@@ -36,7 +36,13 @@ export function decodeCloudEvent(
       | CloudEvent<unknown>
       | CloudEvent<unknown>[];
     if (Array.isArray(decoded)) throw new HttpError(415, "batched CloudEvents are not accepted: send one event per request");
-    decoded.validate();
+    // validate() throws for an invalid 1.0 event, but merely returns false for any other
+    // specversion (the SDK's validateCloudEvent): such an event has no checked attributes at all.
+    if (!decoded.validate()) {
+      throw new HttpError(400, "malformed CloudEvent", {
+        details: [`unsupported specversion ${JSON.stringify(String(decoded.specversion).slice(0, 50))}: only 1.0 is accepted`],
+      });
+    }
   } catch (error) {
     if (error instanceof HttpError) throw error;
     throw new HttpError(400, "malformed CloudEvent", { details: errorList(error), cause: error });
