@@ -73,7 +73,7 @@ export function compileEventDataValidator(): EventDataValidator {
 export function readAlertEvent(event: CloudEvent<unknown>, validate: EventDataValidator): AlertEvent {
   const kind = event.type === FIRING_TYPE ? "firing" : event.type === RESOLVED_TYPE ? "resolved" : undefined;
   if (kind === undefined) {
-    throw new HttpError(400, `unsupported event type ${JSON.stringify(event.type.slice(0, 200))}`, {
+    throw new HttpError(400, `unsupported event type ${JSON.stringify(String(event.type).slice(0, 200))}`, {
       details: [{ path: "/type", message: `must be ${FIRING_TYPE} or ${RESOLVED_TYPE}` }],
     });
   }

@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import * as k8s from "@kubernetes/client-node";
+import fc from "fast-check";
 import { scrape } from "../support/prometheus-text.ts";
 import { installMemoryScaler } from "../support/install.ts";
 import {
@@ -169,6 +170,26 @@ describe("memory-scaler with the original demo", () => {
     assert.equal((await fetch(`${scaler.url}/health/liveness`)).status, 200);
     const invalid = await scrape(`${scaler.url}/metrics`, "appmonitor_memory_scaler_events_total", { outcome: "invalid" });
     assert.ok(invalid >= 2, `invalid events counted: ${invalid}`);
+  });
+
+  it("hostile input never crashes it: any data, any headers → 4xx or a handled 200", async () => {
+    const base = alertEvent({ namespace: "default", pod: "p" });
+    const json = fc.oneof(fc.jsonValue(), fc.object(), fc.record({ namespace: fc.string(), pod: fc.string(), status: fc.constantFrom("firing", "resolved", "other") }));
+    await fc.assert(
+      fc.asyncProperty(json, fc.constantFrom("binary", "structured") as fc.Arbitrary<"binary" | "structured">, async (data, mode) => {
+        const answer = await deliver(scaler.url, base.cloneWith({ data }, false), mode);
+        assert.ok(answer.status === 400 || answer.status === 200, `${answer.status} ${JSON.stringify(answer.body)} for ${JSON.stringify(data)}`);
+      }),
+      { numRuns: 150 },
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.dictionary(fc.constantFrom("content-type", "ce-id", "ce-type", "ce-source", "ce-specversion", "ce-subject"), fc.stringMatching(/^[\x20-\x7e]*$/)), fc.string(), async (headers, body) => {
+        const response = await fetch(`${scaler.url}/`, { method: "POST", headers, body });
+        assert.ok(response.status >= 400 && response.status < 500, `${response.status} for ${JSON.stringify(headers)}`);
+      }),
+      { numRuns: 150 },
+    );
+    assert.equal((await fetch(`${scaler.url}/health/liveness`)).status, 200);
   });
 
   it("exports events by outcome, scales and a latency histogram", async () => {

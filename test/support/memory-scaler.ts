@@ -17,8 +17,9 @@ import { manifests } from "./install.ts";
 import { adminKubeConfig, serviceAccountKubeConfig, waitFor } from "./stack.ts";
 import { tempDir } from "./temp-dir.ts";
 
-/** Namespace and name of memory-scaler's ServiceAccount (knative/rbac/memory-scaler.yaml). */
+/** Namespace of memory-scaler's ServiceAccount (knative/rbac/memory-scaler.yaml). */
 export const SCALER_NAMESPACE = "appmonitor";
+/** Name of memory-scaler's ServiceAccount (knative/rbac/memory-scaler.yaml). */
 export const SCALER_SERVICE_ACCOUNT = "memory-scaler";
 
 /** Writes `kc` as a kubeconfig file in `dir` and returns its path. */

@@ -1,0 +1,299 @@
+/**
+ * Benchmark of memory-scaler (a script, not a test). The function runs as
+ * `node functions/run.ts memory-scaler` in a child process, exactly as Knative would run it,
+ * with a token of its ServiceAccount, against the local stack's real API server.
+ *
+ * 1. Cold start: process spawned → first `GET /health/readiness` answering 200 (polled every
+ *    2 ms), `--starts` times; a new process each time.
+ * 2. Per-event latency, one event at a time: a firing event that scales a Deployment (each
+ *    event a different Deployment: the full path, dry runs, patch, Events, status), then the
+ *    re-delivery of each (the path that skips); p50/p99 of the round trip seen by the sender.
+ * 3. The storm: 1,000 firing events for 100 Deployments, 10 deliveries of each Deployment's
+ *    event, shuffled, 50 in flight. Counts the patches (the function's
+ *    `appmonitor_memory_scaler_scales_total`, and each Deployment's `metadata.generation`, which
+ *    the API server raises once per spec change) and the wall time.
+ * 4. Resident memory of the function process after the storm (VmRSS from /proc).
+ *
+ * Uses the stack named by APPMONITOR_STACK_DIR (`eval "$(npm run -s stack -- env)"`), else starts
+ * one with 4 fake Nodes in a temporary directory and stops it at the end.
+ *
+ * Usage: node test/bench/memory-scaler.ts [--deployments 100] [--duplicates 10]
+ *        [--concurrency 50] [--latency 100] [--starts 5]
+ */
+import { readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { cpus, loadavg, tmpdir } from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import * as k8s from "@kubernetes/client-node";
+import { loadKubeConfig } from "../../functions/memory-scaler/kubeconfig.ts";
+import { repoRoot } from "../stack/paths.ts";
+import { down, readState, up } from "../stack/stack.ts";
+import { startProcess, tailOf, type TestProcess } from "../support/child-process.ts";
+import { freePort } from "../support/free-port.ts";
+import { installMemoryScaler } from "../support/install.ts";
+import { alertEvent, createAppMonitor, deliver, scalerKubeconfig, type Answer } from "../support/memory-scaler.ts";
+import { sampleSum } from "../support/prometheus-text.ts";
+import { adminKubeConfig, waitFor } from "../support/stack.ts";
+
+const { values: options } = parseArgs({
+  options: {
+    deployments: { type: "string", default: "100" },
+    duplicates: { type: "string", default: "10" },
+    concurrency: { type: "string", default: "50" },
+    latency: { type: "string", default: "100" },
+    starts: { type: "string", default: "5" },
+  },
+});
+const deployments = Number(options.deployments);
+const duplicates = Number(options.duplicates);
+const concurrency = Number(options.concurrency);
+const latencyEvents = Number(options.latency);
+const starts = Number(options.starts);
+const runTs = path.join(repoRoot, "functions", "run.ts");
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[index] ?? Number.NaN;
+}
+const ms = (n: number): string => `${n.toFixed(1)} ms`;
+const summary = (values: number[]): string => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return `p50 ${ms(percentile(sorted, 50))}  p99 ${ms(percentile(sorted, 99))}  min ${ms(sorted[0] ?? Number.NaN)}  max ${ms(sorted.at(-1) ?? Number.NaN)}  (n=${sorted.length})`;
+};
+
+function rssMiB(pid: number): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return match ? Number(match[1]) / 1024 : Number.NaN;
+}
+
+/** CPU time (user + system) the process used so far, in ms (proc(5): utime and stime, in clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** The API server's own latency, as a yardstick: sequential GETs of a namespace on one keep-alive connection. */
+async function apiServerBaseline(): Promise<number[]> {
+  const kc = loadKubeConfig(process.env.KUBECONFIG);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const times: number[] = [];
+  for (let i = 0; i < 200; i += 1) {
+    const t0 = performance.now();
+    await core.readNamespace({ name: "default" });
+    if (i >= 20) times.push(performance.now() - t0);
+  }
+  kc.destroyAgents();
+  return times;
+}
+
+/** Starts the function as Knative would and waits for readiness; returns it and the ms it took. */
+async function startScalerProcess(kubeconfig: string): Promise<{ child: TestProcess; url: string; coldStartMs: number }> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const env = { ...process.env, KUBECONFIG: kubeconfig, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", PROMETHEUS_URL: "" };
+  const t0 = performance.now();
+  const child = startProcess({ name: "memory-scaler", command: process.execPath, args: [runTs, "memory-scaler"], env });
+  for (;;) {
+    if (!child.running()) throw new Error(`memory-scaler exited during start-up\n${tailOf(child)}`);
+    try {
+      const response = await fetch(`${url}/health/readiness`);
+      if (response.status === 200) return { child, url, coldStartMs: performance.now() - t0 };
+    } catch {
+      // not listening yet
+    }
+    if (performance.now() - t0 > 30_000) throw new Error(`memory-scaler not ready after 30 s\n${tailOf(child)}`);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}
+
+/** Creates `count` memhog-like Deployments `d-<i>` (384Mi/256Mi, annotated) and waits for their Pods; returns Pod names by Deployment. */
+async function memhogs(ns: string, count: number): Promise<Map<string, string>> {
+  const kc = await adminKubeConfig();
+  const apps = kc.makeApiClient(k8s.AppsV1Api);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const names = Array.from({ length: count }, (_, i) => `d-${i}`);
+  for (let i = 0; i < names.length; i += 20) {
+    await Promise.all(
+      names.slice(i, i + 20).map((name) =>
+        apps.createNamespacedDeployment({
+          namespace: ns,
+          body: {
+            metadata: { name },
+            spec: {
+              replicas: 1,
+              selector: { matchLabels: { app: name } },
+              template: {
+                metadata: { labels: { app: name, bench: "memhog" }, annotations: { "app-monitor.kubedemo.com/monitor": "true" } },
+                spec: { containers: [{ name: "memhog", image: "quay.io/metral/memhog:v0.0.1", resources: { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } } }] },
+              },
+            },
+          },
+        }),
+      ),
+    );
+  }
+  return waitFor(`${count} Pods Running in ${ns}`, async () => {
+    const pods = (await core.listNamespacedPod({ namespace: ns, labelSelector: "bench=memhog" })).items.filter((p) => p.status?.phase === "Running");
+    if (pods.length < count) return undefined;
+    return new Map(pods.map((p) => [p.metadata?.labels?.app ?? "", p.metadata?.name ?? ""]));
+  }, 180_000, 500);
+}
+
+async function namespace(name: string): Promise<void> {
+  const core = (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api);
+  await core.createNamespace({ body: { metadata: { name } } });
+  await waitFor(`ServiceAccount default in ${name}`, () => core.readNamespacedServiceAccount({ name: "default", namespace: name }));
+}
+
+async function deleteNamespace(name: string): Promise<void> {
+  const core = (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api);
+  await core.deleteNamespace({ name }).catch(() => undefined);
+  await waitFor(`namespace ${name} gone`, async () => {
+    try {
+      await core.readNamespace({ name });
+      return false;
+    } catch {
+      return true;
+    }
+  }, 180_000, 500);
+}
+
+async function scrapeMetric(url: string, name: string, labels: Record<string, string> = {}): Promise<number> {
+  return sampleSum(await (await fetch(`${url}/metrics`)).text(), name, labels);
+}
+
+function shuffle<T>(items: T[]): T[] {
+  for (let i = items.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [items[i], items[j]] = [items[j] as T, items[i] as T];
+  }
+  return items;
+}
+
+async function main(): Promise<void> {
+  const suffix = Date.now().toString(36);
+  let ownStack: string | undefined;
+  const existing = process.env.APPMONITOR_STACK_DIR === undefined ? undefined : await readState(process.env.APPMONITOR_STACK_DIR);
+  if (existing === undefined) {
+    ownStack = await mkdtemp(path.join(tmpdir(), "appmonitor-bench-scaler-"));
+    process.stderr.write("starting a local stack (4 fake Nodes)…\n");
+    await up({ stateDir: ownStack, nodes: 4 });
+    process.env.APPMONITOR_STACK_DIR = ownStack;
+  }
+  const state = await readState(process.env.APPMONITOR_STACK_DIR ?? "");
+  if (state === undefined) throw new Error("no stack state");
+  process.env.KUBECONFIG = state.kubeconfig;
+  const kubeconfig = await scalerKubeconfig();
+  const children: TestProcess[] = [];
+  try {
+    await installMemoryScaler();
+    console.log(`memory-scaler benchmark — node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+    console.log(`API server yardstick, one GET on a keep-alive connection:`);
+    console.log(`  ${summary(await apiServerBaseline())}`);
+
+    // 1. Cold start.
+    const coldStarts: number[] = [];
+    for (let i = 0; i < starts; i += 1) {
+      const started = await startScalerProcess(kubeconfig.file);
+      coldStarts.push(started.coldStartMs);
+      await started.child.stop("SIGTERM");
+    }
+    console.log(`cold start, process spawned → readiness 200 (${starts} starts):`);
+    console.log(`  ${summary(coldStarts)}   goal ≤ 250 ms`);
+
+    const { child, url } = await startScalerProcess(kubeconfig.file);
+    children.push(child);
+    const idleRss = rssMiB(child.pid);
+
+    // 2. Per-event latency, one at a time.
+    const latencyNs = `bench-latency-${suffix}`;
+    await namespace(latencyNs);
+    await createAppMonitor(latencyNs, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+    const latencyPods = await memhogs(latencyNs, latencyEvents);
+    const scaleTimes: number[] = [];
+    const skipTimes: number[] = [];
+    const sent: { event: ReturnType<typeof alertEvent> }[] = [];
+    let unexpected = 0;
+    const cpuBefore = cpuMs(child.pid);
+    for (const pod of latencyPods.values()) {
+      const event = alertEvent({ namespace: latencyNs, pod, container: "memhog" });
+      const t0 = performance.now();
+      const answer = await deliver(url, event);
+      scaleTimes.push(performance.now() - t0);
+      if (answer.body.outcome !== "scaled") unexpected += 1;
+      sent.push({ event });
+    }
+    const cpuPerScale = (cpuMs(child.pid) - cpuBefore) / latencyPods.size;
+    for (const { event } of sent) {
+      const t0 = performance.now();
+      const answer = await deliver(url, event);
+      skipTimes.push(performance.now() - t0);
+      if (answer.body.outcome !== "skipped") unexpected += 1;
+    }
+    console.log(`per-event latency, sequential, sender's round trip:`);
+    console.log(`  scale (full path):   ${summary(scaleTimes)}   goal p99 ≤ 30 ms`);
+    console.log(`                       function CPU ${cpuPerScale.toFixed(1)} ms per scaled event (user + system)`);
+    console.log(`  re-delivery (skip):  ${summary(skipTimes)}`);
+    if (unexpected > 0) console.log(`  ${unexpected} events had an unexpected outcome`);
+    await deleteNamespace(latencyNs);
+
+    // 3. The storm.
+    const stormNs = `bench-storm-${suffix}`;
+    await namespace(stormNs);
+    await createAppMonitor(stormNs, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+    const stormPods = await memhogs(stormNs, deployments);
+    const events = [...stormPods.values()].map((pod) => alertEvent({ namespace: stormNs, pod, container: "memhog" }));
+    const queue = shuffle(events.flatMap((event) => Array.from({ length: duplicates }, () => event)));
+    const scalesBefore = await scrapeMetric(url, "appmonitor_memory_scaler_scales_total");
+    const answers: Answer[] = [];
+    const t0 = performance.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < queue.length) {
+          const event = queue[next];
+          next += 1;
+          if (event !== undefined) answers.push(await deliver(url, event, next % 2 === 0 ? "binary" : "structured"));
+        }
+      }),
+    );
+    const wallSeconds = (performance.now() - t0) / 1000;
+    const patches = (await scrapeMetric(url, "appmonitor_memory_scaler_scales_total")) - scalesBefore;
+    const apps = (await adminKubeConfig()).makeApiClient(k8s.AppsV1Api);
+    const list = (await apps.listNamespacedDeployment({ namespace: stormNs })).items;
+    const generations = new Map<number, number>();
+    const limits = new Map<string, number>();
+    for (const d of list) {
+      const g = d.metadata?.generation ?? 0;
+      generations.set(g, (generations.get(g) ?? 0) + 1);
+      const limit = d.spec?.template.spec?.containers[0]?.resources?.limits?.memory ?? "?";
+      limits.set(limit, (limits.get(limit) ?? 0) + 1);
+    }
+    const byOutcome = new Map<string, number>();
+    for (const a of answers) {
+      const key = a.status === 200 ? `${a.body.outcome}/${a.body.reason}` : `HTTP ${a.status}`;
+      byOutcome.set(key, (byOutcome.get(key) ?? 0) + 1);
+    }
+    const rss = rssMiB(child.pid);
+    console.log(`storm: ${queue.length} firing events for ${deployments} Deployments, ${duplicates} deliveries each, ${concurrency} in flight:`);
+    console.log(`  patches written: ${patches} (scales_total)   goal exactly ${deployments}`);
+    console.log(`  Deployment generations: ${[...generations].map(([g, n]) => `${n} at ${g}`).join(", ")}   (created at 1; one spec change → 2)`);
+    console.log(`  template limits: ${[...limits].map(([l, n]) => `${n} × ${l}`).join(", ")}`);
+    console.log(`  answers: ${[...byOutcome].sort().map(([k, n]) => `${k} ${n}`).join(", ")}`);
+    console.log(`  wall time: ${wallSeconds.toFixed(2)} s   goal ≤ 5 s`);
+    console.log(`resident memory of the function (VmRSS): ${idleRss.toFixed(1)} MiB when ready, ${rss.toFixed(1)} MiB after the storm   goal ≤ 70 MB`);
+    await deleteNamespace(stormNs);
+  } finally {
+    for (const c of children) await c.stop("SIGTERM");
+    await kubeconfig.remove();
+    if (ownStack !== undefined) {
+      await down(ownStack);
+      await rm(ownStack, { recursive: true, force: true });
+    }
+  }
+}
+
+await main();
