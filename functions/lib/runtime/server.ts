@@ -81,6 +81,9 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
   app.use((req: Request, res: Response, next: NextFunction) => {
     const done = drainer.track();
     const started = process.hrtime.bigint();
+    // One id for the access line and the function's own lines, so a request's logs join up.
+    const requestId = requestIdOf(req.headers["x-request-id"]);
+    res.locals.requestId = requestId;
     if (drainer.draining) res.setHeader("connection", "close");
     res.once("close", () => {
       done();
@@ -89,7 +92,7 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       metrics.requests.inc({ route, method: req.method, code });
       metrics.duration.observe({ route, code }, seconds);
-      const line = { method: req.method, path: req.path, status: res.statusCode, durationMs: Math.round(seconds * 1e4) / 10 };
+      const line = { requestId, method: req.method, path: req.path, status: res.statusCode, durationMs: Math.round(seconds * 1e4) / 10 };
       // Probes and scrapes arrive every few seconds: keep them out of the info stream.
       if (route === "health" || route === "metrics") log.debug(line, "request");
       else log.info(line, "request");
@@ -111,7 +114,7 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
 
   app.use(express.raw({ type: () => true, limit: BODY_LIMIT_BYTES }));
   app.use(async (req: Request, res: Response) => {
-    const requestId = requestIdOf(req.headers["x-request-id"]);
+    const requestId = String(res.locals.requestId);
     const context: FunctionContext = { log: log.child({ requestId }), requestId };
     try {
       writeResponse(res, (await invoke(fn, context, toFunctionRequest(req))) ?? undefined);

@@ -1,0 +1,328 @@
+/**
+ * The main job, end to end, on the local stack: the original demo's AppMonitor and memhog
+ * Deployment; rule-sync turns the AppMonitor into a PrometheusRule, delivered to Prometheus the
+ * way prometheus-operator would (its groups written to a rule file, Prometheus reloaded); the
+ * Pod's usage rises past the threshold; Prometheus fires, Alertmanager calls alert-receiver,
+ * whose CloudEvent reaches memory-scaler, which scales the Deployment; the new Pod runs.
+ *
+ * Every hop is observed from outside (API server, Prometheus and Alertmanager HTTP APIs, the
+ * functions' JSON logs) and time-stamped, so a failure names the hop that did not happen.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import * as k8s from "@kubernetes/client-node";
+import { CloudEvent, HTTP } from "cloudevents";
+import { parseAllDocuments, stringify } from "yaml";
+import { usageMemoryAnnotation } from "../stack/config-files.ts";
+import { repoRoot } from "../stack/paths.ts";
+import type { StackState } from "../stack/stack.ts";
+import { startFunction, type FunctionProcess, type LogLine } from "./processes.ts";
+
+/** One hop of the chain: what happened and when (ms since the epoch). */
+export interface Hop {
+  name: string;
+  at: number;
+  detail?: string;
+}
+
+/** Memory request and limit of the memhog container, as quantities. */
+export interface Memory {
+  request?: string;
+  limit?: string;
+}
+
+/** What a successful run observed. */
+export interface ChainResult {
+  namespace: string;
+  /** In order; the first is the moment the usage crossed the threshold. */
+  hops: Hop[];
+  before: Memory;
+  after: Memory;
+  oldPod: string;
+  newPod: string;
+}
+
+/** The hop that did not happen: its name, and why. */
+export class HopError extends Error {
+  readonly hop: string;
+  readonly hops: Hop[];
+  constructor(hop: string, message: string, hops: Hop[]) {
+    super(`hop "${hop}" failed: ${message}`);
+    this.hop = hop;
+    this.hops = hops;
+  }
+}
+
+/** Options of {@link runChain}. */
+export interface ChainOptions {
+  /** Namespace for the example objects; created, and deleted at the end unless `keep`. */
+  namespace: string;
+  /** Called once per hop as it happens. */
+  onHop?: (hop: Hop) => void;
+  /** Leave the namespace, rule file and Alertmanager route in place. */
+  keep?: boolean;
+  /** Memory usage to set on the Pod (default 300Mi: 78% of 384Mi). */
+  usage?: string;
+}
+
+const FIELD_MANAGER = "appmonitor-demo";
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function objects(relativePath: string): Promise<k8s.KubernetesObject[]> {
+  const text = await readFile(path.isAbsolute(relativePath) ? relativePath : path.join(repoRoot, relativePath), "utf8");
+  return parseAllDocuments(text).map((d) => d.toJS() as k8s.KubernetesObject | null).filter((o): o is k8s.KubernetesObject => o !== null);
+}
+
+async function apply(client: k8s.KubernetesObjectApi, items: k8s.KubernetesObject[], namespace?: string): Promise<void> {
+  for (const item of items) {
+    if (namespace) item.metadata = { ...item.metadata, namespace };
+    await client.patch(item, undefined, undefined, FIELD_MANAGER, true, k8s.PatchStrategy.ServerSideApply);
+  }
+}
+
+async function until<T>(hop: string, hops: Hop[], timeoutMs: number, check: () => Promise<T | undefined | false>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined && v !== false) return v;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new HopError(hop, `not observed within ${timeoutMs / 1000} s${last ? ` (${String((last as Error).message ?? last)})` : ""}`, hops);
+    await sleep(100);
+  }
+}
+
+async function getJson<T>(url: string, init?: RequestInit): Promise<T> {
+  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(5000) });
+  if (!res.ok) throw new Error(`${init?.method ?? "GET"} ${url}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
+/** A kubeconfig file that authenticates as ServiceAccount `appmonitor/<name>` (TokenRequest). */
+async function serviceAccountKubeconfig(admin: k8s.KubeConfig, name: string, dir: string): Promise<string> {
+  const core = admin.makeApiClient(k8s.CoreV1Api);
+  const token = (await core.createNamespacedServiceAccountToken({ name, namespace: "appmonitor", body: { spec: { expirationSeconds: 3600, audiences: [] } } })).status?.token;
+  const cluster = admin.getCurrentCluster();
+  if (!token || !cluster) throw new Error(`no token for ServiceAccount appmonitor/${name}`);
+  const kc = new k8s.KubeConfig();
+  kc.loadFromOptions({ clusters: [cluster], users: [{ name, token }], contexts: [{ name, cluster: cluster.name, user: name }], currentContext: name });
+  const file = path.join(dir, `${name}.kubeconfig`);
+  await writeFile(file, kc.exportConfig(), { mode: 0o600 });
+  return file;
+}
+
+function memoryOf(containers: k8s.V1Container[] | undefined): Memory {
+  const c = containers?.find((x) => x.name === "memhog");
+  return { request: c?.resources?.requests?.memory, limit: c?.resources?.limits?.memory };
+}
+
+/** A log line's time in ms since the epoch (pino writes epoch ms, or ISO 8601 with isoTime). */
+function logTime(line: LogLine): number {
+  return typeof line.time === "number" ? line.time : Date.parse(String(line.time));
+}
+
+function firstLog(fp: FunctionProcess, match: (l: LogLine) => boolean): LogLine | undefined {
+  return fp.logs.find(match);
+}
+
+/**
+ * Runs the whole chain on `state`'s stack. Installs (idempotently, by server-side apply) the
+ * AppMonitor CRD, the PrometheusRule CRD, the functions' namespace and RBAC; starts the three
+ * functions under their own ServiceAccounts; routes the namespace's alerts in Alertmanager to
+ * alert-receiver; then drives and observes every hop.
+ * @throws HopError naming the hop that did not happen (with the hops that did).
+ */
+export async function runChain(state: StackState, options: ChainOptions): Promise<ChainResult> {
+  const { namespace } = options;
+  const hops: Hop[] = [];
+  const hop = (name: string, at = Date.now(), detail?: string) => {
+    const h: Hop = detail === undefined ? { name, at } : { name, at, detail };
+    hops.push(h);
+    options.onHop?.(h);
+  };
+  const admin = new k8s.KubeConfig();
+  admin.loadFromFile(state.kubeconfig);
+  const client = k8s.KubernetesObjectApi.makeApiClient(admin);
+  const core = admin.makeApiClient(k8s.CoreV1Api);
+  const apps = admin.makeApiClient(k8s.AppsV1Api);
+  const ext = admin.makeApiClient(k8s.ApiextensionsV1Api);
+  const custom = admin.makeApiClient(k8s.CustomObjectsApi);
+  const functions: FunctionProcess[] = [];
+  const tmp = await mkdtemp(path.join(os.tmpdir(), "appmonitor-demo-"));
+  const ruleFile = path.join(state.rulesDir, `${namespace}-mymonitor.yml`);
+  const amConfigBefore = await readFile(state.alertmanagerConfig, "utf8");
+
+  try {
+    // Install: CRDs, the functions' namespace, ServiceAccounts and RBAC.
+    const promRuleCrd = path.join(path.dirname(state.binaries.kubectl), "crds", "monitoring.coreos.com_prometheusrules.yaml");
+    await apply(client, [
+      ...(await objects("knative/namespace.yaml")),
+      ...(await objects("knative/crd/appmonitor.yaml")),
+      ...(await objects(promRuleCrd)),
+      ...(await objects("knative/rbac/memory-scaler.yaml")),
+      ...(await objects("knative/rbac/rule-sync.yaml")),
+    ]);
+    for (const name of ["appmonitors.kubedemo.com", "prometheusrules.monitoring.coreos.com"]) {
+      await until(`install CRD ${name}`, hops, 30_000, async () =>
+        (await ext.readCustomResourceDefinition({ name })).status?.conditions?.some((c) => c.type === "Established" && c.status === "True"));
+    }
+    await core.createNamespace({ body: { metadata: { name: namespace } } }).catch((e: { code?: number }) => {
+      if (e.code !== 409) throw e;
+    });
+    await until("namespace ready", hops, 30_000, () => core.readNamespacedServiceAccount({ name: "default", namespace }));
+
+    // The functions, as Knative would run them.
+    const token = randomBytes(24).toString("hex");
+    const scaler = await startFunction("memory-scaler", {
+      KUBECONFIG: await serviceAccountKubeconfig(admin, "memory-scaler", tmp),
+      PROMETHEUS_URL: state.prometheusUrl,
+    });
+    functions.push(scaler);
+    const receiver = await startFunction("alert-receiver", { K_SINK: scaler.url, WEBHOOK_TOKEN: token });
+    functions.push(receiver);
+    const ruleSync = await startFunction("rule-sync", {
+      KUBECONFIG: await serviceAccountKubeconfig(admin, "rule-sync", tmp),
+      WATCH_NAMESPACES: namespace,
+    });
+    functions.push(ruleSync);
+
+    // Alertmanager: this namespace's alerts go to alert-receiver, with bearer auth.
+    await writeFile(state.alertmanagerConfig, stringify({
+      route: {
+        receiver: "null",
+        group_wait: "1s", group_interval: "1s", repeat_interval: "1h",
+        routes: [{
+          receiver: "appmonitor", matchers: [`namespace="${namespace}"`],
+          group_by: ["namespace", "pod", "container"], group_wait: "1s", group_interval: "5s", repeat_interval: "1m",
+        }],
+      },
+      receivers: [
+        { name: "null" },
+        { name: "appmonitor", webhook_configs: [{ url: `${receiver.url}/`, send_resolved: true, http_config: { authorization: { type: "Bearer", credentials: token } } }] },
+      ],
+    }));
+    const amReload = await fetch(`${state.alertmanagerUrl}/-/reload`, { method: "POST" });
+    if (!amReload.ok) throw new HopError("configure Alertmanager", `reload answered ${amReload.status}: ${await amReload.text()}`, hops);
+
+    // The original demo's objects, unchanged, in the namespace.
+    const [appMonitor] = await objects("knative/examples/appmonitor.yaml");
+    if (!appMonitor) throw new HopError("apply the examples", "knative/examples/appmonitor.yaml holds no object", hops);
+    await apply(client, [appMonitor], namespace);
+    const stored = (await custom.getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace, plural: "appmonitors", name: "mymonitor" })) as k8s.KubernetesObject;
+    // What an ApiServerSource in Resource mode sends for the new object.
+    const message = HTTP.binary(new CloudEvent({
+      type: "dev.knative.apiserver.resource.add",
+      source: state.apiserverUrl,
+      subject: `/apis/kubedemo.com/v1/namespaces/${namespace}/appmonitors/mymonitor`,
+      datacontenttype: "application/json",
+      data: stored,
+      kind: "AppMonitor",
+      name: "mymonitor",
+      namespace,
+    }));
+    const res = await fetch(ruleSync.url, { method: "POST", headers: message.headers as Record<string, string>, body: message.body as string });
+    if (!res.ok) throw new HopError("rule-sync", `answered ${res.status}: ${await res.text()}`, hops);
+    const rule = await until("rule-sync writes the PrometheusRule", hops, 20_000, async () =>
+      (await custom.getNamespacedCustomObject({ group: "monitoring.coreos.com", version: "v1", namespace, plural: "prometheusrules", name: "mymonitor" })) as { spec: { groups: { name: string }[] } });
+    hop("PrometheusRule written by rule-sync");
+
+    // What prometheus-operator does with it: the groups into a rule file, then a reload.
+    await writeFile(ruleFile, stringify({ groups: rule.spec.groups }));
+    const reload = await fetch(`${state.prometheusUrl}/-/reload`, { method: "POST" });
+    if (!reload.ok) throw new HopError("load the rule into Prometheus", `reload answered ${reload.status}: ${await reload.text()}`, hops);
+    const groupNames = rule.spec.groups.map((g) => g.name);
+    await until("Prometheus loads the rule", hops, 20_000, async () => {
+      const body = await getJson<{ data: { groups: { name: string }[] } }>(`${state.prometheusUrl}/api/v1/rules`);
+      return groupNames.every((n) => body.data.groups.some((g) => g.name === n));
+    });
+    hop("rule loaded by Prometheus");
+
+    const [memhog] = await objects("knative/examples/memhog.yaml");
+    if (!memhog) throw new HopError("apply the examples", "knative/examples/memhog.yaml holds no object", hops);
+    await apply(client, [memhog], namespace);
+    const oldPod = await until("memhog Pod Running", hops, 60_000, async () => {
+      const pods = (await core.listNamespacedPod({ namespace, labelSelector: "name=memhog" })).items.filter((p) => p.status?.phase === "Running");
+      return pods.length === 1 ? pods[0] : undefined;
+    });
+    const oldName = oldPod.metadata?.name ?? "";
+    const before = memoryOf(oldPod.spec?.containers);
+    hop("memhog Pod Running", Date.now(), `${oldName}: requests ${before.request}, limits ${before.limit}`);
+
+    // The crossing.
+    const usage = options.usage ?? "300Mi";
+    await core.patchNamespacedPod(
+      { name: oldName, namespace, body: { metadata: { annotations: { [usageMemoryAnnotation]: usage } } } },
+      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+    );
+    const crossed = Date.now();
+    hop("usage crossed the threshold", crossed, `working set ${usage} of limit ${before.limit}`);
+
+    const series = `container_memory_working_set_bytes{namespace="${namespace}",pod="${oldName}",container="memhog"}`;
+    await until("Prometheus scrapes the new working set", hops, 30_000, async () => {
+      const body = await getJson<{ data: { result: { value: [number, string] }[] } }>(`${state.prometheusUrl}/api/v1/query?${new URLSearchParams({ query: series })}`);
+      return Number(body.data.result[0]?.value[1]) > 1024 * 1024;
+    });
+    hop("working set scraped by Prometheus");
+
+    type PromAlert = { labels: Record<string, string>; state: string; activeAt: string };
+    const alertFor = async (wanted: string) => {
+      const body = await getJson<{ data: { alerts: PromAlert[] } }>(`${state.prometheusUrl}/api/v1/alerts`);
+      return body.data.alerts.find((a) => a.labels.namespace === namespace && a.labels.pod === oldName && a.state === wanted);
+    };
+    const pending = await until("the alert goes pending in Prometheus", hops, 30_000, () => alertFor("pending"));
+    hop("alert pending in Prometheus", Date.parse(pending.activeAt), `${pending.labels.alertname}{appmonitor="${pending.labels.appmonitor}"}, for ${(stored as { spec?: { forSeconds?: number } }).spec?.forSeconds ?? 60} s`);
+    await until("the alert fires in Prometheus", hops, 180_000, () => alertFor("firing"));
+    hop("alert firing in Prometheus");
+    await until("Alertmanager receives the alert", hops, 30_000, async () => {
+      const alerts = await getJson<unknown[]>(`${state.alertmanagerUrl}/api/v2/alerts?${new URLSearchParams({ filter: `namespace="${namespace}"` })}`);
+      return alerts.length > 0;
+    });
+    hop("alert in Alertmanager");
+    // Read back from the functions' JSON logs: the decision for this Pod, the request that
+    // carried it (the runtime's access line, written when the request ends, after durationMs),
+    // and the webhook request to alert-receiver that was in flight when it arrived.
+    const podKey = `${namespace}/${oldName}`;
+    const decided = await until("memory-scaler decides on the alerting Pod", hops, 30_000, async () =>
+      firstLog(scaler, (l) => l.pod === podKey && ["scaled", "skipped", "dry-run"].includes(String(l.outcome))));
+    const span = (line: LogLine) => ({ end: logTime(line), start: logTime(line) - Number(line.durationMs ?? 0) });
+    const scalerRequest = await until("memory-scaler's request log", hops, 5_000, async () =>
+      firstLog(scaler, (l) => l.msg === "request" && l.requestId === decided.requestId));
+    const eventArrived = span(scalerRequest).start;
+    const webhook = await until("alert-receiver's webhook request log", hops, 5_000, async () =>
+      firstLog(receiver, (l) => l.msg === "request" && l.path === "/" && span(l).start <= eventArrived && eventArrived <= span(l).end));
+    hop("webhook received by alert-receiver", span(webhook).start);
+    hop("CloudEvent received by memory-scaler", eventArrived);
+    if (decided.outcome !== "scaled") throw new HopError("memory-scaler scales the Deployment", `${decided.outcome}: ${decided.reason} ${decided.msg ?? ""}`, hops);
+    const scaled = decided;
+    hop("Deployment patched by memory-scaler", logTime(scaled), String(scaled.msg ?? ""));
+
+    const newPod = await until("the new Pod runs and the old one is gone", hops, 60_000, async () => {
+      const pods = (await core.listNamespacedPod({ namespace, labelSelector: "name=memhog" })).items;
+      const running = pods.filter((p) => p.status?.phase === "Running" && p.metadata?.name !== oldName);
+      return running.length === 1 && !pods.some((p) => p.metadata?.name === oldName) ? running[0] : undefined;
+    });
+    const after = memoryOf(newPod.spec?.containers);
+    hop("new Pod Running, old Pod gone", Date.now(), `${newPod.metadata?.name}: requests ${after.request}, limits ${after.limit}`);
+    const deployment = await apps.readNamespacedDeployment({ name: "memhog", namespace });
+    const template = memoryOf(deployment.spec?.template.spec?.containers);
+    if (template.limit !== after.limit || template.request !== after.request) {
+      throw new HopError("new Pod Running", `the Pod's resources ${JSON.stringify(after)} differ from the template's ${JSON.stringify(template)}`, hops);
+    }
+    return { namespace, hops, before, after, oldPod: oldName, newPod: newPod.metadata?.name ?? "" };
+  } finally {
+    await Promise.all(functions.map((f) => f.stop()));
+    await rm(tmp, { recursive: true, force: true });
+    if (!options.keep) {
+      await writeFile(state.alertmanagerConfig, amConfigBefore);
+      await fetch(`${state.alertmanagerUrl}/-/reload`, { method: "POST" }).catch(() => undefined);
+      await rm(ruleFile, { force: true });
+      await fetch(`${state.prometheusUrl}/-/reload`, { method: "POST" }).catch(() => undefined);
+      await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+    }
+  }
+}

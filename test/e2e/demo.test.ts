@@ -1,0 +1,41 @@
+// The main job end to end on the real chain: Prometheus → Alertmanager → alert-receiver →
+// memory-scaler → a new Pod with twice the memory. The same path as `npm run demo`.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { runChain } from "./chain.ts";
+import { stack } from "../support/stack.ts";
+
+test("the original demo's memhog is scaled 384Mi/256Mi → 768Mi/512Mi through the whole chain", { timeout: 300_000 }, async () => {
+  const result = await runChain(await stack(), { namespace: `e2e-${randomBytes(3).toString("hex")}` });
+  assert.deepEqual(result.before, { request: "256Mi", limit: "384Mi" });
+  assert.deepEqual(result.after, { request: "512Mi", limit: "768Mi" });
+  assert.notEqual(result.newPod, result.oldPod);
+  const names = result.hops.map((h) => h.name);
+  const expected = [
+    "PrometheusRule written by rule-sync",
+    "rule loaded by Prometheus",
+    "memhog Pod Running",
+    "usage crossed the threshold",
+    "working set scraped by Prometheus",
+    "alert pending in Prometheus",
+    "alert firing in Prometheus",
+    "alert in Alertmanager",
+    "webhook received by alert-receiver",
+    "CloudEvent received by memory-scaler",
+    "Deployment patched by memory-scaler",
+    "new Pod Running, old Pod gone",
+  ];
+  assert.deepEqual(names, expected);
+  const at = Object.fromEntries(result.hops.map((h) => [h.name, h.at]));
+  // Causality: each hop of the alert path happens after the one that feeds it.
+  for (const [earlier, later] of [
+    ["usage crossed the threshold", "alert firing in Prometheus"],
+    ["alert in Alertmanager", "webhook received by alert-receiver"],
+    ["webhook received by alert-receiver", "CloudEvent received by memory-scaler"],
+    ["CloudEvent received by memory-scaler", "Deployment patched by memory-scaler"],
+    ["Deployment patched by memory-scaler", "new Pod Running, old Pod gone"],
+  ] as const) {
+    assert.ok((at[earlier] ?? NaN) <= (at[later] ?? NaN), `${earlier} before ${later}: ${JSON.stringify(result.hops)}`);
+  }
+});

@@ -1,0 +1,41 @@
+/**
+ * `npm run demo`: the main job on the local stack, from one command. Starts the stack (or uses
+ * the one already up in `APPMONITOR_STACK_DIR`/.stack), runs the chain (`chain.ts`) with the
+ * original demo's AppMonitor and memhog Deployment, prints the timeline and the resources
+ * before and after, and stops everything it started.
+ *
+ * Exit codes: 0 the Deployment was scaled and its new Pod runs; 1 a hop failed (named).
+ */
+import { defaultStateDir } from "../stack/paths.ts";
+import { down, readState, up } from "../stack/stack.ts";
+import { HopError, runChain, type Hop } from "./chain.ts";
+
+const stateDir = defaultStateDir();
+const existing = await readState(stateDir);
+let crossedAt: number | undefined;
+const line = (h: Hop) => {
+  if (h.name === "usage crossed the threshold") crossedAt = h.at;
+  const t = crossedAt === undefined ? "" : `+${((h.at - crossedAt) / 1000).toFixed(1).padStart(5)} s`;
+  console.log(`${t.padStart(9)}  ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
+};
+
+let code = 0;
+try {
+  console.log(existing ? `using the stack in ${stateDir}` : "starting the local stack ...");
+  const state = await up({ stateDir, progress: (l) => console.log(`  stack: ${l}`) });
+  console.log("\ntimeline (from the moment the usage crossed 75% of the limit):");
+  const result = await runChain(state, { namespace: "appmonitor-demo", onHop: line });
+  console.log(`\nmemhog before: requests ${result.before.request}, limits ${result.before.limit}  (Pod ${result.oldPod})`);
+  console.log(`memhog after:  requests ${result.after.request}, limits ${result.after.limit}  (Pod ${result.newPod})`);
+  const last = result.hops.at(-1);
+  if (crossedAt !== undefined && last) console.log(`reaction time (usage crossed → new Pod Running): ${((last.at - crossedAt) / 1000).toFixed(1)} s`);
+} catch (error) {
+  code = 1;
+  console.error(`\ndemo failed: ${error instanceof HopError ? error.message : (error as Error).stack ?? String(error)}`);
+} finally {
+  if (!existing) {
+    await down(stateDir);
+    console.log("stopped the local stack");
+  }
+}
+process.exit(code);
