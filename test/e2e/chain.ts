@@ -8,13 +8,14 @@
  * Every hop is observed from outside (API server, Prometheus and Alertmanager HTTP APIs, the
  * functions' JSON logs) and time-stamped, so a failure names the hop that did not happen.
  */
+import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent, HTTP } from "cloudevents";
-import { parseAllDocuments, stringify } from "yaml";
+import { stringify } from "yaml";
 import { usageMemoryAnnotation } from "../stack/config-files.ts";
 import { repoRoot } from "../stack/paths.ts";
 import type { StackState } from "../stack/stack.ts";
@@ -70,16 +71,23 @@ export interface ChainOptions {
 const FIELD_MANAGER = "appmonitor-demo";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function objects(relativePath: string): Promise<k8s.KubernetesObject[]> {
-  const text = await readFile(path.isAbsolute(relativePath) ? relativePath : path.join(repoRoot, relativePath), "utf8");
-  return parseAllDocuments(text).map((d) => d.toJS() as k8s.KubernetesObject | null).filter((o): o is k8s.KubernetesObject => o !== null);
+/**
+ * `kubectl apply --server-side` of YAML text: kubectl sends the objects as written, where the
+ * typed client would drop fields its models do not know (a CRD schema's `enum`, `default`,
+ * `x-kubernetes-*`).
+ */
+async function apply(state: StackState, yamlText: string, namespace?: string): Promise<void> {
+  const args = ["apply", "--server-side", "--force-conflicts", `--field-manager=${FIELD_MANAGER}`, `--kubeconfig=${state.kubeconfig}`, "-f", "-"];
+  if (namespace) args.push(`--namespace=${namespace}`);
+  await new Promise<void>((resolve, reject) => {
+    const child = execFile(state.binaries.kubectl, args, { timeout: 60_000 }, (error, _stdout, stderr) =>
+      error ? reject(new Error(`kubectl apply failed: ${stderr || error.message}`)) : resolve());
+    child.stdin?.end(yamlText);
+  });
 }
 
-async function apply(client: k8s.KubernetesObjectApi, items: k8s.KubernetesObject[], namespace?: string): Promise<void> {
-  for (const item of items) {
-    if (namespace) item.metadata = { ...item.metadata, namespace };
-    await client.patch(item, undefined, undefined, FIELD_MANAGER, true, k8s.PatchStrategy.ServerSideApply);
-  }
+async function file(relativePath: string): Promise<string> {
+  return readFile(path.isAbsolute(relativePath) ? relativePath : path.join(repoRoot, relativePath), "utf8");
 }
 
 async function until<T>(hop: string, hops: Hop[], timeoutMs: number, check: () => Promise<T | undefined | false>): Promise<T> {
@@ -147,7 +155,6 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
   };
   const admin = new k8s.KubeConfig();
   admin.loadFromFile(state.kubeconfig);
-  const client = k8s.KubernetesObjectApi.makeApiClient(admin);
   const core = admin.makeApiClient(k8s.CoreV1Api);
   const apps = admin.makeApiClient(k8s.AppsV1Api);
   const ext = admin.makeApiClient(k8s.ApiextensionsV1Api);
@@ -160,13 +167,9 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
   try {
     // Install: CRDs, the functions' namespace, ServiceAccounts and RBAC.
     const promRuleCrd = path.join(path.dirname(state.binaries.kubectl), "crds", "monitoring.coreos.com_prometheusrules.yaml");
-    await apply(client, [
-      ...(await objects("knative/namespace.yaml")),
-      ...(await objects("knative/crd/appmonitor.yaml")),
-      ...(await objects(promRuleCrd)),
-      ...(await objects("knative/rbac/memory-scaler.yaml")),
-      ...(await objects("knative/rbac/rule-sync.yaml")),
-    ]);
+    for (const f of ["knative/namespace.yaml", "knative/crd/appmonitor.yaml", promRuleCrd, "knative/rbac/memory-scaler.yaml", "knative/rbac/rule-sync.yaml"]) {
+      await apply(state, await file(f));
+    }
     for (const name of ["appmonitors.kubedemo.com", "prometheusrules.monitoring.coreos.com"]) {
       await until(`install CRD ${name}`, hops, 30_000, async () =>
         (await ext.readCustomResourceDefinition({ name })).status?.conditions?.some((c) => c.type === "Established" && c.status === "True"));
@@ -210,9 +213,7 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
     if (!amReload.ok) throw new HopError("configure Alertmanager", `reload answered ${amReload.status}: ${await amReload.text()}`, hops);
 
     // The original demo's objects, unchanged, in the namespace.
-    const [appMonitor] = await objects("knative/examples/appmonitor.yaml");
-    if (!appMonitor) throw new HopError("apply the examples", "knative/examples/appmonitor.yaml holds no object", hops);
-    await apply(client, [appMonitor], namespace);
+    await apply(state, await file("knative/examples/appmonitor.yaml"), namespace);
     const stored = (await custom.getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace, plural: "appmonitors", name: "mymonitor" })) as k8s.KubernetesObject;
     // What an ApiServerSource in Resource mode sends for the new object.
     const message = HTTP.binary(new CloudEvent({
@@ -242,9 +243,7 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
     });
     hop("rule loaded by Prometheus");
 
-    const [memhog] = await objects("knative/examples/memhog.yaml");
-    if (!memhog) throw new HopError("apply the examples", "knative/examples/memhog.yaml holds no object", hops);
-    await apply(client, [memhog], namespace);
+    await apply(state, await file("knative/examples/memhog.yaml"), namespace);
     const oldPod = await until("memhog Pod Running", hops, 60_000, async () => {
       const pods = (await core.listNamespacedPod({ namespace, labelSelector: "name=memhog" })).items.filter((p) => p.status?.phase === "Running");
       return pods.length === 1 ? pods[0] : undefined;

@@ -1,7 +1,7 @@
 /**
  * CustomResourceDefinitions on the shared test stack: applying CRD files from anywhere (the
  * PrometheusRule CRD lives in build.sh's cache, not in the repository) and waiting until each
- * is served. Server-side apply with the tests' field manager and `force`, so test files running
+ * is served. Server-side apply (kubectl) with the tests' field manager and `force`, so test files running
  * concurrently may install the same CRDs any number of times.
  * https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#create-a-customresourcedefinition
  */
@@ -13,7 +13,7 @@ import { promisify } from "node:util";
 import * as k8s from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { repoRoot } from "../stack/paths.ts";
-import { TEST_FIELD_MANAGER } from "./install.ts";
+import { applyFiles } from "./install.ts";
 import { adminKubeConfig, stack, waitFor } from "./stack.ts";
 
 /** File name of the generated PrometheusRule CRD in build.sh's `crds/` directory. */
@@ -52,17 +52,16 @@ export async function waitForCrdEstablished(name: string, timeoutMs = 30_000): P
  * @throws Error for a file with another kind in it, or what the API server answers.
  */
 export async function installCrdFiles(...files: string[]): Promise<string[]> {
-  const client = k8s.KubernetesObjectApi.makeApiClient(await adminKubeConfig());
   const names: string[] = [];
   for (const file of files) {
     for (const doc of parseAllDocuments(await readFile(file, "utf8"))) {
       const crd = doc.toJS() as k8s.V1CustomResourceDefinition | null;
       if (crd === null) continue;
       if (crd.kind !== "CustomResourceDefinition" || !crd.metadata?.name) throw new Error(`${file}: expected only CustomResourceDefinitions, found ${crd.kind}`);
-      await client.patch(crd as k8s.KubernetesObject, undefined, undefined, TEST_FIELD_MANAGER, true, k8s.PatchStrategy.ServerSideApply);
       names.push(crd.metadata.name);
     }
   }
+  await applyFiles(...files);
   for (const name of names) await waitForCrdEstablished(name);
   return names;
 }

@@ -5,12 +5,14 @@
  * manifests, in any order, any number of times.
  * https://kubernetes.io/docs/reference/using-api/server-side-apply/
  */
+import { execFile } from "node:child_process";
 import { readFile } from "node:fs/promises";
+import { promisify } from "node:util";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { repoRoot } from "../stack/paths.ts";
-import { adminKubeConfig, waitFor } from "./stack.ts";
+import { adminKubeConfig, stack, waitFor } from "./stack.ts";
 
 /** Field manager of the tests' applies. */
 export const TEST_FIELD_MANAGER = "appmonitor-tests";
@@ -23,13 +25,21 @@ export async function manifests(relativePath: string): Promise<k8s.KubernetesObj
     .filter((obj): obj is k8s.KubernetesObject => obj !== null);
 }
 
-/** Server-side applies every object of the given repository files, in order. */
-export async function applyFiles(...relativePaths: string[]): Promise<void> {
-  const client = k8s.KubernetesObjectApi.makeApiClient(await adminKubeConfig());
-  for (const file of relativePaths) {
-    for (const object of await manifests(file)) {
-      await client.patch(object, undefined, undefined, TEST_FIELD_MANAGER, true, k8s.PatchStrategy.ServerSideApply);
-    }
+/**
+ * Server-side applies the given files (repository-relative or absolute), in order, with the
+ * stack's kubectl. kubectl sends the objects as written; the typed client would drop what its
+ * models do not know (a CRD schema's `enum`, `default`, `x-kubernetes-*`).
+ * @throws Error with kubectl's message when the API server refuses an object.
+ */
+export async function applyFiles(...paths: string[]): Promise<void> {
+  const state = await stack();
+  const files = paths.flatMap((p) => ["-f", path.isAbsolute(p) ? p : path.join(repoRoot, p)]);
+  try {
+    await promisify(execFile)(state.binaries.kubectl, [
+      "apply", "--server-side", "--force-conflicts", `--field-manager=${TEST_FIELD_MANAGER}`, `--kubeconfig=${state.kubeconfig}`, ...files,
+    ], { timeout: 60_000 });
+  } catch (error) {
+    throw new Error(`kubectl apply ${paths.join(" ")} failed: ${(error as { stderr?: string }).stderr ?? error}`, { cause: error });
   }
 }
 
