@@ -190,7 +190,7 @@ test("resync at start-up and on an event restores a deleted rule, fixes an edite
   assert.deepEqual(again.body.rules, { created: 0, updated: 0, unchanged: 3, deleted: 0, kept: 0, rejected: 0 });
 });
 
-test("an invalid AppMonitor gets RuleReady False with the reason and no rule, and True once fixed", async (t) => {
+test("an invalid AppMonitor gets RuleReady False with the reason and no rule, and True once fixed, keeping other writers' conditions", async (t) => {
   const ns = await freshNamespace(t);
   const fn = await startRuleSync({ WATCH_NAMESPACES: ns, RESYNC_ON_START: "false" });
   t.after(() => fn.stop());
@@ -205,6 +205,15 @@ test("an invalid AppMonitor gets RuleReady False with the reason and no rule, an
   assert.equal(monitor.status?.observedGeneration, 1);
   assert.equal(await readRule(ns, "bad"), undefined);
 
+  // Another writer's condition (as memory-scaler would set one) must survive rule-sync's writes:
+  // conditions is a map list keyed by type, and rule-sync applies only RuleReady.
+  await (await customApi()).patchNamespacedCustomObjectStatus(
+    {
+      ...APPMONITORS, namespace: ns, name: "bad", fieldManager: "another-writer", force: true,
+      body: { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", metadata: { name: "bad", namespace: ns }, status: { conditions: [{ type: "Scaled", status: "False", reason: "NoAlert", message: "x", lastTransitionTime: "2026-01-01T00:00:00Z" }] } },
+    },
+    k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.ServerSideApply),
+  );
   await (await customApi()).patchNamespacedCustomObject(
     { ...APPMONITORS, namespace: ns, name: "bad", body: [{ op: "remove", path: "/spec/selector" }] },
     k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch),
@@ -213,6 +222,7 @@ test("an invalid AppMonitor gets RuleReady False with the reason and no rule, an
   monitor = await readAppMonitor(ns, "bad");
   assert.equal(ruleReady(monitor)?.status, "True");
   assert.equal(monitor.status?.observedGeneration, 2);
+  assert.deepEqual(monitor.status?.conditions?.map((c) => c.type).sort(), ["RuleReady", "Scaled"]);
   assert.ok(await readRule(ns, "bad"));
 });
 
