@@ -7,11 +7,17 @@
  * stderr naming the variable) or a start-up failure; 2 on a usage error.
  */
 import { existsSync } from "node:fs";
+import { enableCompileCache } from "node:module";
 import { fileURLToPath } from "node:url";
 import { ConfigError } from "./lib/runtime/env.ts";
 import { startServer } from "./lib/runtime/server.ts";
 import { exitOnSignals } from "./lib/runtime/signals.ts";
 import type { FunctionModule } from "./lib/runtime/types.ts";
+
+// Cold start is mostly compiling dependencies (@kubernetes/client-node alone loads ~1000 model
+// modules); V8's code cache makes every start after the first cheaper. It lives in
+// NODE_COMPILE_CACHE, else the OS temp dir; where that is not writable, Node just skips it.
+enableCompileCache();
 
 const name = process.argv[2];
 if (name === undefined || !/^[a-z][a-z0-9-]*$/.test(name) || name === "lib") {
