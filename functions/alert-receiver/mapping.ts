@@ -6,12 +6,9 @@
  * CloudEvents 1.0 (https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/spec.md#context-attributes).
  */
 import { createHash } from "node:crypto";
+import { FIRING_TYPE, RESOLVED_TYPE, type AlertEventData } from "../lib/alert-event.ts";
 import type { AlertmanagerAlert, AlertmanagerWebhook, AlertStatus } from "./webhook.ts";
 
-/** Event type of a firing alert. */
-export const FIRING_TYPE = "com.kubedemo.appmonitor.alert.firing";
-/** Event type of a resolved alert. */
-export const RESOLVED_TYPE = "com.kubedemo.appmonitor.alert.resolved";
 /** `source` when the payload has no usable `externalURL`. */
 export const DEFAULT_SOURCE = "/alertmanager";
 /** Go's zero time, which Alertmanager sends as `endsAt` of an alert that has not ended. */
@@ -26,25 +23,6 @@ const POD_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9
 const NUMBER_PATTERN = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 /** Characters of an RFC 3986 URI reference (the CloudEvents `source` format). */
 const URI_CHARACTERS = /^[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+$/;
-
-/** The CloudEvent's `data` (`schemas/alert-event.schema.json`). */
-export interface AlertEventData {
-  readonly alertname: string;
-  readonly status: AlertStatus;
-  readonly namespace: string;
-  readonly pod: string;
-  readonly container?: string;
-  readonly appmonitor?: string;
-  /** Percent of the memory limit in use, when the alert says. */
-  readonly value?: number;
-  readonly fingerprint: string;
-  readonly startsAt: string;
-  /** `null` while the alert has not ended. */
-  readonly endsAt: string | null;
-  readonly labels: Readonly<Record<string, string>>;
-  readonly annotations: Readonly<Record<string, string>>;
-  readonly generatorURL: string;
-}
 
 /** The attributes of one CloudEvent to send (specversion 1.0). */
 export interface AlertEventAttributes {

@@ -1,33 +1,26 @@
 /**
  * JSON Schema validators for what alert-receiver reads and writes, compiled once with ajv
- * (draft-07) and ajv-formats (`date-time` is RFC 3339 §5.6, https://www.rfc-editor.org/rfc/rfc3339#section-5.6).
+ * (draft-07) and ajv-formats (`functions/lib/json-schema.ts`).
  */
-import { Ajv } from "ajv";
 import type { ErrorObject, ValidateFunction } from "ajv";
-import addFormatsModule from "ajv-formats";
 import webhookSchema from "../../schemas/alertmanager-webhook.schema.json" with { type: "json" };
-import eventDataSchema from "../../schemas/alert-event.schema.json" with { type: "json" };
+import { compileAlertEventDataValidator, type AlertEventDataValidator } from "../lib/alert-event.ts";
+import { createAjv } from "../lib/json-schema.ts";
 import type { AlertmanagerWebhook } from "./webhook.ts";
-import type { AlertEventData } from "./mapping.ts";
-
-// ajv-formats is CommonJS with `exports.default`; under Node's ESM loader the default import is the module object or the function.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
 
 /** The compiled validators. */
 export interface Validators {
   /** `schemas/alertmanager-webhook.schema.json`. */
   readonly webhook: ValidateFunction<AlertmanagerWebhook>;
   /** `schemas/alert-event.schema.json` (the CloudEvent's `data`). */
-  readonly eventData: ValidateFunction<AlertEventData>;
+  readonly eventData: AlertEventDataValidator;
 }
 
 /** Compiles both schemas (a few ms; done once at start-up). */
 export function compileValidators(): Validators {
-  const ajv = new Ajv({ allErrors: true, strict: true });
-  addFormats(ajv);
   return {
-    webhook: ajv.compile<AlertmanagerWebhook>(webhookSchema),
-    eventData: ajv.compile<AlertEventData>(eventDataSchema),
+    webhook: createAjv().compile<AlertmanagerWebhook>(webhookSchema),
+    eventData: compileAlertEventDataValidator(),
   };
 }
 

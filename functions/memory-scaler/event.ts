@@ -1,46 +1,13 @@
 /**
  * The memory-threshold CloudEvent as memory-scaler receives it (DESIGN.md "The
  * memory-threshold CloudEvent"): which types it acts on, and its `data` validated against
- * `schemas/alert-event.schema.json` (the schema alert-receiver writes to).
+ * `schemas/alert-event.schema.json` (the schema alert-receiver writes to). The contract itself
+ * (types, `data`, validator) is shared with alert-receiver in `functions/lib/alert-event.ts`.
  */
-import { Ajv } from "ajv";
-import type { ErrorObject, ValidateFunction } from "ajv";
-import addFormatsModule from "ajv-formats";
+import type { ErrorObject } from "ajv";
 import type { CloudEvent } from "cloudevents";
-import eventDataSchema from "../../schemas/alert-event.schema.json" with { type: "json" };
+import { FIRING_TYPE, RESOLVED_TYPE, type AlertEventData, type AlertEventDataValidator } from "../lib/alert-event.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
-
-// ajv-formats is CommonJS with `exports.default`; under Node's ESM loader the default import is the module object or the function.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
-
-/** Type of the event of a firing alert: decide and act. */
-export const FIRING_TYPE = "com.kubedemo.appmonitor.alert.firing";
-/** Type of the event of a resolved alert: acknowledged, nothing changes. */
-export const RESOLVED_TYPE = "com.kubedemo.appmonitor.alert.resolved";
-
-/** The event's `data` (`schemas/alert-event.schema.json`). Input to check, never authority. */
-export interface AlertEventData {
-  readonly alertname: string;
-  readonly status: "firing" | "resolved";
-  /** The Pod's namespace (RFC 1123 label). */
-  readonly namespace: string;
-  /** The Pod's name (RFC 1123 subdomain). */
-  readonly pod: string;
-  /** The container the alert measured, when it names one. */
-  readonly container?: string;
-  /** The AppMonitor whose rule fired, when the alert names one. */
-  readonly appmonitor?: string;
-  /** The observed percent of the memory limit in use, when known. */
-  readonly value?: number;
-  readonly fingerprint: string;
-  /** RFC 3339. */
-  readonly startsAt: string;
-  /** RFC 3339, or null while the alert has not ended. */
-  readonly endsAt: string | null;
-  readonly labels: Readonly<Record<string, string>>;
-  readonly annotations: Readonly<Record<string, string>>;
-  readonly generatorURL: string;
-}
 
 /** A received event memory-scaler understood. */
 export type AlertEvent =
@@ -49,16 +16,6 @@ export type AlertEvent =
 
 /** Maximum number of schema errors returned to a sender. */
 export const MAX_REPORTED_ERRORS = 20;
-
-/** Validates `data` objects; compiled once per process (a few ms, at start-up). */
-export type EventDataValidator = ValidateFunction<AlertEventData>;
-
-/** Compiles the `data` schema (draft-07, `date-time` per RFC 3339 §5.6 with ajv-formats). */
-export function compileEventDataValidator(): EventDataValidator {
-  const ajv = new Ajv({ allErrors: true, strict: true });
-  addFormats(ajv);
-  return ajv.compile<AlertEventData>(eventDataSchema);
-}
 
 /**
  * Checks a decoded, attribute-valid CloudEvent (the runtime validated its attributes) and
@@ -70,7 +27,7 @@ export function compileEventDataValidator(): EventDataValidator {
  * present, is not `namespaces/<data.namespace>/pods/<data.pod>`. All permanent: the same event
  * can never be handled, so the broker must not retry it.
  */
-export function readAlertEvent(event: CloudEvent<unknown>, validate: EventDataValidator): AlertEvent {
+export function readAlertEvent(event: CloudEvent<unknown>, validate: AlertEventDataValidator): AlertEvent {
   const kind = event.type === FIRING_TYPE ? "firing" : event.type === RESOLVED_TYPE ? "resolved" : undefined;
   if (kind === undefined) {
     throw new HttpError(400, `unsupported event type ${JSON.stringify(String(event.type).slice(0, 200))}`, {

@@ -15,15 +15,16 @@
  * One JSON log line per event with its id (bound by the runtime), outcome, reason and changes.
  */
 import type { CloudEvent } from "cloudevents";
+import type { AlertEventDataValidator } from "../lib/alert-event.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
 import type { FunctionContext, FunctionResponse } from "../lib/runtime/types.ts";
-import { readAlertEvent, type AlertEvent, type EventDataValidator } from "./event.ts";
+import { readAlertEvent, type AlertEvent } from "./event.ts";
 import type { MemoryScalerMetrics } from "./metrics.ts";
 import { handleFiring, type FlowDeps } from "./scale-flow.ts";
 
 /** What the handler needs; adapters, so tests can substitute them. */
 export interface HandlerDeps {
-  readonly validate: EventDataValidator;
+  readonly validate: AlertEventDataValidator;
   readonly flow: FlowDeps;
   readonly metrics: MemoryScalerMetrics;
 }

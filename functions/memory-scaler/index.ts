@@ -8,14 +8,14 @@
  * (`limit=1`, which needs only the `list` the function has anyway) — i.e. it is reachable, the
  * credentials work and the AppMonitor CRD is installed; 503 with the reason otherwise.
  */
+import { compileAlertEventDataValidator } from "../lib/alert-event.ts";
+import { loadKubeConfig } from "../lib/kubeconfig.ts";
 import type { CloudEventFunctionDefinition, ReadinessResult } from "../lib/runtime/types.ts";
 import { apiStatus } from "./api-errors.ts";
 import { createCluster } from "./cluster.ts";
 import { readConfig, type MemoryScalerConfig } from "./config.ts";
-import { compileEventDataValidator } from "./event.ts";
 import { createEventRecorder } from "./events.ts";
 import { createHandler } from "./handler.ts";
-import { loadKubeConfig } from "./kubeconfig.ts";
 import { createMetrics } from "./metrics.ts";
 import { createStatusWriter } from "./status-writer.ts";
 import { createPrometheusVerifier } from "./verify.ts";
@@ -36,7 +36,7 @@ export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
     );
     return {
       handle: createHandler({
-        validate: compileEventDataValidator(),
+        validate: compileAlertEventDataValidator(),
         metrics,
         flow: {
           cluster,

@@ -26,13 +26,13 @@
  */
 import type * as k8s from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import type { AlertEventData } from "../lib/alert-event.ts";
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND, LAST_SCALE_ANNOTATION } from "../lib/appmonitor.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
 import { podForAdmission } from "./admission-pod.ts";
 import { apiStatus, isAdmissionRefusal, isPatchConflict, unavailable } from "./api-errors.ts";
 import type { Cluster } from "./cluster.ts";
 import { decideScale, type ContainerChange, type ContainerMemory, type SkipReason } from "./decide.ts";
-import type { AlertEventData } from "./event.ts";
 import type { EventRecorder, EventSpec } from "./events.ts";
 import { governingAppMonitor, type ValidAppMonitor } from "./governing.ts";
 import { APPS_V1, resolveWorkload, type Workload } from "./owners.ts";

@@ -9,14 +9,15 @@
  * background, retrying until that succeeds once. Readiness (`/health/readiness`) is 200 when
  * the API server answers a list of AppMonitors and of PrometheusRules in scope, i.e. both CRDs
  * are served and rule-sync may read them; 503 with the reason otherwise. On SIGTERM the runtime
- * drains in-flight events, then the start-up resync, if still retrying, stops.
+ * drains in-flight events, then the start-up resync, if still retrying, stops, and the pooled
+ * API server connections are closed.
  */
+import { loadKubeConfig } from "../lib/kubeconfig.ts";
 import type { CloudEventFunctionDefinition } from "../lib/runtime/types.ts";
 import { toHttpFailure } from "./api-errors.ts";
 import { createCluster } from "./cluster.ts";
 import { readConfig, type RuleSyncConfig } from "./config.ts";
 import { createHandler } from "./handler.ts";
-import { loadKubeConfig } from "./kubeconfig.ts";
 import { createMetrics } from "./metrics.ts";
 import { resyncUntilDone } from "./resync.ts";
 
@@ -55,6 +56,7 @@ export const fn: CloudEventFunctionDefinition<RuleSyncConfig> = {
       async close() {
         stop.abort();
         await startup;
+        kc.destroyAgents();
       },
     };
   },

@@ -26,7 +26,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import * as k8s from "@kubernetes/client-node";
-import { loadKubeConfig } from "../../functions/memory-scaler/kubeconfig.ts";
+import { loadKubeConfig } from "../../functions/lib/kubeconfig.ts";
 import { repoRoot } from "../stack/paths.ts";
 import { down, readState, up } from "../stack/stack.ts";
 import { startProcess, tailOf, type TestProcess } from "../support/child-process.ts";

@@ -9,7 +9,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { parse, stringify } from "yaml";
 import { fn as alertReceiver } from "../../functions/alert-receiver/index.ts";
-import { FIRING_TYPE } from "../../functions/alert-receiver/mapping.ts";
+import { FIRING_TYPE } from "../../functions/lib/alert-event.ts";
 import type { RunningServer } from "../../functions/lib/runtime/server.ts";
 import { ALERT_NAME } from "../../functions/rule-sync/rule.ts";
 import { repoRoot } from "../stack/paths.ts";

@@ -9,7 +9,7 @@ import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent, HTTP } from "cloudevents";
 import { fn } from "../../functions/memory-scaler/index.ts";
-import { FIRING_TYPE, RESOLVED_TYPE, type AlertEventData } from "../../functions/memory-scaler/event.ts";
+import { FIRING_TYPE, RESOLVED_TYPE, type AlertEventData } from "../../functions/lib/alert-event.ts";
 import type { RunningServer } from "../../functions/lib/runtime/server.ts";
 import type { Env } from "../../functions/lib/runtime/types.ts";
 import { startFunction } from "./function-server.ts";

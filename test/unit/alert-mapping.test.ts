@@ -11,8 +11,6 @@ import { CloudEvent } from "cloudevents";
 import fc from "fast-check";
 import {
   DEFAULT_SOURCE,
-  FIRING_TYPE,
-  RESOLVED_TYPE,
   eventId,
   isNotEnded,
   mapAlert,
@@ -21,6 +19,7 @@ import {
   sourceOf,
 } from "../../functions/alert-receiver/mapping.ts";
 import type { AlertEventAttributes } from "../../functions/alert-receiver/mapping.ts";
+import { FIRING_TYPE, RESOLVED_TYPE } from "../../functions/lib/alert-event.ts";
 import { compileValidators } from "../../functions/alert-receiver/schemas.ts";
 import type { AlertmanagerAlert, AlertmanagerWebhook } from "../../functions/alert-receiver/webhook.ts";
 

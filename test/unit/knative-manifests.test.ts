@@ -5,7 +5,7 @@ import { before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND } from "../../functions/lib/appmonitor.ts";
 import { LIVENESS_PATH, READINESS_PATH } from "../../functions/lib/runtime/health.ts";
-import { FIRING_TYPE } from "../../functions/memory-scaler/event.ts";
+import { FIRING_TYPE } from "../../functions/lib/alert-event.ts";
 import { PING_EVENT_TYPE, RESOURCE_EVENT_PREFIX, RESYNC_EVENT_TYPE, readTrigger } from "../../functions/rule-sync/events.ts";
 import {
   FUNCTION_NAMES,

@@ -11,7 +11,7 @@ import { pino } from "pino";
 import { LAST_SCALE_ANNOTATION } from "../../functions/lib/appmonitor.ts";
 import { HttpError } from "../../functions/lib/runtime/errors.ts";
 import type { Cluster, WorkloadKind, WorkloadObject } from "../../functions/memory-scaler/cluster.ts";
-import type { AlertEventData } from "../../functions/memory-scaler/event.ts";
+import type { AlertEventData } from "../../functions/lib/alert-event.ts";
 import { createEventRecorder } from "../../functions/memory-scaler/events.ts";
 import type { JsonPatchOperation } from "../../functions/memory-scaler/patch.ts";
 import { resolveWorkload } from "../../functions/memory-scaler/owners.ts";

@@ -9,7 +9,8 @@ import { HttpError } from "../../functions/lib/runtime/errors.ts";
 import { podForAdmission } from "../../functions/memory-scaler/admission-pod.ts";
 import { isAdmissionRefusal, isConflict, isNotFound, isPatchConflict, unavailable } from "../../functions/memory-scaler/api-errors.ts";
 import { readConfig } from "../../functions/memory-scaler/config.ts";
-import { compileEventDataValidator, FIRING_TYPE, readAlertEvent, RESOLVED_TYPE } from "../../functions/memory-scaler/event.ts";
+import { compileAlertEventDataValidator, FIRING_TYPE, RESOLVED_TYPE } from "../../functions/lib/alert-event.ts";
+import { readAlertEvent } from "../../functions/memory-scaler/event.ts";
 import { buildEvent, MAX_NOTE_LENGTH, REPORTING_CONTROLLER } from "../../functions/memory-scaler/events.ts";
 import { governingAppMonitor } from "../../functions/memory-scaler/governing.ts";
 import type { Workload } from "../../functions/memory-scaler/owners.ts";
@@ -17,7 +18,7 @@ import { withScales, type ScaleEntry } from "../../functions/memory-scaler/statu
 import { checkThreshold, workingSetQuery } from "../../functions/memory-scaler/verify.ts";
 import { ConfigError } from "../../functions/lib/runtime/env.ts";
 
-const validate = compileEventDataValidator();
+const validate = compileAlertEventDataValidator();
 
 const goodData = {
   alertname: "AppMonitorMemoryHigh",

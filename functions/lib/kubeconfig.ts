@@ -1,7 +1,8 @@
 /**
- * Where memory-scaler's Kubernetes credentials come from: `KubeConfig.loadFromDefault()`, so
- * the same code runs in a cluster (its ServiceAccount token) and from a laptop (`KUBECONFIG`,
- * else `~/.kube/config`). https://github.com/kubernetes-client/javascript#configuration
+ * Where the functions' Kubernetes credentials come from (memory-scaler and rule-sync):
+ * `KubeConfig.loadFromDefault()`, so the same code runs in a cluster (its ServiceAccount token)
+ * and from a laptop (`KUBECONFIG`, else `~/.kube/config`).
+ * https://github.com/kubernetes-client/javascript#configuration
  *
  * @kubernetes/client-node 1.x builds a new `https.Agent` for every request
  * (`KubeConfig.applySecurityAuthentication` → `createAgent`), i.e. a new TCP connection and TLS
@@ -59,14 +60,14 @@ export class PooledKubeConfig extends k8s.KubeConfig {
 /**
  * Loads the client configuration.
  *
- * `kubeconfig` is the `KUBECONFIG` of the function's own environment. `loadFromDefault()` reads
- * `process.env`, which is the same thing when the launcher runs the function; a function started
- * in-process with another environment (tests, benchmarks) names its files here, and they are
- * loaded by the rule `loadFromDefault()` applies to `KUBECONFIG`: the first file, then the
- * others merged into it.
- *
+ * @param kubeconfig the `KUBECONFIG` of the function's own environment. `loadFromDefault()`
+ *   reads `process.env`, which is the same thing when the launcher runs the function; a function
+ *   started in-process with another environment (tests, benchmarks) names its files here, and
+ *   they are loaded by the rule `loadFromDefault()` applies to `KUBECONFIG`: the first file, then
+ *   the others merged into it (a later file's `current-context` wins, as there).
+ * @returns the configuration, with a current cluster; call `destroyAgents()` on shutdown.
  * @throws Error (with `cause`) when a file is not a valid kubeconfig, or when the result names
- * no current cluster.
+ *   no current cluster.
  */
 export function loadKubeConfig(kubeconfig: string | undefined): PooledKubeConfig {
   const kc = new PooledKubeConfig();
@@ -83,10 +84,10 @@ export function loadKubeConfig(kubeconfig: string | undefined): PooledKubeConfig
       }
     }
   } catch (error) {
-    throw new Error(`cannot load the Kubernetes client configuration: ${(error as Error).message}`, { cause: error });
+    throw new Error(`cannot load the Kubernetes client configuration (KUBECONFIG=${kubeconfig ?? ""}): ${(error as Error).message}`, { cause: error });
   }
   if (kc.getCurrentCluster() === null) {
-    throw new Error("the Kubernetes client configuration has no current cluster (KUBECONFIG, ~/.kube/config or in-cluster)");
+    throw new Error("no current cluster in the Kubernetes client configuration: set KUBECONFIG, or run in a cluster with a ServiceAccount token");
   }
   return kc;
 }
