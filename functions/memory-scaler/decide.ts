@@ -155,8 +155,8 @@ function decideContainer(input: DecideInput, name: string, multiplier: Quantity,
 
 /**
  * Decides whether and how to raise a workload's memory after a memory-threshold alert. Pure: no
- * I/O, no clock (pass `now`). Rules (issue 3 "Behaviour", DESIGN.md "Decisions that matter for
- * correctness"), in order:
+ * I/O, no clock (pass `now`). Rules (DESIGN.md "Decisions that matter for correctness" and the
+ * AppMonitor fields in "The API"), in order:
  *
  * 1. within `spec.cooldownSeconds` of `lastScaleTime` → skip `Cooldown` (an unparseable
  *    timestamp is ignored; a future one counts as recent when the cooldown is above 0);

@@ -22,7 +22,8 @@
  *    would only skip.
  *
  * Any API server failure before the patch → HttpError (503, 429 or 500, `api-errors.ts`) and
- * nothing written. Sources: issue 3 "Behaviour"; DESIGN.md "Decisions that matter for correctness".
+ * nothing written. Sources: DESIGN.md "Decisions that matter for correctness"; this function's
+ * README, "What it does".
  */
 import type * as k8s from "@kubernetes/client-node";
 import type { Logger } from "pino";
