@@ -125,7 +125,7 @@ describe("memory-scaler with the original demo", () => {
     await waitFor("the rollout to finish", async () => {
       const d = await readMemhog(ns);
       return d.status?.updatedReplicas === 1 && d.status.replicas === 1 && d.status.availableReplicas === 1 && d.status.observedGeneration === 2;
-    }, 60_000);
+    }, 120_000);
     const again = await deliver(scaler.url, event);
     assert.equal(again.status, 200);
     assert.equal(again.body.outcome, "skipped");
