@@ -1,4 +1,4 @@
-// The AppMonitor resource: its types, names, spec validation, and which AppMonitor governs a Pod.
+// The AppMonitor resource: its types, names, spec validation, and which AppMonitor governs a workload (judged on its Pod template).
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import specSchema from "../../schemas/appmonitor.schema.json" with { type: "json" };
 import { parseQuantity, QuantityError } from "./quantity.ts";
@@ -19,7 +19,7 @@ export const APPMONITOR_KIND = "AppMonitor";
 export const APPMONITOR_PLURAL = "appmonitors";
 
 /**
- * Pod (template) annotation that opts a Pod in when its value is exactly `"true"`
+ * Pod template annotation that opts the workload's Pods in when its value is exactly `"true"`
  * (DESIGN.md "Contracts kept from the original demo").
  */
 export const MONITOR_ANNOTATION = "app-monitor.kubedemo.com/monitor";
@@ -149,8 +149,14 @@ export interface AppMonitorLike {
   spec: Pick<AppMonitorSpec, "selector">;
 }
 
-/** What {@link covers} needs of a Pod; V1Pod from @kubernetes/client-node fits. */
-export interface PodLike {
+/**
+ * What {@link coverage} judges: the metadata of a workload's Pod template (`spec.template` of a
+ * Deployment, StatefulSet, …; V1PodTemplateSpec from @kubernetes/client-node fits). A template
+ * carries no namespace of its own: set `metadata.namespace` to the workload's. Judging the
+ * template, not a live Pod, matters: the template is what the user declares and what every Pod of
+ * the workload is made from, while a single Pod can be annotated or labelled by hand.
+ */
+export interface PodTemplateLike {
   metadata?: Pick<ObjectMetaLike, "namespace" | "labels" | "annotations">;
 }
 
@@ -222,37 +228,40 @@ export function validateAppMonitorSpec(spec: unknown): AppMonitorSpecWithDefault
   return valid;
 }
 
-/** How an AppMonitor covers a Pod: by its selector, or only by the Pod's opt-in annotation. */
+/** How an AppMonitor covers a Pod template: by its selector, or only by the opt-in annotation. */
 export type Coverage = "selector" | "annotation";
 
 /**
- * How `appMonitor` covers `pod`, if at all: `"selector"` when `spec.selector` matches the Pod's
- * labels, else `"annotation"` when the Pod carries `app-monitor.kubedemo.com/monitor: "true"`,
- * else `undefined`. An AppMonitor never covers a Pod in another namespace (when both namespaces
- * are known). An invalid selector selects nothing, as the API server would not have admitted it.
- * Source: DESIGN.md "The API" (`spec.selector`) and "Contracts kept from the original demo".
+ * How `appMonitor` covers the Pod template `template`, if at all: `"selector"` when
+ * `spec.selector` matches the template's labels, else `"annotation"` when the template carries
+ * `app-monitor.kubedemo.com/monitor: "true"`, else `undefined`. An AppMonitor never covers a
+ * template in another namespace (when both namespaces are known). An invalid selector selects
+ * nothing, as the API server would not have admitted it.
+ * Source: DESIGN.md "The API" (`spec.selector`) and "Contracts kept from the original demo"
+ * (the annotation is on the Pod template).
  */
-export function coverage(pod: PodLike, appMonitor: AppMonitorLike): Coverage | undefined {
-  const podNs = pod.metadata?.namespace;
+export function coverage(template: PodTemplateLike, appMonitor: AppMonitorLike): Coverage | undefined {
+  const templateNs = template.metadata?.namespace;
   const amNs = appMonitor.metadata?.namespace;
-  if (podNs !== undefined && amNs !== undefined && podNs !== amNs) return undefined;
+  if (templateNs !== undefined && amNs !== undefined && templateNs !== amNs) return undefined;
   const selector = appMonitor.spec.selector;
   if (selector !== undefined) {
     try {
-      if (matchesLabelSelector(selector, pod.metadata?.labels)) return "selector";
+      if (matchesLabelSelector(selector, template.metadata?.labels)) return "selector";
     } catch (err) {
       if (!(err instanceof LabelSelectorError)) throw err;
     }
   }
-  return pod.metadata?.annotations?.[MONITOR_ANNOTATION] === "true" ? "annotation" : undefined;
+  return template.metadata?.annotations?.[MONITOR_ANNOTATION] === "true" ? "annotation" : undefined;
 }
 
 /**
- * Whether `appMonitor` covers `pod`: the Pod is annotated `app-monitor.kubedemo.com/monitor: "true"`
- * or the AppMonitor's `spec.selector` matches the Pod's labels. See {@link coverage}.
+ * Whether `appMonitor` covers the Pod template `template`: it is annotated
+ * `app-monitor.kubedemo.com/monitor: "true"` or the AppMonitor's `spec.selector` matches its
+ * labels. See {@link coverage}.
  */
-export function covers(pod: PodLike, appMonitor: AppMonitorLike): boolean {
-  return coverage(pod, appMonitor) !== undefined;
+export function covers(template: PodTemplateLike, appMonitor: AppMonitorLike): boolean {
+  return coverage(template, appMonitor) !== undefined;
 }
 
 /** Milliseconds since the epoch, or +Infinity when unknown so undated objects sort last. */
@@ -264,28 +273,30 @@ function createdAt(am: AppMonitorLike): number {
 }
 
 /**
- * Picks the AppMonitor that governs `pod`, deterministically, whatever the order of `appMonitors`:
+ * Picks the AppMonitor that governs a workload, judged on its Pod template `template`,
+ * deterministically, whatever the order of `appMonitors`:
  *
  * 1. the AppMonitor named `namedInAlert` (the alert's `appmonitor` label), if it is in the list
- *    and covers the Pod;
- * 2. otherwise, among those that cover the Pod: one whose selector matches the Pod beats one that
- *    covers it only through the annotation;
+ *    and covers the template;
+ * 2. otherwise, among those that cover the template: one whose selector matches it beats one
+ *    that covers it only through the annotation;
  * 3. then the oldest `metadata.creationTimestamp` (undated last);
  * 4. then the smallest `metadata.name` (code-unit order).
  *
- * Returns `undefined` when none covers the Pod, in which case nothing may be scaled.
- * `appMonitors` should be those of the Pod's namespace; others never cover it.
+ * Returns `undefined` when none covers the template, in which case nothing may be scaled: the
+ * alert's name is only a preference among AppMonitors that cover, never coverage itself.
+ * `appMonitors` should be those of the workload's namespace; others never cover it.
  * Source: DESIGN.md "The API" (several AppMonitors in a namespace) and
  * "Decisions that matter for correctness" (nothing scaled that no AppMonitor covers).
  */
-export function chooseGoverning<T extends AppMonitorLike>(pod: PodLike, appMonitors: readonly T[], namedInAlert?: string): T | undefined {
+export function chooseGoverning<T extends AppMonitorLike>(template: PodTemplateLike, appMonitors: readonly T[], namedInAlert?: string): T | undefined {
   if (namedInAlert !== undefined) {
     const named = appMonitors.find((am) => am.metadata?.name === namedInAlert);
-    if (named !== undefined && covers(pod, named)) return named;
+    if (named !== undefined && covers(template, named)) return named;
   }
   const rank = (c: Coverage): number => (c === "selector" ? 0 : 1);
   const candidates = appMonitors
-    .map((am) => ({ am, how: coverage(pod, am) }))
+    .map((am) => ({ am, how: coverage(template, am) }))
     .filter((c): c is { am: T; how: Coverage } => c.how !== undefined);
   candidates.sort((a, b) => {
     const byHow = rank(a.how) - rank(b.how);

@@ -1,6 +1,7 @@
 /**
- * Which AppMonitor governs a Pod, from the AppMonitors the API server lists in its namespace.
- * Pure: the list is read by the caller.
+ * Which AppMonitor governs a workload, from the AppMonitors the API server lists in its
+ * namespace, judged on the workload's Pod template. Pure: the list and the workload are read by
+ * the caller.
  */
 import {
   AppMonitorSpecError,
@@ -8,7 +9,7 @@ import {
   validateAppMonitorSpec,
   type AppMonitorSpecWithDefaults,
   type ObjectMetaLike,
-  type PodLike,
+  type PodTemplateLike,
 } from "../lib/appmonitor.ts";
 
 /** An AppMonitor whose spec passed validation, defaults applied. */
@@ -25,22 +26,37 @@ export interface RejectedAppMonitor {
   readonly problem: string;
 }
 
+/** The AppMonitors of one namespace, as {@link validAppMonitors} splits them. */
+export interface NamespaceAppMonitors {
+  readonly namespace: string;
+  readonly valid: readonly ValidAppMonitor[];
+  readonly rejected: readonly RejectedAppMonitor[];
+}
+
+/** Why no AppMonitor governs: `NoAppMonitor` (none valid in the namespace) or `NotCovered`. */
+export interface NoneGoverns {
+  readonly result: "none";
+  readonly reason: "NoAppMonitor" | "NotCovered";
+  readonly message: string;
+}
+
 /** The result of {@link governingAppMonitor}. */
-export type Governing =
-  | { readonly result: "governed"; readonly appMonitor: ValidAppMonitor; readonly rejected: readonly RejectedAppMonitor[] }
-  | { readonly result: "none"; readonly reason: "NoAppMonitor" | "NotCovered"; readonly message: string; readonly rejected: readonly RejectedAppMonitor[] };
+export type Governing = { readonly result: "governed"; readonly appMonitor: ValidAppMonitor } | NoneGoverns;
+
+/** The workload whose Pod template is judged: its kind and name (for the message) and template. */
+export interface TemplateOwner {
+  readonly kind: string;
+  readonly name: string;
+  readonly template: PodTemplateLike;
+}
 
 /**
- * Picks the AppMonitor that governs `pod` among `items` (the raw list of its namespace), by
- * `chooseGoverning` (lib/appmonitor.ts: the one named in the alert if it covers the Pod, else
- * selector before annotation, oldest, then by name). An item whose spec fails
- * `validateAppMonitorSpec` is left out — the API server's schema should have refused it, so it
- * is reported, never acted on. Reasons when none governs:
- * - `NoAppMonitor`: the namespace has no valid AppMonitor;
- * - `NotCovered`: none covers the Pod (no opt-in annotation, no matching selector).
- * Nothing may be scaled in either case (DESIGN.md "Decisions that matter for correctness").
+ * Splits `items` (the raw AppMonitor list of `namespace`) into those whose spec passes
+ * `validateAppMonitorSpec` (defaults applied) and those it refuses. A refused one should never
+ * have passed the API server's schema, so it is reported, never acted on. Items without a name
+ * are dropped.
  */
-export function governingAppMonitor(pod: PodLike & { metadata?: { name?: string } }, items: readonly unknown[], namedInAlert?: string): Governing {
+export function validAppMonitors(namespace: string, items: readonly unknown[]): NamespaceAppMonitors {
   const valid: ValidAppMonitor[] = [];
   const rejected: RejectedAppMonitor[] = [];
   for (const item of items) {
@@ -48,25 +64,51 @@ export function governingAppMonitor(pod: PodLike & { metadata?: { name?: string 
     const name = metadata?.name;
     if (metadata === undefined || name === undefined) continue;
     try {
-      valid.push({ metadata: { ...metadata, name, namespace: metadata.namespace ?? "" }, spec: validateAppMonitorSpec(spec), raw: item as Record<string, unknown> });
+      valid.push({ metadata: { ...metadata, name, namespace: metadata.namespace ?? namespace }, spec: validateAppMonitorSpec(spec), raw: item as Record<string, unknown> });
     } catch (error) {
       if (!(error instanceof AppMonitorSpecError)) throw error;
       rejected.push({ name, problem: error.message });
     }
   }
-  const podName = pod.metadata?.name ?? "";
-  if (valid.length === 0) {
-    const message = `no AppMonitor in namespace ${pod.metadata?.namespace ?? ""}${rejected.length > 0 ? ` (${rejected.length} invalid)` : ""}`;
-    return { result: "none", reason: "NoAppMonitor", message, rejected };
-  }
-  const appMonitor = chooseGoverning(pod, valid, namedInAlert);
+  return { namespace, valid, rejected };
+}
+
+/**
+ * `NoAppMonitor` when the namespace has no valid AppMonitor, else `undefined`. Needs no workload,
+ * so the caller can stop before reading one.
+ */
+export function noAppMonitor(monitors: NamespaceAppMonitors): NoneGoverns | undefined {
+  if (monitors.valid.length > 0) return undefined;
+  const invalid = monitors.rejected.length > 0 ? ` (${monitors.rejected.length} invalid)` : "";
+  return { result: "none", reason: "NoAppMonitor", message: `no AppMonitor in namespace ${monitors.namespace}${invalid}` };
+}
+
+/**
+ * Picks the AppMonitor that governs `workload` among `monitors`, by `chooseGoverning`
+ * (lib/appmonitor.ts: the one named in the alert if it covers, else selector before
+ * annotation, oldest, then by name), judged on the workload's Pod template metadata only —
+ * its annotations and labels, in the workload's namespace. A live Pod's own annotations and
+ * labels never grant coverage: anyone allowed to annotate one Pod could otherwise get its
+ * workload scaled. Reasons when none governs:
+ * - `NoAppMonitor`: the namespace has no valid AppMonitor;
+ * - `NotCovered`: none covers the template (no opt-in annotation, no matching selector).
+ * Nothing may be scaled in either case (DESIGN.md "Contracts kept from the original demo" and
+ * "Decisions that matter for correctness").
+ */
+export function governingAppMonitor(workload: TemplateOwner, monitors: NamespaceAppMonitors, namedInAlert?: string): Governing {
+  const none = noAppMonitor(monitors);
+  if (none !== undefined) return none;
+  const { labels, annotations } = workload.template.metadata ?? {};
+  const template: PodTemplateLike = {
+    metadata: { namespace: monitors.namespace, ...(labels === undefined ? {} : { labels }), ...(annotations === undefined ? {} : { annotations }) },
+  };
+  const appMonitor = chooseGoverning(template, monitors.valid, namedInAlert);
   if (appMonitor === undefined) {
     return {
       result: "none",
       reason: "NotCovered",
-      message: `no AppMonitor covers Pod ${podName}: it lacks the annotation app-monitor.kubedemo.com/monitor: "true" and no selector matches its labels`,
-      rejected,
+      message: `no AppMonitor covers ${workload.kind} ${workload.name}: its Pod template lacks the annotation app-monitor.kubedemo.com/monitor: "true" and no selector matches the template's labels`,
     };
   }
-  return { result: "governed", appMonitor, rejected };
+  return { result: "governed", appMonitor };
 }

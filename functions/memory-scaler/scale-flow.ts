@@ -2,22 +2,27 @@
  * What memory-scaler does with one firing alert, reconcile-style: read the world from the API
  * server, decide from plain data (`decide.ts`), write once (compare-and-swap, `patch.ts`), report.
  *
- * 1. Read the Pod (gone → skip `PodGone`) and the AppMonitors of its namespace; pick the
- *    governing one (`governing.ts`; none → skip `NoAppMonitor` / `NotCovered`).
+ * 1. Read the Pod (gone → skip `PodGone`) and the AppMonitors of its namespace (no valid one →
+ *    skip `NoAppMonitor`).
  * 2. Walk the Pod's owners to the workload (`owners.ts`; a Job, bare Pod, unknown owner → skip
  *    `UnsupportedOwner` and a Warning Event on the Pod; an owner deleted meanwhile → `OwnerGone`).
- * 3. `decideScale` (skip reasons there; `AtCap` also warns on the workload and the AppMonitor).
- * 4. With a verifier, drop containers whose working set is below the threshold
+ *    This comes before coverage: an unsupported owner has no template to judge and is never
+ *    scaled, whatever its Pod carries.
+ * 3. Pick the governing AppMonitor on the workload's Pod template — its annotations and labels,
+ *    never the live Pod's, which anyone allowed to annotate one Pod could set (`governing.ts`;
+ *    none covers → skip `NotCovered`).
+ * 4. `decideScale` (skip reasons there; `AtCap` also warns on the workload and the AppMonitor).
+ * 5. With a verifier, drop containers whose working set is below the threshold
  *    (`BelowThreshold`, `NotMeasured`); Prometheus unavailable → 503.
- * 5. `DryRun` AppMonitor → Events and a `recentScales` entry marked `dryRun`, no patch.
- * 6. Server-side dry run of the JSON Patch and of the Pod the scaled template makes
+ * 6. `DryRun` AppMonitor → Events and a `recentScales` entry marked `dryRun`, no patch.
+ * 7. Server-side dry run of the JSON Patch and of the Pod the scaled template makes
  *    (`admission-pod.ts`); refused by admission → skip `AdmissionRefused` and a Warning Event
  *    carrying the API server's message.
- * 7. The patch: `test` operations on the values decided from make it a compare-and-swap, and it
+ * 8. The patch: `test` operations on the values decided from make it a compare-and-swap, and it
  *    writes the last-scale annotation that the cooldown reads. A lost race (the `test` failed)
  *    starts again at 1, at most `maxAttempts` rounds; the next round sees the new template and
  *    skips (`Cooldown` / `RolloutUnderWay`), so concurrent deliveries never compound.
- * 8. Normal `Scaled` Events on the workload and the AppMonitor; AppMonitor status. Their failure
+ * 9. Normal `Scaled` Events on the workload and the AppMonitor; AppMonitor status. Their failure
  *    is reported in `warnings` but does not fail the request: the scale is done, and a retry
  *    would only skip.
  *
@@ -35,7 +40,7 @@ import { apiStatus, isAdmissionRefusal, isPatchConflict, unavailable } from "./a
 import type { Cluster } from "./cluster.ts";
 import { decideScale, type ContainerChange, type ContainerMemory, type SkipReason } from "./decide.ts";
 import type { EventRecorder, EventSpec } from "./events.ts";
-import { governingAppMonitor, type ValidAppMonitor } from "./governing.ts";
+import { governingAppMonitor, noAppMonitor, validAppMonitors, type ValidAppMonitor } from "./governing.ts";
 import { APPS_V1, resolveWorkload, type Workload } from "./owners.ts";
 import { buildTemplatePatch, formatTimestamp } from "./patch.ts";
 import type { StatusWriter } from "./status-writer.ts";
@@ -158,26 +163,37 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
     ]);
     if (pod === undefined) return { ...base, outcome: "skipped", reason: "PodGone", message: `Pod ${podKey} no longer exists`, attempts: attempt };
 
-    const governing = governingAppMonitor(pod, items, data.appmonitor);
-    for (const rejected of governing.rejected) log.warn({ appmonitor: rejected.name, problem: rejected.problem }, "ignoring an AppMonitor with an invalid spec");
-    if (governing.result === "none") return { ...base, outcome: "skipped", reason: governing.reason, message: governing.message, attempts: attempt };
-    const am = governing.appMonitor;
-    const amRef = appMonitorRef(am);
-    const withAm = { ...base, appmonitor: am.metadata.name };
+    const monitors = validAppMonitors(data.namespace, items);
+    for (const rejected of monitors.rejected) log.warn({ appmonitor: rejected.name, problem: rejected.problem }, "ignoring an AppMonitor with an invalid spec");
+    const none = noAppMonitor(monitors);
+    if (none !== undefined) return { ...base, outcome: "skipped", reason: none.reason, message: none.message, attempts: attempt };
 
+    // The owner before coverage: coverage is judged on the workload's Pod template, not on the
+    // live Pod, whose annotations and labels anyone allowed to edit that one Pod can set.
     const resolution = await resolveWorkload(cluster, pod).catch((error: unknown) => {
       throw unavailable(error, `read the owner of Pod ${podKey}`);
     });
-    if (resolution.result === "gone") return { ...withAm, outcome: "skipped", reason: "OwnerGone", message: resolution.message, attempts: attempt };
+    if (resolution.result === "gone") return { ...base, outcome: "skipped", reason: "OwnerGone", message: resolution.message, attempts: attempt };
     if (resolution.result === "unsupported") {
+      // No template to judge, so never scaled; warn so whoever opted this Pod in learns why.
       const podRef: Ref = { apiVersion: "v1", kind: "Pod", name: data.pod, namespace: data.namespace };
       if (pod.metadata?.uid !== undefined) podRef.uid = pod.metadata.uid;
-      await notify([{ type: "Warning", reason: "UnsupportedOwner", note: `not scaled: ${resolution.message}`, regarding: podRef, related: amRef }]);
-      return withWarnings({ ...withAm, outcome: "skipped", reason: "UnsupportedOwner", message: resolution.message, attempts: attempt });
+      // The alert's AppMonitor only labels the Event; it decides nothing.
+      const named = monitors.valid.find((am) => am.metadata.name === data.appmonitor);
+      await notify([
+        { type: "Warning", reason: "UnsupportedOwner", note: `not scaled: ${resolution.message}`, regarding: podRef, ...(named === undefined ? {} : { related: appMonitorRef(named) }) },
+      ]);
+      return withWarnings({ ...base, outcome: "skipped", reason: "UnsupportedOwner", message: resolution.message, attempts: attempt });
     }
     const workload = resolution.workload;
+    const withOwner = { ...base, workload: { kind: workload.kind, name: workload.name } };
+
+    const governing = governingAppMonitor({ kind: workload.kind, name: workload.name, template: workload.object.spec.template }, monitors, data.appmonitor);
+    if (governing.result === "none") return { ...withOwner, outcome: "skipped", reason: governing.reason, message: governing.message, attempts: attempt };
+    const am = governing.appMonitor;
+    const amRef = appMonitorRef(am);
     const wlRef = workloadRef(workload);
-    const withWorkload = { ...withAm, workload: { kind: workload.kind, name: workload.name } };
+    const withWorkload = { ...withOwner, appmonitor: am.metadata.name };
     const templateContainers = memoryOf(workload.object.spec.template.spec?.containers);
     const podContainers = memoryOf(pod.spec?.containers);
     const annotations = workload.object.metadata?.annotations;

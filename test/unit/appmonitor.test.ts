@@ -12,7 +12,7 @@ import {
   validateAppMonitorSpec,
   type AppMonitorLike,
   type LabelSelector,
-  type PodLike,
+  type PodTemplateLike,
 } from "../../functions/lib/appmonitor.ts";
 
 describe("validateAppMonitorSpec: valid", () => {
@@ -142,14 +142,15 @@ function am(name: string, created: string | undefined, selector?: LabelSelector,
   return { metadata, spec: selector === undefined ? {} : { selector } };
 }
 
-const annotated: PodLike = { metadata: { namespace: "default", labels: { name: "memhog" }, annotations: { [MONITOR_ANNOTATION]: "true" } } };
-const labelled: PodLike = { metadata: { namespace: "default", labels: { name: "memhog" } } };
-const plain: PodLike = { metadata: { namespace: "default", labels: { name: "other" }, annotations: { [MONITOR_ANNOTATION]: "yes" } } };
+// Pod template metadata, with the workload's namespace as the caller sets it.
+const annotated: PodTemplateLike = { metadata: { namespace: "default", labels: { name: "memhog" }, annotations: { [MONITOR_ANNOTATION]: "true" } } };
+const labelled: PodTemplateLike = { metadata: { namespace: "default", labels: { name: "memhog" } } };
+const plain: PodTemplateLike = { metadata: { namespace: "default", labels: { name: "other" }, annotations: { [MONITOR_ANNOTATION]: "yes" } } };
 
 describe("covers", () => {
   const bySelector = am("sel", "2025-01-01T00:00:00Z", { matchLabels: { name: "memhog" } });
   const noSelector = am("plain", "2025-01-01T00:00:00Z");
-  const cases: Array<[string, PodLike, AppMonitorLike, "selector" | "annotation" | undefined]> = [
+  const cases: Array<[string, PodTemplateLike, AppMonitorLike, "selector" | "annotation" | undefined]> = [
     ["annotation only", annotated, noSelector, "annotation"],
     ["selector match on an annotated Pod", annotated, bySelector, "selector"],
     ["selector match without the annotation", labelled, bySelector, "selector"],
@@ -157,7 +158,8 @@ describe("covers", () => {
     ["selector miss and no annotation", plain, bySelector, undefined],
     ["an AppMonitor in another namespace", annotated, am("far", undefined, { matchLabels: { name: "memhog" } }, "other"), undefined],
     ["an invalid selector selects nothing, the annotation still counts", annotated, am("bad", undefined, { matchExpressions: [{ key: "a", operator: "In" }] }), "annotation"],
-    ["a Pod without metadata", {}, bySelector, undefined],
+    ["a template without metadata", {}, bySelector, undefined],
+    ["a template whose namespace is unknown is judged on its labels alone", { metadata: { labels: { name: "memhog" } } }, am("far", undefined, { matchLabels: { name: "memhog" } }, "other"), "selector"],
   ];
   for (const [name, pod, monitor, want] of cases) {
     it(name, () => {
@@ -178,7 +180,7 @@ describe("chooseGoverning", () => {
   const undated = am("0-undated", undefined);
   const farAway = am("far", "2000-01-01T00:00:00Z", {}, "other");
 
-  const cases: Array<[string, PodLike, AppMonitorLike[], string | undefined, string | undefined]> = [
+  const cases: Array<[string, PodTemplateLike, AppMonitorLike[], string | undefined, string | undefined]> = [
     ["the named one when it covers, even if another would win", annotated, [newSel, oldAnn], "old-ann", "old-ann"],
     ["a named one that does not cover is passed over", labelled, [oldAnn, newSel], "old-ann", "new-sel"],
     ["a name that does not exist is passed over", annotated, [newAnn, oldAnn], "ghost", "old-ann"],

@@ -132,6 +132,25 @@ function memhogCluster(spec: Record<string, unknown> = { memThresholdPercent: 75
   return cluster;
 }
 
+/**
+ * Removes the opt-in annotation from the Deployment's Pod template only; the ReplicaSet's copy
+ * and the live Pod keep it, as they would until a rollout. Replaces objects rather than
+ * mutating them: memhogCluster shares one template between the three.
+ */
+function unannotateTemplate(cluster: FakeCluster): void {
+  const deployment = cluster.workloads.get(`Deployment/${NS}/memhog`);
+  const template = deployment?.spec?.template;
+  if (deployment === undefined || template === undefined) throw new Error("no memhog Deployment");
+  cluster.workloads.set(`Deployment/${NS}/memhog`, { ...deployment, spec: { ...deployment.spec, template: { ...template, metadata: { labels: { name: "memhog" } } } } });
+}
+
+/** Replaces the live Pod's metadata as `kubectl annotate` / `kubectl label` on that one Pod would. */
+function editPod(cluster: FakeCluster, edit: (meta: k8s.V1ObjectMeta) => k8s.V1ObjectMeta): void {
+  const pod = cluster.pods.get(`${NS}/memhog-5d8f-x2`);
+  if (pod?.metadata === undefined) throw new Error("no memhog Pod");
+  cluster.pods.set(`${NS}/memhog-5d8f-x2`, { ...pod, metadata: edit(pod.metadata) });
+}
+
 function data(over: Partial<AlertEventData> = {}): AlertEventData {
   return {
     alertname: "AppMonitorMemoryHigh",
@@ -242,14 +261,7 @@ describe("handleFiring", () => {
   const skips: { name: string; setup: (c: FakeCluster) => void; input?: Partial<AlertEventData>; reason: string; warns?: string }[] = [
     { name: "a Pod that is gone", setup: (c) => c.pods.clear(), reason: "PodGone" },
     { name: "a namespace without AppMonitor", setup: (c) => c.appMonitors.clear(), reason: "NoAppMonitor" },
-    {
-      name: "an unannotated Pod",
-      setup: (c) => {
-        const pod = c.pods.get(`${NS}/memhog-5d8f-x2`);
-        if (pod?.metadata) pod.metadata.annotations = {};
-      },
-      reason: "NotCovered",
-    },
+    { name: "a Deployment whose Pod template is not annotated", setup: (c) => unannotateTemplate(c), reason: "NotCovered" },
     {
       name: "a Pod owned by a Job",
       setup: (c) => {
@@ -282,6 +294,67 @@ describe("handleFiring", () => {
       else assert.ok(cluster.events.some((e) => e.type === "Warning" && e.reason === c.reason && e.regarding?.kind === c.warns), JSON.stringify(cluster.events));
     });
   }
+
+  it("a Pod annotated by hand whose template is not: NotCovered, nothing written", async () => {
+    const cluster = memhogCluster();
+    unannotateTemplate(cluster);
+    // The Pod still carries the annotation, as `kubectl annotate pod` leaves it.
+    assert.equal(cluster.pods.get(`${NS}/memhog-5d8f-x2`)?.metadata?.annotations?.["app-monitor.kubedemo.com/monitor"], "true");
+    const outcome = await handleFiring(deps(cluster), "e1", data({ appmonitor: "mymonitor" }), silent);
+    assert.equal(outcome.outcome, "skipped");
+    assert.equal(outcome.reason, "NotCovered");
+    assert.match(outcome.message, /Deployment memhog: its Pod template lacks the annotation/);
+    assert.deepEqual(outcome.workload, { kind: "Deployment", name: "memhog" });
+    assert.equal(outcome.appmonitor, undefined);
+    assert.equal(cluster.writes.length, 0);
+    assert.equal(cluster.dryRuns, 0);
+    assert.equal(cluster.events.length, 0);
+    assert.deepEqual(templateMemory(cluster), { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } });
+  });
+
+  it("a selector that matches only a label added by hand to the live Pod: NotCovered", async () => {
+    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, selector: { matchLabels: { tier: "hot" } } });
+    unannotateTemplate(cluster);
+    editPod(cluster, (meta) => ({ ...meta, labels: { ...meta.labels, tier: "hot" } }));
+    const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.equal(outcome.reason, "NotCovered");
+    assert.equal(cluster.writes.length, 0);
+  });
+
+  it("the Deployment's template counts, not the ReplicaSet's older copy", async () => {
+    // The ReplicaSet and its Pod still carry the annotation the Deployment's template dropped.
+    const cluster = memhogCluster();
+    unannotateTemplate(cluster);
+    assert.equal(cluster.workloads.get(`ReplicaSet/${NS}/memhog-5d8f`)?.spec?.template?.metadata?.annotations?.["app-monitor.kubedemo.com/monitor"], "true");
+    assert.equal((await handleFiring(deps(cluster), "e1", data(), silent)).reason, "NotCovered");
+  });
+
+  it("a covered template scales even when its live Pod lost the annotation by hand", async () => {
+    const cluster = memhogCluster();
+    editPod(cluster, (meta) => ({ ...meta, annotations: {} }));
+    const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.equal(outcome.outcome, "scaled");
+    assert.equal(outcome.appmonitor, "mymonitor");
+  });
+
+  it("a selector matching the template's labels scales an unannotated template", async () => {
+    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, selector: { matchLabels: { name: "memhog" } } });
+    unannotateTemplate(cluster);
+    editPod(cluster, (meta) => ({ ...meta, annotations: {} }));
+    assert.equal((await handleFiring(deps(cluster), "e1", data(), silent)).outcome, "scaled");
+  });
+
+  it("a bare Pod: UnsupportedOwner and a Warning, whatever the Pod carries, related to the alert's AppMonitor", async () => {
+    for (const annotations of [{ "app-monitor.kubedemo.com/monitor": "true" }, {}] as Record<string, string>[]) {
+      const cluster = memhogCluster();
+      editPod(cluster, (meta) => ({ ...meta, annotations, ownerReferences: [] }));
+      const outcome = await handleFiring(deps(cluster), "e1", data({ appmonitor: "mymonitor" }), silent);
+      assert.equal(outcome.reason, "UnsupportedOwner");
+      assert.equal(outcome.appmonitor, undefined, "no template, so no governing AppMonitor");
+      assert.equal(cluster.writes.length, 0);
+      assert.deepEqual(cluster.events.map((e) => [e.type, e.reason, e.regarding?.kind, e.related?.name]), [["Warning", "UnsupportedOwner", "Pod", "mymonitor"]]);
+    }
+  });
 
   it("DryRun: Events and a dryRun status entry, no write", async () => {
     const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, mode: "DryRun" });

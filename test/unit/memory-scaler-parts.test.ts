@@ -12,7 +12,7 @@ import { readConfig } from "../../functions/memory-scaler/config.ts";
 import { compileAlertEventDataValidator, FIRING_TYPE, RESOLVED_TYPE } from "../../functions/lib/alert-event.ts";
 import { readAlertEvent } from "../../functions/memory-scaler/event.ts";
 import { buildEvent, MAX_NOTE_LENGTH, REPORTING_CONTROLLER } from "../../functions/memory-scaler/events.ts";
-import { governingAppMonitor } from "../../functions/memory-scaler/governing.ts";
+import { governingAppMonitor, noAppMonitor, validAppMonitors } from "../../functions/memory-scaler/governing.ts";
 import type { Workload } from "../../functions/memory-scaler/owners.ts";
 import { withScales, type ScaleEntry } from "../../functions/memory-scaler/status.ts";
 import { checkThreshold, workingSetQuery } from "../../functions/memory-scaler/verify.ts";
@@ -245,25 +245,50 @@ describe("podForAdmission", () => {
 });
 
 describe("governingAppMonitor", () => {
-  const pod = { metadata: { name: "p", namespace: "ns", labels: { app: "x" }, annotations: { "app-monitor.kubedemo.com/monitor": "true" } } };
-  const am = (name: string, spec: unknown, created = "2025-01-01T00:00:00Z") => ({ metadata: { name, namespace: "ns", creationTimestamp: created }, spec });
+  const spec = { memThresholdPercent: 75, memMultiplier: 2 };
+  const annotated = { metadata: { labels: { app: "x" }, annotations: { "app-monitor.kubedemo.com/monitor": "true" } } };
+  const workload = (template: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> } }) => ({ kind: "Deployment", name: "web", template });
+  const am = (name: string, amSpec: unknown, created = "2025-01-01T00:00:00Z") => ({ metadata: { name, namespace: "ns", creationTimestamp: created }, spec: amSpec });
+  const monitors = (...items: unknown[]) => validAppMonitors("ns", items);
+
   it("none in the namespace", () => {
-    const result = governingAppMonitor(pod, []);
+    assert.equal(noAppMonitor(monitors())?.reason, "NoAppMonitor");
+    const result = governingAppMonitor(workload(annotated), monitors());
     assert.equal(result.result === "none" && result.reason, "NoAppMonitor");
   });
-  it("an unannotated, unselected Pod is not covered", () => {
-    const result = governingAppMonitor({ metadata: { name: "p", namespace: "ns" } }, [am("a", { memThresholdPercent: 75, memMultiplier: 2 })]);
+  it("only invalid ones: NoAppMonitor, and they are counted", () => {
+    const none = noAppMonitor(monitors(am("bad", { memThresholdPercent: 0, memMultiplier: 2 })));
+    assert.equal(none?.reason, "NoAppMonitor");
+    assert.match(none?.message ?? "", /no AppMonitor in namespace ns \(1 invalid\)/);
+    assert.equal(noAppMonitor(monitors(am("a", spec))), undefined);
+  });
+  it("an unannotated, unselected template is not covered, and the message says so", () => {
+    const result = governingAppMonitor(workload({ metadata: { labels: { app: "x" } } }), monitors(am("a", spec)));
+    assert.equal(result.result === "none" && result.reason, "NotCovered");
+    assert.match(result.result === "none" ? result.message : "", /Deployment web: its Pod template lacks the annotation/);
+  });
+  it("a template without metadata is not covered", () => {
+    const result = governingAppMonitor(workload({}), monitors(am("a", spec), am("s", { ...spec, selector: { matchLabels: { app: "x" } } })));
+    assert.equal(result.result === "none" && result.reason, "NotCovered");
+  });
+  it("a selector matching the template's labels covers it", () => {
+    const result = governingAppMonitor(workload({ metadata: { labels: { app: "x" } } }), monitors(am("s", { ...spec, selector: { matchLabels: { app: "x" } } })));
+    assert.equal(result.result === "governed" && result.appMonitor.metadata.name, "s");
+  });
+  it("naming an AppMonitor in the alert does not cover an uncovered template", () => {
+    const result = governingAppMonitor(workload({ metadata: { labels: { app: "x" } } }), monitors(am("named", spec)), "named");
     assert.equal(result.result === "none" && result.reason, "NotCovered");
   });
   it("an invalid spec is left out and reported", () => {
-    const result = governingAppMonitor(pod, [am("bad", { memThresholdPercent: 0, memMultiplier: 2 }), am("good", { memThresholdPercent: 75, memMultiplier: 2 })]);
+    const list = monitors(am("bad", { memThresholdPercent: 0, memMultiplier: 2 }), am("good", spec));
+    assert.deepEqual(list.rejected.map((r) => r.name), ["bad"]);
+    const result = governingAppMonitor(workload(annotated), list);
     assert.equal(result.result, "governed");
     assert.equal(result.result === "governed" && result.appMonitor.metadata.name, "good");
     assert.equal(result.result === "governed" && result.appMonitor.spec.cooldownSeconds, 300, "defaults applied");
-    assert.deepEqual(result.rejected.map((r) => r.name), ["bad"]);
   });
-  it("the AppMonitor named in the alert wins when it covers the Pod", () => {
-    const result = governingAppMonitor(pod, [am("old", { memThresholdPercent: 75, memMultiplier: 2 }, "2020-01-01T00:00:00Z"), am("named", { memThresholdPercent: 80, memMultiplier: 3 })], "named");
+  it("the AppMonitor named in the alert wins when it covers the template", () => {
+    const result = governingAppMonitor(workload(annotated), monitors(am("old", spec, "2020-01-01T00:00:00Z"), am("named", { memThresholdPercent: 80, memMultiplier: 3 })), "named");
     assert.equal(result.result === "governed" && result.appMonitor.metadata.name, "named");
   });
 });
