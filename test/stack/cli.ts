@@ -16,6 +16,7 @@ async function main(command: string | undefined): Promise<number> {
   const stateDir = defaultStateDir();
   switch (command) {
     case "up": {
+      if (await readState(stateDir)) console.error(`stack: already running in ${stateDir}`);
       const state = await up({
         stateDir,
         nodes: Number(process.env.STACK_NODES ?? 2),
@@ -26,7 +27,7 @@ async function main(command: string | undefined): Promise<number> {
       console.log(`kube-apiserver  ${state.apiserverUrl}  (KUBECONFIG=${state.kubeconfig})`);
       console.log(`prometheus      ${state.prometheusUrl}  (rules: ${state.rulesDir}/*.yml)`);
       console.log(`alertmanager    ${state.alertmanagerUrl}`);
-      console.log(`kwok metrics    ${state.kwokUrl}/metrics/nodes/<node>/metrics/resource  (nodes: ${state.nodes.join(", ")})`);
+      console.log(`kwok (kubelet)  ${state.kwokUrl}/metrics/nodes/<node>/metrics/cadvisor  (nodes: ${state.nodes.join(", ")})`);
       console.log(`state           ${state.stateDir}`);
       console.log(`\nuse it from a shell: eval "$(npm run -s stack -- env)"`);
       return 0;

@@ -43,13 +43,21 @@ export function startProcess(name: string, bin: string, args: string[], log: str
   }
 }
 
-/** True while the process exists. */
+/**
+ * True while the process runs. A detached process outlives `stack up`, so when it exits its
+ * parent is init, which may reap it late: a zombie (state Z in /proc/PID/stat) counts as gone.
+ */
 export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return true;
   }
 }
 

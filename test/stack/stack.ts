@@ -8,7 +8,7 @@ import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import https from "node:https";
 import path from "node:path";
-import * as k8s from "@kubernetes/client-node";
+import type * as k8s from "@kubernetes/client-node";
 import { generatePki } from "./certs.ts";
 import { alertmanagerConfig, kubeconfig, kwokMetricsConfig, nodeNamePrefix, prometheusConfig } from "./config-files.ts";
 import { resolveBinaries, StackStepError, type Binaries } from "./paths.ts";
@@ -195,9 +195,11 @@ export async function up(opts: UpOptions): Promise<StackState> {
     ], log("kwok"), env);
     await record(kwok, state.kwokUrl);
 
-    const kc = new k8s.KubeConfig();
+    // Loaded here, not at the top: `down`, `status` and `env` need no client and start faster.
+    const { KubeConfig, CoreV1Api } = await import("@kubernetes/client-node");
+    const kc = new KubeConfig();
     kc.loadFromFile(state.kubeconfig);
-    const core = kc.makeApiClient(k8s.CoreV1Api);
+    const core = kc.makeApiClient(CoreV1Api);
     await Promise.all(nodes.map((name) => core.createNode({ body: fakeNode(name) })));
 
     const insecure = { ca: tls.ca, insecure: true };
@@ -219,15 +221,20 @@ export async function up(opts: UpOptions): Promise<StackState> {
     say(`stack ready (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
     return state;
   } catch (error) {
-    await stopAll(started.map((s) => s.pid));
+    await stopAll(started.map((s) => s.pid), 2_000);
+    // Keep the logs of a failed start where the message says they are.
+    const logs = path.join(dir, "logs");
     const kept = path.join(path.dirname(dir), `${path.basename(dir)}-failed-logs`);
-    if (existsSync(path.join(dir, "logs"))) {
+    let message = String((error as Error).message ?? error);
+    if (existsSync(logs) && readdirSync(logs).length > 0) {
       await rm(kept, { recursive: true, force: true });
-      await rename(path.join(dir, "logs"), kept);
+      await rename(logs, kept);
+      message = message.replaceAll(logs, kept);
     }
     await rm(dir, { recursive: true, force: true });
-    if (error instanceof ComponentError || error instanceof StackStepError) throw error;
-    throw new StackStepError("stack up", String((error as Error).message ?? error), { cause: error });
+    if (error instanceof ComponentError) throw new ComponentError(error.component, message.slice(error.component.length + 2));
+    if (error instanceof StackStepError) throw new StackStepError(error.step, message.slice(error.step.length + 2), { cause: error });
+    throw new StackStepError("stack up", message, { cause: error });
   }
 }
 
@@ -261,7 +268,9 @@ function fakeNode(name: string): k8s.V1Node {
  */
 export async function down(stateDir: string): Promise<string[]> {
   const state = await readState(stateDir);
-  if (state) await stopAll(state.components.map((c) => c.pid));
+  // The state is deleted next, so nothing needs a graceful shutdown: kube-apiserver alone would
+  // spend over ten seconds draining watches.
+  if (state) await stopAll(state.components.map((c) => c.pid), 2_000);
   await rm(stateDir, { recursive: true, force: true });
   return state?.components.map((c) => c.name) ?? [];
 }
