@@ -1,6 +1,7 @@
 /**
  * memory-scaler on the local stack, case by case: multiplier 1.5, a two-container Pod, a
- * StatefulSet, a DaemonSet, an unannotated Pod, a namespace without AppMonitor, the maxMemory
+ * StatefulSet, a DaemonSet, an unannotated Pod template (and its live Pod annotated or labelled
+ * by hand, which grants nothing), a namespace without AppMonitor, the maxMemory
  * cap, the cooldown, DryRun, a LimitRange below the new limit, and the Prometheus check. The
  * function runs with a token of exactly its ServiceAccount. Each case has its own namespace,
  * so the cases run concurrently.
@@ -61,6 +62,12 @@ async function readDeployment(ns: string, name: string): Promise<k8s.V1Deploymen
 /** Resources of every container, as plain JSON, by name. */
 function resourcesOf(template: k8s.V1PodTemplateSpec | undefined): Record<string, unknown> {
   return Object.fromEntries((template?.spec?.containers ?? []).map((c) => [c.name, JSON.parse(JSON.stringify(c.resources ?? null))]));
+}
+
+/** `kubectl annotate pod` / `kubectl label pod`: a merge patch of one live Pod's metadata. */
+async function editPodByHand(ns: string, name: string, metadata: { annotations?: Record<string, string>; labels?: Record<string, string> }): Promise<void> {
+  const core = (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api);
+  await core.patchNamespacedPod({ namespace: ns, name, body: { metadata } }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
 }
 
 const res = (limit: string, request: string) => ({ limits: { memory: limit }, requests: { memory: request } });
@@ -157,6 +164,35 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     const deployment = await readDeployment(ns, "plain");
     assert.equal(deployment.metadata?.generation, 1);
     assert.deepEqual(resourcesOf(deployment.spec?.template), { memhog: res("384Mi", "256Mi") });
+  });
+
+  it("a live Pod annotated by hand does not get its unannotated Deployment scaled", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "mymonitor", { memThresholdPercent: 75, memMultiplier: 2 });
+    await createDeployment(ns, "plain", [memhog], false);
+    const pod = await onlyRunningPod(ns, "app=plain");
+    await editPodByHand(ns, pod.metadata.name, { annotations: MONITOR });
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "mymonitor" }));
+    assert.equal(answer.status, 200);
+    assert.equal(answer.body.outcome, "skipped", JSON.stringify(answer.body));
+    assert.equal(answer.body.reason, "NotCovered");
+    assert.match(answer.body.message ?? "", /Deployment plain: its Pod template lacks the annotation/);
+    const deployment = await readDeployment(ns, "plain");
+    assert.equal(deployment.metadata?.generation, 1);
+    assert.deepEqual(resourcesOf(deployment.spec?.template), { memhog: res("384Mi", "256Mi") });
+    assert.deepEqual(await eventsRegarding(ns, "Deployment", "plain"), []);
+  });
+
+  it("a selector matching only a label added by hand to the live Pod does not cover its Deployment", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, selector: { matchLabels: { tier: "hot" } } });
+    await createDeployment(ns, "plain", [memhog], false);
+    const pod = await onlyRunningPod(ns, "app=plain");
+    await editPodByHand(ns, pod.metadata.name, { labels: { tier: "hot" } });
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
+    assert.equal(answer.body.outcome, "skipped", JSON.stringify(answer.body));
+    assert.equal(answer.body.reason, "NotCovered");
+    assert.equal((await readDeployment(ns, "plain")).metadata?.generation, 1);
   });
 
   it("a Pod selected by spec.selector, without the annotation, is scaled", async (t) => {
