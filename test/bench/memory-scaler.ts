@@ -186,10 +186,11 @@ async function main(): Promise<void> {
   const state = await readState(process.env.APPMONITOR_STACK_DIR ?? "");
   if (state === undefined) throw new Error("no stack state");
   process.env.KUBECONFIG = state.kubeconfig;
-  const kubeconfig = await scalerKubeconfig();
   const children: TestProcess[] = [];
+  let kubeconfig: Awaited<ReturnType<typeof scalerKubeconfig>> | undefined;
   try {
     await installMemoryScaler();
+    kubeconfig = await scalerKubeconfig();
     console.log(`memory-scaler benchmark — node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
     console.log(`API server yardstick, one GET on a keep-alive connection:`);
     console.log(`  ${summary(await apiServerBaseline())}`);
@@ -288,7 +289,7 @@ async function main(): Promise<void> {
     await deleteNamespace(stormNs);
   } finally {
     for (const c of children) await c.stop("SIGTERM");
-    await kubeconfig.remove();
+    await kubeconfig?.remove();
     if (ownStack !== undefined) {
       await down(ownStack);
       await rm(ownStack, { recursive: true, force: true });
