@@ -107,7 +107,7 @@ function jsonObject(data: unknown): Record<string, unknown> {
       throw new EventInputError("data is not JSON");
     }
   }
-  if (!isRecord(value)) throw new EventInputError(`data must be a JSON object, got ${value === undefined ? "no data" : Array.isArray(value) ? "an array" : typeof value}`);
+  if (!isRecord(value)) throw new EventInputError(`data must be a JSON object, got ${value === undefined ? "no data" : value === null ? "null" : Array.isArray(value) ? "an array" : typeof value}`);
   return value;
 }
 

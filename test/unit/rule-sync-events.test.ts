@@ -45,6 +45,7 @@ describe("readTrigger", () => {
     ["an unknown ApiServerSource action", { type: `${RESOURCE_EVENT_PREFIX}patch`, data: object }, /unsupported event type/],
     ["no data", { type: `${RESOURCE_EVENT_PREFIX}add` }, /JSON object, got no data/],
     ["an array", { type: `${RESOURCE_EVENT_PREFIX}add`, data: [object] }, /got an array/],
+    ["null data", { type: `${RESOURCE_EVENT_PREFIX}add`, data: null }, /JSON object, got null/],
     ["text that is not JSON", { type: `${REF_EVENT_PREFIX}add`, data: "{" }, /not JSON/],
     ["another kind", { type: `${RESOURCE_EVENT_PREFIX}add`, data: { ...object, kind: "Pod", apiVersion: "v1" } }, /not kubedemo\.com\/v1 AppMonitor/],
     ["another version", { type: `${REF_EVENT_PREFIX}add`, data: { ...reference, apiVersion: "kubedemo.com/v2" } }, /not kubedemo\.com\/v1 AppMonitor/],
