@@ -19,6 +19,7 @@ import { stringify } from "yaml";
 import { usageMemoryAnnotation } from "../stack/config-files.ts";
 import { repoRoot } from "../stack/paths.ts";
 import type { StackState } from "../stack/stack.ts";
+import { waitUntil } from "../support/wait-until.ts";
 import { startFunction, type FunctionProcess, type LogLine } from "./processes.ts";
 
 /** One hop of the chain: what happened and when (ms since the epoch). */
@@ -69,7 +70,6 @@ export interface ChainOptions {
 }
 
 const FIELD_MANAGER = "appmonitor-demo";
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * `kubectl apply --server-side` of YAML text: kubectl sends the objects as written, where the
@@ -90,18 +90,13 @@ async function file(relativePath: string): Promise<string> {
   return readFile(path.isAbsolute(relativePath) ? relativePath : path.join(repoRoot, relativePath), "utf8");
 }
 
+/** Waits for a hop; what did not happen in time becomes a HopError naming it. */
 async function until<T>(hop: string, hops: Hop[], timeoutMs: number, check: () => Promise<T | undefined | false>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined && v !== false) return v;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new HopError(hop, `not observed within ${timeoutMs / 1000} s${last ? ` (${String((last as Error).message ?? last)})` : ""}`, hops);
-    await sleep(100);
+  try {
+    return await waitUntil(hop, check, { timeoutMs, intervalMs: 100 });
+  } catch (error) {
+    const cause = (error as Error).cause as Error | undefined;
+    throw new HopError(hop, `not observed within ${timeoutMs / 1000} s${cause ? ` (${cause.message ?? String(cause)})` : ""}`, hops);
   }
 }
 

@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import type { TestContext } from "node:test";
 import * as k8s from "@kubernetes/client-node";
 import { readState, type StackState } from "../stack/stack.ts";
+import { waitUntil } from "./wait-until.ts";
 
 let cached: StackState | undefined;
 
@@ -30,22 +31,12 @@ export async function adminKubeConfig(): Promise<k8s.KubeConfig> {
 }
 
 /**
- * Polls `check` every `intervalMs` until it returns a value other than undefined/false.
- * @throws Error with `what` and the last error when `timeoutMs` passes.
+ * Polls `check` every `intervalMs` until it returns a value other than undefined/false
+ * ({@link waitUntil} with this module's longer default timeout, for cluster work).
+ * @throws Error naming `what` (with the last error as cause) when `timeoutMs` passes.
  */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 30_000, intervalMs = 200): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined && v !== false) return v;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}${last ? `: ${String(last)}` : ""}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
+export function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 30_000, intervalMs = 200): Promise<T> {
+  return waitUntil(what, check, { timeoutMs, intervalMs });
 }
 
 /**
