@@ -14,7 +14,6 @@
  */
 import { cpus } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createServer } from "node:http";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -22,10 +21,10 @@ import { HTTP } from "cloudevents";
 import { startProcess, tailOf } from "../support/child-process.ts";
 import { freePort } from "../support/free-port.ts";
 import { waitUntil } from "../support/wait-until.ts";
+import { repoRoot } from "../stack/paths.ts";
 
 const ALERTS_PER_WEBHOOK = 100;
 const TOKEN = "bench-token";
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 const { values: options } = parseArgs({
   options: {

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { repoRoot } from "../stack/paths.ts";
-import { freePort } from "../stack/processes.ts";
+import { freePort } from "../support/free-port.ts";
 
 /** One pino log line: `time` (epoch ms or ISO 8601), `msg`, and the rest of its fields. */
 export type LogLine = Record<string, unknown> & { time: number | string; msg?: string };

@@ -10,7 +10,6 @@ import { createServer } from "node:http";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { fn } from "../../functions/alert-receiver/index.ts";
 import { DEFAULT_SOURCE, eventId } from "../../functions/alert-receiver/mapping.ts";
@@ -24,8 +23,8 @@ import type { ReceivedEvent, TestSink } from "../support/cloudevent-sink.ts";
 import { startFunction } from "../support/function-server.ts";
 import { scrape } from "../support/prometheus-text.ts";
 import { waitUntil } from "../support/wait-until.ts";
+import { repoRoot } from "../stack/paths.ts";
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const token = randomBytes(24).toString("base64url");
 /** Retry quickly inside alert-receiver so Alertmanager's own retries are what recovers. */
 const fastDelivery = { DELIVERY_MAX_ATTEMPTS: "2", DELIVERY_BASE_DELAY_MS: "10", DELIVERY_MAX_DELAY_MS: "20", DELIVERY_TIMEOUT_MS: "1000" };

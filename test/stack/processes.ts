@@ -5,7 +5,6 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { openSync, closeSync, readFileSync, existsSync } from "node:fs";
-import net from "node:net";
 
 /** A started component: its name, process id and log file. */
 export interface Started {
@@ -101,17 +100,4 @@ export async function stopAll(pids: number[], graceMs = 10_000): Promise<void> {
   while (pids.some(alive) && Date.now() < deadline) await sleep(50);
   for (const pid of pids.filter(alive)) signal(pid, "SIGKILL");
   while (pids.some(alive) && Date.now() < deadline + 5_000) await sleep(50);
-}
-
-/** A port on 127.0.0.1 that was free a moment ago. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }

@@ -12,7 +12,8 @@ import type * as k8s from "@kubernetes/client-node";
 import { generatePki } from "./certs.ts";
 import { alertmanagerConfig, kubeconfig, kwokMetricsConfig, nodeNamePrefix, prometheusConfig } from "./config-files.ts";
 import { resolveBinaries, StackStepError, type Binaries } from "./paths.ts";
-import { alive, ComponentError, freePort, startProcess, stopAll, tail, waitReady, type Started } from "./processes.ts";
+import { freePort } from "../support/free-port.ts";
+import { alive, ComponentError, startProcess, stopAll, tail, waitReady, type Started } from "./processes.ts";
 
 /** Options of `up`. Intervals are Prometheus durations (`1s`, `500ms`). */
 export interface UpOptions {
