@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the tests use (Prometheus, promtool, Alertmanager, amtool, openssl)
-# without letting their init scripts start services on the default ports.
+# Installs the Debian packages the tests use (Prometheus, promtool, Alertmanager, amtool, openssl;
+# podman, runc and mmdebstrap to build and run the images) without letting their init scripts
+# start services on the default ports.
 set -euo pipefail
 need=()
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v prometheus-alertmanager >/dev/null || need+=(prometheus-alertmanager)
 command -v openssl >/dev/null || need+=(openssl)
+command -v podman >/dev/null || need+=(podman)
+command -v runc >/dev/null || need+=(runc)
+command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
 [ ${#need[@]} -eq 0 ] && exit 0
 sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
 printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null

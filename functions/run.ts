@@ -1,7 +1,9 @@
 /**
  * Launcher: `npm run function -- NAME` (or `node functions/run.ts NAME`) starts the function
  * in `functions/NAME/`, whose `index.ts` exports `fn` (see `functions/lib/runtime/types.ts`),
- * with the process environment, as Knative would run its container.
+ * from the sources, with the process environment, as Knative would run its container. The
+ * images run a bundle of the same modules instead (`scripts/bundle.ts`); both go through
+ * `launch()`.
  *
  * Exit codes: 0 after a graceful SIGTERM/SIGINT; 1 on a configuration error (one line on
  * stderr naming the variable) or a start-up failure; 2 on a usage error.
@@ -9,14 +11,11 @@
 import { existsSync } from "node:fs";
 import { enableCompileCache } from "node:module";
 import { fileURLToPath } from "node:url";
-import { ConfigError } from "./lib/runtime/env.ts";
-import { startServer } from "./lib/runtime/server.ts";
-import { exitOnSignals } from "./lib/runtime/signals.ts";
 import type { FunctionModule } from "./lib/runtime/types.ts";
 
-// Cold start is mostly compiling dependencies (@kubernetes/client-node alone loads ~1000 model
-// modules); V8's code cache makes every start after the first cheaper. It lives in
-// NODE_COMPILE_CACHE, else the OS temp dir; where that is not writable, Node just skips it.
+// Cold start from the sources is mostly compiling dependencies (@kubernetes/client-node alone
+// loads ~1000 model modules); V8's code cache makes every start after the first cheaper. It
+// lives in NODE_COMPILE_CACHE, else the OS temp dir; where that is not writable, Node skips it.
 enableCompileCache();
 
 const name = process.argv[2];
@@ -30,17 +29,6 @@ if (!existsSync(entry)) {
   process.exit(2);
 }
 
-const module = (await import(entry.href)) as Partial<FunctionModule>;
-if (module.fn === undefined) {
-  console.error(`${name}: ${fileURLToPath(entry)} does not export \`fn\` (a FunctionDefinition)`);
-  process.exit(2);
-}
-
-try {
-  const server = await startServer(module.fn, process.env);
-  exitOnSignals(server.close, server.log);
-} catch (error) {
-  const problem = error instanceof ConfigError ? `configuration error: ${error.message}` : `failed to start: ${(error as Error).message}`;
-  console.error(`${name}: ${problem}`);
-  process.exit(1);
-}
+// Imported after the compile cache is on, so the function's modules use it.
+const { launch } = await import("./lib/runtime/launch.ts");
+await launch(name, (await import(entry.href)) as Partial<FunctionModule>, fileURLToPath(entry));

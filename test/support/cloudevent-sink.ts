@@ -26,6 +26,8 @@ export interface TestSink {
   readonly rejected: { headers: IncomingHttpHeaders; body: string; error: string }[];
   /** Answer every request with `status` (without keeping the event); `undefined` → back to 202. */
   failWith(status: number | undefined): void;
+  /** Holds every answer this many milliseconds (0: none), so a delivery stays in flight. */
+  answerAfter(ms: number): void;
   /** Stops listening and cuts open connections: senders get connection errors. */
   stop(): Promise<void>;
   /** Listens again on the same port. */
@@ -37,10 +39,12 @@ export async function startSink(port = 0): Promise<TestSink> {
   const received: ReceivedEvent[] = [];
   const rejected: TestSink["rejected"] = [];
   let failure: number | undefined;
+  let delayMs = 0;
   const handler = (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse): void => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => {
+    req.on("end", () => setTimeout(() => answer(), delayMs));
+    const answer = (): void => {
       if (failure !== undefined) {
         res.writeHead(failure).end();
         return;
@@ -58,7 +62,7 @@ export async function startSink(port = 0): Promise<TestSink> {
         rejected.push({ headers: req.headers, body, error: (error as Error).message });
         res.writeHead(400).end();
       }
-    });
+    };
   };
   let server: Server = createServer(handler);
   const listen = (onPort: number): Promise<number> =>
@@ -78,6 +82,9 @@ export async function startSink(port = 0): Promise<TestSink> {
     rejected,
     failWith: (status) => {
       failure = status;
+    },
+    answerAfter: (ms) => {
+      delayMs = ms;
     },
     stop: () =>
       new Promise<void>((resolve) => {

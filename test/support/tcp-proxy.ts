@@ -15,6 +15,11 @@ export interface TcpProxy {
   resume(): Promise<void>;
   /** Same as {@link TcpProxy.cut}; for `after` hooks. */
   stop(): Promise<void>;
+  /**
+   * Holds every chunk from a client this many milliseconds before passing it on (0: none), so a
+   * request through the proxy stays in flight long enough for a test to act meanwhile.
+   */
+  setLatency(ms: number): void;
 }
 
 /** Starts a proxy from a free port on 127.0.0.1 to `host:port`. */
@@ -22,6 +27,7 @@ export async function startTcpProxy(host: string, port: number): Promise<TcpProx
   const sockets = new Set<Socket>();
   let server: Server | undefined;
   let listenPort = 0;
+  let latencyMs = 0;
 
   const listen = (): Promise<void> =>
     new Promise((resolve, reject) => {
@@ -32,7 +38,12 @@ export async function startTcpProxy(host: string, port: number): Promise<TcpProx
           socket.on("close", () => sockets.delete(socket));
           socket.on("error", () => undefined);
         }
-        client.pipe(upstream).pipe(client);
+        // Equal delays keep the chunks in order: timers of the same duration fire in the order set.
+        client.on("data", (chunk: Buffer) => {
+          if (latencyMs === 0) upstream.write(chunk);
+          else setTimeout(() => upstream.write(chunk), latencyMs);
+        });
+        upstream.pipe(client);
         client.on("close", () => upstream.destroy());
         upstream.on("close", () => client.destroy());
       });
@@ -54,5 +65,5 @@ export async function startTcpProxy(host: string, port: number): Promise<TcpProx
   };
 
   await listen();
-  return { port: listenPort, cut, resume: listen, stop: cut };
+  return { port: listenPort, cut, resume: listen, stop: cut, setLatency: (ms) => (latencyMs = ms) };
 }

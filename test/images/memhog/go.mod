@@ -1,0 +1,3 @@
+module appmonitor.local/memhog
+
+go 1.24

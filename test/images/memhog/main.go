@@ -1,0 +1,119 @@
+// memhog: the demo workload. It allocates memory at a steady rate up to a target and then holds
+// it, as the original memhog-operator demo's memhog did, so that its container's working set
+// crosses a threshold of its memory limit; in the growing mode it never stops, so that the
+// kernel's OOM killer ends it at its limit.
+//
+// Environment (sizes are Kubernetes quantities: 320Mi, 1Gi, 500M, or bytes):
+//
+//	MEMHOG_TARGET  bytes to hold (default 320Mi: 83% of the demo's 384Mi limit, 42% of the 768Mi
+//	               it is scaled to, so it crosses a 75% threshold once and not after the scale)
+//	MEMHOG_RATE    bytes per second (default 32Mi)
+//	MEMHOG_MODE    "hold" (default) or "grow" (keep allocating past the target, for OOM tests)
+//
+// Every page is written, so the memory is resident and counted in the cgroup's working set.
+// It logs one line per step on stdout and exits 0 on SIGTERM.
+package main
+
+import (
+	"fmt"
+	"math/big"
+	"os"
+	"os/signal"
+	"regexp"
+	"syscall"
+	"time"
+)
+
+const page = 4096
+
+var suffixes = map[string]int64{
+	"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+	"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40,
+}
+
+var quantityRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$`)
+
+// parseQuantity reads a Kubernetes quantity with a binary or decimal suffix into whole bytes.
+func parseQuantity(name, s string) (int64, error) {
+	m := quantityRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf("%s=%q: not a quantity such as 320Mi, 1Gi or 500M", name, s)
+	}
+	n, ok := new(big.Rat).SetString(m[1])
+	if !ok {
+		return 0, fmt.Errorf("%s=%q: not a number", name, s)
+	}
+	n.Mul(n, new(big.Rat).SetInt64(suffixes[m[2]]))
+	v := new(big.Int).Quo(n.Num(), n.Denom())
+	if !v.IsInt64() || v.Int64() <= 0 {
+		return 0, fmt.Errorf("%s=%q: must be a positive size", name, s)
+	}
+	return v.Int64(), nil
+}
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func main() {
+	target, err := parseQuantity("MEMHOG_TARGET", env("MEMHOG_TARGET", "320Mi"))
+	if err == nil {
+		var rate int64
+		rate, err = parseQuantity("MEMHOG_RATE", env("MEMHOG_RATE", "32Mi"))
+		if err == nil {
+			mode := env("MEMHOG_MODE", "hold")
+			if mode != "hold" && mode != "grow" {
+				err = fmt.Errorf("MEMHOG_MODE=%q: must be hold or grow", mode)
+			} else {
+				run(target, rate, mode == "grow")
+				return
+			}
+		}
+	}
+	fmt.Fprintln(os.Stderr, "memhog:", err)
+	os.Exit(2)
+}
+
+func run(target, rate int64, grow bool) {
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	const tick = 100 * time.Millisecond
+	step := rate / int64(time.Second/tick)
+	if step < page {
+		step = page
+	}
+	var held [][]byte
+	var total int64
+	fmt.Printf("memhog: target %d bytes at %d bytes/s, mode %s\n", target, rate, map[bool]string{true: "grow", false: "hold"}[grow])
+	ticker := time.NewTicker(tick)
+	defer ticker.Stop()
+	reported := time.Now()
+	for {
+		select {
+		case <-stop:
+			fmt.Printf("memhog: holding %d bytes; stopping\n", total)
+			return
+		case <-ticker.C:
+		}
+		if total >= target && !grow {
+			continue
+		}
+		n := step
+		if !grow && total+n > target {
+			n = target - total
+		}
+		chunk := make([]byte, n)
+		for i := int64(0); i < n; i += page {
+			chunk[i] = 1 // touch every page, so it is resident
+		}
+		held = append(held, chunk)
+		total += n
+		if total >= target && !grow || time.Since(reported) >= time.Second {
+			fmt.Printf("memhog: holding %d bytes\n", total)
+			reported = time.Now()
+		}
+	}
+}

@@ -1,0 +1,107 @@
+/**
+ * Podman as the local stack uses it: Debian's `podman` with `runc`, as root, configured by a
+ * containers.conf of ours (passed in `CONTAINERS_CONF`, so the machine's own configuration is
+ * left alone) that holds what every container here needs:
+ * - `runtime = "runc"`: crun refuses a hybrid cgroup hierarchy (v1 controllers plus a cgroup2
+ *   mount), which is what this kind of machine has;
+ * - `default_ulimits` for `nofile` and `nproc` at or under this process's hard limits: runc
+ *   sets both in every container and the kernel refuses a value above the hard limit (and, seen
+ *   here, an `nproc` above 32768 even under it);
+ * - `cgroupfs` and a file event log: there is no systemd or journald to talk to.
+ *
+ * Storage stays podman's default for root (`/var/lib/containers/storage`): its layer cache is
+ * what makes a second `npm run image` cheap.
+ */
+import { execFile, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+import { cacheDir } from "./paths.ts";
+
+/** The Debian packages the images need, and why, for the one line that says how to install them. */
+export const IMAGE_PACKAGES = ["podman", "runc", "mmdebstrap"] as const;
+
+/** runc refused RLIMIT_NPROC above this on this kind of machine even when the hard limit was higher. */
+const NPROC_CEILING = 32768;
+
+function hardLimit(name: "Max open files" | "Max processes"): number {
+  const line = readFileSync("/proc/self/limits", "utf8").split("\n").find((l) => l.startsWith(name));
+  const hard = line?.slice(name.length).trim().split(/\s+/)[1];
+  return hard === undefined || hard === "unlimited" ? Number.MAX_SAFE_INTEGER : Number(hard);
+}
+
+/** The containers.conf text for this process's limits. */
+export function containersConf(): string {
+  const nofile = Math.min(hardLimit("Max open files"), 1 << 20);
+  const nproc = Math.min(hardLimit("Max processes"), NPROC_CEILING);
+  return [
+    "# Written by test/images/podman.ts for the appmonitor local stack; see there for why.",
+    "[containers]",
+    `default_ulimits = ["nofile=${nofile}:${nofile}", "nproc=${nproc}:${nproc}"]`,
+    "[engine]",
+    'runtime = "runc"',
+    'cgroup_manager = "cgroupfs"',
+    'events_logger = "file"',
+    "",
+  ].join("\n");
+}
+
+/** Writes the containers.conf into the cache and returns the environment podman runs with. */
+export async function podmanEnv(env: NodeJS.ProcessEnv = process.env): Promise<NodeJS.ProcessEnv> {
+  const dir = path.join(cacheDir(env), "podman");
+  await mkdir(dir, { recursive: true });
+  const file = path.join(dir, "containers.conf");
+  await writeFile(file, containersConf());
+  return { ...env, CONTAINERS_CONF: file };
+}
+
+/**
+ * Checks that podman, runc and mmdebstrap are installed and that this process is root.
+ * @throws Error with the one command that installs what is missing.
+ */
+export async function checkImageTools(): Promise<void> {
+  const missing: string[] = [];
+  for (const tool of IMAGE_PACKAGES) {
+    try {
+      await promisify(execFile)("sh", ["-c", `command -v ${tool}`]);
+    } catch {
+      missing.push(tool);
+    }
+  }
+  if (missing.length > 0) {
+    throw new Error(`${missing.join(", ")} not installed: as root, run \`apt-get update && apt-get install -y --no-install-recommends ${IMAGE_PACKAGES.join(" ")}\` (or bash .ci/install-debian.sh)`);
+  }
+  if (process.getuid?.() !== 0) throw new Error("building and running images needs root (podman with runc, rootful, as tested here): run as root");
+}
+
+/** What a finished podman command printed. */
+export interface PodmanResult {
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs `podman args…` to completion with our containers.conf.
+ * @param options.stream also copy podman's stderr to ours (long builds show progress).
+ * @throws Error naming the command, with the tail of its stderr, when it exits non-zero.
+ */
+export async function podman(args: readonly string[], options: { stream?: boolean; input?: NodeJS.ReadableStream } = {}): Promise<PodmanResult> {
+  const env = await podmanEnv();
+  return new Promise((resolve, reject) => {
+    const child = spawn("podman", [...args], { env, stdio: [options.input ? "pipe" : "ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+    child.stderr?.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString("utf8");
+      if (options.stream) process.stderr.write(chunk);
+    });
+    if (options.input && child.stdin) options.input.pipe(child.stdin);
+    child.once("error", (error) => reject(new Error(`cannot run podman: ${error.message}`, { cause: error })));
+    child.once("close", (code) => {
+      if (code === 0) resolve({ stdout, stderr });
+      else reject(new Error(`podman ${args.slice(0, 2).join(" ")} … exited ${code}:\n${stderr.trim().split("\n").slice(-15).join("\n")}`));
+    });
+  });
+}

@@ -1,0 +1,119 @@
+/**
+ * A function image run as Knative runs its container, with podman (test/images/podman.ts): the
+ * Knative Service's security context (read-only root file system, user 1000, every capability
+ * dropped, no privilege escalation), `PORT` set by the runtime, and the Service's env. Host
+ * network, with the function bound to 127.0.0.1. Credentials, when given, are mounted where the
+ * kubelet mounts a ServiceAccount's (`/var/run/secrets/kubernetes.io/serviceaccount/`), with
+ * `KUBERNETES_SERVICE_HOST`/`_PORT` set as for a Pod, so @kubernetes/client-node takes its
+ * in-cluster path.
+ */
+import { randomBytes } from "node:crypto";
+import { chmod, mkdir, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { podman } from "../images/podman.ts";
+import { freePort } from "./free-port.ts";
+import { waitUntil } from "./wait-until.ts";
+
+/** Where the kubelet mounts a Pod's ServiceAccount token, CA bundle and namespace. */
+export const SERVICE_ACCOUNT_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/** The in-cluster credentials of a ServiceAccount, as files and the API server's address. */
+export interface InClusterCredentials {
+  /** Directory holding `token`, `ca.crt` and `namespace`, readable by user 1000. */
+  readonly dir: string;
+  /** `KUBERNETES_SERVICE_HOST` and `KUBERNETES_SERVICE_PORT`. */
+  readonly host: string;
+  readonly port: number;
+}
+
+/** Writes `token`, `ca.crt` (PEM) and `namespace` into `dir` as the kubelet's projected volume holds them. */
+export async function writeServiceAccountFiles(dir: string, files: { token: string; caPem: string; namespace: string }): Promise<string> {
+  await mkdir(dir, { recursive: true, mode: 0o755 });
+  await chmod(dir, 0o755);
+  for (const [name, content] of [["token", files.token], ["ca.crt", files.caPem], ["namespace", files.namespace]] as const) {
+    await writeFile(path.join(dir, name), content, { mode: 0o644 });
+  }
+  return dir;
+}
+
+/** Options of {@link runContainer}. */
+export interface RunContainerOptions {
+  readonly image: string;
+  /** The container's env (the Service's, plus what Knative and the test add); `PORT` and `HOST` are set here. */
+  readonly env: Readonly<Record<string, string>>;
+  readonly credentials?: InClusterCredentials;
+}
+
+/** A running function container. */
+export interface FunctionContainer {
+  readonly name: string;
+  readonly url: string;
+  /** The container's main process, as the host sees it. */
+  readonly pid: number;
+  /** stdout and stderr so far. */
+  logs(): Promise<string>;
+  /** `podman stop --time graceSeconds` (SIGTERM, then SIGKILL); resolves with the exit code. */
+  stop(graceSeconds?: number): Promise<number>;
+  /** `podman diff`: paths changed in the container's file system (tmpfs mounts excluded). */
+  diff(): Promise<string[]>;
+  /** Removes the container, running or not. */
+  remove(): Promise<void>;
+}
+
+/**
+ * Starts `image` detached with the Knative security context and waits until
+ * `GET /health/readiness` answers 200.
+ * @throws Error with the container's logs when it exits or is not ready within `readyTimeoutMs`.
+ */
+export async function runContainer(options: RunContainerOptions, readyTimeoutMs = 60_000): Promise<FunctionContainer> {
+  const port = await freePort();
+  const name = `appmonitor-test-${randomBytes(4).toString("hex")}`;
+  const env: Record<string, string> = { ...options.env, PORT: String(port), HOST: "127.0.0.1" };
+  const args = ["run", "--detach", "--name", name, "--network=host", "--read-only", "--user=1000:1000", "--cap-drop=all", "--security-opt=no-new-privileges"];
+  if (options.credentials) {
+    args.push("--volume", `${options.credentials.dir}:${SERVICE_ACCOUNT_MOUNT}:ro`);
+    Object.assign(env, { KUBERNETES_SERVICE_HOST: options.credentials.host, KUBERNETES_SERVICE_PORT: String(options.credentials.port) });
+  }
+  for (const [key, value] of Object.entries(env)) args.push("--env", `${key}=${value}`);
+  args.push(options.image);
+  await podman(args);
+  const logs = async (): Promise<string> => {
+    const { stdout, stderr } = await podman(["logs", name]);
+    return stdout + stderr;
+  };
+  const remove = async (): Promise<void> => {
+    await podman(["rm", "--force", "--time=0", name]).catch(() => undefined);
+  };
+  const state = async (): Promise<{ running: boolean; pid: number; exitCode: number }> => {
+    const { stdout } = await podman(["inspect", "--format", "{{.State.Running}} {{.State.Pid}} {{.State.ExitCode}}", name]);
+    const [running, pid, exitCode] = stdout.trim().split(" ");
+    return { running: running === "true", pid: Number(pid), exitCode: Number(exitCode) };
+  };
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitUntil(`${options.image} to be ready on ${url}/health/readiness`, async () => {
+      if (!(await state()).running) throw new Error(`the container exited:\n${await logs()}`);
+      return (await fetch(`${url}/health/readiness`).catch(() => undefined))?.status === 200;
+    }, { timeoutMs: readyTimeoutMs, intervalMs: 100 });
+  } catch (error) {
+    const output = await logs().catch(() => "");
+    await remove();
+    throw new Error(`${(error as Error).message}\n--- container logs ---\n${output.slice(-3000)}`, { cause: error });
+  }
+  const { pid } = await state();
+  return {
+    name,
+    url,
+    pid,
+    logs,
+    stop: async (graceSeconds = 30) => {
+      await podman(["stop", `--time=${graceSeconds}`, name]);
+      return (await state()).exitCode;
+    },
+    diff: async () => {
+      const { stdout } = await podman(["diff", name]);
+      return stdout.split("\n").map((l) => l.trim()).filter((l) => l !== "");
+    },
+    remove,
+  };
+}
