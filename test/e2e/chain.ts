@@ -16,9 +16,11 @@ import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent, HTTP } from "cloudevents";
 import { stringify } from "yaml";
+import { buildImages, FUNCTION_IMAGES } from "../images/build.ts";
 import { usageMemoryAnnotation } from "../stack/config-files.ts";
 import { repoRoot } from "../stack/paths.ts";
 import type { StackState } from "../stack/stack.ts";
+import { serviceAccountCredentials } from "../support/container.ts";
 import { waitUntil } from "../support/wait-until.ts";
 import { startFunction, type FunctionProcess, type LogLine } from "./processes.ts";
 
@@ -67,6 +69,8 @@ export interface ChainOptions {
   keep?: boolean;
   /** Memory usage to set on the Pod (default 300Mi: 78% of 384Mi). */
   usage?: string;
+  /** Run the functions from their images (`npm run image`, built first if needed) instead of from the sources. */
+  containers?: boolean;
 }
 
 const FIELD_MANAGER = "appmonitor-demo";
@@ -174,19 +178,27 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
     });
     await until("namespace ready", hops, 30_000, () => core.readNamespacedServiceAccount({ name: "default", namespace }));
 
-    // The functions, as Knative would run them.
+    // The functions, as Knative would run them: processes with a kubeconfig of their
+    // ServiceAccount, or their images with its token mounted as in a Pod.
     const token = randomBytes(24).toString("hex");
-    const scaler = await startFunction("memory-scaler", {
-      KUBECONFIG: await serviceAccountKubeconfig(admin, "memory-scaler", tmp),
-      PROMETHEUS_URL: state.prometheusUrl,
-    });
+    const start = async (name: keyof typeof FUNCTION_IMAGES, env: Record<string, string>, serviceAccount: boolean): Promise<FunctionProcess> => {
+      if (!options.containers) {
+        return startFunction(name, serviceAccount ? { ...env, KUBECONFIG: await serviceAccountKubeconfig(admin, name, tmp) } : env);
+      }
+      const api = new URL(state.apiserverUrl);
+      const credentials = serviceAccount ? await serviceAccountCredentials("appmonitor", name, tmp, { host: api.hostname, port: Number(api.port) }) : undefined;
+      return startFunction(name, env, 60_000, { image: FUNCTION_IMAGES[name], ...(credentials === undefined ? {} : { credentials }) });
+    };
+    if (options.containers) {
+      await buildImages(Object.keys(FUNCTION_IMAGES) as (keyof typeof FUNCTION_IMAGES)[]).catch((error: unknown) => {
+        throw new HopError("images built (npm run image)", (error as Error).message, hops);
+      });
+    }
+    const scaler = await start("memory-scaler", { PROMETHEUS_URL: state.prometheusUrl }, true);
     functions.push(scaler);
-    const receiver = await startFunction("alert-receiver", { K_SINK: scaler.url, WEBHOOK_TOKEN: token });
+    const receiver = await start("alert-receiver", { K_SINK: scaler.url, WEBHOOK_TOKEN: token }, false);
     functions.push(receiver);
-    const ruleSync = await startFunction("rule-sync", {
-      KUBECONFIG: await serviceAccountKubeconfig(admin, "rule-sync", tmp),
-      WATCH_NAMESPACES: namespace,
-    });
+    const ruleSync = await start("rule-sync", { WATCH_NAMESPACES: namespace }, true);
     functions.push(ruleSync);
 
     // Alertmanager: this namespace's alerts go to alert-receiver, with bearer auth.

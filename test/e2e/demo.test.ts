@@ -1,13 +1,19 @@
 // The main job end to end on the real chain: Prometheus → Alertmanager → alert-receiver →
-// memory-scaler → a new Pod with twice the memory. The same path as `npm run demo`.
+// memory-scaler → a new Pod with twice the memory. The same path as `npm run demo`, once with the
+// functions as processes and once as their images (`npm run demo -- --containers`).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { runChain } from "./chain.ts";
+import { runChain, type ChainResult } from "./chain.ts";
 import { stack } from "../support/stack.ts";
 
-test("the original demo's memhog is scaled 384Mi/256Mi → 768Mi/512Mi through the whole chain", { timeout: 300_000 }, async () => {
-  const result = await runChain(await stack(), { namespace: `e2e-${randomBytes(3).toString("hex")}` });
+for (const containers of [false, true]) {
+  test(`the original demo's memhog is scaled 384Mi/256Mi → 768Mi/512Mi through the whole chain, functions ${containers ? "as containers" : "as processes"}`, { timeout: 1_800_000 }, async () => {
+    assertScaledThroughTheChain(await runChain(await stack(), { namespace: `e2e-${randomBytes(3).toString("hex")}`, containers }));
+  });
+}
+
+function assertScaledThroughTheChain(result: ChainResult): void {
   assert.deepEqual(result.before, { request: "256Mi", limit: "384Mi" });
   assert.deepEqual(result.after, { request: "512Mi", limit: "768Mi" });
   assert.notEqual(result.newPod, result.oldPod);
@@ -40,4 +46,4 @@ test("the original demo's memhog is scaled 384Mi/256Mi → 768Mi/512Mi through t
   ] as const) {
     assert.ok((at[earlier] ?? NaN) <= (at[later] ?? NaN), `${earlier} before ${later}: ${JSON.stringify(result.hops)}`);
   }
-});
+}

@@ -1,15 +1,25 @@
 /**
- * `npm run demo`: the main job on the local stack, from one command. Starts the stack (or uses
- * the one already up in `APPMONITOR_STACK_DIR`/.stack), runs the chain (`chain.ts`) with the
- * original demo's AppMonitor and memhog Deployment, prints the timeline and the resources
- * before and after, and stops everything it started.
+ * `npm run demo [-- --containers]`: the main job on the local stack, from one command. Starts the
+ * stack (or uses the one already up in `APPMONITOR_STACK_DIR`/.stack), runs the chain
+ * (`chain.ts`) with the original demo's AppMonitor and memhog Deployment, prints the timeline
+ * and the resources before and after, and stops everything it started. `--containers` runs the
+ * three functions from their images (`npm run image`; needs root and podman) instead of from the
+ * sources.
  *
- * Exit codes: 0 the Deployment was scaled and its new Pod runs; 1 a hop failed (named).
+ * Exit codes: 0 the Deployment was scaled and its new Pod runs; 1 a hop failed (named); 2 usage.
  */
+import { parseArgs } from "node:util";
 import { defaultStateDir } from "../stack/paths.ts";
 import { down, readState, up } from "../stack/stack.ts";
 import { HopError, runChain, type Hop } from "./chain.ts";
 
+let containers = false;
+try {
+  containers = parseArgs({ options: { containers: { type: "boolean", default: false } } }).values.containers;
+} catch (error) {
+  console.error(`usage: npm run demo [-- --containers]: ${(error as Error).message}`);
+  process.exit(2);
+}
 const stateDir = defaultStateDir();
 const existing = await readState(stateDir);
 let crossedAt: number | undefined;
@@ -24,7 +34,8 @@ try {
   console.log(existing ? `using the stack in ${stateDir}` : "starting the local stack ...");
   const state = await up({ stateDir, progress: (l) => console.log(`  stack: ${l}`) });
   console.log("\ntimeline (from the moment the usage crossed 75% of the limit):");
-  const result = await runChain(state, { namespace: "appmonitor-demo", onHop: line });
+  if (containers) console.log("the functions run from their images (npm run image)");
+  const result = await runChain(state, { namespace: "appmonitor-demo", onHop: line, containers });
   console.log(`\nmemhog before: requests ${result.before.request}, limits ${result.before.limit}  (Pod ${result.oldPod})`);
   console.log(`memhog after:  requests ${result.after.request}, limits ${result.after.limit}  (Pod ${result.newPod})`);
   const last = result.hops.at(-1);

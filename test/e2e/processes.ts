@@ -1,11 +1,16 @@
 /**
- * The three functions run as the processes Knative would run: `node functions/run.ts NAME` with
- * `PORT`, `K_SERVICE`, `K_SINK` and the rest in the environment, JSON logs on stdout (kept, so
- * the timeline can read when each function acted), stopped with SIGTERM.
+ * The three functions run as Knative would run them: either as processes (`node functions/run.ts
+ * NAME`) or as their images (`npm run image`) under podman, attached, with the Knative Service's
+ * security context (read-only root, user 1000, no capabilities) and host network. Either way
+ * with `PORT`, `K_SERVICE`, `K_SINK` and the rest in the environment, JSON logs on stdout (kept,
+ * so the timeline can read when each function acted), stopped with SIGTERM.
  */
+import { randomBytes } from "node:crypto";
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
+import { podman, podmanEnv } from "../images/podman.ts";
 import { repoRoot } from "../stack/paths.ts";
+import { SERVICE_ACCOUNT_MOUNT, type InClusterCredentials } from "../support/container.ts";
 import { freePort } from "../support/free-port.ts";
 
 /** One pino log line: `time` (epoch ms or ISO 8601), `msg`, and the rest of its fields. */
@@ -22,17 +27,38 @@ export interface FunctionProcess {
   stop(): Promise<void>;
 }
 
+/** Run the function from its image instead of from the sources. */
+export interface ContainerRun {
+  /** The image, e.g. `ghcr.io/kubedemo/appmonitor-memory-scaler:latest`. */
+  readonly image: string;
+  /** A ServiceAccount's token and CA, mounted where the kubelet mounts them. */
+  readonly credentials?: InClusterCredentials;
+}
+
+/** The podman arguments that run `image` as Knative runs the function's container, attached. */
+function podmanRunArgs(name: string, env: Record<string, string>, run: ContainerRun): string[] {
+  const args = ["run", "--rm", "--name", name, "--network=host", "--read-only", "--user=1000:1000", "--cap-drop=all", "--security-opt=no-new-privileges"];
+  const all = { ...env };
+  if (run.credentials) {
+    args.push("--volume", `${run.credentials.dir}:${SERVICE_ACCOUNT_MOUNT}:ro`);
+    Object.assign(all, { KUBERNETES_SERVICE_HOST: run.credentials.host, KUBERNETES_SERVICE_PORT: String(run.credentials.port) });
+  }
+  for (const [key, value] of Object.entries(all)) args.push("--env", `${key}=${value}`);
+  return [...args, run.image];
+}
+
 /**
- * Starts `functions/<name>` on 127.0.0.1 at a free port and waits until `/health/readiness`
- * answers 200.
+ * Starts `functions/<name>` on 127.0.0.1 at a free port (from the sources, or from its image
+ * when `container` is given) and waits until `/health/readiness` answers 200.
  * @throws Error naming the function, with its last output, when it exits or is not ready in `timeoutMs`.
  */
-export async function startFunction(name: string, env: Record<string, string>, timeoutMs = 30_000): Promise<FunctionProcess> {
+export async function startFunction(name: string, env: Record<string, string>, timeoutMs = 30_000, container?: ContainerRun): Promise<FunctionProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, [path.join(repoRoot, "functions", "run.ts"), name], {
-    env: { ...process.env, ...env, PORT: String(port), HOST: "127.0.0.1", K_SERVICE: name, LOG_LEVEL: env.LOG_LEVEL ?? "info" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const fnEnv = { ...env, PORT: String(port), HOST: "127.0.0.1", K_SERVICE: name, LOG_LEVEL: env.LOG_LEVEL ?? "info" };
+  const containerName = `appmonitor-demo-${name}-${randomBytes(3).toString("hex")}`;
+  const child = container === undefined
+    ? spawn(process.execPath, [path.join(repoRoot, "functions", "run.ts"), name], { env: { ...process.env, ...fnEnv }, stdio: ["ignore", "pipe", "pipe"] })
+    : spawn("podman", podmanRunArgs(containerName, fnEnv, container), { env: await podmanEnv(), stdio: ["ignore", "pipe", "pipe"] });
   const fp: FunctionProcess = {
     name,
     url: `http://127.0.0.1:${port}`,
@@ -42,8 +68,9 @@ export async function startFunction(name: string, env: Record<string, string>, t
     stop: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((r) => child.once("exit", r));
+      // podman passes the signal on to the container's PID 1; `podman stop` ends a stuck one.
       child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+      const timer = setTimeout(() => (container === undefined ? child.kill("SIGKILL") : void podman(["stop", "--time=0", containerName]).catch(() => undefined)), 10_000);
       await exited;
       clearTimeout(timer);
     },

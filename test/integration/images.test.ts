@@ -14,7 +14,7 @@ import { CloudEvent } from "cloudevents";
 import { buildImages, FUNCTION_IMAGES, MEMHOG_IMAGES, type BuiltImage } from "../images/build.ts";
 import { podman } from "../images/podman.ts";
 import { startSink, type TestSink } from "../support/cloudevent-sink.ts";
-import { runContainer, writeServiceAccountFiles, type FunctionContainer, type InClusterCredentials } from "../support/container.ts";
+import { runContainer, serviceAccountCredentials, type FunctionContainer, type InClusterCredentials } from "../support/container.ts";
 import { installMemoryScaler } from "../support/install.ts";
 import { containerOf, FUNCTION_NAMES, kustomize, servicesByFunction, type FunctionName, type KnativeService } from "../support/knative.ts";
 import { alertEvent, deliver, SCALER_NAMESPACE, SCALER_SERVICE_ACCOUNT } from "../support/memory-scaler.ts";
@@ -55,18 +55,9 @@ function serviceEnv(name: FunctionName): Record<string, string> {
   return env;
 }
 
-/** A fresh token of `namespace/name`, with the stack's CA, mounted as the kubelet would; API calls go through the proxy. */
-async function credentials(namespace: string, name: string): Promise<InClusterCredentials> {
-  const admin = await adminKubeConfig();
-  const res = await admin.makeApiClient(k8s.CoreV1Api).createNamespacedServiceAccountToken({ name, namespace, body: { spec: { expirationSeconds: 3600, audiences: [] } } });
-  const caData = admin.getCurrentCluster()?.caData;
-  assert.ok(res.status?.token && caData, "a token and the stack's CA");
-  const files = await writeServiceAccountFiles(path.join(dir.path, `${namespace}-${name}`), {
-    token: res.status.token,
-    caPem: Buffer.from(caData, "base64").toString("utf8"),
-    namespace,
-  });
-  return { dir: files, host: "127.0.0.1", port: apiProxy.port };
+/** memory-scaler's or rule-sync's in-cluster credentials; their API calls go through the proxy. */
+function credentials(namespace: string, name: string): Promise<InClusterCredentials> {
+  return serviceAccountCredentials(namespace, name, dir.path, { host: "127.0.0.1", port: apiProxy.port });
 }
 
 /** Starts the function's image with its Service's env and what the cluster would give it. */

@@ -10,8 +10,10 @@
 import { randomBytes } from "node:crypto";
 import { chmod, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
+import * as k8s from "@kubernetes/client-node";
 import { podman } from "../images/podman.ts";
 import { freePort } from "./free-port.ts";
+import { adminKubeConfig } from "./stack.ts";
 import { waitUntil } from "./wait-until.ts";
 
 /** Where the kubelet mounts a Pod's ServiceAccount token, CA bundle and namespace. */
@@ -36,12 +38,33 @@ export async function writeServiceAccountFiles(dir: string, files: { token: stri
   return dir;
 }
 
+/**
+ * In-cluster credentials of ServiceAccount `namespace/name`: a fresh token from the TokenRequest
+ * API and the stack's CA, written under `dir`; `api` is the address the container dials (the API
+ * server, or a proxy in front of it).
+ */
+export async function serviceAccountCredentials(namespace: string, name: string, dir: string, api: { host: string; port: number }): Promise<InClusterCredentials> {
+  const admin = await adminKubeConfig();
+  const res = await admin.makeApiClient(k8s.CoreV1Api).createNamespacedServiceAccountToken({ name, namespace, body: { spec: { expirationSeconds: 3600, audiences: [] } } });
+  const token = res.status?.token;
+  const caData = admin.getCurrentCluster()?.caData;
+  if (!token || !caData) throw new Error(`no token for ${namespace}/${name}, or no CA in the stack's kubeconfig`);
+  const files = await writeServiceAccountFiles(path.join(dir, `${namespace}-${name}`), { token, caPem: Buffer.from(caData, "base64").toString("utf8"), namespace });
+  return { dir: files, ...api };
+}
+
 /** Options of {@link runContainer}. */
 export interface RunContainerOptions {
   readonly image: string;
   /** The container's env (the Service's, plus what Knative and the test add); `PORT` and `HOST` are set here. */
   readonly env: Readonly<Record<string, string>>;
   readonly credentials?: InClusterCredentials;
+  /** Replaces the image's CMD (e.g. a bare Node server in the same image, for comparison). */
+  readonly command?: readonly string[];
+  /** Give up waiting for readiness after this long; default 60 000 ms. */
+  readonly readyTimeoutMs?: number;
+  /** How often readiness is polled; default 100 ms (a benchmark polls more often). */
+  readonly pollMs?: number;
 }
 
 /** A running function container. */
@@ -63,9 +86,9 @@ export interface FunctionContainer {
 /**
  * Starts `image` detached with the Knative security context and waits until
  * `GET /health/readiness` answers 200.
- * @throws Error with the container's logs when it exits or is not ready within `readyTimeoutMs`.
+ * @throws Error with the container's logs when it exits or is not ready in time.
  */
-export async function runContainer(options: RunContainerOptions, readyTimeoutMs = 60_000): Promise<FunctionContainer> {
+export async function runContainer(options: RunContainerOptions): Promise<FunctionContainer> {
   const port = await freePort();
   const name = `appmonitor-test-${randomBytes(4).toString("hex")}`;
   const env: Record<string, string> = { ...options.env, PORT: String(port), HOST: "127.0.0.1" };
@@ -75,7 +98,7 @@ export async function runContainer(options: RunContainerOptions, readyTimeoutMs 
     Object.assign(env, { KUBERNETES_SERVICE_HOST: options.credentials.host, KUBERNETES_SERVICE_PORT: String(options.credentials.port) });
   }
   for (const [key, value] of Object.entries(env)) args.push("--env", `${key}=${value}`);
-  args.push(options.image);
+  args.push(options.image, ...(options.command ?? []));
   await podman(args);
   const logs = async (): Promise<string> => {
     const { stdout, stderr } = await podman(["logs", name]);
@@ -94,7 +117,7 @@ export async function runContainer(options: RunContainerOptions, readyTimeoutMs 
     await waitUntil(`${options.image} to be ready on ${url}/health/readiness`, async () => {
       if (!(await state()).running) throw new Error(`the container exited:\n${await logs()}`);
       return (await fetch(`${url}/health/readiness`).catch(() => undefined))?.status === 200;
-    }, { timeoutMs: readyTimeoutMs, intervalMs: 100 });
+    }, { timeoutMs: options.readyTimeoutMs ?? 60_000, intervalMs: options.pollMs ?? 100 });
   } catch (error) {
     const output = await logs().catch(() => "");
     await remove();
