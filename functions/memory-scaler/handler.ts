@@ -2,10 +2,15 @@
  * The CloudEvent endpoint: `POST /` with one memory-threshold CloudEvent, binary or structured
  * mode (CloudEvents HTTP binding 1.0; decoding and attribute validation are the runtime's).
  *
+ * A handled event is answered 204 with no body (a Knative Broker fails a reply body that is not
+ * a CloudEvent; see the runtime's `acknowledge`) and the headers `X-Appmonitor-Outcome` /
+ * `X-Appmonitor-Reason`; the rest of the `Outcome` (message, workload, changes, skipped
+ * containers, warnings, attempts) goes to the log line.
+ *
  * | status | when |
  * | --- | --- |
- * | 200 `Outcome` (`scale-flow.ts`): `{ outcome: "scaled" \| "dry-run" \| "skipped", reason, message, pod, appmonitor?, workload?, changes?, skipped?, warnings?, attempts }` | a firing alert was handled: scaled, or deliberately not (the reason says why) |
- * | 200 `{ outcome: "ignored", reason: "Resolved", … }` | a resolved alert: nothing to undo |
+ * | 204, outcome `scaled` \| `dry-run` \| `skipped`, reason (`Scaled`, `DryRun`, `Cooldown`, …) | a firing alert was handled: scaled, or deliberately not (the reason says why) |
+ * | 204, outcome `ignored`, reason `Resolved` | a resolved alert: nothing to undo |
  * | 400 `{ error, details }` | not a CloudEvent, another event type, `data` not matching `schemas/alert-event.schema.json`, subject or status contradicting `data` (the runtime or `event.ts`) |
  * | 413 / 415 | body over 1 MiB; a batch (`application/cloudevents-batch+json`) — the runtime |
  * | 429 | the API server throttled memory-scaler |
@@ -17,7 +22,7 @@
 import type { CloudEvent } from "cloudevents";
 import type { AlertEventDataValidator } from "../lib/alert-event.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
-import type { FunctionContext, FunctionResponse } from "../lib/runtime/types.ts";
+import type { CloudEventOutcome, FunctionContext } from "../lib/runtime/types.ts";
 import { readAlertEvent, type AlertEvent } from "./event.ts";
 import type { MemoryScalerMetrics } from "./metrics.ts";
 import { handleFiring, type FlowDeps } from "./scale-flow.ts";
@@ -30,7 +35,7 @@ export interface HandlerDeps {
 }
 
 /** Builds `handle` for the runtime (a CloudEvent function). */
-export function createHandler(deps: HandlerDeps): (context: FunctionContext, event: CloudEvent<unknown>) => Promise<FunctionResponse> {
+export function createHandler(deps: HandlerDeps): (context: FunctionContext, event: CloudEvent<unknown>) => Promise<CloudEventOutcome> {
   const { metrics } = deps;
   return async (context, cloudEvent) => {
     const stopTimer = metrics.duration.startTimer();
@@ -47,7 +52,7 @@ export function createHandler(deps: HandlerDeps): (context: FunctionContext, eve
       metrics.events.inc({ type: "resolved", outcome: "ignored", reason: "Resolved" });
       stopTimer({ outcome: "ignored" });
       context.log.info({ pod, outcome: "ignored", reason: "Resolved" }, "resolved alert: nothing to do");
-      return { status: 200, body: { outcome: "ignored", reason: "Resolved", message: "a resolved alert changes nothing", pod } };
+      return { outcome: "ignored", reason: "Resolved" };
     }
     try {
       const outcome = await handleFiring(deps.flow, event.id, event.data, context.log);
@@ -57,7 +62,7 @@ export function createHandler(deps: HandlerDeps): (context: FunctionContext, eve
       const line = { pod, outcome: outcome.outcome, reason: outcome.reason, appmonitor: outcome.appmonitor, workload: outcome.workload, changes: outcome.changes, skipped: outcome.skipped, attempts: outcome.attempts };
       if (outcome.warnings !== undefined) context.log.warn({ ...line, warnings: outcome.warnings }, outcome.message);
       else context.log.info(line, outcome.message);
-      return { status: 200, body: outcome };
+      return { outcome: outcome.outcome, reason: outcome.reason };
     } catch (error) {
       const status = error instanceof HttpError ? error.status : 500;
       metrics.events.inc({ type: "firing", outcome: "failed", reason: String(status) });

@@ -67,7 +67,7 @@ export interface SkippedContainer {
   readonly message: string;
 }
 
-/** What happened to one firing alert; returned to the sender as the 200 body. */
+/** What happened to one firing alert: logged in full; `outcome` and `reason` also answer the sender (`handler.ts`). */
 export interface Outcome {
   /** `scaled`: the workload was patched; `dry-run`: it would have been; `skipped`: nothing to do. */
   readonly outcome: "scaled" | "dry-run" | "skipped";
@@ -137,7 +137,7 @@ export function describeChanges(changes: readonly ContainerChange[]): string {
 
 /**
  * Handles one firing alert. `eventId` keys the Events so re-deliveries write each Event once.
- * @returns the outcome (the sender gets 200).
+ * @returns the outcome (the sender gets 204 with its `outcome` and `reason`).
  * @throws HttpError 503/429/500 when the API server or Prometheus failed before anything was
  * written, or 503 when the compare-and-swap lost `maxAttempts` times in a row.
  */

@@ -224,7 +224,7 @@ async function main(): Promise<void> {
       const t0 = performance.now();
       const answer = await deliver(url, event);
       scaleTimes.push(performance.now() - t0);
-      if (answer.body.outcome !== "scaled") unexpected += 1;
+      if (answer.outcome !== "scaled") unexpected += 1;
       sent.push({ event });
     }
     const cpuPerScale = (cpuMs(child.pid) - cpuBefore) / latencyPods.size;
@@ -232,7 +232,7 @@ async function main(): Promise<void> {
       const t0 = performance.now();
       const answer = await deliver(url, event);
       skipTimes.push(performance.now() - t0);
-      if (answer.body.outcome !== "skipped") unexpected += 1;
+      if (answer.outcome !== "skipped") unexpected += 1;
     }
     console.log(`per-event latency, sequential, sender's round trip:`);
     console.log(`  scale (full path):   ${summary(scaleTimes)}   goal p99 ≤ 30 ms`);
@@ -275,7 +275,7 @@ async function main(): Promise<void> {
     }
     const byOutcome = new Map<string, number>();
     for (const a of answers) {
-      const key = a.status === 200 ? `${a.body.outcome}/${a.body.reason}` : `HTTP ${a.status}`;
+      const key = a.status === 204 ? `${a.outcome}/${a.reason}` : `HTTP ${a.status}`;
       byOutcome.set(key, (byOutcome.get(key) ?? 0) + 1);
     }
     const rss = rssMiB(child.pid);

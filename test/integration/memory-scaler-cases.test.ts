@@ -12,6 +12,7 @@ import * as k8s from "@kubernetes/client-node";
 import { usageMemoryAnnotation } from "../stack/config-files.ts";
 import { freePort } from "../support/free-port.ts";
 import { installMemoryScaler } from "../support/install.ts";
+import { describeAnswer } from "../support/post-event.ts";
 import {
   alertEvent,
   appMonitorStatus,
@@ -89,7 +90,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createDeployment(ns, "web");
     const pod = await onlyRunningPod(ns, "app=web");
     const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
-    assert.equal(answer.body.outcome, "scaled", JSON.stringify(answer.body));
+    assert.equal(answer.outcome, "scaled", describeAnswer(answer));
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("576Mi", "384Mi") });
   });
 
@@ -99,7 +100,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createDeployment(ns, "web", [memhog, { name: "sidecar", limit: "64Mi", request: "32Mi" }]);
     const pod = await onlyRunningPod(ns, "app=web");
     const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "sidecar" }), "structured");
-    assert.equal(answer.body.outcome, "scaled", JSON.stringify(answer.body));
+    assert.equal(answer.outcome, "scaled", describeAnswer(answer));
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("384Mi", "256Mi"), sidecar: res("128Mi", "64Mi") });
     const next = await waitFor("the new Pod Running", async () => {
       const pods = await runningPods(ns, "app=web");
@@ -118,8 +119,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     });
     const pod = await onlyRunningPod(ns, "app=db");
     const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
-    assert.equal(answer.body.outcome, "scaled", JSON.stringify(answer.body));
-    assert.deepEqual(answer.body.workload, { kind: "StatefulSet", name: "db" });
+    assert.equal(answer.outcome, "scaled", describeAnswer(answer));
     const sts = await client.readNamespacedStatefulSet({ namespace: ns, name: "db" });
     assert.deepEqual(resourcesOf(sts.spec?.template), { memhog: res("768Mi", "512Mi") });
     const next = await waitFor("db-0 recreated with 768Mi", async () => {
@@ -145,11 +145,11 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     }, 60_000);
     const podName = pods[0]?.metadata?.name ?? "";
     const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: podName, container: "memhog" }));
-    assert.equal(answer.body.outcome, "scaled", JSON.stringify(answer.body));
-    assert.deepEqual(answer.body.workload, { kind: "DaemonSet", name: "agent" });
+    assert.equal(answer.outcome, "scaled", describeAnswer(answer));
     const ds = await client.readNamespacedDaemonSet({ namespace: ns, name: "agent" });
     assert.deepEqual(resourcesOf(ds.spec?.template), { memhog: res("768Mi", "512Mi") });
     assert.equal(ds.metadata?.generation, 2);
+    assert.deepEqual((await eventsRegarding(ns, "DaemonSet", "agent")).map((e) => e.reason), ["Scaled"]);
   });
 
   it("an unannotated Pod that no selector matches is not scaled", async (t) => {
@@ -158,9 +158,9 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createDeployment(ns, "plain", [memhog], false);
     const pod = await onlyRunningPod(ns, "app=plain");
     const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
-    assert.equal(answer.status, 200);
-    assert.equal(answer.body.outcome, "skipped");
-    assert.equal(answer.body.reason, "NotCovered");
+    assert.equal(answer.status, 204);
+    assert.equal(answer.outcome, "skipped");
+    assert.equal(answer.reason, "NotCovered");
     const deployment = await readDeployment(ns, "plain");
     assert.equal(deployment.metadata?.generation, 1);
     assert.deepEqual(resourcesOf(deployment.spec?.template), { memhog: res("384Mi", "256Mi") });
@@ -173,10 +173,9 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     const pod = await onlyRunningPod(ns, "app=plain");
     await editPodByHand(ns, pod.metadata.name, { annotations: MONITOR });
     const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "mymonitor" }));
-    assert.equal(answer.status, 200);
-    assert.equal(answer.body.outcome, "skipped", JSON.stringify(answer.body));
-    assert.equal(answer.body.reason, "NotCovered");
-    assert.match(answer.body.message ?? "", /Deployment plain: its Pod template lacks the annotation/);
+    assert.equal(answer.status, 204);
+    assert.equal(answer.outcome, "skipped", describeAnswer(answer));
+    assert.equal(answer.reason, "NotCovered");
     const deployment = await readDeployment(ns, "plain");
     assert.equal(deployment.metadata?.generation, 1);
     assert.deepEqual(resourcesOf(deployment.spec?.template), { memhog: res("384Mi", "256Mi") });
@@ -190,8 +189,8 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     const pod = await onlyRunningPod(ns, "app=plain");
     await editPodByHand(ns, pod.metadata.name, { labels: { tier: "hot" } });
     const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
-    assert.equal(answer.body.outcome, "skipped", JSON.stringify(answer.body));
-    assert.equal(answer.body.reason, "NotCovered");
+    assert.equal(answer.outcome, "skipped", describeAnswer(answer));
+    assert.equal(answer.reason, "NotCovered");
     assert.equal((await readDeployment(ns, "plain")).metadata?.generation, 1);
   });
 
@@ -201,7 +200,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createDeployment(ns, "picked", [memhog], false);
     const pod = await onlyRunningPod(ns, "app=picked");
     const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
-    assert.equal(answer.body.outcome, "scaled", JSON.stringify(answer.body));
+    assert.equal(answer.outcome, "scaled", describeAnswer(answer));
   });
 
   it("a namespace without AppMonitor: nothing is scaled", async (t) => {
@@ -209,16 +208,16 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createDeployment(ns, "web");
     const pod = await onlyRunningPod(ns, "app=web");
     const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "mymonitor" }));
-    assert.equal(answer.status, 200);
-    assert.equal(answer.body.reason, "NoAppMonitor");
+    assert.equal(answer.status, 204);
+    assert.equal(answer.reason, "NoAppMonitor");
     assert.equal((await readDeployment(ns, "web")).metadata?.generation, 1);
   });
 
   it("a Pod that does not exist: skipped", async (t) => {
     const ns = await freshNamespace(t);
     const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: "no-such-pod" }));
-    assert.equal(answer.status, 200);
-    assert.equal(answer.body.reason, "PodGone");
+    assert.equal(answer.status, 204);
+    assert.equal(answer.reason, "PodGone");
   });
 
   it("a bare Pod: skipped with a Warning Event on the Pod", async (t) => {
@@ -228,7 +227,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: "bare", labels: { app: "bare" }, annotations: MONITOR }, spec: podTemplate("bare", [memhog], true).spec } });
     await onlyRunningPod(ns, "app=bare");
     const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: "bare", container: "memhog" }));
-    assert.equal(answer.body.reason, "UnsupportedOwner");
+    assert.equal(answer.reason, "UnsupportedOwner");
     const [warning] = await eventsRegarding(ns, "Pod", "bare");
     assert.equal(warning?.type, "Warning");
     assert.match(warning?.note ?? "", /no controller/);
@@ -240,7 +239,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createDeployment(ns, "web");
     const first = await onlyRunningPod(ns, "app=web");
     const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: first.metadata.name, container: "memhog" }));
-    assert.equal(answer.body.outcome, "scaled", JSON.stringify(answer.body));
+    assert.equal(answer.outcome, "scaled", describeAnswer(answer));
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("512Mi", "512Mi") });
 
     const second = await waitFor("the capped Pod Running", async () => {
@@ -248,8 +247,8 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
       return pods.length === 1 && pods[0]?.metadata?.uid !== first.metadata.uid ? pods[0] : undefined;
     }, 60_000);
     const atCap = await deliver(scaler.url, alertEvent({ namespace: ns, pod: second.metadata?.name ?? "", container: "memhog" }));
-    assert.equal(atCap.body.outcome, "skipped");
-    assert.equal(atCap.body.reason, "AtCap");
+    assert.equal(atCap.outcome, "skipped");
+    assert.equal(atCap.reason, "AtCap");
     assert.equal((await readDeployment(ns, "web")).metadata?.generation, 2);
     const warnings = (await eventsRegarding(ns, "Deployment", "web")).filter((e) => e.type === "Warning");
     assert.deepEqual(warnings.map((e) => e.reason), ["AtCap"]);
@@ -261,14 +260,14 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 3600 });
     await createDeployment(ns, "web");
     const first = await onlyRunningPod(ns, "app=web");
-    assert.equal((await deliver(scaler.url, alertEvent({ namespace: ns, pod: first.metadata.name, container: "memhog" }))).body.outcome, "scaled");
+    assert.equal((await deliver(scaler.url, alertEvent({ namespace: ns, pod: first.metadata.name, container: "memhog" }))).outcome, "scaled");
     const second = await waitFor("the scaled Pod Running", async () => {
       const pods = await runningPods(ns, "app=web");
       return pods.length === 1 && pods[0]?.metadata?.uid !== first.metadata.uid ? pods[0] : undefined;
     }, 60_000);
     const event = alertEvent({ namespace: ns, pod: second.metadata?.name ?? "", container: "memhog" });
     const cooling = await deliver(scaler.url, event);
-    assert.equal(cooling.body.reason, "Cooldown", JSON.stringify(cooling.body));
+    assert.equal(cooling.reason, "Cooldown", describeAnswer(cooling));
     assert.equal((await readDeployment(ns, "web")).metadata?.generation, 2);
 
     const custom = (await adminKubeConfig()).makeApiClient(k8s.CustomObjectsApi);
@@ -277,7 +276,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
       k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
     );
     const again = await deliver(scaler.url, event);
-    assert.equal(again.body.outcome, "scaled", JSON.stringify(again.body));
+    assert.equal(again.outcome, "scaled", describeAnswer(again));
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("1536Mi", "1Gi") });
     assert.equal((await appMonitorStatus(ns, "m")).scaleCount, 2);
   });
@@ -289,8 +288,8 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     const pod = await onlyRunningPod(ns, "app=web");
     const event = alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" });
     const answer = await deliver(scaler.url, event);
-    assert.equal(answer.body.outcome, "dry-run", JSON.stringify(answer.body));
-    assert.equal((await deliver(scaler.url, event)).body.outcome, "dry-run", "a re-delivery decides the same");
+    assert.equal(answer.outcome, "dry-run", describeAnswer(answer));
+    assert.equal((await deliver(scaler.url, event)).outcome, "dry-run", "a re-delivery decides the same");
     const deployment = await readDeployment(ns, "web");
     assert.equal(deployment.metadata?.generation, 1);
     assert.deepEqual(resourcesOf(deployment.spec?.template), { memhog: res("384Mi", "256Mi") });
@@ -313,17 +312,16 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createDeployment(ns, "web");
     const pod = await onlyRunningPod(ns, "app=web");
     const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
-    assert.equal(answer.status, 200);
-    assert.equal(answer.body.outcome, "skipped");
-    assert.equal(answer.body.reason, "AdmissionRefused");
-    assert.match(answer.body.message ?? "", /maximum memory usage per Container is 512Mi, but limit is 768Mi/);
+    assert.equal(answer.status, 204);
+    assert.equal(answer.outcome, "skipped");
+    assert.equal(answer.reason, "AdmissionRefused");
     const deployment = await readDeployment(ns, "web");
     assert.equal(deployment.metadata?.generation, 1);
     assert.deepEqual(resourcesOf(deployment.spec?.template), { memhog: res("384Mi", "256Mi") });
     const [warning] = await eventsRegarding(ns, "Deployment", "web");
     assert.equal(warning?.type, "Warning");
     assert.equal(warning?.reason, "AdmissionRefused");
-    assert.match(warning?.note ?? "", /maximum memory usage per Container is 512Mi/);
+    assert.match(warning?.note ?? "", /maximum memory usage per Container is 512Mi, but limit is 768Mi/);
     assert.equal((await eventsRegarding(ns, "AppMonitor", "m"))[0]?.reason, "AdmissionRefused");
   });
 });
@@ -363,13 +361,13 @@ describe("memory-scaler with PROMETHEUS_URL", () => {
 
     await usage(ns, pod.metadata.name, "100Mi", 100 * mi);
     const stale = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
-    assert.equal(stale.status, 200);
-    assert.equal(stale.body.reason, "BelowThreshold", JSON.stringify(stale.body));
+    assert.equal(stale.status, 204);
+    assert.equal(stale.reason, "BelowThreshold", describeAnswer(stale));
     assert.equal((await readDeployment(ns, "web")).metadata?.generation, 1);
 
     await usage(ns, pod.metadata.name, "300Mi", 300 * mi);
     const real = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
-    assert.equal(real.body.outcome, "scaled", JSON.stringify(real.body));
+    assert.equal(real.outcome, "scaled", describeAnswer(real));
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("768Mi", "512Mi") });
   });
 

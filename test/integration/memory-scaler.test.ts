@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import * as k8s from "@kubernetes/client-node";
 import fc from "fast-check";
+import { describeAnswer } from "../support/post-event.ts";
 import { scrape } from "../support/prometheus-text.ts";
 import { installMemoryScaler } from "../support/install.ts";
 import {
@@ -66,10 +67,10 @@ describe("memory-scaler with the original demo", () => {
     assert.deepEqual(memoryOf(before), { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } });
 
     const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "mymonitor" }));
-    assert.equal(answer.status, 200, JSON.stringify(answer.body));
-    assert.equal(answer.body.outcome, "scaled", JSON.stringify(answer.body));
-    assert.deepEqual(answer.body.workload, { kind: "Deployment", name: "memhog" });
-    assert.deepEqual(answer.body.changes, [{ container: "memhog", from: { limit: "384Mi", request: "256Mi" }, to: { limit: "768Mi", request: "512Mi" } }]);
+    assert.equal(answer.status, 204, describeAnswer(answer));
+    assert.equal(answer.outcome, "scaled", describeAnswer(answer));
+    assert.equal(answer.reason, "Scaled");
+    assert.equal(answer.text, "", "no body: a Broker fails a reply body that is not a CloudEvent");
 
     const after = await readMemhog(ns);
     assert.deepEqual(memoryOf(after), { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } });
@@ -108,12 +109,12 @@ describe("memory-scaler with the original demo", () => {
     const event = alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "mymonitor" });
 
     const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => deliver(scaler.url, event, i % 2 === 0 ? "binary" : "structured")));
-    assert.deepEqual([...new Set(answers.map((a) => a.status))], [200], JSON.stringify(answers.filter((a) => a.status !== 200).map((a) => a.body)));
-    const scaled = answers.filter((a) => a.body.outcome === "scaled");
-    assert.equal(scaled.length, 1, JSON.stringify(answers.map((a) => a.body.reason)));
+    assert.deepEqual([...new Set(answers.map((a) => a.status))], [204], JSON.stringify(answers.filter((a) => a.status !== 204).map((a) => a.body)));
+    const scaled = answers.filter((a) => a.outcome === "scaled");
+    assert.equal(scaled.length, 1, JSON.stringify(answers.map((a) => a.reason)));
     // The losers re-read: the template now says 768Mi (RolloutUnderWay), the last scale is recent
     // (Cooldown), or kwok already replaced the alerting Pod (PodGone).
-    for (const a of answers) if (a.body.outcome !== "scaled") assert.ok(["Cooldown", "RolloutUnderWay", "PodGone"].includes(a.body.reason ?? ""), JSON.stringify(a.body));
+    for (const a of answers) if (a.outcome !== "scaled") assert.ok(["Cooldown", "RolloutUnderWay", "PodGone"].includes(a.reason ?? ""), describeAnswer(a));
 
     const deployment = await readMemhog(ns);
     assert.deepEqual(memoryOf(deployment), { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } });
@@ -127,8 +128,8 @@ describe("memory-scaler with the original demo", () => {
       return d.status?.updatedReplicas === 1 && d.status.replicas === 1 && d.status.availableReplicas === 1 && d.status.observedGeneration === 2;
     }, 120_000);
     const again = await deliver(scaler.url, event);
-    assert.equal(again.status, 200);
-    assert.equal(again.body.outcome, "skipped");
+    assert.equal(again.status, 204);
+    assert.equal(again.outcome, "skipped");
     const later = await readMemhog(ns);
     assert.equal(later.metadata?.generation, 2);
     assert.deepEqual(memoryOf(later), { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } });
@@ -138,8 +139,9 @@ describe("memory-scaler with the original demo", () => {
     const ns = await freshNamespace(t);
     const pod = await originalDemo(ns);
     const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", status: "resolved" }), "structured");
-    assert.equal(answer.status, 200);
-    assert.equal(answer.body.outcome, "ignored");
+    assert.equal(answer.status, 204);
+    assert.equal(answer.outcome, "ignored");
+    assert.equal(answer.reason, "Resolved");
     assert.equal((await readMemhog(ns)).metadata?.generation, 1);
   });
 
@@ -172,13 +174,13 @@ describe("memory-scaler with the original demo", () => {
     assert.ok(invalid >= 2, `invalid events counted: ${invalid}`);
   });
 
-  it("hostile input never crashes it: any data, any headers → 4xx or a handled 200", async () => {
+  it("hostile input never crashes it: any data, any headers → 4xx or a handled 204", async () => {
     const base = alertEvent({ namespace: "default", pod: "p" });
     const json = fc.oneof(fc.jsonValue(), fc.object(), fc.record({ namespace: fc.string(), pod: fc.string(), status: fc.constantFrom("firing", "resolved", "other") }));
     await fc.assert(
       fc.asyncProperty(json, fc.constantFrom("binary", "structured") as fc.Arbitrary<"binary" | "structured">, async (data, mode) => {
         const answer = await deliver(scaler.url, base.cloneWith({ data }, false), mode);
-        assert.ok(answer.status === 400 || answer.status === 200, `${answer.status} ${JSON.stringify(answer.body)} for ${JSON.stringify(data)}`);
+        assert.ok(answer.status === 400 || answer.status === 204, `${answer.status} ${JSON.stringify(answer.body)} for ${JSON.stringify(data)}`);
       }),
       { numRuns: 150 },
     );

@@ -11,6 +11,7 @@ import { stringify } from "yaml";
 import { usageMemoryAnnotation } from "../stack/config-files.ts";
 import { ALERT_NAME } from "../../functions/rule-sync/rule.ts";
 import { RESOURCE_EVENT_PREFIX } from "../../functions/rule-sync/events.ts";
+import { describeAnswer } from "../support/post-event.ts";
 import { createAppMonitor, installRuleSync, readRule, startRuleSync } from "../support/rule-sync.ts";
 import { adminKubeConfig, freshNamespace, stack, waitFor } from "../support/stack.ts";
 
@@ -60,7 +61,8 @@ test("the generated rule, loaded into Prometheus, fires for a container at 80% o
   t.after(() => fn.stop());
   const monitor = await createAppMonitor(ns, "hogwatch", { memThresholdPercent: 75, memMultiplier: 2, forSeconds: 1 });
   const answer = await fn.send(`${RESOURCE_EVENT_PREFIX}add`, monitor);
-  assert.equal(answer.status, 200, JSON.stringify(answer.body));
+  assert.equal(answer.status, 204, describeAnswer(answer));
+  assert.equal(answer.outcome, "created", describeAnswer(answer));
   const rule = await readRule(ns, "hogwatch");
   assert.ok(rule?.metadata?.uid);
 

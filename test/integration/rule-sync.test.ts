@@ -12,6 +12,8 @@ import { ALERT_NAME, GENERATION_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE }
 import { REF_EVENT_PREFIX, RESOURCE_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../functions/rule-sync/events.ts";
 import { repoRoot } from "../stack/paths.ts";
 import { freePort } from "../support/free-port.ts";
+import { describeAnswer } from "../support/post-event.ts";
+import { sampleSum, scrape } from "../support/prometheus-text.ts";
 import {
   APPMONITORS,
   createAppMonitor,
@@ -39,6 +41,19 @@ function expr(rule: Awaited<ReturnType<typeof readRule>>): string {
   return String(rule?.spec.groups?.[0]?.rules?.[0]?.expr ?? "");
 }
 
+const RULE_WRITE_RESULTS = ["created", "updated", "unchanged", "deleted", "rejected"] as const;
+
+/** rule-sync's PrometheusRule writes so far, by result (`appmonitor_rule_sync_rule_writes_total`). */
+async function ruleWrites(url: string): Promise<Record<string, number>> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return Object.fromEntries(RULE_WRITE_RESULTS.map((result) => [result, sampleSum(text, "appmonitor_rule_sync_rule_writes_total", { result })]));
+}
+
+/** The writes between two {@link ruleWrites} readings. */
+function since(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(RULE_WRITE_RESULTS.map((result) => [result, (after[result] ?? 0) - (before[result] ?? 0)]));
+}
+
 async function customApi(): Promise<k8s.CustomObjectsApi> {
   return (await adminKubeConfig()).makeApiClient(k8s.CustomObjectsApi);
 }
@@ -58,8 +73,10 @@ test("an AppMonitor's PrometheusRule is created with its ownerReference, follows
   const created = await createAppMonitor(ns, example.metadata.name, example.spec);
   const name = created.metadata.name;
   const added = await fn.send(`${RESOURCE_EVENT_PREFIX}add`, created);
-  assert.equal(added.status, 200, JSON.stringify(added.body));
-  assert.equal(added.body.rule, "created");
+  assert.equal(added.status, 204, describeAnswer(added));
+  assert.equal(added.text, "", "no body: a Broker fails a reply body that is not a CloudEvent");
+  assert.equal(added.outcome, "created");
+  assert.equal(added.reason, "RuleApplied");
 
   const rule = await readRule(ns, name);
   assert.ok(rule, "the PrometheusRule exists");
@@ -88,8 +105,8 @@ test("an AppMonitor's PrometheusRule is created with its ownerReference, follows
     k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
   );
   const updated = await fn.send(`${REF_EVENT_PREFIX}update`, { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", name, namespace: ns });
-  assert.equal(updated.status, 200, JSON.stringify(updated.body));
-  assert.equal(updated.body.rule, "updated");
+  assert.equal(updated.status, 204, describeAnswer(updated));
+  assert.equal(updated.outcome, "updated");
   const followed = await readRule(ns, name);
   assert.match(expr(followed), />= 80$/);
   assert.equal(followed?.metadata?.annotations?.[GENERATION_ANNOTATION], "2");
@@ -102,8 +119,8 @@ test("an AppMonitor's PrometheusRule is created with its ownerReference, follows
   await (await customApi()).deleteNamespacedCustomObject({ ...APPMONITORS, namespace: ns, name });
   await waitFor("the PrometheusRule garbage-collected", async () => (await readRule(ns, name)) === undefined, 60_000);
   const deleted = await fn.send(`${RESOURCE_EVENT_PREFIX}delete`, monitor);
-  assert.equal(deleted.status, 200, JSON.stringify(deleted.body));
-  assert.equal(deleted.body.rule, "kept", "nothing left to delete");
+  assert.equal(deleted.status, 204, describeAnswer(deleted));
+  assert.equal(deleted.outcome, "kept", "nothing left to delete");
 
   assert.equal(await fn.stop(), 0, `exits 0 on SIGTERM\n${tailOf(fn.process)}`);
   assert.match(fn.process.output(), /"msg":"draining"/);
@@ -114,7 +131,7 @@ test("a delete event removes the rule of an AppMonitor deleted with propagationP
   const fn = await startRuleSync({ WATCH_NAMESPACES: ns, RESYNC_ON_START: "false" });
   t.after(() => fn.stop());
   const created = await createAppMonitor(ns, "orphaning", spec);
-  assert.equal((await fn.send(`${RESOURCE_EVENT_PREFIX}add`, created)).status, 200);
+  assert.equal((await fn.send(`${RESOURCE_EVENT_PREFIX}add`, created)).status, 204);
   assert.ok(await readRule(ns, "orphaning"));
 
   await (await customApi()).deleteNamespacedCustomObject({ ...APPMONITORS, namespace: ns, name: "orphaning", propagationPolicy: "Orphan" });
@@ -124,8 +141,8 @@ test("a delete event removes the rule of an AppMonitor deleted with propagationP
     return rule !== undefined && (rule.metadata?.ownerReferences ?? []).length === 0;
   }, 60_000);
   const deleted = await fn.send(`${RESOURCE_EVENT_PREFIX}delete`, created);
-  assert.equal(deleted.status, 200, JSON.stringify(deleted.body));
-  assert.equal(deleted.body.rule, "deleted");
+  assert.equal(deleted.status, 204, describeAnswer(deleted));
+  assert.equal(deleted.outcome, "deleted");
   assert.equal(await readRule(ns, "orphaning"), undefined);
 });
 
@@ -150,7 +167,7 @@ test("resync at start-up and on an event restores a deleted rule, fixes an edite
   // Break things the way ApiServerSource could miss: a rule deleted by hand, a rule edited by
   // hand, an AppMonitor created while nothing listened, an orphan with our label.
   const edited = await createAppMonitor(ns, "edited", { ...spec, memThresholdPercent: 90 });
-  assert.equal((await fn.send(`${RESOURCE_EVENT_PREFIX}add`, edited)).status, 200);
+  assert.equal((await fn.send(`${RESOURCE_EVENT_PREFIX}add`, edited)).status, 204);
   await objects.delete({ apiVersion: "monitoring.coreos.com/v1", kind: "PrometheusRule", metadata: { namespace: ns, name: "early" } });
   const hand = await readRule(ns, "edited");
   assert.ok(hand);
@@ -171,11 +188,13 @@ test("resync at start-up and on an event restores a deleted rule, fixes an edite
     spec: { groups: [{ name: "appmonitor/x/leftover", rules: [{ alert: ALERT_NAME, expr: "vector(1)" }] }] },
   });
 
+  // What the resync did, from rule-sync's metrics (the answer carries only the outcome).
+  const writesBefore = await ruleWrites(fn.url);
   const resynced = await fn.send(RESYNC_EVENT_TYPE, { reason: "test" });
-  assert.equal(resynced.status, 200, JSON.stringify(resynced.body));
-  assert.equal(resynced.body.appMonitors, 3);
-  assert.deepEqual(resynced.body.rules, { created: 2, updated: 1, unchanged: 0, deleted: 1, kept: 0, rejected: 0 });
-  assert.deepEqual(resynced.body.failed, []);
+  assert.equal(resynced.status, 204, describeAnswer(resynced));
+  assert.equal(resynced.outcome, "resynced");
+  assert.equal(await scrape(`${fn.url}/metrics`, "appmonitor_rule_sync_appmonitors"), 3, "AppMonitors in scope");
+  assert.deepEqual(since(writesBefore, await ruleWrites(fn.url)), { created: 2, updated: 1, unchanged: 0, deleted: 1, rejected: 0 });
 
   assert.equal((await readRule(ns, "early"))?.metadata?.ownerReferences?.[0]?.uid, early.metadata.uid, "restored");
   assert.match(expr(await readRule(ns, "edited")), />= 90$/, "fixed");
@@ -186,8 +205,9 @@ test("resync at start-up and on an event restores a deleted rule, fixes an edite
   assert.equal(theirs?.metadata?.labels?.[MANAGED_BY_LABEL], undefined);
 
   // Nothing changed since: a second resync writes nothing.
-  const again = await fn.send(RESYNC_EVENT_TYPE);
-  assert.deepEqual(again.body.rules, { created: 0, updated: 0, unchanged: 3, deleted: 0, kept: 0, rejected: 0 });
+  const writesBeforeAgain = await ruleWrites(fn.url);
+  assert.equal((await fn.send(RESYNC_EVENT_TYPE)).outcome, "resynced");
+  assert.deepEqual(since(writesBeforeAgain, await ruleWrites(fn.url)), { created: 0, updated: 0, unchanged: 3, deleted: 0, rejected: 0 });
 });
 
 test("an invalid AppMonitor gets RuleReady False with the reason and no rule, and True once fixed, keeping other writers' conditions", async (t) => {
@@ -197,7 +217,8 @@ test("an invalid AppMonitor gets RuleReady False with the reason and no rule, an
   // The CRD accepts any matchLabels key; a key that is not label syntax cannot go into PromQL.
   const bad = await createAppMonitor(ns, "bad", { ...spec, selector: { matchLabels: { "not a key!": "x" } } });
   const answer = await fn.send(`${RESOURCE_EVENT_PREFIX}add`, bad);
-  assert.equal(answer.status, 200, "handled: a retry cannot fix it");
+  assert.equal(answer.status, 204, "handled: a retry cannot fix it");
+  assert.equal(answer.reason, "InvalidSpec");
   let monitor = await readAppMonitor(ns, "bad");
   assert.equal(ruleReady(monitor)?.status, "False");
   assert.equal(ruleReady(monitor)?.reason, "InvalidSpec");
@@ -218,7 +239,7 @@ test("an invalid AppMonitor gets RuleReady False with the reason and no rule, an
     { ...APPMONITORS, namespace: ns, name: "bad", body: [{ op: "remove", path: "/spec/selector" }] },
     k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch),
   );
-  assert.equal((await fn.send(`${REF_EVENT_PREFIX}update`, { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", name: "bad", namespace: ns })).status, 200);
+  assert.equal((await fn.send(`${REF_EVENT_PREFIX}update`, { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", name: "bad", namespace: ns })).status, 204);
   monitor = await readAppMonitor(ns, "bad");
   assert.equal(ruleReady(monitor)?.status, "True");
   assert.equal(monitor.status?.observedGeneration, 2);

@@ -1,7 +1,7 @@
 /**
  * The shared function runtime through real HTTP: CloudEvent decoding (binary, structured,
- * malformed, batch), HTTP functions, health, metrics, body limit, error mapping, logs and
- * graceful drain. Fixture functions are defined here; the server runs in-process.
+ * malformed, batch) and the empty 204 answer to a handled event, HTTP functions, health,
+ * metrics, body limit, error mapping, logs and graceful drain. Fixture functions are defined here; the server runs in-process.
  */
 import assert from "node:assert/strict";
 import { request } from "node:http";
@@ -25,8 +25,16 @@ const event = new CloudEvent({
   data: { hello: "world" },
 });
 
-/** A CloudEvent function that echoes what it got, or fails on request, and counts calls. */
-function echoEvents(state: { readiness: ReadinessResult | Error; calls: number }): FunctionDefinition<{ suffix: string }> {
+/** What the CloudEvent fixture saw and reports. */
+interface EventState {
+  readiness: ReadinessResult | Error;
+  calls: number;
+  /** The events handled, as the function got them, with its configured suffix. */
+  received: { id: string; type: string; data: unknown; suffix: string }[];
+}
+
+/** A CloudEvent function that records what it got, or fails on request, and counts calls. */
+function echoEvents(state: EventState): FunctionDefinition<{ suffix: string }> {
   return {
     name: "echo-events",
     kind: "cloudevent",
@@ -39,7 +47,9 @@ function echoEvents(state: { readiness: ReadinessResult | Error; calls: number }
           handled.inc();
           if (received.type === "com.example.permanent") throw new HttpError(422, "cannot handle", { details: ["reason one"] });
           if (received.type === "com.example.bug") throw new Error("secret internal detail");
-          return { status: 200, body: { id: received.id, type: received.type, data: received.data, suffix: config.suffix } };
+          if (received.type === "com.example.sentence") return { outcome: "not one word" };
+          state.received.push({ id: received.id, type: received.type, data: received.data, suffix: config.suffix });
+          return { outcome: "echoed", reason: "Asked" };
         },
         readiness: async () => {
           if (state.readiness instanceof Error) throw state.readiness;
@@ -75,7 +85,7 @@ async function json(response: Response): Promise<Record<string, unknown>> {
 }
 
 describe("CloudEvent functions", async () => {
-  const state: { readiness: ReadinessResult | Error; calls: number } = { readiness: { ready: true }, calls: 0 };
+  const state: EventState = { readiness: { ready: true }, calls: 0, received: [] };
   const lines: Record<string, unknown>[] = [];
   const capture = new Writable({
     write(chunk: Buffer, _encoding, callback) {
@@ -93,15 +103,26 @@ describe("CloudEvent functions", async () => {
   it("decodes binary mode and hands the function the event", async () => {
     const message = HTTP.binary(event);
     const response = await fetch(server.url, { method: "POST", headers: message.headers as Record<string, string>, body: message.body as string });
-    assert.equal(response.status, 200);
-    assert.deepEqual(await json(response), { id: "evt-1", type: "com.example.test", data: { hello: "world" }, suffix: "!" });
+    assert.equal(response.status, 204);
+    assert.deepEqual(state.received.at(-1), { id: "evt-1", type: "com.example.test", data: { hello: "world" }, suffix: "!" });
   });
 
   it("decodes structured mode", async () => {
     const message = HTTP.structured(event.cloneWith({ id: "evt-2" }));
     const response = await fetch(server.url, { method: "POST", headers: message.headers as Record<string, string>, body: message.body as string });
-    assert.equal(response.status, 200);
-    assert.deepEqual((await json(response)).id, "evt-2");
+    assert.equal(response.status, 204);
+    assert.equal(state.received.at(-1)?.id, "evt-2");
+  });
+
+  it("answers a handled event 204 with the outcome in headers, no body, no content type and no ce-* header", async () => {
+    const message = HTTP.binary(event.cloneWith({ id: "evt-3" }));
+    const response = await fetch(server.url, { method: "POST", headers: message.headers as Record<string, string>, body: message.body as string });
+    assert.equal(response.status, 204);
+    assert.equal(response.headers.get("x-appmonitor-outcome"), "echoed");
+    assert.equal(response.headers.get("x-appmonitor-reason"), "Asked");
+    assert.equal((await response.arrayBuffer()).byteLength, 0);
+    assert.equal(response.headers.get("content-type"), null);
+    assert.deepEqual([...response.headers.keys()].filter((name) => name.startsWith("ce-")), []);
   });
 
   const malformed: { name: string; headers: Record<string, string>; body: string; status: number; detail: RegExp }[] = [
@@ -137,6 +158,14 @@ describe("CloudEvent functions", async () => {
     assert.match(JSON.stringify(logged), /secret internal detail/);
   });
 
+  it("answers 500 when the function's outcome is not one header-safe word", async () => {
+    const message = HTTP.binary(event.cloneWith({ type: "com.example.sentence" }));
+    const response = await fetch(server.url, { method: "POST", headers: message.headers as Record<string, string>, body: message.body as string });
+    assert.equal(response.status, 500);
+    assert.deepEqual(await json(response), { error: "internal error" });
+    assert.equal(response.headers.get("x-appmonitor-outcome"), null);
+  });
+
   it("serves CloudEvents at POST / only", async () => {
     assert.equal((await fetch(server.url)).status, 405);
     assert.equal((await fetch(`${server.url}/elsewhere`, { method: "POST" })).status, 404);
@@ -149,7 +178,7 @@ describe("CloudEvent functions", async () => {
     assert.equal(r1.status, 413);
     const exact = `"${"x".repeat(1024 * 1024 - 2)}"`;
     const r2 = await fetch(server.url, { method: "POST", headers: over.headers as Record<string, string>, body: exact });
-    assert.equal(r2.status, 200);
+    assert.equal(r2.status, 204);
   });
 
   it("delegates readiness to the function and keeps liveness independent", async () => {
@@ -171,12 +200,14 @@ describe("CloudEvent functions", async () => {
     const text = await response.text();
     assert.match(text, /^process_cpu_user_seconds_total\{function="echo-events"\} /m);
     assert.match(text, /^echo_handled_total\{function="echo-events"\} [1-9]/m);
-    assert.match(text, /^appmonitor_http_requests_total\{route="function",method="POST",code="200",function="echo-events"\} [1-9]/m);
+    assert.match(text, /^appmonitor_http_requests_total\{route="function",method="POST",code="204",function="echo-events"\} [1-9]/m);
   });
 
-  it("logs JSON lines: requests at info, probes at debug", () => {
+  it("logs JSON lines: requests at info with a handled event's outcome, probes at debug", () => {
     const requests = lines.filter((line) => line.msg === "request");
     assert.ok(requests.some((line) => line.level === "info" && line.path === "/" && line.function === "echo-events"));
+    assert.ok(requests.some((line) => line.status === 204 && line.outcome === "echoed" && line.reason === "Asked"), JSON.stringify(requests));
+    assert.ok(requests.filter((line) => line.status !== 204).every((line) => line.outcome === undefined));
     const probes = requests.filter((line) => line.path === "/health/liveness");
     assert.ok(probes.length > 0);
     assert.ok(probes.every((line) => line.level === "debug"));

@@ -1,19 +1,21 @@
 /**
  * What memory-scaler's integration tests and benchmark share: the function started with a token
  * of exactly its ServiceAccount, memory-threshold CloudEvents sent in binary or structured
- * mode with the CloudEvents SDK, and the cluster objects the tests look at.
+ * mode with the CloudEvents SDK (its answer: `post-event.ts`), and the cluster objects the
+ * tests look at.
  */
 import { randomUUID } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
-import { CloudEvent, HTTP } from "cloudevents";
+import { CloudEvent } from "cloudevents";
 import { fn } from "../../functions/memory-scaler/index.ts";
 import { FIRING_TYPE, RESOLVED_TYPE, type AlertEventData } from "../../functions/lib/alert-event.ts";
 import type { RunningServer } from "../../functions/lib/runtime/server.ts";
 import type { Env } from "../../functions/lib/runtime/types.ts";
 import { startFunction } from "./function-server.ts";
 import { manifests } from "./install.ts";
+import { postEvent, type EventAnswer } from "./post-event.ts";
 import { adminKubeConfig, serviceAccountKubeConfig, waitFor } from "./stack.ts";
 import { tempDir } from "./temp-dir.ts";
 
@@ -114,29 +116,12 @@ export function alertEvent(options: AlertEventOptions): CloudEvent<AlertEventDat
   });
 }
 
-/** A response of memory-scaler: status and parsed JSON body. */
-export interface Answer {
-  readonly status: number;
-  // Test code reads fields freely; the shapes are asserted where they matter.
-  readonly body: Record<string, unknown> & { outcome?: string; reason?: string; message?: string; error?: string };
-}
+/** memory-scaler's answer to one event: 204 with `outcome` and `reason` when handled, else a JSON error body. */
+export type Answer = EventAnswer;
 
-/** POSTs `event` to `url` in binary (default) or structured mode (CloudEvents SDK `HTTP.binary` / `HTTP.structured`). */
-export async function deliver(url: string, event: CloudEvent<unknown>, mode: "binary" | "structured" = "binary"): Promise<Answer> {
-  const message = mode === "binary" ? HTTP.binary(event) : HTTP.structured(event);
-  const response = await fetch(`${url}/`, {
-    method: "POST",
-    headers: message.headers as Record<string, string>,
-    body: typeof message.body === "string" ? message.body : JSON.stringify(message.body),
-  });
-  const text = await response.text();
-  let body: Answer["body"];
-  try {
-    body = JSON.parse(text) as Answer["body"];
-  } catch {
-    body = { raw: text };
-  }
-  return { status: response.status, body };
+/** POSTs `event` to memory-scaler at `url`, in binary (default) or structured mode. */
+export function deliver(url: string, event: CloudEvent<unknown>, mode: "binary" | "structured" = "binary"): Promise<Answer> {
+  return postEvent(`${url}/`, event, mode);
 }
 
 /** The memhog Deployment of knative/examples/memhog.yaml, as written. */

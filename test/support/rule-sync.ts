@@ -7,11 +7,12 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
-import { CloudEvent, HTTP } from "cloudevents";
+import { CloudEvent } from "cloudevents";
 import type { IPrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
 import { repoRoot } from "../stack/paths.ts";
 import { startProcess, tailOf, type TestProcess } from "./child-process.ts";
 import { installCrdFiles, prometheusRuleCrdFile } from "./crds.ts";
+import { postEvent, type EventAnswer } from "./post-event.ts";
 import { applyFiles } from "./install.ts";
 import { adminKubeConfig, serviceAccountKubeConfig, stack } from "./stack.ts";
 import { tempDir } from "./temp-dir.ts";
@@ -43,8 +44,8 @@ export function installRuleSync(): Promise<void> {
 export interface RuleSyncUnderTest {
   readonly url: string;
   readonly process: TestProcess;
-  /** Sends one CloudEvent in binary mode; resolves with the HTTP status and the parsed JSON body. */
-  send(type: string, data?: unknown): Promise<{ status: number; body: Record<string, unknown> }>;
+  /** Sends one CloudEvent in binary mode; resolves with the answer (`outcome` and `reason` of a handled event, the error body of a failure). */
+  send(type: string, data?: unknown): Promise<EventAnswer>;
   /** SIGTERM, then waits for the exit; removes the kubeconfig. Resolves with the exit code. */
   stop(): Promise<number | null>;
 }
@@ -85,13 +86,9 @@ export async function startRuleSync(env: Record<string, string> = {}, serviceAcc
     await stop();
     throw error;
   }
-  const send = async (type: string, data?: unknown): Promise<{ status: number; body: Record<string, unknown> }> => {
+  const send = async (type: string, data?: unknown): Promise<EventAnswer> => {
     const { apiserverUrl } = await stack();
-    const event = new CloudEvent({ type, source: apiserverUrl, datacontenttype: "application/json", ...(data === undefined ? {} : { data }) });
-    const message = HTTP.binary(event);
-    const response = await fetch(url, { method: "POST", headers: message.headers as Record<string, string>, body: message.body as string | undefined });
-    const text = await response.text();
-    return { status: response.status, body: text === "" ? {} : (JSON.parse(text) as Record<string, unknown>) };
+    return postEvent(url, new CloudEvent({ type, source: apiserverUrl, datacontenttype: "application/json", ...(data === undefined ? {} : { data }) }));
   };
   return { url, process: child, send, stop };
 }

@@ -5,180 +5,28 @@
 // test/integration/memory-scaler*.test.ts.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { setImmediate as tick } from "node:timers/promises";
-import * as k8s from "@kubernetes/client-node";
+import type * as k8s from "@kubernetes/client-node";
 import { pino } from "pino";
+import type { AlertEventData } from "../../functions/lib/alert-event.ts";
 import { LAST_SCALE_ANNOTATION } from "../../functions/lib/appmonitor.ts";
 import { HttpError } from "../../functions/lib/runtime/errors.ts";
-import type { Cluster, WorkloadKind, WorkloadObject } from "../../functions/memory-scaler/cluster.ts";
-import type { AlertEventData } from "../../functions/lib/alert-event.ts";
-import { createEventRecorder } from "../../functions/memory-scaler/events.ts";
-import type { JsonPatchOperation } from "../../functions/memory-scaler/patch.ts";
 import { resolveWorkload } from "../../functions/memory-scaler/owners.ts";
-import { handleFiring, type FlowDeps } from "../../functions/memory-scaler/scale-flow.ts";
+import { handleFiring } from "../../functions/memory-scaler/scale-flow.ts";
 import { createStatusWriter } from "../../functions/memory-scaler/status-writer.ts";
 import type { Verifier } from "../../functions/memory-scaler/verify.ts";
+import {
+  alertData as data,
+  apiError,
+  editPod,
+  FakeCluster,
+  flowDeps as deps,
+  memhogCluster,
+  NS,
+  ownedByJob,
+  unannotateTemplate,
+} from "../support/memory-scaler-fakes.ts";
 
 const silent = pino({ level: "silent" });
-const NS = "team-a";
-
-function apiError(code: number, message: string): k8s.ApiException<string> {
-  return new k8s.ApiException(code, "error", JSON.stringify({ kind: "Status", code, message }), {});
-}
-
-type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-
-/** RFC 6902 test/replace/add, all or nothing, failing the way the API server does (422). */
-function applyPatch(doc: Json, ops: readonly JsonPatchOperation[]): Json {
-  const out = structuredClone(doc);
-  for (const op of ops) {
-    const tokens = op.path.split("/").slice(1).map((t) => t.replaceAll("~1", "/").replaceAll("~0", "~"));
-    const last = tokens.pop() ?? "";
-    let parent: Json | undefined = out;
-    for (const t of tokens) parent = Array.isArray(parent) ? parent[Number(t)] : parent !== null && typeof parent === "object" ? parent[t] : undefined;
-    if (parent === null || typeof parent !== "object" || Array.isArray(parent)) throw apiError(422, `${op.op} operation does not apply: doc is missing path: ${op.path}`);
-    if (op.op === "test" && JSON.stringify(parent[last]) !== JSON.stringify(op.value)) throw apiError(422, `testing value ${op.path} failed: test failed`);
-    if (op.op === "replace" && !Object.hasOwn(parent, last)) throw apiError(422, `replace operation does not apply: doc is missing key: ${op.path}`);
-    if (op.op !== "test") parent[last] = op.value as Json;
-  }
-  return out;
-}
-
-/** An in-memory {@link Cluster}; every call yields to the event loop first, so concurrent flows interleave. */
-class FakeCluster implements Cluster {
-  pods = new Map<string, k8s.V1Pod>();
-  workloads = new Map<string, WorkloadObject>();
-  appMonitors = new Map<string, Record<string, unknown>>();
-  events: k8s.EventsV1Event[] = [];
-  writes: { kind: WorkloadKind; name: string; patch: readonly JsonPatchOperation[] }[] = [];
-  dryRuns = 0;
-  /** Set to make every call fail this way (e.g. a refused connection). */
-  down: Error | undefined;
-  /** Set to refuse the admission of Pods (a LimitRange). */
-  podRefusal: Error | undefined;
-
-  async #enter(): Promise<void> {
-    await tick();
-    if (this.down !== undefined) throw this.down;
-  }
-  async readPod(namespace: string, name: string) {
-    await this.#enter();
-    return structuredClone(this.pods.get(`${namespace}/${name}`));
-  }
-  async readWorkload(kind: WorkloadKind, namespace: string, name: string) {
-    await this.#enter();
-    return structuredClone(this.workloads.get(`${kind}/${namespace}/${name}`));
-  }
-  async patchWorkload(kind: WorkloadKind, namespace: string, name: string, patch: readonly JsonPatchOperation[], dryRun: boolean) {
-    await this.#enter();
-    const key = `${kind}/${namespace}/${name}`;
-    const current = this.workloads.get(key);
-    if (current === undefined) throw apiError(404, "not found");
-    const next = applyPatch(current as Json, patch) as WorkloadObject;
-    if (dryRun) {
-      this.dryRuns += 1;
-      return;
-    }
-    this.workloads.set(key, next);
-    this.writes.push({ kind, name, patch });
-  }
-  async dryRunCreatePod() {
-    await this.#enter();
-    if (this.podRefusal !== undefined) throw this.podRefusal;
-  }
-  async listAppMonitors(namespace: string) {
-    await this.#enter();
-    return [...this.appMonitors.values()].filter((am) => (am.metadata as { namespace: string }).namespace === namespace).map((am) => structuredClone(am));
-  }
-  async readAppMonitor(namespace: string, name: string) {
-    await this.#enter();
-    return structuredClone(this.appMonitors.get(`${namespace}/${name}`));
-  }
-  async replaceAppMonitorStatus(namespace: string, name: string, body: Record<string, unknown>) {
-    await this.#enter();
-    const key = `${namespace}/${name}`;
-    const current = this.appMonitors.get(key);
-    const rv = (current?.metadata as { resourceVersion: string } | undefined)?.resourceVersion;
-    if ((body.metadata as { resourceVersion?: string }).resourceVersion !== rv) throw apiError(409, "the object has been modified");
-    const next = { ...current, status: body.status, metadata: { ...(current?.metadata as object), resourceVersion: String(Number(rv) + 1) } };
-    this.appMonitors.set(key, next);
-    return structuredClone(next);
-  }
-  async createEvent(_namespace: string, event: k8s.EventsV1Event) {
-    await this.#enter();
-    if (this.events.some((e) => e.metadata?.name === event.metadata?.name)) throw apiError(409, "already exists");
-    this.events.push(event);
-  }
-  async probe() {
-    await this.#enter();
-  }
-}
-
-/** The original demo: Deployment memhog → ReplicaSet → Pod, annotated, 384Mi/256Mi, and `mymonitor`. */
-function memhogCluster(spec: Record<string, unknown> = { memThresholdPercent: 75, memMultiplier: 2 }): FakeCluster {
-  const cluster = new FakeCluster();
-  const container = (limit: string, request: string): k8s.V1Container => ({ name: "memhog", image: "quay.io/metral/memhog:v0.0.1", resources: { limits: { memory: limit }, requests: { memory: request } } });
-  const template = { metadata: { labels: { name: "memhog" }, annotations: { "app-monitor.kubedemo.com/monitor": "true" } }, spec: { containers: [container("384Mi", "256Mi")] } };
-  cluster.workloads.set(`Deployment/${NS}/memhog`, { metadata: { name: "memhog", namespace: NS, uid: "d1" }, spec: { template } });
-  cluster.workloads.set(`ReplicaSet/${NS}/memhog-5d8f`, {
-    metadata: { name: "memhog-5d8f", namespace: NS, uid: "r1", ownerReferences: [{ apiVersion: "apps/v1", kind: "Deployment", name: "memhog", uid: "d1", controller: true }] },
-    spec: { template },
-  });
-  cluster.pods.set(`${NS}/memhog-5d8f-x2`, {
-    metadata: { name: "memhog-5d8f-x2", namespace: NS, uid: "p1", ...template.metadata, labels: { ...template.metadata.labels, "pod-template-hash": "5d8f" }, ownerReferences: [{ apiVersion: "apps/v1", kind: "ReplicaSet", name: "memhog-5d8f", uid: "r1", controller: true }] },
-    spec: template.spec,
-  });
-  cluster.appMonitors.set(`${NS}/mymonitor`, { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", metadata: { name: "mymonitor", namespace: NS, uid: "a1", resourceVersion: "1" }, spec });
-  return cluster;
-}
-
-/**
- * Removes the opt-in annotation from the Deployment's Pod template only; the ReplicaSet's copy
- * and the live Pod keep it, as they would until a rollout. Replaces objects rather than
- * mutating them: memhogCluster shares one template between the three.
- */
-function unannotateTemplate(cluster: FakeCluster): void {
-  const deployment = cluster.workloads.get(`Deployment/${NS}/memhog`);
-  const template = deployment?.spec?.template;
-  if (deployment === undefined || template === undefined) throw new Error("no memhog Deployment");
-  cluster.workloads.set(`Deployment/${NS}/memhog`, { ...deployment, spec: { ...deployment.spec, template: { ...template, metadata: { labels: { name: "memhog" } } } } });
-}
-
-/** Replaces the live Pod's metadata as `kubectl annotate` / `kubectl label` on that one Pod would. */
-function editPod(cluster: FakeCluster, edit: (meta: k8s.V1ObjectMeta) => k8s.V1ObjectMeta): void {
-  const pod = cluster.pods.get(`${NS}/memhog-5d8f-x2`);
-  if (pod?.metadata === undefined) throw new Error("no memhog Pod");
-  cluster.pods.set(`${NS}/memhog-5d8f-x2`, { ...pod, metadata: edit(pod.metadata) });
-}
-
-function data(over: Partial<AlertEventData> = {}): AlertEventData {
-  return {
-    alertname: "AppMonitorMemoryHigh",
-    status: "firing",
-    namespace: NS,
-    pod: "memhog-5d8f-x2",
-    container: "memhog",
-    fingerprint: "f",
-    startsAt: "2025-06-01T11:59:00Z",
-    endsAt: null,
-    labels: {},
-    annotations: {},
-    generatorURL: "",
-    ...over,
-  };
-}
-
-function deps(cluster: FakeCluster, over: Partial<FlowDeps> = {}): FlowDeps {
-  return {
-    cluster,
-    events: createEventRecorder(cluster, "test"),
-    status: createStatusWriter(cluster, 10, silent, { maxAttempts: 10, baseDelayMs: 1, maxDelayMs: 2 }),
-    verifier: undefined,
-    maxAttempts: 5,
-    now: () => new Date("2025-06-01T12:00:00Z"),
-    ...over,
-  };
-}
 
 function templateMemory(cluster: FakeCluster, kind = "Deployment", name = "memhog"): unknown {
   return cluster.workloads.get(`${kind}/${NS}/${name}`)?.spec?.template?.spec?.containers[0]?.resources;
@@ -262,15 +110,7 @@ describe("handleFiring", () => {
     { name: "a Pod that is gone", setup: (c) => c.pods.clear(), reason: "PodGone" },
     { name: "a namespace without AppMonitor", setup: (c) => c.appMonitors.clear(), reason: "NoAppMonitor" },
     { name: "a Deployment whose Pod template is not annotated", setup: (c) => unannotateTemplate(c), reason: "NotCovered" },
-    {
-      name: "a Pod owned by a Job",
-      setup: (c) => {
-        const pod = c.pods.get(`${NS}/memhog-5d8f-x2`);
-        if (pod?.metadata) pod.metadata.ownerReferences = [{ apiVersion: "batch/v1", kind: "Job", name: "j", uid: "j1", controller: true }];
-      },
-      reason: "UnsupportedOwner",
-      warns: "Pod",
-    },
+    { name: "a Pod owned by a Job", setup: ownedByJob, reason: "UnsupportedOwner", warns: "Pod" },
     { name: "an owner deleted meanwhile", setup: (c) => c.workloads.delete(`Deployment/${NS}/memhog`), reason: "OwnerGone" },
     {
       name: "a limit at maxMemory",

@@ -5,109 +5,19 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import * as k8s from "@kubernetes/client-node";
 import { pino } from "pino";
 import { Registry } from "prom-client";
-import type { IPrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
 import { HttpError } from "../../functions/lib/runtime/errors.ts";
-import type { Cluster, DeleteOutcome } from "../../functions/rule-sync/cluster.ts";
 import { readConfig } from "../../functions/rule-sync/config.ts";
 import { REF_EVENT_PREFIX, RESOURCE_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../functions/rule-sync/events.ts";
 import { createHandler } from "../../functions/rule-sync/handler.ts";
 import { createMetrics } from "../../functions/rule-sync/metrics.ts";
-import { REASONS, RULE_READY, type ObservedAppMonitor, type ObservedRule, type RuleRef } from "../../functions/rule-sync/plan.ts";
+import { REASONS, RULE_READY } from "../../functions/rule-sync/plan.ts";
 import { resyncUntilDone } from "../../functions/rule-sync/resync.ts";
-import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "../../functions/rule-sync/rule.ts";
-import type { StatusApply } from "../../functions/rule-sync/status.ts";
 import { syncOne, type SyncDeps } from "../../functions/rule-sync/sync.ts";
+import { apiError, FakeCluster, ref } from "../support/rule-sync-fakes.ts";
 
 const silent = pino({ level: "silent" });
-
-/** An in-memory API server holding AppMonitors and PrometheusRules; `fail` injects errors per call. */
-class FakeCluster implements Cluster {
-  monitors = new Map<string, ObservedAppMonitor>();
-  rules = new Map<string, ObservedRule & { spec?: unknown }>();
-  statusWrites: StatusApply[] = [];
-  calls: string[] = [];
-  fail: Partial<Record<keyof Cluster, (attempt: number) => unknown>> = {};
-  private version = 1000;
-  private counts = new Map<string, number>();
-
-  private maybeFail(call: keyof Cluster): void {
-    const attempt = (this.counts.get(call) ?? 0) + 1;
-    this.counts.set(call, attempt);
-    this.calls.push(call);
-    const error = this.fail[call]?.(attempt);
-    if (error !== undefined) throw error;
-  }
-
-  addMonitor(name: string, spec: unknown, namespace = "demo", uid = `uid-${name}`): ObservedAppMonitor {
-    const m: ObservedAppMonitor = { metadata: { name, namespace, uid, generation: 1, resourceVersion: String(this.version++) }, spec };
-    this.monitors.set(`${namespace}/${name}`, m);
-    return m;
-  }
-
-  addRule(name: string, managed: boolean, ownerUid: string | undefined, namespace = "demo"): void {
-    this.rules.set(`${namespace}/${name}`, {
-      metadata: {
-        name, namespace, uid: `rule-${name}-${this.version}`, resourceVersion: String(this.version++),
-        labels: managed ? { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE } : {},
-        ownerReferences: ownerUid === undefined ? [] : [{ apiVersion: "kubedemo.com/v1", kind: "AppMonitor", name, uid: ownerUid, controller: true }],
-      },
-    });
-  }
-
-  async getAppMonitor(namespace: string, name: string) {
-    this.maybeFail("getAppMonitor");
-    return this.monitors.get(`${namespace}/${name}`);
-  }
-  async listAppMonitors() {
-    this.maybeFail("listAppMonitors");
-    return [...this.monitors.values()];
-  }
-  async getRule(namespace: string, name: string) {
-    this.maybeFail("getRule");
-    return this.rules.get(`${namespace}/${name}`);
-  }
-  async listManagedRules() {
-    this.maybeFail("listManagedRules");
-    return [...this.rules.values()].filter((r) => r.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE);
-  }
-  async applyRule(rule: IPrometheusRule) {
-    this.maybeFail("applyRule");
-    const key = `${rule.metadata?.namespace}/${rule.metadata?.name}`;
-    const old = this.rules.get(key);
-    const same = old !== undefined && JSON.stringify(old.spec) === JSON.stringify(rule.spec);
-    const stored = {
-      metadata: { ...rule.metadata, uid: old?.metadata.uid ?? `rule-${this.version}`, resourceVersion: same ? old.metadata.resourceVersion : String(this.version++) },
-      spec: rule.spec,
-    } as ObservedRule & { spec?: unknown };
-    this.rules.set(key, stored);
-    return stored;
-  }
-  async deleteRule(ref: RuleRef): Promise<DeleteOutcome> {
-    this.maybeFail("deleteRule");
-    const key = `${ref.namespace}/${ref.name}`;
-    const current = this.rules.get(key);
-    if (current === undefined) return "gone";
-    if (current.metadata.uid !== ref.uid || current.metadata.resourceVersion !== ref.resourceVersion) return "changed";
-    this.rules.delete(key);
-    return "deleted";
-  }
-  async applyStatus(body: StatusApply): Promise<"written" | "gone" | "conflict"> {
-    this.maybeFail("applyStatus");
-    const key = `${body.metadata.namespace}/${body.metadata.name}`;
-    const current = this.monitors.get(key);
-    if (current === undefined) return "gone";
-    if (body.metadata.resourceVersion !== current.metadata.resourceVersion) return "conflict";
-    this.statusWrites.push(body);
-    this.monitors.set(key, { ...current, metadata: { ...current.metadata, resourceVersion: String(this.version++) }, status: body.status });
-    return "written";
-  }
-  async probe() {
-    this.maybeFail("probe");
-  }
-}
 
 function setup(env: Record<string, string> = {}): { cluster: FakeCluster; deps: SyncDeps; registry: Registry; handle: ReturnType<typeof createHandler> } {
   const cluster = new FakeCluster();
@@ -118,8 +28,6 @@ function setup(env: Record<string, string> = {}): { cluster: FakeCluster; deps: 
 
 const context = { log: silent, requestId: "r1" };
 const spec = { memThresholdPercent: 75, memMultiplier: 2 };
-const ref = (name: string, namespace = "demo") => ({ apiVersion: "kubedemo.com/v1", kind: "AppMonitor", name, namespace });
-const apiError = (code: number, body: object = {}, headers: Record<string, string> = {}) => new k8s.ApiException(code, "Unsuccessful HTTP Request", JSON.stringify(body), headers);
 
 async function rejectsWith(promise: Promise<unknown>, status: number, reason?: RegExp): Promise<void> {
   await assert.rejects(promise, (error: unknown) => {
@@ -140,8 +48,7 @@ describe("add and update events", () => {
     const { cluster, handle, registry } = setup();
     cluster.addMonitor("mymonitor", spec);
     const response = await handle(context, { type: `${RESOURCE_EVENT_PREFIX}add`, data: { ...ref("mymonitor"), metadata: { name: "mymonitor", namespace: "demo" } } });
-    assert.equal(response.status, 200);
-    assert.deepEqual((response.body as { rule: string }).rule, "created");
+    assert.deepEqual(response, { outcome: "created", reason: REASONS.applied });
     assert.ok(cluster.rules.has("demo/mymonitor"));
     assert.equal(cluster.statusWrites.length, 1);
     const condition = cluster.statusWrites[0]?.status.conditions[0];
@@ -158,15 +65,15 @@ describe("add and update events", () => {
     cluster.addMonitor("mymonitor", spec);
     await handle(context, { type: `${REF_EVENT_PREFIX}update`, data: ref("mymonitor") });
     const second = await handle(context, { type: `${REF_EVENT_PREFIX}update`, data: ref("mymonitor") });
-    assert.equal((second.body as { rule: string }).rule, "unchanged");
+    assert.equal(second.outcome, "unchanged");
     assert.equal(cluster.statusWrites.length, 1);
   });
 
-  it("for an invalid AppMonitor answer 200 with RuleReady False and write no rule", async () => {
+  it("for an invalid AppMonitor answer handled (2xx) with RuleReady False and write no rule", async () => {
     const { cluster, handle } = setup();
     cluster.addMonitor("bad", { ...spec, selector: { matchLabels: { "no spaces": "x" } } });
     const response = await handle(context, { type: `${REF_EVENT_PREFIX}add`, data: ref("bad") });
-    assert.equal(response.status, 200);
+    assert.deepEqual(response, { outcome: "kept", reason: REASONS.invalid });
     assert.equal(cluster.rules.size, 0);
     assert.deepEqual(
       { status: cluster.statusWrites[0]?.status.conditions[0]?.status, reason: cluster.statusWrites[0]?.status.conditions[0]?.reason },
@@ -174,13 +81,12 @@ describe("add and update events", () => {
     );
   });
 
-  it("report a rule the API server refuses as RuleRejected, 200", async () => {
+  it("report a rule the API server refuses as RuleRejected, handled (2xx)", async () => {
     const { cluster, handle } = setup();
     cluster.addMonitor("mymonitor", spec);
     cluster.fail.applyRule = () => apiError(422, { reason: "Invalid", message: "PrometheusRule.monitoring.coreos.com \"mymonitor\" is invalid: spec.groups: bad" });
     const response = await handle(context, { type: `${REF_EVENT_PREFIX}add`, data: ref("mymonitor") });
-    assert.equal(response.status, 200);
-    assert.equal((response.body as { rule: string }).rule, "rejected");
+    assert.deepEqual(response, { outcome: "rejected", reason: REASONS.rejected });
     const condition = cluster.statusWrites[0]?.status.conditions[0];
     assert.equal(condition?.reason, REASONS.rejected);
     assert.match(condition?.message ?? "", /is invalid: spec\.groups: bad/);
@@ -252,7 +158,7 @@ describe("delete events", () => {
     const { cluster, handle } = setup();
     cluster.addRule("mymonitor", true, "uid-mymonitor");
     const response = await handle(context, { type: `${RESOURCE_EVENT_PREFIX}delete`, data: { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", metadata: { name: "mymonitor", namespace: "demo", uid: "uid-mymonitor" } } });
-    assert.equal((response.body as { rule: string }).rule, "deleted");
+    assert.deepEqual(response, { outcome: "deleted" });
     assert.equal(cluster.rules.size, 0);
   });
 
@@ -271,13 +177,12 @@ describe("delete events", () => {
     assert.equal(cluster.rules.get("demo/mymonitor")?.metadata.ownerReferences?.[0]?.uid, "uid-2");
   });
 
-  it("are best effort: a failure is logged and answered 200", async () => {
+  it("are best effort: a failure is logged and answered as handled (2xx)", async () => {
     const { cluster, handle, registry } = setup();
     cluster.addRule("mymonitor", true, "uid-mymonitor");
     cluster.fail.deleteRule = () => new Error("socket hang up");
     const response = await handle(context, { type: `${REF_EVENT_PREFIX}delete`, data: ref("mymonitor") });
-    assert.equal(response.status, 200);
-    assert.match((response.body as { deleteFailed: string }).deleteFailed, /socket hang up/);
+    assert.deepEqual(response, { outcome: "kept", reason: "DeleteFailed" });
     assert.equal(await metric(registry, "appmonitor_rule_sync_events_total", { type: "delete", outcome: "failed" }), 1);
   });
 });
@@ -286,8 +191,7 @@ describe("scope and refusals", () => {
   it("skip an AppMonitor outside WATCH_NAMESPACES without calling the API server", async () => {
     const { cluster, handle } = setup({ WATCH_NAMESPACES: "demo" });
     const response = await handle(context, { type: `${REF_EVENT_PREFIX}add`, data: ref("m", "elsewhere") });
-    assert.equal(response.status, 200);
-    assert.ok("skipped" in (response.body as object));
+    assert.deepEqual(response, { outcome: "skipped", reason: "NamespaceNotWatched" });
     assert.deepEqual(cluster.calls, []);
   });
 
@@ -310,14 +214,14 @@ describe("resync", () => {
     cluster.addRule("orphaned", true, undefined);
     cluster.addRule("theirs", false, undefined);
     const response = await handle(context, { type: RESYNC_EVENT_TYPE });
-    assert.equal(response.status, 200);
-    const body = response.body as { appMonitors: number; rules: Record<string, number>; notReady: { name: string; reason: string }[]; failed: unknown[] };
-    assert.equal(body.appMonitors, 3);
+    assert.deepEqual(response, { outcome: "resynced" });
     assert.deepEqual([...cluster.rules.keys()].sort(), ["demo/a", "demo/b", "demo/theirs"]);
-    assert.equal(body.rules.created, 1);
-    assert.equal(body.rules.deleted, 2);
-    assert.deepEqual(body.notReady.map((n) => [n.name, n.reason]), [["bad", REASONS.invalid]]);
-    assert.deepEqual(body.failed, []);
+    assert.equal(await metric(registry, "appmonitor_rule_sync_rule_writes_total", { result: "created" }), 1);
+    assert.equal(await metric(registry, "appmonitor_rule_sync_rule_writes_total", { result: "deleted" }), 2);
+    assert.deepEqual(
+      cluster.statusWrites.filter((w) => w.status.conditions[0]?.status === "False").map((w) => [w.metadata.name, w.status.conditions[0]?.reason]),
+      [["bad", REASONS.invalid]],
+    );
     assert.equal(await metric(registry, "appmonitor_rule_sync_appmonitors", { reason: REASONS.applied }), 2);
     assert.equal(await metric(registry, "appmonitor_rule_sync_appmonitors", { reason: REASONS.invalid }), 1);
     assert.equal(await metric(registry, "appmonitor_rule_sync_resyncs_total", { trigger: "event", outcome: "ok" }), 1);

@@ -6,9 +6,12 @@
  * Batched mode (`application/cloudevents-batch+json`, §3.3) is refused with 415: our senders
  * (Knative brokers, alert-receiver) never batch, and handling only part of a batch would lose
  * events while answering 2xx. One event per request keeps status codes per event.
+ *
+ * And the answer to a handled event: {@link acknowledge}.
  */
 import { CloudEvent, HTTP, ValidationError } from "cloudevents";
 import { HttpError } from "./errors.ts";
+import type { CloudEventOutcome, FunctionResponse } from "./types.ts";
 
 /** Media type of the batched content mode, refused. */
 export const BATCH_MEDIA_TYPE = "application/cloudevents-batch+json";
@@ -61,4 +64,42 @@ function errorList(error: unknown): unknown[] {
 function stripSchemaPath(item: object): object {
   const { instancePath, message, params } = item as { instancePath?: unknown; message?: unknown; params?: unknown };
   return { instancePath, message, params };
+}
+
+/**
+ * Status of every answer to a handled CloudEvent (including a deliberate skip): 204 No Content.
+ *
+ * Knative's Broker filter (knative/eventing pkg/broker/filter/filter_handler.go, `writeResponse`)
+ * takes a reply with neither a `ce-specversion` header nor a CloudEvents content type for "no
+ * reply event" only when its body is empty; a non-empty body makes it answer 502, so the
+ * delivery is retried and finally dead-lettered although it succeeded. 204 is the 2xx whose
+ * body HTTP itself rules out (RFC 9110 §15.3.5; Node never writes one), and it says the
+ * request was fulfilled — 202 would claim the work is still pending, which it never is here.
+ */
+export const HANDLED_STATUS = 204;
+/** Response header naming what the function did with the event, e.g. `scaled`, `skipped`. */
+export const OUTCOME_HEADER = "x-appmonitor-outcome";
+/** Response header naming why, e.g. `Cooldown`; absent when the function gives no reason. */
+export const REASON_HEADER = "x-appmonitor-reason";
+
+/** One header-safe word: letters, digits, `.`, `_`, `-`; at most 64 characters. */
+const WORD = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/**
+ * The answer to a handled CloudEvent: {@link HANDLED_STATUS}, no body, and the outcome in
+ * {@link OUTCOME_HEADER} / {@link REASON_HEADER} — never a `ce-*` header or a content type, so
+ * a Broker never takes it for a reply event.
+ *
+ * @throws RangeError when `outcome` or `reason` is not one header-safe word (a bug in the
+ * function → answered 500).
+ */
+export function acknowledge(result: CloudEventOutcome): FunctionResponse {
+  const { outcome, reason } = (result ?? {}) as Partial<CloudEventOutcome>;
+  if (typeof outcome !== "string" || !WORD.test(outcome)) {
+    throw new RangeError(`a CloudEvent function must return { outcome, reason? } of header-safe words, got outcome ${JSON.stringify(outcome)}`);
+  }
+  if (reason !== undefined && (typeof reason !== "string" || !WORD.test(reason))) {
+    throw new RangeError(`a CloudEvent function must return { outcome, reason? } of header-safe words, got reason ${JSON.stringify(reason)}`);
+  }
+  return { status: HANDLED_STATUS, headers: reason === undefined ? { [OUTCOME_HEADER]: outcome } : { [OUTCOME_HEADER]: outcome, [REASON_HEADER]: reason } };
 }

@@ -4,6 +4,7 @@
  */
 export type * from "./types.ts";
 export { HttpError, toHttpError } from "./errors.ts";
+export { HANDLED_STATUS, OUTCOME_HEADER, REASON_HEADER } from "./cloudevent.ts";
 export { ConfigError, readEnum, readHttpUrl, readInteger, readSecret, readString, requireString } from "./env.ts";
 export { BODY_LIMIT_BYTES, DEFAULT_PORT } from "./config.ts";
 export { startServer } from "./server.ts";

@@ -2,7 +2,7 @@
  * Invocation: turns a raw request into the function's input (a CloudEvent or a
  * {@link FunctionRequest}), calls `handle`, and returns its answer.
  */
-import { decodeCloudEvent } from "./cloudevent.ts";
+import { acknowledge, decodeCloudEvent } from "./cloudevent.ts";
 import { HttpError } from "./errors.ts";
 import type { CloudEventFunction, FunctionContext, FunctionRequest, FunctionResponse, HttpFunction } from "./types.ts";
 
@@ -14,10 +14,12 @@ export type Invocable = { readonly kind: "cloudevent"; readonly instance: CloudE
  *
  * CloudEvent functions are served at `POST /` only (Knative delivers there): another path
  * → 404, another method → 405. The event is decoded and validated first (400/415, see
- * `cloudevent.ts`), and the context's logger gains `eventId` and `eventType`.
+ * `cloudevent.ts`), and the context's logger gains `eventId` and `eventType`. What `handle`
+ * returns becomes 204 with no body and the outcome in headers (`acknowledge`): the only
+ * 2xx a CloudEvent function can give, whatever it returns.
  *
  * @throws HttpError from decoding or from `handle`; anything else `handle` throws is passed on
- * unchanged (the server answers it 500).
+ * unchanged (the server answers it 500), as is the RangeError of an outcome that is not a word.
  */
 export async function invoke(fn: Invocable, context: FunctionContext, request: FunctionRequest): Promise<FunctionResponse | void> {
   if (fn.kind === "http") return fn.instance.handle(context, request);
@@ -27,5 +29,5 @@ export async function invoke(fn: Invocable, context: FunctionContext, request: F
   }
   const event = decodeCloudEvent(request.headers, request.body);
   const log = context.log.child({ eventId: event.id, eventType: event.type });
-  return fn.instance.handle({ ...context, log }, event);
+  return acknowledge(await fn.instance.handle({ ...context, log }, event));
 }

@@ -7,7 +7,11 @@
  * - `GET /metrics` — Prometheus text format of the function's registry; other methods → 405.
  * - anything else → the function (`invoke.ts`): the body is read raw, at most 1 MiB (413
  *   beyond), an `HttpError` becomes its status with `{ error, details? }`, any other error
- *   500 `{ "error": "internal error" }` (logged with its stack, never sent).
+ *   500 `{ "error": "internal error" }` (logged with its stack, never sent). A handled
+ *   CloudEvent is answered 204 without a body (`cloudevent.ts`, `acknowledge`).
+ *
+ * One access log line per request (`msg: "request"`), with the outcome and reason of a handled
+ * CloudEvent when there is one.
  */
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
@@ -17,6 +21,7 @@ import type { NextFunction, Request, Response } from "express";
 import type { DestinationStream, Logger } from "pino";
 import type { Registry } from "prom-client";
 import { BODY_LIMIT_BYTES, READINESS_TIMEOUT_MS, readRuntimeConfig } from "./config.ts";
+import { OUTCOME_HEADER, REASON_HEADER } from "./cloudevent.ts";
 import { Drainer } from "./drain.ts";
 import { HttpError, toHttpError } from "./errors.ts";
 import { LIVENESS_PATH, READINESS_PATH, liveness, readiness } from "./health.ts";
@@ -92,7 +97,7 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       metrics.requests.inc({ route, method: req.method, code });
       metrics.duration.observe({ route, code }, seconds);
-      const line = { requestId, method: req.method, path: req.path, status: res.statusCode, durationMs: Math.round(seconds * 1e4) / 10 };
+      const line = { requestId, method: req.method, path: req.path, status: res.statusCode, durationMs: Math.round(seconds * 1e4) / 10, ...outcomeOf(res) };
       // Probes and scrapes arrive every few seconds: keep them out of the info stream.
       if (route === "health" || route === "metrics") log.debug(line, "request");
       else log.info(line, "request");
@@ -158,6 +163,16 @@ function fail(log: Logger, res: Response, error: unknown): void {
   if (httpError.status >= 500) log.error({ err: httpError.cause ?? httpError, status: httpError.status }, httpError.reason);
   else log.info({ status: httpError.status, reason: httpError.reason }, "request refused");
   writeError(res, httpError);
+}
+
+/** The outcome headers a handled CloudEvent's answer carries, for the access line; `{}` otherwise. */
+function outcomeOf(res: Response): { outcome?: string; reason?: string } {
+  const outcome = res.getHeader(OUTCOME_HEADER);
+  const reason = res.getHeader(REASON_HEADER);
+  return {
+    ...(typeof outcome === "string" ? { outcome } : {}),
+    ...(typeof reason === "string" ? { reason } : {}),
+  };
 }
 
 function toFunctionRequest(req: Request): FunctionRequest {

@@ -14,7 +14,8 @@
  * 3. The runtime serves HTTP on `$HOST:$PORT`: `/health/liveness`, `/health/readiness`,
  *    `/metrics`, and everything else goes to `handle`. Business code never sees express's
  *    `req`/`res`: it gets a decoded CloudEvent or a {@link FunctionRequest}, and returns a
- *    {@link FunctionResponse} or throws an `HttpError` (`errors.ts`).
+ *    {@link CloudEventOutcome} (CloudEvent functions: the runtime answers 204 without a body)
+ *    or a {@link FunctionResponse} (HTTP functions), or throws an `HttpError` (`errors.ts`).
  *
  * Modelled on Knative's Node runtime (https://github.com/nodeshift/faas-js-runtime) and the
  * Knative container contract (https://github.com/knative/specs/blob/main/specs/serving/runtime-contract.md).
@@ -28,7 +29,7 @@
  *   init: (config) => ({
  *     handle: async (context, event) => {
  *       context.log.info({ type: event.type }, config.greeting);
- *       return { status: 200, body: { handled: event.id } };
+ *       return { outcome: "greeted" };
  *     },
  *   }),
  * };
@@ -64,9 +65,9 @@ export interface FunctionRequest {
 }
 
 /**
- * What `handle` returns. `body`: `undefined` → no body; a string → `text/plain`; a Buffer →
- * `application/octet-stream`; anything else → JSON. A `content-type` in `headers` wins.
- * Returning nothing means `204 No Content`.
+ * What an HTTP function's `handle` returns. `body`: `undefined` → no body; a string →
+ * `text/plain`; a Buffer → `application/octet-stream`; anything else → JSON. A `content-type`
+ * in `headers` wins. Returning nothing means `204 No Content`.
  *
  * Status semantics (DESIGN.md): 2xx handled (or deliberately skipped), 4xx can never be
  * handled, 5xx/429 transient — the sender (Knative broker, Alertmanager) retries.
@@ -75,6 +76,21 @@ export interface FunctionResponse {
   readonly status: number;
   readonly body?: unknown;
   readonly headers?: Readonly<Record<string, string>>;
+}
+
+/**
+ * What a CloudEvent function's `handle` returns for an event it handled, including one it
+ * deliberately skipped. The runtime answers `204 No Content` with no body and these two words
+ * in the headers `X-Appmonitor-Outcome` and `X-Appmonitor-Reason`, also written on the
+ * request's log line (`cloudevent.ts`, `acknowledge`): a Knative Broker fails a delivery whose
+ * reply has a body that is not a CloudEvent, so details belong in the function's logs, metrics
+ * and Kubernetes objects, never in the answer.
+ */
+export interface CloudEventOutcome {
+  /** What was done, e.g. `scaled`, `skipped`, `created`: letters, digits, `.`, `_`, `-`; ≤ 64 characters. */
+  readonly outcome: string;
+  /** Why, e.g. `Cooldown`, `RuleApplied`; same characters. */
+  readonly reason?: string;
 }
 
 /** Readiness as reported by a function; throwing counts as `{ ready: false }` with the error's message. */
@@ -108,10 +124,11 @@ interface InstanceCommon {
  * binding 1.0, https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/bindings/http-protocol-binding.md#3-http-message-mapping)
  * with the CloudEvents SDK and validates the event before `handle` runs.
  * Malformed → 400 with the SDK's error list; a batch → 415 (see `cloudevent.ts`).
- * Served at `POST /` only.
+ * Served at `POST /` only. A handled event is answered 204 with its {@link CloudEventOutcome}
+ * in headers; a thrown `HttpError` with its status and JSON error body.
  */
 export interface CloudEventFunction extends InstanceCommon {
-  handle(context: FunctionContext, event: CloudEvent<unknown>): Promise<FunctionResponse | void>;
+  handle(context: FunctionContext, event: CloudEvent<unknown>): Promise<CloudEventOutcome>;
 }
 
 /** An HTTP function: gets every request that is not a health or metrics endpoint. */

@@ -1,0 +1,103 @@
+/**
+ * rule-sync's world in memory, for tests without an API server: a {@link Cluster} holding
+ * AppMonitors and PrometheusRules, with errors injected per call, and the references and API
+ * errors rule-sync's events and client carry.
+ */
+import * as k8s from "@kubernetes/client-node";
+import type { IPrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
+import type { Cluster, DeleteOutcome } from "../../functions/rule-sync/cluster.ts";
+import type { ObservedAppMonitor, ObservedRule, RuleRef } from "../../functions/rule-sync/plan.ts";
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "../../functions/rule-sync/rule.ts";
+import type { StatusApply } from "../../functions/rule-sync/status.ts";
+
+/** An in-memory API server holding AppMonitors and PrometheusRules; `fail` injects errors per call. */
+export class FakeCluster implements Cluster {
+  monitors = new Map<string, ObservedAppMonitor>();
+  rules = new Map<string, ObservedRule & { spec?: unknown }>();
+  statusWrites: StatusApply[] = [];
+  calls: string[] = [];
+  fail: Partial<Record<keyof Cluster, (attempt: number) => unknown>> = {};
+  private version = 1000;
+  private counts = new Map<string, number>();
+
+  private maybeFail(call: keyof Cluster): void {
+    const attempt = (this.counts.get(call) ?? 0) + 1;
+    this.counts.set(call, attempt);
+    this.calls.push(call);
+    const error = this.fail[call]?.(attempt);
+    if (error !== undefined) throw error;
+  }
+
+  addMonitor(name: string, spec: unknown, namespace = "demo", uid = `uid-${name}`): ObservedAppMonitor {
+    const m: ObservedAppMonitor = { metadata: { name, namespace, uid, generation: 1, resourceVersion: String(this.version++) }, spec };
+    this.monitors.set(`${namespace}/${name}`, m);
+    return m;
+  }
+
+  addRule(name: string, managed: boolean, ownerUid: string | undefined, namespace = "demo"): void {
+    this.rules.set(`${namespace}/${name}`, {
+      metadata: {
+        name, namespace, uid: `rule-${name}-${this.version}`, resourceVersion: String(this.version++),
+        labels: managed ? { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE } : {},
+        ownerReferences: ownerUid === undefined ? [] : [{ apiVersion: "kubedemo.com/v1", kind: "AppMonitor", name, uid: ownerUid, controller: true }],
+      },
+    });
+  }
+
+  async getAppMonitor(namespace: string, name: string) {
+    this.maybeFail("getAppMonitor");
+    return this.monitors.get(`${namespace}/${name}`);
+  }
+  async listAppMonitors() {
+    this.maybeFail("listAppMonitors");
+    return [...this.monitors.values()];
+  }
+  async getRule(namespace: string, name: string) {
+    this.maybeFail("getRule");
+    return this.rules.get(`${namespace}/${name}`);
+  }
+  async listManagedRules() {
+    this.maybeFail("listManagedRules");
+    return [...this.rules.values()].filter((r) => r.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE);
+  }
+  async applyRule(rule: IPrometheusRule) {
+    this.maybeFail("applyRule");
+    const key = `${rule.metadata?.namespace}/${rule.metadata?.name}`;
+    const old = this.rules.get(key);
+    const same = old !== undefined && JSON.stringify(old.spec) === JSON.stringify(rule.spec);
+    const stored = {
+      metadata: { ...rule.metadata, uid: old?.metadata.uid ?? `rule-${this.version}`, resourceVersion: same ? old.metadata.resourceVersion : String(this.version++) },
+      spec: rule.spec,
+    } as ObservedRule & { spec?: unknown };
+    this.rules.set(key, stored);
+    return stored;
+  }
+  async deleteRule(ref: RuleRef): Promise<DeleteOutcome> {
+    this.maybeFail("deleteRule");
+    const key = `${ref.namespace}/${ref.name}`;
+    const current = this.rules.get(key);
+    if (current === undefined) return "gone";
+    if (current.metadata.uid !== ref.uid || current.metadata.resourceVersion !== ref.resourceVersion) return "changed";
+    this.rules.delete(key);
+    return "deleted";
+  }
+  async applyStatus(body: StatusApply): Promise<"written" | "gone" | "conflict"> {
+    this.maybeFail("applyStatus");
+    const key = `${body.metadata.namespace}/${body.metadata.name}`;
+    const current = this.monitors.get(key);
+    if (current === undefined) return "gone";
+    if (body.metadata.resourceVersion !== current.metadata.resourceVersion) return "conflict";
+    this.statusWrites.push(body);
+    this.monitors.set(key, { ...current, metadata: { ...current.metadata, resourceVersion: String(this.version++) }, status: body.status });
+    return "written";
+  }
+  async probe() {
+    this.maybeFail("probe");
+  }
+}
+
+/** An ApiServerSource reference (`mode: Reference`) to the AppMonitor `namespace/name`. */
+export const ref = (name: string, namespace = "demo") => ({ apiVersion: "kubedemo.com/v1", kind: "AppMonitor", name, namespace });
+
+/** An error as the Kubernetes client throws it for an API server answer `code` with a Status `body`. */
+export const apiError = (code: number, body: object = {}, headers: Record<string, string> = {}) => new k8s.ApiException(code, "Unsuccessful HTTP Request", JSON.stringify(body), headers);
