@@ -13,6 +13,7 @@
  * Exit codes: 0 bundled; 1 esbuild failed (its messages on stderr); 2 usage.
  */
 import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -50,7 +51,7 @@ try {
     legalComments: "external",
     // Packages that ask for `punycode` mean the npm package (Node's built-in one is deprecated and
     // warns at start-up when loaded from outside node_modules, as a bundle is).
-    alias: { punycode: "punycode/" },
+    alias: { punycode: createRequire(import.meta.url).resolve("punycode/") },
     // CommonJS packages inside an ES module bundle still call require() for Node's built-ins.
     banner: { js: 'import { createRequire as __appmonitorCreateRequire } from "node:module"; const require = __appmonitorCreateRequire(import.meta.url);' },
     logLevel: "warning",
