@@ -89,6 +89,54 @@ export function kwokMetricsConfig(): string {
   return [usage, resource, cadvisor].map((doc) => stringify(doc)).join("---\n");
 }
 
+/**
+ * How the fake Nodes prove they are alive, as a kubelet does: kwok renews each Node's Lease in
+ * `kube-node-lease` (duration `nodeLeaseDurationSeconds`, renewed every quarter of it), and the
+ * node lifecycle controller in kube-controller-manager marks a Node `Unknown` (NotReady) when
+ * neither its Lease nor its status was renewed for `nodeMonitorGracePeriodSeconds`. The Node
+ * status itself is refreshed only about every 10 minutes (kwok's `node-heartbeat-with-lease`
+ * stage), so without the Lease every Node goes NotReady a grace period after it started.
+ * The values are the kubelet's and kube-controller-manager's defaults: 40 s, renewed every 10 s,
+ * against 50 s, which leaves room for four missed renewals on a busy machine.
+ */
+export const nodeHeartbeat = { nodeLeaseDurationSeconds: 40, nodeMonitorGracePeriodSeconds: 50 } as const;
+
+/**
+ * A kwok Stage that makes a Running Pod whose containers are ready Ready again, as its kubelet
+ * would the next time it reports.
+ * When a Node goes NotReady, kube-controller-manager sets the Ready condition of every Pod on it
+ * to False; kwok's own `pod-ready` stage matches only Pending Pods, so without this one such a
+ * Pod would stay Running and not Ready for good (a Deployment with no available replica).
+ */
+export function kwokPodReadyAgainStage(): string {
+  return stringify({
+    apiVersion: "kwok.x-k8s.io/v1alpha1",
+    kind: "Stage",
+    metadata: { name: "pod-ready-again" },
+    spec: {
+      resourceRef: { apiGroup: "v1", kind: "Pod" },
+      selector: {
+        matchExpressions: [
+          { key: ".metadata.deletionTimestamp", operator: "DoesNotExist" },
+          { key: ".status.phase", operator: "In", values: ["Running"] },
+          { key: '.status.conditions.[] | select( .type == "Ready" ) | .status', operator: "NotIn", values: ["True"] },
+          { key: '.status.conditions.[] | select( .type == "ContainersReady" ) | .status', operator: "In", values: ["True"] },
+        ],
+      },
+      // A strategic merge patch: conditions merge by type, so only Ready changes.
+      next: {
+        statusTemplate: [
+          "conditions:",
+          "- lastTransitionTime: {{ Now | Quote }}",
+          '  status: "True"',
+          "  type: Ready",
+          "",
+        ].join("\n"),
+      },
+    },
+  });
+}
+
 /** Prometheus's configuration: kwok's per-Node cAdvisor metrics, the rule files, Alertmanager. */
 export function prometheusConfig(opts: {
   scrapeInterval: string;

@@ -10,7 +10,9 @@ import https from "node:https";
 import path from "node:path";
 import type * as k8s from "@kubernetes/client-node";
 import { generatePki } from "./certs.ts";
-import { alertmanagerConfig, kubeconfig, kwokMetricsConfig, nodeNamePrefix, prometheusConfig } from "./config-files.ts";
+import {
+  alertmanagerConfig, kubeconfig, kwokMetricsConfig, kwokPodReadyAgainStage, nodeHeartbeat, nodeNamePrefix, prometheusConfig,
+} from "./config-files.ts";
 import { resolveBinaries, StackStepError, type Binaries } from "./paths.ts";
 import { freePort } from "../support/free-port.ts";
 import { alive, ComponentError, startProcess, stopAll, tail, waitReady, type Started } from "./processes.ts";
@@ -141,7 +143,7 @@ export async function up(opts: UpOptions): Promise<StackState> {
       alertmanagerAddress: `127.0.0.1:${amPort}`,
     }));
     const kwokConfig = path.join(dir, "kwok.yaml");
-    await writeFile(kwokConfig, [...kwokStages(bins), kwokMetricsConfig()].join("---\n"));
+    await writeFile(kwokConfig, [...kwokStages(bins), kwokPodReadyAgainStage(), kwokMetricsConfig()].join("---\n"));
 
     // Prometheus and Alertmanager need nothing from Kubernetes: start them first, check them last.
     const am = startProcess("alertmanager", bins.alertmanager, [
@@ -183,6 +185,7 @@ export async function up(opts: UpOptions): Promise<StackState> {
     const kcm = startProcess("kube-controller-manager", bins.kubeControllerManager, [
       ...componentAuth, `--secure-port=${kcmPort}`, `--service-account-private-key-file=${pki.serviceAccountKey}`,
       `--root-ca-file=${pki.caCert}`, "--use-service-account-credentials=true",
+      `--node-monitor-grace-period=${nodeHeartbeat.nodeMonitorGracePeriodSeconds}s`,
       "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
     ], log("kube-controller-manager"), env);
     await record(kcm, `https://127.0.0.1:${kcmPort}`);
@@ -193,6 +196,9 @@ export async function up(opts: UpOptions): Promise<StackState> {
       `--kubeconfig=${state.kubeconfig}`, `--config=${kwokConfig}`, "--manage-all-nodes=false",
       "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake", `--server-address=127.0.0.1:${kwokPort}`,
       "--cidr=10.244.0.0/16", "--node-ip=127.0.0.1",
+      // Without a Lease the Nodes' only heartbeat is the node-heartbeat-with-lease stage's status
+      // update about every 10 minutes, and the controller manager marks them NotReady after 50 s.
+      `--node-lease-duration-seconds=${nodeHeartbeat.nodeLeaseDurationSeconds}`,
     ], log("kwok"), env);
     await record(kwok, state.kwokUrl);
 
