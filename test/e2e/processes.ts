@@ -10,7 +10,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { podman, podmanEnv } from "../images/podman.ts";
 import { repoRoot } from "../stack/paths.ts";
-import { SERVICE_ACCOUNT_MOUNT, type InClusterCredentials } from "../support/container.ts";
+import { knativeRunArgs, type InClusterCredentials } from "../support/container.ts";
 import { freePort } from "../support/free-port.ts";
 
 /** One pino log line: `time` (epoch ms or ISO 8601), `msg`, and the rest of its fields. */
@@ -35,18 +35,6 @@ export interface ContainerRun {
   readonly credentials?: InClusterCredentials;
 }
 
-/** The podman arguments that run `image` as Knative runs the function's container, attached. */
-function podmanRunArgs(name: string, env: Record<string, string>, run: ContainerRun): string[] {
-  const args = ["run", "--rm", "--name", name, "--network=host", "--read-only", "--user=1000:1000", "--cap-drop=all", "--security-opt=no-new-privileges"];
-  const all = { ...env };
-  if (run.credentials) {
-    args.push("--volume", `${run.credentials.dir}:${SERVICE_ACCOUNT_MOUNT}:ro`);
-    Object.assign(all, { KUBERNETES_SERVICE_HOST: run.credentials.host, KUBERNETES_SERVICE_PORT: String(run.credentials.port) });
-  }
-  for (const [key, value] of Object.entries(all)) args.push("--env", `${key}=${value}`);
-  return [...args, run.image];
-}
-
 /**
  * Starts `functions/<name>` on 127.0.0.1 at a free port (from the sources, or from its image
  * when `container` is given) and waits until `/health/readiness` answers 200.
@@ -58,7 +46,7 @@ export async function startFunction(name: string, env: Record<string, string>, t
   const containerName = `appmonitor-demo-${name}-${randomBytes(3).toString("hex")}`;
   const child = container === undefined
     ? spawn(process.execPath, [path.join(repoRoot, "functions", "run.ts"), name], { env: { ...process.env, ...fnEnv }, stdio: ["ignore", "pipe", "pipe"] })
-    : spawn("podman", podmanRunArgs(containerName, fnEnv, container), { env: await podmanEnv(), stdio: ["ignore", "pipe", "pipe"] });
+    : spawn("podman", ["run", "--rm", ...knativeRunArgs(containerName, fnEnv, container.credentials), container.image], { env: await podmanEnv(), stdio: ["ignore", "pipe", "pipe"] });
   const fp: FunctionProcess = {
     name,
     url: `http://127.0.0.1:${port}`,

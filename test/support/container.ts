@@ -84,6 +84,23 @@ export interface FunctionContainer {
 }
 
 /**
+ * `podman run` arguments (after `run`, before the image) for a function's container as its
+ * Knative Service runs it: host network, read-only root, user 1000, no capabilities, no privilege
+ * escalation, `env`, and the ServiceAccount mount with `KUBERNETES_SERVICE_HOST`/`_PORT` when
+ * `credentials` are given.
+ */
+export function knativeRunArgs(name: string, env: Readonly<Record<string, string>>, credentials?: InClusterCredentials): string[] {
+  const args = ["--name", name, "--network=host", "--read-only", "--user=1000:1000", "--cap-drop=all", "--security-opt=no-new-privileges"];
+  const all: Record<string, string> = { ...env };
+  if (credentials) {
+    args.push("--volume", `${credentials.dir}:${SERVICE_ACCOUNT_MOUNT}:ro`);
+    Object.assign(all, { KUBERNETES_SERVICE_HOST: credentials.host, KUBERNETES_SERVICE_PORT: String(credentials.port) });
+  }
+  for (const [key, value] of Object.entries(all)) args.push("--env", `${key}=${value}`);
+  return args;
+}
+
+/**
  * Starts `image` detached with the Knative security context and waits until
  * `GET /health/readiness` answers 200.
  * @throws Error with the container's logs when it exits or is not ready in time.
@@ -91,15 +108,8 @@ export interface FunctionContainer {
 export async function runContainer(options: RunContainerOptions): Promise<FunctionContainer> {
   const port = await freePort();
   const name = `appmonitor-test-${randomBytes(4).toString("hex")}`;
-  const env: Record<string, string> = { ...options.env, PORT: String(port), HOST: "127.0.0.1" };
-  const args = ["run", "--detach", "--name", name, "--network=host", "--read-only", "--user=1000:1000", "--cap-drop=all", "--security-opt=no-new-privileges"];
-  if (options.credentials) {
-    args.push("--volume", `${options.credentials.dir}:${SERVICE_ACCOUNT_MOUNT}:ro`);
-    Object.assign(env, { KUBERNETES_SERVICE_HOST: options.credentials.host, KUBERNETES_SERVICE_PORT: String(options.credentials.port) });
-  }
-  for (const [key, value] of Object.entries(env)) args.push("--env", `${key}=${value}`);
-  args.push(options.image, ...(options.command ?? []));
-  await podman(args);
+  const env = { ...options.env, PORT: String(port), HOST: "127.0.0.1" };
+  await podman(["run", "--detach", ...knativeRunArgs(name, env, options.credentials), options.image, ...(options.command ?? [])]);
   const logs = async (): Promise<string> => {
     const { stdout, stderr } = await podman(["logs", name]);
     return stdout + stderr;
