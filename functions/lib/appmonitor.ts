@@ -1,4 +1,4 @@
-// The AppMonitor resource: its types, names, spec validation, and which AppMonitor governs a workload (judged on its Pod template).
+// The AppMonitor resource: its types, names, spec validation, and whether an AppMonitor covers a workload (judged on its Pod template).
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import specSchema from "../../schemas/appmonitor.schema.json" with { type: "json" };
 import { parseQuantity, QuantityError } from "./quantity.ts";
@@ -33,6 +33,12 @@ export const LAST_SCALE_ANNOTATION = "app-monitor.kubedemo.com/last-scale";
 
 /** Alert label naming the AppMonitor whose rule fired (DESIGN.md "The API", last paragraph). */
 export const APPMONITOR_ALERT_LABEL = "appmonitor";
+
+/**
+ * `alertname` of the alert every AppMonitor's generated rule raises; memory-scaler acts on no
+ * other (DESIGN.md "Decisions that matter for correctness").
+ */
+export const APPMONITOR_ALERT_NAME = "AppMonitorMemoryHigh";
 
 /** `spec.mode` values: `Scale` patches the workload, `DryRun` only records what it would do. */
 export type AppMonitorMode = "Scale" | "DryRun";
@@ -143,7 +149,7 @@ export interface AppMonitor {
   status?: AppMonitorStatus;
 }
 
-/** What {@link covers} and {@link chooseGoverning} need of an AppMonitor. */
+/** What {@link covers} needs of an AppMonitor. */
 export interface AppMonitorLike {
   metadata?: ObjectMetaLike;
   spec: Pick<AppMonitorSpec, "selector">;
@@ -262,51 +268,4 @@ export function coverage(template: PodTemplateLike, appMonitor: AppMonitorLike):
  */
 export function covers(template: PodTemplateLike, appMonitor: AppMonitorLike): boolean {
   return coverage(template, appMonitor) !== undefined;
-}
-
-/** Milliseconds since the epoch, or +Infinity when unknown so undated objects sort last. */
-function createdAt(am: AppMonitorLike): number {
-  const ts = am.metadata?.creationTimestamp;
-  if (ts === undefined) return Number.POSITIVE_INFINITY;
-  const ms = ts instanceof Date ? ts.getTime() : Date.parse(ts);
-  return Number.isNaN(ms) ? Number.POSITIVE_INFINITY : ms;
-}
-
-/**
- * Picks the AppMonitor that governs a workload, judged on its Pod template `template`,
- * deterministically, whatever the order of `appMonitors`:
- *
- * 1. the AppMonitor named `namedInAlert` (the alert's `appmonitor` label), if it is in the list
- *    and covers the template;
- * 2. otherwise, among those that cover the template: one whose selector matches it beats one
- *    that covers it only through the annotation;
- * 3. then the oldest `metadata.creationTimestamp` (undated last);
- * 4. then the smallest `metadata.name` (code-unit order).
- *
- * Returns `undefined` when none covers the template, in which case nothing may be scaled: the
- * alert's name is only a preference among AppMonitors that cover, never coverage itself.
- * `appMonitors` should be those of the workload's namespace; others never cover it.
- * Source: DESIGN.md "The API" (several AppMonitors in a namespace) and
- * "Decisions that matter for correctness" (nothing scaled that no AppMonitor covers).
- */
-export function chooseGoverning<T extends AppMonitorLike>(template: PodTemplateLike, appMonitors: readonly T[], namedInAlert?: string): T | undefined {
-  if (namedInAlert !== undefined) {
-    const named = appMonitors.find((am) => am.metadata?.name === namedInAlert);
-    if (named !== undefined && covers(template, named)) return named;
-  }
-  const rank = (c: Coverage): number => (c === "selector" ? 0 : 1);
-  const candidates = appMonitors
-    .map((am) => ({ am, how: coverage(template, am) }))
-    .filter((c): c is { am: T; how: Coverage } => c.how !== undefined);
-  candidates.sort((a, b) => {
-    const byHow = rank(a.how) - rank(b.how);
-    if (byHow !== 0) return byHow;
-    const ta = createdAt(a.am);
-    const tb = createdAt(b.am);
-    if (ta !== tb) return ta < tb ? -1 : 1;
-    const na = a.am.metadata?.name ?? "";
-    const nb = b.am.metadata?.name ?? "";
-    return na < nb ? -1 : na > nb ? 1 : 0;
-  });
-  return candidates[0]?.am;
 }

@@ -134,6 +134,15 @@ export function multiply(a: Quantity, b: Quantity): Quantity {
   return rational(a.numerator * b.numerator, a.denominator * b.denominator);
 }
 
+/**
+ * `a ÷ b`, exactly: `divide(parseQuantity("256Mi"), parseQuantity("384Mi"))` is 2/3.
+ * @throws {RangeError} when `b` is 0.
+ */
+export function divide(a: Quantity, b: Quantity): Quantity {
+  if (b.numerator === 0n) throw new RangeError("division of a quantity by zero");
+  return rational(a.numerator * b.denominator, a.denominator * b.numerator);
+}
+
 /** -1, 0 or 1 as `a` is less than, equal to or greater than `b`; exact. */
 export function compare(a: Quantity, b: Quantity): -1 | 0 | 1 {
   const l = a.numerator * b.denominator;

@@ -1,6 +1,17 @@
 // The scaling decision, from plain data: which containers get how much memory, or why none do.
 import type { AppMonitorSpecWithDefaults, MemoryResources } from "../lib/appmonitor.ts";
-import { ceil, compare, floor, formatBytes, fromInteger, fromNumber, multiply, parseQuantity, type Quantity } from "../lib/quantity.ts";
+import { ceil, compare, divide, floor, formatBytes, fromInteger, fromNumber, multiply, parseQuantity, type Quantity } from "../lib/quantity.ts";
+
+/**
+ * Where a Pod spec declares a container, and so how long it runs
+ * (https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/):
+ * - `container`: in `containers`, for the Pod's life;
+ * - `sidecar`: in `initContainers` with `restartPolicy: Always`, a native sidecar: started
+ *   before the containers and running beside them for the Pod's life;
+ * - `init`: any other entry of `initContainers`, which runs to completion before the
+ *   containers start.
+ */
+export type ContainerKind = "container" | "sidecar" | "init";
 
 /** A container's memory as Kubernetes quantity strings (bytes); absent when not set. */
 export interface ContainerMemory {
@@ -9,13 +20,28 @@ export interface ContainerMemory {
   request?: string;
   /** `resources.limits.memory` */
   limit?: string;
+  /** Absent: `container`. */
+  kind?: ContainerKind;
+}
+
+/** The kind of `container`, `container` when unset. */
+export function kindOf(container: ContainerMemory): ContainerKind {
+  return container.kind ?? "container";
+}
+
+/** The Pod spec list that holds `container`: `containers`, or `initContainers` for sidecars and init containers. */
+export function listOf(container: ContainerMemory): "containers" | "initContainers" {
+  return kindOf(container) === "container" ? "containers" : "initContainers";
 }
 
 /** Everything {@link decideScale} looks at; read by the caller from the API server and the event. */
 export interface DecideInput {
-  /** The alerting Pod's `spec.containers` (what the alert measured against). */
+  /** The alerting Pod's `spec.containers` and `spec.initContainers` (what the alert measured against). */
   podContainers: readonly ContainerMemory[];
-  /** The workload's current `spec.template.spec.containers`, in template order. */
+  /**
+   * The workload's current `spec.template.spec.containers`, then its `initContainers`, each in
+   * template order, with their {@link ContainerKind}.
+   */
   templateContainers: readonly ContainerMemory[];
   /** The workload's `app-monitor.kubedemo.com/last-scale` annotation (RFC 3339), if any. */
   lastScaleTime?: string;
@@ -33,11 +59,18 @@ export interface DecideInput {
  * - `Cooldown`: the workload was scaled less than `spec.cooldownSeconds` ago.
  * - `ContainerNotSelected`: the alert's container is not in `spec.containers`.
  * - `NoTargetContainer`: no container is left to consider (e.g. `spec.containers` names none of the template's).
- * - `ContainerNotFound`: the container is not in the workload's Pod template.
- * - `NoMemoryLimit`: the template sets no memory limit for the container.
+ * - `ContainerNotFound`: the container is in neither the containers nor the init containers of
+ *   the workload's Pod template.
+ * - `InitContainer`: the container is an init container (not a native sidecar): it runs to
+ *   completion before the app's containers start, and is never scaled.
+ * - `NoMemoryLimit`: neither the template nor the alerting Pod sets a memory limit for the container.
+ * - `LimitNotInTemplate`: the alerting Pod has a memory limit the template does not set (a
+ *   LimitRange default or an admission webhook put it there): there is no limit in the
+ *   template to raise; the caller emits a Warning Event saying to set it there.
  * - `InvalidResources`: the template's limit is not positive, or its request exceeds its limit.
  * - `TemplateDiffers`: the alerting Pod does not run the template's values (missing container or
- *   limit, or a lower template limit): the alert says nothing about the current template.
+ *   limit, the container of another kind, or a lower template limit): the alert says nothing
+ *   about the current template.
  * - `RolloutUnderWay`: the template already gives the container a larger limit than the Pod has.
  * - `AtCap`: the limit is already at `spec.maxMemory`; the caller emits a Warning Event.
  */
@@ -46,7 +79,9 @@ export type SkipReason =
   | "ContainerNotSelected"
   | "NoTargetContainer"
   | "ContainerNotFound"
+  | "InitContainer"
   | "NoMemoryLimit"
+  | "LimitNotInTemplate"
   | "InvalidResources"
   | "TemplateDiffers"
   | "RolloutUnderWay"
@@ -90,16 +125,21 @@ export type Decision = SkipDecision | ScaleDecision;
 /** When every container is skipped, the decision reports the first of these found (the most actionable). */
 const REASON_PRIORITY: readonly SkipReason[] = [
   "AtCap",
+  "LimitNotInTemplate",
   "RolloutUnderWay",
   "TemplateDiffers",
   "NoMemoryLimit",
   "InvalidResources",
+  "InitContainer",
   "ContainerNotFound",
   "ContainerNotSelected",
   "NoTargetContainer",
 ];
 
-/** Names of the containers to consider: the alert's, else `spec.containers`, else all the template's. */
+/**
+ * Names of the containers to consider: the alert's, else `spec.containers`, else all the
+ * template's containers and native sidecars (init containers that run to completion are left out).
+ */
 function targetNames(input: DecideInput): string[] | ContainerSkip {
   const { alertContainer, spec, templateContainers } = input;
   if (alertContainer !== undefined) {
@@ -109,7 +149,7 @@ function targetNames(input: DecideInput): string[] | ContainerSkip {
     return [alertContainer];
   }
   // Deduplicated: a name listed twice must not yield two patches of one container.
-  return [...new Set(spec.containers ?? templateContainers.map((c) => c.name))];
+  return [...new Set(spec.containers ?? templateContainers.filter((c) => kindOf(c) !== "init").map((c) => c.name))];
 }
 
 /** Decides one container; `multiplier` and `capBytes` come from the spec. */
@@ -117,9 +157,25 @@ function decideContainer(input: DecideInput, name: string, multiplier: Quantity,
   const skip = (reason: SkipReason, message: string): ContainerSkip => ({ container: name, reason, message });
   const tmpl = input.templateContainers.find((c) => c.name === name);
   if (tmpl === undefined) return skip("ContainerNotFound", `container ${name} is not in the workload's Pod template`);
-  if (tmpl.limit === undefined) return skip("NoMemoryLimit", `container ${name} has no memory limit`);
+  const kind = kindOf(tmpl);
+  if (kind === "init") {
+    return skip(
+      "InitContainer",
+      `container ${name} is an init container, not a native sidecar: init containers run to completion before the app's containers start, so only containers and native sidecars (init containers with restartPolicy: Always) are scaled`,
+    );
+  }
   const pod = input.podContainers.find((c) => c.name === name);
+  if (tmpl.limit === undefined) {
+    if (pod?.limit !== undefined) {
+      return skip(
+        "LimitNotInTemplate",
+        `container ${name}'s memory limit ${pod.limit} is not in the workload's Pod template (a LimitRange default or an admission webhook set it on the Pod); set the limit in the Pod template to let appmonitor scale it`,
+      );
+    }
+    return skip("NoMemoryLimit", `container ${name} has no memory limit`);
+  }
   if (pod === undefined) return skip("TemplateDiffers", `the alerting Pod has no container ${name}; it does not run the current template`);
+  if (kindOf(pod) !== kind) return skip("TemplateDiffers", `the alerting Pod runs ${name} as a ${kindOf(pod)}, the template as a ${kind}; it does not run the current template`);
   if (pod.limit === undefined) return skip("TemplateDiffers", `the alerting Pod's container ${name} has no memory limit but the template sets ${tmpl.limit}`);
 
   const limit = parseQuantity(tmpl.limit);
@@ -144,9 +200,11 @@ function decideContainer(input: DecideInput, name: string, multiplier: Quantity,
   }
   const to: MemoryResources = { limit: formatBytes(newLimit) };
   if (request !== undefined) {
-    // A request never ends above its limit, which only the cap can cause.
-    const raised = ceil(multiply(request, multiplier));
-    to.request = formatBytes(raised < newLimit ? raised : newLimit);
+    // The template's request/limit ratio, applied to the limit as rounded and capped, rounded
+    // up: limit/request never grows (a LimitRange maxLimitRequestRatio the template meets still
+    // holds), the request never passes the limit, and at the cap it is not raised to the whole
+    // limit but by the same factor as the limit.
+    to.request = formatBytes(ceil(multiply(fromInteger(newLimit), divide(request, limit))));
   }
   const from: MemoryResources = { limit: tmpl.limit };
   if (tmpl.request !== undefined) from.request = tmpl.request;
@@ -161,17 +219,24 @@ function decideContainer(input: DecideInput, name: string, multiplier: Quantity,
  * 1. within `spec.cooldownSeconds` of `lastScaleTime` → skip `Cooldown` (an unparseable
  *    timestamp is ignored; a future one counts as recent when the cooldown is above 0);
  * 2. containers considered: the alert's container (`ContainerNotSelected` if `spec.containers`
- *    excludes it), else those in `spec.containers`, else every container of the template;
- * 3. per container, from the template's values: no memory limit → `NoMemoryLimit`; template
- *    limit above the Pod's → `RolloutUnderWay` (this makes re-sent alerts harmless); below it, or
- *    the Pod lacks the container or its limit → `TemplateDiffers`; limit at or above
- *    `spec.maxMemory` → `AtCap`;
+ *    excludes it), else those in `spec.containers`, else every container and native sidecar
+ *    of the template;
+ * 3. per container, from the template's values: an init container that is not a native sidecar
+ *    → `InitContainer`; no memory limit in the template → `LimitNotInTemplate` when the Pod has
+ *    one, else `NoMemoryLimit`; template limit above the Pod's → `RolloutUnderWay` (this makes
+ *    re-sent alerts harmless); below it, or the Pod lacks the container, its limit, or runs it
+ *    as another kind → `TemplateDiffers`; limit at or above `spec.maxMemory` → `AtCap`;
  * 4. new limit = limit × memMultiplier rounded up to whole bytes, clamped to `spec.maxMemory`
- *    rounded down; new request = request × memMultiplier rounded up, never above the new limit.
- *    Both are exact and formatted in binary SI (`576Mi`), never with `m`. Nothing shrinks.
+ *    rounded down; new request = new limit × (request / limit) rounded up to whole bytes: the
+ *    template's ratio is kept (at the cap too, e.g. 256Mi/384Mi × 2 capped at 400Mi →
+ *    279620267 bytes ≈ 266.7Mi / 400Mi), the rounding can only lower limit/request (so a
+ *    LimitRange `maxLimitRequestRatio` the template meets holds), and request ≤ limit. Both are
+ *    exact and formatted in binary SI (`576Mi`) when a unit divides them, else in bytes; never
+ *    with `m`. Nothing shrinks.
  *
  * With at least one change the result is `{action: "scale", dryRun: spec.mode === "DryRun"}`;
- * otherwise `{action: "skip"}` with the most actionable per-container reason (`AtCap` first).
+ * otherwise `{action: "skip"}` with the most actionable per-container reason (`AtCap`, then
+ * `LimitNotInTemplate`, first).
  * Quantities: https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/
  * @throws {QuantityError} when a memory value or `spec.maxMemory` is not a valid quantity (the
  *   API server and spec validation rule that out).

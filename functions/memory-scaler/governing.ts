@@ -1,11 +1,19 @@
 /**
- * Which AppMonitor governs a workload, from the AppMonitors the API server lists in its
- * namespace, judged on the workload's Pod template. Pure: the list and the workload are read by
- * the caller.
+ * Whether an alert is one of the AppMonitor rules' alerts, and whether the AppMonitor it names
+ * governs the workload, from the AppMonitors the API server lists in its namespace, judged on
+ * the workload's Pod template. Pure: the event, the list and the workload are read by the caller.
+ *
+ * DESIGN.md "Decisions that matter for correctness": nothing is scaled that no AppMonitor
+ * covers, and labels inside an alert are input, never authority. The `appmonitor` label (set by
+ * every generated rule, `rule-sync/rule.ts`) says which AppMonitor's threshold was crossed; it
+ * is required, and checked: that AppMonitor must exist and cover the workload itself.
  */
+import type { AlertEventData } from "../lib/alert-event.ts";
 import {
+  APPMONITOR_ALERT_LABEL,
+  APPMONITOR_ALERT_NAME,
   AppMonitorSpecError,
-  chooseGoverning,
+  covers,
   validateAppMonitorSpec,
   type AppMonitorSpecWithDefaults,
   type ObjectMetaLike,
@@ -33,12 +41,25 @@ export interface NamespaceAppMonitors {
   readonly rejected: readonly RejectedAppMonitor[];
 }
 
-/** Why no AppMonitor governs: `NoAppMonitor` (none valid in the namespace) or `NotCovered`. */
+/**
+ * Why no AppMonitor governs:
+ * - `NotAppMonitorAlert`: the alert was not raised by an AppMonitor's rule ({@link alertOrigin});
+ * - `NoAppMonitor`: the AppMonitor the alert names is not in the namespace, or its spec is invalid;
+ * - `NotCovered`: no AppMonitor covers the workload's Pod template;
+ * - `AppMonitorNotGoverning`: the named AppMonitor does not cover the template, another one does
+ *   (that one's own alerts may scale it).
+ */
 export interface NoneGoverns {
   readonly result: "none";
-  readonly reason: "NoAppMonitor" | "NotCovered";
+  readonly reason: "NotAppMonitorAlert" | "NoAppMonitor" | "NotCovered" | "AppMonitorNotGoverning";
   readonly message: string;
 }
+
+/** The result of {@link alertOrigin}: the name of the AppMonitor whose rule raised the alert, or why it has none. */
+export type AlertOrigin = { readonly result: "appmonitor"; readonly name: string } | NoneGoverns;
+
+/** The result of {@link namedAppMonitor}. */
+export type NamedAppMonitor = { readonly result: "found"; readonly appMonitor: ValidAppMonitor } | NoneGoverns;
 
 /** The result of {@link governingAppMonitor}. */
 export type Governing = { readonly result: "governed"; readonly appMonitor: ValidAppMonitor } | NoneGoverns;
@@ -48,6 +69,36 @@ export interface TemplateOwner {
   readonly kind: string;
   readonly name: string;
   readonly template: PodTemplateLike;
+}
+
+/**
+ * Labels Prometheus adds when a scraped series' own `namespace`/`pod` labels clash with the
+ * target's and `honor_labels` is false: the series' values move here, and `namespace`/`pod` then
+ * name the exporter (https://prometheus.io/docs/prometheus/latest/configuration/configuration/#scrape_config).
+ */
+const EXPORTED_LABELS = ["exported_namespace", "exported_pod"] as const;
+
+/**
+ * Whether the alert is an AppMonitor rule's: `alertname` {@link APPMONITOR_ALERT_NAME}, a
+ * non-empty {@link APPMONITOR_ALERT_LABEL} label, and none of `exported_namespace` /
+ * `exported_pod` (a generated rule aggregates `by (namespace, pod, container)`, so its alerts
+ * never carry them; an alert that does names the exporter kube-state-metrics in `namespace`/`pod`,
+ * scraped without `honor_labels: true`, not the Pod it measured). Anything else →
+ * `NotAppMonitorAlert`, whatever its `namespace` and `pod` labels say, with every problem in the
+ * message.
+ */
+export function alertOrigin(data: Pick<AlertEventData, "alertname" | "appmonitor" | "labels" | "namespace" | "pod">): AlertOrigin {
+  const problems: string[] = [];
+  if (data.alertname !== APPMONITOR_ALERT_NAME) problems.push(`its alertname is ${JSON.stringify(data.alertname)}, not ${APPMONITOR_ALERT_NAME}`);
+  if (data.appmonitor === undefined || data.appmonitor === "") problems.push(`it has no ${APPMONITOR_ALERT_LABEL} label`);
+  const exported = EXPORTED_LABELS.filter((label) => Object.hasOwn(data.labels, label)).map((label) => `${label}=${data.labels[label] ?? ""}`);
+  if (exported.length > 0) {
+    problems.push(
+      `its namespace and pod labels (${data.namespace}/${data.pod}) name the exporter Prometheus scraped, not the Pod it measured (${exported.join(", ")}): scrape kube-state-metrics with honor_labels: true`,
+    );
+  }
+  if (problems.length === 0 && data.appmonitor !== undefined) return { result: "appmonitor", name: data.appmonitor };
+  return { result: "none", reason: "NotAppMonitorAlert", message: `not an alert of an AppMonitor's rule: ${problems.join("; ")}` };
 }
 
 /**
@@ -74,41 +125,57 @@ export function validAppMonitors(namespace: string, items: readonly unknown[]): 
 }
 
 /**
- * `NoAppMonitor` when the namespace has no valid AppMonitor, else `undefined`. Needs no workload,
- * so the caller can stop before reading one.
+ * The AppMonitor named `name` (the alert's) among the valid ones, or `NoAppMonitor`: none valid
+ * in the namespace, or not that one (deleted since its rule fired, or its spec is invalid).
+ * Needs no workload, so the caller can stop before reading one.
  */
-export function noAppMonitor(monitors: NamespaceAppMonitors): NoneGoverns | undefined {
-  if (monitors.valid.length > 0) return undefined;
-  const invalid = monitors.rejected.length > 0 ? ` (${monitors.rejected.length} invalid)` : "";
-  return { result: "none", reason: "NoAppMonitor", message: `no AppMonitor in namespace ${monitors.namespace}${invalid}` };
+export function namedAppMonitor(monitors: NamespaceAppMonitors, name: string): NamedAppMonitor {
+  const found = monitors.valid.find((am) => am.metadata.name === name);
+  if (found !== undefined) return { result: "found", appMonitor: found };
+  const { namespace } = monitors;
+  if (monitors.valid.length === 0) {
+    const invalid = monitors.rejected.length > 0 ? ` (${monitors.rejected.length} invalid)` : "";
+    return { result: "none", reason: "NoAppMonitor", message: `no AppMonitor in namespace ${namespace}${invalid}` };
+  }
+  const why = monitors.rejected.some((r) => r.name === name) ? "has an invalid spec" : "does not exist";
+  return { result: "none", reason: "NoAppMonitor", message: `AppMonitor ${name}, whose rule raised the alert, ${why} in namespace ${namespace}` };
 }
 
 /**
- * Picks the AppMonitor that governs `workload` among `monitors`, by `chooseGoverning`
- * (lib/appmonitor.ts: the one named in the alert if it covers, else selector before
- * annotation, oldest, then by name), judged on the workload's Pod template metadata only —
- * its annotations and labels, in the workload's namespace. A live Pod's own annotations and
- * labels never grant coverage: anyone allowed to annotate one Pod could otherwise get its
- * workload scaled. Reasons when none governs:
- * - `NoAppMonitor`: the namespace has no valid AppMonitor;
- * - `NotCovered`: none covers the template (no opt-in annotation, no matching selector).
+ * Whether `named` (the alert's AppMonitor, from {@link namedAppMonitor}) governs `workload`: it
+ * covers the workload's Pod template — by the template's annotations and labels, in the
+ * workload's namespace (lib/appmonitor.ts `covers`). A live Pod's own annotations and labels
+ * never grant coverage: anyone allowed to annotate one Pod could otherwise get its workload
+ * scaled. When several AppMonitors cover a template, each governs the alerts of its own rule.
+ * Reasons when `named` does not govern:
+ * - `NotCovered`: no AppMonitor of the namespace covers the template (no opt-in annotation, no
+ *   matching selector);
+ * - `AppMonitorNotGoverning`: others do (a cAdvisor rule fires for every Pod with a limit in its
+ *   namespace, so another AppMonitor's rule raises alerts for the Pods of this one).
  * Nothing may be scaled in either case (DESIGN.md "Contracts kept from the original demo" and
  * "Decisions that matter for correctness").
  */
-export function governingAppMonitor(workload: TemplateOwner, monitors: NamespaceAppMonitors, namedInAlert?: string): Governing {
-  const none = noAppMonitor(monitors);
-  if (none !== undefined) return none;
+export function governingAppMonitor(workload: TemplateOwner, monitors: NamespaceAppMonitors, named: ValidAppMonitor): Governing {
   const { labels, annotations } = workload.template.metadata ?? {};
   const template: PodTemplateLike = {
     metadata: { namespace: monitors.namespace, ...(labels === undefined ? {} : { labels }), ...(annotations === undefined ? {} : { annotations }) },
   };
-  const appMonitor = chooseGoverning(template, monitors.valid, namedInAlert);
-  if (appMonitor === undefined) {
+  if (covers(template, named)) return { result: "governed", appMonitor: named };
+  const others = monitors.valid
+    .filter((am) => am !== named && covers(template, am))
+    .map((am) => am.metadata.name)
+    .sort();
+  const subject = `${workload.kind} ${workload.name}`;
+  if (others.length > 0) {
     return {
       result: "none",
-      reason: "NotCovered",
-      message: `no AppMonitor covers ${workload.kind} ${workload.name}: its Pod template lacks the annotation app-monitor.kubedemo.com/monitor: "true" and no selector matches the template's labels`,
+      reason: "AppMonitorNotGoverning",
+      message: `AppMonitor ${named.metadata.name}, whose rule raised the alert, does not cover ${subject} (its selector does not match the Pod template's labels and the template lacks the annotation app-monitor.kubedemo.com/monitor: "true"); ${subject} is governed by ${others.map((n) => `AppMonitor ${n}`).join(", ")}, whose own alerts scale it`,
     };
   }
-  return { result: "governed", appMonitor };
+  return {
+    result: "none",
+    reason: "NotCovered",
+    message: `no AppMonitor covers ${subject}: its Pod template lacks the annotation app-monitor.kubedemo.com/monitor: "true" and no selector matches the template's labels`,
+  };
 }

@@ -1,6 +1,6 @@
 // The compare-and-swap JSON Patch that applies a scale decision to a workload's Pod template.
 import { LAST_SCALE_ANNOTATION } from "../lib/appmonitor.ts";
-import type { ContainerChange, ContainerMemory } from "./decide.ts";
+import { kindOf, listOf, type ContainerChange, type ContainerMemory } from "./decide.ts";
 
 /** One RFC 6902 operation, as sent with `Content-Type: application/json-patch+json`. */
 export interface JsonPatchOperation {
@@ -12,7 +12,11 @@ export interface JsonPatchOperation {
 
 /** What {@link buildTemplatePatch} needs, all as read from the workload just before the write. */
 export interface TemplatePatchInput {
-  /** `spec.template.spec.containers` in template order: a container's index here is its index in the patch path. */
+  /**
+   * `spec.template.spec.containers`, then `initContainers`, each in template order (as
+   * `decideScale` takes them): a container's index among those of its list is its index in the
+   * patch path.
+   */
   templateContainers: readonly ContainerMemory[];
   /** The changes of a `scale` decision (from `decideScale` on the same `templateContainers`). */
   changes: readonly ContainerChange[];
@@ -40,31 +44,36 @@ export function formatTimestamp(time: Date): string {
 
 /**
  * Builds the JSON Patch that applies `changes` to a Deployment, StatefulSet, DaemonSet or
- * ReplicaSet (all keep the Pod template at `/spec/template`). It is a compare-and-swap: `test`
- * operations on `metadata.resourceVersion` (if given), each changed container's name, current
- * memory limit and current memory request come before the `replace` operations, so a patch built
+ * ReplicaSet (all keep the Pod template at `/spec/template`): a container's resources at
+ * `/spec/template/spec/containers/<i>`, a native sidecar's at `…/initContainers/<i>`. It is a
+ * compare-and-swap: `test` operations on `metadata.resourceVersion` (if given), each changed
+ * container's name, current memory limit and current memory request come before the `replace`
+ * operations, so a patch built
  * from stale values fails as a whole (the API server answers 422/409) and two concurrent
  * deliveries can never compound. The same patch sets `app-monitor.kubedemo.com/last-scale` to
  * `time`, adding the `annotations` map when the workload has none, and testing the previous value
  * when there is one. Sources: DESIGN.md "Decisions that matter for correctness" (compare-and-swap);
  * https://www.rfc-editor.org/rfc/rfc6902 (operations);
  * https://kubernetes.io/docs/tasks/manage-kubernetes-objects/update-api-object-kubectl-patch/
- * @throws {RangeError} when a change names a container not in `templateContainers`, when its
- *   `from` values differ from the template's, or when it would add a request the template lacks
- *   (`decideScale` never does: a missing request keeps defaulting to the limit).
+ * @throws {RangeError} when a change names a container not in `templateContainers` or an init
+ *   container that is not a native sidecar, when its `from` values differ from the template's, or
+ *   when it would add a request the template lacks (`decideScale` never does: a missing request
+ *   keeps defaulting to the limit).
  */
 export function buildTemplatePatch(input: TemplatePatchInput): JsonPatchOperation[] {
   const ops: JsonPatchOperation[] = [];
   if (input.resourceVersion !== undefined) ops.push({ op: "test", path: "/metadata/resourceVersion", value: input.resourceVersion });
   const writes: JsonPatchOperation[] = [];
   for (const change of input.changes) {
-    const index = input.templateContainers.findIndex((c) => c.name === change.container);
-    const current = input.templateContainers[index];
+    const current = input.templateContainers.find((c) => c.name === change.container);
     if (current === undefined) throw new RangeError(`container ${change.container} is not in the workload's Pod template`);
+    if (kindOf(current) === "init") throw new RangeError(`container ${change.container} is an init container, which runs to completion: it is not scaled`);
     if (current.limit !== change.from.limit || current.request !== change.from.request) {
       throw new RangeError(`container ${change.container}: the change was decided from other values than the template's`);
     }
-    const base = `/spec/template/spec/containers/${index}`;
+    const list = listOf(current);
+    const index = input.templateContainers.filter((c) => listOf(c) === list).indexOf(current);
+    const base = `/spec/template/spec/${list}/${index}`;
     ops.push({ op: "test", path: `${base}/name`, value: change.container });
     ops.push({ op: "test", path: `${base}/resources/limits/memory`, value: change.from.limit });
     writes.push({ op: "replace", path: `${base}/resources/limits/memory`, value: change.to.limit });

@@ -2,16 +2,21 @@
  * What memory-scaler does with one firing alert, reconcile-style: read the world from the API
  * server, decide from plain data (`decide.ts`), write once (compare-and-swap, `patch.ts`), report.
  *
- * 1. Read the Pod (gone → skip `PodGone`) and the AppMonitors of its namespace (no valid one →
- *    skip `NoAppMonitor`).
+ * 0. Only an AppMonitor rule's alert is acted on: alertname `AppMonitorMemoryHigh` with an
+ *    `appmonitor` label, whose `namespace`/`pod` name the measured Pod (`governing.ts`
+ *    `alertOrigin`); anything else → skip `NotAppMonitorAlert`, before any read.
+ * 1. Read the Pod (gone → skip `PodGone`) and the AppMonitors of its namespace (the one the
+ *    alert names is not there, or invalid → skip `NoAppMonitor`).
  * 2. Walk the Pod's owners to the workload (`owners.ts`; a Job, bare Pod, unknown owner → skip
  *    `UnsupportedOwner` and a Warning Event on the Pod; an owner deleted meanwhile → `OwnerGone`).
  *    This comes before coverage: an unsupported owner has no template to judge and is never
  *    scaled, whatever its Pod carries.
- * 3. Pick the governing AppMonitor on the workload's Pod template — its annotations and labels,
- *    never the live Pod's, which anyone allowed to annotate one Pod could set (`governing.ts`;
- *    none covers → skip `NotCovered`).
- * 4. `decideScale` (skip reasons there; `AtCap` also warns on the workload and the AppMonitor).
+ * 3. The alert's AppMonitor must govern the workload: cover its Pod template — the template's
+ *    annotations and labels, never the live Pod's, which anyone allowed to annotate one Pod could
+ *    set (`governing.ts`; none covers → skip `NotCovered`; only other AppMonitors do → skip
+ *    `AppMonitorNotGoverning`).
+ * 4. `decideScale` (skip reasons there; `AtCap` and `LimitNotInTemplate` also warn on the
+ *    workload and the AppMonitor).
  * 5. With a verifier, drop containers whose working set is below the threshold
  *    (`BelowThreshold`, `NotMeasured`); Prometheus unavailable → 503.
  * 6. `DryRun` AppMonitor → Events and a `recentScales` entry marked `dryRun`, no patch.
@@ -38,9 +43,9 @@ import { HttpError } from "../lib/runtime/errors.ts";
 import { podForAdmission } from "./admission-pod.ts";
 import { apiStatus, isAdmissionRefusal, isPatchConflict, unavailable } from "./api-errors.ts";
 import type { Cluster } from "./cluster.ts";
-import { decideScale, type ContainerChange, type ContainerMemory, type SkipReason } from "./decide.ts";
+import { decideScale, type ContainerChange, type ContainerKind, type ContainerMemory, type SkipReason } from "./decide.ts";
 import type { EventRecorder, EventSpec } from "./events.ts";
-import { governingAppMonitor, noAppMonitor, validAppMonitors, type ValidAppMonitor } from "./governing.ts";
+import { alertOrigin, governingAppMonitor, namedAppMonitor, validAppMonitors, type NoneGoverns, type ValidAppMonitor } from "./governing.ts";
 import { APPS_V1, resolveWorkload, type Workload } from "./owners.ts";
 import { buildTemplatePatch, formatTimestamp } from "./patch.ts";
 import type { StatusWriter } from "./status-writer.ts";
@@ -49,9 +54,8 @@ import { checkThreshold, type Verifier } from "./verify.ts";
 /** Why the flow ended as it did; CamelCase, also used as Event reasons and metric labels. */
 export type OutcomeReason =
   | SkipReason
+  | NoneGoverns["reason"]
   | "PodGone"
-  | "NoAppMonitor"
-  | "NotCovered"
   | "UnsupportedOwner"
   | "OwnerGone"
   | "BelowThreshold"
@@ -83,7 +87,7 @@ export interface Outcome {
   readonly skipped?: readonly SkippedContainer[];
   /** Follow-up writes (Events, status) that failed after the outcome was reached. */
   readonly warnings?: readonly string[];
-  /** Rounds of read–decide–write (more than 1 after a lost compare-and-swap). */
+  /** Rounds of read–decide–write (more than 1 after a lost compare-and-swap; 0 for `NotAppMonitorAlert`, decided before any read). */
   readonly attempts: number;
 }
 
@@ -101,16 +105,26 @@ export interface FlowDeps {
   readonly onConflict?: () => void;
 }
 
-/** The memory a container spec sets, as the decision reads it. */
-export function memoryOf(containers: readonly k8s.V1Container[] | undefined): ContainerMemory[] {
-  return (containers ?? []).map((c) => {
-    const memory: ContainerMemory = { name: c.name };
+/** Skip reasons of `decideScale` that also warn on the workload and the AppMonitor: someone has to act. */
+const WARNING_SKIPS: ReadonlySet<SkipReason> = new Set(["AtCap", "LimitNotInTemplate"]);
+
+/**
+ * The memory a Pod spec sets, as the decision reads it: `containers`, then `initContainers`
+ * (a native sidecar when its `restartPolicy` is `Always`), each in spec order.
+ */
+export function memoryOf(spec: k8s.V1PodSpec | undefined): ContainerMemory[] {
+  const one = (c: k8s.V1Container, kind: ContainerKind): ContainerMemory => {
+    const memory: ContainerMemory = { name: c.name, kind };
     const request = c.resources?.requests?.memory;
     const limit = c.resources?.limits?.memory;
     if (request !== undefined) memory.request = request;
     if (limit !== undefined) memory.limit = limit;
     return memory;
-  });
+  };
+  return [
+    ...(spec?.containers ?? []).map((c) => one(c, "container")),
+    ...(spec?.initContainers ?? []).map((c) => one(c, c.restartPolicy === "Always" ? "sidecar" : "init")),
+  ];
 }
 
 type Ref = k8s.V1ObjectReference & { name: string; namespace: string };
@@ -152,6 +166,9 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
   };
   const withWarnings = <T extends object>(outcome: T): T & { warnings?: string[] } => (warnings.length > 0 ? { ...outcome, warnings } : outcome);
 
+  const origin = alertOrigin(data);
+  if (origin.result === "none") return { ...base, outcome: "skipped", reason: origin.reason, message: origin.message, attempts: 0 };
+
   for (let attempt = 1; ; attempt += 1) {
     const [pod, items] = await Promise.all([
       cluster.readPod(data.namespace, data.pod).catch((error: unknown) => {
@@ -165,8 +182,8 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
 
     const monitors = validAppMonitors(data.namespace, items);
     for (const rejected of monitors.rejected) log.warn({ appmonitor: rejected.name, problem: rejected.problem }, "ignoring an AppMonitor with an invalid spec");
-    const none = noAppMonitor(monitors);
-    if (none !== undefined) return { ...base, outcome: "skipped", reason: none.reason, message: none.message, attempts: attempt };
+    const named = namedAppMonitor(monitors, origin.name);
+    if (named.result === "none") return { ...base, outcome: "skipped", reason: named.reason, message: named.message, attempts: attempt };
 
     // The owner before coverage: coverage is judged on the workload's Pod template, not on the
     // live Pod, whose annotations and labels anyone allowed to edit that one Pod can set.
@@ -178,24 +195,20 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
       // No template to judge, so never scaled; warn so whoever opted this Pod in learns why.
       const podRef: Ref = { apiVersion: "v1", kind: "Pod", name: data.pod, namespace: data.namespace };
       if (pod.metadata?.uid !== undefined) podRef.uid = pod.metadata.uid;
-      // The alert's AppMonitor only labels the Event; it decides nothing.
-      const named = monitors.valid.find((am) => am.metadata.name === data.appmonitor);
-      await notify([
-        { type: "Warning", reason: "UnsupportedOwner", note: `not scaled: ${resolution.message}`, regarding: podRef, ...(named === undefined ? {} : { related: appMonitorRef(named) }) },
-      ]);
+      await notify([{ type: "Warning", reason: "UnsupportedOwner", note: `not scaled: ${resolution.message}`, regarding: podRef, related: appMonitorRef(named.appMonitor) }]);
       return withWarnings({ ...base, outcome: "skipped", reason: "UnsupportedOwner", message: resolution.message, attempts: attempt });
     }
     const workload = resolution.workload;
     const withOwner = { ...base, workload: { kind: workload.kind, name: workload.name } };
 
-    const governing = governingAppMonitor({ kind: workload.kind, name: workload.name, template: workload.object.spec.template }, monitors, data.appmonitor);
+    const governing = governingAppMonitor({ kind: workload.kind, name: workload.name, template: workload.object.spec.template }, monitors, named.appMonitor);
     if (governing.result === "none") return { ...withOwner, outcome: "skipped", reason: governing.reason, message: governing.message, attempts: attempt };
     const am = governing.appMonitor;
     const amRef = appMonitorRef(am);
     const wlRef = workloadRef(workload);
     const withWorkload = { ...withOwner, appmonitor: am.metadata.name };
-    const templateContainers = memoryOf(workload.object.spec.template.spec?.containers);
-    const podContainers = memoryOf(pod.spec?.containers);
+    const templateContainers = memoryOf(workload.object.spec.template.spec);
+    const podContainers = memoryOf(pod.spec);
     const annotations = workload.object.metadata?.annotations;
     const now = deps.now();
 
@@ -209,11 +222,11 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
       ...(data.container === undefined ? {} : { alertContainer: data.container }),
     });
     if (decision.action === "skip") {
-      if (decision.reason === "AtCap") {
+      if (WARNING_SKIPS.has(decision.reason)) {
         const note = `not scaled: ${decision.message}`;
         await notify([
-          { type: "Warning", reason: "AtCap", note, regarding: wlRef, related: amRef },
-          { type: "Warning", reason: "AtCap", note: `${workload.kind} ${workload.name}: ${note}`, regarding: amRef, related: wlRef },
+          { type: "Warning", reason: decision.reason, note, regarding: wlRef, related: amRef },
+          { type: "Warning", reason: decision.reason, note: `${workload.kind} ${workload.name}: ${note}`, regarding: amRef, related: wlRef },
         ]);
       }
       return withWarnings({ ...withWorkload, outcome: "skipped", reason: decision.reason, message: decision.message, skipped: decision.skipped, attempts: attempt });

@@ -41,6 +41,7 @@ import type { IRule } from "@kubernetes-models/prometheus-operator/monitoring.co
 import type { IRuleGroup } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/RuleGroup";
 import {
   APPMONITOR_ALERT_LABEL,
+  APPMONITOR_ALERT_NAME,
   APPMONITOR_API_VERSION,
   APPMONITOR_KIND,
   MONITOR_ANNOTATION,
@@ -51,8 +52,12 @@ import {
 import { isDnsLabel, isDnsSubdomain, isLabelKey, isLabelValue } from "./names.ts";
 import { promDuration, promqlNumber, promqlString, regexQuote } from "./promql.ts";
 
-/** The alert name every generated rule uses; alert-receiver and memory-scaler match on it. */
-export const ALERT_NAME = "AppMonitorMemoryHigh";
+/**
+ * The alert name every generated rule uses; Alertmanager's route (knative/alertmanager) and
+ * memory-scaler match on it, and memory-scaler also requires the {@link APPMONITOR_ALERT_LABEL}
+ * label the rule sets.
+ */
+export const ALERT_NAME = APPMONITOR_ALERT_NAME;
 
 /** The value the opt-in annotation {@link MONITOR_ANNOTATION} must have. */
 export const MONITOR_ANNOTATION_VALUE = "true";

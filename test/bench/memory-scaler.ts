@@ -220,7 +220,7 @@ async function main(): Promise<void> {
     let unexpected = 0;
     const cpuBefore = cpuMs(child.pid);
     for (const pod of latencyPods.values()) {
-      const event = alertEvent({ namespace: latencyNs, pod, container: "memhog" });
+      const event = alertEvent({ namespace: latencyNs, pod, container: "memhog", appmonitor: "m" });
       const t0 = performance.now();
       const answer = await deliver(url, event);
       scaleTimes.push(performance.now() - t0);
@@ -246,7 +246,7 @@ async function main(): Promise<void> {
     await namespace(stormNs);
     await createAppMonitor(stormNs, "m", { memThresholdPercent: 75, memMultiplier: 2 });
     const stormPods = await memhogs(stormNs, deployments);
-    const events = [...stormPods.values()].map((pod) => alertEvent({ namespace: stormNs, pod, container: "memhog" }));
+    const events = [...stormPods.values()].map((pod) => alertEvent({ namespace: stormNs, pod, container: "memhog", appmonitor: "m" }));
     const queue = shuffle(events.flatMap((event) => Array.from({ length: duplicates }, () => event)));
     const scalesBefore = await scrapeMetric(url, "appmonitor_memory_scaler_scales_total");
     const answers: Answer[] = [];

@@ -1,10 +1,13 @@
 /**
  * memory-scaler on the local stack, case by case: multiplier 1.5, a two-container Pod, a
  * StatefulSet, a DaemonSet, an unannotated Pod template (and its live Pod annotated or labelled
- * by hand, which grants nothing), a namespace without AppMonitor, the maxMemory
- * cap, the cooldown, DryRun, a LimitRange below the new limit, and the Prometheus check. The
- * function runs with a token of exactly its ServiceAccount. Each case has its own namespace,
- * so the cases run concurrently.
+ * by hand, which grants nothing), a namespace without AppMonitor, alerts no AppMonitor rule
+ * raised (kube-state-metrics scraped without honor_labels among them), an alert of an AppMonitor
+ * that does not govern the workload, native sidecars and init containers, the maxMemory cap
+ * (keeping the request/limit ratio), the cooldown, DryRun, LimitRanges (a max below the new
+ * limit, a maxLimitRequestRatio the container is exactly at, a default limit the template
+ * lacks), and the Prometheus check. The function runs with a token of exactly its
+ * ServiceAccount. Each case has its own namespace, so the cases run concurrently.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -22,6 +25,7 @@ import {
   onlyRunningPod,
   runningPods,
   startScaler,
+  type Answer,
   type ScalerUnderTest,
 } from "../support/memory-scaler.ts";
 import { adminKubeConfig, freshNamespace, promQuery, stack, waitFor } from "../support/stack.ts";
@@ -30,16 +34,25 @@ const MONITOR = { "app-monitor.kubedemo.com/monitor": "true" };
 
 interface ContainerSpec {
   name: string;
-  limit: string;
-  request: string;
+  /** Absent: no memory limit in the template. */
+  limit?: string;
+  /** Absent: no memory request in the template. */
+  request?: string;
+  /** `Always` on an init container: a native sidecar. */
+  restartPolicy?: "Always";
 }
 
-function podTemplate(app: string, containers: ContainerSpec[], annotated: boolean): k8s.V1PodTemplateSpec {
+function container(c: ContainerSpec): k8s.V1Container {
+  const resources: k8s.V1ResourceRequirements = {};
+  if (c.limit !== undefined) resources.limits = { memory: c.limit };
+  if (c.request !== undefined) resources.requests = { memory: c.request };
+  return { name: c.name, image: "registry.example/app:1", resources, ...(c.restartPolicy === undefined ? {} : { restartPolicy: c.restartPolicy }) };
+}
+
+function podTemplate(app: string, containers: ContainerSpec[], annotated: boolean, initContainers: ContainerSpec[] = []): k8s.V1PodTemplateSpec {
   return {
     metadata: { labels: { app }, ...(annotated ? { annotations: MONITOR } : {}) },
-    spec: {
-      containers: containers.map((c) => ({ name: c.name, image: "registry.example/app:1", resources: { limits: { memory: c.limit }, requests: { memory: c.request } } })),
-    },
+    spec: { containers: containers.map(container), ...(initContainers.length > 0 ? { initContainers: initContainers.map(container) } : {}) },
   };
 }
 
@@ -49,10 +62,10 @@ async function apps(): Promise<k8s.AppsV1Api> {
   return (await adminKubeConfig()).makeApiClient(k8s.AppsV1Api);
 }
 
-async function createDeployment(ns: string, name: string, containers: ContainerSpec[] = [memhog], annotated = true): Promise<void> {
+async function createDeployment(ns: string, name: string, containers: ContainerSpec[] = [memhog], annotated = true, initContainers: ContainerSpec[] = []): Promise<void> {
   await (await apps()).createNamespacedDeployment({
     namespace: ns,
-    body: { metadata: { name }, spec: { replicas: 1, selector: { matchLabels: { app: name } }, template: podTemplate(name, containers, annotated) } },
+    body: { metadata: { name }, spec: { replicas: 1, selector: { matchLabels: { app: name } }, template: podTemplate(name, containers, annotated, initContainers) } },
   });
 }
 
@@ -60,9 +73,10 @@ async function readDeployment(ns: string, name: string): Promise<k8s.V1Deploymen
   return (await apps()).readNamespacedDeployment({ namespace: ns, name });
 }
 
-/** Resources of every container, as plain JSON, by name. */
+/** Resources of every container and init container, as plain JSON, by name (names are unique across both). */
 function resourcesOf(template: k8s.V1PodTemplateSpec | undefined): Record<string, unknown> {
-  return Object.fromEntries((template?.spec?.containers ?? []).map((c) => [c.name, JSON.parse(JSON.stringify(c.resources ?? null))]));
+  const all = [...(template?.spec?.containers ?? []), ...(template?.spec?.initContainers ?? [])];
+  return Object.fromEntries(all.map((c) => [c.name, JSON.parse(JSON.stringify(c.resources ?? null))]));
 }
 
 /** `kubectl annotate pod` / `kubectl label pod`: a merge patch of one live Pod's metadata. */
@@ -72,6 +86,12 @@ async function editPodByHand(ns: string, name: string, metadata: { annotations?:
 }
 
 const res = (limit: string, request: string) => ({ limits: { memory: limit }, requests: { memory: request } });
+
+/** A handled event deliberately not acted on: 204, outcome `skipped`, `reason`. */
+function assertSkipped(answer: Answer, reason: string): void {
+  assert.equal(answer.status, 204, describeAnswer(answer));
+  assert.deepEqual([answer.outcome, answer.reason], ["skipped", reason], describeAnswer(answer));
+}
 
 describe("memory-scaler, case by case", { concurrency: 4 }, () => {
   let scaler: ScalerUnderTest;
@@ -89,7 +109,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 1.5 });
     await createDeployment(ns, "web");
     const pod = await onlyRunningPod(ns, "app=web");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.outcome, "scaled", describeAnswer(answer));
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("576Mi", "384Mi") });
   });
@@ -99,7 +119,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
     await createDeployment(ns, "web", [memhog, { name: "sidecar", limit: "64Mi", request: "32Mi" }]);
     const pod = await onlyRunningPod(ns, "app=web");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "sidecar" }), "structured");
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "sidecar", appmonitor: "m" }), "structured");
     assert.equal(answer.outcome, "scaled", describeAnswer(answer));
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("384Mi", "256Mi"), sidecar: res("128Mi", "64Mi") });
     const next = await waitFor("the new Pod Running", async () => {
@@ -118,7 +138,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
       body: { metadata: { name: "db" }, spec: { replicas: 1, serviceName: "db", selector: { matchLabels: { app: "db" } }, template: podTemplate("db", [memhog], true) } },
     });
     const pod = await onlyRunningPod(ns, "app=db");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.outcome, "scaled", describeAnswer(answer));
     const sts = await client.readNamespacedStatefulSet({ namespace: ns, name: "db" });
     assert.deepEqual(resourcesOf(sts.spec?.template), { memhog: res("768Mi", "512Mi") });
@@ -144,7 +164,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
       return running.length === nodes.length ? running : undefined;
     }, 60_000);
     const podName = pods[0]?.metadata?.name ?? "";
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: podName, container: "memhog" }));
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: podName, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.outcome, "scaled", describeAnswer(answer));
     const ds = await client.readNamespacedDaemonSet({ namespace: ns, name: "agent" });
     assert.deepEqual(resourcesOf(ds.spec?.template), { memhog: res("768Mi", "512Mi") });
@@ -188,7 +208,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createDeployment(ns, "plain", [memhog], false);
     const pod = await onlyRunningPod(ns, "app=plain");
     await editPodByHand(ns, pod.metadata.name, { labels: { tier: "hot" } });
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.outcome, "skipped", describeAnswer(answer));
     assert.equal(answer.reason, "NotCovered");
     assert.equal((await readDeployment(ns, "plain")).metadata?.generation, 1);
@@ -199,7 +219,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, selector: { matchLabels: { app: "picked" } } });
     await createDeployment(ns, "picked", [memhog], false);
     const pod = await onlyRunningPod(ns, "app=picked");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.outcome, "scaled", describeAnswer(answer));
   });
 
@@ -215,7 +235,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
 
   it("a Pod that does not exist: skipped", async (t) => {
     const ns = await freshNamespace(t);
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: "no-such-pod" }));
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: "no-such-pod", appmonitor: "m" }));
     assert.equal(answer.status, 204);
     assert.equal(answer.reason, "PodGone");
   });
@@ -226,27 +246,28 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     const core = (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api);
     await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: "bare", labels: { app: "bare" }, annotations: MONITOR }, spec: podTemplate("bare", [memhog], true).spec } });
     await onlyRunningPod(ns, "app=bare");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: "bare", container: "memhog" }));
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: "bare", container: "memhog", appmonitor: "m" }));
     assert.equal(answer.reason, "UnsupportedOwner");
     const [warning] = await eventsRegarding(ns, "Pod", "bare");
     assert.equal(warning?.type, "Warning");
     assert.match(warning?.note ?? "", /no controller/);
   });
 
-  it("maxMemory caps the limit, and at the cap it warns instead of scaling", async (t) => {
+  it("maxMemory caps the limit keeping the request/limit ratio, and at the cap it warns instead of scaling", async (t) => {
     const ns = await freshNamespace(t);
-    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, maxMemory: "512Mi", cooldownSeconds: 0 });
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, maxMemory: "400Mi", cooldownSeconds: 0 });
     await createDeployment(ns, "web");
     const first = await onlyRunningPod(ns, "app=web");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: first.metadata.name, container: "memhog" }));
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: first.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.outcome, "scaled", describeAnswer(answer));
-    assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("512Mi", "512Mi") });
+    // 256Mi/384Mi × 2 capped at 400Mi: the request keeps 2/3 of the limit, 279620266.67 bytes rounded up.
+    assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("400Mi", "279620267") });
 
     const second = await waitFor("the capped Pod Running", async () => {
       const pods = await runningPods(ns, "app=web");
       return pods.length === 1 && pods[0]?.metadata?.uid !== first.metadata.uid ? pods[0] : undefined;
     }, 60_000);
-    const atCap = await deliver(scaler.url, alertEvent({ namespace: ns, pod: second.metadata?.name ?? "", container: "memhog" }));
+    const atCap = await deliver(scaler.url, alertEvent({ namespace: ns, pod: second.metadata?.name ?? "", container: "memhog", appmonitor: "m" }));
     assert.equal(atCap.outcome, "skipped");
     assert.equal(atCap.reason, "AtCap");
     assert.equal((await readDeployment(ns, "web")).metadata?.generation, 2);
@@ -260,12 +281,12 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 3600 });
     await createDeployment(ns, "web");
     const first = await onlyRunningPod(ns, "app=web");
-    assert.equal((await deliver(scaler.url, alertEvent({ namespace: ns, pod: first.metadata.name, container: "memhog" }))).outcome, "scaled");
+    assert.equal((await deliver(scaler.url, alertEvent({ namespace: ns, pod: first.metadata.name, container: "memhog", appmonitor: "m" }))).outcome, "scaled");
     const second = await waitFor("the scaled Pod Running", async () => {
       const pods = await runningPods(ns, "app=web");
       return pods.length === 1 && pods[0]?.metadata?.uid !== first.metadata.uid ? pods[0] : undefined;
     }, 60_000);
-    const event = alertEvent({ namespace: ns, pod: second.metadata?.name ?? "", container: "memhog" });
+    const event = alertEvent({ namespace: ns, pod: second.metadata?.name ?? "", container: "memhog", appmonitor: "m" });
     const cooling = await deliver(scaler.url, event);
     assert.equal(cooling.reason, "Cooldown", describeAnswer(cooling));
     assert.equal((await readDeployment(ns, "web")).metadata?.generation, 2);
@@ -281,12 +302,114 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     assert.equal((await appMonitorStatus(ns, "m")).scaleCount, 2);
   });
 
+  it("alerts no AppMonitor rule raised are skipped, even for a covered Pod: no appmonitor label, another alertname, kube-state-metrics without honor_labels", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+    // kube-state-metrics itself, in a namespace an AppMonitor covers: without honor_labels its
+    // series (and the alerts on them) name its own Pod, and the Pod they describe moves to exported_*.
+    await createDeployment(ns, "kube-state-metrics", [{ name: "kube-state-metrics", limit: "384Mi", request: "256Mi" }]);
+    const exporter = await onlyRunningPod(ns, "app=kube-state-metrics");
+    const alerts = [
+      alertEvent({ namespace: ns, pod: exporter.metadata.name, container: "kube-state-metrics" }),
+      alertEvent({ namespace: ns, pod: exporter.metadata.name, container: "kube-state-metrics", alertname: "KubeContainerWaiting", appmonitor: "m" }),
+      alertEvent({
+        namespace: ns,
+        pod: exporter.metadata.name,
+        container: "kube-state-metrics",
+        alertname: "KubePodNotReady",
+        labels: { exported_namespace: "shop", exported_pod: "cart-0", exported_container: "cart" },
+      }),
+    ];
+    for (const event of alerts) assertSkipped(await deliver(scaler.url, event), "NotAppMonitorAlert");
+    const deployment = await readDeployment(ns, "kube-state-metrics");
+    assert.equal(deployment.metadata?.generation, 1);
+    assert.deepEqual(resourcesOf(deployment.spec?.template), { "kube-state-metrics": res("384Mi", "256Mi") });
+    assert.deepEqual(await eventsRegarding(ns, "Deployment", "kube-state-metrics"), []);
+  });
+
+  it("an alert of an AppMonitor that does not govern the workload is skipped; the governing one's alert scales it", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "db-mon", { memThresholdPercent: 50, memMultiplier: 3, selector: { matchLabels: { app: "db" } } });
+    await createAppMonitor(ns, "web-mon", { memThresholdPercent: 75, memMultiplier: 2, selector: { matchLabels: { app: "web" } } });
+    await createDeployment(ns, "web", [memhog], false);
+    const pod = await onlyRunningPod(ns, "app=web");
+    // db-mon's cAdvisor rule fires for every Pod with a limit in the namespace, web's included.
+    const foreign = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "db-mon" }));
+    assertSkipped(foreign, "AppMonitorNotGoverning");
+    assert.equal((await readDeployment(ns, "web")).metadata?.generation, 1);
+
+    const own = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "web-mon" }));
+    assert.equal(own.outcome, "scaled", describeAnswer(own));
+    assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("768Mi", "512Mi") });
+    assert.equal((await appMonitorStatus(ns, "web-mon")).scaleCount, 1);
+  });
+
+  it("a native sidecar is scaled in initContainers; an ordinary init container is skipped", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+    const migrate: ContainerSpec = { name: "migrate", limit: "256Mi", request: "128Mi" };
+    const proxy: ContainerSpec = { name: "proxy", limit: "64Mi", request: "32Mi", restartPolicy: "Always" };
+    await createDeployment(ns, "web", [memhog], true, [migrate, proxy]);
+    const pod = await onlyRunningPod(ns, "app=web");
+
+    const init = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "migrate", appmonitor: "m" }));
+    assertSkipped(init, "InitContainer");
+    assert.equal((await readDeployment(ns, "web")).metadata?.generation, 1);
+
+    const sidecar = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "proxy", appmonitor: "m" }));
+    assert.equal(sidecar.outcome, "scaled", describeAnswer(sidecar));
+    const want = { memhog: res("384Mi", "256Mi"), migrate: res("256Mi", "128Mi"), proxy: res("128Mi", "64Mi") };
+    assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), want);
+    const next = await waitFor("the new Pod Running", async () => {
+      const pods = await runningPods(ns, "app=web");
+      return pods.length === 1 && pods[0]?.metadata?.uid !== pod.metadata.uid ? pods[0] : undefined;
+    }, 60_000);
+    assert.deepEqual(resourcesOf(next), want);
+    assert.equal(next.spec?.initContainers?.[1]?.restartPolicy, "Always");
+  });
+
+  it("a container exactly at a LimitRange maxLimitRequestRatio is scaled within it", async (t) => {
+    const ns = await freshNamespace(t);
+    const core = (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api);
+    await core.createNamespacedLimitRange({ namespace: ns, body: { metadata: { name: "ratio" }, spec: { limits: [{ type: "Container", maxLimitRequestRatio: { memory: "1.5" } }] } } });
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 1.5 });
+    await createDeployment(ns, "web", [{ name: "memhog", limit: "300000003", request: "200000002" }]);
+    const pod = await onlyRunningPod(ns, "app=web");
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
+    assert.equal(answer.outcome, "scaled", describeAnswer(answer));
+    // 450000005 / 300000004 ≤ 1.5; rounding the request on its own (300000003) would exceed it.
+    assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("450000005", "300000004") });
+  });
+
+  it("a limit that only a LimitRange default gives the Pod: not scaled, a Warning that says to set it in the Pod template", async (t) => {
+    const ns = await freshNamespace(t);
+    const core = (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api);
+    await core.createNamespacedLimitRange({
+      namespace: ns,
+      body: { metadata: { name: "defaults" }, spec: { limits: [{ type: "Container", _default: { memory: "384Mi" }, defaultRequest: { memory: "256Mi" } }] } },
+    });
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+    await createDeployment(ns, "web", [{ name: "memhog" }]);
+    const pod = await onlyRunningPod(ns, "app=web");
+    assert.deepEqual(resourcesOf(pod), { memhog: res("384Mi", "256Mi") }, "the LimitRange defaulted the Pod");
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
+    assertSkipped(answer, "LimitNotInTemplate");
+    const deployment = await readDeployment(ns, "web");
+    assert.equal(deployment.metadata?.generation, 1);
+    assert.deepEqual(resourcesOf(deployment.spec?.template), { memhog: {} });
+    const [warning, ...more] = await eventsRegarding(ns, "Deployment", "web");
+    assert.equal(more.length, 0);
+    assert.deepEqual([warning?.type, warning?.reason], ["Warning", "LimitNotInTemplate"]);
+    assert.match(warning?.note ?? "", /memory limit 384Mi is not in the workload's Pod template .*set the limit in the Pod template to let appmonitor scale it/);
+    assert.equal((await eventsRegarding(ns, "AppMonitor", "m"))[0]?.reason, "LimitNotInTemplate");
+  });
+
   it("DryRun: an Event and a status entry, no patch", async (t) => {
     const ns = await freshNamespace(t);
     await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, mode: "DryRun" });
     await createDeployment(ns, "web");
     const pod = await onlyRunningPod(ns, "app=web");
-    const event = alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" });
+    const event = alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" });
     const answer = await deliver(scaler.url, event);
     assert.equal(answer.outcome, "dry-run", describeAnswer(answer));
     assert.equal((await deliver(scaler.url, event)).outcome, "dry-run", "a re-delivery decides the same");
@@ -311,7 +434,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
     await createDeployment(ns, "web");
     const pod = await onlyRunningPod(ns, "app=web");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.status, 204);
     assert.equal(answer.outcome, "skipped");
     assert.equal(answer.reason, "AdmissionRefused");
@@ -360,13 +483,13 @@ describe("memory-scaler with PROMETHEUS_URL", () => {
     const mi = 1024 * 1024;
 
     await usage(ns, pod.metadata.name, "100Mi", 100 * mi);
-    const stale = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
+    const stale = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(stale.status, 204);
     assert.equal(stale.reason, "BelowThreshold", describeAnswer(stale));
     assert.equal((await readDeployment(ns, "web")).metadata?.generation, 1);
 
     await usage(ns, pod.metadata.name, "300Mi", 300 * mi);
-    const real = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
+    const real = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(real.outcome, "scaled", describeAnswer(real));
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("768Mi", "512Mi") });
   });
@@ -376,7 +499,7 @@ describe("memory-scaler with PROMETHEUS_URL", () => {
     await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
     await createDeployment(ns, "web");
     const pod = await onlyRunningPod(ns, "app=web");
-    const answer = await deliver(blind.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog" }));
+    const answer = await deliver(blind.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.status, 503, JSON.stringify(answer.body));
     assert.match(answer.body.error ?? "", /Prometheus unavailable/);
     assert.equal((await readDeployment(ns, "web")).metadata?.generation, 1);

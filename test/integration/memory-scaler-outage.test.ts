@@ -96,7 +96,7 @@ describe("memory-scaler when the API server is unavailable", () => {
     assert.equal(readiness.status, 503);
     assert.match(((await readiness.json()) as { reason: string }).reason, /Kubernetes API server/);
 
-    const answer = await deliver(server.url, alertEvent({ namespace: ns, pod, container: "memhog" }));
+    const answer = await deliver(server.url, alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.status, 503, JSON.stringify(answer.body));
     assert.match(answer.body.error ?? "", /Kubernetes API server unavailable/);
     const deployment = await webDeployment(ns);
@@ -116,7 +116,7 @@ describe("memory-scaler when the API server is unavailable", () => {
     assert.equal((await fetch(`${server.url}/health/readiness`)).status, 200, "ready through the proxy");
 
     await proxy.cut();
-    const event = alertEvent({ namespace: ns, pod, container: "memhog" });
+    const event = alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "m" });
     const down = await deliver(server.url, event);
     assert.equal(down.status, 503, JSON.stringify(down.body));
     assert.equal((await fetch(`${server.url}/health/readiness`)).status, 503);
@@ -166,7 +166,7 @@ describe("npm run function -- memory-scaler (the launcher)", () => {
       throw new Error(`${(error as Error).message}\n${tailOf(child)}`);
     });
 
-    const event = alertEvent({ namespace: ns, pod, container: "memhog" });
+    const event = alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "m" });
     const answer = await deliver(url, event);
     assert.equal(answer.outcome, "scaled", `${describeAnswer(answer)}\n${tailOf(child)}`);
     const line = await waitFor("the decision's log line", async () =>

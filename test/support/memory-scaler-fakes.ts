@@ -152,7 +152,7 @@ export function editPod(cluster: FakeCluster, edit: (meta: k8s.V1ObjectMeta) => 
   cluster.pods.set(`${NS}/memhog-5d8f-x2`, { ...pod, metadata: edit(pod.metadata) });
 }
 
-/** The firing alert's data for the memhog Pod of {@link memhogCluster}. */
+/** The firing alert's data for the memhog Pod of {@link memhogCluster}, as `mymonitor`'s rule raises it. */
 export function alertData(over: Partial<AlertEventData> = {}): AlertEventData {
   return {
     alertname: "AppMonitorMemoryHigh",
@@ -160,10 +160,11 @@ export function alertData(over: Partial<AlertEventData> = {}): AlertEventData {
     namespace: NS,
     pod: "memhog-5d8f-x2",
     container: "memhog",
+    appmonitor: "mymonitor",
     fingerprint: "f",
     startsAt: "2025-06-01T11:59:00Z",
     endsAt: null,
-    labels: {},
+    labels: { alertname: "AppMonitorMemoryHigh", namespace: NS, pod: "memhog-5d8f-x2", container: "memhog", appmonitor: "mymonitor", severity: "warning" },
     annotations: {},
     generatorURL: "",
     ...over,

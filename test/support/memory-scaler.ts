@@ -76,7 +76,12 @@ export interface AlertEventOptions {
   readonly namespace: string;
   readonly pod: string;
   readonly container?: string;
+  /** The `appmonitor` label the generated rules set; absent: an alert no AppMonitor rule raised. */
   readonly appmonitor?: string;
+  /** Default `AppMonitorMemoryHigh`, the generated rules' alert. */
+  readonly alertname?: string;
+  /** More labels of the alert, e.g. `exported_namespace` (they do not change `namespace`/`pod`). */
+  readonly labels?: Readonly<Record<string, string>>;
   /** Default: a random id (a new alert occurrence). */
   readonly id?: string;
   readonly status?: "firing" | "resolved";
@@ -86,11 +91,12 @@ export interface AlertEventOptions {
 export function alertEvent(options: AlertEventOptions): CloudEvent<AlertEventData> {
   const status = options.status ?? "firing";
   const startsAt = new Date(Date.now() - 60_000).toISOString();
-  const labels: Record<string, string> = { alertname: "AppMonitorMemoryHigh", namespace: options.namespace, pod: options.pod };
+  const alertname = options.alertname ?? "AppMonitorMemoryHigh";
+  const labels: Record<string, string> = { ...options.labels, alertname, namespace: options.namespace, pod: options.pod };
   if (options.container !== undefined) labels.container = options.container;
   if (options.appmonitor !== undefined) labels.appmonitor = options.appmonitor;
   const data: AlertEventData = {
-    alertname: "AppMonitorMemoryHigh",
+    alertname,
     status,
     namespace: options.namespace,
     pod: options.pod,

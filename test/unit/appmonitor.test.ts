@@ -1,9 +1,8 @@
-// AppMonitor spec validation, label selectors, coverage and the governing-AppMonitor choice.
+// AppMonitor spec validation, label selectors and coverage (which AppMonitor governs: memory-scaler-parts.test.ts).
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
   AppMonitorSpecError,
-  chooseGoverning,
   coverage,
   covers,
   LabelSelectorError,
@@ -167,43 +166,4 @@ describe("covers", () => {
       assert.equal(covers(pod, monitor), want !== undefined);
     });
   }
-});
-
-describe("chooseGoverning", () => {
-  const oldAnn = am("old-ann", "2024-01-01T00:00:00Z");
-  const newAnn = am("new-ann", "2025-01-01T00:00:00Z");
-  const newSel = am("new-sel", "2025-06-01T00:00:00Z", { matchLabels: { name: "memhog" } });
-  const oldSel = am("old-sel", "2025-02-01T00:00:00Z", { matchExpressions: [{ key: "name", operator: "In", values: ["memhog"] }] });
-  const missSel = am("miss-sel", "2020-01-01T00:00:00Z", { matchLabels: { name: "other" } });
-  const twinB = am("b", "2024-01-01T00:00:00Z");
-  const twinA = am("a", "2024-01-01T00:00:00Z");
-  const undated = am("0-undated", undefined);
-  const farAway = am("far", "2000-01-01T00:00:00Z", {}, "other");
-
-  const cases: Array<[string, PodTemplateLike, AppMonitorLike[], string | undefined, string | undefined]> = [
-    ["the named one when it covers, even if another would win", annotated, [newSel, oldAnn], "old-ann", "old-ann"],
-    ["a named one that does not cover is passed over", labelled, [oldAnn, newSel], "old-ann", "new-sel"],
-    ["a name that does not exist is passed over", annotated, [newAnn, oldAnn], "ghost", "old-ann"],
-    ["selector match beats annotation-only, however old", annotated, [oldAnn, newSel], undefined, "new-sel"],
-    ["a selector that misses leaves annotation-only coverage, then the oldest", annotated, [missSel, newAnn], undefined, "miss-sel"],
-    ["then the oldest", annotated, [newSel, oldSel], undefined, "old-sel"],
-    ["then the smallest name", annotated, [twinB, twinA], undefined, "a"],
-    ["undated sorts last", annotated, [undated, newAnn], undefined, "new-ann"],
-    ["other namespaces never govern", annotated, [farAway], undefined, undefined],
-    ["none covers", plain, [oldAnn, newSel], undefined, undefined],
-    ["none at all", annotated, [], "anything", undefined],
-  ];
-  for (const [name, pod, monitors, named, want] of cases) {
-    it(name, () => {
-      for (const order of [monitors, [...monitors].reverse()]) {
-        assert.equal(chooseGoverning(pod, order, named)?.metadata?.name, want);
-      }
-    });
-  }
-
-  it("accepts Date timestamps as @kubernetes/client-node returns them", () => {
-    const a = { metadata: { name: "z", creationTimestamp: new Date("2020-01-01T00:00:00Z") }, spec: {} };
-    const b = { metadata: { name: "a", creationTimestamp: new Date("2021-01-01T00:00:00Z") }, spec: {} };
-    assert.equal(chooseGoverning(annotated, [b, a]), a);
-  });
 });

@@ -96,6 +96,7 @@ describe("memory-scaler answers every handled event without a body", () => {
     },
     { name: "a DryRun AppMonitor", spec: { memThresholdPercent: 75, memMultiplier: 2, mode: "DryRun" }, outcome: "dry-run", reason: "DryRun" },
     { name: "a resolved alert", event: { status: "resolved" }, outcome: "ignored", reason: "Resolved" },
+    { name: "an alert without the appmonitor label", event: { appmonitor: undefined }, outcome: "skipped", reason: "NotAppMonitorAlert" },
     { name: "a Pod that is gone", setup: (c) => c.pods.clear(), outcome: "skipped", reason: "PodGone" },
     { name: "a namespace without AppMonitor", setup: (c) => c.appMonitors.clear(), outcome: "skipped", reason: "NoAppMonitor" },
     { name: "a Pod owned by a Job", setup: ownedByJob, outcome: "skipped", reason: "UnsupportedOwner" },
@@ -135,8 +136,8 @@ describe("memory-scaler answers every handled event without a body", () => {
       const cluster = memhogCluster(c.spec);
       c.setup?.(cluster);
       fn.use(createScalerHandler({ validate, metrics: createScalerMetrics(new Registry()), flow: flowDeps(cluster, c.flow) }));
-      const { namespace, pod, container } = alertData();
-      const event = alertEvent({ namespace, pod, container, ...c.event });
+      const { namespace, pod, container, appmonitor } = alertData();
+      const event = alertEvent({ namespace, pod, container, appmonitor, ...c.event });
       assertHandledWithoutBody(await postEvent(fn.server.url, event), c.outcome, c.reason);
     });
   }

@@ -16,6 +16,10 @@ function spec(over: Partial<AppMonitorSpecWithDefaults> = {}): AppMonitorSpecWit
 const memhog: ContainerMemory = { name: "memhog", request: "256Mi", limit: "384Mi" };
 const sidecar: ContainerMemory = { name: "sidecar", request: "32Mi", limit: "64Mi" };
 const unlimited: ContainerMemory = { name: "unlimited", request: "64Mi" };
+/** A native sidecar: an init container with `restartPolicy: Always`. */
+const proxy: ContainerMemory = { name: "proxy", request: "32Mi", limit: "64Mi", kind: "sidecar" };
+/** An init container that runs to completion before the app's containers start. */
+const migrate: ContainerMemory = { name: "migrate", request: "128Mi", limit: "256Mi", kind: "init" };
 
 /** Same containers in Pod and template: the usual steady state. */
 function input(containers: ContainerMemory[], over: Partial<DecideInput> = {}): DecideInput {
@@ -71,19 +75,46 @@ const scaleCases: ScaleCase[] = [
     changes: [{ container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } }],
   },
   {
-    name: "maxMemory clamps the limit, the request stays below it",
-    input: input([memhog], { spec: spec({ maxMemory: "600Mi" }) }),
-    changes: [{ container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "600Mi" } }],
+    name: "maxMemory clamps the limit and the request keeps its ratio to it: 256Mi/384Mi × 2 capped at 400Mi → 279620267 (≈ 266.7Mi) / 400Mi",
+    input: input([memhog], { spec: spec({ maxMemory: "400Mi" }) }),
+    // 400Mi × 256/384 = 279620266.67 bytes, rounded up to whole bytes.
+    changes: [{ container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "279620267", limit: "400Mi" } }],
   },
   {
-    name: "maxMemory clamps the request to the clamped limit",
+    name: "at a cap the ratio gives whole units for, the request is written in them: 256Mi/384Mi capped at 600Mi → 400Mi/600Mi",
+    input: input([memhog], { spec: spec({ maxMemory: "600Mi" }) }),
+    changes: [{ container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "400Mi", limit: "600Mi" } }],
+  },
+  {
+    name: "a request equal to its limit stays equal to the capped limit",
     input: input([{ name: "memhog", request: "384Mi", limit: "384Mi" }], { spec: spec({ maxMemory: "500Mi" }) }),
     changes: [{ container: "memhog", from: { request: "384Mi", limit: "384Mi" }, to: { request: "500Mi", limit: "500Mi" } }],
   },
   {
     name: "a decimal maxMemory is rounded down to whole bytes and written in binary SI",
     input: input([memhog], { spec: spec({ maxMemory: "0.5Gi" }) }),
-    changes: [{ container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "512Mi" } }],
+    // 512Mi × 2/3 = 357913941.33 → 357913942
+    changes: [{ container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "357913942", limit: "512Mi" } }],
+  },
+  {
+    name: "a container exactly at a LimitRange maxLimitRequestRatio of 1.5 stays within it",
+    input: input([{ name: "memhog", request: "200000002", limit: "300000003" }], { spec: spec({ memMultiplier: 1.5 }) }),
+    // limit 450000004.5 → 450000005; request from it: 450000005 × 2/3 = 300000003.33 → 300000004
+    // (rounding the request on its own, 300000003, would make the ratio 1.5000000017).
+    changes: [{ container: "memhog", from: { request: "200000002", limit: "300000003" }, to: { request: "300000004", limit: "450000005" } }],
+  },
+  {
+    name: "a native sidecar the alert names is scaled like a container",
+    input: input([memhog, proxy], { alertContainer: "proxy" }),
+    changes: [{ container: "proxy", from: { request: "32Mi", limit: "64Mi" }, to: { request: "64Mi", limit: "128Mi" } }],
+  },
+  {
+    name: "without an alert container, containers and native sidecars, not init containers",
+    input: input([memhog, migrate, proxy]),
+    changes: [
+      { container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } },
+      { container: "proxy", from: { request: "32Mi", limit: "64Mi" }, to: { request: "64Mi", limit: "128Mi" } },
+    ],
   },
   {
     name: "a maxMemory above the new limit changes nothing",
@@ -200,6 +231,36 @@ const skipCases: SkipCase[] = [
   { name: "the alert's container is not in the template", input: input([memhog], { alertContainer: "ghost" }), reason: "ContainerNotFound", message: /ghost is not in the workload's Pod template/ },
   { name: "spec.containers names no container of the template", input: input([memhog], { spec: spec({ containers: ["ghost"] }) }), reason: "ContainerNotFound", message: /ghost/ },
   { name: "a template without containers", input: input([]), reason: "NoTargetContainer", message: /no containers/ },
+  {
+    name: "the alert names an init container",
+    input: input([memhog, migrate], { alertContainer: "migrate" }),
+    reason: "InitContainer",
+    message: /container migrate is an init container, not a native sidecar: init containers run to completion before the app's containers start/,
+  },
+  { name: "spec.containers names an init container", input: input([memhog, migrate], { spec: spec({ containers: ["migrate"] }) }), reason: "InitContainer", message: /only containers and native sidecars/ },
+  {
+    name: "a limit only a LimitRange default gave the Pod",
+    input: { ...input([{ name: "memhog" }]), podContainers: [{ name: "memhog", request: "384Mi", limit: "384Mi" }] },
+    reason: "LimitNotInTemplate",
+    message: /container memhog's memory limit 384Mi is not in the workload's Pod template \(a LimitRange default .*\); set the limit in the Pod template to let appmonitor scale it/,
+  },
+  {
+    name: "a limit not in the template outranks rollout under way",
+    input: {
+      podContainers: [memhog, { name: "defaulted", limit: "128Mi", request: "64Mi" }],
+      templateContainers: [{ name: "memhog", request: "512Mi", limit: "768Mi" }, { name: "defaulted" }],
+      now: NOW,
+      spec: spec(),
+    },
+    reason: "LimitNotInTemplate",
+    message: /defaulted's memory limit 128Mi/,
+  },
+  {
+    name: "the Pod runs the container as another kind than the template",
+    input: { ...input([proxy]), podContainers: [{ ...proxy, kind: "container" }] },
+    reason: "TemplateDiffers",
+    message: /runs proxy as a container, the template as a sidecar/,
+  },
   { name: "a request above the limit", input: input([{ name: "memhog", request: "1Gi", limit: "384Mi" }]), reason: "InvalidResources", message: /above its limit/ },
   { name: "a zero limit", input: input([{ name: "memhog", limit: "0" }]), reason: "InvalidResources", message: /non-positive/ },
   {
@@ -266,7 +327,7 @@ describe("decideScale: properties", () => {
     requestStyle: fc.nat({ max: 3 }),
   });
 
-  it("request ≤ limit, nothing shrinks, the cap holds, output parses back to the exact intended bytes", () => {
+  it("request ≤ limit, the ratio does not grow, nothing shrinks, the cap holds, output parses back to the exact intended bytes", () => {
     fc.assert(
       fc.property(world, (w) => {
         const request = w.requestPermille === undefined ? undefined : (w.limit * BigInt(w.requestPermille)) / 1000n;
@@ -290,6 +351,8 @@ describe("decideScale: properties", () => {
         assert.equal(d.changes.length, 1);
         const newLimit = parseQuantity(change.to.limit);
         const wantLimit = w.cap === undefined || ceilMul(w.limit) < w.cap ? ceilMul(w.limit) : w.cap;
+        // ⌈n / d⌉ for positive d.
+        const ceilDiv = (n: bigint, d: bigint): bigint => (n + d - 1n) / d;
         assert.deepEqual(newLimit, rational(wantLimit));
         assert.equal(compare(newLimit, rational(w.limit)), 1, "the limit grows");
         if (w.cap !== undefined) assert.ok(compare(newLimit, rational(w.cap)) <= 0, "the cap holds");
@@ -300,10 +363,12 @@ describe("decideScale: properties", () => {
           assert.ok(change.to.request !== undefined);
           assert.doesNotMatch(change.to.request, /m$|\./);
           const newRequest = parseQuantity(change.to.request);
-          const wantRequest = ceilMul(request) < wantLimit ? ceilMul(request) : wantLimit;
+          const wantRequest = ceilDiv(wantLimit * request, w.limit);
           assert.deepEqual(newRequest, rational(wantRequest));
           assert.ok(compare(newRequest, newLimit) <= 0, "request ≤ limit");
           assert.ok(compare(newRequest, rational(request)) >= 0, "the request never shrinks");
+          // limit/request never above the template's, so a LimitRange maxLimitRequestRatio it met still holds.
+          assert.ok(wantLimit * request <= w.limit * wantRequest, "the limit/request ratio does not grow");
         }
         assert.deepEqual(parseQuantity(change.from.limit), rational(w.limit));
       }),

@@ -32,6 +32,29 @@ function templateMemory(cluster: FakeCluster, kind = "Deployment", name = "memho
   return cluster.workloads.get(`${kind}/${NS}/${name}`)?.spec?.template?.spec?.containers[0]?.resources;
 }
 
+/**
+ * Replaces the memhog Pod spec in the Deployment's and ReplicaSet's templates and in the live
+ * Pod, as a Deployment created with `spec` would have them.
+ */
+function setPodSpec(cluster: FakeCluster, spec: k8s.V1PodSpec): void {
+  for (const key of [`Deployment/${NS}/memhog`, `ReplicaSet/${NS}/memhog-5d8f`]) {
+    const workload = cluster.workloads.get(key);
+    const template = workload?.spec?.template;
+    if (workload === undefined || template === undefined) throw new Error(`no ${key}`);
+    cluster.workloads.set(key, { ...workload, spec: { ...workload.spec, template: { ...template, spec: structuredClone(spec) } } });
+  }
+  const pod = cluster.pods.get(`${NS}/memhog-5d8f-x2`);
+  if (pod === undefined) throw new Error("no memhog Pod");
+  cluster.pods.set(`${NS}/memhog-5d8f-x2`, { ...pod, spec: structuredClone(spec) });
+}
+
+/** Adds an AppMonitor to the namespace of {@link memhogCluster}. */
+function addAppMonitor(cluster: FakeCluster, name: string, spec: Record<string, unknown>): void {
+  cluster.appMonitors.set(`${NS}/${name}`, { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", metadata: { name, namespace: NS, uid: `uid-${name}`, resourceVersion: "1" }, spec });
+}
+
+const memhogContainer = (resources: k8s.V1ResourceRequirements): k8s.V1Container => ({ name: "memhog", image: "quay.io/metral/memhog:v0.0.1", resources });
+
 describe("handleFiring", () => {
   it("scales the original demo once: 384Mi/256Mi → 768Mi/512Mi, Events, status", async () => {
     const cluster = memhogCluster();
@@ -107,8 +130,45 @@ describe("handleFiring", () => {
   });
 
   const skips: { name: string; setup: (c: FakeCluster) => void; input?: Partial<AlertEventData>; reason: string; warns?: string }[] = [
+    { name: "an alert without the appmonitor label", setup: () => {}, input: { appmonitor: undefined }, reason: "NotAppMonitorAlert" },
+    { name: "another rule's alert", setup: () => {}, input: { alertname: "KubeMemoryOvercommit" }, reason: "NotAppMonitorAlert" },
+    {
+      name: "a kube-state-metrics alert scraped without honor_labels, naming a covered Pod's namespace",
+      setup: () => {},
+      input: { alertname: "KubePodNotReady", appmonitor: undefined, labels: { alertname: "KubePodNotReady", namespace: NS, pod: "memhog-5d8f-x2", exported_namespace: "shop", exported_pod: "cart-0" } },
+      reason: "NotAppMonitorAlert",
+    },
     { name: "a Pod that is gone", setup: (c) => c.pods.clear(), reason: "PodGone" },
     { name: "a namespace without AppMonitor", setup: (c) => c.appMonitors.clear(), reason: "NoAppMonitor" },
+    { name: "an alert naming an AppMonitor deleted since", setup: () => {}, input: { appmonitor: "deleted" }, reason: "NoAppMonitor" },
+    {
+      name: "an alert of an AppMonitor that selects other Pods, while another covers these",
+      setup: (c) => {
+        unannotateTemplate(c);
+        c.appMonitors.clear();
+        addAppMonitor(c, "db-mon", { memThresholdPercent: 75, memMultiplier: 2, selector: { matchLabels: { name: "db" } } });
+        addAppMonitor(c, "memhog-mon", { memThresholdPercent: 90, memMultiplier: 2, selector: { matchLabels: { name: "memhog" } } });
+      },
+      input: { appmonitor: "db-mon" },
+      reason: "AppMonitorNotGoverning",
+    },
+    {
+      name: "an ordinary init container",
+      setup: (c) => setPodSpec(c, { containers: [memhogContainer({ limits: { memory: "384Mi" } })], initContainers: [{ name: "migrate", image: "m", resources: { limits: { memory: "256Mi" } } }] }),
+      input: { container: "migrate" },
+      reason: "InitContainer",
+    },
+    {
+      name: "a limit only a LimitRange default set on the Pod",
+      setup: (c) => {
+        setPodSpec(c, { containers: [memhogContainer({})] });
+        // The LimitRanger admission plugin set the default on the Pod only.
+        const pod = c.pods.get(`${NS}/memhog-5d8f-x2`);
+        if (pod?.spec) pod.spec.containers = [memhogContainer({ limits: { memory: "384Mi" }, requests: { memory: "384Mi" } })];
+      },
+      reason: "LimitNotInTemplate",
+      warns: "Deployment",
+    },
     { name: "a Deployment whose Pod template is not annotated", setup: (c) => unannotateTemplate(c), reason: "NotCovered" },
     { name: "a Pod owned by a Job", setup: ownedByJob, reason: "UnsupportedOwner", warns: "Pod" },
     { name: "an owner deleted meanwhile", setup: (c) => c.workloads.delete(`Deployment/${NS}/memhog`), reason: "OwnerGone" },
@@ -134,6 +194,53 @@ describe("handleFiring", () => {
       else assert.ok(cluster.events.some((e) => e.type === "Warning" && e.reason === c.reason && e.regarding?.kind === c.warns), JSON.stringify(cluster.events));
     });
   }
+
+  it("an alert no AppMonitor rule raised is skipped before anything is read", async () => {
+    const cluster = memhogCluster();
+    cluster.down = new Error("must not be called");
+    const outcome = await handleFiring(deps(cluster), "e1", data({ alertname: "KubePodNotReady", appmonitor: undefined, namespace: "monitoring", pod: "kube-state-metrics-6f7d9c4b8-q2x7l", labels: { exported_namespace: NS, exported_pod: "memhog-5d8f-x2" } }), silent);
+    assert.deepEqual([outcome.outcome, outcome.reason, outcome.attempts], ["skipped", "NotAppMonitorAlert", 0]);
+    assert.match(outcome.message, /honor_labels: true/);
+  });
+
+  it("the AppMonitor that covers the Pod scales it on its own alert, with its own spec", async () => {
+    const cluster = memhogCluster();
+    unannotateTemplate(cluster);
+    cluster.appMonitors.clear();
+    addAppMonitor(cluster, "db-mon", { memThresholdPercent: 75, memMultiplier: 3, selector: { matchLabels: { name: "db" } } });
+    addAppMonitor(cluster, "memhog-mon", { memThresholdPercent: 90, memMultiplier: 2, selector: { matchLabels: { name: "memhog" } } });
+    const outcome = await handleFiring(deps(cluster), "e1", data({ appmonitor: "memhog-mon" }), silent);
+    assert.equal(outcome.outcome, "scaled");
+    assert.equal(outcome.appmonitor, "memhog-mon");
+    assert.deepEqual(templateMemory(cluster), { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } });
+  });
+
+  it("a limit that is not in the Pod template: Warnings on the workload and the AppMonitor that say to set it there", async () => {
+    const cluster = memhogCluster();
+    setPodSpec(cluster, { containers: [memhogContainer({})] });
+    const pod = cluster.pods.get(`${NS}/memhog-5d8f-x2`);
+    if (pod?.spec) pod.spec.containers = [memhogContainer({ limits: { memory: "384Mi" }, requests: { memory: "384Mi" } })];
+    const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.equal(outcome.reason, "LimitNotInTemplate");
+    assert.deepEqual(cluster.events.map((e) => [e.type, e.reason, e.regarding?.kind]).sort(), [["Warning", "LimitNotInTemplate", "AppMonitor"], ["Warning", "LimitNotInTemplate", "Deployment"]]);
+    for (const e of cluster.events) assert.match(e.note ?? "", /memory limit 384Mi is not in the workload's Pod template .*set the limit in the Pod template to let appmonitor scale it/);
+    assert.equal(cluster.writes.length, 0);
+  });
+
+  it("a native sidecar the alert names is scaled in initContainers", async () => {
+    const cluster = memhogCluster();
+    const proxy: k8s.V1Container = { name: "proxy", image: "p", restartPolicy: "Always", resources: { limits: { memory: "64Mi" }, requests: { memory: "32Mi" } } };
+    setPodSpec(cluster, { containers: [memhogContainer({ limits: { memory: "384Mi" }, requests: { memory: "256Mi" } })], initContainers: [{ name: "migrate", image: "m" }, proxy] });
+    const outcome = await handleFiring(deps(cluster), "e1", data({ container: "proxy" }), silent);
+    assert.equal(outcome.outcome, "scaled", outcome.message);
+    const spec = cluster.workloads.get(`Deployment/${NS}/memhog`)?.spec?.template?.spec;
+    assert.deepEqual(spec?.initContainers?.[1]?.resources, { limits: { memory: "128Mi" }, requests: { memory: "64Mi" } });
+    assert.deepEqual(spec?.containers[0]?.resources, { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } });
+    assert.deepEqual(cluster.writes[0]?.patch.filter((op) => op.op === "replace").map((op) => op.path), [
+      "/spec/template/spec/initContainers/1/resources/limits/memory",
+      "/spec/template/spec/initContainers/1/resources/requests/memory",
+    ]);
+  });
 
   it("a Pod annotated by hand whose template is not: NotCovered, nothing written", async () => {
     const cluster = memhogCluster();

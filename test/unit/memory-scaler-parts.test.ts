@@ -1,6 +1,6 @@
 // memory-scaler's small pure parts, as tables: the event's data, the status it keeps, the
-// Prometheus check, the API error classes, the Events it writes, the Pod it dry-runs, the
-// governing AppMonitor.
+// Prometheus check, the API error classes, the Events it writes, the Pod it dry-runs, whether
+// an alert is an AppMonitor rule's and whether its AppMonitor governs the workload.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import * as k8s from "@kubernetes/client-node";
@@ -12,7 +12,7 @@ import { readConfig } from "../../functions/memory-scaler/config.ts";
 import { compileAlertEventDataValidator, FIRING_TYPE, RESOLVED_TYPE } from "../../functions/lib/alert-event.ts";
 import { readAlertEvent } from "../../functions/memory-scaler/event.ts";
 import { buildEvent, MAX_NOTE_LENGTH, REPORTING_CONTROLLER } from "../../functions/memory-scaler/events.ts";
-import { governingAppMonitor, noAppMonitor, validAppMonitors } from "../../functions/memory-scaler/governing.ts";
+import { alertOrigin, governingAppMonitor, namedAppMonitor, validAppMonitors, type NamespaceAppMonitors } from "../../functions/memory-scaler/governing.ts";
 import type { Workload } from "../../functions/memory-scaler/owners.ts";
 import { withScales, type ScaleEntry } from "../../functions/memory-scaler/status.ts";
 import { checkThreshold, workingSetQuery } from "../../functions/memory-scaler/verify.ts";
@@ -215,7 +215,7 @@ describe("buildEvent", () => {
 });
 
 describe("podForAdmission", () => {
-  it("is the template as a Pod with the new memory, nothing else changed", () => {
+  it("is the template as a Pod with the new memory of its containers and native sidecars, nothing else changed", () => {
     const workload: Workload = {
       kind: "Deployment",
       name: "web",
@@ -230,65 +230,115 @@ describe("podForAdmission", () => {
                 { name: "app", image: "i", resources: { requests: { memory: "256Mi", cpu: "100m" }, limits: { memory: "384Mi" } } },
                 { name: "side", image: "j", resources: { limits: { memory: "64Mi" } } },
               ],
+              initContainers: [
+                { name: "migrate", image: "m", resources: { limits: { memory: "1Gi" } } },
+                { name: "proxy", image: "p", restartPolicy: "Always", resources: { requests: { memory: "32Mi" }, limits: { memory: "64Mi" } } },
+              ],
             },
           },
         },
       },
     };
-    const pod = podForAdmission(workload, [{ container: "app", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } }]);
+    const pod = podForAdmission(workload, [
+      { container: "app", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } },
+      { container: "proxy", from: { request: "32Mi", limit: "64Mi" }, to: { request: "64Mi", limit: "128Mi" } },
+    ]);
     assert.equal(pod.metadata?.generateName, "web-");
     assert.deepEqual(pod.metadata?.labels, { app: "web" });
     assert.deepEqual(pod.spec?.containers[0]?.resources, { requests: { memory: "512Mi", cpu: "100m" }, limits: { memory: "768Mi" } });
     assert.deepEqual(pod.spec?.containers[1]?.resources, { limits: { memory: "64Mi" } });
+    assert.deepEqual(pod.spec?.initContainers?.map((c) => [c.name, c.resources]), [
+      ["migrate", { limits: { memory: "1Gi" } }],
+      ["proxy", { requests: { memory: "64Mi" }, limits: { memory: "128Mi" } }],
+    ], "a native sidecar gets its change, an init container keeps its memory");
     assert.equal(workload.object.spec.template.spec?.containers[0]?.resources?.limits?.memory, "384Mi", "the template is not modified");
   });
 });
 
-describe("governingAppMonitor", () => {
+describe("alertOrigin", () => {
+  const ours = { alertname: "AppMonitorMemoryHigh", appmonitor: "mymonitor", namespace: "team-a", pod: "memhog-5d8f-x2", labels: { alertname: "AppMonitorMemoryHigh", appmonitor: "mymonitor" } };
+  // kube-state-metrics scraped without honor_labels: its own namespace/pod win, the Pod's move to exported_*.
+  const ksm = {
+    alertname: "KubePodNotReady",
+    namespace: "monitoring",
+    pod: "kube-state-metrics-6f7d9c4b8-q2x7l",
+    labels: { alertname: "KubePodNotReady", namespace: "monitoring", pod: "kube-state-metrics-6f7d9c4b8-q2x7l", exported_namespace: "team-a", exported_pod: "memhog-5d8f-x2" },
+  };
+  const cases: { name: string; data: Parameters<typeof alertOrigin>[0]; want: string; message?: RegExp }[] = [
+    { name: "a generated rule's alert names its AppMonitor", data: ours, want: "mymonitor" },
+    { name: "no appmonitor label", data: { ...ours, appmonitor: undefined, labels: { alertname: "AppMonitorMemoryHigh" } }, want: "NotAppMonitorAlert", message: /has no appmonitor label/ },
+    { name: "an empty appmonitor label", data: { ...ours, appmonitor: "" }, want: "NotAppMonitorAlert", message: /has no appmonitor label/ },
+    { name: "another alertname, even with an appmonitor label", data: { ...ours, alertname: "KubeContainerOOMKilled" }, want: "NotAppMonitorAlert", message: /alertname is "KubeContainerOOMKilled", not AppMonitorMemoryHigh/ },
+    { name: "no alertname", data: { ...ours, alertname: "" }, want: "NotAppMonitorAlert", message: /alertname is ""/ },
+    {
+      name: "kube-state-metrics scraped without honor_labels",
+      data: ksm,
+      want: "NotAppMonitorAlert",
+      message: /no appmonitor label; .*monitoring\/kube-state-metrics-6f7d9c4b8-q2x7l.*exported_namespace=team-a, exported_pod=memhog-5d8f-x2.*honor_labels: true/,
+    },
+    { name: "exported_pod on an otherwise well-formed alert", data: { ...ours, labels: { ...ours.labels, exported_pod: "x" } }, want: "NotAppMonitorAlert", message: /exported_pod=x/ },
+  ];
+  for (const c of cases) {
+    it(`${c.name} → ${c.want}`, () => {
+      const origin = alertOrigin(c.data);
+      assert.equal(origin.result === "appmonitor" ? origin.name : origin.reason, c.want);
+      if (c.message !== undefined) assert.match(origin.result === "none" ? origin.message : "", c.message);
+    });
+  }
+});
+
+describe("namedAppMonitor and governingAppMonitor", () => {
   const spec = { memThresholdPercent: 75, memMultiplier: 2 };
   const annotated = { metadata: { labels: { app: "x" }, annotations: { "app-monitor.kubedemo.com/monitor": "true" } } };
+  const labelled = { metadata: { labels: { app: "x" } } };
   const workload = (template: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> } }) => ({ kind: "Deployment", name: "web", template });
-  const am = (name: string, amSpec: unknown, created = "2025-01-01T00:00:00Z") => ({ metadata: { name, namespace: "ns", creationTimestamp: created }, spec: amSpec });
+  const am = (name: string, amSpec: unknown) => ({ metadata: { name, namespace: "ns" }, spec: amSpec });
+  const selecting = (name: string, app: string) => am(name, { ...spec, selector: { matchLabels: { app } } });
   const monitors = (...items: unknown[]) => validAppMonitors("ns", items);
 
-  it("none in the namespace", () => {
-    assert.equal(noAppMonitor(monitors())?.reason, "NoAppMonitor");
-    const result = governingAppMonitor(workload(annotated), monitors());
-    assert.equal(result.result === "none" && result.reason, "NoAppMonitor");
+  const namedCases: { name: string; list: NamespaceAppMonitors; named: string; want: string; message?: RegExp }[] = [
+    { name: "the named one", list: monitors(am("a", spec), am("b", spec)), named: "b", want: "b" },
+    { name: "none in the namespace", list: monitors(), named: "a", want: "NoAppMonitor", message: /^no AppMonitor in namespace ns$/ },
+    { name: "only invalid ones, counted", list: monitors(am("bad", { memThresholdPercent: 0, memMultiplier: 2 })), named: "bad", want: "NoAppMonitor", message: /no AppMonitor in namespace ns \(1 invalid\)/ },
+    { name: "the named one is gone, others exist", list: monitors(am("a", spec)), named: "deleted", want: "NoAppMonitor", message: /AppMonitor deleted, whose rule raised the alert, does not exist in namespace ns/ },
+    { name: "the named one is invalid", list: monitors(am("a", spec), am("bad", { memThresholdPercent: 0, memMultiplier: 2 })), named: "bad", want: "NoAppMonitor", message: /AppMonitor bad, .*has an invalid spec/ },
+  ];
+  for (const c of namedCases) {
+    it(`namedAppMonitor: ${c.name} → ${c.want}`, () => {
+      const result = namedAppMonitor(c.list, c.named);
+      assert.equal(result.result === "found" ? result.appMonitor.metadata.name : result.reason, c.want);
+      if (c.message !== undefined) assert.match(result.result === "none" ? result.message : "", c.message);
+    });
+  }
+  it("namedAppMonitor applies the spec defaults", () => {
+    const result = namedAppMonitor(monitors(am("a", spec)), "a");
+    assert.equal(result.result === "found" && result.appMonitor.spec.cooldownSeconds, 300);
   });
-  it("only invalid ones: NoAppMonitor, and they are counted", () => {
-    const none = noAppMonitor(monitors(am("bad", { memThresholdPercent: 0, memMultiplier: 2 })));
-    assert.equal(none?.reason, "NoAppMonitor");
-    assert.match(none?.message ?? "", /no AppMonitor in namespace ns \(1 invalid\)/);
-    assert.equal(noAppMonitor(monitors(am("a", spec))), undefined);
-  });
-  it("an unannotated, unselected template is not covered, and the message says so", () => {
-    const result = governingAppMonitor(workload({ metadata: { labels: { app: "x" } } }), monitors(am("a", spec)));
-    assert.equal(result.result === "none" && result.reason, "NotCovered");
-    assert.match(result.result === "none" ? result.message : "", /Deployment web: its Pod template lacks the annotation/);
-  });
-  it("a template without metadata is not covered", () => {
-    const result = governingAppMonitor(workload({}), monitors(am("a", spec), am("s", { ...spec, selector: { matchLabels: { app: "x" } } })));
-    assert.equal(result.result === "none" && result.reason, "NotCovered");
-  });
-  it("a selector matching the template's labels covers it", () => {
-    const result = governingAppMonitor(workload({ metadata: { labels: { app: "x" } } }), monitors(am("s", { ...spec, selector: { matchLabels: { app: "x" } } })));
-    assert.equal(result.result === "governed" && result.appMonitor.metadata.name, "s");
-  });
-  it("naming an AppMonitor in the alert does not cover an uncovered template", () => {
-    const result = governingAppMonitor(workload({ metadata: { labels: { app: "x" } } }), monitors(am("named", spec)), "named");
-    assert.equal(result.result === "none" && result.reason, "NotCovered");
-  });
-  it("an invalid spec is left out and reported", () => {
-    const list = monitors(am("bad", { memThresholdPercent: 0, memMultiplier: 2 }), am("good", spec));
-    assert.deepEqual(list.rejected.map((r) => r.name), ["bad"]);
-    const result = governingAppMonitor(workload(annotated), list);
-    assert.equal(result.result, "governed");
-    assert.equal(result.result === "governed" && result.appMonitor.metadata.name, "good");
-    assert.equal(result.result === "governed" && result.appMonitor.spec.cooldownSeconds, 300, "defaults applied");
-  });
-  it("the AppMonitor named in the alert wins when it covers the template", () => {
-    const result = governingAppMonitor(workload(annotated), monitors(am("old", spec, "2020-01-01T00:00:00Z"), am("named", { memThresholdPercent: 80, memMultiplier: 3 })), "named");
-    assert.equal(result.result === "governed" && result.appMonitor.metadata.name, "named");
-  });
+
+  type Template = Parameters<typeof workload>[0];
+  const governingCases: { name: string; template: Template; list: NamespaceAppMonitors; named: string; want: string; message?: RegExp }[] = [
+    { name: "an annotated template: every AppMonitor of the namespace covers it, the named one governs", template: annotated, list: monitors(am("a", spec), am("b", spec)), named: "b", want: "b" },
+    { name: "a selector matching the template's labels", template: labelled, list: monitors(selecting("s", "x")), named: "s", want: "s" },
+    { name: "an unannotated, unselected template", template: labelled, list: monitors(am("a", spec)), named: "a", want: "NotCovered", message: /Deployment web: its Pod template lacks the annotation/ },
+    { name: "a template without metadata", template: {}, list: monitors(am("a", spec), selecting("s", "x")), named: "s", want: "NotCovered" },
+    {
+      name: "the named AppMonitor selects other Pods, another selects these",
+      template: labelled,
+      list: monitors(selecting("db-mon", "db"), selecting("web-mon", "x"), selecting("also", "x")),
+      named: "db-mon",
+      want: "AppMonitorNotGoverning",
+      message: /AppMonitor db-mon, whose rule raised the alert, does not cover Deployment web .*governed by AppMonitor also, AppMonitor web-mon/,
+    },
+    { name: "…and the one that selects them governs its own alerts", template: labelled, list: monitors(selecting("db-mon", "db"), selecting("web-mon", "x")), named: "web-mon", want: "web-mon" },
+  ];
+  for (const c of governingCases) {
+    it(`governingAppMonitor: ${c.name} → ${c.want}`, () => {
+      const named = namedAppMonitor(c.list, c.named);
+      assert.equal(named.result, "found");
+      if (named.result !== "found") return;
+      const result = governingAppMonitor(workload(c.template), c.list, named.appMonitor);
+      assert.equal(result.result === "governed" ? result.appMonitor.metadata.name : result.reason, c.want);
+      if (c.message !== undefined) assert.match(result.result === "none" ? result.message : "", c.message);
+    });
+  }
 });

@@ -35,9 +35,17 @@ function applyPatch(doc: Json, ops: readonly JsonPatchOperation[]): Json {
   return out;
 }
 
+/** A Deployment whose template holds `containers`: those of kind `sidecar` and `init` as initContainers. */
 function deployment(containers: ContainerMemory[], annotations?: Record<string, string>): Json {
   const metadata: Record<string, Json> = { name: "memhog", namespace: "default", resourceVersion: "42" };
   if (annotations !== undefined) metadata.annotations = annotations;
+  const asJson = (c: ContainerMemory): Json => {
+    const resources: Record<string, Json> = {};
+    if (c.limit !== undefined) resources.limits = { memory: c.limit, cpu: "1" };
+    if (c.request !== undefined) resources.requests = { memory: c.request, cpu: "100m" };
+    return { name: c.name, image: "quay.io/metral/memhog:v0.0.1", resources, ...(c.kind === "sidecar" ? { restartPolicy: "Always" } : {}) };
+  };
+  const init = containers.filter((c) => c.kind === "sidecar" || c.kind === "init");
   return {
     apiVersion: "apps/v1",
     kind: "Deployment",
@@ -46,12 +54,8 @@ function deployment(containers: ContainerMemory[], annotations?: Record<string, 
       template: {
         metadata: { annotations: { "app-monitor.kubedemo.com/monitor": "true" } },
         spec: {
-          containers: containers.map((c) => {
-            const resources: Record<string, Json> = {};
-            if (c.limit !== undefined) resources.limits = { memory: c.limit, cpu: "1" };
-            if (c.request !== undefined) resources.requests = { memory: c.request, cpu: "100m" };
-            return { name: c.name, image: "quay.io/metral/memhog:v0.0.1", resources };
-          }),
+          containers: containers.filter((c) => !init.includes(c)).map(asJson),
+          ...(init.length > 0 ? { initContainers: init.map(asJson) } : {}),
         },
       },
     },
@@ -112,6 +116,26 @@ describe("buildTemplatePatch", () => {
     assert.deepEqual(after.metadata.annotations, { team: "a", [LAST_SCALE_ANNOTATION]: "2025-06-01T12:00:00Z" });
   });
 
+  it("patches a native sidecar at its index among the init containers", () => {
+    const migrate: ContainerMemory = { name: "migrate", request: "128Mi", limit: "256Mi", kind: "init" };
+    const proxy: ContainerMemory = { name: "proxy", request: "32Mi", limit: "64Mi", kind: "sidecar" };
+    const template = [memhog, sidecar, migrate, proxy];
+    const ops = buildTemplatePatch({ templateContainers: template, changes: changesFor(template, "proxy"), annotations: {}, time: TIME });
+    assert.deepEqual(ops.slice(0, 5), [
+      { op: "test", path: "/spec/template/spec/initContainers/1/name", value: "proxy" },
+      { op: "test", path: "/spec/template/spec/initContainers/1/resources/limits/memory", value: "64Mi" },
+      { op: "test", path: "/spec/template/spec/initContainers/1/resources/requests/memory", value: "32Mi" },
+      { op: "replace", path: "/spec/template/spec/initContainers/1/resources/limits/memory", value: "128Mi" },
+      { op: "replace", path: "/spec/template/spec/initContainers/1/resources/requests/memory", value: "64Mi" },
+    ]);
+    const after = applyPatch(deployment(template, {}), ops) as { spec: { template: { spec: { containers: Array<{ resources: Json }>; initContainers: Array<{ name: string; resources: Json }> } } } };
+    assert.deepEqual(after.spec.template.spec.initContainers.map((c) => [c.name, c.resources]), [
+      ["migrate", { limits: { memory: "256Mi", cpu: "1" }, requests: { memory: "128Mi", cpu: "100m" } }],
+      ["proxy", { limits: { memory: "128Mi", cpu: "1" }, requests: { memory: "64Mi", cpu: "100m" } }],
+    ]);
+    assert.deepEqual(after.spec.template.spec.containers[1]?.resources, { limits: { memory: "64Mi", cpu: "1" }, requests: { memory: "32Mi", cpu: "100m" } }, "the ordinary container named sidecar is untouched");
+  });
+
   it("tests and replaces an existing last-scale annotation", () => {
     const annotations = { [LAST_SCALE_ANNOTATION]: "2025-01-01T00:00:00Z" };
     const ops = buildTemplatePatch({ templateContainers: [memhog], changes: changesFor([memhog]), annotations, time: TIME });
@@ -158,6 +182,11 @@ describe("buildTemplatePatch", () => {
           time: TIME,
         }),
       /cannot add a memory request/,
+    );
+    const migrate: ContainerMemory = { name: "migrate", limit: "256Mi", kind: "init" };
+    assert.throws(
+      () => buildTemplatePatch({ templateContainers: [memhog, migrate], changes: [{ container: "migrate", from: { limit: "256Mi" }, to: { limit: "512Mi" } }], annotations: {}, time: TIME }),
+      /migrate is an init container/,
     );
   });
 });

@@ -5,6 +5,7 @@ import fc from "fast-check";
 import {
   ceil,
   compare,
+  divide,
   floor,
   formatBytes,
   formatMemory,
@@ -161,6 +162,16 @@ describe("compare, min, ceil, floor", () => {
       assert.equal(floor(q), down);
     });
   }
+  const quotients: Array<[string, string, Quantity]> = [
+    ["256Mi", "384Mi", rational(2n, 3n)],
+    ["400Mi", "1", rational(400n * Mi)],
+    ["1.5", "-3", rational(-1n, 2n)],
+    ["0", "1Gi", rational(0n)],
+  ];
+  for (const [a, b, want] of quotients) {
+    it(`divide ${a} by ${b} exactly`, () => assert.deepEqual(divide(parseQuantity(a), parseQuantity(b)), want));
+  }
+  it("divide refuses a zero divisor", () => assert.throws(() => divide(rational(1n), rational(0n)), RangeError));
   it("rational refuses a zero denominator", () => assert.throws(() => rational(1n, 0n), RangeError));
   it("rational normalises sign and lowest terms", () => assert.deepEqual(rational(6n, -4n), { numerator: -3n, denominator: 2n }));
 });
