@@ -6,8 +6,10 @@
 // configuration, with a ServiceAccount token mounted where the kubelet mounts it), finishes an
 // in-flight request on SIGTERM and exits 0, and changes nothing in its file system.
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { lstat, readdir, readFile } from "node:fs/promises";
 import path from "node:path";
+import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent } from "cloudevents";
@@ -255,3 +257,51 @@ async function mainRequest(name: FunctionName, ns: string, container: FunctionCo
     },
   };
 }
+
+describe("the memhog image", () => {
+  /** Runs memhog detached with `env` and a memory limit; returns its container name. */
+  async function runMemhog(env: Record<string, string>, memoryLimit: string): Promise<string> {
+    const name = `appmonitor-test-memhog-${Math.random().toString(16).slice(2, 10)}`;
+    await podman(["run", "--detach", "--name", name, "--network=none", "--read-only", "--cap-drop=all", `--memory=${memoryLimit}`, "--memory-swap", memoryLimit,
+      ...Object.entries(env).flatMap(([k, v]) => ["--env", `${k}=${v}`]), MEMHOG_IMAGES[1]]);
+    return name;
+  }
+  const inspect = async (name: string): Promise<{ running: boolean; pid: number; exitCode: number }> => {
+    const { stdout } = await podman(["inspect", "--format", "{{.State.Running}} {{.State.Pid}} {{.State.ExitCode}}", name]);
+    const [running, pid, exitCode] = stdout.trim().split(" ");
+    return { running: running === "true", pid: Number(pid), exitCode: Number(exitCode) };
+  };
+
+  it("allocates its target, holds it resident, and stops on SIGTERM", async () => {
+    const name = await runMemhog({ MEMHOG_TARGET: "48Mi", MEMHOG_RATE: "96Mi" }, "128m");
+    try {
+      await waitFor("memhog to hold its target", async () => (await podman(["logs", name])).stdout.includes(`holding ${48 * 1024 * 1024} bytes`), 30_000);
+      const status = await readFile(`/proc/${(await inspect(name)).pid}/status`, "utf8");
+      const rssKiB = Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1]);
+      assert.ok(rssKiB >= 48 * 1024 && rssKiB < 64 * 1024, `resident ${rssKiB} KiB: the 48Mi it holds, little more`);
+      await podman(["stop", "--time=10", name]);
+      assert.equal((await inspect(name)).exitCode, 0);
+    } finally {
+      await podman(["rm", "--force", "--time=0", name]).catch(() => undefined);
+    }
+  });
+
+  it("in grow mode is OOM-killed by the kernel at its memory limit", async () => {
+    const name = await runMemhog({ MEMHOG_MODE: "grow", MEMHOG_RATE: "128Mi" }, "64m");
+    try {
+      const state = await waitFor("memhog to be killed", async () => {
+        const s = await inspect(name);
+        return s.running ? undefined : s;
+      }, 30_000);
+      assert.equal(state.exitCode, 137, "ended by SIGKILL");
+      // Podman's OOMKilled flag stays false under a hybrid cgroup hierarchy (conmon does not see
+      // the v1 memory controller's event), so the kernel's own record is what tells: its OOM
+      // killer names the container's memory cgroup.
+      const { stdout: id } = await podman(["inspect", "--format", "{{.Id}}", name]);
+      const { stdout: kernel } = await promisify(execFile)("dmesg", [], { maxBuffer: 64 << 20 });
+      assert.match(kernel, new RegExp(`oom-kill:constraint=CONSTRAINT_MEMCG.*oom_memcg=[^,]*${id.trim()}.*task=memhog`), "the kernel's OOM killer killed memhog in its container's memory cgroup");
+    } finally {
+      await podman(["rm", "--force", "--time=0", name]).catch(() => undefined);
+    }
+  });
+});
