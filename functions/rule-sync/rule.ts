@@ -8,7 +8,7 @@
 //   `container_spec_memory_limit_bytes`, both from the kubelet's cAdvisor endpoint, which every
 //   Kubernetes Prometheus setup scrapes. cAdvisor series carry only namespace, pod, container
 //   (and runtime ids, image), never Pod labels or annotations, so the rule can be limited to the
-//   AppMonitor's namespace but not to its annotated or selected Pods: it may fire for other Pods
+//   AppMonitor's namespace and spec.containers but not to its annotated or selected Pods: it may fire for other Pods
 //   with a memory limit in that namespace. That is safe because memory-scaler reads the Pod and
 //   the AppMonitor from the API server and skips Pods the AppMonitor does not cover, but it is
 //   noisier. cAdvisor reports the limit of an unlimited container (any limit above 2^62 bytes)
@@ -125,11 +125,12 @@ export const DEFAULT_RULE_CONFIG: RuleConfig = Object.freeze({
  * subdomain) names the PrometheusRule,
  * metadata.namespace (a DNS label) limits the Pods, metadata.uid is needed for the
  * ownerReference only; spec.memThresholdPercent is in percent (0 < x ≤ 100), spec.forSeconds in
- * seconds, spec.selector is honoured by the kube-state-metrics source only.
+ * seconds, spec.selector is honoured by the kube-state-metrics source only, spec.containers
+ * (container names, DNS labels) by both.
  */
 export interface AppMonitorForRule {
   readonly metadata: Pick<ObjectMetaLike, "name" | "namespace" | "uid" | "generation">;
-  readonly spec: Pick<AppMonitorSpecWithDefaults, "memThresholdPercent" | "forSeconds" | "selector">;
+  readonly spec: Pick<AppMonitorSpecWithDefaults, "memThresholdPercent" | "forSeconds" | "selector" | "containers">;
 }
 
 /**
@@ -207,6 +208,24 @@ function ksmLabelName(prefix: "label_" | "annotation_", key: string): string {
   return prefix + key.replace(/[^a-zA-Z0-9_]/g, "_");
 }
 
+/**
+ * The container matchers of every series selector: without spec.containers, any container but
+ * the pause container and the Pod-level cgroup; with it, exactly the listed names
+ * (`container=~"a|b"`, each name regex-quoted; PromQL anchors the regex), which are DNS labels
+ * and so never empty nor `POD`.
+ */
+function containerMatchers(monitor: AppMonitorForRule): string {
+  const names = monitor.spec.containers;
+  if (names === undefined) return CONTAINER_MATCHERS;
+  if (!Array.isArray(names) || names.length === 0) throw new RuleInputError("spec.containers", "must list at least one container name when set");
+  names.forEach((name, i) => {
+    if (typeof name !== "string" || !isDnsLabel(name)) {
+      throw new RuleInputError(`spec.containers[${i}]`, `must be a container name (RFC 1123 DNS label), got ${JSON.stringify(name)}`);
+    }
+  });
+  return `container=~${promqlString([...new Set(names)].map(regexQuote).join("|"))}`;
+}
+
 /** PromQL matchers on kube_pod_labels equivalent to a label selector. */
 function selectorMatchers(selector: LabelSelector): string[] {
   const matchers: string[] = [];
@@ -249,7 +268,8 @@ function selectorMatchers(selector: LabelSelector): string[] {
  * The PromQL expression of a monitor's alert: per namespace, pod and container,
  * 100 × working set bytes / memory limit bytes ≥ memThresholdPercent, limited to the monitor's
  * namespace, without containers lacking a limit (absent or 0) and without the pause container
- * (`container=""` / `container="POD"`); with the kube-state-metrics source also limited to Pods
+ * (`container=""` / `container="POD"`), and to spec.containers when it is set (so the alert
+ * never fires for a container the AppMonitor does not scale); with the kube-state-metrics source also limited to Pods
  * annotated {@link MONITOR_ANNOTATION}`="true"` or matching spec.selector. The value of each
  * resulting series is the percent used, and its labels are exactly namespace, pod, container.
  * Series are reduced with `max by (namespace, pod, container)` first, because a restarted
@@ -261,8 +281,8 @@ function selectorMatchers(selector: LabelSelector): string[] {
  * @param monitor the AppMonitor, spec defaults applied.
  * @param source the metric source.
  * @returns the expression, over several lines.
- * @throws {RuleInputError} for an unknown source, an invalid namespace, threshold, or selector
- *   (checked for every source): a key or value that is not Kubernetes label syntax, an unknown operator, or values
+ * @throws {RuleInputError} for an unknown source, an invalid namespace, threshold, container
+ *   name, or selector (checked for every source): a key or value that is not Kubernetes label syntax, an unknown operator, or values
  *   that do not fit the operator.
  */
 export function alertExpression(monitor: AppMonitorForRule, source: MetricSource): string {
@@ -271,11 +291,12 @@ export function alertExpression(monitor: AppMonitorForRule, source: MetricSource
   }
   const { namespace } = identity(monitor);
   const ns = `namespace=${promqlString(namespace)}`;
-  const workingSet = `max by ${BY} (container_memory_working_set_bytes{${ns}, ${CONTAINER_MATCHERS}})`;
+  const containers = containerMatchers(monitor);
+  const workingSet = `max by ${BY} (container_memory_working_set_bytes{${ns}, ${containers}})`;
   const limitSeries =
     source === "cadvisor"
-      ? `container_spec_memory_limit_bytes{${ns}, ${CONTAINER_MATCHERS}}`
-      : `kube_pod_container_resource_limits{${ns}, resource="memory", ${CONTAINER_MATCHERS}}`;
+      ? `container_spec_memory_limit_bytes{${ns}, ${containers}}`
+      : `kube_pod_container_resource_limits{${ns}, resource="memory", ${containers}}`;
   // Checked whatever the source, so an AppMonitor is valid or not independently of the config.
   const selected = monitor.spec.selector === undefined ? [] : [`kube_pod_labels{${[ns, ...selectorMatchers(monitor.spec.selector)].join(", ")}}`];
   // 100 × used / limit rather than used / limit × 100: exact whenever the percentage is a whole

@@ -177,7 +177,7 @@ describe("promtool check rules accepts every generated rule", () => {
   const monitors: AppMonitorForRule[] = [
     MONITOR,
     { metadata: { name: "mymonitor", namespace: "default", uid: "u1" }, spec: { memThresholdPercent: 75, forSeconds: 60 } },
-    { metadata: { name: "a.b-c.d", namespace: "x", uid: "u2" }, spec: { memThresholdPercent: 0.5, forSeconds: 0 } },
+    { metadata: { name: "a.b-c.d", namespace: "x", uid: "u2" }, spec: { memThresholdPercent: 0.5, forSeconds: 0, containers: ["app", "side-car"] } },
     { metadata: { name: "z".repeat(253), namespace: "y".repeat(63), uid: "u3" }, spec: { memThresholdPercent: 100, forSeconds: 86_400, selector: {} } },
     {
       metadata: { name: "selectors", namespace: "shop", uid: "u4" },
@@ -252,6 +252,31 @@ describe("promtool test rules: when the alert fires", () => {
               eval_time: "5m",
               alertname: ALERT_NAME,
               exp_alerts: [expectedAlert("shop", "hot", "app", 76, "memhog-monitor", 75), expectedAlert("other", "hot", "app", 90, "other-monitor", 85)],
+            },
+          ],
+        },
+      ]);
+    });
+
+    test(`${source}: with spec.containers only the listed containers fire; another container of the same Pod, or one whose name merely contains a listed one, does not`, async () => {
+      const monitor: AppMonitorForRule = { ...MONITOR, spec: { ...MONITOR.spec, containers: ["app", "side-car"] } };
+      const containers: Container[] = [
+        { ...base, pod: "hot", usage: 90 },
+        { ...base, pod: "hot", container: "side-car", usage: 80 },
+        { ...base, pod: "hot", container: "logger", usage: 95 },
+        { ...base, pod: "hot", container: "app-2", usage: 95 },
+        { ...base, pod: "hot", container: "xapp", usage: 95 },
+        { ...base, pod: "warm", container: "logger", usage: 99 },
+      ];
+      await assertPromtoolTest(buildRulesFile([monitor], configFor(source)), [
+        {
+          interval: "1m",
+          input_series: inputSeries(containers, source),
+          alert_rule_test: [
+            {
+              eval_time: "5m",
+              alertname: ALERT_NAME,
+              exp_alerts: [expectedAlert("shop", "hot", "app", 90, "memhog-monitor", 75), expectedAlert("shop", "hot", "side-car", 80, "memhog-monitor", 75)],
             },
           ],
         },

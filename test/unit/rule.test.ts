@@ -286,6 +286,25 @@ describe("alertExpression, both sources", () => {
     assert.match(alertExpression(monitor({ spec: { memThresholdPercent: 100 } }), "kube-state-metrics"), />= 100\n\)/);
   });
 
+  const containerCases: [string, string[] | undefined, string][] = [
+    ["absent: every container but the pause container and the Pod cgroup", undefined, 'container!="", container!="POD"'],
+    ["one container", ["memhog"], 'container=~"memhog"'],
+    ["several, in the given order", ["memhog", "sidecar-1"], 'container=~"memhog|sidecar-1"'],
+    ["a name given twice appears once", ["a", "b", "a"], 'container=~"a|b"'],
+  ];
+  for (const [name, containers, matcher] of containerCases) {
+    for (const source of ["cadvisor", "kube-state-metrics"] as const) {
+      test(`${source}: spec.containers ${name} → ${matcher} on the working set and the limit`, () => {
+        const expr = alertExpression(monitor({ spec: containers === undefined ? {} : { containers } }), source);
+        const limitMetric = source === "cadvisor" ? "container_spec_memory_limit_bytes" : "kube_pod_container_resource_limits";
+        for (const metric of ["container_memory_working_set_bytes", limitMetric]) {
+          const selector = new RegExp(`${metric}\\{[^}]*\\}`).exec(expr)?.[0] ?? "";
+          assert.ok(selector.endsWith(`, ${matcher}}`), `${metric}: ${selector}`);
+        }
+      });
+    }
+  }
+
   const selectors: [string, NonNullable<AppMonitorForRule["spec"]["selector"]>, string][] = [
     ["matchLabels", { matchLabels: { name: "memhog" } }, 'kube_pod_labels{namespace="shop", label_name="memhog"}'],
     ["key with prefix and dots", { matchLabels: { "app.kubernetes.io/name": "a.b" } }, 'kube_pod_labels{namespace="shop", label_app_kubernetes_io_name="a.b"}'],
@@ -339,6 +358,11 @@ describe("hostile or invalid input is refused before it reaches PromQL", () => {
       "spec.selector.matchExpressions[0].values[1]",
     ],
     ["expression key invalid", { spec: { selector: { matchExpressions: [{ key: "a b", operator: "Exists" }] } } }, "spec.selector.matchExpressions[0].key"],
+    ["container name closing the string", { spec: { containers: ["app", '"} or vector(1) #'] } }, "spec.containers[1]"],
+    ["container name with a regex", { spec: { containers: [".*"] } }, "spec.containers[0]"],
+    ["container name upper case", { spec: { containers: ["POD"] } }, "spec.containers[0]"],
+    ["container name too long", { spec: { containers: ["a".repeat(64)] } }, "spec.containers[0]"],
+    ["containers empty", { spec: { containers: [] } }, "spec.containers"],
     ["unknown operator", { spec: { selector: { matchExpressions: [{ key: "a", operator: "Gt" as "In", values: ["1"] }] } } }, "spec.selector.matchExpressions[0].operator"],
     ["In without values", { spec: { selector: { matchExpressions: [{ key: "a", operator: "In", values: [] }] } } }, "spec.selector.matchExpressions[0].values"],
     ["Exists with values", { spec: { selector: { matchExpressions: [{ key: "a", operator: "Exists", values: ["x"] }] } } }, "spec.selector.matchExpressions[0].values"],
