@@ -3,6 +3,7 @@
 
 import { parseAllDocuments } from "yaml";
 import type { ErrorObject } from "ajv";
+import specSchema from "../../schemas/appmonitor.schema.json" with { type: "json" };
 import {
   APPMONITOR_API_VERSION,
   APPMONITOR_KIND,
@@ -32,6 +33,11 @@ export interface ManifestLocation {
 /** An AppMonitor and where it came from. */
 export interface LocatedAppMonitor extends ManifestLocation {
   readonly appMonitor: ManifestAppMonitor;
+  /**
+   * Fields the API server would drop from this object (pruning), e.g. `spec.foo` or
+   * `spec.selector.matchExpressions[0].bar`; see {@link unknownFields}. Empty when there are none.
+   */
+  readonly unknownFields: readonly string[];
 }
 
 /**
@@ -62,25 +68,75 @@ export class ManifestError extends Error {
   }
 }
 
+/** `spec` + `selector` → `spec.selector`; `…matchExpressions` + `0` → `…matchExpressions[0]`; odd keys quoted. */
+function childField(parent: string, segment: string): string {
+  const child = /^\d+$/.test(segment) ? `[${segment}]` : /^[A-Za-z_$][\w$]*$/.test(segment) ? `.${segment}` : `[${JSON.stringify(segment)}]`;
+  return parent === "" ? child.replace(/^\./, "") : parent + child;
+}
+
 /** `/selector/matchExpressions/0/key` → `spec.selector.matchExpressions[0].key`. */
 function specField(error: ErrorObject): string {
-  let field = "spec";
   const segments = error.instancePath === "" ? [] : error.instancePath.slice(1).split("/");
   if (error.keyword === "required" && typeof error.params.missingProperty === "string") segments.push(error.params.missingProperty);
-  for (const raw of segments) {
-    // JSON Pointer escapes (RFC 6901).
-    const segment = raw.replace(/~1/g, "/").replace(/~0/g, "~");
-    field += /^\d+$/.test(segment) ? `[${segment}]` : /^[A-Za-z_$][\w$]*$/.test(segment) ? `.${segment}` : `[${JSON.stringify(segment)}]`;
+  // JSON Pointer escapes (RFC 6901).
+  return segments.reduce((field, raw) => childField(field, raw.replace(/~1/g, "/").replace(/~0/g, "~")), "spec");
+}
+
+/** The fields of an AppMonitor outside `spec` that the API server keeps: TypeMeta, ObjectMeta, status. */
+const KNOWN_TOP_LEVEL: ReadonlySet<string> = new Set(["apiVersion", "kind", "metadata", "spec", "status"]);
+/** ObjectMeta's fields (https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/object-meta/). */
+const KNOWN_METADATA: ReadonlySet<string> = new Set([
+  "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation", "creationTimestamp",
+  "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences", "finalizers", "managedFields",
+]);
+
+/** A node of the spec's JSON Schema, as far as pruning reads it. */
+interface SchemaNode {
+  readonly properties?: Readonly<Record<string, SchemaNode>>;
+  readonly additionalProperties?: SchemaNode | boolean;
+  readonly items?: SchemaNode;
+}
+
+/** Paths under `field` of `value` that `schema` does not declare: what a structural schema prunes. */
+function undeclared(value: unknown, schema: SchemaNode, field: string): string[] {
+  if (Array.isArray(value)) {
+    const items = schema.items;
+    return items === undefined ? [] : value.flatMap((item, i) => undeclared(item, items, childField(field, String(i))));
   }
-  return field;
+  if (!isRecord(value)) return [];
+  return Object.entries(value).flatMap(([key, child]) => {
+    const declared = schema.properties !== undefined && Object.hasOwn(schema.properties, key) ? schema.properties[key] : undefined;
+    const additional = typeof schema.additionalProperties === "object" ? schema.additionalProperties : undefined;
+    const node = declared ?? additional;
+    if (node !== undefined) return undeclared(child, node, childField(field, key));
+    // No properties declared: the value is not the object the schema wants, which validation reports.
+    return schema.properties === undefined ? [] : [childField(field, key)];
+  });
+}
+
+/**
+ * The fields of an AppMonitor object that the API server would silently drop, as kubectl's
+ * field validation reports them (`unknown field "spec.foo"`): top-level fields other than
+ * apiVersion, kind, metadata, spec and status; metadata fields that are not ObjectMeta's; and
+ * spec fields `schemas/appmonitor.schema.json` does not declare, at any depth (the CRD's
+ * structural schema prunes them). Paths are written as in error messages, e.g.
+ * `spec.selector.matchExpressions[0].bar`. status is not looked into.
+ *
+ * @param object a parsed manifest object (an AppMonitor).
+ * @returns the paths, in document order; empty when every field is known.
+ */
+export function unknownFields(object: Readonly<Record<string, unknown>>): string[] {
+  const top = Object.keys(object).filter((key) => !KNOWN_TOP_LEVEL.has(key)).map((key) => childField("", key));
+  const metadata = isRecord(object.metadata) ? Object.keys(object.metadata).filter((key) => !KNOWN_METADATA.has(key)).map((key) => childField("metadata", key)) : [];
+  return [...top, ...metadata, ...undeclared(object.spec, specSchema as SchemaNode, "spec")];
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** The AppMonitor in one object, or undefined when the object is something else. */
-function appMonitorOf(object: unknown, where: { file: string; document: number }, defaultNamespace: string): ManifestAppMonitor | undefined {
+/** The AppMonitor in one object and its unknown fields, or undefined when the object is something else. */
+function appMonitorOf(object: unknown, where: { file: string; document: number }, defaultNamespace: string): Omit<LocatedAppMonitor, keyof ManifestLocation> | undefined {
   if (!isRecord(object) || object.apiVersion !== APPMONITOR_API_VERSION || object.kind !== APPMONITOR_KIND) return undefined;
   const metadata = isRecord(object.metadata) ? object.metadata : {};
   const name = metadata.name;
@@ -102,7 +158,10 @@ function appMonitorOf(object: unknown, where: { file: string; document: number }
       error.errors.map((e) => ({ field: specField(e), message: e.keyword === "required" ? "is required" : (e.message ?? e.keyword) })),
     );
   }
-  return { apiVersion: APPMONITOR_API_VERSION, kind: APPMONITOR_KIND, metadata: { ...(metadata as ObjectMetaLike), name, namespace }, spec };
+  return {
+    appMonitor: { apiVersion: APPMONITOR_API_VERSION, kind: APPMONITOR_KIND, metadata: { ...(metadata as ObjectMetaLike), name, namespace }, spec },
+    unknownFields: unknownFields(object),
+  };
 }
 
 /**
@@ -111,7 +170,8 @@ function appMonitorOf(object: unknown, where: { file: string; document: number }
  * writes) are read as objects of that document. An AppMonitor without metadata.namespace gets
  * `defaultNamespace`, as kubectl gives it the context's namespace. Specs are validated against
  * `schemas/appmonitor.schema.json` and defaulted by `validateAppMonitorSpec`
- * (functions/lib/appmonitor.ts). YAML 1.2 (https://yaml.org/spec/1.2.2/), duplicate keys refused.
+ * (functions/lib/appmonitor.ts); fields the API server would drop are listed, not refused
+ * ({@link unknownFields}). YAML 1.2 (https://yaml.org/spec/1.2.2/), duplicate keys refused.
  *
  * @param text the file's content.
  * @param file the file name, only for messages and locations.
@@ -135,7 +195,7 @@ export function readAppMonitors(text: string, file: string, defaultNamespace: st
     const objects = isRecord(value) && value.kind === "List" && Array.isArray(value.items) ? (value.items as unknown[]) : [value];
     for (const object of objects) {
       const appMonitor = appMonitorOf(object, where, defaultNamespace);
-      if (appMonitor !== undefined) found.push({ ...where, appMonitor });
+      if (appMonitor !== undefined) found.push({ ...where, ...appMonitor });
     }
   });
   return found;

@@ -4,7 +4,11 @@
  * with one alerting rule group per AppMonitor found in the given manifest files, for a
  * Prometheus that runs without prometheus-operator (`rule_files:`).
  *
- * Files are multi-document YAML; documents of other kinds are ignored. Options:
+ * Files are multi-document YAML; documents of other kinds are ignored. A field the API server
+ * would drop (not in the AppMonitor's schema, e.g. a misspelt `spec.forSecond`) does not stop
+ * the run: it is named on stderr, as kubectl's field validation does, e.g.
+ * `rules: warning: m.yaml: document 1 (AppMonitor default/m): unknown field "spec.forSecond"`.
+ * Options:
  *   --source cadvisor|kube-state-metrics   metric source (default cadvisor; see rule.ts)
  *   --severity NAME                        the alert's severity label (default warning)
  *   --namespace NS                         for AppMonitors without metadata.namespace (default "default")
@@ -27,7 +31,7 @@ class UsageError extends Error {}
 /** A problem with the input files; exit code 1. */
 class InputError extends Error {}
 
-async function main(argv: readonly string[]): Promise<string> {
+async function main(argv: readonly string[], warn: (message: string) => void): Promise<string> {
   let parsed;
   try {
     parsed = parseArgs({
@@ -74,6 +78,7 @@ async function main(argv: readonly string[]): Promise<string> {
   for (const entry of found) {
     const { name, namespace } = entry.appMonitor.metadata;
     const where = `${entry.file}: document ${entry.document} (AppMonitor ${namespace}/${name})`;
+    for (const field of entry.unknownFields) warn(`${where}: unknown field ${JSON.stringify(field)}`);
     const first = seen.get(`${namespace}/${name}`);
     if (first !== undefined) throw new InputError(`${where}: the same AppMonitor is already in ${first.file} document ${first.document}`);
     seen.set(`${namespace}/${name}`, entry);
@@ -97,7 +102,7 @@ if (import.meta.main) {
     if (error.code !== "EPIPE") throw error;
   });
   try {
-    process.stdout.write(await main(process.argv.slice(2)));
+    process.stdout.write(await main(process.argv.slice(2), (message) => process.stderr.write(`rules: warning: ${message}\n`)));
   } catch (error) {
     if (error instanceof UsageError) {
       process.stderr.write(`rules: ${error.message}\n${USAGE}\n`);

@@ -68,6 +68,30 @@ describe("npm run rules", () => {
     });
   }
 
+  test("an unknown spec field is named on stderr, as kubectl warns, and the rules are still printed", async () => {
+    const typo = await file(
+      "typo.yaml",
+      "apiVersion: kubedemo.com/v1\nkind: AppMonitor\nmetadata: {name: m, namespace: ns}\nspec: {memThresholdPercent: 75, memMultiplier: 2, forSecond: 30, selector: {matchExpressions: [{key: k, operator: Exists, value: [x]}]}}\n",
+    );
+    const result = await rules(typo);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(
+      result.stderr,
+      [
+        `rules: warning: ${typo}: document 1 (AppMonitor ns/m): unknown field "spec.forSecond"`,
+        `rules: warning: ${typo}: document 1 (AppMonitor ns/m): unknown field "spec.selector.matchExpressions[0].value"`,
+        "",
+      ].join("\n"),
+    );
+    assert.equal((parse(result.stdout) as RulesFile).groups[0]?.rules[0]?.for, "60s", "the misspelt field has no effect");
+  });
+
+  test("a known AppMonitor prints no warning", async () => {
+    const result = await rules(example);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stderr, "");
+  });
+
   const failures: [string, () => Promise<string[]>, number, RegExp][] = [
     [
       "an invalid AppMonitor names file, document and field",

@@ -2,13 +2,32 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
-import { ManifestError, readAppMonitors } from "../../functions/rule-sync/manifests.ts";
+import { parse } from "yaml";
+import { ManifestError, readAppMonitors, unknownFields } from "../../functions/rule-sync/manifests.ts";
 
 const example = readFileSync(new URL("../../knative/examples/appmonitor.yaml", import.meta.url), "utf8");
 const memhog = readFileSync(new URL("../../knative/examples/memhog.yaml", import.meta.url), "utf8");
 
 const am = (name: string, spec: string, namespace?: string): string =>
   `apiVersion: kubedemo.com/v1\nkind: AppMonitor\nmetadata:\n  name: ${name}\n${namespace === undefined ? "" : `  namespace: ${namespace}\n`}spec: ${spec}\n`;
+
+describe("unknownFields (what kubectl's field validation would warn about)", () => {
+  const cases: [string, string, string[]][] = [
+    ["the original demo", example, []],
+    ["every spec field, selector and status", "apiVersion: kubedemo.com/v1\nkind: AppMonitor\nmetadata: {name: a, namespace: n, labels: {x: y}, annotations: {k: v}, uid: u, resourceVersion: '1'}\nspec: {memThresholdPercent: 75, memMultiplier: 2, selector: {matchLabels: {app: x}, matchExpressions: [{key: k, operator: In, values: [v]}]}, containers: [app], maxMemory: 1Gi, forSeconds: 1, cooldownSeconds: 2, mode: DryRun}\nstatus: {anything: goes}\n", []],
+    ["a misspelt spec field", "kind: AppMonitor\nspec: {memThresholdPercent: 75, foo: 1}\n", ["spec.foo"]],
+    ["nested in the selector and in an expression", "kind: AppMonitor\nspec: {selector: {matchLabel: {a: b}, matchExpressions: [{key: k, operator: Exists}, {key: k, operator: Exists, value: [x]}]}}\n", ["spec.selector.matchLabel", "spec.selector.matchExpressions[1].value"]],
+    ["any key under matchLabels is a label, not a field", "kind: AppMonitor\nspec: {selector: {matchLabels: {foo: bar, app.kubernetes.io/name: x}}}\n", []],
+    ["a key that needs quoting", "kind: AppMonitor\nspec: {'mem threshold': 1}\n", ['spec["mem threshold"]']],
+    ["top level and metadata", "apiVersion: kubedemo.com/v1\nkind: AppMonitor\nmetdata: {}\nmetadata: {name: a, label: {}}\nspec: {}\n", ["metdata", "metadata.label"]],
+    ["a spec that is not an object has no fields to judge", "kind: AppMonitor\nspec: [1]\n", []],
+  ];
+  for (const [name, text, expected] of cases) {
+    test(`${name} → ${expected.length === 0 ? "none" : expected.join(", ")}`, () => {
+      assert.deepEqual(unknownFields(parse(text) as Record<string, unknown>), expected);
+    });
+  }
+});
 
 describe("readAppMonitors", () => {
   test("the original demo's AppMonitor: default namespace, spec defaults applied", () => {
@@ -23,7 +42,14 @@ describe("readAppMonitors", () => {
         metadata: { name: "mymonitor", namespace: "default" },
         spec: { memThresholdPercent: 75, memMultiplier: 2, forSeconds: 60, cooldownSeconds: 300, mode: "Scale" },
       },
+      unknownFields: [],
     });
+  });
+
+  test("fields the API server would drop are listed with the AppMonitor, not refused", () => {
+    const [found] = readAppMonitors(am("a", "{memThresholdPercent: 75, memMultiplier: 2, forSecond: 30}"), "typo.yaml", "default");
+    assert.deepEqual(found?.unknownFields, ["spec.forSecond"]);
+    assert.equal(found?.appMonitor.spec.forSeconds, 60, "the misspelt field does not count");
   });
 
   test("other kinds and empty documents are ignored; document numbers count every document", () => {
