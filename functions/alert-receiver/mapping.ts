@@ -101,8 +101,8 @@ export function mapAlert(alert: AlertmanagerAlert, source: string): AlertEventAt
     fingerprint: alert.fingerprint,
     startsAt: alert.startsAt,
     endsAt: ended ? alert.endsAt : null,
-    labels: { ...alert.labels },
-    annotations: { ...alert.annotations },
+    labels: nullPrototypeCopy(alert.labels),
+    annotations: nullPrototypeCopy(alert.annotations),
     generatorURL: alert.generatorURL ?? "",
   };
   return {
@@ -144,6 +144,17 @@ export function parseValue(raw: string | undefined): number | undefined {
   if (!NUMBER_PATTERN.test(text)) return undefined;
   const value = Number(text);
   return Number.isFinite(value) ? value : undefined;
+}
+
+/**
+ * A label set copied into an object without a prototype: every name is an own data property,
+ * `__proto__` and `constructor` included (Alertmanager accepts both as label and annotation
+ * names and sends them), and reading one never reaches `Object.prototype`. The JSON of the event
+ * carries them all; a copy into a plain object by assignment (`Object.assign({}, …)`,
+ * `copy[name] = value`) would silently drop `__proto__`.
+ */
+function nullPrototypeCopy(labels: Readonly<Record<string, string>>): Readonly<Record<string, string>> {
+  return Object.assign(Object.create(null) as Record<string, string>, labels);
 }
 
 /** A label by name, ignoring inherited properties (`constructor`, `__proto__`). */

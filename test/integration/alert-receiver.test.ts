@@ -185,6 +185,28 @@ describe("alert-receiver behind a real Alertmanager", () => {
     assert.equal(eventsOf(sink, "MemoryStructured").length, 0, "routed to the structured receiver only");
   });
 
+  it("keeps labels and annotations named __proto__ and constructor, in both content modes", async () => {
+    const startsAt = minuteAgo();
+    // JSON.parse: own properties named __proto__, as Alertmanager's JSON has them.
+    const odd = (extra: Record<string, string>): PostableAlert => ({
+      labels: { ...(JSON.parse('{"__proto__": "proto-label", "constructor": "ctor-label"}') as Record<string, string>), ...memoryAlert("MemoryProto", "default", "memhog-p", startsAt, extra).labels },
+      annotations: JSON.parse('{"__proto__": "proto-annotation", "value": "90"}') as Record<string, string>,
+      startsAt,
+    });
+    const alert = odd({});
+    assert.equal(Object.getOwnPropertyDescriptor(alert.labels, "__proto__")?.value, "proto-label", "the test posts the label");
+    await alertmanager.postAlerts([alert, odd({ testroute: "structured" })]);
+    const binary = await waitUntil("the binary event", () => distinct(sink, "MemoryProto", FIRING_TYPE, 1));
+    const structured = await waitUntil("the structured event", () => distinct(structuredSink, "MemoryProto", FIRING_TYPE, 1));
+    for (const received of [...binary.values(), ...structured.values()]) {
+      const data = dataOf(received);
+      assert.equal(Object.getOwnPropertyDescriptor(data.labels, "__proto__")?.value, "proto-label", `${received.mode}: ${JSON.stringify(data.labels)}`);
+      assert.equal(Object.getOwnPropertyDescriptor(data.labels, "constructor")?.value, "ctor-label");
+      assert.equal(Object.getOwnPropertyDescriptor(data.annotations, "__proto__")?.value, "proto-annotation");
+      assert.equal(data.value, 90);
+    }
+  });
+
   it("loses nothing while the sink is down: Alertmanager retries until it is back", async () => {
     const failuresBefore = await scrape(`${receiver.url}/metrics`, "appmonitor_alert_receiver_delivery_failures_total");
     const amFailuresBefore = await scrape(`${alertmanager.url}/metrics`, "alertmanager_notification_requests_failed_total", { integration: "webhook" });

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { describe, it } from "node:test";
-import { CloudEvent } from "cloudevents";
+import { CloudEvent, HTTP } from "cloudevents";
 import fc from "fast-check";
 import {
   DEFAULT_SOURCE,
@@ -45,7 +45,8 @@ function mapped(alert: AlertmanagerAlert, source = "http://am:9093"): AlertEvent
 describe("mapAlert", () => {
   it("maps a firing alert to a firing event (DESIGN.md: the memory-threshold CloudEvent)", () => {
     const event = mapped(firing);
-    assert.deepEqual(event, {
+    // The label sets are null-prototype copies; compare what goes on the wire.
+    assert.deepEqual(JSON.parse(JSON.stringify(event)), {
       id: createHash("sha256").update("a1b2c3d4e5f60718\n2024-05-01T10:00:00.123456789Z\nfiring").digest("hex"),
       type: FIRING_TYPE,
       source: "http://am:9093",
@@ -120,6 +121,25 @@ describe("mapAlert", () => {
     const labels = JSON.parse('{"__proto__": {"namespace": "default", "pod": "p"}}') as Record<string, string>;
     assert.equal(mapAlert({ ...firing, labels }, "/x"), "no-namespace-or-pod");
     assert.equal(mapAlert({ ...firing, labels: { namespace: "default", pod: "p", constructor: "x" } }, "/x") !== "no-namespace-or-pod", true);
+  });
+
+  it("keeps labels and annotations named __proto__ and constructor, as own data on the wire", () => {
+    // As JSON.parse gives them: own properties named __proto__ (an object literal would set the prototype instead).
+    const alert: AlertmanagerAlert = {
+      ...firing,
+      labels: JSON.parse('{"__proto__": "x", "constructor": "c", "namespace": "default", "pod": "p"}') as Record<string, string>,
+      annotations: JSON.parse('{"__proto__": "y", "value": "80"}') as Record<string, string>,
+    };
+    const { data } = mapped(alert);
+    assert.equal(data.labels.__proto__, "x");
+    assert.equal(data.labels.constructor, "c");
+    assert.equal(data.annotations.__proto__, "y");
+    assert.equal(Object.getPrototypeOf(data.labels), null);
+    assert.deepEqual(Object.keys(data.labels), ["__proto__", "constructor", "namespace", "pod"]);
+    const sent = JSON.parse(HTTP.binary(new CloudEvent({ specversion: "1.0", ...mapped(alert) })).body as string) as { labels: object; annotations: object };
+    assert.equal(Object.getOwnPropertyDescriptor(sent.labels, "__proto__")?.value, "x");
+    assert.equal(Object.getOwnPropertyDescriptor(sent.annotations, "__proto__")?.value, "y");
+    assert.ok(validators.eventData(data), JSON.stringify(validators.eventData.errors));
   });
 
   it("leaves out optional fields that are absent or empty", () => {
