@@ -3,13 +3,13 @@
  *
  * | status | when |
  * | --- | --- |
- * | 200 `{ received, emitted, dropped: [{ index, fingerprint, reason }], truncatedAlerts }` | every event delivered (or nothing to deliver) |
+ * | 200 `{ received, emitted, dropped: [{ index, fingerprint, reason }], refused: [{ id, fingerprint, status, error }], truncatedAlerts }` | every event delivered, or refused by the sink with a permanent 4xx (`isTransientStatus` in sink.ts), or nothing to deliver: a refusal is logged and counted, never retried, and not Alertmanager's to re-send |
  * | 401 (`WWW-Authenticate`) | missing or wrong credentials; nothing emitted |
  * | 404 / 405 (`Allow: POST`) | another path / method |
- * | 413 | body over 1 MiB (the runtime, before authentication) |
+ * | 413 | body over 1 MiB (the runtime, before authentication; `limits.ts`: with the suggested `max_alerts` a payload stays under half of it) |
  * | 415 | content type is not `application/json` |
  * | 400 `{ error, details? }` | malformed JSON, no or another payload version, schema errors |
- * | 502 `{ error, details: { delivered, failed: [{ id, fingerprint, error }] } }` | an event could not be delivered after retries: Alertmanager retries the whole payload (webhook receivers treat 5xx as recoverable, https://prometheus.io/docs/alerting/latest/configuration/#webhook_config), and deterministic ids make the re-sent events harmless duplicates |
+ * | 502 `{ error, details: { delivered, refused, failed: [{ id, fingerprint, error }] } }` | an event could not be delivered after retries (a transient failure, whatever happened to the others): Alertmanager retries the whole payload (webhook receivers treat 5xx as recoverable, https://prometheus.io/docs/alerting/latest/configuration/#webhook_config), and deterministic ids make the re-sent events harmless duplicates |
  */
 import type { Logger } from "pino";
 import { HttpError } from "../lib/runtime/errors.ts";
@@ -17,6 +17,7 @@ import type { FunctionContext, FunctionRequest, FunctionResponse } from "../lib/
 import type { RetryPolicy } from "../lib/retry.ts";
 import type { Authenticator } from "./auth.ts";
 import { deliverAll } from "./deliver.ts";
+import { LARGE_PAYLOAD_BYTES, WEBHOOK_BODY_LIMIT_BYTES } from "./limits.ts";
 import { mapWebhook } from "./mapping.ts";
 import type { AlertReceiverMetrics } from "./metrics.ts";
 import type { Validators } from "./schemas.ts";
@@ -54,6 +55,21 @@ export function createHandler(deps: HandlerDeps): (context: FunctionContext, req
     }
 
     const truncatedAlerts = payload.truncatedAlerts ?? 0;
+    metrics.payloadBytes.observe(request.body.length);
+    if (request.body.length >= LARGE_PAYLOAD_BYTES) {
+      context.log.warn(
+        {
+          bytes: request.body.length,
+          limitBytes: WEBHOOK_BODY_LIMIT_BYTES,
+          alerts: payload.alerts.length,
+          bytesPerAlert: Math.round(request.body.length / Math.max(1, payload.alerts.length)),
+          truncatedAlerts,
+          receiver: payload.receiver,
+          groupKey: payload.groupKey,
+        },
+        "webhook payload near the body limit: above it the runtime answers 413, which Alertmanager does not retry, and the whole notification is lost; lower max_alerts",
+      );
+    }
     metrics.alertsReceived.inc(payload.alerts.length);
     if (truncatedAlerts > 0) {
       metrics.alertsTruncated.inc(truncatedAlerts);
@@ -63,16 +79,16 @@ export function createHandler(deps: HandlerDeps): (context: FunctionContext, req
     for (const alert of dropped) metrics.alertsDropped.inc({ reason: alert.reason });
     if (dropped.length > 0) context.log.info({ dropped }, "alerts without a usable namespace/pod or time: no event");
 
-    const failed = await deliverAll(events, deps.send, deps.retryPolicy, deps.concurrency, hooks(context.log, metrics));
-    const summary = { received: payload.alerts.length, emitted: events.length - failed.length, dropped, truncatedAlerts };
+    const { delivered, refused, failed } = await deliverAll(events, deps.send, deps.retryPolicy, deps.concurrency, hooks(context.log, metrics));
     if (failed.length > 0) {
       metrics.webhooks.inc({ outcome: "undelivered" });
       throw new HttpError(502, `could not deliver ${failed.length} of ${events.length} events to the sink`, {
-        details: { delivered: summary.emitted, failed },
+        details: { delivered, refused, failed },
       });
     }
     metrics.webhooks.inc({ outcome: "accepted" });
-    context.log.info({ received: summary.received, emitted: summary.emitted, dropped: dropped.length, groupKey: payload.groupKey }, "webhook handled");
+    const summary = { received: payload.alerts.length, emitted: delivered, dropped, refused, truncatedAlerts };
+    context.log.info({ received: summary.received, emitted: delivered, dropped: dropped.length, refused: refused.length, groupKey: payload.groupKey }, "webhook handled");
     return { status: 200, body: summary };
   };
 }
@@ -84,6 +100,13 @@ function hooks(log: Logger, metrics: AlertReceiverMetrics): Parameters<typeof de
       log.warn({ eventId: event.id, attempt, delayMs: Math.round(delayMs), err: error }, "sink delivery failed, retrying");
     },
     onDelivered: (event) => metrics.eventsEmitted.inc({ type: event.type }),
+    onRefused: (event, error) => {
+      metrics.eventsRefused.inc({ status: String(error.status) });
+      log.error(
+        { eventId: event.id, subject: event.subject, fingerprint: event.data.fingerprint, status: error.status, err: error },
+        "sink refused the event: not retried, and answered 2xx to Alertmanager, which could only send it again",
+      );
+    },
     onFailed: (event, error) => {
       metrics.deliveryFailures.inc();
       log.error({ eventId: event.id, err: error }, "sink delivery failed");

@@ -2,7 +2,8 @@
  * alert-receiver's Prometheus metrics, registered in the runtime's registry (served at
  * `/metrics` with `function="alert-receiver"`).
  */
-import { Counter } from "prom-client";
+import { Counter, Histogram } from "prom-client";
+import { WEBHOOK_BODY_LIMIT_BYTES } from "./limits.ts";
 import type { Registry } from "prom-client";
 
 /** The function's counters. */
@@ -21,6 +22,13 @@ export interface AlertReceiverMetrics {
   readonly deliveryRetries: Counter;
   /** Events not delivered after all tries. */
   readonly deliveryFailures: Counter;
+  /**
+   * Events the sink refused with a permanent 4xx, by status: not retried, answered 2xx to
+   * Alertmanager. A payload re-sent for another event's failure counts its refusals again.
+   */
+  readonly eventsRefused: Counter<"status">;
+  /** Size of each valid webhook payload, in bytes: how close max_alerts brings payloads to the body limit. */
+  readonly payloadBytes: Histogram;
 }
 
 /** Creates the counters in `registry`. */
@@ -35,5 +43,12 @@ export function createMetrics(registry: Registry): AlertReceiverMetrics {
     alertsTruncated: counter("alerts_truncated_total", "Alerts Alertmanager left out of payloads (truncatedAlerts, max_alerts)."),
     deliveryRetries: counter("delivery_retries_total", "Retries after a transient sink failure."),
     deliveryFailures: counter("delivery_failures_total", "Events not delivered after all tries."),
+    payloadBytes: new Histogram({
+      name: "appmonitor_alert_receiver_webhook_payload_bytes",
+      help: "Size of valid webhook payloads, in bytes; the body limit is the last bucket.",
+      buckets: [4, 16, 64, 256, 512, 768].map((kib) => kib * 1024).concat(WEBHOOK_BODY_LIMIT_BYTES),
+      registers: [registry],
+    }),
+    eventsRefused: counter("events_refused_total", "Events the sink refused with a permanent 4xx (not retried, not re-sent), by status.", ["status"]),
   };
 }

@@ -5,8 +5,8 @@
  *
  * The transport is ours, not the SDK's `httpTransport`: that one resolves whatever the status
  * code (it does not report it), so a 503 from a broker would look delivered. Ours rejects
- * non-2xx answers with a {@link DeliveryError} that says whether a retry may help, and bounds
- * each request with a timeout.
+ * non-2xx answers with a {@link DeliveryError} that says whether a retry may help
+ * ({@link isTransientStatus}), and bounds each request with a timeout.
  */
 import { CloudEvent, HTTP, Mode, emitterFor } from "cloudevents";
 import type { Message, TransportFunction } from "cloudevents";
@@ -14,7 +14,24 @@ import http from "node:http";
 import https from "node:https";
 import type { AlertEventAttributes } from "./mapping.ts";
 
-/** A failed delivery; `transient` → worth retrying (5xx, 429, 408, timeouts, connection errors). */
+/**
+ * Whether a sink's non-2xx answer may turn into a delivery if the same event is sent again:
+ * 5xx; 408, 429; 404 (a Broker not ready yet: Knative's broker ingress answers 404 for a Broker
+ * it does not know yet); 409; and 1xx/3xx (a misconfigured `K_SINK`, no fault of the event).
+ * Any other 4xx is the sink refusing this event (400 malformed, 401/403, 413, 415, 422…), and
+ * it would refuse it again.
+ *
+ * @param status the HTTP status code of the answer (not 2xx).
+ * @returns true when a retry may help.
+ */
+export function isTransientStatus(status: number): boolean {
+  return status < 400 || status >= 500 || [404, 408, 409, 429].includes(status);
+}
+
+/**
+ * A failed delivery. `transient` → worth retrying (see {@link isTransientStatus}; timeouts and
+ * connection errors too); otherwise the sink refused the event and `status` says how.
+ */
 export class DeliveryError extends Error {
   /** The sink's status code; absent when no response came. */
   readonly status: number | undefined;
@@ -38,8 +55,9 @@ export interface SinkTransport {
 /**
  * A TransportFunction that POSTs the encoded message to `sink` with `node:http(s)` over
  * kept-alive connections (about twice the throughput of `fetch` here) and resolves only on 2xx.
- * Rejects with a DeliveryError — transient for 408, 429, 5xx, a socket idle for `timeoutMs`
- * and network errors; permanent for other statuses (the sink refused the event itself).
+ * Rejects with a DeliveryError — transient for the statuses {@link isTransientStatus} names, a
+ * socket idle for `timeoutMs` and network errors; permanent for other 4xx (the sink refused the
+ * event itself).
  */
 export function statusCheckingTransport(sink: URL, timeoutMs: number): SinkTransport {
   const client = sink.protocol === "https:" ? https : http;
@@ -54,8 +72,7 @@ export function statusCheckingTransport(sink: URL, timeoutMs: number): SinkTrans
           const status = response.statusCode ?? 0;
           if (status >= 200 && status < 300) return resolve({ status });
           const body = Buffer.concat(chunks).toString("utf8");
-          const transient = status >= 500 || status === 429 || status === 408;
-          reject(new DeliveryError(`sink answered ${status}${body === "" ? "" : `: ${body.slice(0, 200)}`}`, { status, transient }));
+          reject(new DeliveryError(`sink answered ${status}${body === "" ? "" : `: ${body.slice(0, 200)}`}`, { status, transient: isTransientStatus(status) }));
         });
       });
       // No answer within the timeout: abort; the error handler below reports it as transient.

@@ -12,6 +12,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import fc from "fast-check";
 import { fn } from "../../functions/alert-receiver/index.ts";
+import { ALERT_BYTES, LARGE_PAYLOAD_BYTES, SUGGESTED_MAX_ALERTS, WEBHOOK_BODY_LIMIT_BYTES, worstCasePayloadBytes } from "../../functions/alert-receiver/limits.ts";
 import { DEFAULT_SOURCE, eventId } from "../../functions/alert-receiver/mapping.ts";
 import { FIRING_TYPE, RESOLVED_TYPE, type AlertEventData } from "../../functions/lib/alert-event.ts";
 import type { RunningServer } from "../../functions/lib/runtime/server.ts";
@@ -260,41 +261,200 @@ describe("alert-receiver behind a real Alertmanager", () => {
 describe("alert-receiver delivery to a failing sink", () => {
   let sink: TestSink;
   let receiver: RunningServer;
+  /** alert-receiver's log lines, parsed. */
+  const logs: { msg?: string; status?: number; eventId?: string; subject?: string; fingerprint?: string; bytes?: number; alerts?: number; receiver?: string; groupKey?: string }[] = [];
   before(async () => {
     sink = await startSink();
-    receiver = await startFunction(fn, { K_SINK: sink.url, WEBHOOK_TOKEN: token, DELIVERY_MAX_ATTEMPTS: "3", DELIVERY_BASE_DELAY_MS: "5", DELIVERY_MAX_DELAY_MS: "10" });
+    receiver = await startFunction(
+      fn,
+      { K_SINK: sink.url, WEBHOOK_TOKEN: token, DELIVERY_MAX_ATTEMPTS: "3", DELIVERY_BASE_DELAY_MS: "5", DELIVERY_MAX_DELAY_MS: "10", LOG_LEVEL: "info" },
+      { logDestination: { write: (line: string) => void logs.push(JSON.parse(line) as (typeof logs)[number]) } },
+    );
   });
   after(async () => {
     await receiver?.close();
     await sink?.stop();
   });
-  const post = (alertname: string): Promise<Response> =>
-    fetch(receiver.url, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify(validWebhook(alertname)) });
-  const metric = (name: string): Promise<number> => scrape(`${receiver.url}/metrics`, `appmonitor_alert_receiver_${name}`);
+  const post = (alertname: string, pods?: string[]): Promise<Response> =>
+    fetch(receiver.url, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify(validWebhook(alertname, pods)) });
+  const metric = (name: string, labels: Record<string, string> = {}): Promise<number> => scrape(`${receiver.url}/metrics`, `appmonitor_alert_receiver_${name}`, labels);
+  const podOf = (event: { data?: unknown }): string => (event.data as AlertEventData).pod;
 
-  const cases: { status: number; attempts: number }[] = [
-    { status: 503, attempts: 3 },
-    { status: 429, attempts: 3 },
-    { status: 400, attempts: 1 },
-  ];
-  for (const { status, attempts } of cases) {
-    it(`answers 502 when the sink answers ${status}, after ${attempts} tries, and 200 once it accepts`, async () => {
+  /** Summary of a 200 and the details of a 502. */
+  interface Answer {
+    emitted?: number;
+    refused?: { id: string; fingerprint: string; status: number; error: string }[];
+    error?: string;
+    details?: { delivered: number; refused: { status: number }[]; failed: { id: string; error: string }[] };
+  }
+
+  for (const status of [503, 429, 404, 409]) {
+    it(`answers 502 when the sink answers ${status}, after 3 tries, and 200 once it accepts`, async () => {
       const retriesBefore = await metric("delivery_retries_total");
       const failuresBefore = await metric("delivery_failures_total");
       sink.failWith(status);
       const refused = await post(`MemoryFailing${status}`);
       assert.equal(refused.status, 502);
-      const body = (await refused.json()) as { error: string; details: { delivered: number; failed: { id: string; error: string }[] } };
-      assert.match(body.error, /could not deliver 1 of 1 events/);
-      assert.equal(body.details.delivered, 0);
-      assert.match(body.details.failed[0]?.error ?? "", new RegExp(`sink answered ${status}`));
-      assert.equal((await metric("delivery_retries_total")) - retriesBefore, attempts - 1);
+      const body = (await refused.json()) as Answer;
+      assert.match(body.error ?? "", /could not deliver 1 of 1 events/);
+      assert.equal(body.details?.delivered, 0);
+      assert.deepEqual(body.details?.refused, []);
+      assert.match(body.details?.failed[0]?.error ?? "", new RegExp(`sink answered ${status}`));
+      assert.equal((await metric("delivery_retries_total")) - retriesBefore, 2);
       assert.equal((await metric("delivery_failures_total")) - failuresBefore, 1);
       sink.failWith(undefined);
       assert.equal((await post(`MemoryFailing${status}`)).status, 200);
       assert.equal(eventsOf(sink, `MemoryFailing${status}`).length, 1);
     });
   }
+
+  for (const status of [400, 403, 413, 422]) {
+    it(`answers 200 when the sink refuses the event with ${status}: tried once, logged, counted, listed as refused`, async () => {
+      const retriesBefore = await metric("delivery_retries_total");
+      const failuresBefore = await metric("delivery_failures_total");
+      const refusedBefore = await metric("events_refused_total", { status: String(status) });
+      sink.failWith(status);
+      const answer = await post(`MemoryRefused${status}`);
+      sink.failWith(undefined);
+      assert.equal(answer.status, 200);
+      const body = (await answer.json()) as Answer;
+      assert.equal(body.emitted, 0);
+      assert.deepEqual(body.refused?.map((r) => [r.fingerprint, r.status]), [["fedcba9876543210", status]]);
+      assert.match(body.refused?.[0]?.error ?? "", new RegExp(`sink answered ${status}`));
+      assert.equal((await metric("events_refused_total", { status: String(status) })) - refusedBefore, 1);
+      assert.equal((await metric("delivery_retries_total")) - retriesBefore, 0, "a refusal is not retried");
+      assert.equal((await metric("delivery_failures_total")) - failuresBefore, 0, "a refusal is not a failure");
+      const line = logs.find((entry) => entry.msg?.startsWith("sink refused the event") && entry.eventId === body.refused?.[0]?.id);
+      assert.deepEqual([line?.status, line?.subject, line?.fingerprint], [status, "namespaces/default/pods/memhog-1", "fedcba9876543210"]);
+    });
+  }
+
+  it("handles a payload near the body limit and warns with its size, alert count, receiver and groupKey", async () => {
+    const payload = validWebhook("MemoryLargePayload", ["big-1", "big-2"]) as { alerts: { annotations: Record<string, string> }[] };
+    for (const alert of payload.alerts) alert.annotations.description = "d".repeat(400 * 1024);
+    const body = JSON.stringify({ ...payload, groupKey: '{}:{alertname="MemoryLargePayload"}' });
+    assert.ok(body.length > LARGE_PAYLOAD_BYTES && body.length < WEBHOOK_BODY_LIMIT_BYTES);
+    const answer = await fetch(receiver.url, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body });
+    assert.equal(answer.status, 200);
+    const line = logs.find((entry) => entry.msg?.startsWith("webhook payload near the body limit"));
+    assert.deepEqual([line?.bytes, line?.alerts, line?.receiver, line?.groupKey], [body.length, 2, "direct", '{}:{alertname="MemoryLargePayload"}']);
+    assert.ok((await metric("webhook_payload_bytes_bucket", { le: String(WEBHOOK_BODY_LIMIT_BYTES) })) >= 1);
+  });
+
+  it("reports several alerts apart: delivered and refused → 200; one that failed → 502 with all three", async () => {
+    sink.failWith(400, (event) => podOf(event) === "refused-1");
+    const partial = await post("MemoryPartial", ["ok-1", "refused-1", "ok-2"]);
+    assert.equal(partial.status, 200);
+    const summary = (await partial.json()) as Answer;
+    assert.equal(summary.emitted, 2);
+    assert.deepEqual(summary.refused?.map((r) => r.status), [400]);
+    assert.deepEqual(eventsOf(sink, "MemoryPartial").map((received) => podOf(received.event)).sort(), ["ok-1", "ok-2"]);
+
+    sink.failWith(503, (event) => podOf(event) === "down-1");
+    const failedToo = await post("MemoryPartial", ["ok-3", "down-1"]);
+    sink.failWith(undefined);
+    assert.equal(failedToo.status, 502);
+    const details = ((await failedToo.json()) as Answer).details;
+    assert.equal(details?.delivered, 1);
+    assert.equal(details?.failed.length, 1);
+  });
+});
+
+describe("alert-receiver's answers as a real Alertmanager takes them: refusals and payload size", () => {
+  let sink: TestSink;
+  let receiver: RunningServer;
+  let alertmanager: TestAlertmanager;
+  before(async () => {
+    sink = await startSink();
+    receiver = await startFunction(fn, { K_SINK: sink.url, WEBHOOK_TOKEN: token });
+    const webhook = (maxAlerts: number) => ({ url: `${receiver.url}/`, max_alerts: maxAlerts, http_config: { authorization: { type: "Bearer", credentials: token } } });
+    // One notification per group, no repeats: every request Alertmanager makes is counted. The
+    // alerts start now, so group_wait holds the first notification until a whole postAlerts
+    // call is in the group (an alert that started more than group_wait ago is flushed at once).
+    alertmanager = await startAlertmanager({
+      route: { receiver: "suggested", group_by: ["alertname"], group_wait: "3s", group_interval: "1h", repeat_interval: "1h", routes: [{ receiver: "earlier", matchers: ['testroute="earlier"'] }] },
+      receivers: [
+        { name: "suggested", webhook_configs: [webhook(SUGGESTED_MAX_ALERTS)] },
+        { name: "earlier", webhook_configs: [webhook(1000)] },
+      ],
+    });
+  });
+  after(async () => {
+    await alertmanager?.stop();
+    await receiver?.close();
+    await sink?.stop();
+  });
+  const amMetric = (name: string): Promise<number> => scrape(`${alertmanager.url}/metrics`, name, { integration: "webhook" });
+  const metric = (name: string, labels: Record<string, string> = {}): Promise<number> => scrape(`${receiver.url}/metrics`, name, labels);
+  /** Alertmanager's webhook requests and failures so far. */
+  const amCounts = async (): Promise<number[]> =>
+    Promise.all(["alertmanager_notification_requests_total", "alertmanager_notification_requests_failed_total", "alertmanager_notifications_failed_total"].map(amMetric));
+  const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 3_000));
+
+  /**
+   * The `index`th of a group of alerts of ALERT_BYTES each in Alertmanager's JSON: a generated
+   * rule's labels with the longest names, its summary, a long generatorURL, and a `cluster`
+   * label (as external_labels add) padding it to the budget.
+   */
+  function budgetAlert(alertname: string, index: number, startsAt: string, extra: Record<string, string> = {}): PostableAlert {
+    const pod = `${"p".repeat(240)}-${index}`;
+    const labels: Record<string, string> = { alertname, namespace: "n".repeat(63), pod, container: "c".repeat(63), appmonitor: "a".repeat(253), severity: "warning", ...extra };
+    const annotations = { summary: `Container ${labels.container} of Pod ${labels.namespace}/${pod} uses 91.0% of its memory limit (AppMonitor ${labels.appmonitor}, threshold 75%).`, value: "91" };
+    const generatorURL = `http://prometheus.test:9090/graph?g0.expr=${"x".repeat(2_000)}&g0.tab=1`;
+    const asSent = (cluster: string): string =>
+      JSON.stringify({ status: "firing", labels: { ...labels, cluster }, annotations, startsAt, endsAt: "0001-01-01T00:00:00Z", generatorURL: generatorURL.replace("&", "\\u0026"), fingerprint: "0123456789abcdef" });
+    return { labels: { ...labels, cluster: "k".repeat(ALERT_BYTES - asSent("").length) }, annotations, startsAt, generatorURL };
+  }
+
+  it("a refusal by the sink is a notification delivered: Alertmanager neither fails it nor sends it again", async () => {
+    const [requests, failed] = await amCounts();
+    sink.failWith(400, (event) => (event.data as AlertEventData).pod === "refused-1");
+    const startsAt = new Date().toISOString();
+    await alertmanager.postAlerts([memoryAlert("MemoryRefusedByAm", "default", "ok-1", startsAt), memoryAlert("MemoryRefusedByAm", "default", "refused-1", startsAt)]);
+    await waitUntil("the accepted event", () => eventsOf(sink, "MemoryRefusedByAm").length === 1);
+    await waitUntil("the refusal to be counted", async () => (await metric("appmonitor_alert_receiver_events_refused_total", { status: "400" })) === 1);
+    await settle();
+    sink.failWith(undefined);
+    const [requestsAfter, failedAfter] = await amCounts();
+    assert.deepEqual([(requestsAfter ?? 0) - (requests ?? 0), (failedAfter ?? 0) - (failed ?? 0)], [1, 0], "one request, not failed, not retried");
+    assert.deepEqual(eventsOf(sink, "MemoryRefusedByAm").map((received) => dataOf(received).pod), ["ok-1"]);
+  });
+
+  it(`with the suggested max_alerts (${SUGGESTED_MAX_ALERTS}), 80 alerts of 8 KiB arrive as one payload under the worst case, the rest counted as truncated`, async () => {
+    const [requests, failed] = await amCounts();
+    const truncatedBefore = await metric("appmonitor_alert_receiver_alerts_truncated_total");
+    const bytesBefore = await metric("appmonitor_alert_receiver_webhook_payload_bytes_sum");
+    const startsAt = new Date().toISOString();
+    await alertmanager.postAlerts(Array.from({ length: 80 }, (_, i) => budgetAlert("MemoryBudget", i, startsAt)));
+    await waitUntil(`${SUGGESTED_MAX_ALERTS} events`, () => eventsOf(sink, "MemoryBudget").length === SUGGESTED_MAX_ALERTS, { timeoutMs: 30_000 });
+    await settle();
+    const bytes = (await metric("appmonitor_alert_receiver_webhook_payload_bytes_sum")) - bytesBefore;
+    assert.ok(bytes > SUGGESTED_MAX_ALERTS * ALERT_BYTES * 0.95 && bytes <= worstCasePayloadBytes(SUGGESTED_MAX_ALERTS), `payload of ${bytes} bytes`);
+    assert.ok(bytes < WEBHOOK_BODY_LIMIT_BYTES * 0.6, `payload of ${bytes} bytes`);
+    assert.equal((await metric("appmonitor_alert_receiver_alerts_truncated_total")) - truncatedBefore, 80 - SUGGESTED_MAX_ALERTS);
+    const [requestsAfter, failedAfter] = await amCounts();
+    assert.deepEqual([(requestsAfter ?? 0) - (requests ?? 0), (failedAfter ?? 0) - (failed ?? 0)], [1, 0]);
+    assert.equal(eventsOf(sink, "MemoryBudget").length, SUGGESTED_MAX_ALERTS, "sent once");
+  });
+
+  it("with the earlier max_alerts: 1000, 130 such alerts are over 1 MiB: 413, not retried, all lost; Alertmanager's log names the receiver and the count", async () => {
+    const [requests, , givenUp] = await amCounts();
+    const tooLarge = { route: "function", method: "POST", code: "413" };
+    const refusedBefore = await metric("appmonitor_http_requests_total", tooLarge);
+    const startsAt = new Date().toISOString();
+    await alertmanager.postAlerts(Array.from({ length: 130 }, (_, i) => budgetAlert("MemoryTooLarge", i, startsAt, { testroute: "earlier" })));
+    await waitUntil("alert-receiver's runtime to answer 413", async () => (await metric("appmonitor_http_requests_total", tooLarge)) === refusedBefore + 1, { timeoutMs: 30_000 });
+    await waitUntil("Alertmanager to give up", async () => ((await amCounts())[2] ?? 0) === (givenUp ?? 0) + 1, { timeoutMs: 30_000 });
+    await settle();
+    const [requestsAfter] = await amCounts();
+    assert.equal((requestsAfter ?? 0) - (requests ?? 0), 1, "a 4xx is not retried");
+    assert.equal((await metric("appmonitor_http_requests_total", tooLarge)) - refusedBefore, 1);
+    assert.equal(eventsOf(sink, "MemoryTooLarge").length, 0);
+    const line = alertmanager.process.output().split("\n").find((l) => l.includes("Notify for alerts failed") && l.includes("earlier"));
+    assert.ok(line !== undefined, tailOf(alertmanager.process));
+    assert.match(line, /num_alerts=130/);
+    assert.match(line, /413/);
+  });
 });
 
 describe("alert-receiver under hostile input (fast-check)", () => {
@@ -462,12 +622,19 @@ describe("npm run function -- alert-receiver (the launcher)", () => {
   });
 });
 
-function validWebhook(alertname = "MemoryLauncher"): object {
+function validWebhook(alertname = "MemoryLauncher", pods = ["memhog-1"]): object {
   return {
     version: "4",
     status: "firing",
     receiver: "direct",
-    alerts: [{ status: "firing", labels: { alertname, namespace: "default", pod: "memhog-1" }, annotations: {}, startsAt: minuteAgo(), endsAt: "0001-01-01T00:00:00Z", fingerprint: "fedcba9876543210" }],
+    alerts: pods.map((pod, i) => ({
+      status: "firing",
+      labels: { alertname, namespace: "default", pod },
+      annotations: {},
+      startsAt: minuteAgo(),
+      endsAt: "0001-01-01T00:00:00Z",
+      fingerprint: (0xfedcba9876543210n + BigInt(i)).toString(16),
+    })),
   };
 }
 

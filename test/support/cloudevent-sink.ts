@@ -24,8 +24,11 @@ export interface TestSink {
   readonly received: ReceivedEvent[];
   /** Requests that did not decode to a valid CloudEvent (answered 400). */
   readonly rejected: { headers: IncomingHttpHeaders; body: string; error: string }[];
-  /** Answer every request with `status` (without keeping the event); `undefined` → back to 202. */
-  failWith(status: number | undefined): void;
+  /**
+   * Answer every request with `status` (without keeping the event); `undefined` → back to 202.
+   * With `only`, just the events it picks get `status`; the others are kept and answered 202.
+   */
+  failWith(status: number | undefined, only?: (event: CloudEvent<unknown>) => boolean): void;
   /** Holds every answer this many milliseconds (0: none), so a delivery stays in flight. */
   answerAfter(ms: number): void;
   /** Stops listening and cuts open connections: senders get connection errors. */
@@ -39,13 +42,14 @@ export async function startSink(port = 0): Promise<TestSink> {
   const received: ReceivedEvent[] = [];
   const rejected: TestSink["rejected"] = [];
   let failure: number | undefined;
+  let failOnly: ((event: CloudEvent<unknown>) => boolean) | undefined;
   let delayMs = 0;
   const handler = (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse): void => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => setTimeout(() => answer(), delayMs));
     const answer = (): void => {
-      if (failure !== undefined) {
+      if (failure !== undefined && failOnly === undefined) {
         res.writeHead(failure).end();
         return;
       }
@@ -55,6 +59,10 @@ export async function startSink(port = 0): Promise<TestSink> {
         if (Array.isArray(decoded)) throw new Error("batch");
         const event = decoded as CloudEvent<unknown>;
         event.validate();
+        if (failure !== undefined && failOnly?.(event) === true) {
+          res.writeHead(failure).end();
+          return;
+        }
         const contentType = req.headers["content-type"] ?? "";
         received.push({ event, mode: contentType.startsWith("application/cloudevents+json") ? "structured" : "binary", headers: req.headers });
         res.writeHead(202).end();
@@ -80,8 +88,9 @@ export async function startSink(port = 0): Promise<TestSink> {
     port: boundPort,
     received,
     rejected,
-    failWith: (status) => {
+    failWith: (status, only) => {
       failure = status;
+      failOnly = only;
     },
     answerAfter: (ms) => {
       delayMs = ms;
