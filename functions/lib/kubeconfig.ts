@@ -1,41 +1,141 @@
 /**
- * Where the functions' Kubernetes credentials come from (memory-scaler and rule-sync):
- * `KubeConfig.loadFromDefault()`, so the same code runs in a cluster (its ServiceAccount token)
- * and from a laptop (`KUBECONFIG`, else `~/.kube/config`).
+ * Where the functions' Kubernetes credentials come from (memory-scaler and rule-sync), and how
+ * their API calls reach the API server. `KubeConfig.loadFromDefault()`, so the same code runs in
+ * a cluster (its ServiceAccount token) and from a laptop (`KUBECONFIG`, else `~/.kube/config`).
  * https://github.com/kubernetes-client/javascript#configuration
  *
- * @kubernetes/client-node 1.x builds a new `https.Agent` for every request
- * (`KubeConfig.applySecurityAuthentication` → `createAgent`), i.e. a new TCP connection and TLS
- * handshake per API call. {@link PooledKubeConfig} hands out one keep-alive agent per distinct
- * set of TLS options instead, so API calls reuse connections; credentials in headers (tokens,
- * refreshed on every request) are untouched.
+ * {@link FunctionKubeConfig} adds three things to the client's `KubeConfig`:
+ *
+ * - Pooled connections. @kubernetes/client-node 1.x builds a new `https.Agent` for every request
+ *   (`KubeConfig.applySecurityAuthentication` → `createAgent`), i.e. a new TCP connection and TLS
+ *   handshake per API call; here each distinct set of TLS options gets one keep-alive agent.
+ *   Credentials in headers (tokens, refreshed on every request) are untouched.
+ * - Credentials read again at once on a 401. In a cluster the token is the kubelet's projected
+ *   ServiceAccount token, which it rotates; the client re-reads that file only every 60 s
+ *   (`FileAuth`), and a kubeconfig's `token-file` only when loaded. So after a rotation whose old
+ *   token was revoked, every call would be refused for up to a minute. Instead, a 401 loads the
+ *   credentials again from where they came from (a fresh `KubeConfig`: the token file, the
+ *   kubeconfig files, an exec plugin) and sends the same request once more. That is safe for
+ *   every verb: the API server authenticates before anything else, so a refused request did
+ *   nothing. A burst of 401s loads once; a second 401 is the caller's (`kube-api-errors.ts`).
+ * - The authorizer's 403s, reported to an observer with the permission they name, whichever call
+ *   met them (`kube-access-report.ts` turns that into a Warning Event and a metric).
  */
 import { createHash } from "node:crypto";
 import http from "node:http";
 import https from "node:https";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
+import { deniedPermission, readStatus, type DeniedPermission } from "./kube-api-errors.ts";
 
 /** Idle keep-alive connections kept per agent; enough for a burst of concurrent events. */
 const MAX_FREE_SOCKETS = 64;
 
-/** A KubeConfig whose API calls share keep-alive connections. */
-export class PooledKubeConfig extends k8s.KubeConfig {
-  readonly #agents = new Map<string, http.Agent>();
+/** What the client layer tells its owner about the API server's answers; every method optional. */
+export interface KubeAccessObserver {
+  /** The authorizer refused a request (403) for want of `permission`; once per refused request. */
+  forbidden?(permission: DeniedPermission): void;
+  /** A 401 made the credentials be loaded again; `error` when that failed (the previous ones are kept). */
+  credentialsReloaded?(error?: Error): void;
+}
 
-  /** Applies the credentials as the base class does, then swaps its one-off agent for a pooled one. */
+/** A KubeConfig whose API calls share keep-alive connections and survive a credential rotation. */
+export class FunctionKubeConfig extends k8s.KubeConfig {
+  readonly #agents = new Map<string, http.Agent>();
+  readonly #transport = new k8s.IsomorphicFetchHttpLibrary();
+  readonly #load: () => k8s.KubeConfig;
+  /** The latest load: what signs requests (its authenticators keep their own token caches). */
+  #credentials: k8s.KubeConfig;
+  #generation = 0;
+  #observer: KubeAccessObserver = {};
+
+  /** @param load reads the configuration from its source; called now, and again on a 401. */
+  constructor(load: () => k8s.KubeConfig) {
+    super();
+    this.#load = load;
+    this.#credentials = this.#adopt(load());
+  }
+
+  /** Sets who is told about refused credentials and permissions (replaces the previous observer). */
+  observe(observer: KubeAccessObserver): void {
+    this.#observer = observer;
+  }
+
+  /** Counts the loads: a request signed at generation g that meets a 401 reloads only if no one did since. */
+  get credentialGeneration(): number {
+    return this.#generation;
+  }
+
+  /**
+   * Loads the credentials again, unless another request did since generation `seen`.
+   * A failed load keeps the previous credentials and tells the observer.
+   */
+  reloadCredentials(seen: number = this.#generation): void {
+    if (seen !== this.#generation) return;
+    this.#generation += 1;
+    try {
+      this.#credentials = this.#adopt(this.#load());
+      this.#observer.credentialsReloaded?.();
+    } catch (error) {
+      this.#observer.credentialsReloaded?.(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  /** Signs with the latest credentials, then swaps the client's one-off agent for a pooled one. */
   override async applySecurityAuthentication(context: k8s.RequestContext): Promise<void> {
-    await super.applySecurityAuthentication(context);
+    await this.#credentials.applySecurityAuthentication(context);
     const agent = context.getAgent();
     // Proxy agents (socks, http(s) proxies) are other classes: left as they are.
     if (agent === undefined || (agent.constructor !== https.Agent && agent.constructor !== http.Agent)) return;
     context.setAgent(this.#pooled(agent));
   }
 
+  /** An API client whose requests are retried once with fresh credentials after a 401, and whose 403s are observed. */
+  override makeApiClient<T extends k8s.ApiType>(apiClientType: k8s.ApiConstructor<T>): T {
+    const cluster = this.getCurrentCluster();
+    if (cluster === null) throw new Error("no current cluster in the Kubernetes client configuration");
+    return new apiClientType(
+      k8s.createConfiguration({
+        baseServer: new k8s.ServerConfiguration(cluster.server, {}),
+        authMethods: { default: this },
+        httpApi: k8s.wrapHttpLibrary({ send: (request) => this.#send(request) }),
+      }),
+    );
+  }
+
   /** Destroys the pooled connections (on shutdown). */
   destroyAgents(): void {
     for (const agent of this.#agents.values()) agent.destroy();
     this.#agents.clear();
+  }
+
+  async #send(request: k8s.RequestContext): Promise<k8s.ResponseContext> {
+    const seen = this.#generation;
+    let response = await this.#transport.send(request).toPromise();
+    if (response.httpStatusCode === 401) {
+      await response.body.binary().catch(() => undefined);
+      this.reloadCredentials(seen);
+      // New credentials may be of another kind (a client certificate): no stale token may stay.
+      delete request.getHeaders()["Authorization"];
+      await this.applySecurityAuthentication(request);
+      response = await this.#transport.send(request).toPromise();
+    }
+    if (response.httpStatusCode === 403 && this.#observer.forbidden !== undefined) {
+      // Read once here, handed on as a body that can be read again by the client's deserializer.
+      const text = await response.body.text();
+      const permission = deniedPermission(readStatus(403, text, response.headers).message);
+      if (permission !== undefined) this.#observer.forbidden(permission);
+      response = new k8s.ResponseContext(response.httpStatusCode, response.headers, { text: async () => text, binary: async () => Buffer.from(text) });
+    }
+    return response;
+  }
+
+  #adopt(loaded: k8s.KubeConfig): k8s.KubeConfig {
+    this.clusters = loaded.clusters;
+    this.users = loaded.users;
+    this.contexts = loaded.contexts;
+    this.currentContext = loaded.currentContext;
+    return loaded;
   }
 
   #pooled(agent: http.Agent): http.Agent {
@@ -64,25 +164,31 @@ export class PooledKubeConfig extends k8s.KubeConfig {
  *   reads `process.env`, which is the same thing when the launcher runs the function; a function
  *   started in-process with another environment (tests, benchmarks) names its files here, and
  *   they are loaded by the rule `loadFromDefault()` applies to `KUBECONFIG`: the first file, then
- *   the others merged into it (a later file's `current-context` wins, as there).
+ *   the others merged into it (a later file's `current-context` wins, as there). A 401 loads
+ *   them again the same way.
  * @returns the configuration, with a current cluster; call `destroyAgents()` on shutdown.
  * @throws Error (with `cause`) when a file is not a valid kubeconfig, or when the result names
  *   no current cluster.
  */
-export function loadKubeConfig(kubeconfig: string | undefined): PooledKubeConfig {
-  const kc = new PooledKubeConfig();
-  try {
+export function loadKubeConfig(kubeconfig: string | undefined): FunctionKubeConfig {
+  const load = (): k8s.KubeConfig => {
+    const kc = new k8s.KubeConfig();
     if (kubeconfig === undefined || kubeconfig === process.env.KUBECONFIG) {
       kc.loadFromDefault();
-    } else {
-      const [first, ...rest] = kubeconfig.split(path.delimiter).filter((file) => file !== "");
-      if (first !== undefined) kc.loadFromFile(first);
-      for (const file of rest) {
-        const other = new k8s.KubeConfig();
-        other.loadFromFile(file);
-        kc.mergeConfig(other);
-      }
+      return kc;
     }
+    const [first, ...rest] = kubeconfig.split(path.delimiter).filter((file) => file !== "");
+    if (first !== undefined) kc.loadFromFile(first);
+    for (const file of rest) {
+      const other = new k8s.KubeConfig();
+      other.loadFromFile(file);
+      kc.mergeConfig(other);
+    }
+    return kc;
+  };
+  let kc: FunctionKubeConfig;
+  try {
+    kc = new FunctionKubeConfig(load);
   } catch (error) {
     throw new Error(`cannot load the Kubernetes client configuration (KUBECONFIG=${kubeconfig ?? ""}): ${(error as Error).message}`, { cause: error });
   }

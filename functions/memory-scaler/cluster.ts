@@ -1,12 +1,13 @@
 /**
  * memory-scaler's Kubernetes adapter: the only module that calls the API server. Each method
- * is one request; reads turn 404 into `undefined`, every other failure is thrown as the
- * client's error (`ApiException`, or a transport error) for `api-errors.ts` to classify.
+ * is one request; reads turn an object's 404 into `undefined` (not a 404 for a resource type
+ * that is not served), every other failure is thrown as the client's error (`ApiException`, or a
+ * transport error) for `functions/lib/kube-api-errors.ts` to classify.
  * The RBAC these calls need is `knative/rbac/memory-scaler.yaml`.
  */
 import * as k8s from "@kubernetes/client-node";
 import { APPMONITOR_GROUP, APPMONITOR_PLURAL, APPMONITOR_VERSION } from "../lib/appmonitor.ts";
-import { isNotFound } from "./api-errors.ts";
+import { isObjectNotFound } from "../lib/kube-api-errors.ts";
 import type { JsonPatchOperation } from "./patch.ts";
 
 /** Field manager recorded in `managedFields` for memory-scaler's writes. */
@@ -121,7 +122,7 @@ async function orUndefined<T>(request: Promise<T>): Promise<T | undefined> {
   try {
     return await request;
   } catch (error) {
-    if (isNotFound(error)) return undefined;
+    if (isObjectNotFound(error)) return undefined;
     throw error;
   }
 }

@@ -10,7 +10,7 @@
 import { createHash } from "node:crypto";
 import { hostname } from "node:os";
 import * as k8s from "@kubernetes/client-node";
-import { apiStatus, isConflict } from "./api-errors.ts";
+import { apiStatus, isConflict } from "../lib/kube-api-errors.ts";
 import type { Cluster } from "./cluster.ts";
 
 /** `reportingController`: a qualified name identifying memory-scaler in every Event it writes. */

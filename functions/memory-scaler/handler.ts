@@ -15,9 +15,12 @@
  * | 204, outcome `ignored`, reason `Resolved` | a resolved alert: nothing to undo |
  * | 400 `{ error, details }` | not a CloudEvent, another event type, `data` not matching `schemas/alert-event.schema.json`, subject or status contradicting `data` (the runtime or `event.ts`) |
  * | 413 / 415 | body over 1 MiB; a batch (`application/cloudevents-batch+json`) — the runtime |
+ * | 422 | the API server refused a write no step expected it to refuse; never retried (dead-lettered) |
  * | 429 | the API server throttled memory-scaler |
- * | 500 | memory-scaler is misconfigured (RBAC) or hit a bug; the sender should retry, then dead-letter |
- * | 503 | the API server or Prometheus is unavailable, or the workload kept changing; nothing was written, retry |
+ * | 500 | memory-scaler's RBAC lacks a permission (named in a Warning Event on its ServiceAccount) or it hit a bug; the sender retries, then dead-letters |
+ * | 503 | the API server or Prometheus is unavailable, refuses the credentials (also after reading them again), a CRD is missing, or the workload kept changing; nothing was written, retry |
+ *
+ * The API failures' mapping, and why: `functions/lib/kube-api-errors.ts`.
  *
  * One JSON log line per event with its id (bound by the runtime), outcome, reason and changes.
  */

@@ -7,11 +7,16 @@
  * Readiness (`GET /health/readiness`): 200 when the API server answers a list of AppMonitors
  * (`limit=1`, which needs only the `list` the function has anyway) — i.e. it is reachable, the
  * credentials work and the AppMonitor CRD is installed; 503 with the reason otherwise.
+ *
+ * A permission its RBAC lacks is reported as a Warning Event on its ServiceAccount and a metric,
+ * and a 401 makes it load its credentials again (`functions/lib/kube-access-report.ts`,
+ * `functions/lib/kubeconfig.ts`).
  */
 import { compileAlertEventDataValidator } from "../lib/alert-event.ts";
+import { reportKubeAccess } from "../lib/kube-access-report.ts";
+import { apiStatus, classifyApiError } from "../lib/kube-api-errors.ts";
 import { loadKubeConfig } from "../lib/kubeconfig.ts";
 import type { CloudEventFunctionDefinition, ReadinessResult } from "../lib/runtime/types.ts";
-import { apiStatus } from "./api-errors.ts";
 import { createCluster } from "./cluster.ts";
 import { readConfig, type MemoryScalerConfig } from "./config.ts";
 import { createEventRecorder } from "./events.ts";
@@ -27,6 +32,7 @@ export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
   configure: readConfig,
   init(config, deps) {
     const kc = loadKubeConfig(config.kubeconfig);
+    reportKubeAccess(kc, { functionName: "memory-scaler", registry: deps.registry, log: deps.log });
     const cluster = createCluster(kc);
     const metrics = createMetrics(deps.registry);
     const verifier = config.prometheusUrl === undefined ? undefined : createPrometheusVerifier(config.prometheusUrl, config.prometheusTimeoutMs);
@@ -57,7 +63,7 @@ export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
           return { ready: true };
         } catch (error) {
           const { code, message } = apiStatus(error);
-          if (code === 404) return { ready: false, reason: "the AppMonitor CRD (appmonitors.kubedemo.com) is not installed" };
+          if (classifyApiError(error) === "NotServed") return { ready: false, reason: "the AppMonitor CRD (appmonitors.kubedemo.com) is not installed" };
           return { ready: false, reason: `Kubernetes API server: ${code === undefined ? "" : `HTTP ${code}: `}${message}` };
         }
       },

@@ -31,17 +31,17 @@
  *    is reported in `warnings` but does not fail the request: the scale is done, and a retry
  *    would only skip.
  *
- * Any API server failure before the patch → HttpError (503, 429 or 500, `api-errors.ts`) and
- * nothing written. Sources: DESIGN.md "Decisions that matter for correctness"; this function's
+ * Any API server failure before the patch → HttpError (the status of its class in
+ * `functions/lib/kube-api-errors.ts`: 503, 429, 500 or 422) and nothing written. Sources: DESIGN.md "Decisions that matter for correctness"; this function's
  * README, "What it does".
  */
 import type * as k8s from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { AlertEventData } from "../lib/alert-event.ts";
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND, LAST_SCALE_ANNOTATION } from "../lib/appmonitor.ts";
+import { apiStatus, isPatchConflict, isRefusal, toHttpFailure } from "../lib/kube-api-errors.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
 import { podForAdmission } from "./admission-pod.ts";
-import { apiStatus, isAdmissionRefusal, isPatchConflict, unavailable } from "./api-errors.ts";
 import type { Cluster } from "./cluster.ts";
 import { decideScale, type ContainerChange, type ContainerKind, type ContainerMemory, type SkipReason } from "./decide.ts";
 import type { EventRecorder, EventSpec } from "./events.ts";
@@ -152,8 +152,9 @@ export function describeChanges(changes: readonly ContainerChange[]): string {
 /**
  * Handles one firing alert. `eventId` keys the Events so re-deliveries write each Event once.
  * @returns the outcome (the sender gets 204 with its `outcome` and `reason`).
- * @throws HttpError 503/429/500 when the API server or Prometheus failed before anything was
- * written, or 503 when the compare-and-swap lost `maxAttempts` times in a row.
+ * @throws HttpError when the API server failed before anything was written (`toHttpFailure`:
+ * 503, 429, 500 or 422 by the failure's class), 503 when Prometheus did, or 503 when the
+ * compare-and-swap lost `maxAttempts` times in a row.
  */
 export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertEventData, log: Logger): Promise<Outcome> {
   const { cluster } = deps;
@@ -172,10 +173,10 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
   for (let attempt = 1; ; attempt += 1) {
     const [pod, items] = await Promise.all([
       cluster.readPod(data.namespace, data.pod).catch((error: unknown) => {
-        throw unavailable(error, `read Pod ${podKey}`);
+        throw toHttpFailure(error, `read Pod ${podKey}`);
       }),
       cluster.listAppMonitors(data.namespace).catch((error: unknown) => {
-        throw unavailable(error, `list AppMonitors in namespace ${data.namespace}`);
+        throw toHttpFailure(error, `list AppMonitors in namespace ${data.namespace}`);
       }),
     ]);
     if (pod === undefined) return { ...base, outcome: "skipped", reason: "PodGone", message: `Pod ${podKey} no longer exists`, attempts: attempt };
@@ -188,7 +189,7 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
     // The owner before coverage: coverage is judged on the workload's Pod template, not on the
     // live Pod, whose annotations and labels anyone allowed to edit that one Pod can set.
     const resolution = await resolveWorkload(cluster, pod).catch((error: unknown) => {
-      throw unavailable(error, `read the owner of Pod ${podKey}`);
+      throw toHttpFailure(error, `read the owner of Pod ${podKey}`);
     });
     if (resolution.result === "gone") return { ...base, outcome: "skipped", reason: "OwnerGone", message: resolution.message, attempts: attempt };
     if (resolution.result === "unsupported") {
@@ -314,8 +315,8 @@ async function writeWorkload(cluster: Cluster, workload: Workload, patch: Return
   const { kind, name, namespace } = workload;
   const classify = (error: unknown, doing: string): WriteResult => {
     if (isPatchConflict(error)) return { result: "conflict", message: apiStatus(error).message };
-    if (isAdmissionRefusal(error)) return { result: "refused", message: apiStatus(error).message };
-    throw unavailable(error, doing);
+    if (isRefusal(error)) return { result: "refused", message: apiStatus(error).message };
+    throw toHttpFailure(error, doing);
   };
   const [patchTrial, podTrial] = await Promise.allSettled([
     cluster.patchWorkload(kind, namespace, name, patch, true),

@@ -12,8 +12,8 @@
  */
 import type { Logger } from "pino";
 import type { AppMonitorStatus } from "../lib/appmonitor.ts";
+import { apiStatus, isConflict } from "../lib/kube-api-errors.ts";
 import { retry, type RetryPolicy } from "../lib/retry.ts";
-import { apiStatus, isConflict } from "./api-errors.ts";
 import type { Cluster } from "./cluster.ts";
 import { withScales, type ScaleEntry } from "./status.ts";
 

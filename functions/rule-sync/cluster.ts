@@ -6,12 +6,13 @@
  *
  * RBAC it needs (knative/rbac/rule-sync.yaml): `appmonitors` get, list; `appmonitors/status`
  * patch; `appmonitors/finalizers` update (the rule's ownerReference sets blockOwnerDeletion);
- * `prometheusrules` get, list, create, patch, delete.
+ * `prometheusrules` get, list, create, patch, delete; and `events.k8s.io` events create in its own
+ * namespace, for the Warning Event that names a permission it lacks (`functions/lib/kube-access-report.ts`).
  */
 import * as k8s from "@kubernetes/client-node";
 import type { IPrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
 import { APPMONITOR_GROUP, APPMONITOR_PLURAL, APPMONITOR_VERSION } from "../lib/appmonitor.ts";
-import { isConflict, isObjectNotFound } from "./api-errors.ts";
+import { isConflict, isObjectNotFound } from "../lib/kube-api-errors.ts";
 import type { NamespaceScope } from "./config.ts";
 import type { ObservedAppMonitor, ObservedRule, RuleRef } from "./plan.ts";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "./rule.ts";

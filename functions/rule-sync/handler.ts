@@ -9,7 +9,7 @@
  * | event | does | status |
  * | --- | --- | --- |
  * | `dev.knative.apiserver.resource.add` / `.update`, `dev.knative.apiserver.ref.add` / `.update` | reads the AppMonitor and its rule, creates or replaces the rule by server-side apply, reports RuleReady | 204, outcome = what happened to the rule (`created`, `updated`, `unchanged`, `rejected`, `kept`), reason = the RuleReady reason reported (`RuleApplied`, `InvalidSpec`, `RuleConflict`, `RuleRejected`) |
- * | `dev.knative.apiserver.resource.delete`, `dev.knative.apiserver.ref.delete` | deletes the rule if the AppMonitor is gone (best effort: the ownerReference makes the garbage collector do it anyway) | 204, outcome `deleted` or `kept`; also when the delete failed (outcome `kept`, reason `DeleteFailed`) |
+ * | `dev.knative.apiserver.resource.delete`, `dev.knative.apiserver.ref.delete` | deletes the rule if the AppMonitor is gone (the ownerReference makes the garbage collector do it too, but not after a delete with `propagationPolicy: Orphan`) | 204, outcome `deleted` or `kept` (nothing of ours to delete); a delete that could not be carried out fails like any other call (below) |
  * | `com.kubedemo.appmonitor.resync`, `dev.knative.sources.ping` | reconciles every AppMonitor in scope and deletes orphaned rules | 204, outcome `resynced` |
  * | an AppMonitor in a namespace outside `WATCH_NAMESPACES` | nothing | 204, outcome `skipped`, reason `NamespaceNotWatched` |
  *
@@ -18,9 +18,13 @@
  * to do):
  * - 400 `{ error }`: an unknown event type, data that is not an AppMonitor or its reference
  *   (never retried);
- * - 503: the API server is unreachable or answers 5xx, or a CRD is missing; also a resync in
+ * - 422: the API server refused a write no caller expected it to refuse (never retried);
+ * - 503: the API server is unreachable, answers 5xx or refuses the credentials, a CRD is
+ *   missing, or an object kept changing (a delete's precondition included); also a resync in
  *   which some AppMonitor failed so (`details` = the resync summary); 429 when throttled;
- * - 500: rule-sync's RBAC is wrong, or anything unexpected.
+ * - 500: rule-sync's RBAC is wrong (the permission is named in a Warning Event on its
+ *   ServiceAccount), or anything unexpected.
+ * The full mapping, and why: `functions/lib/kube-api-errors.ts`.
  */
 import { HttpError } from "../lib/runtime/errors.ts";
 import type { CloudEventOutcome, FunctionContext } from "../lib/runtime/types.ts";
@@ -60,13 +64,8 @@ export function createHandler(deps: SyncDeps): (context: FunctionContext, event:
       log.info({ namespace, name, uid: trigger.uid, rule: result.rule, ruleReady: result.ruleReady?.reason }, "AppMonitor reconciled");
       return result.ruleReady === undefined ? { outcome: result.rule } : { outcome: result.rule, reason: result.ruleReady.reason };
     } catch (error) {
-      if (action === "delete") {
-        // Best effort: the garbage collector removes the rule through its ownerReference, and
-        // the next resync removes it if that was orphaned.
-        metrics.events.inc({ type: action, outcome: "failed" });
-        log.warn({ namespace, name, err: error instanceof HttpError ? (error.cause ?? error) : error }, "delete not completed; left to the garbage collector and the next resync");
-        return { outcome: "kept", reason: "DeleteFailed" };
-      }
+      // A delete too: an orphaned rule (AppMonitor deleted with propagationPolicy=Orphan) has
+      // no garbage collector to remove it, so a failed delete must be retried, not acknowledged.
       metrics.events.inc({ type: action, outcome: "failed" });
       throw error;
     }

@@ -11,10 +11,15 @@
  * are served and rule-sync may read them; 503 with the reason otherwise. On SIGTERM the runtime
  * drains in-flight events, then the start-up resync, if still retrying, stops, and the pooled
  * API server connections are closed.
+ *
+ * A permission its RBAC lacks is reported as a Warning Event on its ServiceAccount and a metric,
+ * and a 401 makes it load its credentials again (`functions/lib/kube-access-report.ts`,
+ * `functions/lib/kubeconfig.ts`).
  */
+import { reportKubeAccess } from "../lib/kube-access-report.ts";
+import { toHttpFailure } from "../lib/kube-api-errors.ts";
 import { loadKubeConfig } from "../lib/kubeconfig.ts";
 import type { CloudEventFunctionDefinition } from "../lib/runtime/types.ts";
-import { toHttpFailure } from "./api-errors.ts";
 import { createCluster } from "./cluster.ts";
 import { readConfig, type RuleSyncConfig } from "./config.ts";
 import { createHandler } from "./handler.ts";
@@ -28,6 +33,7 @@ export const fn: CloudEventFunctionDefinition<RuleSyncConfig> = {
   configure: readConfig,
   init(config, deps) {
     const kc = loadKubeConfig(config.kubeconfig);
+    reportKubeAccess(kc, { functionName: "rule-sync", registry: deps.registry, log: deps.log });
     const cluster = createCluster(kc, config.fieldManager);
     const sync = { cluster, config, metrics: createMetrics(deps.registry), log: deps.log };
     deps.log.info(

@@ -5,8 +5,8 @@
  * objects.
  */
 import type { Logger } from "pino";
+import { apiStatus, isRefusal, toHttpFailure } from "../lib/kube-api-errors.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
-import { apiStatus, isRefusal, toHttpFailure } from "./api-errors.ts";
 import type { Cluster, DeleteOutcome } from "./cluster.ts";
 import type { RuleSyncConfig } from "./config.ts";
 import type { RuleSyncMetrics } from "./metrics.ts";
@@ -59,8 +59,8 @@ export interface ResyncResult {
  * reported as RuleReady False `RuleRejected`, not an error.
  *
  * @returns what was done.
- * @throws HttpError 503 (API server unreachable or 5xx, a CRD missing), 429 (throttled) or
- *   500 (RBAC, anything unexpected), from {@link toHttpFailure}.
+ * @throws HttpError from {@link toHttpFailure} (`functions/lib/kube-api-errors.ts`: 503, 429, 500
+ *   or 422 by the failure's class); 503 when the rule to delete changed since it was read.
  */
 export async function syncOne(deps: SyncDeps, namespace: string, name: string, known?: ObservedAppMonitor): Promise<SyncResult> {
   const { cluster, metrics } = deps;
@@ -74,8 +74,13 @@ export async function syncOne(deps: SyncDeps, namespace: string, name: string, k
   const action = plan.rule;
   if (action.kind === "delete") {
     const result = await deleteRule(deps, action.target);
-    outcome = result === "deleted" ? "deleted" : "kept";
     deps.log.info({ namespace, name, why: action.why, result }, "PrometheusRule without a live AppMonitor: delete");
+    if (result === "changed") {
+      // Its uid or resourceVersion precondition failed: a lost compare-and-swap. The retry reads
+      // the rule again and decides again (delete it, or keep one that is no longer ours).
+      throw new HttpError(503, `PrometheusRule ${where} changed while it was being deleted; retry`, { headers: { "retry-after": "1" } });
+    }
+    outcome = result === "deleted" ? "deleted" : "kept";
   } else if (action.kind === "apply") {
     if (action.replace !== undefined) {
       const result = await deleteRule(deps, action.replace);

@@ -1,14 +1,18 @@
 /**
  * memory-scaler when things fail, on the local stack: the API server unreachable (503, nothing
  * written, not ready), the API server going away and coming back (503, then the same event
- * scales), the launcher as a child process, and the least privilege of its ServiceAccount.
+ * scales), its ServiceAccount token rotated and the old one revoked (the next event reads the
+ * new token at once and scales; a revoked token with no new one is 503), a permission its RBAC
+ * lacks (500, a Warning Event on the ServiceAccount naming it, a metric), the launcher as a child
+ * process, and the least privilege of its ServiceAccount.
  * The shared stack is never stopped: the function is pointed at a closed port, or at a TCP
  * proxy to the API server that the test cuts.
  */
 import assert from "node:assert/strict";
 import path from "node:path";
-import { after, before, describe, it } from "node:test";
+import { after, before, describe, it, type TestContext } from "node:test";
 import * as k8s from "@kubernetes/client-node";
+import type { RunningServer } from "../../functions/lib/runtime/server.ts";
 import { fn } from "../../functions/memory-scaler/index.ts";
 import { repoRoot } from "../stack/paths.ts";
 import { startProcess, tailOf } from "../support/child-process.ts";
@@ -16,16 +20,19 @@ import { freePort } from "../support/free-port.ts";
 import { startFunction } from "../support/function-server.ts";
 import { installMemoryScaler } from "../support/install.ts";
 import { describeAnswer } from "../support/post-event.ts";
+import { scrape } from "../support/prometheus-text.ts";
+import { rotatingToken, type RotatingToken } from "../support/rotating-token.ts";
 import {
   SCALER_NAMESPACE,
   SCALER_SERVICE_ACCOUNT,
   alertEvent,
   createAppMonitor,
   deliver,
+  eventsRegarding,
   onlyRunningPod,
   writeKubeconfig,
 } from "../support/memory-scaler.ts";
-import { adminKubeConfig, freshNamespace, serviceAccountKubeConfig, waitFor } from "../support/stack.ts";
+import { adminKubeConfig, freshNamespace, serviceAccountForEventsOnly, serviceAccountKubeConfig, waitFor } from "../support/stack.ts";
 import { startTcpProxy } from "../support/tcp-proxy.ts";
 import { tempDir, type TempDir } from "../support/temp-dir.ts";
 
@@ -74,7 +81,7 @@ function apiServerAddress(kc: k8s.KubeConfig): { host: string; port: number } {
   return { host: url.hostname, port: Number(url.port) };
 }
 
-describe("memory-scaler when the API server is unavailable", () => {
+describe("memory-scaler when the API server is unavailable or refuses it", () => {
   let dir: TempDir;
 
   before(async () => {
@@ -128,6 +135,58 @@ describe("memory-scaler when the API server is unavailable", () => {
     assert.equal(back.status, 204, describeAnswer(back));
     assert.equal(back.outcome, "scaled");
     assert.equal((await webDeployment(ns)).metadata?.generation, 2);
+  });
+
+  /** memory-scaler as its ServiceAccount with a bound token in a file, ready: the first token is read and cached (the client reads the file again only after 60 s). */
+  async function scalerWithRotatingToken(t: TestContext): Promise<{ ns: string; pod: string; token: RotatingToken; server: RunningServer }> {
+    const ns = await freshNamespace(t);
+    const pod = await monitoredDeployment(ns);
+    const token = await rotatingToken(SCALER_NAMESPACE, SCALER_SERVICE_ACCOUNT, dir.path);
+    t.after(() => token.remove());
+    const server = await startFunction(fn, { KUBECONFIG: token.kubeconfig });
+    t.after(() => server.close());
+    assert.equal((await fetch(`${server.url}/health/readiness`)).status, 200);
+    return { ns, pod, token, server };
+  }
+
+  it("its token rotated and the old one revoked: the next event reads the new token at once and scales", async (t) => {
+    const { ns, pod, token, server } = await scalerWithRotatingToken(t);
+    await token.rotate();
+    const answer = await deliver(server.url, alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "m" }));
+    assert.equal(answer.status, 204, describeAnswer(answer));
+    assert.equal(answer.outcome, "scaled");
+    assert.equal((await webDeployment(ns)).metadata?.generation, 2);
+    assert.equal(await scrape(`${server.url}/metrics`, "appmonitor_kubernetes_credential_reloads_total", { result: "ok" }), 1, "one reload for the whole event");
+  });
+
+  it("its token revoked and no new one written: 503 (retried, then dead-lettered), nothing written", async (t) => {
+    const { ns, pod, token, server } = await scalerWithRotatingToken(t);
+    await token.revoke();
+    const answer = await deliver(server.url, alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "m" }));
+    assert.equal(answer.status, 503, describeAnswer(answer));
+    assert.match(answer.body.error ?? "", /refused the credentials/);
+    assert.equal((await webDeployment(ns)).metadata?.generation, 1);
+    assert.equal((await fetch(`${server.url}/health/readiness`)).status, 503);
+  });
+
+  it("a permission its RBAC lacks: 500, and a Warning Event on its ServiceAccount and a metric name it", async (t) => {
+    const ns = await freshNamespace(t);
+    const pod = await monitoredDeployment(ns);
+    await serviceAccountForEventsOnly(ns, "nobody");
+    const kubeconfig = await writeKubeconfig(await serviceAccountKubeConfig(ns, "nobody"), dir.path, `nobody-${ns}`);
+    const server = await startFunction(fn, { KUBECONFIG: kubeconfig });
+    t.after(() => server.close());
+
+    const answer = await deliver(server.url, alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "m" }));
+    assert.equal(answer.status, 500, describeAnswer(answer));
+    assert.match(answer.body.error ?? "", /not allowed to/);
+    const notes = await waitFor("a PermissionDenied Event on ServiceAccount nobody", async () => {
+      const events = (await eventsRegarding(ns, "ServiceAccount", "nobody")).filter((e) => e.reason === "PermissionDenied" && e.type === "Warning");
+      const found = events.map((e) => e.note ?? "");
+      return found.some((note) => note.includes(`list appmonitors.kubedemo.com in namespace ${ns}`)) ? found : undefined;
+    });
+    assert.ok(notes.every((note) => note.startsWith("memory-scaler may not ")), notes.join("\n"));
+    assert.ok((await scrape(`${server.url}/metrics`, "appmonitor_kubernetes_permission_denied_total", { verb: "list", group: "kubedemo.com", resource: "appmonitors" })) >= 1);
   });
 });
 

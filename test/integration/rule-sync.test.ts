@@ -1,7 +1,8 @@
 // rule-sync on the local stack, under a token of exactly its ServiceAccount, with the upstream
 // PrometheusRule CRD: a rule per AppMonitor that follows it and is garbage-collected with it,
 // resync (start-up and event) that restores, fixes and removes orphans, RuleReady and
-// observedGeneration, least-privilege RBAC, and 503 when the API server is away.
+// observedGeneration, least-privilege RBAC (and a missing permission named in a Warning Event),
+// and 503 when the API server is away.
 import assert from "node:assert/strict";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -26,7 +27,7 @@ import {
   type StoredAppMonitor,
 } from "../support/rule-sync.ts";
 import { tailOf } from "../support/child-process.ts";
-import { adminKubeConfig, freshNamespace, waitFor } from "../support/stack.ts";
+import { adminKubeConfig, freshNamespace, serviceAccountForEventsOnly, waitFor } from "../support/stack.ts";
 import { tempDir } from "../support/temp-dir.ts";
 
 before(() => installRuleSync());
@@ -250,9 +251,9 @@ test("an invalid AppMonitor gets RuleReady False with the reason and no rule, an
 test("rule-sync's ServiceAccount may do exactly what it needs", async () => {
   const authz = (await adminKubeConfig()).makeApiClient(k8s.AuthorizationV1Api);
   const user = `system:serviceaccount:${RULE_SYNC_NAMESPACE}:${RULE_SYNC_SERVICE_ACCOUNT}`;
-  const can = async (group: string, resource: string, verb: string, subresource?: string): Promise<boolean> => {
+  const can = async (group: string, resource: string, verb: string, subresource?: string, namespace = "any"): Promise<boolean> => {
     const review = await authz.createSubjectAccessReview({
-      body: { spec: { user, groups: ["system:serviceaccounts", `system:serviceaccounts:${RULE_SYNC_NAMESPACE}`], resourceAttributes: { group, resource, verb, namespace: "any", ...(subresource ? { subresource } : {}) } } },
+      body: { spec: { user, groups: ["system:serviceaccounts", `system:serviceaccounts:${RULE_SYNC_NAMESPACE}`], resourceAttributes: { group, resource, verb, namespace, ...(subresource ? { subresource } : {}) } } },
     });
     return review.status?.allowed === true;
   };
@@ -271,20 +272,36 @@ test("rule-sync's ServiceAccount may do exactly what it needs", async () => {
   ];
   for (const [group, resource, verb, sub] of allowed) assert.equal(await can(group, resource, verb, sub), true, `${verb} ${group}/${resource}${sub ? `/${sub}` : ""}`);
   for (const [group, resource, verb, sub] of denied) assert.equal(await can(group, resource, verb, sub), false, `${verb} ${group}/${resource}${sub ? `/${sub}` : ""}`);
+  // Events only in its own namespace: the PermissionDenied Warning on its ServiceAccount.
+  assert.equal(await can("events.k8s.io", "events", "create", undefined, RULE_SYNC_NAMESPACE), true, "create Events in its namespace");
+  assert.equal(await can("events.k8s.io", "events", "create"), false, "no Events elsewhere");
+  assert.equal(await can("events.k8s.io", "events", "list", undefined, RULE_SYNC_NAMESPACE), false, "no reading Events");
 });
 
-test("a ServiceAccount without rule-sync's grants is not ready and fails events with 500", async (t) => {
+test("a ServiceAccount without rule-sync's grants is not ready, fails events with 500, and a Warning Event on it and a metric name the missing permission", async (t) => {
   const ns = await freshNamespace(t);
   const admin = await adminKubeConfig();
-  await admin.makeApiClient(k8s.CoreV1Api).createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: "nobody" } } });
+  // It may create Events in its own namespace (as rule-sync's Role allows), and nothing else.
+  await serviceAccountForEventsOnly(ns, "nobody");
   const fn = await startRuleSync({ WATCH_NAMESPACES: ns, RESYNC_ON_START: "false" }, { namespace: ns, name: "nobody" });
   t.after(() => fn.stop());
   const readiness = await fetch(`${fn.url}/health/readiness`);
   assert.equal(readiness.status, 503);
   assert.match(((await readiness.json()) as { reason: string }).reason, /not allowed/);
   const answer = await fn.send(`${REF_EVENT_PREFIX}add`, { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", name: "m", namespace: ns });
-  assert.equal(answer.status, 500);
+  assert.equal(answer.status, 500, "retried by the Broker, then dead-lettered");
   assert.match(String(answer.body.error), /not allowed to read AppMonitor/);
+
+  const events = admin.makeApiClient(k8s.EventsV1Api);
+  const warning = await waitFor("a PermissionDenied Event naming get appmonitors", async () =>
+    (await events.listNamespacedEvent({ namespace: ns })).items.find(
+      (e) => e.reason === "PermissionDenied" && e.regarding?.kind === "ServiceAccount" && e.regarding.name === "nobody" && (e.note ?? "").includes(`get appmonitors.kubedemo.com in namespace ${ns}`),
+    ),
+  );
+  assert.equal(warning.type, "Warning");
+  assert.equal(warning.reportingController, "kubedemo.com/rule-sync");
+  assert.ok((await scrape(`${fn.url}/metrics`, "appmonitor_kubernetes_permission_denied_total", { verb: "get", group: "kubedemo.com", resource: "appmonitors" })) >= 1);
+  assert.match(fn.process.output(), /a permission is missing from the function's RBAC/);
 });
 
 test("with the API server unreachable: readiness 503, events 503, and the start-up resync keeps trying", async (t) => {

@@ -96,3 +96,20 @@ export async function promQuery(query: string): Promise<Sample[]> {
   if (body.status !== "success") throw new Error(`Prometheus query ${query} failed: ${body.error ?? res.status}`);
   return (body.data?.result ?? []).map((r) => ({ metric: r.metric, value: Number(r.value[1]) }));
 }
+
+/**
+ * Creates ServiceAccount `namespace/name` that may create events.k8s.io Events in its namespace
+ * and nothing else (a Role and its binding, named `<name>-events`): a function running as it is
+ * refused every call but the Warning Event that names what it lacks.
+ */
+export async function serviceAccountForEventsOnly(namespace: string, name: string): Promise<void> {
+  const admin = await adminKubeConfig();
+  await admin.makeApiClient(k8s.CoreV1Api).createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+  const rbac = admin.makeApiClient(k8s.RbacAuthorizationV1Api);
+  const role = `${name}-events`;
+  await rbac.createNamespacedRole({ namespace, body: { metadata: { name: role }, rules: [{ apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create"] }] } });
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: { metadata: { name: role }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role }, subjects: [{ kind: "ServiceAccount", name, namespace }] },
+  });
+}

@@ -189,16 +189,6 @@ describe("rule-sync answers every handled event without a body", () => {
     { name: "someone else's rule of that name", setup: rule(false, undefined, true), event: "add", outcome: "kept", reason: "RuleConflict" },
     { name: "a deleted AppMonitor's rule", setup: rule(true, "uid-mymonitor", false), event: "delete", outcome: "deleted" },
     { name: "a deleted AppMonitor without rule", event: "delete", outcome: "kept" },
-    {
-      name: "a delete that failed (best effort)",
-      setup: (c) => {
-        rule(true, "uid-mymonitor", false)(c);
-        c.fail.deleteRule = () => new Error("socket hang up");
-      },
-      event: "delete",
-      outcome: "kept",
-      reason: "DeleteFailed",
-    },
     { name: "an AppMonitor outside WATCH_NAMESPACES", env: { WATCH_NAMESPACES: "elsewhere" }, event: "add", outcome: "skipped", reason: "NamespaceNotWatched" },
     { name: "a resync event", setup: rule(true, undefined, true), type: RESYNC_EVENT_TYPE, outcome: "resynced" },
     { name: "a PingSource tick", type: PING_EVENT_TYPE, outcome: "resynced" },

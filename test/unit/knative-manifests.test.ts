@@ -30,6 +30,17 @@ before(async () => {
   services = servicesByFunction(objects);
 });
 
+/** A container's securityContext as every Service of the install sets it, running as `uid`. */
+const restrictedSecurityContext = (uid: number): Record<string, unknown> => ({
+  runAsNonRoot: true,
+  runAsUser: uid,
+  runAsGroup: uid,
+  readOnlyRootFilesystem: true,
+  allowPrivilegeEscalation: false,
+  capabilities: { drop: ["ALL"] },
+  seccompProfile: { type: "RuntimeDefault" },
+});
+
 const key = (o: Manifest): string => `${o.apiVersion} ${o.kind} ${o.metadata.namespace ?? ""}/${o.metadata.name}`;
 const ofKind = (apiVersion: string, kind: string): Manifest[] => objects.filter((o) => o.apiVersion === apiVersion && o.kind === kind);
 const spec = (o: Manifest): Record<string, unknown> => o.spec as Record<string, unknown>;
@@ -46,6 +57,7 @@ describe("the install (kubectl kustomize knative/)", () => {
       "serving.knative.dev/v1 Service appmonitor/alert-receiver",
       "serving.knative.dev/v1 Service appmonitor/memory-scaler",
       "serving.knative.dev/v1 Service appmonitor/rule-sync",
+      "serving.knative.dev/v1 Service appmonitor/appmonitor-dead-letter",
       "eventing.knative.dev/v1 Broker appmonitor/default",
       "sources.knative.dev/v1 SinkBinding appmonitor/alert-receiver",
       "sources.knative.dev/v1 ApiServerSource appmonitor/appmonitors",
@@ -128,15 +140,7 @@ describe("the Knative Services", () => {
       test("has a restricted securityContext, resources and scale bounds", () => {
         const service = services[name];
         const container = containerOf(service);
-        assert.deepEqual(container.securityContext, {
-          runAsNonRoot: true,
-          runAsUser: 1000,
-          runAsGroup: 1000,
-          readOnlyRootFilesystem: true,
-          allowPrivilegeEscalation: false,
-          capabilities: { drop: ["ALL"] },
-          seccompProfile: { type: "RuntimeDefault" },
-        });
+        assert.deepEqual(container.securityContext, restrictedSecurityContext(1000));
         assert.ok(container.resources?.requests?.cpu && container.resources.requests.memory, "cpu and memory requests");
         assert.ok(container.resources?.limits?.memory, "a memory limit");
         const annotations = service.spec.template.metadata?.annotations ?? {};
@@ -218,6 +222,13 @@ describe("RBAC", () => {
     const granted = grants();
     for (const name of ["memory-scaler", "rule-sync"]) assert.ok((granted.get(`appmonitor/${name}`)?.size ?? 0) > 0, `${name} has RBAC`);
   });
+
+  test("memory-scaler and rule-sync may create Events in their own namespace, for the PermissionDenied Warning on their ServiceAccount", () => {
+    const granted = grants();
+    for (const name of ["memory-scaler", "rule-sync"]) assert.ok(granted.get(`appmonitor/${name}`)?.has("events.k8s.io/events:create"), name);
+    const roles = ofKind("rbac.authorization.k8s.io/v1", "Role").filter((r) => r.metadata.name === "appmonitor-rule-sync-events");
+    assert.deepEqual(roles.map((r) => r.metadata.namespace), [INSTALL_NAMESPACE], "rule-sync's grant is a Role of the install's namespace, not cluster-wide");
+  });
 });
 
 describe("eventing", () => {
@@ -238,6 +249,40 @@ describe("eventing", () => {
     assert.deepEqual(byType(RESYNC_EVENT_TYPE), ["rule-sync"]);
     assert.ok(routes.every((r) => r.type !== undefined), "every Trigger filters on type");
     assert.equal(routes.length, 6);
+  });
+
+  test("the Broker and every Trigger retry with backoff, then hand what is left to the dead-letter Service of the install", () => {
+    interface Delivery {
+      deadLetterSink?: { ref?: { apiVersion: string; kind: string; name: string; namespace?: string }; uri?: string };
+      retry?: number;
+      backoffPolicy?: string;
+      backoffDelay?: string;
+    }
+    const deliveries = [...ofKind("eventing.knative.dev/v1", "Broker"), ...ofKind("eventing.knative.dev/v1", "Trigger")].map((o) => ({ key: key(o), delivery: (spec(o).delivery ?? {}) as Delivery }));
+    assert.equal(deliveries.length, 7);
+    const sinks = new Set<string>();
+    for (const { key: where, delivery } of deliveries) {
+      const ref = delivery.deadLetterSink?.ref;
+      assert.ok(ref, `${where}: a dead-letter sink`);
+      assert.equal(ref.namespace, undefined, `${where}: the sink is in the install's namespace`);
+      sinks.add(`${ref.apiVersion} ${ref.kind} ${INSTALL_NAMESPACE}/${ref.name}`);
+      assert.ok(Number.isInteger(delivery.retry) && (delivery.retry ?? 0) >= 3, `${where}: retries`);
+      assert.equal(delivery.backoffPolicy, "exponential", where);
+      assert.match(delivery.backoffDelay ?? "", /^PT\d+(\.\d+)?S$/, `${where}: an ISO 8601 duration`);
+      // Knative waits backoffDelay × 2^i before retry i+1: the sum must outlast an API server restart (a minute or more).
+      const total = Number(/[\d.]+/.exec(delivery.backoffDelay ?? "")?.[0]) * (2 ** (delivery.retry ?? 0) - 1);
+      assert.ok(total >= 120, `${where}: retries span ${total} s`);
+    }
+    assert.deepEqual([...sinks], [`serving.knative.dev/v1 Service ${INSTALL_NAMESPACE}/appmonitor-dead-letter`], "one sink for all");
+    const sink = ofKind("serving.knative.dev/v1", "Service").find((o) => o.metadata.name === "appmonitor-dead-letter") as KnativeService | undefined;
+    assert.ok(sink, "the sink is installed");
+    assert.equal(sink.metadata.labels?.["networking.knative.dev/visibility"], "cluster-local");
+    assert.equal(sink.spec.template.spec.automountServiceAccountToken, false, "the sink never calls the API");
+    const annotations = sink.spec.template.metadata?.annotations ?? {};
+    assert.equal(annotations["autoscaling.knative.dev/min-scale"], "1", "never scaled to zero: its logs are the dead letters");
+    assert.deepEqual(containerOf(sink).securityContext, restrictedSecurityContext(65532), "the nonroot user of Knative's images");
+    const subscribers = ofKind("eventing.knative.dev/v1", "Trigger").map((t) => (spec(t) as { subscriber: { ref: { name: string } } }).subscriber.ref.name);
+    assert.ok(!subscribers.includes("appmonitor-dead-letter"), "no Trigger feeds the sink: only failed deliveries reach it");
   });
 
   test("every type routed to rule-sync is one rule-sync handles", () => {

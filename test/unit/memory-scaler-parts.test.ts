@@ -1,13 +1,11 @@
 // memory-scaler's small pure parts, as tables: the event's data, the status it keeps, the
-// Prometheus check, the API error classes, the Events it writes, the Pod it dry-runs, whether
+// Prometheus check, the Events it writes, the Pod it dry-runs, whether
 // an alert is an AppMonitor rule's and whether its AppMonitor governs the workload.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import * as k8s from "@kubernetes/client-node";
 import { CloudEvent } from "cloudevents";
 import { HttpError } from "../../functions/lib/runtime/errors.ts";
 import { podForAdmission } from "../../functions/memory-scaler/admission-pod.ts";
-import { isAdmissionRefusal, isConflict, isNotFound, isPatchConflict, unavailable } from "../../functions/memory-scaler/api-errors.ts";
 import { readConfig } from "../../functions/memory-scaler/config.ts";
 import { compileAlertEventDataValidator, FIRING_TYPE, RESOLVED_TYPE } from "../../functions/lib/alert-event.ts";
 import { readAlertEvent } from "../../functions/memory-scaler/event.ts";
@@ -167,31 +165,6 @@ describe("Prometheus check", () => {
     assert.deepEqual(skipped.map((s) => [s.container, s.reason]), [["cold", "BelowThreshold"], ["unseen", "NotMeasured"]]);
     assert.equal(skipped[0]?.percent, 26.04);
   });
-});
-
-describe("API error classes", () => {
-  const api = (code: number, message: string, reason = "") => new k8s.ApiException(code, "x", JSON.stringify({ kind: "Status", code, reason, message }), {});
-  const cases: { name: string; error: unknown; notFound?: boolean; conflict?: boolean; patchConflict?: boolean; refusal?: boolean; status: number }[] = [
-    { name: "404", error: api(404, "not found", "NotFound"), notFound: true, status: 500 },
-    { name: "409", error: api(409, "already exists", "AlreadyExists"), conflict: true, patchConflict: true, status: 500 },
-    { name: "a failed JSON Patch test", error: api(422, "the server rejected our request due to an error in our request", "Invalid"), patchConflict: true, status: 500 },
-    { name: "a failed JSON Patch test, with the library's text", error: api(422, "testing value /spec/x failed: test failed"), patchConflict: true, status: 500 },
-    { name: "LimitRange", error: api(403, 'pods "m-x" is forbidden: maximum memory usage per Container is 512Mi, but limit is 768Mi', "Forbidden"), refusal: true, status: 500 },
-    { name: "validation", error: api(422, 'Deployment.apps "m" is invalid: spec.template…', "Invalid"), refusal: true, status: 500 },
-    { name: "RBAC", error: api(403, 'pods is forbidden: User "system:serviceaccount:appmonitor:memory-scaler" cannot create resource "pods" in API group ""', "Forbidden"), status: 500 },
-    { name: "a 503", error: api(503, "etcd unavailable"), status: 503 },
-    { name: "throttling", error: api(429, "slow down"), status: 429 },
-    { name: "a refused connection", error: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED" }), status: 503 },
-  ];
-  for (const c of cases) {
-    it(c.name, () => {
-      assert.equal(isNotFound(c.error), c.notFound ?? false);
-      assert.equal(isConflict(c.error), c.conflict ?? false);
-      assert.equal(isPatchConflict(c.error), c.patchConflict ?? false);
-      assert.equal(isAdmissionRefusal(c.error), c.refusal ?? false);
-      assert.equal(unavailable(c.error, "read").status, c.status);
-    });
-  }
 });
 
 describe("buildEvent", () => {

@@ -177,13 +177,43 @@ describe("delete events", () => {
     assert.equal(cluster.rules.get("demo/mymonitor")?.metadata.ownerReferences?.[0]?.uid, "uid-2");
   });
 
-  it("are best effort: a failure is logged and answered as handled (2xx)", async () => {
-    const { cluster, handle, registry } = setup();
+  // A delete it could not carry out is never acknowledged: the rule of an AppMonitor deleted with
+  // propagationPolicy=Orphan has no garbage collector to remove it, so the Broker must retry.
+  const deleteFailures: [string, () => unknown, number, RegExp][] = [
+    ["the connection dropped", () => new Error("socket hang up"), 503, /API server unavailable/],
+    ["the API server answered 500", () => apiError(500, { message: "etcdserver: request timed out" }), 503, /etcdserver/],
+    ["throttled", () => apiError(429, {}, { "retry-after": "2" }), 429, /throttled/],
+    ["RBAC lacks delete", () => apiError(403, { reason: "Forbidden", message: 'prometheusrules.monitoring.coreos.com "mymonitor" is forbidden: User "system:serviceaccount:appmonitor:rule-sync" cannot delete resource "prometheusrules" in API group "monitoring.coreos.com" in the namespace "demo"' }), 500, /not allowed to delete PrometheusRule/],
+  ];
+  for (const [what, error, status, reason] of deleteFailures) {
+    it(`answer ${status}, not 2xx, when ${what}`, async () => {
+      const { cluster, handle, registry } = setup();
+      cluster.addRule("mymonitor", true, "uid-mymonitor");
+      cluster.fail.deleteRule = error;
+      await rejectsWith(handle(context, { type: `${REF_EVENT_PREFIX}delete`, data: ref("mymonitor") }), status, reason);
+      assert.ok(cluster.rules.has("demo/mymonitor"));
+      assert.equal(await metric(registry, "appmonitor_rule_sync_events_total", { type: "delete", outcome: "failed" }), 1);
+    });
+  }
+
+  it("answer 503 when the rule changed since it was read (its precondition failed), and delete it on the retry", async () => {
+    const { cluster, handle } = setup();
     cluster.addRule("mymonitor", true, "uid-mymonitor");
-    cluster.fail.deleteRule = () => new Error("socket hang up");
-    const response = await handle(context, { type: `${REF_EVENT_PREFIX}delete`, data: ref("mymonitor") });
-    assert.deepEqual(response, { outcome: "kept", reason: "DeleteFailed" });
-    assert.equal(await metric(registry, "appmonitor_rule_sync_events_total", { type: "delete", outcome: "failed" }), 1);
+    const stale = cluster.rules.get("demo/mymonitor");
+    assert.ok(stale);
+    // Someone wrote the rule between rule-sync's read and its delete: a new resourceVersion.
+    cluster.fail.deleteRule = (attempt) => {
+      if (attempt === 1) cluster.rules.set("demo/mymonitor", { ...stale, metadata: { ...stale.metadata, resourceVersion: "9999" } });
+      return undefined;
+    };
+    await assert.rejects(handle(context, { type: `${REF_EVENT_PREFIX}delete`, data: ref("mymonitor") }), (error: unknown) => {
+      assert.ok(error instanceof HttpError);
+      assert.equal(error.status, 503);
+      assert.equal(error.headers["retry-after"], "1");
+      return true;
+    });
+    assert.deepEqual(await handle(context, { type: `${REF_EVENT_PREFIX}delete`, data: ref("mymonitor") }), { outcome: "deleted" });
+    assert.equal(cluster.rules.size, 0);
   });
 });
 

@@ -7,6 +7,9 @@
  * (Knative brokers, alert-receiver) never batch, and handling only part of a batch would lose
  * events while answering 2xx. One event per request keeps status codes per event.
  *
+ * Extension attributes whose names break the naming convention are dropped, not the event:
+ * {@link decodeCloudEvent}.
+ *
  * And the answer to a handled event: {@link acknowledge}.
  */
 import { CloudEvent, HTTP, ValidationError } from "cloudevents";
@@ -16,17 +19,43 @@ import type { CloudEventOutcome, FunctionResponse } from "./types.ts";
 /** Media type of the batched content mode, refused. */
 export const BATCH_MEDIA_TYPE = "application/cloudevents-batch+json";
 
+/** A decoded event, and the extension attributes dropped from it. */
+export interface DecodedCloudEvent {
+  readonly event: CloudEvent<unknown>;
+  /** Names of the extension attributes ignored for breaking the naming convention (at most 50 characters each). */
+  readonly ignored: readonly string[];
+}
+
+/**
+ * An attribute name as CloudEvents 1.0.2 allows it ("Attribute Naming Convention": lower-case
+ * ASCII letters and digits), as the SDK's `validate()` checks it.
+ */
+const ATTRIBUTE_NAME = /^[a-z0-9]+$/;
+
 /**
  * Decodes one CloudEvent from request headers (lower-case names) and raw body, and validates
  * it against the CloudEvents 1.0 attribute rules (the SDK decodes without validating).
  *
+ * An extension attribute whose name breaks the naming convention (`ce-trace_id`, `ce-x-b3`, a
+ * structured event's `"Foo.Bar"`) is dropped and the rest of the event handled. The naming rule
+ * (CloudEvents 1.0.2, "Attribute Naming Convention") binds whoever creates the attribute and
+ * says nothing of receivers; extension attributes are OPTIONAL, and for an OPTIONAL feature a
+ * receiver does not support, the spec's "Notational Conventions" let it do anything that breaks
+ * no other rule but RECOMMEND ignoring it. None of our functions reads an extension, and a 400
+ * would make Knative hand the whole event to the dead-letter sink, unretried, because some hop
+ * on the way added a header. The CloudEvents JS SDK decodes such
+ * names without complaint (`HTTP.toEvent` builds the event non-strictly) and only its
+ * `validate()` refuses them, along with the event; so they are removed before validating.
+ * Required and optional context attributes are still checked in full.
+ *
+ * @returns the event and the ignored names, for the caller to log.
  * @throws HttpError 415 for a batch; 400 "malformed CloudEvent" with `details` = the SDK's
  * list of schema errors (or the parse error's message) for anything that is not a valid event.
  */
 export function decodeCloudEvent(
   headers: Readonly<Record<string, string | string[] | undefined>>,
   body: Buffer,
-): CloudEvent<unknown> {
+): DecodedCloudEvent {
   const contentType = headers["content-type"];
   if (typeof contentType === "string" && contentType.toLowerCase().startsWith(BATCH_MEDIA_TYPE)) {
     throw new HttpError(415, "batched CloudEvents are not accepted: send one event per request", {
@@ -34,11 +63,18 @@ export function decodeCloudEvent(
     });
   }
   let decoded: CloudEvent<unknown> | CloudEvent<unknown>[];
+  let ignored: string[] = [];
   try {
     decoded = HTTP.toEvent<unknown>({ headers: { ...headers }, body: body.length === 0 ? undefined : body.toString("utf8") }) as
       | CloudEvent<unknown>
       | CloudEvent<unknown>[];
     if (Array.isArray(decoded)) throw new HttpError(415, "batched CloudEvents are not accepted: send one event per request");
+    // `data_base64` is the JSON format's member for binary data, not an attribute (the SDK's own exception).
+    ignored = Object.keys(decoded).filter((name) => name !== "data_base64" && !ATTRIBUTE_NAME.test(name));
+    if (ignored.length > 0) {
+      const kept = Object.fromEntries(Object.entries(decoded).filter(([name]) => !ignored.includes(name)));
+      decoded = new CloudEvent<unknown>(kept, false);
+    }
     // validate() throws for an invalid 1.0 event, but merely returns false for any other
     // specversion (the SDK's validateCloudEvent): such an event has no checked attributes at all.
     if (!decoded.validate()) {
@@ -50,7 +86,7 @@ export function decodeCloudEvent(
     if (error instanceof HttpError) throw error;
     throw new HttpError(400, "malformed CloudEvent", { details: errorList(error), cause: error });
   }
-  return decoded;
+  return { event: decoded, ignored: ignored.map((name) => name.slice(0, 50)) };
 }
 
 /** The SDK's schema errors when it has them, else the error's message: always a non-empty list. */

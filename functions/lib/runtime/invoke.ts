@@ -14,7 +14,8 @@ export type Invocable = { readonly kind: "cloudevent"; readonly instance: CloudE
  *
  * CloudEvent functions are served at `POST /` only (Knative delivers there): another path
  * → 404, another method → 405. The event is decoded and validated first (400/415, see
- * `cloudevent.ts`), and the context's logger gains `eventId` and `eventType`. What `handle`
+ * `cloudevent.ts`; extension attributes with names CloudEvents does not allow are dropped and
+ * logged), and the context's logger gains `eventId` and `eventType`. What `handle`
  * returns becomes 204 with no body and the outcome in headers (`acknowledge`): the only
  * 2xx a CloudEvent function can give, whatever it returns.
  *
@@ -27,7 +28,8 @@ export async function invoke(fn: Invocable, context: FunctionContext, request: F
   if (request.method !== "POST") {
     throw new HttpError(405, `method ${request.method} not allowed: CloudEvents are POSTed to /`, { headers: { allow: "POST" } });
   }
-  const event = decodeCloudEvent(request.headers, request.body);
+  const { event, ignored } = decodeCloudEvent(request.headers, request.body);
   const log = context.log.child({ eventId: event.id, eventType: event.type });
+  if (ignored.length > 0) log.warn({ ignoredAttributes: ignored }, "extension attributes whose names CloudEvents does not allow were ignored");
   return acknowledge(await fn.instance.handle({ ...context, log }, event));
 }
