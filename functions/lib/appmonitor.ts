@@ -31,6 +31,15 @@ export const MONITOR_ANNOTATION = "app-monitor.kubedemo.com/monitor";
  */
 export const LAST_SCALE_ANNOTATION = "app-monitor.kubedemo.com/last-scale";
 
+/**
+ * Annotation on the workload metadata describing its last scale, written in the same
+ * compare-and-swap patch as {@link LAST_SCALE_ANNOTATION} and the new resources, so it holds
+ * exactly when the scale did: JSON `{time, appmonitor, event, multiplier, changes}`. It is the
+ * authority the AppMonitor status and the `Scaled` Events are repaired from when writing them
+ * failed (`functions/memory-scaler/status.ts`, `repairOf`).
+ */
+export const LAST_SCALE_RECORD_ANNOTATION = "app-monitor.kubedemo.com/last-scale-record";
+
 /** Alert label naming the AppMonitor whose rule fired (DESIGN.md "The API", last paragraph). */
 export const APPMONITOR_ALERT_LABEL = "appmonitor";
 

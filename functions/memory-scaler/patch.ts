@@ -1,5 +1,5 @@
 // The compare-and-swap JSON Patch that applies a scale decision to a workload's Pod template.
-import { LAST_SCALE_ANNOTATION } from "../lib/appmonitor.ts";
+import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../lib/appmonitor.ts";
 import { kindOf, listOf, type ContainerChange, type ContainerMemory } from "./decide.ts";
 
 /** One RFC 6902 operation, as sent with `Content-Type: application/json-patch+json`. */
@@ -26,6 +26,11 @@ export interface TemplatePatchInput {
   time: Date;
   /** The workload's `metadata.resourceVersion`; when given, the patch also tests it. */
   resourceVersion?: string;
+  /**
+   * The value of the last-scale-record annotation (`status.ts` `formatScaleRecord`), written
+   * with the scale; absent: not written.
+   */
+  record?: string;
 }
 
 /**
@@ -52,7 +57,7 @@ export function formatTimestamp(time: Date): string {
  * from stale values fails as a whole (the API server answers 422/409) and two concurrent
  * deliveries can never compound. The same patch sets `app-monitor.kubedemo.com/last-scale` to
  * `time`, adding the `annotations` map when the workload has none, and testing the previous value
- * when there is one. Sources: DESIGN.md "Decisions that matter for correctness" (compare-and-swap);
+ * when there is one, and `app-monitor.kubedemo.com/last-scale-record` to `record` when given. Sources: DESIGN.md "Decisions that matter for correctness" (compare-and-swap);
  * https://www.rfc-editor.org/rfc/rfc6902 (operations);
  * https://kubernetes.io/docs/tasks/manage-kubernetes-objects/update-api-object-kubectl-patch/
  * @throws {RangeError} when a change names a container not in `templateContainers` or an init
@@ -87,8 +92,13 @@ export function buildTemplatePatch(input: TemplatePatchInput): JsonPatchOperatio
 
   const stamp = formatTimestamp(input.time);
   if (input.annotations === undefined) {
-    writes.push({ op: "add", path: "/metadata/annotations", value: { [LAST_SCALE_ANNOTATION]: stamp } });
+    const value: Record<string, string> = { [LAST_SCALE_ANNOTATION]: stamp };
+    if (input.record !== undefined) value[LAST_SCALE_RECORD_ANNOTATION] = input.record;
+    writes.push({ op: "add", path: "/metadata/annotations", value });
   } else {
+    // `add` of an existing member replaces it (RFC 6902, 4.1); the last-scale `test` below already
+    // makes the patch a compare-and-swap, so the record needs none of its own.
+    if (input.record !== undefined) writes.push({ op: "add", path: `/metadata/annotations/${escapeJsonPointerToken(LAST_SCALE_RECORD_ANNOTATION)}`, value: input.record });
     const path = `/metadata/annotations/${escapeJsonPointerToken(LAST_SCALE_ANNOTATION)}`;
     const previous = input.annotations[LAST_SCALE_ANNOTATION];
     if (previous !== undefined) {

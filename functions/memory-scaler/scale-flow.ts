@@ -15,6 +15,11 @@
  *    annotations and labels, never the live Pod's, which anyone allowed to annotate one Pod could
  *    set (`governing.ts`; none covers → skip `NotCovered`; only other AppMonitors do → skip
  *    `AppMonitorNotGoverning`).
+ * 3a. The workload's last scale by this AppMonitor (its last-scale record) is made sure of:
+ *    its `Scaled` Events written again (deterministic names: a no-op once written) and its
+ *    status entry added when `recentScales` does not list it (`repairOf` in `status.ts`), so a
+ *    scale whose Event or status write failed is recorded by the next event for the workload —
+ *    a re-delivery, a `Cooldown` skip — and never counted twice. Failures are warnings.
  * 4. `decideScale` (skip reasons there; `AtCap` and `LimitNotInTemplate` also warn on the
  *    workload and the AppMonitor).
  * 5. With a verifier, drop containers whose working set is below the threshold
@@ -24,7 +29,8 @@
  *    (`admission-pod.ts`); refused by admission → skip `AdmissionRefused` and a Warning Event
  *    carrying the API server's message.
  * 8. The patch: `test` operations on the values decided from make it a compare-and-swap, and it
- *    writes the last-scale annotation that the cooldown reads. A lost race (the `test` failed)
+ *    writes the last-scale annotation that the cooldown reads, and the last-scale record (the
+ *    AppMonitor, the event id, the changes) that step 3a repairs from. A lost race (the `test` failed)
  *    starts again at 1, at most `maxAttempts` rounds; the next round sees the new template and
  *    skips (`Cooldown` / `RolloutUnderWay`), so concurrent deliveries never compound.
  * 9. Normal `Scaled` Events on the workload and the AppMonitor; AppMonitor status. Their failure
@@ -38,7 +44,7 @@
 import type * as k8s from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { AlertEventData } from "../lib/alert-event.ts";
-import { APPMONITOR_API_VERSION, APPMONITOR_KIND, LAST_SCALE_ANNOTATION } from "../lib/appmonitor.ts";
+import { APPMONITOR_API_VERSION, APPMONITOR_KIND, LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION, type AppMonitorStatus } from "../lib/appmonitor.ts";
 import { apiStatus, isPatchConflict, isRefusal, toHttpFailure } from "../lib/kube-api-errors.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
 import { podForAdmission } from "./admission-pod.ts";
@@ -48,6 +54,7 @@ import type { EventRecorder, EventSpec } from "./events.ts";
 import { alertOrigin, governingAppMonitor, namedAppMonitor, validAppMonitors, type NoneGoverns, type ValidAppMonitor } from "./governing.ts";
 import { APPS_V1, resolveWorkload, type Workload } from "./owners.ts";
 import { buildTemplatePatch, formatTimestamp } from "./patch.ts";
+import { formatScaleRecord, repairOf } from "./status.ts";
 import type { StatusWriter } from "./status-writer.ts";
 import { checkThreshold, type Verifier } from "./verify.ts";
 
@@ -142,6 +149,11 @@ function workloadRef(workload: Workload): Ref {
   return ref;
 }
 
+/** The note of the `Scaled` Events. */
+function scaledNote(workload: Workload, multiplier: number, changes: readonly ContainerChange[]): string {
+  return `scaled ${workload.kind} ${workload.name} by ${multiplier}: ${describeChanges(changes)}`;
+}
+
 /** "memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi; …" */
 export function describeChanges(changes: readonly ContainerChange[]): string {
   return changes
@@ -161,8 +173,8 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
   const podKey = `${data.namespace}/${data.pod}`;
   const base = { pod: podKey };
   const warnings: string[] = [];
-  const notify = async (specs: Omit<EventSpec, "key">[]): Promise<void> => {
-    const results = await Promise.all(specs.map((spec) => deps.events.record({ ...spec, key: eventId })));
+  const notify = async (specs: Omit<EventSpec, "key">[], key = eventId): Promise<void> => {
+    const results = await Promise.all(specs.map((spec) => deps.events.record({ ...spec, key })));
     for (const problem of results) if (problem !== undefined) warnings.push(problem);
   };
   const withWarnings = <T extends object>(outcome: T): T & { warnings?: string[] } => (warnings.length > 0 ? { ...outcome, warnings } : outcome);
@@ -211,6 +223,35 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
     const templateContainers = memoryOf(workload.object.spec.template.spec);
     const podContainers = memoryOf(pod.spec);
     const annotations = workload.object.metadata?.annotations;
+
+    const repair = repairOf({
+      lastScale: annotations?.[LAST_SCALE_ANNOTATION],
+      record: annotations?.[LAST_SCALE_RECORD_ANNOTATION],
+      workload,
+      appmonitor: am.metadata.name,
+      status: am.raw.status as AppMonitorStatus | undefined,
+      limit: deps.status.limit,
+    });
+    if (repair.action === "repair") {
+      const note = scaledNote(workload, repair.record.multiplier, repair.record.changes);
+      const { entry } = repair;
+      if (entry !== undefined) log.info({ workload: `${workload.kind}/${workload.name}`, time: entry.time }, "recording a scale the AppMonitor status does not list");
+      await Promise.all([
+        notify(
+          [
+            { type: "Normal", reason: "Scaled", note, regarding: wlRef, related: amRef },
+            { type: "Normal", reason: "Scaled", note, regarding: amRef, related: wlRef },
+          ],
+          repair.record.event,
+        ),
+        entry === undefined
+          ? undefined
+          : deps.status.add({ namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid }, entry, am.raw).catch((error: unknown) => {
+              warnings.push((error as Error).message);
+            }),
+      ]);
+    }
+
     const now = deps.now();
 
     const lastScaleTime = annotations?.[LAST_SCALE_ANNOTATION];
@@ -269,7 +310,8 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
       return withWarnings({ ...withWorkload, outcome: "dry-run", reason: "DryRun", message: `would scale: ${summary}`, changes, skipped, attempts: attempt });
     }
 
-    const patch = buildTemplatePatch({ templateContainers, changes, annotations, time: now });
+    const record = formatScaleRecord({ time: entry.time, appmonitor: am.metadata.name, event: eventId, multiplier: am.spec.memMultiplier, changes });
+    const patch = buildTemplatePatch({ templateContainers, changes, annotations, time: now, record });
     const write = await writeWorkload(cluster, workload, patch, podForAdmission(workload, changes));
     if (write.result === "conflict") {
       deps.onConflict?.();
@@ -290,7 +332,7 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
       return withWarnings({ ...withWorkload, outcome: "skipped", reason: "AdmissionRefused", message: write.message, changes, skipped, attempts: attempt });
     }
 
-    const note = `scaled ${workload.kind} ${workload.name} by ${am.spec.memMultiplier}: ${summary}`;
+    const note = scaledNote(workload, am.spec.memMultiplier, changes);
     await Promise.all([
       notify([
         { type: "Normal", reason: "Scaled", note, regarding: wlRef, related: amRef },

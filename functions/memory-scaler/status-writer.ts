@@ -26,6 +26,8 @@ export interface AppMonitorRef {
 
 /** Records scale entries in AppMonitor status. */
 export interface StatusWriter {
+  /** Entries kept in `recentScales` (`RECENT_SCALES_LIMIT`). */
+  readonly limit: number;
   /**
    * Resolves once a status write that includes `entry` succeeded, or with nothing to do when
    * the AppMonitor is gone (or replaced by a namesake).
@@ -100,6 +102,7 @@ export function createStatusWriter(cluster: Cluster, limit: number, log: Logger,
   }
 
   return {
+    limit,
     add(ref, entry, listed) {
       const key = `${ref.namespace}/${ref.name}/${ref.uid ?? ""}`;
       return new Promise<void>((resolve, reject) => {

@@ -3,8 +3,9 @@
  * written, not ready), the API server going away and coming back (503, then the same event
  * scales), its ServiceAccount token rotated and the old one revoked (the next event reads the
  * new token at once and scales; a revoked token with no new one is 503), a permission its RBAC
- * lacks (500, a Warning Event on the ServiceAccount naming it, a metric), the launcher as a child
- * process, and the least privilege of its ServiceAccount.
+ * lacks (500, a Warning Event on the ServiceAccount naming it, a metric), its status and Event
+ * writes failing after the patch (the next delivery records the scale, once), the launcher as a
+ * child process, and the least privilege of its ServiceAccount.
  * The shared stack is never stopped: the function is pointed at a closed port, or at a TCP
  * proxy to the API server that the test cuts.
  */
@@ -28,6 +29,7 @@ import {
   alertEvent,
   createAppMonitor,
   deliver,
+  appMonitorStatus,
   eventsRegarding,
   onlyRunningPod,
   writeKubeconfig,
@@ -79,6 +81,34 @@ async function webDeployment(ns: string): Promise<k8s.V1Deployment> {
 function apiServerAddress(kc: k8s.KubeConfig): { host: string; port: number } {
   const url = new URL(kc.getCurrentCluster()?.server ?? "");
   return { host: url.hostname, port: Number(url.port) };
+}
+
+/**
+ * A ServiceAccount `name` in `namespace` with memory-scaler's ClusterRole minus the writes that
+ * record a scale (AppMonitor status, Events); `grantAll` binds the whole ClusterRole as well.
+ */
+async function scalerWithoutRecords(namespace: string, name: string): Promise<{ grantAll: () => Promise<void> }> {
+  const admin = await adminKubeConfig();
+  const rbac = admin.makeApiClient(k8s.RbacAuthorizationV1Api);
+  await admin.makeApiClient(k8s.CoreV1Api).createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+  const full = await rbac.readClusterRole({ name: "appmonitor-memory-scaler" });
+  const rules = (full.rules ?? [])
+    .map((rule) => ({ ...rule, resources: (rule.resources ?? []).filter((r) => r !== "appmonitors/status" && r !== "events") }))
+    .filter((rule) => rule.resources.length > 0);
+  const subjects = [{ kind: "ServiceAccount", name, namespace }];
+  await rbac.createNamespacedRole({ namespace, body: { metadata: { name: `${name}-no-records` }, rules } });
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: { metadata: { name: `${name}-no-records` }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: `${name}-no-records` }, subjects },
+  });
+  return {
+    grantAll: async () => {
+      await rbac.createNamespacedRoleBinding({
+        namespace,
+        body: { metadata: { name: `${name}-all` }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "appmonitor-memory-scaler" }, subjects },
+      });
+    },
+  };
 }
 
 describe("memory-scaler when the API server is unavailable or refuses it", () => {
@@ -187,6 +217,56 @@ describe("memory-scaler when the API server is unavailable or refuses it", () =>
     });
     assert.ok(notes.every((note) => note.startsWith("memory-scaler may not ")), notes.join("\n"));
     assert.ok((await scrape(`${server.url}/metrics`, "appmonitor_kubernetes_permission_denied_total", { verb: "list", group: "kubedemo.com", resource: "appmonitors" })) >= 1);
+  });
+
+  it("status and Event writes refused: scaled once; the re-delivered event records it, once", async (t) => {
+    const ns = await freshNamespace(t);
+    const pod = await monitoredDeployment(ns);
+    // Paused, the Deployment keeps the alerting Pod: its re-delivered alert still names the workload.
+    const apps = (await adminKubeConfig()).makeApiClient(k8s.AppsV1Api);
+    const created = await webDeployment(ns);
+    const paused = await apps.replaceNamespacedDeployment({ namespace: ns, name: "web", body: { ...created, spec: { ...created.spec, paused: true } as k8s.V1DeploymentSpec } });
+    const access = await scalerWithoutRecords(ns, "scaler");
+    const kubeconfig = await writeKubeconfig(await serviceAccountKubeConfig(ns, "scaler"), dir.path, `scaler-${ns}`);
+    const server = await startFunction(fn, { KUBECONFIG: kubeconfig });
+    t.after(() => server.close());
+
+    const event = alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "m" });
+    const first = await deliver(server.url, event);
+    assert.equal(first.status, 204, describeAnswer(first));
+    assert.equal(first.outcome, "scaled", "the scale is done although recording it failed");
+    const scaled = await webDeployment(ns);
+    const generation = (paused.metadata?.generation ?? 0) + 1;
+    assert.equal(scaled.metadata?.generation, generation);
+    const time = scaled.metadata?.annotations?.["app-monitor.kubedemo.com/last-scale"];
+    assert.ok(time !== undefined);
+    assert.equal((await appMonitorStatus(ns, "m")).scaleCount, undefined, "the status write was refused");
+    assert.equal((await eventsRegarding(ns, "Deployment", "web")).length, 0, "the Event writes were refused");
+
+    await access.grantAll();
+    // RBAC granted takes effect within moments; every delivery of the same event is harmless.
+    await waitFor("the re-delivered event records the scale", async () => {
+      const again = await deliver(server.url, event);
+      assert.equal(again.status, 204, describeAnswer(again));
+      assert.equal(again.outcome, "skipped");
+      const status = await appMonitorStatus(ns, "m");
+      return status.scaleCount === 1 ? status : undefined;
+    }, 20_000);
+    const again = await deliver(server.url, alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "m" }));
+    assert.equal(again.outcome, "skipped", "a new alert in the cooldown");
+
+    const status = await appMonitorStatus(ns, "m");
+    assert.equal(status.scaleCount, 1);
+    assert.equal(status.lastScaleTime, time);
+    assert.deepEqual(status.recentScales, [
+      { time, workload: { kind: "Deployment", name: "web" }, container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } },
+    ]);
+    for (const [kind, name] of [["Deployment", "web"], ["AppMonitor", "m"]] as const) {
+      const events = await eventsRegarding(ns, kind, name);
+      assert.deepEqual(events.map((e) => e.reason), ["Scaled"], `${kind} ${name}`);
+      assert.match(events[0]?.note ?? "", /^scaled Deployment web by 2: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi$/);
+    }
+    assert.equal((await webDeployment(ns)).metadata?.generation, generation, "patched once");
   });
 });
 

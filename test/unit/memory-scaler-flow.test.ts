@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import type * as k8s from "@kubernetes/client-node";
 import { pino } from "pino";
 import type { AlertEventData } from "../../functions/lib/alert-event.ts";
-import { LAST_SCALE_ANNOTATION } from "../../functions/lib/appmonitor.ts";
+import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../functions/lib/appmonitor.ts";
 import { HttpError } from "../../functions/lib/runtime/errors.ts";
 import { resolveWorkload } from "../../functions/memory-scaler/owners.ts";
 import { handleFiring } from "../../functions/memory-scaler/scale-flow.ts";
@@ -82,6 +82,59 @@ describe("handleFiring", () => {
     assert.ok(outcomes.some((o) => o.attempts > 1), "some deliveries lost the race and decided again");
     assert.deepEqual(templateMemory(cluster), { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } });
     assert.equal(cluster.events.length, 2, "one Event per object, not one per delivery");
+    assert.equal((cluster.appMonitors.get(`${NS}/mymonitor`)?.status as { scaleCount: number }).scaleCount, 1, "counted once, though later rounds saw the record");
+  });
+
+  it("status and Event writes failing after the patch: the re-delivered event and a cooldown skip record the scale once", async () => {
+    const cluster = memhogCluster();
+    const down = apiError(503, "etcdserver: request timed out");
+    cluster.replaceAppMonitorStatus = () => Promise.reject(down);
+    cluster.createEvent = () => Promise.reject(down);
+    const first = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.equal(first.outcome, "scaled");
+    assert.equal(first.warnings?.length, 3, JSON.stringify(first.warnings));
+    assert.equal(cluster.appMonitors.get(`${NS}/mymonitor`)?.status, undefined);
+    const record = JSON.parse(cluster.workloads.get(`Deployment/${NS}/memhog`)?.metadata?.annotations?.[LAST_SCALE_RECORD_ANNOTATION] ?? "{}") as unknown;
+    assert.deepEqual(record, {
+      time: "2025-06-01T12:00:00Z",
+      appmonitor: "mymonitor",
+      event: "e1",
+      multiplier: 2,
+      changes: [{ container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } }],
+    });
+
+    delete (cluster as Partial<FakeCluster>).replaceAppMonitorStatus;
+    delete (cluster as Partial<FakeCluster>).createEvent;
+    const later = deps(cluster, { now: () => new Date("2025-06-01T12:01:00Z") });
+    const again = await handleFiring(later, "e1", data(), silent);
+    assert.equal(again.reason, "Cooldown");
+    assert.equal(again.warnings, undefined);
+    const other = await handleFiring(later, "e2", data(), silent);
+    assert.equal(other.reason, "Cooldown");
+    assert.equal(cluster.writes.length, 1);
+    const status = cluster.appMonitors.get(`${NS}/mymonitor`)?.status as { scaleCount: number; lastScaleTime: string; recentScales: unknown[] };
+    assert.equal(status.scaleCount, 1);
+    assert.equal(status.lastScaleTime, "2025-06-01T12:00:00Z");
+    assert.deepEqual(status.recentScales, [{ time: "2025-06-01T12:00:00Z", workload: { kind: "Deployment", name: "memhog" }, container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } }]);
+    assert.deepEqual(cluster.events.map((e) => [e.reason, e.regarding?.kind, e.note]).sort(), [
+      ["Scaled", "AppMonitor", "scaled Deployment memhog by 2: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi"],
+      ["Scaled", "Deployment", "scaled Deployment memhog by 2: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi"],
+    ]);
+  });
+
+  it("a status write that failed only in the answer (it landed): the next event does not count the scale again", async () => {
+    const cluster = memhogCluster();
+    const real = cluster.replaceAppMonitorStatus.bind(cluster);
+    cluster.replaceAppMonitorStatus = async (...args) => {
+      await real(...args);
+      throw apiError(503, "the answer was lost");
+    };
+    await handleFiring(deps(cluster), "e1", data(), silent);
+    delete (cluster as Partial<FakeCluster>).replaceAppMonitorStatus;
+    await handleFiring(deps(cluster, { now: () => new Date("2025-06-01T12:01:00Z") }), "e1", data(), silent);
+    const status = cluster.appMonitors.get(`${NS}/mymonitor`)?.status as { scaleCount: number; recentScales: unknown[] };
+    assert.equal(status.scaleCount, 1);
+    assert.equal(status.recentScales.length, 1);
   });
 
   it("an admission refusal of the scaled Pod: no write, a Warning with the API server's message", async () => {

@@ -12,7 +12,7 @@ import { readAlertEvent } from "../../functions/memory-scaler/event.ts";
 import { buildEvent, MAX_NOTE_LENGTH, REPORTING_CONTROLLER } from "../../functions/memory-scaler/events.ts";
 import { alertOrigin, governingAppMonitor, namedAppMonitor, validAppMonitors, type NamespaceAppMonitors } from "../../functions/memory-scaler/governing.ts";
 import type { Workload } from "../../functions/memory-scaler/owners.ts";
-import { withScales, type ScaleEntry } from "../../functions/memory-scaler/status.ts";
+import { formatScaleRecord, recordState, repairOf, withScales, type RecordedScale, type ScaleEntry } from "../../functions/memory-scaler/status.ts";
 import { checkThreshold, workingSetQuery } from "../../functions/memory-scaler/verify.ts";
 import { ConfigError } from "../../functions/lib/runtime/env.ts";
 
@@ -138,6 +138,25 @@ describe("withScales", () => {
     assert.equal(status.scaleCount, 22);
   });
 
+  it("counts one scale once, however often it is written; a repair goes where its time puts it", () => {
+    const b = entry("2025-06-01T12:00:05Z", "b");
+    const once = withScales(undefined, [entry("2025-06-01T12:00:00Z", "a"), entry("2025-06-01T12:00:09Z", "c")], 10);
+    const repaired = withScales(once, [{ ...b, repair: true }], 10);
+    const twice = withScales(repaired, [b, { ...b, repair: true }], 10);
+    assert.equal(repaired.scaleCount, 3);
+    assert.deepEqual(twice, repaired);
+    assert.deepEqual(repaired.recentScales?.map((r) => r.workload.name), ["c", "b", "a"]);
+    assert.equal(repaired.lastScaleTime, "2025-06-01T12:00:09Z");
+  });
+
+  it("a repair of a scale the bounded list may have dropped is not counted; a new scale always is", () => {
+    const full = withScales(undefined, Array.from({ length: 3 }, (_, i) => entry(`2025-06-01T12:00:0${i + 5}Z`, `w${i}`)), 3);
+    const old = entry("2025-06-01T12:00:01Z", "z");
+    assert.deepEqual(withScales(full, [{ ...old, repair: true }], 3), full);
+    const sameSecond = withScales(full, [entry("2025-06-01T12:00:05Z", "y")], 3);
+    assert.equal(sameSecond.scaleCount, 4);
+  });
+
   it("lists a dry run without counting it, and once", () => {
     const once = withScales(undefined, [entry("2025-06-01T12:00:00Z", "a", true)], 10);
     const twice = withScales(once, [entry("2025-06-01T12:01:00Z", "a", true)], 10);
@@ -146,6 +165,66 @@ describe("withScales", () => {
     assert.equal(twice.recentScales?.length, 1);
     assert.equal((twice.recentScales?.[0] as { dryRun?: boolean }).dryRun, true);
   });
+});
+
+describe("recordState", () => {
+  const rec = (time: string, name: string, dryRun = false): RecordedScale => ({
+    time,
+    workload: { kind: "Deployment", name },
+    container: "c",
+    from: { limit: "1Gi" },
+    to: { limit: "2Gi" },
+    ...(dryRun ? { dryRun: true } : {}),
+  });
+  const scale = { time: "2025-06-01T12:00:05Z", workload: { kind: "Deployment", name: "a" } };
+  const table: [string, RecordedScale[], string][] = [
+    ["an empty list", [], "missing"],
+    ["a list not full: nothing dropped", [rec("2025-06-01T12:00:09Z", "b")], "missing"],
+    ["listed", [rec("2025-06-01T12:00:09Z", "b"), rec("2025-06-01T12:00:05Z", "a")], "recorded"],
+    ["listed with another spelling of the time", [rec("2025-06-01T12:00:05.000Z", "a")], "recorded"],
+    ["another workload at that time", [rec("2025-06-01T12:00:05Z", "b"), rec("2025-06-01T12:00:00Z", "c")], "missing"],
+    ["only a dry run of it", [rec("2025-06-01T12:00:05Z", "a", true), rec("2025-06-01T12:00:00Z", "c")], "missing"],
+    ["older entries listed: it cannot have been dropped", [rec("2025-06-01T12:00:09Z", "b"), rec("2025-06-01T12:00:01Z", "c")], "missing"],
+    ["full, every entry as new or newer: it may have been dropped", [rec("2025-06-01T12:00:09Z", "b"), rec("2025-06-01T12:00:05Z", "c")], "unknown"],
+  ];
+  for (const [name, recent, want] of table) {
+    it(`${name}: ${want}`, () => assert.equal(recordState(recent, scale, 2), want));
+  }
+});
+
+describe("repairOf", () => {
+  const from = { request: "256Mi", limit: "384Mi" };
+  const to = { request: "512Mi", limit: "768Mi" };
+  const changes = [{ container: "memhog", from, to }];
+  const time = "2025-06-01T12:00:00Z";
+  const record = formatScaleRecord({ time, appmonitor: "m", event: "e1", multiplier: 2, changes });
+  const workload = { kind: "Deployment", name: "web" };
+  const listed = { time, workload, container: "memhog", from, to };
+  type Case = [string, { lastScale?: string; record?: string; appmonitor?: string; status?: Record<string, unknown> }, "none" | "events" | "events+status"];
+  const table: Case[] = [
+    ["never scaled", {}, "none"],
+    ["scaled before records were written", { lastScale: time }, "none"],
+    ["an unreadable record", { lastScale: time, record: "{not json" }, "none"],
+    ["a record without its changes", { lastScale: time, record: JSON.stringify({ time, appmonitor: "m", event: "e1", multiplier: 2, changes: [] }) }, "none"],
+    ["a record of an older scale than the last-scale annotation", { lastScale: "2025-06-01T12:10:00Z", record }, "none"],
+    ["another AppMonitor's scale", { lastScale: time, record, appmonitor: "other" }, "none"],
+    ["status never written", { lastScale: time, record }, "events+status"],
+    ["status without it, older entries listed", { lastScale: time, record, status: { scaleCount: 4, recentScales: [{ ...listed, time: "2025-06-01T11:00:00Z" }] } }, "events+status"],
+    ["status records it", { lastScale: time, record, status: { scaleCount: 1, recentScales: [listed] } }, "events"],
+    ["status without it, only newer entries, not full", { lastScale: time, record, status: { scaleCount: 2, recentScales: [{ ...listed, workload: { kind: "Deployment", name: "x" }, time: "2025-06-01T12:05:00Z" }] } }, "events+status"],
+    ["status may have dropped it: full, only newer entries", { lastScale: time, record, status: { scaleCount: 30, recentScales: [{ ...listed, workload: { kind: "Deployment", name: "x" }, time: "2025-06-01T12:05:00Z" }, { ...listed, workload: { kind: "Deployment", name: "y" }, time: "2025-06-01T12:04:00Z" }] } }, "events"],
+  ];
+  for (const [name, input, want] of table) {
+    it(`${name}: ${want}`, () => {
+      const repair = repairOf({ lastScale: input.lastScale, record: input.record, workload, appmonitor: input.appmonitor ?? "m", status: input.status, limit: 2 });
+      const got = repair.action === "none" ? "none" : repair.entry === undefined ? "events" : "events+status";
+      assert.equal(got, want);
+      if (repair.action === "repair") {
+        assert.deepEqual(repair.record, { time, appmonitor: "m", event: "e1", multiplier: 2, changes });
+        if (repair.entry !== undefined) assert.deepEqual(repair.entry, { time, workload, changes, dryRun: false, repair: true });
+      }
+    });
+  }
 });
 
 describe("Prometheus check", () => {

@@ -1,7 +1,7 @@
 // The compare-and-swap JSON Patch of a workload's Pod template, applied to real object shapes.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { LAST_SCALE_ANNOTATION } from "../../functions/lib/appmonitor.ts";
+import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../functions/lib/appmonitor.ts";
 import { decideScale, type ContainerMemory } from "../../functions/memory-scaler/decide.ts";
 import { buildTemplatePatch, escapeJsonPointerToken, formatTimestamp, type JsonPatchOperation } from "../../functions/memory-scaler/patch.ts";
 
@@ -114,6 +114,19 @@ describe("buildTemplatePatch", () => {
     assert.deepEqual(ops.at(-1), { op: "add", path: `/metadata/annotations/${KEY}`, value: "2025-06-01T12:00:00Z" });
     const after = applyPatch(deployment([memhog, sidecar], { team: "a" }), ops) as { metadata: { annotations: Json } };
     assert.deepEqual(after.metadata.annotations, { team: "a", [LAST_SCALE_ANNOTATION]: "2025-06-01T12:00:00Z" });
+  });
+
+  it("writes the last-scale record with the last-scale annotation: a new map, a new key, or over the previous one", () => {
+    const record = '{"time":"2025-06-01T12:00:00Z"}';
+    const bare = applyPatch(deployment([memhog]), buildTemplatePatch({ templateContainers: [memhog], changes: changesFor([memhog]), annotations: undefined, time: TIME, record })) as { metadata: { annotations: Json } };
+    assert.deepEqual(bare.metadata.annotations, { [LAST_SCALE_ANNOTATION]: "2025-06-01T12:00:00Z", [LAST_SCALE_RECORD_ANNOTATION]: record });
+    const annotated = applyPatch(deployment([memhog], { team: "a" }), buildTemplatePatch({ templateContainers: [memhog], changes: changesFor([memhog]), annotations: { team: "a" }, time: TIME, record })) as { metadata: { annotations: Json } };
+    assert.deepEqual(annotated.metadata.annotations, { team: "a", [LAST_SCALE_ANNOTATION]: "2025-06-01T12:00:00Z", [LAST_SCALE_RECORD_ANNOTATION]: record });
+    const previous = { [LAST_SCALE_ANNOTATION]: "2025-05-01T00:00:00Z", [LAST_SCALE_RECORD_ANNOTATION]: "old" };
+    const ops = buildTemplatePatch({ templateContainers: [memhog], changes: changesFor([memhog]), annotations: previous, time: TIME, record });
+    assert.ok(ops.some((op) => op.op === "test" && op.path === `/metadata/annotations/${KEY}` && op.value === "2025-05-01T00:00:00Z"), "the last-scale test keeps it a compare-and-swap");
+    const rescaled = applyPatch(deployment([memhog], previous), ops) as { metadata: { annotations: Json } };
+    assert.deepEqual(rescaled.metadata.annotations, { [LAST_SCALE_ANNOTATION]: "2025-06-01T12:00:00Z", [LAST_SCALE_RECORD_ANNOTATION]: record });
   });
 
   it("patches a native sidecar at its index among the init containers", () => {
