@@ -89,7 +89,7 @@ export function kwokMetricsConfig(): string {
   return [usage, resource, cadvisor].map((doc) => stringify(doc)).join("---\n");
 }
 
-/** Prometheus's configuration: kwok's per-Node cAdvisor metrics, the rule files, Alertmanager. */
+/** Prometheus's configuration: kwok's per-Node cAdvisor metrics (and any extra jobs), the rule files, Alertmanager. */
 export function prometheusConfig(opts: {
   scrapeInterval: string;
   evaluationInterval: string;
@@ -97,6 +97,8 @@ export function prometheusConfig(opts: {
   nodes: string[];
   rulesGlob: string;
   alertmanagerAddress: string;
+  /** Further scrape jobs, as Prometheus's `scrape_configs` entries (the real node's kubelet). */
+  extraScrapeConfigs?: Record<string, unknown>[];
 }): string {
   return stringify({
     global: { scrape_interval: opts.scrapeInterval, evaluation_interval: opts.evaluationInterval },
@@ -108,7 +110,7 @@ export function prometheusConfig(opts: {
         targets: [opts.kwokAddress],
         labels: { __metrics_path__: `/metrics/nodes/${node}/metrics/cadvisor`, node },
       })),
-    }],
+    }, ...(opts.extraScrapeConfigs ?? [])],
   });
 }
 
