@@ -35,6 +35,22 @@ export const REAL_NODE = {
   label: { key: "appmonitor.kubedemo.com/node", value: "real" },
 } as const;
 
+/** What puts a Pod on the real node: its label as nodeSelector and a toleration of its taint. */
+export const REAL_NODE_PLACEMENT = {
+  nodeSelector: { [REAL_NODE.label.key]: REAL_NODE.label.value },
+  tolerations: [{ key: REAL_NODE.taint.key, operator: "Exists", effect: REAL_NODE.taint.effect }],
+};
+
+/**
+ * The cgroup path (relative to a hierarchy's root) of a Pod on the real node, as the kubelet's
+ * cgroupfs driver names it: `<cgroupRoot>/kubepods[/burstable|/besteffort]/pod<uid>`; with a
+ * container ID (without its `containerd://` prefix), that container's cgroup inside it.
+ */
+export function podCgroupPath(pod: { uid: string; qosClass: string }, containerId?: string): string {
+  const qos = pod.qosClass === "Guaranteed" ? "" : `/${pod.qosClass.toLowerCase()}`;
+  return `${REAL_NODE.cgroupRoot}/kubepods${qos}/pod${pod.uid}${containerId ? `/${containerId}` : ""}`;
+}
+
 /** The Debian packages the real node needs (containerd 1.6, runc, the CNI plugins, iproute2, iptables). */
 export const REAL_NODE_PACKAGES = ["containerd", "runc", "containernetworking-plugins", "iproute2", "iptables"] as const;
 
