@@ -15,6 +15,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import * as k8s from "@kubernetes/client-node";
+import { runChain } from "../e2e/chain.ts";
 import { buildImages } from "../images/build.ts";
 import { archiveDir } from "../images/paths.ts";
 import { repoRoot } from "../stack/paths.ts";
@@ -142,6 +143,13 @@ test("a Pod on the real node runs with its memory limit in its real cgroup", { s
   const limit = Number(readFileSync(path.join(cgroupOf(pod, containerId(pod)), "memory.limit_in_bytes"), "utf8"));
   assert.equal(limit, 96 * Mi, "memory.limit_in_bytes of the container's cgroup v1 memory cgroup");
   t.diagnostic(`cgroup ${cgroupOf(pod, containerId(pod))}: memory.limit_in_bytes ${limit}`);
+  // The network rule, read from the Pod's own network namespace (nothing is sent): a route to the
+  // Pod range alone, none to anywhere else.
+  const [pid] = readFileSync(path.join(cgroupOf(pod, containerId(pod)), "cgroup.procs"), "utf8").split("\n").filter(Boolean);
+  const routes = (await run("nsenter", [`--net=/proc/${pid}/ns/net`, "ip", "-4", "route", "show"])).stdout.trim().split("\n");
+  assert.deepEqual(routes.map((r) => r.split(" ")[0]), [REAL_NODE.podCidr], `the Pod's routes: ${routes.join("; ")}`);
+  const v6 = (await run("nsenter", [`--net=/proc/${pid}/ns/net`, "ip", "-6", "route", "show"])).stdout.trim().split("\n").filter(Boolean);
+  assert.ok(v6.every((r) => r.startsWith("fe80::") || r.startsWith("multicast")), `no IPv6 route off the link: ${v6.join("; ")}`);
 });
 
 test("memhog growing past a 64Mi limit is OOM-killed by the kernel: OOMKilled, exit code 137", { skip, timeout: 180_000 }, async (t) => {
@@ -211,6 +219,14 @@ test("Pod start latency on the real node: apply → Running, median of 10", { sk
   const median = ((sorted[4] ?? 0) + (sorted[5] ?? 0)) / 2;
   t.diagnostic(`apply → Running, ms: ${times.join(", ")}; median ${median} ms`);
   assert.ok(median < 30_000, `median ${median} ms`);
+});
+
+test("the original demo's chain with memhog on the real node: scaled 384Mi → 768Mi, the new limit in its cgroup", { skip, timeout: 600_000 }, async (t) => {
+  const result = await runChain(state as StackState, { namespace: "real-node-chain", realNode: true });
+  assert.deepEqual([result.before, result.after], [{ request: "256Mi", limit: "384Mi" }, { request: "512Mi", limit: "768Mi" }]);
+  assert.equal(result.hops.at(-1)?.name, "new container's cgroup limit");
+  const crossed = result.hops.find((h) => h.name === "usage crossed the threshold")?.at ?? 0;
+  for (const h of result.hops) t.diagnostic(`${h.at >= crossed ? `+${((h.at - crossed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
 });
 
 test("down removes every container, network namespace, iptables rule, mount and cgroup the real node made", { skip, timeout: 120_000 }, async (t) => {
