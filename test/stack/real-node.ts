@@ -25,7 +25,7 @@ import { archiveDir } from "../images/paths.ts";
 import type { NodePki, Pki } from "./certs.ts";
 import { kubeconfig } from "./config-files.ts";
 import { buildBinaries, StackStepError, which } from "./paths.ts";
-import { alive, ComponentError, startProcess, stopAll, waitReady, type Started } from "./processes.ts";
+import { alive, startProcess, stopAll, waitReady, type Started } from "./processes.ts";
 import {
   cniConflist, containerdConfig, kubeletConfig, PROMETHEUS_SERVICE_ACCOUNT, REAL_NODE, REAL_NODE_PACKAGES, realNodePaths, type RealNodePaths,
 } from "./real-node-config.ts";
@@ -332,7 +332,7 @@ function shimsOf(socket: string): number[] {
   });
 }
 
-/** Every process in the cgroup tree `root` of `mount`, found through cgroup.procs files. */
+/** Every process in the cgroup directory tree `dir`, found through its cgroup.procs files. */
 function processesIn(dir: string): number[] {
   if (!existsSync(dir)) return [];
   const pids = readFileSync(path.join(dir, "cgroup.procs"), "utf8").split("\n").filter(Boolean).map(Number);
@@ -465,12 +465,7 @@ export async function realNodeStatusLines(node: RealNodeState): Promise<string[]
   const netnsDir = path.join(node.paths.containerdState, "io.containerd.grpc.v1.cri", "netns");
   lines.push(`${"network namespaces".padEnd(24)} ${has(netnsDir) ? readdirSync(netnsDir).length : 0} under ${netnsDir}`);
   const tasks = await run(node.bins.ctr, ["--address", node.paths.containerdSocket, "--namespace", "k8s.io", "tasks", "list"])
-    .then((r) => `${r.stdout.split("\n").filter((l) => / RUNNING$/.test(l.trim()) || l.includes("RUNNING")).length} running`, () => "containerd not answering");
+    .then((r) => `${r.stdout.split("\n").filter((l) => /\bRUNNING\b/.test(l)).length} running`, () => "containerd not answering");
   lines.push(`${"containers".padEnd(24)} ${tasks}`);
   return lines;
-}
-
-/** Throws the first problem `stopRealNode` reported, with all of them in the message. */
-export function assertCleanTeardown(problems: string[]): void {
-  if (problems.length > 0) throw new ComponentError("real node", `teardown left work undone:\n  ${problems.join("\n  ")}`);
 }
