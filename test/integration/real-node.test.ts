@@ -10,7 +10,7 @@ import { after, before, test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { mkdtemp } from "node:fs/promises";
+import { copyFile, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -34,7 +34,7 @@ const Mi = 1 << 20;
  * mount points, cgroup directories and network links. Podman's own entries are left out, since
  * another user of this machine may start or stop containers meanwhile: its `netns-*` namespaces,
  * its CNI chains (`CNI-*`; our bridge network adds no iptables rule), its `libpod` cgroups and
- * its storage and run-time mounts; and the per-process memory cgroups (`process_api/…`) that
+ * its storage and run-time mounts, and buildah's `buildah-*` build cgroups; and the per-process memory cgroups (`process_api/…`) that
  * this machine's own process launcher makes and removes.
  */
 async function hostSnapshot(): Promise<Record<string, string[]>> {
@@ -47,23 +47,44 @@ async function hostSnapshot(): Promise<Record<string, string[]>> {
     ip6tables: rules(await lines("ip6tables-save", [])),
     mounts: readFileSync("/proc/self/mountinfo", "utf8").split("\n").map((l) => l.split(" ")[4] ?? "")
       .filter((m) => m && !m.startsWith("/var/lib/containers/") && !m.startsWith("/run/containers/") && !m.startsWith("/run/netns/netns-")).sort(),
-    cgroups: cgroups.filter((d) => !d.includes("libpod") && !d.includes("/process_api/")).sort(),
+    cgroups: cgroups.filter((d) => !d.includes("libpod") && !d.includes("/buildah-") && !d.includes("/process_api/")).sort(),
     links: (await lines("ip", ["-o", "link", "show"])).map((l) => l.split(":")[1]?.trim().split("@")[0] ?? "").filter((l) => !l.startsWith("veth")).sort(),
   };
 }
 
 let stateDir = "";
+let imagesDir = "";
 let state: StackState | undefined;
 let core: k8s.CoreV1Api;
 let before_: Record<string, string[]>;
 
+/**
+ * memhog as this checkout builds it (the grow-child mode is recent), copied out of the shared
+ * image cache, which another checkout on this machine may rebuild at any time: the copy is
+ * checked to hold the image just built.
+ */
+async function memhogArchive(dir: string): Promise<string> {
+  const copy = path.join(dir, "memhog.oci.tar");
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const [built] = await buildImages(["memhog"]);
+    if (!built) break;
+    await copyFile(built.archive, copy);
+    const blobs = (await run("tar", ["-tf", copy])).stdout;
+    if (blobs.includes(built.id.replace(/^sha256:/, ""))) return copy;
+  }
+  throw new Error(`could not get a memhog archive of this checkout's image (the shared one in ${archiveDir()} keeps changing)`);
+}
+
 before(async () => {
   if (!enabled) return;
-  if (!existsSync(path.join(archiveDir(), "memhog.oci.tar"))) await buildImages(["memhog"]);
   before_ = await hostSnapshot();
   stateDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-real-node-"));
+  imagesDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-real-node-images-"));
   const t0 = Date.now();
-  state = await up({ stateDir, nodes: 1, realNode: true, progress: (line) => process.stderr.write(`# stack: ${line}\n`) });
+  state = await up({
+    stateDir, nodes: 1, realNode: true, memhogArchive: await memhogArchive(imagesDir),
+    progress: (line) => process.stderr.write(`# stack: ${line}\n`),
+  });
   process.stderr.write(`# stack with the real node up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
   process.env.APPMONITOR_STACK_DIR = stateDir;
   const kc = new k8s.KubeConfig();
@@ -74,6 +95,7 @@ before(async () => {
 after(async () => {
   // The last test takes the stack down and checks the host; this is the safety net when it did not run.
   if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
+  if (imagesDir) await rm(imagesDir, { recursive: true, force: true });
 });
 
 /** A memhog Pod on the real node: `env` for memhog, one memory limit (and the same request). */

@@ -181,6 +181,8 @@ export interface StartRealNodeInput {
   healthzPort: number;
   env: NodeJS.ProcessEnv;
   log: (name: string) => string;
+  /** The memhog OCI archive to import; default `npm run image`'s, `<cache>/images/memhog.oci.tar`. */
+  memhogArchive?: string;
   /** Records a started process in the stack's state (so `down` stops it and `status` shows it). */
   record: (s: Started, endpoint: string) => Promise<void>;
   /** Records the node's state before anything is made outside the state directory. */
@@ -226,7 +228,7 @@ export async function startRealNode(input: StartRealNodeInput): Promise<RealNode
   const ctr = (args: string[]) => cmd(bins.ctr, ["--address", paths.containerdSocket, "--namespace", "k8s.io", ...args], "import images into containerd");
   await waitReady(containerd, async () => (await run(bins.ctr, ["--address", paths.containerdSocket, "version"])).stdout.includes("Server"), 30_000);
   await ctr(["images", "import", bins.pauseImage]);
-  const memhog = path.join(archiveDir(input.env), "memhog.oci.tar");
+  const memhog = input.memhogArchive ?? path.join(archiveDir(input.env), "memhog.oci.tar");
   if (existsSync(memhog)) {
     await ctr(["images", "import", memhog]);
     await ctr(["images", "tag", "--force", "localhost/appmonitor/memhog:latest", "quay.io/metral/memhog:v0.0.1"]);

@@ -28,6 +28,8 @@ export interface UpOptions {
    * one per machine. Its Pods are real processes; Prometheus scrapes its kubelet's cAdvisor.
    */
   realNode?: boolean;
+  /** The memhog OCI archive the real node imports; default `<cache>/images/memhog.oci.tar` (`npm run image`). */
+  memhogArchive?: string;
   env?: NodeJS.ProcessEnv;
   /** Called with one line per step, for progress output. */
   progress?: (line: string) => void;
@@ -228,6 +230,7 @@ export async function up(opts: UpOptions): Promise<StackState> {
     if (nodeBins && nodePki) {
       await startRealNode({
         stateDir: dir, bins: nodeBins, pki, nodePki, apiserverUrl: state.apiserverUrl, kubeletPort, healthzPort, env, log, record,
+        ...(opts.memhogArchive === undefined ? {} : { memhogArchive: opts.memhogArchive }),
         save: async (node) => {
           state.realNode = node;
           await writeFile(stateFile(dir), JSON.stringify(state, null, 2));
