@@ -3,7 +3,7 @@
 // and `down` leaves the host as it found it.
 //
 // Opt-in (root, containerd, runc, the CNI plugins; one real node per machine): run with
-//   APPMONITOR_REAL_NODE=1 node --test test/integration/real-node.test.ts
+//   npm run test:real-node   (APPMONITOR_REAL_NODE=1 node --test test/integration/real-node.test.ts)
 // Without it every test here is skipped, so `npm test` and CI do not depend on the real node.
 // The file starts its own stack (with one kwok Node) in a temporary state directory.
 import { after, before, test, type TestContext } from "node:test";
