@@ -117,7 +117,7 @@ export async function resolveNodeBinaries(env: NodeJS.ProcessEnv = process.env):
   return { ...ours, containerd: debian.containerd, ctr: debian.ctr, runc: debian.runc, cniBinDir };
 }
 
-/** The cgroup hierarchies mounted on this machine (v1 controllers and a v2 mount), by mount point. */
+/** The cgroup hierarchies mounted on this machine (v1 controllers and a v2 mount): mount point and version, from /proc/self/mountinfo. */
 export function cgroupMounts(): { dir: string; version: 1 | 2 }[] {
   return readFileSync("/proc/self/mountinfo", "utf8").split("\n").flatMap((line) => {
     const [left, right] = line.split(" - ");
@@ -140,7 +140,11 @@ function mountsUnder(dir: string): string[] {
     .sort((a, b) => b.length - a.length);
 }
 
-/** The memory hierarchy's directory of a cgroup path such as `/appmonitor-node/kubepods/…`. */
+/**
+ * The directory of a cgroup path such as `/appmonitor-node/kubepods/…` in the cgroup v1 memory
+ * hierarchy (`/sys/fs/cgroup/memory/…`), where `memory.limit_in_bytes` and `memory.oom_control` are.
+ * @throws Error when no cgroup v1 memory hierarchy is mounted.
+ */
 export function memoryCgroupDir(cgroupPath: string): string {
   const mount = cgroupMounts().find((m) => m.version === 1 && path.basename(m.dir).split(",").includes("memory"));
   if (!mount) throw new Error("no cgroup v1 memory hierarchy is mounted");
