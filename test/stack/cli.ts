@@ -55,7 +55,7 @@ async function main(command: string | undefined, flags: string[]): Promise<numbe
       }
       const lines = await statusLines(state);
       console.log(lines.join("\n"));
-      return lines.some((l) => l.includes("STOPPED") || l.includes("MISSING")) ? 1 : 0;
+      return lines.some((l) => l.includes("STOPPED") || l.includes("MISSING") || l.includes("NOT READY")) ? 1 : 0;
     }
     case "env": {
       const state = await readState(stateDir);

@@ -450,13 +450,16 @@ export async function stopRealNode(stateDir: string, node: RealNodeState, pids: 
 }
 
 /**
- * One line per part of the real node: the Node's interface and address, the bridge, the iptables
+ * One line per part of the real node: its Node's Ready condition (read with `kubectl`), its interface and address, the bridge, the iptables
  * chain, the cgroup root and its Pods, the network namespaces and the containers that containerd
- * runs. A part that should be there and is not says MISSING.
+ * runs. A part that should be there and is not says MISSING; a Node that is not Ready says NOT READY.
  */
-export async function realNodeStatusLines(node: RealNodeState): Promise<string[]> {
+export async function realNodeStatusLines(node: RealNodeState, kubectl: string, kubeconfigFile: string): Promise<string[]> {
   const has = (p: string) => existsSync(p);
+  const ready = await run(kubectl, [`--kubeconfig=${kubeconfigFile}`, "get", "node", node.name, "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"])
+    .then((r) => (r.stdout.trim() === "True" ? "Ready" : `NOT READY (${r.stdout.trim() || "no condition"})`), () => "NOT READY (the API server does not answer)");
   const lines = [
+    `${"node".padEnd(24)} ${ready}  ${node.name} ${node.ip}`,
     `${"node interface".padEnd(24)} ${has(`/sys/class/net/${REAL_NODE.nodeInterface}`) ? "present" : "MISSING"}  ${REAL_NODE.nodeInterface} ${node.ip}/32`,
     `${"pod bridge".padEnd(24)} ${has(`/sys/class/net/${REAL_NODE.bridge}`) ? "present" : "absent (made with the first Pod)"}  ${REAL_NODE.bridge} ${REAL_NODE.podGateway} (${REAL_NODE.podCidr})`,
   ];

@@ -329,7 +329,7 @@ function realNodePids(state: StackState): { kubelet?: number; containerd?: numbe
 /**
  * One line per component: name, pid, running or stopped, endpoint; a stopped one adds its log tail.
  * With the real node, one line per part of it follows (interface, bridge, iptables chain, cgroups,
- * network namespaces, containers); a missing part says MISSING.
+ * network namespaces, containers); a missing part says MISSING, a Node not Ready NOT READY.
  */
 export async function statusLines(state: StackState): Promise<string[]> {
   const lines = state.components.flatMap((c) => {
@@ -337,7 +337,7 @@ export async function statusLines(state: StackState): Promise<string[]> {
     const line = `${c.name.padEnd(24)} ${up ? "running" : "STOPPED"}  pid ${String(c.pid).padEnd(8)} ${c.endpoint}`;
     return up ? [line] : [line, ...tail(c.log, 10).split("\n").map((l) => `    ${l}`)];
   });
-  return state.realNode ? [...lines, ...(await realNodeStatusLines(state.realNode))] : lines;
+  return state.realNode ? [...lines, ...(await realNodeStatusLines(state.realNode, state.binaries.kubectl, state.kubeconfig))] : lines;
 }
 
 /** `export` lines for a shell: KUBECONFIG, PROMETHEUS_URL, ALERTMANAGER_URL, and PATH with the stack's kubectl. */
