@@ -34,9 +34,17 @@ const Mi = 1 << 20;
  * mount points, cgroup directories and network links. Podman's own entries are left out, since
  * another user of this machine may start or stop containers meanwhile: its `netns-*` namespaces,
  * its CNI chains (`CNI-*`; our bridge network adds no iptables rule), its `libpod` cgroups and
- * its storage and run-time mounts, and buildah's `buildah-*` build cgroups; and the per-process memory cgroups (`process_api/…`) that
+ * the mounts of containers/storage's layout (whatever its root directory), and buildah's
+ * `buildah-*` build cgroups; and the per-process memory cgroups (`process_api/…`) that
  * this machine's own process launcher makes and removes.
  */
+function podmanMount(mountPoint: string): boolean {
+  // containers/storage's layout, whatever its root (podman and buildah; containerd's differs).
+  const storageRoot = mountPoint.endsWith("/overlay") && existsSync(path.join(path.dirname(mountPoint), "overlay-layers"));
+  return storageRoot || /\/overlay\/[0-9a-f]{64}\/merged$/.test(mountPoint) || /\/overlay-containers\/[0-9a-f]{64}\/userdata\/shm$/.test(mountPoint) ||
+    mountPoint.startsWith("/var/lib/containers/") || mountPoint.startsWith("/run/containers/") || mountPoint.startsWith("/run/netns/netns-");
+}
+
 async function hostSnapshot(): Promise<Record<string, string[]>> {
   const lines = async (file: string, args: string[]) => (await run(file, args, { maxBuffer: 64 << 20 })).stdout.split("\n").filter(Boolean);
   const rules = (out: string[]) => out.filter((l) => !l.startsWith("#") && !l.includes("CNI-")).map((l) => l.replace(/\[\d+:\d+\]/, ""));
@@ -45,8 +53,7 @@ async function hostSnapshot(): Promise<Record<string, string[]>> {
     netns: (await lines("ip", ["netns", "list"])).filter((l) => !l.startsWith("netns-")),
     iptables: rules(await lines("iptables-save", [])),
     ip6tables: rules(await lines("ip6tables-save", [])),
-    mounts: readFileSync("/proc/self/mountinfo", "utf8").split("\n").map((l) => l.split(" ")[4] ?? "")
-      .filter((m) => m && !m.startsWith("/var/lib/containers/") && !m.startsWith("/run/containers/") && !m.startsWith("/run/netns/netns-")).sort(),
+    mounts: readFileSync("/proc/self/mountinfo", "utf8").split("\n").map((l) => l.split(" ")[4] ?? "").filter((m) => m && !podmanMount(m)).sort(),
     cgroups: cgroups.filter((d) => !d.includes("libpod") && !d.includes("/buildah-") && !d.includes("/process_api/")).sort(),
     links: (await lines("ip", ["-o", "link", "show"])).map((l) => l.split(":")[1]?.trim().split("@")[0] ?? "").filter((l) => !l.startsWith("veth")).sort(),
   };
