@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the local stack's Kubernetes binaries from the pinned Go modules beside this script
-# (etcd/, kube/, kwok/) into a cache outside the repository, keyed by each module's go.mod and
-# go.sum, so a second run builds nothing. Prints the directory that holds all binaries, beside
+# (etcd/, kube/, kwok/, and node/: the real node's kubelet, our pause and crireset) into a cache
+# outside the repository, keyed by each module's go.mod, go.sum and Go sources, so a second run
+# builds nothing. node/ also yields the real node's sandbox image, pause.oci.tar (FROM scratch:
+# our static pause program alone). Prints the directory that holds all binaries, beside
 # which kwok-stages/ holds kwok's lifecycle stages from the same pinned module and crds/ the
 # upstream PrometheusRule CRD, generated from prometheus-operator's API module (crds/).
 #
@@ -24,7 +26,8 @@ mkdir -p "$out"
 build_set() { # name, ldflags, packages...
   local name=$1 ldflags=$2; shift 2
   local dir="$here/$name" key stamp
-  key=$(cat "$dir/go.mod" "$dir/go.sum" | sha256sum | cut -c1-16)
+  # A set without Go sources of its own keys on go.mod and go.sum alone.
+  key=$(find "$dir" -name '*.go' | LC_ALL=C sort | xargs cat "$dir/go.mod" "$dir/go.sum" | sha256sum | cut -c1-16)
   stamp="$out/.$name-$key"
   [ -f "$stamp" ] && return 0
   echo "build-bins: building $name ($*) ..." >&2
@@ -48,6 +51,39 @@ build_set kube "$kube_ld" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes
   k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
 
 [ -x "$out/server" ] && mv -f "$out/server" "$out/etcd"
+
+# The real node's kubelet must come from the very k8s.io/kubernetes version of the kube set.
+nver=$(awk '$1 == "k8s.io/kubernetes" { print $2 } $1 == "require" && $2 == "k8s.io/kubernetes" { print $3 }' "$here/node/go.mod")
+if [ "$nver" != "$kver" ]; then
+  echo "build-bins: node/go.mod requires k8s.io/kubernetes $nver but kube/go.mod $kver; they must match" >&2
+  exit 1
+fi
+build_set node "$kube_ld" k8s.io/kubernetes/cmd/kubelet ./pause ./crireset
+
+# The sandbox image: an OCI image layout archive, FROM scratch, holding /pause alone, which
+# containerd imports (`ctr images import`) under the name in its annotations.
+pause_image() {
+  local tmp layer config manifest ld cd md ls cs ms
+  tmp=$(mktemp -d)
+  mkdir -p "$tmp/root" "$tmp/oci/blobs/sha256"
+  cp "$out/pause" "$tmp/root/pause"
+  tar -C "$tmp/root" --owner=0 --group=0 --numeric-owner --mtime=@0 --sort=name -cf "$tmp/layer.tar" pause
+  ld=$(sha256sum "$tmp/layer.tar" | cut -d' ' -f1); ls=$(stat -c %s "$tmp/layer.tar")
+  mv "$tmp/layer.tar" "$tmp/oci/blobs/sha256/$ld"
+  config='{"architecture":"amd64","os":"linux","config":{"Entrypoint":["/pause"],"User":"65535:65535"},"rootfs":{"type":"layers","diff_ids":["sha256:'$ld'"]}}'
+  cd=$(printf %s "$config" | sha256sum | cut -d' ' -f1); cs=${#config}
+  printf %s "$config" >"$tmp/oci/blobs/sha256/$cd"
+  manifest='{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:'$cd'","size":'$cs'},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:'$ld'","size":'$ls'}]}'
+  md=$(printf %s "$manifest" | sha256sum | cut -d' ' -f1); ms=${#manifest}
+  printf %s "$manifest" >"$tmp/oci/blobs/sha256/$md"
+  printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"1"}}]}' \
+    "$md" "$ms" "localhost/appmonitor/pause:1" >"$tmp/oci/index.json"
+  printf '{"imageLayoutVersion":"1.0.0"}' >"$tmp/oci/oci-layout"
+  tar -C "$tmp/oci" --owner=0 --group=0 --numeric-owner --mtime=@0 --sort=name -cf "$out/pause.oci.tar.tmp" oci-layout index.json blobs
+  mv -f "$out/pause.oci.tar.tmp" "$out/pause.oci.tar"
+  rm -rf "$tmp"
+}
+[ "$out/pause.oci.tar" -nt "$out/pause" ] || pause_image
 
 # kwok's own fast Node and Pod lifecycle stages, from the pinned kwok module (as kwokctl uses them).
 kwok_dir=$(cd "$here/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)

@@ -7,18 +7,27 @@
  *
  * Every hop is observed from outside (API server, Prometheus and Alertmanager HTTP APIs, the
  * functions' JSON logs) and time-stamped, so a failure names the hop that did not happen.
+ *
+ * On a kwok Node the usage is an annotation; with `realNode`, memhog runs on the stack's real
+ * node and allocates for real (320Mi at 32Mi/s), the crossing is read from memhog's own log lines
+ * (the kubelet's timestamps), cAdvisor reports the working set, and the new Pod's limit is read
+ * back from its container's memory cgroup.
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent, HTTP } from "cloudevents";
-import { stringify } from "yaml";
+import { parseAllDocuments, stringify } from "yaml";
+import { compare, floor, multiply, parseQuantity, rational } from "../../functions/lib/quantity.ts";
 import { buildImages, FUNCTION_IMAGES } from "../images/build.ts";
 import { usageMemoryAnnotation } from "../stack/config-files.ts";
 import { repoRoot } from "../stack/paths.ts";
+import { memoryCgroupDir } from "../stack/real-node.ts";
+import { podCgroupPath, REAL_NODE_PLACEMENT } from "../stack/real-node-config.ts";
 import type { StackState } from "../stack/stack.ts";
 import { serviceAccountCredentials } from "../support/container.ts";
 import { waitUntil } from "../support/wait-until.ts";
@@ -71,6 +80,11 @@ export interface ChainOptions {
   usage?: string;
   /** Run the functions from their images (`npm run image`, built first if needed) instead of from the sources. */
   containers?: boolean;
+  /**
+   * Run memhog on the stack's real node (`up({ realNode: true })`): its memory is real, `usage` is
+   * not used, and the new Pod's limit is read from its cgroup.
+   */
+  realNode?: boolean;
 }
 
 const FIELD_MANAGER = "appmonitor-demo";
@@ -121,6 +135,27 @@ async function serviceAccountKubeconfig(admin: k8s.KubeConfig, name: string, dir
   const file = path.join(dir, `${name}.kubeconfig`);
   await writeFile(file, kc.exportConfig(), { mode: 0o600 });
   return file;
+}
+
+/** The original memhog manifest with the real node's nodeSelector and toleration added to its Pod template. */
+function onRealNode(yamlText: string): string {
+  return parseAllDocuments(yamlText).map((doc) => {
+    const obj = doc.toJS() as k8s.V1Deployment;
+    const spec = obj.kind === "Deployment" ? obj.spec?.template.spec : undefined;
+    if (spec) Object.assign(spec, REAL_NODE_PLACEMENT);
+    return stringify(obj);
+  }).join("---\n");
+}
+
+/** `memory.limit_in_bytes` of a real-node Pod's memhog container, read from its cgroup; undefined when that cgroup is gone. */
+function cgroupLimit(pod: k8s.V1Pod): bigint | undefined {
+  const id = pod.status?.containerStatuses?.find((c) => c.name === "memhog")?.containerID?.replace(/^containerd:\/\//, "");
+  const dir = memoryCgroupDir(podCgroupPath({ uid: pod.metadata?.uid ?? "", qosClass: pod.status?.qosClass ?? "" }, id));
+  try {
+    return BigInt(readFileSync(path.join(dir, "memory.limit_in_bytes"), "utf8").trim());
+  } catch {
+    return undefined;
+  }
 }
 
 function memoryOf(containers: k8s.V1Container[] | undefined): Memory {
@@ -250,7 +285,8 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
     });
     hop("rule loaded by Prometheus");
 
-    await apply(state, await file("knative/examples/memhog.yaml"), namespace);
+    const manifest = await file("knative/examples/memhog.yaml");
+    await apply(state, options.realNode ? onRealNode(manifest) : manifest, namespace);
     const oldPod = await until("memhog Pod Running", hops, 60_000, async () => {
       const pods = (await core.listNamespacedPod({ namespace, labelSelector: "name=memhog" })).items.filter((p) => p.status?.phase === "Running");
       return pods.length === 1 ? pods[0] : undefined;
@@ -259,19 +295,30 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
     const before = memoryOf(oldPod.spec?.containers);
     hop("memhog Pod Running", Date.now(), `${oldName}: requests ${before.request}, limits ${before.limit}`);
 
-    // The crossing.
-    const usage = options.usage ?? "300Mi";
-    await core.patchNamespacedPod(
-      { name: oldName, namespace, body: { metadata: { annotations: { [usageMemoryAnnotation]: usage } } } },
-      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
-    );
-    const crossed = Date.now();
-    hop("usage crossed the threshold", crossed, `working set ${usage} of limit ${before.limit}`);
+    // The crossing: the working set reaches the AppMonitor's percent of the limit.
+    const percent = (stored as { spec?: { memThresholdPercent?: number } }).spec?.memThresholdPercent ?? 75;
+    const threshold = floor(multiply(parseQuantity(before.limit ?? "0"), rational(BigInt(Math.round(percent * 100)), 10_000n)));
+    if (options.realNode) {
+      // memhog writes "memhog: holding N bytes" as it allocates; the kubelet time-stamps each line.
+      const crossing = await until("memhog's working set crosses the threshold", hops, 60_000, async () => {
+        const log = await core.readNamespacedPodLog({ name: oldName, namespace, container: "memhog", timestamps: true });
+        return log.split("\n").map((l) => /^(\S+) memhog: holding (\d+) bytes/.exec(l)).find((m): m is RegExpExecArray => m !== null && BigInt(m[2] ?? "0") >= threshold);
+      });
+      hop("usage crossed the threshold", Date.parse(crossing[1] ?? ""), `memhog holds ${(Number(crossing[2]) / 2 ** 20).toFixed(0)}Mi of limit ${before.limit} (its log)`);
+    } else {
+      const usage = options.usage ?? "300Mi";
+      await core.patchNamespacedPod(
+        { name: oldName, namespace, body: { metadata: { annotations: { [usageMemoryAnnotation]: usage } } } },
+        k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+      );
+      hop("usage crossed the threshold", Date.now(), `working set ${usage} of limit ${before.limit}`);
+    }
 
     const series = `container_memory_working_set_bytes{namespace="${namespace}",pod="${oldName}",container="memhog"}`;
-    await until("Prometheus scrapes the new working set", hops, 30_000, async () => {
+    await until("Prometheus scrapes the new working set", hops, 60_000, async () => {
       const body = await getJson<{ data: { result: { value: [number, string] }[] } }>(`${state.prometheusUrl}/api/v1/query?${new URLSearchParams({ query: series })}`);
-      return Number(body.data.result[0]?.value[1]) > 1024 * 1024;
+      const value = body.data.result[0]?.value[1];
+      return value !== undefined && compare(parseQuantity(value), rational(threshold)) >= 0;
     });
     hop("working set scraped by Prometheus");
 
@@ -314,6 +361,13 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
     });
     const after = memoryOf(newPod.spec?.containers);
     hop("new Pod Running, old Pod gone", Date.now(), `${newPod.metadata?.name}: requests ${after.request}, limits ${after.limit}`);
+    if (options.realNode) {
+      const limit = cgroupLimit(newPod);
+      const wanted = floor(parseQuantity(after.limit ?? "0"));
+      if (limit !== wanted) throw new HopError("the new container's cgroup limit", `memory.limit_in_bytes is ${limit}, not ${wanted} (${after.limit})`, hops);
+      if (cgroupLimit(oldPod) !== undefined) throw new HopError("the new container's cgroup limit", `the old container's cgroup is still there`, hops);
+      hop("new container's cgroup limit", Date.now(), `memory.limit_in_bytes ${limit} (${after.limit}); the old container's cgroup is gone`);
+    }
     const deployment = await apps.readNamespacedDeployment({ name: "memhog", namespace });
     const template = memoryOf(deployment.spec?.template.spec?.containers);
     if (template.limit !== after.limit || template.request !== after.request) {

@@ -1,10 +1,11 @@
 /**
- * `npm run demo [-- --containers]`: the main job on the local stack, from one command. Starts the
+ * `npm run demo [-- --containers] [-- --real-node]`: the main job on the local stack, from one command. Starts the
  * stack (or uses the one already up in `APPMONITOR_STACK_DIR`/.stack), runs the chain
  * (`chain.ts`) with the original demo's AppMonitor and memhog Deployment, prints the timeline
  * and the resources before and after, and stops everything it started. `--containers` runs the
  * three functions from their images (`npm run image`; needs root and podman) instead of from the
- * sources.
+ * sources. `--real-node` starts the stack with its real node (root; `npm run stack -- up
+ * --real-node`) and runs memhog there: real memory, a real cgroup limit read back after the scale.
  *
  * Exit codes: 0 the Deployment was scaled and its new Pod runs; 1 a hop failed (named); 2 usage.
  */
@@ -14,10 +15,13 @@ import { down, readState, up } from "../stack/stack.ts";
 import { HopError, runChain, type Hop } from "./chain.ts";
 
 let containers = false;
+let realNode = false;
 try {
-  containers = parseArgs({ options: { containers: { type: "boolean", default: false } } }).values.containers;
+  ({ containers, "real-node": realNode } = parseArgs({
+    options: { containers: { type: "boolean", default: false }, "real-node": { type: "boolean", default: false } },
+  }).values);
 } catch (error) {
-  console.error(`usage: npm run demo [-- --containers]: ${(error as Error).message}`);
+  console.error(`usage: npm run demo [-- --containers] [-- --real-node]: ${(error as Error).message}`);
   process.exit(2);
 }
 const stateDir = defaultStateDir();
@@ -32,10 +36,11 @@ const line = (h: Hop) => {
 let code = 0;
 try {
   console.log(existing ? `using the stack in ${stateDir}` : "starting the local stack ...");
-  const state = await up({ stateDir, progress: (l) => console.log(`  stack: ${l}`) });
+  const state = await up({ stateDir, realNode, progress: (l) => console.log(`  stack: ${l}`) });
   console.log("\ntimeline (from the moment the usage crossed 75% of the limit):");
   if (containers) console.log("the functions run from their images (npm run image)");
-  const result = await runChain(state, { namespace: "appmonitor-demo", onHop: line, containers });
+  if (realNode) console.log("memhog runs on the real node: real memory, read from its log, cAdvisor and its cgroup");
+  const result = await runChain(state, { namespace: "appmonitor-demo", onHop: line, containers, realNode });
   console.log(`\nmemhog before: requests ${result.before.request}, limits ${result.before.limit}  (Pod ${result.oldPod})`);
   console.log(`memhog after:  requests ${result.after.request}, limits ${result.after.limit}  (Pod ${result.newPod})`);
   const last = result.hops.at(-1);

@@ -31,12 +31,44 @@ async function openssl(args: string[], cwd: string): Promise<void> {
   }
 }
 
+const clientExtensions = "extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n";
+
 async function signedCert(dir: string, name: string, subject: string, extensions: string): Promise<void> {
   await openssl(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
     "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", subject], dir);
   await writeFile(path.join(dir, `${name}.ext`), extensions);
   await openssl(["x509", "-req", "-in", `${name}.csr`, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
     "-out", `${name}.crt`, "-days", "30", "-extfile", `${name}.ext`], dir);
+}
+
+/** The real node's certificates, signed by the stack's CA (PEM file paths). */
+export interface NodePki {
+  /** The kubelet's client certificate: user `system:node:<node>`, group `system:nodes`. */
+  kubeletClientCert: string;
+  kubeletClientKey: string;
+  /** The kubelet's serving certificate for the node IP, 127.0.0.1 and the node name. */
+  kubeletServingCert: string;
+  kubeletServingKey: string;
+  /** kube-apiserver's client certificate towards kubelets (group `system:masters`). */
+  apiserverKubeletClientCert: string;
+  apiserverKubeletClientKey: string;
+}
+
+/**
+ * Writes the real node's certificates into `dir`, beside the CA that {@link generatePki} made there.
+ * @throws StackStepError when openssl fails.
+ */
+export async function generateNodePki(dir: string, node: { name: string; ip: string }): Promise<NodePki> {
+  await signedCert(dir, "kubelet-client", `/O=system:nodes/CN=system:node:${node.name}`, clientExtensions);
+  await signedCert(dir, "kubelet-serving", `/CN=${node.name}`,
+    `subjectAltName=IP:${node.ip},IP:127.0.0.1,DNS:${node.name}\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n`);
+  await signedCert(dir, "apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client", clientExtensions);
+  const p = (f: string) => path.join(dir, f);
+  return {
+    kubeletClientCert: p("kubelet-client.crt"), kubeletClientKey: p("kubelet-client.key"),
+    kubeletServingCert: p("kubelet-serving.crt"), kubeletServingKey: p("kubelet-serving.key"),
+    apiserverKubeletClientCert: p("apiserver-kubelet-client.crt"), apiserverKubeletClientKey: p("apiserver-kubelet-client.key"),
+  };
 }
 
 /**
@@ -50,8 +82,7 @@ export async function generatePki(dir: string): Promise<Pki> {
   await signedCert(dir, "apiserver", "/CN=kube-apiserver",
     "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.96.0.1\n" +
       "extendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n");
-  await signedCert(dir, "admin", "/O=system:masters/CN=appmonitor-admin",
-    "extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n");
+  await signedCert(dir, "admin", "/O=system:masters/CN=appmonitor-admin", clientExtensions);
   await openssl(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "sa.key"], dir);
   await openssl(["ec", "-in", "sa.key", "-pubout", "-out", "sa.pub"], dir);
   const p = (f: string) => path.join(dir, f);

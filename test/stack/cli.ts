@@ -1,6 +1,7 @@
 /**
- * `npm run stack -- up | down | status | env`: the local Kubernetes + Prometheus + Alertmanager
- * stack for users and tests. State lives in `APPMONITOR_STACK_DIR` (default `<repo>/.stack`).
+ * `npm run stack -- up [--real-node] | down | status | env`: the local Kubernetes + Prometheus +
+ * Alertmanager stack for users and tests. State lives in `APPMONITOR_STACK_DIR` (default
+ * `<repo>/.stack`). `--real-node` adds the real node (containerd, runc, CNI, a kubelet; root only).
  *
  * Exit codes: 0 done; 1 a step or component failed (the message names it); 2 usage.
  * Environment: `STACK_NODES` (fake Nodes, default 2), `STACK_SCRAPE_INTERVAL` and
@@ -10,9 +11,14 @@
 import { defaultStateDir } from "./paths.ts";
 import { down, envLines, readState, statusLines, up } from "./stack.ts";
 
-const usage = "usage: npm run stack -- up | down | status | env";
+const usage = "usage: npm run stack -- up [--real-node] | down | status | env";
 
-async function main(command: string | undefined): Promise<number> {
+async function main(command: string | undefined, flags: string[]): Promise<number> {
+  const unknown = flags.filter((f) => !(command === "up" && f === "--real-node"));
+  if (unknown.length > 0) {
+    console.error(`${usage}\nunknown: ${unknown.join(" ")}`);
+    return 2;
+  }
   const stateDir = defaultStateDir();
   switch (command) {
     case "up": {
@@ -22,12 +28,16 @@ async function main(command: string | undefined): Promise<number> {
         nodes: Number(process.env.STACK_NODES ?? 2),
         scrapeInterval: process.env.STACK_SCRAPE_INTERVAL ?? "1s",
         evaluationInterval: process.env.STACK_EVALUATION_INTERVAL ?? "1s",
+        realNode: flags.includes("--real-node"),
         progress: (line) => console.error(`stack: ${line}`),
       });
       console.log(`kube-apiserver  ${state.apiserverUrl}  (KUBECONFIG=${state.kubeconfig})`);
       console.log(`prometheus      ${state.prometheusUrl}  (rules: ${state.rulesDir}/*.yml)`);
       console.log(`alertmanager    ${state.alertmanagerUrl}`);
       console.log(`kwok (kubelet)  ${state.kwokUrl}/metrics/nodes/<node>/metrics/cadvisor  (nodes: ${state.nodes.join(", ")})`);
+      if (state.realNode) {
+        console.log(`real node       ${state.realNode.name} ${state.realNode.ip}, kubelet ${state.realNode.kubeletUrl}/metrics/cadvisor  (containerd unix://${state.realNode.paths.containerdSocket})`);
+      }
       console.log(`state           ${state.stateDir}`);
       console.log(`\nuse it from a shell: eval "$(npm run -s stack -- env)"`);
       return 0;
@@ -43,9 +53,9 @@ async function main(command: string | undefined): Promise<number> {
         console.log(`no stack in ${stateDir}`);
         return 1;
       }
-      const lines = statusLines(state);
+      const lines = await statusLines(state);
       console.log(lines.join("\n"));
-      return lines.some((l) => l.includes("STOPPED")) ? 1 : 0;
+      return lines.some((l) => l.includes("STOPPED") || l.includes("MISSING") || l.includes("NOT READY")) ? 1 : 0;
     }
     case "env": {
       const state = await readState(stateDir);
@@ -62,7 +72,7 @@ async function main(command: string | undefined): Promise<number> {
   }
 }
 
-main(process.argv[2]).then(
+main(process.argv[2], process.argv.slice(3)).then(
   (code) => process.exit(code),
   (error: Error) => {
     console.error(`stack: ${error.message}`);

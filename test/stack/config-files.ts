@@ -137,7 +137,7 @@ export function kwokPodReadyAgainStage(): string {
   });
 }
 
-/** Prometheus's configuration: kwok's per-Node cAdvisor metrics, the rule files, Alertmanager. */
+/** Prometheus's configuration: kwok's per-Node cAdvisor metrics (and any extra jobs), the rule files, Alertmanager. */
 export function prometheusConfig(opts: {
   scrapeInterval: string;
   evaluationInterval: string;
@@ -145,6 +145,8 @@ export function prometheusConfig(opts: {
   nodes: string[];
   rulesGlob: string;
   alertmanagerAddress: string;
+  /** Further scrape jobs, as Prometheus's `scrape_configs` entries (the real node's kubelet). */
+  extraScrapeConfigs?: Record<string, unknown>[];
 }): string {
   return stringify({
     global: { scrape_interval: opts.scrapeInterval, evaluation_interval: opts.evaluationInterval },
@@ -156,7 +158,7 @@ export function prometheusConfig(opts: {
         targets: [opts.kwokAddress],
         labels: { __metrics_path__: `/metrics/nodes/${node}/metrics/cadvisor`, node },
       })),
-    }],
+    }, ...(opts.extraScrapeConfigs ?? [])],
   });
 }
 

@@ -60,11 +60,35 @@ export class StackStepError extends Error {
   }
 }
 
-function which(name: string, env: NodeJS.ProcessEnv): string | undefined {
+/** The first `name` on `env.PATH`, or undefined. */
+export function which(name: string, env: NodeJS.ProcessEnv): string | undefined {
   for (const dir of (env.PATH ?? "").split(path.delimiter)) {
     if (dir && existsSync(path.join(dir, name))) return path.join(dir, name);
   }
   return undefined;
+}
+
+/**
+ * Runs test/bins/build.sh: builds whatever Go-built binary set is not cached yet (minutes when
+ * cold, well under a second when warm) and returns the directory that holds them all.
+ * @throws StackStepError "build Kubernetes binaries" with the tail of the script's output.
+ */
+export async function buildBinaries(env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  try {
+    const { stdout } = await promisify(execFile)("bash", [path.join(repoRoot, "test/bins/build.sh")], {
+      env,
+      maxBuffer: 16 << 20,
+      timeout: 60 * 60 * 1000,
+    });
+    return stdout.trim().split("\n").pop() ?? "";
+  } catch (error) {
+    const stderr = (error as { stderr?: string }).stderr ?? "";
+    throw new StackStepError(
+      "build Kubernetes binaries",
+      `test/bins/build.sh failed:\n${stderr.trim().split("\n").slice(-15).join("\n")}`,
+      { cause: error },
+    );
+  }
 }
 
 /**
@@ -80,24 +104,7 @@ export async function resolveBinaries(env: NodeJS.ProcessEnv = process.env): Pro
       if (existsSync(path.join(assets, file))) found[role] = path.join(assets, file);
     }
   }
-  let built: string | undefined;
-  if (Object.keys(goBuilt).some((role) => !found[role as keyof typeof goBuilt])) {
-    try {
-      const { stdout } = await promisify(execFile)("bash", [path.join(repoRoot, "test/bins/build.sh")], {
-        env,
-        maxBuffer: 16 << 20,
-        timeout: 60 * 60 * 1000,
-      });
-      built = stdout.trim().split("\n").pop();
-    } catch (error) {
-      const stderr = (error as { stderr?: string }).stderr ?? "";
-      throw new StackStepError(
-        "build Kubernetes binaries",
-        `test/bins/build.sh failed:\n${stderr.trim().split("\n").slice(-15).join("\n")}`,
-        { cause: error },
-      );
-    }
-  }
+  const built = Object.keys(goBuilt).some((role) => !found[role as keyof typeof goBuilt]) ? await buildBinaries(env) : undefined;
   const result: Record<string, string> = {};
   for (const [role, file] of Object.entries(goBuilt) as [keyof typeof goBuilt, string][]) {
     const p = found[role] ?? (built ? path.join(built, file) : undefined);

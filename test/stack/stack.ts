@@ -9,13 +9,15 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import https from "node:https";
 import path from "node:path";
 import type * as k8s from "@kubernetes/client-node";
-import { generatePki } from "./certs.ts";
+import { generateNodePki, generatePki, type NodePki } from "./certs.ts";
 import {
   alertmanagerConfig, kubeconfig, kwokMetricsConfig, kwokPodReadyAgainStage, nodeHeartbeat, nodeNamePrefix, prometheusConfig,
 } from "./config-files.ts";
 import { resolveBinaries, StackStepError, type Binaries } from "./paths.ts";
 import { freePort } from "../support/free-port.ts";
 import { alive, ComponentError, startProcess, stopAll, tail, waitReady, type Started } from "./processes.ts";
+import { checkRealNodeHost, realNodeStatusLines, resolveNodeBinaries, startRealNode, stopRealNode, type NodeBinaries, type RealNodeState } from "./real-node.ts";
+import { kubeletScrapeJob, REAL_NODE, realNodePaths } from "./real-node-config.ts";
 
 /** Options of `up`. Intervals are Prometheus durations (`1s`, `500ms`). */
 export interface UpOptions {
@@ -23,6 +25,13 @@ export interface UpOptions {
   nodes?: number;
   scrapeInterval?: string;
   evaluationInterval?: string;
+  /**
+   * Also start the real node (containerd, runc, CNI bridge, a kubelet; `real-node.ts`): root only,
+   * one per machine. Its Pods are real processes; Prometheus scrapes its kubelet's cAdvisor.
+   */
+  realNode?: boolean;
+  /** The memhog OCI archive the real node imports; default `<cache>/images/memhog.oci.tar` (`npm run image`). */
+  memhogArchive?: string;
   env?: NodeJS.ProcessEnv;
   /** Called with one line per step, for progress output. */
   progress?: (line: string) => void;
@@ -46,6 +55,8 @@ export interface StackState {
   kubectlDir: string;
   binaries: Binaries;
   components: { name: string; pid: number; log: string; endpoint: string }[];
+  /** The real node, when `up` was asked for it; recorded before it makes anything on the host. */
+  realNode?: RealNodeState;
 }
 
 const stateFile = (dir: string) => path.join(dir, "state.json");
@@ -89,21 +100,30 @@ export async function up(opts: UpOptions): Promise<StackState> {
   const dir = path.resolve(opts.stateDir);
   const existing = await readState(dir);
   if (existing) {
+    if (opts.realNode && !existing.realNode) {
+      throw new StackStepError("stack up", `a stack without the real node runs in ${dir}; run 'npm run stack -- down' first`);
+    }
     const dead = existing.components.filter((c) => !alive(c.pid));
     if (dead.length === 0) return existing;
     throw new StackStepError("stack up", `a stack in ${dir} has stopped components (${dead.map((c) => c.name).join(", ")}); run 'npm run stack -- down' first`);
   }
   const t0 = Date.now();
   const bins = await resolveBinaries(env);
+  let nodeBins: NodeBinaries | undefined;
+  if (opts.realNode) {
+    await checkRealNodeHost(dir);
+    nodeBins = await resolveNodeBinaries(env);
+  }
   say(`binaries ready (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   await mkdir(path.join(dir, "logs"), { recursive: true });
   const started: Started[] = [];
   const log = (name: string) => path.join(dir, "logs", `${name}.log`);
   try {
     const pki = await generatePki(path.join(dir, "pki"));
-    const [etcdPort, peerPort, apiPort, kcmPort, schedPort, kwokPort, promPort, amPort] = await Promise.all(
-      Array.from({ length: 8 }, () => freePort()),
-    );
+    const nodePki: NodePki | undefined = nodeBins && await generateNodePki(path.join(dir, "pki"), { name: REAL_NODE.name, ip: REAL_NODE.nodeIp });
+    const [etcdPort, peerPort, apiPort, kcmPort, schedPort, kwokPort, promPort, amPort, kubeletPort, healthzPort] = await Promise.all(
+      Array.from({ length: 10 }, () => freePort()),
+    ) as [number, number, number, number, number, number, number, number, number, number];
     const nodes = Array.from({ length: opts.nodes ?? 2 }, (_, i) => `${nodeNamePrefix}${i}`);
     const state: StackState = {
       stateDir: dir,
@@ -141,6 +161,9 @@ export async function up(opts: UpOptions): Promise<StackState> {
       nodes,
       rulesGlob: path.join(state.rulesDir, "*.yml"),
       alertmanagerAddress: `127.0.0.1:${amPort}`,
+      extraScrapeConfigs: nodeBins ? [kubeletScrapeJob({
+        address: `${REAL_NODE.nodeIp}:${kubeletPort}`, caFile: pki.caCert, tokenFile: realNodePaths(dir).prometheusToken,
+      })] : [],
     }));
     const kwokConfig = path.join(dir, "kwok.yaml");
     await writeFile(kwokConfig, [...kwokStages(bins), kwokPodReadyAgainStage(), kwokMetricsConfig()].join("---\n"));
@@ -174,6 +197,8 @@ export async function up(opts: UpOptions): Promise<StackState> {
       "--authorization-mode=RBAC", "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
       `--service-account-key-file=${pki.serviceAccountPub}`, `--service-account-signing-key-file=${pki.serviceAccountKey}`,
       "--service-cluster-ip-range=10.96.0.0/16", "--allow-privileged=true", "--v=0",
+      ...(nodePki ? [`--kubelet-client-certificate=${nodePki.apiserverKubeletClientCert}`, `--kubelet-client-key=${nodePki.apiserverKubeletClientKey}`,
+        `--kubelet-certificate-authority=${pki.caCert}`, "--kubelet-preferred-address-types=InternalIP"] : []),
     ], log("kube-apiserver"), env);
     await record(apiserver, state.apiserverUrl);
     const tls = { ca: await readFile(pki.caCert), cert: await readFile(pki.adminCert), key: await readFile(pki.adminKey) };
@@ -203,11 +228,22 @@ export async function up(opts: UpOptions): Promise<StackState> {
     await record(kwok, state.kwokUrl);
 
     // Loaded here, not at the top: `down`, `status` and `env` need no client and start faster.
-    const { KubeConfig, CoreV1Api } = await import("@kubernetes/client-node");
+    const { KubeConfig, CoreV1Api, RbacAuthorizationV1Api } = await import("@kubernetes/client-node");
     const kc = new KubeConfig();
     kc.loadFromFile(state.kubeconfig);
     const core = kc.makeApiClient(CoreV1Api);
     await Promise.all(nodes.map((name) => core.createNode({ body: fakeNode(name) })));
+    if (nodeBins && nodePki) {
+      await startRealNode({
+        stateDir: dir, bins: nodeBins, pki, nodePki, apiserverUrl: state.apiserverUrl, kubeletPort, healthzPort, env, log, record,
+        ...(opts.memhogArchive === undefined ? {} : { memhogArchive: opts.memhogArchive }),
+        save: async (node) => {
+          state.realNode = node;
+          await writeFile(stateFile(dir), JSON.stringify(state, null, 2));
+        },
+        core, rbac: kc.makeApiClient(RbacAuthorizationV1Api), say,
+      });
+    }
 
     const insecure = { ca: tls.ca, insecure: true };
     await Promise.all([
@@ -219,7 +255,8 @@ export async function up(opts: UpOptions): Promise<StackState> {
     ]);
     await waitReady(kwok, async () => {
       const list = await core.listNode();
-      return list.items.filter((n) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")).length === nodes.length;
+      const ready = list.items.filter((n) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+      return ready.filter((n) => nodes.includes(n.metadata?.name ?? "")).length === nodes.length;
     });
     await waitReady(kcm, async () => {
       await core.readNamespacedServiceAccount({ name: "default", namespace: "default" });
@@ -228,6 +265,8 @@ export async function up(opts: UpOptions): Promise<StackState> {
     say(`stack ready (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
     return state;
   } catch (error) {
+    const partial = await readState(dir).catch(() => undefined);
+    if (partial?.realNode) await stopRealNode(dir, partial.realNode, realNodePids(partial));
     await stopAll(started.map((s) => s.pid), 2_000);
     // Keep the logs of a failed start where the message says they are.
     const logs = path.join(dir, "logs");
@@ -275,20 +314,36 @@ function fakeNode(name: string): k8s.V1Node {
  */
 export async function down(stateDir: string): Promise<string[]> {
   const state = await readState(stateDir);
+  // The real node first, while the rest still runs: its teardown needs containerd, and its
+  // mounts must be gone before the state directory is removed.
+  const problems = state?.realNode ? await stopRealNode(path.resolve(stateDir), state.realNode, realNodePids(state)) : [];
   // The state is deleted next, so nothing needs a graceful shutdown: kube-apiserver alone would
   // spend over ten seconds draining watches.
   if (state) await stopAll(state.components.map((c) => c.pid), 2_000);
+  if (problems.length > 0) {
+    throw new StackStepError("stack down", `the real node's teardown left work undone (state kept in ${stateDir}):\n  ${problems.join("\n  ")}`);
+  }
   await rm(stateDir, { recursive: true, force: true });
   return state?.components.map((c) => c.name) ?? [];
 }
 
-/** One line per component: name, pid, running or stopped, endpoint; a stopped one adds its log tail. */
-export function statusLines(state: StackState): string[] {
-  return state.components.flatMap((c) => {
+function realNodePids(state: StackState): { kubelet?: number; containerd?: number } {
+  const pid = (name: string) => state.components.find((c) => c.name === name)?.pid;
+  return { kubelet: pid("kubelet"), containerd: pid("containerd") };
+}
+
+/**
+ * One line per component: name, pid, running or stopped, endpoint; a stopped one adds its log tail.
+ * With the real node, one line per part of it follows (interface, bridge, iptables chain, cgroups,
+ * network namespaces, containers); a missing part says MISSING, a Node not Ready NOT READY.
+ */
+export async function statusLines(state: StackState): Promise<string[]> {
+  const lines = state.components.flatMap((c) => {
     const up = alive(c.pid);
     const line = `${c.name.padEnd(24)} ${up ? "running" : "STOPPED"}  pid ${String(c.pid).padEnd(8)} ${c.endpoint}`;
     return up ? [line] : [line, ...tail(c.log, 10).split("\n").map((l) => `    ${l}`)];
   });
+  return state.realNode ? [...lines, ...(await realNodeStatusLines(state.realNode, state.binaries.kubectl, state.kubeconfig))] : lines;
 }
 
 /** `export` lines for a shell: KUBECONFIG, PROMETHEUS_URL, ALERTMANAGER_URL, and PATH with the stack's kubectl. */

@@ -8,7 +8,10 @@
 //	MEMHOG_TARGET  bytes to hold (default 320Mi: 83% of the demo's 384Mi limit, 42% of the 768Mi
 //	               it is scaled to, so it crosses a 75% threshold once and not after the scale)
 //	MEMHOG_RATE    bytes per second (default 32Mi)
-//	MEMHOG_MODE    "hold" (default) or "grow" (keep allocating past the target, for OOM tests)
+//	MEMHOG_MODE    "hold" (default), "grow" (keep allocating past the target, for OOM tests), or
+//	               "grow-child" (start a second memhog process in "grow" mode, say how it ended,
+//	               then wait for SIGTERM: the kernel kills the child and the container lives on,
+//	               so a per-container OOM counter has a container to be counted on)
 //
 // Every page is written, so the memory is resident and counted in the cgroup's working set.
 // It logs one line per step on stdout and exits 0 on SIGTERM.
@@ -18,6 +21,7 @@ import (
 	"fmt"
 	"math/big"
 	"os"
+	"os/exec"
 	"os/signal"
 	"regexp"
 	"syscall"
@@ -65,11 +69,17 @@ func main() {
 		rate, err = parseQuantity("MEMHOG_RATE", env("MEMHOG_RATE", "32Mi"))
 		if err == nil {
 			mode := env("MEMHOG_MODE", "hold")
-			if mode != "hold" && mode != "grow" {
-				err = fmt.Errorf("MEMHOG_MODE=%q: must be hold or grow", mode)
-			} else {
+			switch mode {
+			case "hold", "grow":
 				run(target, rate, mode == "grow")
 				return
+			case "grow-child":
+				err = growChild()
+				if err == nil {
+					return
+				}
+			default:
+				err = fmt.Errorf("MEMHOG_MODE=%q: must be hold, grow or grow-child", mode)
 			}
 		}
 	}
@@ -116,4 +126,29 @@ func run(target, rate int64, grow bool) {
 			reported = time.Now()
 		}
 	}
+}
+
+// growChild runs this program again as a child in "grow" mode, reports how the child ended (the
+// kernel's OOM killer: "signal: killed"), and waits for SIGTERM.
+func growChild() error {
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	child := exec.Command("/proc/self/exe")
+	child.Env = append(os.Environ(), "MEMHOG_MODE=grow")
+	child.Stdout, child.Stderr = os.Stdout, os.Stderr
+	if err := child.Start(); err != nil {
+		return fmt.Errorf("start the growing child: %w", err)
+	}
+	fmt.Printf("memhog: child %d growing\n", child.Process.Pid)
+	done := make(chan error, 1)
+	go func() { done <- child.Wait() }()
+	select {
+	case err := <-done:
+		fmt.Printf("memhog: child ended: %v\n", err)
+	case <-stop:
+		_ = child.Process.Kill()
+		return nil
+	}
+	<-stop
+	return nil
 }

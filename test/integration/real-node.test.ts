@@ -1,0 +1,273 @@
+// The stack's real node, for real: Pods are processes in real cgroups on Debian's containerd and
+// runc, the kernel OOM-kills memhog at its limit, the kubelet's cAdvisor reports it to Prometheus,
+// and `down` leaves the host as it found it.
+//
+// Part of `npm test` (root, containerd, runc, the CNI plugins; one real node per machine);
+// `npm run test:real-node` runs this file alone. It starts its own stack (with one kwok Node) in
+// a temporary state directory.
+import { after, before, test, type TestContext } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { copyFile, mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import * as k8s from "@kubernetes/client-node";
+import { runChain } from "../e2e/chain.ts";
+import { buildImages } from "../images/build.ts";
+import { archiveDir } from "../images/paths.ts";
+import { repoRoot } from "../stack/paths.ts";
+import { down, statusLines, up, type StackState } from "../stack/stack.ts";
+import { memoryCgroupDir } from "../stack/real-node.ts";
+import { podCgroupPath, REAL_NODE, REAL_NODE_PLACEMENT } from "../stack/real-node-config.ts";
+import { promQuery, waitFor } from "../support/stack.ts";
+
+const run = promisify(execFile);
+const Mi = 1 << 20;
+
+/**
+ * What `down` must give back: network namespaces, iptables rules (v4 and v6, counters dropped),
+ * mount points, cgroup directories and network links. Podman's own entries are left out, since
+ * another user of this machine may start or stop containers meanwhile: its `netns-*` namespaces,
+ * its CNI chains (`CNI-*`; our bridge network adds no iptables rule), its `libpod` cgroups and
+ * the mounts of containers/storage's layout (whatever its root directory), and buildah's
+ * `buildah-*` build cgroups; and the per-process memory cgroups (`process_api/…`) that
+ * this machine's own process launcher makes and removes.
+ */
+function podmanMount(mountPoint: string): boolean {
+  // containers/storage's layout, whatever its root (podman and buildah; containerd's differs).
+  const storageRoot = mountPoint.endsWith("/overlay") && existsSync(path.join(path.dirname(mountPoint), "overlay-layers"));
+  return storageRoot || /\/overlay\/[0-9a-f]{64}\/merged$/.test(mountPoint) || /\/overlay-containers\/[0-9a-f]{64}\/userdata\/shm$/.test(mountPoint) ||
+    mountPoint.startsWith("/var/lib/containers/") || mountPoint.startsWith("/run/containers/") || mountPoint.startsWith("/run/netns/netns-");
+}
+
+async function hostSnapshot(): Promise<Record<string, string[]>> {
+  const lines = async (file: string, args: string[]) => (await run(file, args, { maxBuffer: 64 << 20 })).stdout.split("\n").filter(Boolean);
+  const rules = (out: string[]) => out.filter((l) => !l.startsWith("#") && !l.includes("CNI-")).map((l) => l.replace(/\[\d+:\d+\]/, ""));
+  const cgroups = await lines("find", ["/sys/fs/cgroup", "-type", "d"]);
+  return {
+    netns: (await lines("ip", ["netns", "list"])).filter((l) => !l.startsWith("netns-")),
+    iptables: rules(await lines("iptables-save", [])),
+    ip6tables: rules(await lines("ip6tables-save", [])),
+    mounts: readFileSync("/proc/self/mountinfo", "utf8").split("\n").map((l) => l.split(" ")[4] ?? "").filter((m) => m && !podmanMount(m)).sort(),
+    cgroups: cgroups.filter((d) => !d.includes("libpod") && !d.includes("/buildah-") && !d.includes("/process_api/")).sort(),
+    links: (await lines("ip", ["-o", "link", "show"])).map((l) => l.split(":")[1]?.trim().split("@")[0] ?? "").filter((l) => !l.startsWith("veth")).sort(),
+  };
+}
+
+let stateDir = "";
+let imagesDir = "";
+let state: StackState | undefined;
+let core: k8s.CoreV1Api;
+let before_: Record<string, string[]>;
+
+/**
+ * memhog as this checkout builds it (the grow-child mode is recent), copied out of the shared
+ * image cache, which another checkout on this machine may rebuild at any time: the copy is
+ * checked to hold the image just built.
+ */
+async function memhogArchive(dir: string): Promise<string> {
+  const copy = path.join(dir, "memhog.oci.tar");
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const [built] = await buildImages(["memhog"]);
+    if (!built) break;
+    await copyFile(built.archive, copy);
+    const blobs = (await run("tar", ["-tf", copy])).stdout;
+    if (blobs.includes(built.id.replace(/^sha256:/, ""))) return copy;
+  }
+  throw new Error(`could not get a memhog archive of this checkout's image (the shared one in ${archiveDir()} keeps changing)`);
+}
+
+before(async () => {
+  before_ = await hostSnapshot();
+  stateDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-real-node-"));
+  imagesDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-real-node-images-"));
+  const t0 = Date.now();
+  state = await up({
+    stateDir, nodes: 1, realNode: true, memhogArchive: await memhogArchive(imagesDir),
+    progress: (line) => process.stderr.write(`# stack: ${line}\n`),
+  });
+  process.stderr.write(`# stack with the real node up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+  process.env.APPMONITOR_STACK_DIR = stateDir;
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(state.kubeconfig);
+  core = kc.makeApiClient(k8s.CoreV1Api);
+}, { timeout: 20 * 60_000 });
+
+after(async () => {
+  // The last test takes the stack down and checks the host; this is the safety net when it did not run.
+  if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
+  if (imagesDir) await rm(imagesDir, { recursive: true, force: true });
+});
+
+/** A memhog Pod on the real node: `env` for memhog, one memory limit (and the same request). */
+function memhogPod(name: string, env: Record<string, string>, limit: string, restartPolicy = "Always"): k8s.V1Pod {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name },
+    spec: {
+      ...REAL_NODE_PLACEMENT,
+      restartPolicy,
+      terminationGracePeriodSeconds: 1,
+      containers: [{
+        name: "memhog",
+        image: "quay.io/metral/memhog:v0.0.1",
+        imagePullPolicy: "IfNotPresent",
+        env: Object.entries(env).map(([n, value]) => ({ name: n, value })),
+        resources: { limits: { memory: limit }, requests: { memory: limit } },
+      }],
+    },
+  };
+}
+
+async function createPod(t: TestContext, pod: k8s.V1Pod): Promise<string> {
+  const name = pod.metadata?.name ?? "";
+  await core.createNamespacedPod({ namespace: "default", body: pod });
+  t.after(() => core.deleteNamespacedPod({ name, namespace: "default", gracePeriodSeconds: 0 }).then(() => undefined, () => undefined));
+  return name;
+}
+
+async function running(name: string, timeoutMs = 60_000): Promise<k8s.V1Pod> {
+  return waitFor(`Pod ${name} Running on ${REAL_NODE.name}`, async () => {
+    const pod = await core.readNamespacedPod({ name, namespace: "default" });
+    return pod.status?.phase === "Running" && pod.status.containerStatuses?.[0]?.ready ? pod : undefined;
+  }, timeoutMs, 100);
+}
+
+function containerId(pod: k8s.V1Pod): string {
+  const id = pod.status?.containerStatuses?.[0]?.containerID ?? "";
+  return id.replace(/^containerd:\/\//, "");
+}
+
+function cgroupOf(pod: k8s.V1Pod, container?: string): string {
+  return memoryCgroupDir(podCgroupPath({ uid: pod.metadata?.uid ?? "", qosClass: pod.status?.qosClass ?? "" }, container));
+}
+
+test("the real node is Ready beside the kwok Node, and status names its parts", async () => {
+  const nodes = (await core.listNode()).items;
+  const real = nodes.find((n) => n.metadata?.name === REAL_NODE.name);
+  assert.ok(real, "the real node is registered");
+  assert.match(real.status?.nodeInfo?.containerRuntimeVersion ?? "", /^containerd:\/\/1\.6\./, "Debian's containerd 1.6");
+  const pinned = /^require k8s\.io\/kubernetes (v\S+)$/m.exec(readFileSync(path.join(repoRoot, "test/bins/kube/go.mod"), "utf8"))?.[1];
+  assert.equal(real.status?.nodeInfo?.kubeletVersion, pinned, "the kubelet comes from the kube set's k8s.io/kubernetes version");
+  assert.deepEqual(real.status?.addresses?.find((a) => a.type === "InternalIP")?.address, REAL_NODE.nodeIp);
+  assert.ok(nodes.some((n) => n.metadata?.name === "kwok-node-0"), "the kwok Node is there too");
+  const lines = await statusLines(state as StackState);
+  for (const part of ["containerd ", "kubelet ", "node ", "node interface", "iptables chain", "cgroup root"]) {
+    assert.ok(lines.some((l) => l.startsWith(part) && !l.includes("STOPPED") && !l.includes("MISSING") && !l.includes("NOT READY")), `status shows ${part.trim()}: ${lines.join("\n")}`);
+  }
+});
+
+test("a Pod on the real node runs with its memory limit in its real cgroup", { timeout: 120_000 }, async (t) => {
+  const name = await createPod(t, memhogPod("limited", { MEMHOG_TARGET: "16Mi" }, "96Mi"));
+  const pod = await running(name);
+  assert.equal(pod.spec?.nodeName, REAL_NODE.name);
+  assert.match(pod.status?.podIP ?? "", /^10\.245\.0\.\d+$/, "an address from the real node's Pod range");
+  const limit = Number(readFileSync(path.join(cgroupOf(pod, containerId(pod)), "memory.limit_in_bytes"), "utf8"));
+  assert.equal(limit, 96 * Mi, "memory.limit_in_bytes of the container's cgroup v1 memory cgroup");
+  t.diagnostic(`cgroup ${cgroupOf(pod, containerId(pod))}: memory.limit_in_bytes ${limit}`);
+  // The network rule, read from the Pod's own network namespace (nothing is sent): a route to the
+  // Pod range alone, none to anywhere else.
+  const [pid] = readFileSync(path.join(cgroupOf(pod, containerId(pod)), "cgroup.procs"), "utf8").split("\n").filter(Boolean);
+  const routes = (await run("nsenter", [`--net=/proc/${pid}/ns/net`, "ip", "-4", "route", "show"])).stdout.trim().split("\n");
+  assert.deepEqual(routes.map((r) => r.split(" ")[0]), [REAL_NODE.podCidr], `the Pod's routes: ${routes.join("; ")}`);
+  const v6 = (await run("nsenter", [`--net=/proc/${pid}/ns/net`, "ip", "-6", "route", "show"])).stdout.trim().split("\n").filter(Boolean);
+  assert.ok(v6.every((r) => r.startsWith("fe80::") || r.startsWith("multicast")), `no IPv6 route off the link: ${v6.join("; ")}`);
+});
+
+test("memhog growing past a 64Mi limit is OOM-killed by the kernel: OOMKilled, exit code 137", { timeout: 180_000 }, async (t) => {
+  const name = await createPod(t, memhogPod("oom", { MEMHOG_MODE: "grow", MEMHOG_RATE: "64Mi" }, "64Mi"));
+  const pod = await waitFor("memhog OOM-killed and restarted", async () => {
+    const p = await core.readNamespacedPod({ name, namespace: "default" });
+    const s = p.status?.containerStatuses?.[0];
+    return s?.lastState?.terminated && (s.restartCount ?? 0) >= 1 ? p : undefined;
+  }, 120_000, 200);
+  const status = pod.status?.containerStatuses?.[0];
+  assert.equal(status?.lastState?.terminated?.reason, "OOMKilled");
+  assert.equal(status?.lastState?.terminated?.exitCode, 137);
+  // The kernel's own word: its OOM killer's line names the memory cgroup whose limit was hit
+  // (oom_memcg) and the killed task's (task_memcg), here a cgroup of this Pod.
+  const uid = pod.metadata?.uid ?? "";
+  const kernel = (await run("dmesg", [])).stdout.split("\n").filter((l) => l.includes("oom-kill:") && l.includes(`/pod${uid}/`));
+  assert.ok(kernel.length >= 1, "the kernel logged an OOM kill in the Pod's cgroups");
+  const [, oomMemcg, taskMemcg, task] = /oom_memcg=([^,]+),task_memcg=([^,]+),task=([^,]+)/.exec(kernel[0] ?? "") ?? [];
+  assert.equal(task, "memhog");
+  t.diagnostic(`API: ${JSON.stringify({ restartCount: status?.restartCount, lastState: status?.lastState, state: status?.state })}`);
+  t.diagnostic(`kernel: ${kernel.length} OOM kill(s) in the Pod; first: oom_memcg=${oomMemcg} task_memcg=${taskMemcg} task=${task}`);
+  // What cAdvisor shows for it: the kill is counted on the killed container's cgroup, which goes
+  // away with its PID 1, so no series of this Pod ever moves (google/cadvisor#3015).
+  await new Promise((r) => setTimeout(r, 16_000)); // one cAdvisor housekeeping (10-15 s) and a scrape
+  const oom = await promQuery(`max_over_time(container_oom_events_total{pod="${name}"}[5m])`);
+  const failcnt = await promQuery(`container_memory_failcnt{pod="${name}"}`);
+  t.diagnostic(`Prometheus container_oom_events_total (max over 5m): ${JSON.stringify(oom.map((s) => [s.metric.container ?? "", s.value]))}`);
+  t.diagnostic(`Prometheus container_memory_failcnt: ${JSON.stringify(failcnt.map((s) => [s.metric.container ?? "", s.value]))}`);
+  assert.ok(oom.length > 0, "cAdvisor reports container_oom_events_total for the Pod");
+});
+
+test("an OOM kill inside a container that lives on moves cAdvisor's container_oom_events_total", { timeout: 180_000 }, async (t) => {
+  const name = await createPod(t, memhogPod("oom-child", { MEMHOG_MODE: "grow-child", MEMHOG_RATE: "64Mi" }, "64Mi"));
+  await running(name);
+  const sample = await waitFor("container_oom_events_total{container=\"memhog\"} ≥ 1 in Prometheus", async () => {
+    const [s] = await promQuery(`container_oom_events_total{pod="${name}",container="memhog"} >= 1`);
+    return s;
+  }, 90_000, 1000);
+  const pod = await core.readNamespacedPod({ name, namespace: "default" });
+  const status = pod.status?.containerStatuses?.[0];
+  assert.equal(status?.restartCount, 0, "the container's PID 1 was not the one killed");
+  t.diagnostic(`Prometheus: container_oom_events_total${JSON.stringify({ pod: name, container: "memhog" })} = ${sample.value}; API: restartCount ${status?.restartCount}, state ${JSON.stringify(status?.state)}`);
+});
+
+test("memhog's working set in hold mode reaches its target in Prometheus", { timeout: 120_000 }, async (t) => {
+  const name = await createPod(t, memhogPod("hold", { MEMHOG_TARGET: "48Mi", MEMHOG_RATE: "32Mi" }, "96Mi"));
+  await running(name);
+  const sample = await waitFor("container_memory_working_set_bytes{container=\"memhog\"} ≥ 48Mi", async () => {
+    const [s] = await promQuery(`container_memory_working_set_bytes{pod="${name}",container="memhog",job="kubelet-real-node"} >= ${48 * Mi}`);
+    return s;
+  }, 60_000, 500);
+  const [limit] = await promQuery(`container_spec_memory_limit_bytes{pod="${name}",container="memhog"}`);
+  assert.equal(limit?.value, 96 * Mi);
+  t.diagnostic(`working set ${(sample.value / Mi).toFixed(1)} MiB of limit ${(limit?.value ?? 0) / Mi} MiB, labels ${JSON.stringify(sample.metric)}`);
+});
+
+test("Pod start latency on the real node: apply → Running, median of 10", { timeout: 300_000 }, async (t) => {
+  const times: number[] = [];
+  for (let i = 0; i < 10; i++) {
+    const t0 = Date.now();
+    const name = await createPod(t, memhogPod(`start-${i}`, { MEMHOG_TARGET: "4Mi" }, "32Mi"));
+    await waitFor(`Pod ${name} Running`, async () => (await core.readNamespacedPod({ name, namespace: "default" })).status?.phase === "Running", 60_000, 50);
+    times.push(Date.now() - t0);
+    await core.deleteNamespacedPod({ name, namespace: "default", gracePeriodSeconds: 0 });
+  }
+  const sorted = [...times].sort((a, b) => a - b);
+  const median = ((sorted[4] ?? 0) + (sorted[5] ?? 0)) / 2;
+  t.diagnostic(`apply → Running, ms: ${times.join(", ")}; median ${median} ms`);
+  assert.ok(median < 30_000, `median ${median} ms`);
+});
+
+test("the original demo's chain with memhog on the real node: scaled 384Mi → 768Mi, the new limit in its cgroup", { timeout: 600_000 }, async (t) => {
+  const result = await runChain(state as StackState, { namespace: "real-node-chain", realNode: true });
+  assert.deepEqual([result.before, result.after], [{ request: "256Mi", limit: "384Mi" }, { request: "512Mi", limit: "768Mi" }]);
+  assert.equal(result.hops.at(-1)?.name, "new container's cgroup limit");
+  const crossed = result.hops.find((h) => h.name === "usage crossed the threshold")?.at ?? 0;
+  for (const h of result.hops) t.diagnostic(`${h.at >= crossed ? `+${((h.at - crossed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
+});
+
+test("down removes every container, network namespace, iptables rule, mount and cgroup the real node made", { timeout: 120_000 }, async (t) => {
+  const memory = (await run("ps", ["-o", "rss=", "-p", (state as StackState).components.map((c) => c.pid).join(",")])).stdout
+    .split("\n").filter(Boolean).reduce((sum, kb) => sum + Number(kb), 0);
+  t.diagnostic(`resident memory of the stack's processes: ${(memory / 1024).toFixed(0)} MiB`);
+  const t0 = Date.now();
+  await down(stateDir);
+  state = undefined;
+  t.diagnostic(`down took ${Date.now() - t0} ms`);
+  const after_ = await hostSnapshot();
+  for (const key of Object.keys(before_)) {
+    const was = new Set(before_[key]);
+    const is = new Set(after_[key]);
+    assert.deepEqual({ added: [...is].filter((x) => !was.has(x)), removed: [...was].filter((x) => !is.has(x)) }, { added: [], removed: [] }, key);
+  }
+  assert.ok(!existsSync(stateDir), "the state directory is gone");
+  assert.ok(!existsSync(`/sys/class/net/${REAL_NODE.nodeInterface}`));
+});
