@@ -52,26 +52,27 @@ async function gzipBytes(file: string): Promise<number> {
 async function coldStart(image: string, env: Record<string, string>, credentials: InClusterCredentials | undefined, command?: readonly string[]): Promise<{ ms: number; mib: number }> {
   const t0 = performance.now();
   const container = await runContainer({ image, env, credentials, command, pollMs: 10 });
-  const ms = performance.now() - t0;
-  const mib = rssMiB(container.pid);
-  await container.remove();
-  return { ms, mib };
+  try {
+    return { ms: performance.now() - t0, mib: rssMiB(container.pid) };
+  } finally {
+    await container.remove();
+  }
 }
 
 async function main(): Promise<void> {
   let ownStack: string | undefined;
   const existing = process.env.APPMONITOR_STACK_DIR === undefined ? undefined : await readState(process.env.APPMONITOR_STACK_DIR);
-  if (existing === undefined) {
-    ownStack = await mkdtemp(path.join(tmpdir(), "appmonitor-bench-images-"));
-    process.stderr.write("starting a local stack…\n");
-    await up({ stateDir: ownStack });
-    process.env.APPMONITOR_STACK_DIR = ownStack;
-  }
-  const state = await readState(process.env.APPMONITOR_STACK_DIR ?? "");
-  if (state === undefined) throw new Error("no stack state");
-  process.env.KUBECONFIG = state.kubeconfig;
   const work = await mkdtemp(path.join(tmpdir(), "appmonitor-bench-images-sa-"));
   try {
+    if (existing === undefined) {
+      ownStack = await mkdtemp(path.join(tmpdir(), "appmonitor-bench-images-"));
+      process.stderr.write("starting a local stack…\n");
+      await up({ stateDir: ownStack });
+      process.env.APPMONITOR_STACK_DIR = ownStack;
+    }
+    const state = await readState(process.env.APPMONITOR_STACK_DIR ?? "");
+    if (state === undefined) throw new Error("no stack state");
+    process.env.KUBECONFIG = state.kubeconfig;
     await Promise.all([installMemoryScaler(), installRuleSync()]);
     const built = new Map<string, BuiltImage>((await buildImages(Object.keys(FUNCTION_IMAGES) as (keyof typeof FUNCTION_IMAGES)[])).map((b) => [b.name, b]));
     const api = new URL(state.apiserverUrl);

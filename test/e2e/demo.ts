@@ -1,5 +1,5 @@
 /**
- * `npm run demo [-- --containers] [-- --real-node]`: the main job on the local stack, from one command. Starts the
+ * `npm run demo -- [--containers] [--real-node]`: the main job on the local stack, from one command. Starts the
  * stack (or uses the one already up in `APPMONITOR_STACK_DIR`/.stack), runs the chain
  * (`chain.ts`) with the original demo's AppMonitor and memhog Deployment, prints the timeline
  * and the resources before and after, and stops everything it started. `--containers` runs the
@@ -21,7 +21,7 @@ try {
     options: { containers: { type: "boolean", default: false }, "real-node": { type: "boolean", default: false } },
   }).values);
 } catch (error) {
-  console.error(`usage: npm run demo [-- --containers] [-- --real-node]: ${(error as Error).message}`);
+  console.error(`usage: npm run demo -- [--containers] [--real-node]: ${(error as Error).message}`);
   process.exit(2);
 }
 const stateDir = defaultStateDir();

@@ -9,6 +9,7 @@
  * when none is given). Exit codes: 0 built; 1 a step failed (named on stderr); 2 usage.
  */
 import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { copyFile, mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -63,9 +64,14 @@ async function saveArchive(name: ImageName, tag: string, id: string): Promise<st
   const file = path.join(dir, `${name}.oci.tar`);
   const stamp = path.join(dir, `.${name}.id`);
   if (existsSync(file) && existsSync(stamp) && (await readFile(stamp, "utf8")) === id) return file;
-  await rm(`${file}.tmp`, { force: true });
-  await podman(["save", "--format", "oci-archive", "-o", `${file}.tmp`, tag]);
-  await rename(`${file}.tmp`, file);
+  // A name of this process's own: another test process may be saving the same image meanwhile.
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+  try {
+    await podman(["save", "--format", "oci-archive", "-o", tmp, tag]);
+    await rename(tmp, file);
+  } finally {
+    await rm(tmp, { force: true });
+  }
   await writeFile(stamp, id);
   return file;
 }
@@ -119,15 +125,17 @@ export async function buildImages(names: readonly ImageName[] = IMAGE_NAMES, pro
   const built: BuiltImage[] = [];
   for (const name of names) {
     progress(`building ${name}`);
-    let tags: readonly string[];
+    let step = "build";
     try {
-      tags = name === "memhog" ? await buildMemhog() : await buildFunction(name, base as string);
+      const tags = name === "memhog" ? await buildMemhog() : await buildFunction(name, base as string);
+      const first = tags[0] as string;
+      step = "inspect";
+      const facts = await inspect(first);
+      step = "save as an OCI archive";
+      built.push({ name, tags, ...facts, archive: await saveArchive(name, first, facts.id) });
     } catch (error) {
-      throw new Error(`image ${name}: ${(error as Error).message}`, { cause: error });
+      throw new Error(`image ${name}: ${step}: ${(error as Error).message}`, { cause: error });
     }
-    const first = tags[0] as string;
-    const facts = await inspect(first);
-    built.push({ name, tags, ...facts, archive: await saveArchive(name, first, facts.id) });
   }
   return built;
 }

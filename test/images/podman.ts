@@ -14,7 +14,8 @@
  */
 import { execFile, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { cacheDir } from "./paths.ts";
@@ -47,12 +48,21 @@ export function containersConf(): string {
   ].join("\n");
 }
 
-/** Writes the containers.conf into the cache and returns the environment podman runs with. */
+/**
+ * Writes the containers.conf into the cache (when its content changed; through a temporary file
+ * and a rename, so a podman started meanwhile by another process never reads it half-written)
+ * and returns the environment podman runs with.
+ */
 export async function podmanEnv(env: NodeJS.ProcessEnv = process.env): Promise<NodeJS.ProcessEnv> {
   const dir = path.join(cacheDir(env), "podman");
-  await mkdir(dir, { recursive: true });
   const file = path.join(dir, "containers.conf");
-  await writeFile(file, containersConf());
+  const content = containersConf();
+  if ((await readFile(file, "utf8").catch(() => undefined)) !== content) {
+    await mkdir(dir, { recursive: true });
+    const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`;
+    await writeFile(tmp, content);
+    await rename(tmp, file);
+  }
   return { ...env, CONTAINERS_CONF: file };
 }
 
@@ -73,6 +83,12 @@ export async function checkImageTools(): Promise<void> {
     throw new Error(`${missing.join(", ")} not installed: as root, run \`apt-get update && apt-get install -y --no-install-recommends ${IMAGE_PACKAGES.join(" ")}\` (or bash .ci/install-debian.sh)`);
   }
   if (process.getuid?.() !== 0) throw new Error("building and running images needs root (podman with runc, rootful, as tested here): run as root");
+}
+
+/** A podman command in one line for messages: its arguments without env values, at most 240 characters. */
+function describe(args: readonly string[]): string {
+  const shown = args.map((a, i) => (args[i - 1] === "--env" ? `${a.split("=")[0] ?? ""}=…` : a)).join(" ");
+  return `podman ${shown.length > 240 ? `${shown.slice(0, 240)}…` : shown}`;
 }
 
 /** What a finished podman command printed. */
@@ -97,11 +113,16 @@ export async function podman(args: readonly string[], options: { stream?: boolea
       stderr += chunk.toString("utf8");
       if (options.stream) process.stderr.write(chunk);
     });
-    if (options.input && child.stdin) options.input.pipe(child.stdin);
+    if (options.input && child.stdin) {
+      // podman may exit before reading all of its input: its exit status and stderr tell why.
+      child.stdin.on("error", () => undefined);
+      options.input.on("error", (error) => reject(new Error(`podman ${args[0] ?? ""}: reading its input failed: ${error.message}`, { cause: error })));
+      options.input.pipe(child.stdin);
+    }
     child.once("error", (error) => reject(new Error(`cannot run podman: ${error.message}`, { cause: error })));
     child.once("close", (code) => {
       if (code === 0) resolve({ stdout, stderr });
-      else reject(new Error(`podman ${args.slice(0, 2).join(" ")} … exited ${code}:\n${stderr.trim().split("\n").slice(-15).join("\n")}`));
+      else reject(new Error(`${describe(args)} exited ${code}:\n${stderr.trim().split("\n").slice(-15).join("\n")}`));
     });
   });
 }

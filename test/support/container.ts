@@ -14,7 +14,6 @@ import * as k8s from "@kubernetes/client-node";
 import { podman } from "../images/podman.ts";
 import { freePort } from "./free-port.ts";
 import { adminKubeConfig } from "./stack.ts";
-import { waitUntil } from "./wait-until.ts";
 
 /** Where the kubelet mounts a Pod's ServiceAccount token, CA bundle and namespace. */
 export const SERVICE_ACCOUNT_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -109,7 +108,6 @@ export async function runContainer(options: RunContainerOptions): Promise<Functi
   const port = await freePort();
   const name = `appmonitor-test-${randomBytes(4).toString("hex")}`;
   const env = { ...options.env, PORT: String(port), HOST: "127.0.0.1" };
-  await podman(["run", "--detach", ...knativeRunArgs(name, env, options.credentials), options.image, ...(options.command ?? [])]);
   const logs = async (): Promise<string> => {
     const { stdout, stderr } = await podman(["logs", name]);
     return stdout + stderr;
@@ -123,17 +121,26 @@ export async function runContainer(options: RunContainerOptions): Promise<Functi
     return { running: running === "true", pid: Number(pid), exitCode: Number(exitCode) };
   };
   const url = `http://127.0.0.1:${port}`;
+  let pid: number;
   try {
-    await waitUntil(`${options.image} to be ready on ${url}/health/readiness`, async () => {
-      if (!(await state()).running) throw new Error(`the container exited:\n${await logs()}`);
-      return (await fetch(`${url}/health/readiness`).catch(() => undefined))?.status === 200;
-    }, { timeoutMs: options.readyTimeoutMs ?? 60_000, intervalMs: options.pollMs ?? 100 });
+    await podman(["run", "--detach", ...knativeRunArgs(name, env, options.credentials), options.image, ...(options.command ?? [])]);
+    // Not waitUntil: an exited container ends the wait at once instead of being polled until the timeout.
+    const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
+    for (;;) {
+      const now = await state();
+      if (!now.running) throw new Error(`${options.image} exited with ${now.exitCode} before it was ready`);
+      if ((await fetch(`${url}/health/readiness`).catch(() => undefined))?.status === 200) {
+        pid = now.pid;
+        break;
+      }
+      if (Date.now() > deadline) throw new Error(`${options.image} not ready on ${url}/health/readiness after ${options.readyTimeoutMs ?? 60_000} ms`);
+      await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 100));
+    }
   } catch (error) {
     const output = await logs().catch(() => "");
     await remove();
     throw new Error(`${(error as Error).message}\n--- container logs ---\n${output.slice(-3000)}`, { cause: error });
   }
-  const { pid } = await state();
   return {
     name,
     url,
