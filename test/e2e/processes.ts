@@ -8,7 +8,7 @@
 import { randomBytes } from "node:crypto";
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
-import { podman, podmanEnv } from "../images/podman.ts";
+import { podman, podmanEnv, podmanWorkDir } from "../images/podman.ts";
 import { repoRoot } from "../stack/paths.ts";
 import { knativeRunArgs, type InClusterCredentials } from "../support/container.ts";
 import { freePort } from "../support/free-port.ts";
@@ -46,7 +46,7 @@ export async function startFunction(name: string, env: Record<string, string>, t
   const containerName = `appmonitor-demo-${name}-${randomBytes(3).toString("hex")}`;
   const child = container === undefined
     ? spawn(process.execPath, [path.join(repoRoot, "functions", "run.ts"), name], { env: { ...process.env, ...fnEnv }, stdio: ["ignore", "pipe", "pipe"] })
-    : spawn("podman", ["run", "--rm", ...knativeRunArgs(containerName, fnEnv, container.credentials), container.image], { env: await podmanEnv(), stdio: ["ignore", "pipe", "pipe"] });
+    : spawn("podman", ["run", "--rm", ...knativeRunArgs(containerName, fnEnv, container.credentials), container.image], { env: await podmanEnv(), cwd: podmanWorkDir(), stdio: ["ignore", "pipe", "pipe"] });
   const fp: FunctionProcess = {
     name,
     url: `http://127.0.0.1:${port}`,

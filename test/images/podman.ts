@@ -54,11 +54,11 @@ export function containersConf(): string {
  * and returns the environment podman runs with.
  */
 export async function podmanEnv(env: NodeJS.ProcessEnv = process.env): Promise<NodeJS.ProcessEnv> {
-  const dir = path.join(cacheDir(env), "podman");
+  const dir = podmanWorkDir(env);
   const file = path.join(dir, "containers.conf");
   const content = containersConf();
+  await mkdir(dir, { recursive: true });
   if ((await readFile(file, "utf8").catch(() => undefined)) !== content) {
-    await mkdir(dir, { recursive: true });
     const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`;
     await writeFile(tmp, content);
     await rename(tmp, file);
@@ -91,6 +91,14 @@ function describe(args: readonly string[]): string {
   return `podman ${shown.length > 240 ? `${shown.slice(0, 240)}…` : shown}`;
 }
 
+/**
+ * The directory podman runs in: conmon (podman 4.3, cgroup v1) writes a file named `oom` into its
+ * working directory when a container is OOM-killed, so podman never runs in the checkout.
+ */
+export function podmanWorkDir(env: NodeJS.ProcessEnv = process.env): string {
+  return path.join(cacheDir(env), "podman");
+}
+
 /** What a finished podman command printed. */
 export interface PodmanResult {
   readonly stdout: string;
@@ -105,7 +113,7 @@ export interface PodmanResult {
 export async function podman(args: readonly string[], options: { stream?: boolean; input?: NodeJS.ReadableStream } = {}): Promise<PodmanResult> {
   const env = await podmanEnv();
   return new Promise((resolve, reject) => {
-    const child = spawn("podman", [...args], { env, stdio: [options.input ? "pipe" : "ignore", "pipe", "pipe"] });
+    const child = spawn("podman", [...args], { env, cwd: podmanWorkDir(env), stdio: [options.input ? "pipe" : "ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
