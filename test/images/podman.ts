@@ -48,6 +48,9 @@ export function containersConf(): string {
   ].join("\n");
 }
 
+/** The containers.conf, written once per process and directory (a readiness poll runs podman ten times a second). */
+const written = new Map<string, Promise<string>>();
+
 /**
  * Writes the containers.conf into the cache (when its content changed; through a temporary file
  * and a rename, so a podman started meanwhile by another process never reads it half-written)
@@ -55,6 +58,15 @@ export function containersConf(): string {
  */
 export async function podmanEnv(env: NodeJS.ProcessEnv = process.env): Promise<NodeJS.ProcessEnv> {
   const dir = podmanWorkDir(env);
+  let file = written.get(dir);
+  if (file === undefined) {
+    file = writeConf(dir);
+    written.set(dir, file);
+  }
+  return { ...env, CONTAINERS_CONF: await file };
+}
+
+async function writeConf(dir: string): Promise<string> {
   const file = path.join(dir, "containers.conf");
   const content = containersConf();
   await mkdir(dir, { recursive: true });
@@ -63,7 +75,7 @@ export async function podmanEnv(env: NodeJS.ProcessEnv = process.env): Promise<N
     await writeFile(tmp, content);
     await rename(tmp, file);
   }
-  return { ...env, CONTAINERS_CONF: file };
+  return file;
 }
 
 /**

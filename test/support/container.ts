@@ -10,10 +10,9 @@
 import { randomBytes } from "node:crypto";
 import { chmod, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import * as k8s from "@kubernetes/client-node";
 import { podman } from "../images/podman.ts";
 import { freePort } from "./free-port.ts";
-import { adminKubeConfig } from "./stack.ts";
+import { adminKubeConfig, serviceAccountKubeConfig } from "./stack.ts";
 
 /** Where the kubelet mounts a Pod's ServiceAccount token, CA bundle and namespace. */
 export const SERVICE_ACCOUNT_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -43,10 +42,8 @@ export async function writeServiceAccountFiles(dir: string, files: { token: stri
  * server, or a proxy in front of it).
  */
 export async function serviceAccountCredentials(namespace: string, name: string, dir: string, api: { host: string; port: number }): Promise<InClusterCredentials> {
-  const admin = await adminKubeConfig();
-  const res = await admin.makeApiClient(k8s.CoreV1Api).createNamespacedServiceAccountToken({ name, namespace, body: { spec: { expirationSeconds: 3600, audiences: [] } } });
-  const token = res.status?.token;
-  const caData = admin.getCurrentCluster()?.caData;
+  const token = (await serviceAccountKubeConfig(namespace, name)).getCurrentUser()?.token;
+  const caData = (await adminKubeConfig()).getCurrentCluster()?.caData;
   if (!token || !caData) throw new Error(`no token for ${namespace}/${name}, or no CA in the stack's kubeconfig`);
   const files = await writeServiceAccountFiles(path.join(dir, `${namespace}-${name}`), { token, caPem: Buffer.from(caData, "base64").toString("utf8"), namespace });
   return { dir: files, ...api };
