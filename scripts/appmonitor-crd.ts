@@ -71,6 +71,7 @@ const statusSchema: Schema = {
         properties: {
           time: { type: "string", format: "date-time" },
           workload: { type: "object", properties: { kind: { type: "string" }, name: { type: "string" } } },
+          event: { type: "string", description: "id of the CloudEvent that caused the scale" },
           container: { type: "string" },
           from: memory,
           to: memory,

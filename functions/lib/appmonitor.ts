@@ -117,6 +117,8 @@ export interface ScaleRecord {
   time: string;
   /** The patched workload. */
   workload: { kind: string; name: string };
+  /** Id of the CloudEvent that caused the scale (absent in entries of older versions). */
+  event?: string;
   /** The container whose resources changed. */
   container: string;
   from: MemoryResources;

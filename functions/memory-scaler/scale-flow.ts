@@ -294,7 +294,7 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
       }
     }
     const summary = describeChanges(changes);
-    const entry = { time: formatTimestamp(now), workload: { kind: workload.kind, name: workload.name }, changes };
+    const entry = { time: formatTimestamp(now), workload: { kind: workload.kind, name: workload.name }, event: eventId, changes };
 
     if (decision.dryRun) {
       const note = `DryRun: would scale ${workload.kind} ${workload.name}: ${summary}`;

@@ -3,9 +3,11 @@
  * `scaleCount` and a bounded `recentScales`, newest first. Pure: the writer reads and writes.
  * Other status fields (`conditions`, `observedGeneration`) belong to rule-sync and are kept as is.
  *
- * A scale is identified by its workload (kind, name) and its time, the value of the workload's
- * last-scale annotation written in the same compare-and-swap patch as the new resources (two
- * scales of one workload in the same second would need the first rollout to finish within it).
+ * A scale is identified by its workload (kind, name), its time (the value of the workload's
+ * last-scale annotation written in the same compare-and-swap patch as the new resources, whole
+ * seconds) and the id of the CloudEvent that caused it, so two scales of one workload within one
+ * second (cooldown 0 and a fast rollout) are two. Entries written without an event id (older
+ * versions) match on workload and time alone.
  * `scaleCount` grows only for a scale whose identity is not yet in `recentScales`, so writing
  * the same scale twice — the flow's own write racing a repair, a repair repeated — counts it
  * once. The workload's last-scale-record annotation, written in that same patch, is the
@@ -24,6 +26,8 @@ export interface ScaleEntry {
   /** RFC 3339. */
   readonly time: string;
   readonly workload: { readonly kind: string; readonly name: string };
+  /** Id of the CloudEvent that caused the scale; part of its identity ({@link recordState}). */
+  readonly event?: string;
   readonly changes: readonly ContainerChange[];
   /** True for a `DryRun` AppMonitor: listed in `recentScales`, not counted in `scaleCount`. */
   readonly dryRun: boolean;
@@ -50,8 +54,8 @@ function sameScale(a: RecordedScale, b: RecordedScale): boolean {
 }
 
 /**
- * Whether `recentScales` records the real scale of `workload` at `time`:
- * - `recorded`: an entry of that workload with that time is listed;
+ * Whether `recentScales` records the real scale of `workload` at `time` caused by `event`:
+ * - `recorded`: an entry of that workload with that time, and that event id when both have one, is listed;
  * - `missing`: none is, and none can have been dropped: the list is shorter than `limit`, or
  *   `time` is later than its oldest entry (entries are kept newest first and the oldest are
  *   dropped first);
@@ -64,12 +68,17 @@ export type RecordState = "recorded" | "missing" | "unknown";
 /** {@link RecordState} of one scale in `recent`. */
 export function recordState(
   recent: readonly RecordedScale[],
-  scale: { readonly time: string; readonly workload: { readonly kind: string; readonly name: string } },
+  scale: { readonly time: string; readonly workload: { readonly kind: string; readonly name: string }; readonly event?: string | undefined },
   limit: number,
 ): RecordState {
   const at = Date.parse(scale.time);
   const listed = recent.some(
-    (r) => r.dryRun !== true && r.workload.kind === scale.workload.kind && r.workload.name === scale.workload.name && Date.parse(r.time) === at,
+    (r) =>
+      r.dryRun !== true &&
+      r.workload.kind === scale.workload.kind &&
+      r.workload.name === scale.workload.name &&
+      Date.parse(r.time) === at &&
+      (r.event === undefined || scale.event === undefined || r.event === scale.event),
   );
   if (listed) return "recorded";
   if (recent.length < limit) return "missing";
@@ -114,6 +123,7 @@ export function withScales(status: AppMonitorStatus | undefined, entries: readon
     const records: RecordedScale[] = entry.changes.map((change) => ({
       time: entry.time,
       workload: { kind: entry.workload.kind, name: entry.workload.name },
+      ...(entry.event !== undefined ? { event: entry.event } : {}),
       container: change.container,
       from: { ...change.from },
       to: { ...change.to },
@@ -211,7 +221,8 @@ export function repairOf(input: {
   if (input.lastScale === undefined || Date.parse(input.lastScale) !== Date.parse(record.time)) return { action: "none", why: "the last-scale record is not the last scale's" };
   if (record.appmonitor !== input.appmonitor) return { action: "none", why: `the last scale was AppMonitor ${record.appmonitor}'s` };
   const workload = { kind: input.workload.kind, name: input.workload.name };
-  const state = recordState((input.status?.recentScales ?? []) as RecordedScale[], { time: record.time, workload }, input.limit);
-  const entry: ScaleEntry | undefined = state === "missing" ? { time: record.time, workload, changes: record.changes, dryRun: false, repair: true } : undefined;
+  const state = recordState((input.status?.recentScales ?? []) as RecordedScale[], { time: record.time, workload, event: record.event }, input.limit);
+  const entry: ScaleEntry | undefined =
+    state === "missing" ? { time: record.time, workload, event: record.event, changes: record.changes, dryRun: false, repair: true } : undefined;
   return { action: "repair", record, entry };
 }

@@ -259,7 +259,7 @@ describe("memory-scaler when the API server is unavailable or refuses it", () =>
     assert.equal(status.scaleCount, 1);
     assert.equal(status.lastScaleTime, time);
     assert.deepEqual(status.recentScales, [
-      { time, workload: { kind: "Deployment", name: "web" }, container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } },
+      { time, workload: { kind: "Deployment", name: "web" }, event: event.id, container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } },
     ]);
     for (const [kind, name] of [["Deployment", "web"], ["AppMonitor", "m"]] as const) {
       const events = await eventsRegarding(ns, kind, name);

@@ -66,7 +66,8 @@ describe("memory-scaler with the original demo", () => {
     const before = await readMemhog(ns);
     assert.deepEqual(memoryOf(before), { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } });
 
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "mymonitor" }));
+    const fired = alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "mymonitor" });
+    const answer = await deliver(scaler.url, fired);
     assert.equal(answer.status, 204, describeAnswer(answer));
     assert.equal(answer.outcome, "scaled", describeAnswer(answer));
     assert.equal(answer.reason, "Scaled");
@@ -98,7 +99,7 @@ describe("memory-scaler with the original demo", () => {
     assert.equal(status.scaleCount, 1);
     assert.equal(status.lastScaleTime, after.metadata?.annotations?.["app-monitor.kubedemo.com/last-scale"]);
     assert.deepEqual(status.recentScales, [
-      { time: status.lastScaleTime, workload: { kind: "Deployment", name: "memhog" }, container: "memhog", from: { limit: "384Mi", request: "256Mi" }, to: { limit: "768Mi", request: "512Mi" } },
+      { time: status.lastScaleTime, workload: { kind: "Deployment", name: "memhog" }, event: fired.id, container: "memhog", from: { limit: "384Mi", request: "256Mi" }, to: { limit: "768Mi", request: "512Mi" } },
     ]);
   });
 

@@ -69,7 +69,7 @@ describe("handleFiring", () => {
     const status = cluster.appMonitors.get(`${NS}/mymonitor`)?.status as { scaleCount: number; lastScaleTime: string; recentScales: unknown[] };
     assert.equal(status.scaleCount, 1);
     assert.equal(status.lastScaleTime, "2025-06-01T12:00:00Z");
-    assert.deepEqual(status.recentScales, [{ time: "2025-06-01T12:00:00Z", workload: { kind: "Deployment", name: "memhog" }, container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } }]);
+    assert.deepEqual(status.recentScales, [{ time: "2025-06-01T12:00:00Z", workload: { kind: "Deployment", name: "memhog" }, event: "e1", container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } }]);
   });
 
   it("50 concurrent deliveries of one event scale once, never ×4", async () => {
@@ -115,7 +115,7 @@ describe("handleFiring", () => {
     const status = cluster.appMonitors.get(`${NS}/mymonitor`)?.status as { scaleCount: number; lastScaleTime: string; recentScales: unknown[] };
     assert.equal(status.scaleCount, 1);
     assert.equal(status.lastScaleTime, "2025-06-01T12:00:00Z");
-    assert.deepEqual(status.recentScales, [{ time: "2025-06-01T12:00:00Z", workload: { kind: "Deployment", name: "memhog" }, container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } }]);
+    assert.deepEqual(status.recentScales, [{ time: "2025-06-01T12:00:00Z", workload: { kind: "Deployment", name: "memhog" }, event: "e1", container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } }]);
     assert.deepEqual(cluster.events.map((e) => [e.reason, e.regarding?.kind, e.note]).sort(), [
       ["Scaled", "AppMonitor", "scaled Deployment memhog by 2: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi"],
       ["Scaled", "Deployment", "scaled Deployment memhog by 2: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi"],

@@ -157,6 +157,15 @@ describe("withScales", () => {
     assert.equal(sameSecond.scaleCount, 4);
   });
 
+  it("two scales of one workload in one second, by two events, count twice; each event's scale once", () => {
+    const first: ScaleEntry = { ...entry("2025-06-01T12:00:05Z", "a"), event: "e1" };
+    const second: ScaleEntry = { ...entry("2025-06-01T12:00:05Z", "a"), event: "e2" };
+    const both = withScales(withScales(undefined, [first], 10), [second], 10);
+    assert.equal(both.scaleCount, 2);
+    assert.deepEqual(both.recentScales?.map((r) => r.event), ["e2", "e1"]);
+    assert.deepEqual(withScales(both, [{ ...first, repair: true }, second], 10), both);
+  });
+
   it("lists a dry run without counting it, and once", () => {
     const once = withScales(undefined, [entry("2025-06-01T12:00:00Z", "a", true)], 10);
     const twice = withScales(once, [entry("2025-06-01T12:01:00Z", "a", true)], 10);
@@ -190,6 +199,14 @@ describe("recordState", () => {
   for (const [name, recent, want] of table) {
     it(`${name}: ${want}`, () => assert.equal(recordState(recent, scale, 2), want));
   }
+  const byEvent: [string, RecordedScale[], string][] = [
+    ["listed with its event id", [{ ...rec("2025-06-01T12:00:05Z", "a"), event: "e1" }], "recorded"],
+    ["listed without an event id (an older version's entry)", [rec("2025-06-01T12:00:05Z", "a")], "recorded"],
+    ["the same workload and second by another event", [{ ...rec("2025-06-01T12:00:05Z", "a"), event: "e0" }], "missing"],
+  ];
+  for (const [name, recent, want] of byEvent) {
+    it(`event e1: ${name}: ${want}`, () => assert.equal(recordState(recent, { ...scale, event: "e1" }, 2), want));
+  }
 });
 
 describe("repairOf", () => {
@@ -211,6 +228,8 @@ describe("repairOf", () => {
     ["status never written", { lastScale: time, record }, "events+status"],
     ["status without it, older entries listed", { lastScale: time, record, status: { scaleCount: 4, recentScales: [{ ...listed, time: "2025-06-01T11:00:00Z" }] } }, "events+status"],
     ["status records it", { lastScale: time, record, status: { scaleCount: 1, recentScales: [listed] } }, "events"],
+    ["status records it with its event id", { lastScale: time, record, status: { scaleCount: 1, recentScales: [{ ...listed, event: "e1" }] } }, "events"],
+    ["status records another event's scale of that second", { lastScale: time, record, status: { scaleCount: 1, recentScales: [{ ...listed, event: "e0" }] } }, "events+status"],
     ["status without it, only newer entries, not full", { lastScale: time, record, status: { scaleCount: 2, recentScales: [{ ...listed, workload: { kind: "Deployment", name: "x" }, time: "2025-06-01T12:05:00Z" }] } }, "events+status"],
     ["status may have dropped it: full, only newer entries", { lastScale: time, record, status: { scaleCount: 30, recentScales: [{ ...listed, workload: { kind: "Deployment", name: "x" }, time: "2025-06-01T12:05:00Z" }, { ...listed, workload: { kind: "Deployment", name: "y" }, time: "2025-06-01T12:04:00Z" }] } }, "events"],
   ];
@@ -221,7 +240,7 @@ describe("repairOf", () => {
       assert.equal(got, want);
       if (repair.action === "repair") {
         assert.deepEqual(repair.record, { time, appmonitor: "m", event: "e1", multiplier: 2, changes });
-        if (repair.entry !== undefined) assert.deepEqual(repair.entry, { time, workload, changes, dryRun: false, repair: true });
+        if (repair.entry !== undefined) assert.deepEqual(repair.entry, { time, workload, event: "e1", changes, dryRun: false, repair: true });
       }
     });
   }
