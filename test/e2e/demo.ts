@@ -1,27 +1,48 @@
 /**
- * `npm run demo -- [--containers] [--real-node]`: the main job on the local stack, from one command. Starts the
- * stack (or uses the one already up in `APPMONITOR_STACK_DIR`/.stack), runs the chain
- * (`chain.ts`) with the original demo's AppMonitor and memhog Deployment, prints the timeline
- * and the resources before and after, and stops everything it started. `--containers` runs the
- * three functions from their images (`npm run image`; needs root and podman) instead of from the
- * sources. `--real-node` starts the stack with its real node (root; `npm run stack -- up
- * --real-node`) and runs memhog there: real memory, a real cgroup limit read back after the scale.
+ * `npm run demo -- [--kwok] [--containers]`: the main job on the local stack, from one command.
+ * Installs the Debian packages it needs when run as root (`debian-packages.ts`, saying which and
+ * why; otherwise it names the command), starts the stack (or uses the one already up in
+ * `APPMONITOR_STACK_DIR`/.stack), runs the chain (`chain.ts`) with the original demo's AppMonitor
+ * and memhog Deployment, prints the timeline and the resources before and after, and stops
+ * everything it started.
  *
- * Exit codes: 0 the Deployment was scaled and its new Pod runs; 1 a hop failed (named); 2 usage.
+ * By default memhog runs on the stack's real node (root; `npm run stack -- up --real-node`): real
+ * memory, a real cgroup limit read back after the scale. `--kwok` runs it on a kwok Node instead,
+ * its usage an annotation (no root needed besides the packages). `--containers` runs the three
+ * functions from their images (`npm run image`; root and podman) instead of from the sources.
+ * (`--real-node`, the default, is still accepted.)
+ *
+ * Exit codes: 0 the Deployment was scaled and its new Pod runs; 1 a hop failed (named); 2 usage
+ * or a missing prerequisite (named, with the command that fixes it).
  */
 import { parseArgs } from "node:util";
+import { ensureDebianPackages } from "../stack/debian-packages.ts";
 import { defaultStateDir } from "../stack/paths.ts";
 import { down, readState, up } from "../stack/stack.ts";
 import { HopError, runChain, type Hop } from "./chain.ts";
 
+const usage = "usage: npm run demo -- [--kwok] [--containers]";
 let containers = false;
-let realNode = false;
+let kwok = false;
 try {
-  ({ containers, "real-node": realNode } = parseArgs({
-    options: { containers: { type: "boolean", default: false }, "real-node": { type: "boolean", default: false } },
-  }).values);
+  const { values } = parseArgs({
+    options: { containers: { type: "boolean", default: false }, kwok: { type: "boolean", default: false }, "real-node": { type: "boolean", default: false } },
+  });
+  ({ containers, kwok } = values);
+  if (kwok && values["real-node"]) throw new Error("--kwok and --real-node exclude each other");
 } catch (error) {
-  console.error(`usage: npm run demo -- [--containers] [--real-node]: ${(error as Error).message}`);
+  console.error(`${usage}: ${(error as Error).message}`);
+  process.exit(2);
+}
+const realNode = !kwok;
+if (realNode && process.getuid?.() !== 0) {
+  console.error("the demo's real node runs containerd, a kubelet and Pod networking, which need root: run it as root, or `npm run demo -- --kwok` for the kwok Nodes");
+  process.exit(2);
+}
+try {
+  await ensureDebianPackages();
+} catch (error) {
+  console.error((error as Error).message);
   process.exit(2);
 }
 const stateDir = defaultStateDir();

@@ -92,7 +92,7 @@ export async function checkImageTools(): Promise<void> {
     }
   }
   if (missing.length > 0) {
-    throw new Error(`${missing.join(", ")} not installed: as root, run \`apt-get update && apt-get install -y --no-install-recommends ${IMAGE_PACKAGES.join(" ")}\` (or bash .ci/install-debian.sh)`);
+    throw new Error(`${missing.join(", ")} not installed: as root, run \`apt-get update && apt-get install -y --no-install-recommends ${IMAGE_PACKAGES.join(" ")}\` (or bash scripts/install-debian.sh)`);
   }
   if (process.getuid?.() !== 0) throw new Error("building and running images needs root (podman with runc, rootful, as tested here): run as root");
 }

@@ -116,7 +116,7 @@ export async function resolveBinaries(env: NodeJS.ProcessEnv = process.env): Pro
     if (!p) {
       throw new StackStepError(
         "find Prometheus and Alertmanager",
-        `${file} is not installed; run: apt-get install prometheus prometheus-alertmanager (or bash .ci/install-debian.sh)`,
+        `${file} is not installed; run: apt-get install prometheus prometheus-alertmanager (or bash scripts/install-debian.sh)`,
       );
     }
     result[role] = p;

@@ -112,7 +112,7 @@ export async function resolveNodeBinaries(env: NodeJS.ProcessEnv = process.env):
   const tools = ["ip", "iptables", "umount"].filter((t) => !find(t));
   if (!debian.containerd || !debian.ctr || !debian.runc || !cniBinDir || tools.length > 0) {
     throw new StackStepError("find the real node's Debian packages",
-      `containerd, ctr, runc, the CNI bridge/host-local/loopback plugins, ip and iptables are needed; as root run: apt-get install -y --no-install-recommends ${REAL_NODE_PACKAGES.join(" ")} (or bash .ci/install-debian.sh)`);
+      `containerd, ctr, runc, the CNI bridge/host-local/loopback plugins, ip and iptables are needed; as root run: apt-get install -y --no-install-recommends ${REAL_NODE_PACKAGES.join(" ")} (or bash scripts/install-debian.sh)`);
   }
   return { ...ours, containerd: debian.containerd, ctr: debian.ctr, runc: debian.runc, cniBinDir };
 }

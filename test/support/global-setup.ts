@@ -5,13 +5,18 @@
  * `ALERTMANAGER_URL`, and read the rest through `test/support/stack.ts`.
  */
 import path from "node:path";
+import { ensureDebianPackages } from "../stack/debian-packages.ts";
 import { repoRoot } from "../stack/paths.ts";
 import { down, envLines, up } from "../stack/stack.ts";
 
 const stateDir = path.resolve(process.env.APPMONITOR_TEST_STACK_DIR ?? path.join(repoRoot, ".stack-test"));
 
-/** Starts the stack (a stale one left by a killed run is stopped first). */
+/**
+ * Installs the missing Debian packages when root (or stops, naming the command), then starts the
+ * stack (a stale one left by a killed run is stopped first).
+ */
 export async function globalSetup(): Promise<void> {
+  await ensureDebianPackages();
   await down(stateDir);
   const state = await up({ stateDir, progress: (line) => process.stderr.write(`# stack: ${line}\n`) });
   for (const line of envLines(state)) {
