@@ -19,7 +19,15 @@ export type WorkloadKind = "Deployment" | "StatefulSet" | "DaemonSet" | "Replica
 /** What memory-scaler reads of any of the four workload kinds. */
 export interface WorkloadObject {
   metadata?: k8s.V1ObjectMeta;
-  spec?: { template?: k8s.V1PodTemplateSpec };
+  spec?: {
+    template?: k8s.V1PodTemplateSpec;
+    /** StatefulSet and DaemonSet: `OnDelete` means a template change reaches a Pod only when it is deleted. */
+    updateStrategy?: { type?: string };
+    /** Deployment, ReplicaSet, StatefulSet. */
+    replicas?: number;
+  };
+  /** StatefulSet: `updateRevision` is the ControllerRevision the current template makes (Pods carry theirs in the `controller-revision-hash` label). */
+  status?: { updateRevision?: string; observedGeneration?: number };
 }
 
 /** The API calls memory-scaler makes; an interface so the flow can be tested without a cluster. */
@@ -36,6 +44,11 @@ export interface Cluster {
   patchWorkload(kind: WorkloadKind, namespace: string, name: string, patch: readonly JsonPatchOperation[], dryRun: boolean): Promise<void>;
   /** POST pods?dryRun=All: admission of a Pod as the workload would create it, nothing persisted. */
   dryRunCreatePod(namespace: string, pod: k8s.V1Pod): Promise<void>;
+  /**
+   * LIST nodes (cluster-scoped): each Node's `status.allocatable.memory`, a quantity, or
+   * undefined for a Node that reports none. Only that is kept of the list.
+   */
+  listNodeAllocatableMemory(): Promise<(string | undefined)[]>;
   /** LIST kubedemo.com/v1 appmonitors in `namespace`: the raw objects, unvalidated. */
   listAppMonitors(namespace: string): Promise<unknown[]>;
   /** GET an AppMonitor as a raw object; undefined on 404. */
@@ -94,6 +107,11 @@ export function createCluster(kc: k8s.KubeConfig): Cluster {
 
     async dryRunCreatePod(namespace, pod) {
       await core.createNamespacedPod({ namespace, body: pod, dryRun: "All", fieldManager: FIELD_MANAGER });
+    },
+
+    async listNodeAllocatableMemory() {
+      const list = await core.listNode();
+      return list.items.map((node) => node.status?.allocatable?.memory);
     },
 
     async listAppMonitors(namespace) {

@@ -27,7 +27,10 @@
  * 6. `DryRun` AppMonitor → Events and a `recentScales` entry marked `dryRun`, no patch.
  * 7. Server-side dry run of the JSON Patch and of the Pod the scaled template makes
  *    (`admission-pod.ts`); refused by admission → skip `AdmissionRefused` and a Warning Event
- *    carrying the API server's message.
+ *    carrying the API server's message. In parallel, the Nodes are listed: when that Pod's memory
+ *    request, as the scheduler counts it, exceeds every Node's allocatable memory
+ *    (`rollout.ts`) → skip `Unschedulable` and Warning Events naming both; a Node list that
+ *    fails or is empty does not block the scale (a warning in the log line).
  * 8. The patch: `test` operations on the values decided from make it a compare-and-swap, and it
  *    writes the last-scale annotation that the cooldown reads, and the last-scale record (the
  *    AppMonitor, the event id, the changes) that step 3a repairs from. A lost race (the `test` failed)
@@ -54,11 +57,22 @@ import type { EventRecorder, EventSpec } from "./events.ts";
 import { alertOrigin, governingAppMonitor, namedAppMonitor, validAppMonitors, type NoneGoverns, type ValidAppMonitor } from "./governing.ts";
 import { APPS_V1, resolveWorkload, type Workload } from "./owners.ts";
 import { buildTemplatePatch, formatTimestamp } from "./patch.ts";
+import { decideFit, podMemoryRequest } from "./rollout.ts";
 import { formatScaleRecord, repairOf } from "./status.ts";
 import type { StatusWriter } from "./status-writer.ts";
 import { checkThreshold, type Verifier } from "./verify.ts";
 
-/** Why the flow ended as it did; CamelCase, also used as Event reasons and metric labels. */
+/**
+ * Why the flow ended as it did; CamelCase, also used as Event reasons and metric labels (the
+ * README's "Skip reasons" table lists each with its Warning Events). Besides `decideScale`'s
+ * {@link SkipReason}s and the governing ones ({@link NoneGoverns}):
+ * - `PodGone`, `UnsupportedOwner`, `OwnerGone`: no workload to scale (step 1–2);
+ * - `BelowThreshold`, `NotMeasured`: Prometheus does not confirm the alert (step 5);
+ * - `AdmissionRefused`: the dry run of the patch or of the scaled Pod was refused (step 7);
+ * - `Unschedulable`: the scaled Pod would request more memory than any Node's
+ *   `status.allocatable.memory` (`rollout.ts` `decideFit`): no patch, Warning Events (step 7);
+ * - `Scaled`, `DryRun`: patched, or would have been.
+ */
 export type OutcomeReason =
   | SkipReason
   | NoneGoverns["reason"]
@@ -68,6 +82,7 @@ export type OutcomeReason =
   | "BelowThreshold"
   | "NotMeasured"
   | "AdmissionRefused"
+  | "Unschedulable"
   | "Scaled"
   | "DryRun";
 
@@ -312,7 +327,10 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
 
     const record = formatScaleRecord({ time: entry.time, appmonitor: am.metadata.name, event: eventId, multiplier: am.spec.memMultiplier, changes });
     const patch = buildTemplatePatch({ templateContainers, changes, annotations, time: now, record });
-    const write = await writeWorkload(cluster, workload, patch, podForAdmission(workload, changes));
+    const write = await writeWorkload(cluster, workload, patch, podForAdmission(workload, changes), (message) => {
+      log.warn({ workload: `${workload.kind}/${workload.name}` }, message);
+      warnings.push(message);
+    });
     if (write.result === "conflict") {
       deps.onConflict?.();
       log.info({ attempt, workload: `${workload.kind}/${workload.name}`, detail: write.message }, "compare-and-swap lost: reading again");
@@ -331,6 +349,14 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
       ]);
       return withWarnings({ ...withWorkload, outcome: "skipped", reason: "AdmissionRefused", message: write.message, changes, skipped, attempts: attempt });
     }
+    if (write.result === "unschedulable") {
+      const note = `not scaled (${summary}): ${write.message}`;
+      await notify([
+        { type: "Warning", reason: "Unschedulable", note, regarding: wlRef, related: amRef },
+        { type: "Warning", reason: "Unschedulable", note: `${workload.kind} ${workload.name}: ${note}`, regarding: amRef, related: wlRef },
+      ]);
+      return withWarnings({ ...withWorkload, outcome: "skipped", reason: "Unschedulable", message: write.message, changes, skipped, attempts: attempt });
+    }
 
     const note = scaledNote(workload, am.spec.memMultiplier, changes);
     await Promise.all([
@@ -346,26 +372,48 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
   }
 }
 
-type WriteResult = { result: "written" } | { result: "conflict"; message: string } | { result: "refused"; message: string };
+type WriteResult =
+  | { result: "written" }
+  | { result: "conflict"; message: string }
+  | { result: "refused"; message: string }
+  | { result: "unschedulable"; message: string };
 
 /**
- * Dry-runs the patch and the Pod it would produce (in parallel: both must pass; the patch's
- * failure is reported first, since a lost race makes the Pod's verdict moot), then writes the
- * patch.
+ * Dry-runs the patch and the Pod it would produce, and lists the Nodes, all three in parallel
+ * (the Node list costs no round trip of its own); then, when the patch and the Pod pass and the
+ * Pod fits some Node (`rollout.ts` `decideFit`), writes the patch. Failures are reported in this
+ * order: the patch's (a lost race makes the rest moot), the Pod's admission, the fit. A Node list
+ * that fails — forbidden by RBAC that predates it, the API server unavailable — or that says
+ * nothing (no Node, none reporting allocatable memory) never blocks the scale: `onWarning` hears
+ * why and the write goes on.
  */
-async function writeWorkload(cluster: Cluster, workload: Workload, patch: ReturnType<typeof buildTemplatePatch>, pod: k8s.V1Pod): Promise<WriteResult> {
+async function writeWorkload(
+  cluster: Cluster,
+  workload: Workload,
+  patch: ReturnType<typeof buildTemplatePatch>,
+  pod: k8s.V1Pod,
+  onWarning: (message: string) => void,
+): Promise<WriteResult> {
   const { kind, name, namespace } = workload;
   const classify = (error: unknown, doing: string): WriteResult => {
     if (isPatchConflict(error)) return { result: "conflict", message: apiStatus(error).message };
     if (isRefusal(error)) return { result: "refused", message: apiStatus(error).message };
     throw toHttpFailure(error, doing);
   };
-  const [patchTrial, podTrial] = await Promise.allSettled([
+  const [patchTrial, podTrial, nodes] = await Promise.allSettled([
     cluster.patchWorkload(kind, namespace, name, patch, true),
     cluster.dryRunCreatePod(namespace, pod),
+    cluster.listNodeAllocatableMemory(),
   ]);
   if (patchTrial.status === "rejected") return classify(patchTrial.reason, `dry-run the patch of ${kind} ${namespace}/${name}`);
   if (podTrial.status === "rejected") return classify(podTrial.reason, `dry-run a Pod of ${kind} ${namespace}/${name}`);
+  if (nodes.status === "rejected") {
+    onWarning(`could not list Nodes to check that the scaled Pod fits one (scaling anyway): ${apiStatus(nodes.reason).message}`);
+  } else {
+    const fit = decideFit(podMemoryRequest(pod.spec ?? { containers: [] }), nodes.value);
+    if (fit.result === "unschedulable") return { result: "unschedulable", message: fit.message };
+    if (fit.result === "unknown") onWarning(`${fit.message} (scaling anyway)`);
+  }
   try {
     await cluster.patchWorkload(kind, namespace, name, patch, false);
     return { result: "written" };

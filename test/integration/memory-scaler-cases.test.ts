@@ -6,8 +6,9 @@
  * that does not govern the workload, native sidecars and init containers, the maxMemory cap
  * (keeping the request/limit ratio), the cooldown, DryRun, LimitRanges (a max below the new
  * limit, a maxLimitRequestRatio the container is exactly at, a default limit the template
- * lacks), and the Prometheus check. The function runs with a token of exactly its
- * ServiceAccount. Each case has its own namespace, so the cases run concurrently.
+ * lacks), a scaled Pod no Node can hold, and the Prometheus check. The function runs with a
+ * token of exactly its ServiceAccount. Each case has its own namespace, so the cases run
+ * concurrently.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -274,6 +275,27 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     const warnings = (await eventsRegarding(ns, "Deployment", "web")).filter((e) => e.type === "Warning");
     assert.deepEqual(warnings.map((e) => e.reason), ["AtCap"]);
     assert.deepEqual((await eventsRegarding(ns, "AppMonitor", "m")).filter((e) => e.type === "Warning").map((e) => e.reason), ["AtCap"]);
+  });
+
+  it("a scaled request larger than every Node's allocatable memory: Unschedulable, no patch, Warnings naming both", async (t) => {
+    const ns = await freshNamespace(t);
+    const nodes = (await (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api).listNode()).items;
+    // 200Gi fits them, 200Gi × 1.5 = 300Gi does not.
+    assert.deepEqual([...new Set(nodes.map((n) => n.status?.allocatable?.memory))], ["256Gi"], "the stack's kwok Nodes (test/stack/stack.ts fakeNode) allocate 256Gi each");
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 1.5 });
+    await createDeployment(ns, "big", [{ name: "memhog", limit: "200Gi", request: "200Gi" }]);
+    const pod = await onlyRunningPod(ns, "app=big");
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
+    assertSkipped(answer, "Unschedulable");
+    const deployment = await readDeployment(ns, "big");
+    assert.equal(deployment.metadata?.generation, 1, "not patched");
+    assert.deepEqual(resourcesOf(deployment.spec?.template), { memhog: res("200Gi", "200Gi") });
+    for (const [kind, name] of [["Deployment", "big"], ["AppMonitor", "m"]] as const) {
+      const events = await eventsRegarding(ns, kind, name);
+      assert.deepEqual(events.map((e) => [e.type, e.reason]), [["Warning", "Unschedulable"]], kind);
+      assert.match(events[0]?.note ?? "", /limit 200Gi → 300Gi, request 200Gi → 300Gi\): the scaled Pod would request 300Gi of memory, more than any Node can allocate \(the largest allocatable is 256Gi\)/);
+    }
+    assert.equal((await appMonitorStatus(ns, "m")).scaleCount ?? 0, 0);
   });
 
   it("cooldown: a new alert right after a scale is skipped; with no cooldown it scales again", async (t) => {

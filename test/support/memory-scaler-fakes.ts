@@ -52,6 +52,10 @@ export class FakeCluster implements Cluster {
   down: Error | undefined;
   /** Set to refuse the admission of Pods (a LimitRange). */
   podRefusal: Error | undefined;
+  /** Each Node's `status.allocatable.memory` (one kwok-sized Node by default). */
+  nodeMemory: (string | undefined)[] = ["256Gi"];
+  /** Set to make the Node list fail this way (e.g. a 403 on an install whose RBAC predates it). */
+  nodeListFailure: Error | undefined;
 
   async #enter(): Promise<void> {
     await tick();
@@ -81,6 +85,11 @@ export class FakeCluster implements Cluster {
   async dryRunCreatePod() {
     await this.#enter();
     if (this.podRefusal !== undefined) throw this.podRefusal;
+  }
+  async listNodeAllocatableMemory() {
+    await this.#enter();
+    if (this.nodeListFailure !== undefined) throw this.nodeListFailure;
+    return [...this.nodeMemory];
   }
   async listAppMonitors(namespace: string) {
     await this.#enter();

@@ -149,6 +149,31 @@ describe("handleFiring", () => {
     assert.equal(cluster.events.length, 2);
   });
 
+  it("a scaled Pod no Node can hold: Unschedulable, no write, Warnings naming the request and the largest allocatable", async () => {
+    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 1.5 });
+    setPodSpec(cluster, { containers: [memhogContainer({ limits: { memory: "200Gi" }, requests: { memory: "200Gi" } })] });
+    cluster.nodeMemory = ["256Gi", "128Gi"];
+    const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.deepEqual([outcome.outcome, outcome.reason], ["skipped", "Unschedulable"]);
+    assert.equal(cluster.writes.length, 0);
+    assert.deepEqual(templateMemory(cluster), { limits: { memory: "200Gi" }, requests: { memory: "200Gi" } });
+    assert.deepEqual(cluster.events.map((e) => [e.type, e.reason, e.regarding?.kind]).sort(), [["Warning", "Unschedulable", "AppMonitor"], ["Warning", "Unschedulable", "Deployment"]]);
+    for (const e of cluster.events) assert.match(e.note ?? "", /limit 200Gi → 300Gi.*request 300Gi of memory, more than any Node can allocate \(the largest allocatable is 256Gi\)/);
+    assert.equal(cluster.appMonitors.get(`${NS}/mymonitor`)?.status, undefined, "nothing recorded as scaled");
+  });
+
+  it("the Node list forbidden (RBAC of an older install) or empty: the scale goes on, with a warning", async () => {
+    for (const setup of [(c: FakeCluster) => (c.nodeListFailure = apiError(403, 'nodes is forbidden: User "system:serviceaccount:appmonitor:memory-scaler" cannot list resource "nodes" in API group "" at the cluster scope')), (c: FakeCluster) => (c.nodeMemory = [])]) {
+      const cluster = memhogCluster();
+      setup(cluster);
+      const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+      assert.equal(outcome.outcome, "scaled", outcome.message);
+      assert.equal(cluster.writes.length, 1);
+      assert.equal(outcome.warnings?.length, 1, JSON.stringify(outcome.warnings));
+      assert.match(outcome.warnings?.[0] ?? "", /scaling anyway/);
+    }
+  });
+
   it("an unavailable API server: 503 and nothing written", async () => {
     const cluster = memhogCluster();
     cluster.down = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:6443"), { code: "ECONNREFUSED" });
