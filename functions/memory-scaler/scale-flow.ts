@@ -21,7 +21,9 @@
  *    scale whose Event or status write failed is recorded by the next event for the workload —
  *    a re-delivery, a `Cooldown` skip — and never counted twice. Failures are warnings.
  * 4. `decideScale` (skip reasons there; `AtCap` and `LimitNotInTemplate` also warn on the
- *    workload and the AppMonitor).
+ *    workload and the AppMonitor). A `Cooldown` or `RolloutUnderWay` skip of a StatefulSet or
+ *    DaemonSet with `updateStrategy: OnDelete` whose alerting Pod runs less memory than the
+ *    template becomes `RolloutWaitsForDelete`, whose message says to delete the Pod.
  * 5. With a verifier, drop containers whose working set is below the threshold
  *    (`BelowThreshold`, `NotMeasured`); Prometheus unavailable → 503.
  * 6. `DryRun` AppMonitor → Events and a `recentScales` entry marked `dryRun`, no patch.
@@ -36,7 +38,8 @@
  *    AppMonitor, the event id, the changes) that step 3a repairs from. A lost race (the `test` failed)
  *    starts again at 1, at most `maxAttempts` rounds; the next round sees the new template and
  *    skips (`Cooldown` / `RolloutUnderWay`), so concurrent deliveries never compound.
- * 9. Normal `Scaled` Events on the workload and the AppMonitor; AppMonitor status. Their failure
+ * 9. Normal `Scaled` Events on the workload and the AppMonitor (and, for an OnDelete workload,
+ *    `RolloutWaitsForDelete` Warnings: the patch reached no Pod); AppMonitor status. Their failure
  *    is reported in `warnings` but does not fail the request: the scale is done, and a retry
  *    would only skip.
  *
@@ -52,12 +55,12 @@ import { apiStatus, isPatchConflict, isRefusal, toHttpFailure } from "../lib/kub
 import { HttpError } from "../lib/runtime/errors.ts";
 import { podForAdmission } from "./admission-pod.ts";
 import type { Cluster } from "./cluster.ts";
-import { decideScale, type ContainerChange, type ContainerKind, type ContainerMemory, type SkipReason } from "./decide.ts";
+import { decideScale, kindOf, type ContainerChange, type ContainerKind, type ContainerMemory, type SkipReason } from "./decide.ts";
 import type { EventRecorder, EventSpec } from "./events.ts";
 import { alertOrigin, governingAppMonitor, namedAppMonitor, validAppMonitors, type NoneGoverns, type ValidAppMonitor } from "./governing.ts";
 import { APPS_V1, resolveWorkload, type Workload } from "./owners.ts";
 import { buildTemplatePatch, formatTimestamp } from "./patch.ts";
-import { decideFit, podMemoryRequest } from "./rollout.ts";
+import { decideFit, onDeleteScaledNote, podMemoryRequest, waitingForDelete, waitsForDelete, type RolloutStrategy } from "./rollout.ts";
 import { formatScaleRecord, repairOf } from "./status.ts";
 import type { StatusWriter } from "./status-writer.ts";
 import { checkThreshold, type Verifier } from "./verify.ts";
@@ -71,6 +74,11 @@ import { checkThreshold, type Verifier } from "./verify.ts";
  * - `AdmissionRefused`: the dry run of the patch or of the scaled Pod was refused (step 7);
  * - `Unschedulable`: the scaled Pod would request more memory than any Node's
  *   `status.allocatable.memory` (`rollout.ts` `decideFit`): no patch, Warning Events (step 7);
+ * - `RolloutWaitsForDelete`: a StatefulSet or DaemonSet with `updateStrategy: OnDelete` whose
+ *   alerting Pod still runs less memory than the template (a `Cooldown` or `RolloutUnderWay`
+ *   skip otherwise): it gets the new memory only when deleted (`rollout.ts` `waitingForDelete`).
+ *   After the patch of such a workload the outcome stays `Scaled`, with a `RolloutWaitsForDelete`
+ *   Warning Event on the workload and the AppMonitor saying to delete the Pods;
  * - `Scaled`, `DryRun`: patched, or would have been.
  */
 export type OutcomeReason =
@@ -83,6 +91,7 @@ export type OutcomeReason =
   | "NotMeasured"
   | "AdmissionRefused"
   | "Unschedulable"
+  | "RolloutWaitsForDelete"
   | "Scaled"
   | "DryRun";
 
@@ -126,6 +135,12 @@ export interface FlowDeps {
   /** Called once per lost compare-and-swap (for a metric). */
   readonly onConflict?: () => void;
 }
+
+/**
+ * The label a StatefulSet or DaemonSet controller puts on each Pod: the ControllerRevision its
+ * template came from (https://kubernetes.io/docs/reference/labels-annotations-taints/#controller-revision-hash).
+ */
+const CONTROLLER_REVISION_LABEL = "controller-revision-hash";
 
 /** Skip reasons of `decideScale` that also warn on the workload and the AppMonitor: someone has to act. */
 const WARNING_SKIPS: ReadonlySet<SkipReason> = new Set(["AtCap", "LimitNotInTemplate"]);
@@ -238,6 +253,13 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
     const templateContainers = memoryOf(workload.object.spec.template.spec);
     const podContainers = memoryOf(pod.spec);
     const annotations = workload.object.metadata?.annotations;
+    const strategy: RolloutStrategy = {
+      kind: workload.kind,
+      name: workload.name,
+      updateStrategy: workload.object.spec.updateStrategy?.type,
+      updateRevision: workload.object.status?.updateRevision,
+      replicas: workload.object.spec.replicas,
+    };
 
     const repair = repairOf({
       lastScale: annotations?.[LAST_SCALE_ANNOTATION],
@@ -279,6 +301,21 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
       ...(data.container === undefined ? {} : { alertContainer: data.container }),
     });
     if (decision.action === "skip") {
+      // An OnDelete workload's Pod behind its template is not in a rollout: nothing will replace
+      // it until it is deleted, which only the user can do; say that, not Cooldown or RolloutUnderWay.
+      const waiting =
+        decision.reason === "Cooldown" || decision.reason === "RolloutUnderWay"
+          ? waitingForDelete({
+              workload: strategy,
+              pod: { name: data.pod, revision: pod.metadata?.labels?.[CONTROLLER_REVISION_LABEL] },
+              limits: templateContainers
+                .filter((c) => kindOf(c) !== "init" && (data.container === undefined || c.name === data.container))
+                .map((c) => ({ container: c.name, template: c.limit, pod: podContainers.find((p) => p.name === c.name)?.limit })),
+            })
+          : undefined;
+      if (waiting !== undefined) {
+        return withWarnings({ ...withWorkload, outcome: "skipped", reason: "RolloutWaitsForDelete", message: waiting, skipped: decision.skipped, attempts: attempt });
+      }
       if (WARNING_SKIPS.has(decision.reason)) {
         const note = `not scaled: ${decision.message}`;
         await notify([
@@ -359,16 +396,24 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
     }
 
     const note = scaledNote(workload, am.spec.memMultiplier, changes);
+    // OnDelete: the patch is what the user's strategy asks for, but it reached no Pod; say so.
+    const onDelete = waitsForDelete(strategy) ? onDeleteScaledNote(strategy, data.pod, summary) : undefined;
     await Promise.all([
       notify([
         { type: "Normal", reason: "Scaled", note, regarding: wlRef, related: amRef },
         { type: "Normal", reason: "Scaled", note, regarding: amRef, related: wlRef },
+        ...(onDelete === undefined
+          ? []
+          : ([
+              { type: "Warning", reason: "RolloutWaitsForDelete", note: onDelete, regarding: wlRef, related: amRef },
+              { type: "Warning", reason: "RolloutWaitsForDelete", note: onDelete, regarding: amRef, related: wlRef },
+            ] as const)),
       ]),
       deps.status.add({ namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid }, { ...entry, dryRun: false }, am.raw).catch((error: unknown) => {
         warnings.push((error as Error).message);
       }),
     ]);
-    return withWarnings({ ...withWorkload, outcome: "scaled", reason: "Scaled", message: note, changes, skipped, attempts: attempt });
+    return withWarnings({ ...withWorkload, outcome: "scaled", reason: "Scaled", message: onDelete ?? note, changes, skipped, attempts: attempt });
   }
 }
 

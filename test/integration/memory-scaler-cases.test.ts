@@ -6,9 +6,9 @@
  * that does not govern the workload, native sidecars and init containers, the maxMemory cap
  * (keeping the request/limit ratio), the cooldown, DryRun, LimitRanges (a max below the new
  * limit, a maxLimitRequestRatio the container is exactly at, a default limit the template
- * lacks), a scaled Pod no Node can hold, and the Prometheus check. The function runs with a
- * token of exactly its ServiceAccount. Each case has its own namespace, so the cases run
- * concurrently.
+ * lacks), a scaled Pod no Node can hold, a StatefulSet with updateStrategy OnDelete, and the
+ * Prometheus check. The function runs with a token of exactly its ServiceAccount. Each case has
+ * its own namespace, so the cases run concurrently.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -68,6 +68,21 @@ async function createDeployment(ns: string, name: string, containers: ContainerS
     namespace: ns,
     body: { metadata: { name }, spec: { replicas: 1, selector: { matchLabels: { app: name } }, template: podTemplate(name, containers, annotated, initContainers) } },
   });
+}
+
+/** A StatefulSet `db` of one memhog Pod, annotated; `updateStrategy` as given (RollingUpdate when absent). */
+async function createStatefulSet(ns: string, updateStrategy?: k8s.V1StatefulSetUpdateStrategy): Promise<void> {
+  const spec: k8s.V1StatefulSetSpec = { replicas: 1, serviceName: "db", selector: { matchLabels: { app: "db" } }, template: podTemplate("db", [memhog], true) };
+  if (updateStrategy !== undefined) spec.updateStrategy = updateStrategy;
+  await (await apps()).createNamespacedStatefulSet({ namespace: ns, body: { metadata: { name: "db" }, spec } });
+}
+
+/** Waits for the one Running Pod matching `labelSelector` to be another than `old` (same name or not) and returns it. */
+async function replacementPod(ns: string, labelSelector: string, old: k8s.V1Pod): Promise<k8s.V1Pod> {
+  return waitFor(`a Pod ${labelSelector} replacing ${old.metadata?.name ?? ""}`, async () => {
+    const pods = await runningPods(ns, labelSelector);
+    return pods.length === 1 && pods[0]?.metadata?.uid !== old.metadata?.uid ? pods[0] : undefined;
+  }, 60_000);
 }
 
 async function readDeployment(ns: string, name: string): Promise<k8s.V1Deployment> {
@@ -134,21 +149,46 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     const ns = await freshNamespace(t);
     await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
     const client = await apps();
-    await client.createNamespacedStatefulSet({
-      namespace: ns,
-      body: { metadata: { name: "db" }, spec: { replicas: 1, serviceName: "db", selector: { matchLabels: { app: "db" } }, template: podTemplate("db", [memhog], true) } },
-    });
+    await createStatefulSet(ns);
     const pod = await onlyRunningPod(ns, "app=db");
     const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.outcome, "scaled", describeAnswer(answer));
     const sts = await client.readNamespacedStatefulSet({ namespace: ns, name: "db" });
     assert.deepEqual(resourcesOf(sts.spec?.template), { memhog: res("768Mi", "512Mi") });
-    const next = await waitFor("db-0 recreated with 768Mi", async () => {
-      const pods = await runningPods(ns, "app=db");
-      return pods.length === 1 && pods[0]?.metadata?.uid !== pod.metadata.uid ? pods[0] : undefined;
-    }, 60_000);
-    assert.deepEqual(resourcesOf(next), { memhog: res("768Mi", "512Mi") });
+    assert.deepEqual(resourcesOf(await replacementPod(ns, "app=db", pod)), { memhog: res("768Mi", "512Mi") });
     assert.deepEqual((await eventsRegarding(ns, "StatefulSet", "db")).map((e) => e.reason), ["Scaled"]);
+  });
+
+  it("a StatefulSet with updateStrategy OnDelete: patched with a Warning to delete the Pods; the old Pod's next alert says so; deleting it applies the memory", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+    const client = await apps();
+    await createStatefulSet(ns, { type: "OnDelete" });
+    const pod = await onlyRunningPod(ns, "app=db");
+    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
+    assert.deepEqual([answer.outcome, answer.reason], ["scaled", "Scaled"], describeAnswer(answer));
+    assert.deepEqual(resourcesOf((await client.readNamespacedStatefulSet({ namespace: ns, name: "db" })).spec?.template), { memhog: res("768Mi", "512Mi") });
+    for (const [kind, name] of [["StatefulSet", "db"], ["AppMonitor", "m"]] as const) {
+      const events = await eventsRegarding(ns, kind, name);
+      assert.deepEqual(events.map((e) => [e.type, e.reason]).sort(), [["Normal", "Scaled"], ["Warning", "RolloutWaitsForDelete"]], kind);
+      assert.match(events.find((e) => e.type === "Warning")?.note ?? "", /updateStrategy is OnDelete: no Pod gets the new memory until it is deleted, and Pod db-0 still run the old template; delete the Pods to apply it/);
+    }
+
+    // The controller records the new revision and, OnDelete, leaves db-0 as it is.
+    const sts = await waitFor("the StatefulSet's new updateRevision", async () => {
+      const s = await client.readNamespacedStatefulSet({ namespace: ns, name: "db" });
+      return s.status?.observedGeneration === 2 && s.status.updateRevision !== s.status.currentRevision ? s : undefined;
+    }, 30_000);
+    const [old] = await runningPods(ns, "app=db");
+    assert.equal(old?.metadata?.uid, pod.metadata.uid, "OnDelete: the Pod is not replaced");
+    assert.notEqual(old?.metadata?.labels?.["controller-revision-hash"], sts.status?.updateRevision);
+    assert.deepEqual(resourcesOf(old), { memhog: res("384Mi", "256Mi") });
+    assertSkipped(await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" })), "RolloutWaitsForDelete");
+    assert.equal((await client.readNamespacedStatefulSet({ namespace: ns, name: "db" })).metadata?.generation, 2);
+
+    // What the Warning says to do.
+    await (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api).deleteNamespacedPod({ namespace: ns, name: pod.metadata.name });
+    assert.deepEqual(resourcesOf(await replacementPod(ns, "app=db", pod)), { memhog: res("768Mi", "512Mi") });
   });
 
   it("a DaemonSet is scaled", async (t) => {

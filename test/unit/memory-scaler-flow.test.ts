@@ -174,6 +174,54 @@ describe("handleFiring", () => {
     }
   });
 
+  /** memhogCluster's objects as a StatefulSet `db` with `updateStrategy`, its Pod `db-0` on revision `db-5d8f`. */
+  function statefulSetCluster(updateStrategy: string, spec?: Record<string, unknown>): FakeCluster {
+    const cluster = memhogCluster(spec);
+    const template = cluster.workloads.get(`Deployment/${NS}/memhog`)?.spec?.template;
+    cluster.workloads.clear();
+    cluster.pods.clear();
+    cluster.workloads.set(`StatefulSet/${NS}/db`, { metadata: { name: "db", namespace: NS, uid: "s1" }, spec: { template, replicas: 2, updateStrategy: { type: updateStrategy } }, status: { updateRevision: "db-5d8f" } });
+    cluster.pods.set(`${NS}/db-0`, {
+      metadata: { name: "db-0", namespace: NS, uid: "p0", labels: { "controller-revision-hash": "db-5d8f" }, ownerReferences: [{ apiVersion: "apps/v1", kind: "StatefulSet", name: "db", uid: "s1", controller: true }] },
+      spec: structuredClone(template?.spec),
+    });
+    return cluster;
+  }
+
+  it("a StatefulSet with updateStrategy OnDelete: patched, and Warnings that no Pod has the new memory until deleted", async () => {
+    const cluster = statefulSetCluster("OnDelete");
+    const outcome = await handleFiring(deps(cluster), "e1", data({ pod: "db-0" }), silent);
+    assert.deepEqual([outcome.outcome, outcome.reason], ["scaled", "Scaled"]);
+    assert.equal(cluster.writes.length, 1);
+    assert.deepEqual(templateMemory(cluster, "StatefulSet", "db"), { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } });
+    assert.match(outcome.message, /updateStrategy is OnDelete: .*Pod db-0 \(the alerting one\) and the 1 other Pod of StatefulSet db still run the old template; delete the Pods to apply it/);
+    assert.deepEqual(cluster.events.map((e) => [e.type, e.reason, e.regarding?.kind]).sort(), [
+      ["Normal", "Scaled", "AppMonitor"],
+      ["Normal", "Scaled", "StatefulSet"],
+      ["Warning", "RolloutWaitsForDelete", "AppMonitor"],
+      ["Warning", "RolloutWaitsForDelete", "StatefulSet"],
+    ]);
+
+    // The controller records the new revision; db-0 is not replaced (OnDelete) and alerts again,
+    // within the cooldown and after it: both say to delete it, neither is a Cooldown or RolloutUnderWay.
+    const sts = cluster.workloads.get(`StatefulSet/${NS}/db`);
+    if (sts !== undefined) sts.status = { updateRevision: "db-7c9a" };
+    for (const now of ["2025-06-01T12:01:00Z", "2025-06-01T13:00:00Z"]) {
+      const later = await handleFiring(deps(cluster, { now: () => new Date(now) }), "e2", data({ pod: "db-0" }), silent);
+      assert.deepEqual([later.outcome, later.reason], ["skipped", "RolloutWaitsForDelete"], now);
+      assert.match(later.message, /StatefulSet db has updateStrategy OnDelete: Pod db-0 still runs the old template \(revision db-5d8f; the template's is db-7c9a\) \(memhog: limit 384Mi, the template's 768Mi\).*delete Pod db-0/);
+    }
+    assert.equal(cluster.writes.length, 1);
+  });
+
+  it("a StatefulSet with RollingUpdate: no OnDelete Warning; a later alert of the old Pod is RolloutUnderWay", async () => {
+    const cluster = statefulSetCluster("RollingUpdate", { memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 0 });
+    const outcome = await handleFiring(deps(cluster), "e1", data({ pod: "db-0" }), silent);
+    assert.equal(outcome.outcome, "scaled");
+    assert.ok(cluster.events.every((e) => e.reason === "Scaled"), JSON.stringify(cluster.events.map((e) => e.reason)));
+    assert.equal((await handleFiring(deps(cluster), "e2", data({ pod: "db-0" }), silent)).reason, "RolloutUnderWay");
+  });
+
   it("an unavailable API server: 503 and nothing written", async () => {
     const cluster = memhogCluster();
     cluster.down = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:6443"), { code: "ECONNREFUSED" });
