@@ -66,6 +66,21 @@ export function buildEvent(spec: EventSpec, reportingInstance: string, now: Date
   };
 }
 
+/**
+ * The {@link EventSpec.key} of a Warning that should be written at most once per `windowSeconds`
+ * about `subject` (e.g. `Deployment/web/<uid>`), however many alerts ask for it: the subject and
+ * the index of the window `now` falls in (windows of `windowSeconds` counted from the Unix
+ * epoch). Every report in one window gets one Event name, so the second create answers 409 and
+ * stays one Event — nothing is stored for it. Windows are aligned on the epoch, not on the first
+ * report: two reports less than a window apart across a boundary write two Events, never two in
+ * one window. `windowSeconds` ≤ 0 (no cooldown asked for) → `eventKey` (one Event per alert, as
+ * for any other Event).
+ */
+export function windowedKey(subject: string, now: Date, windowSeconds: number, eventKey: string): string {
+  if (!(windowSeconds > 0)) return eventKey;
+  return `${subject}@${Math.floor(now.getTime() / (windowSeconds * 1000))}`;
+}
+
 /** Writes Events; never throws. */
 export interface EventRecorder {
   /** Resolves `undefined` when recorded (or already recorded), else a one-line description of the failure. */

@@ -21,7 +21,8 @@
  *    scale whose Event or status write failed is recorded by the next event for the workload —
  *    a re-delivery, a `Cooldown` skip — and never counted twice. Failures are warnings.
  * 4. `decideScale` (skip reasons there; `AtCap` and `LimitNotInTemplate` also warn on the
- *    workload and the AppMonitor). A `Cooldown` or `RolloutUnderWay` skip of a StatefulSet or
+ *    workload and the AppMonitor; `AtCap` at most once per workload per `cooldownSeconds`
+ *    window, `events.ts` `windowedKey`). A `Cooldown` or `RolloutUnderWay` skip of a StatefulSet or
  *    DaemonSet with `updateStrategy: OnDelete` whose alerting Pod runs less memory than the
  *    template becomes `RolloutWaitsForDelete`, whose message says to delete the Pod.
  * 5. With a verifier, drop containers whose working set is below the threshold
@@ -56,7 +57,7 @@ import { HttpError } from "../lib/runtime/errors.ts";
 import { podForAdmission } from "./admission-pod.ts";
 import type { Cluster } from "./cluster.ts";
 import { decideScale, kindOf, type ContainerChange, type ContainerKind, type ContainerMemory, type SkipReason } from "./decide.ts";
-import type { EventRecorder, EventSpec } from "./events.ts";
+import { windowedKey, type EventRecorder, type EventSpec } from "./events.ts";
 import { alertOrigin, governingAppMonitor, namedAppMonitor, validAppMonitors, type NoneGoverns, type ValidAppMonitor } from "./governing.ts";
 import { APPS_V1, resolveWorkload, type Workload } from "./owners.ts";
 import { buildTemplatePatch, formatTimestamp } from "./patch.ts";
@@ -317,11 +318,18 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
         return withWarnings({ ...withWorkload, outcome: "skipped", reason: "RolloutWaitsForDelete", message: waiting, skipped: decision.skipped, attempts: attempt });
       }
       if (WARNING_SKIPS.has(decision.reason)) {
-        const note = `not scaled: ${decision.message}`;
-        await notify([
-          { type: "Warning", reason: decision.reason, note, regarding: wlRef, related: amRef },
-          { type: "Warning", reason: decision.reason, note: `${workload.kind} ${workload.name}: ${note}`, regarding: amRef, related: wlRef },
-        ]);
+        // A workload at the cap alerts until its memory use drops: one AtCap Warning per
+        // workload per cooldown window says it, the deterministic name turns the rest into 409s.
+        const capped = decision.reason === "AtCap";
+        const key = capped ? windowedKey(`${workload.kind}/${workload.name}/${wlRef.uid ?? ""}`, now, am.spec.cooldownSeconds, eventId) : eventId;
+        const note = `not scaled: ${decision.message}${capped && key !== eventId ? ` (this Warning is written at most once every ${am.spec.cooldownSeconds}s)` : ""}`;
+        await notify(
+          [
+            { type: "Warning", reason: decision.reason, note, regarding: wlRef, related: amRef },
+            { type: "Warning", reason: decision.reason, note: `${workload.kind} ${workload.name}: ${note}`, regarding: amRef, related: wlRef },
+          ],
+          key,
+        );
       }
       return withWarnings({ ...withWorkload, outcome: "skipped", reason: decision.reason, message: decision.message, skipped: decision.skipped, attempts: attempt });
     }

@@ -4,9 +4,9 @@
  * by hand, which grants nothing), a namespace without AppMonitor, alerts no AppMonitor rule
  * raised (kube-state-metrics scraped without honor_labels among them), an alert of an AppMonitor
  * that does not govern the workload, native sidecars and init containers, the maxMemory cap
- * (keeping the request/limit ratio), the cooldown, DryRun, LimitRanges (a max below the new
- * limit, a maxLimitRequestRatio the container is exactly at, a default limit the template
- * lacks), a scaled Pod no Node can hold, a StatefulSet with updateStrategy OnDelete, and the
+ * (keeping the request/limit ratio; one AtCap Warning per cooldown window), the cooldown,
+ * DryRun, LimitRanges (a max below the new limit, a maxLimitRequestRatio the container is
+ * exactly at, a default limit the template lacks), a scaled Pod no Node can hold, a StatefulSet with updateStrategy OnDelete, and the
  * Prometheus check. The function runs with a token of exactly its ServiceAccount. Each case has
  * its own namespace, so the cases run concurrently.
  */
@@ -336,6 +336,21 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
       assert.match(events[0]?.note ?? "", /limit 200Gi → 300Gi, request 200Gi → 300Gi\): the scaled Pod would request 300Gi of memory, more than any Node can allocate \(the largest allocatable is 256Gi\)/);
     }
     assert.equal((await appMonitorStatus(ns, "m")).scaleCount ?? 0, 0);
+  });
+
+  it("at the cap, alert after alert: one AtCap Warning on the workload and one on the AppMonitor per cooldown window", async (t) => {
+    const ns = await freshNamespace(t);
+    // A day-long window: the three alerts below fall in one window unless they straddle midnight UTC.
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, maxMemory: "384Mi", cooldownSeconds: 86_400 });
+    await createDeployment(ns, "web");
+    const pod = await onlyRunningPod(ns, "app=web");
+    for (let i = 0; i < 3; i += 1) assertSkipped(await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" })), "AtCap");
+    assert.equal((await readDeployment(ns, "web")).metadata?.generation, 1);
+    for (const [kind, name] of [["Deployment", "web"], ["AppMonitor", "m"]] as const) {
+      const events = await eventsRegarding(ns, kind, name);
+      assert.deepEqual(events.map((e) => [e.type, e.reason]), [["Warning", "AtCap"]], kind);
+      assert.match(events[0]?.note ?? "", /memory limit 384Mi is already at spec.maxMemory 384Mi \(this Warning is written at most once every 86400s\)/);
+    }
   });
 
   it("cooldown: a new alert right after a scale is skipped; with no cooldown it scales again", async (t) => {

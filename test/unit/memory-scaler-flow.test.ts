@@ -222,6 +222,25 @@ describe("handleFiring", () => {
     assert.equal((await handleFiring(deps(cluster), "e2", data({ pod: "db-0" }), silent)).reason, "RolloutUnderWay");
   });
 
+  it("at the cap, alert after alert: one AtCap Warning per object per cooldown window", async () => {
+    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, maxMemory: "384Mi", cooldownSeconds: 300 });
+    const at = (time: string) => deps(cluster, { now: () => new Date(time) });
+    const warnings = () => cluster.events.filter((e) => e.type === "Warning" && e.reason === "AtCap").map((e) => e.regarding?.kind).sort();
+    for (const [id, time] of [["e1", "2025-06-01T12:00:10Z"], ["e2", "2025-06-01T12:02:00Z"], ["e3", "2025-06-01T12:04:59Z"]] as const) {
+      assert.equal((await handleFiring(at(time), id, data(), silent)).reason, "AtCap");
+    }
+    assert.deepEqual(warnings(), ["AppMonitor", "Deployment"], "three alerts in one window: one Warning on each");
+    assert.match(cluster.events[0]?.note ?? "", /already at spec.maxMemory 384Mi \(this Warning is written at most once every 300s\)/);
+    assert.equal((await handleFiring(at("2025-06-01T12:05:00Z"), "e4", data(), silent)).reason, "AtCap");
+    assert.deepEqual(warnings(), ["AppMonitor", "AppMonitor", "Deployment", "Deployment"], "the next window: one more on each");
+    assert.equal(cluster.writes.length, 0);
+
+    const uncooled = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, maxMemory: "384Mi", cooldownSeconds: 0 });
+    await handleFiring(deps(uncooled), "e1", data(), silent);
+    await handleFiring(deps(uncooled), "e2", data(), silent);
+    assert.equal(uncooled.events.length, 4, "cooldownSeconds 0: one pair per alert, as asked");
+  });
+
   it("an unavailable API server: 503 and nothing written", async () => {
     const cluster = memhogCluster();
     cluster.down = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:6443"), { code: "ECONNREFUSED" });

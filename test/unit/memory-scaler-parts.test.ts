@@ -9,7 +9,7 @@ import { podForAdmission } from "../../functions/memory-scaler/admission-pod.ts"
 import { readConfig } from "../../functions/memory-scaler/config.ts";
 import { compileAlertEventDataValidator, FIRING_TYPE, RESOLVED_TYPE } from "../../functions/lib/alert-event.ts";
 import { readAlertEvent } from "../../functions/memory-scaler/event.ts";
-import { buildEvent, MAX_NOTE_LENGTH, REPORTING_CONTROLLER } from "../../functions/memory-scaler/events.ts";
+import { buildEvent, MAX_NOTE_LENGTH, REPORTING_CONTROLLER, windowedKey } from "../../functions/memory-scaler/events.ts";
 import { alertOrigin, governingAppMonitor, namedAppMonitor, validAppMonitors, type NamespaceAppMonitors } from "../../functions/memory-scaler/governing.ts";
 import type { Workload } from "../../functions/memory-scaler/owners.ts";
 import { formatScaleRecord, recordState, repairOf, withScales, type RecordedScale, type ScaleEntry } from "../../functions/memory-scaler/status.ts";
@@ -283,6 +283,24 @@ describe("buildEvent", () => {
     const event = buildEvent({ type: "Warning", reason: "AdmissionRefused", note: "x".repeat(5000), regarding, key: "e1" }, "i", now);
     assert.equal(event.note?.length, MAX_NOTE_LENGTH);
   });
+});
+
+describe("windowedKey", () => {
+  const at = (iso: string) => new Date(iso);
+  const cases: { name: string; a: [string, string, number, string]; b: [string, string, number, string]; same: boolean }[] = [
+    { name: "two alerts in one window, different event ids", a: ["Deployment/web/u1", "2025-06-01T12:00:01Z", 300, "e1"], b: ["Deployment/web/u1", "2025-06-01T12:04:59Z", 300, "e2"], same: true },
+    { name: "the next window", a: ["Deployment/web/u1", "2025-06-01T12:04:59Z", 300, "e1"], b: ["Deployment/web/u1", "2025-06-01T12:05:00Z", 300, "e1"], same: false },
+    { name: "another workload in the same window", a: ["Deployment/web/u1", "2025-06-01T12:00:01Z", 300, "e1"], b: ["Deployment/api/u2", "2025-06-01T12:00:01Z", 300, "e1"], same: false },
+    { name: "a namesake created since (another uid)", a: ["Deployment/web/u1", "2025-06-01T12:00:01Z", 300, "e1"], b: ["Deployment/web/u3", "2025-06-01T12:00:01Z", 300, "e1"], same: false },
+    { name: "no cooldown: one per event id", a: ["Deployment/web/u1", "2025-06-01T12:00:01Z", 0, "e1"], b: ["Deployment/web/u1", "2025-06-01T12:00:01Z", 0, "e2"], same: false },
+    { name: "no cooldown, the same event re-delivered", a: ["Deployment/web/u1", "2025-06-01T12:00:01Z", 0, "e1"], b: ["Deployment/web/u1", "2025-06-01T12:09:00Z", 0, "e1"], same: true },
+  ];
+  for (const c of cases) {
+    it(`${c.name} → ${c.same ? "one key" : "two keys"}`, () => {
+      const key = ([subject, time, window, event]: [string, string, number, string]) => windowedKey(subject, at(time), window, event);
+      assert.equal(key(c.a) === key(c.b), c.same, `${key(c.a)} vs ${key(c.b)}`);
+    });
+  }
 });
 
 describe("podForAdmission", () => {
