@@ -5,7 +5,8 @@
 # builds nothing. node/ also yields the real node's sandbox image, pause.oci.tar (FROM scratch:
 # our static pause program alone). Prints the directory that holds all binaries, beside
 # which kwok-stages/ holds kwok's lifecycle stages from the same pinned module and crds/ the
-# upstream PrometheusRule CRD, generated from prometheus-operator's API module (crds/).
+# upstream PrometheusRule CRD, generated from prometheus-operator's API module (crds/), and
+# knative-eventing/ Knative Eventing's commands and their images (eventing.sh, eventing/).
 #
 # Environment: APPMONITOR_CACHE (default ~/.cache/appmonitor).
 set -euo pipefail
@@ -22,17 +23,18 @@ command -v go >/dev/null 2>&1 || {
 
 out="$cache/bin"
 mkdir -p "$out"
+. "$here/oci-image.sh"
 
-build_set() { # name, ldflags, packages...
+build_set() { # name, ldflags, packages... (into $BUILD_OUT when set, else the cache's bin/)
   local name=$1 ldflags=$2; shift 2
-  local dir="$here/$name" key stamp
+  local dir="$here/$name" key stamp dest=${BUILD_OUT:-$out}
   # A set without Go sources of its own keys on go.mod and go.sum alone.
   key=$(find "$dir" -name '*.go' | LC_ALL=C sort | xargs cat "$dir/go.mod" "$dir/go.sum" | sha256sum | cut -c1-16)
   stamp="$out/.$name-$key"
   [ -f "$stamp" ] && return 0
   echo "build-bins: building $name ($*) ..." >&2
   local t0=$SECONDS
-  if ! (cd "$dir" && go mod download && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$out/" "$@") >&2; then
+  if ! (cd "$dir" && go mod download && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$dest/" "$@") >&2; then
     echo "build-bins: step 'go build $name' failed; check Go module proxy access (GOPROXY=$(go env GOPROXY)) and the log above" >&2
     exit 1
   fi
@@ -62,28 +64,7 @@ build_set node "$kube_ld" k8s.io/kubernetes/cmd/kubelet ./pause ./crireset
 
 # The sandbox image: an OCI image layout archive, FROM scratch, holding /pause alone, which
 # containerd imports (`ctr images import`) under the name in its annotations.
-pause_image() {
-  local tmp layer config manifest ld cd md ls cs ms
-  tmp=$(mktemp -d)
-  mkdir -p "$tmp/root" "$tmp/oci/blobs/sha256"
-  cp "$out/pause" "$tmp/root/pause"
-  tar -C "$tmp/root" --owner=0 --group=0 --numeric-owner --mtime=@0 --sort=name -cf "$tmp/layer.tar" pause
-  ld=$(sha256sum "$tmp/layer.tar" | cut -d' ' -f1); ls=$(stat -c %s "$tmp/layer.tar")
-  mv "$tmp/layer.tar" "$tmp/oci/blobs/sha256/$ld"
-  config='{"architecture":"amd64","os":"linux","config":{"Entrypoint":["/pause"],"User":"65535:65535"},"rootfs":{"type":"layers","diff_ids":["sha256:'$ld'"]}}'
-  cd=$(printf %s "$config" | sha256sum | cut -d' ' -f1); cs=${#config}
-  printf %s "$config" >"$tmp/oci/blobs/sha256/$cd"
-  manifest='{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:'$cd'","size":'$cs'},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:'$ld'","size":'$ls'}]}'
-  md=$(printf %s "$manifest" | sha256sum | cut -d' ' -f1); ms=${#manifest}
-  printf %s "$manifest" >"$tmp/oci/blobs/sha256/$md"
-  printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"1"}}]}' \
-    "$md" "$ms" "localhost/appmonitor/pause:1" >"$tmp/oci/index.json"
-  printf '{"imageLayoutVersion":"1.0.0"}' >"$tmp/oci/oci-layout"
-  tar -C "$tmp/oci" --owner=0 --group=0 --numeric-owner --mtime=@0 --sort=name -cf "$out/pause.oci.tar.tmp" oci-layout index.json blobs
-  mv -f "$out/pause.oci.tar.tmp" "$out/pause.oci.tar"
-  rm -rf "$tmp"
-}
-[ "$out/pause.oci.tar" -nt "$out/pause" ] || pause_image
+[ "$out/pause.oci.tar" -nt "$out/pause" ] || oci_image "$out/pause" localhost/appmonitor/pause:1 "$out/pause.oci.tar" 65535:65535
 
 # kwok's own fast Node and Pod lifecycle stages, from the pinned kwok module (as kwokctl uses them).
 kwok_dir=$(cd "$here/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
@@ -119,4 +100,5 @@ gen_crds() {
   echo "build-bins: CRD generated in $((SECONDS - t0)) s" >&2
 }
 gen_crds
+. "$here/eventing.sh"
 echo "$out"

@@ -1,0 +1,31 @@
+# Sourced by build.sh. oci_image BINARY NAME:TAG ARCHIVE USER [DIR]: writes ARCHIVE, an OCI image
+# layout (tar) FROM scratch holding the static BINARY alone, as /DIR/<its name> (or /<its name>
+# without DIR), its entrypoint, run as USER (uid:gid). NAME:TAG goes in the index's annotations,
+# under which `ctr images import` and podman load it. Reproducible: fixed owners, modes and
+# times, so the same binary gives the same digests.
+oci_image() {
+  local bin=$1 ref=$2 archive=$3 user=$4 dir=${5:-}
+  local name path tmp config manifest ld cd md ls cs ms arch
+  name=$(basename "$bin")
+  path=${dir:+$dir/}$name
+  arch=$(go env GOARCH)
+  tmp=$(mktemp -d)
+  mkdir -p "$tmp/root${dir:+/$dir}" "$tmp/oci/blobs/sha256"
+  cp "$bin" "$tmp/root/$path"
+  chmod 0755 "$tmp/root/$path" ${dir:+"$tmp/root/$dir"}
+  tar -C "$tmp/root" --owner=0 --group=0 --numeric-owner --mtime=@0 --sort=name -cf "$tmp/layer.tar" "${dir:-$name}"
+  ld=$(sha256sum "$tmp/layer.tar" | cut -d' ' -f1); ls=$(stat -c %s "$tmp/layer.tar")
+  mv "$tmp/layer.tar" "$tmp/oci/blobs/sha256/$ld"
+  config='{"architecture":"'$arch'","os":"linux","config":{"Entrypoint":["/'$path'"],"User":"'$user'"},"rootfs":{"type":"layers","diff_ids":["sha256:'$ld'"]}}'
+  cd=$(printf %s "$config" | sha256sum | cut -d' ' -f1); cs=${#config}
+  printf %s "$config" >"$tmp/oci/blobs/sha256/$cd"
+  manifest='{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:'$cd'","size":'$cs'},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:'$ld'","size":'$ls'}]}'
+  md=$(printf %s "$manifest" | sha256sum | cut -d' ' -f1); ms=${#manifest}
+  printf %s "$manifest" >"$tmp/oci/blobs/sha256/$md"
+  printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
+    "$md" "$ms" "$ref" "${ref##*:}" >"$tmp/oci/index.json"
+  printf '{"imageLayoutVersion":"1.0.0"}' >"$tmp/oci/oci-layout"
+  tar -C "$tmp/oci" --owner=0 --group=0 --numeric-owner --mtime=@0 --sort=name -cf "$archive.tmp" oci-layout index.json blobs
+  mv -f "$archive.tmp" "$archive"
+  rm -rf "$tmp"
+}
