@@ -340,8 +340,8 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
 
   it("at the cap, alert after alert: one AtCap Warning on the workload and one on the AppMonitor per cooldown window", async (t) => {
     const ns = await freshNamespace(t);
-    // A day-long window: the three alerts below fall in one window unless they straddle midnight UTC.
-    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, maxMemory: "384Mi", cooldownSeconds: 86_400 });
+    // A ten-year window (its edges are multiples of it since the epoch): the three alerts below fall in one.
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, maxMemory: "384Mi", cooldownSeconds: 315_360_000 });
     await createDeployment(ns, "web");
     const pod = await onlyRunningPod(ns, "app=web");
     for (let i = 0; i < 3; i += 1) assertSkipped(await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" })), "AtCap");
@@ -349,7 +349,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     for (const [kind, name] of [["Deployment", "web"], ["AppMonitor", "m"]] as const) {
       const events = await eventsRegarding(ns, kind, name);
       assert.deepEqual(events.map((e) => [e.type, e.reason]), [["Warning", "AtCap"]], kind);
-      assert.match(events[0]?.note ?? "", /memory limit 384Mi is already at spec.maxMemory 384Mi \(this Warning is written at most once every 86400s\)/);
+      assert.match(events[0]?.note ?? "", /memory limit 384Mi is already at spec.maxMemory 384Mi \(this Warning is written at most once every 315360000s\)/);
     }
   });
 
