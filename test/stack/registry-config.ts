@@ -67,10 +67,12 @@ export function hostsDirName(host: string): string {
 
 /**
  * containerd's `hosts.toml` for `host`, making the local registry at `address` its only server:
- * `server` (not a `[host]` entry) so that containerd has no default left to fall back to
- * (containerd 1.6 appends `https://<host>` only when `server` is empty); plain HTTP;
- * `override_path` with the path `/v2/<host>`, the prefix under which the registry holds that
- * host's images; pull and resolve only (nothing is pushed through containerd).
+ * `server` (not a `[host."…"]` entry, which containerd would try before `server`) so that containerd
+ * has no default left to fall back to (it adds `https://<host>` only when `server` is empty);
+ * plain HTTP; `override_path` with the path `/v2/<host>`, the prefix under which the registry holds
+ * that host's images; pull and resolve only (nothing is pushed through containerd). It ends with
+ * an empty `[host]` table: containerd 1.6 refuses a file without one ("invalid `host` tree",
+ * remotes/docker/config getSortedHosts) and then pulls from `https://<host>` as if there were none.
  * @throws Error when `host` is not a registry host name (with a dot, a port, or `localhost`).
  */
 export function hostsToml(host: string, address: string): string {
@@ -80,6 +82,8 @@ export function hostsToml(host: string, address: string): string {
     `server = ${JSON.stringify(`http://${address}/v2/${host}`)}`,
     "override_path = true",
     'capabilities = ["pull", "resolve"]',
+    "# No host but the server; the table must be there for containerd 1.6 to read this file at all.",
+    "[host]",
     "",
   ].join("\n");
 }
