@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local stack's Kubernetes binaries from the pinned Go modules beside this script
-# (etcd/, kube/, kwok/, and node/: the real node's kubelet, our pause and crireset) into a cache
+# (etcd/, kube/, kwok/, node/: the real node's kubelet, our pause and crireset, and registry/:
+# distribution's OCI registry, which serves the stack's images to the real node) into a cache
 # outside the repository, keyed by each module's go.mod, go.sum and Go sources, so a second run
 # builds nothing. node/ also yields the real node's sandbox image, pause.oci.tar (FROM scratch:
 # our static pause program alone). Prints the directory that holds all binaries, beside
@@ -61,6 +62,11 @@ if [ "$nver" != "$kver" ]; then
   exit 1
 fi
 build_set node "$kube_ld" k8s.io/kubernetes/cmd/kubelet ./pause ./crireset
+
+# distribution's registry (github.com/distribution/distribution/v3), with its own version stamped
+# as its release build does (otherwise it reports v3.0.0+unknown).
+rver=$(awk '$1 == "github.com/distribution/distribution/v3" { print $2 }' "$here/registry/go.mod")
+build_set registry "-X github.com/distribution/distribution/v3/version.version=$rver" github.com/distribution/distribution/v3/cmd/registry
 
 # The sandbox image: an OCI image layout archive, FROM scratch, holding /pause alone, which
 # containerd imports (`ctr images import`) under the name in its annotations.

@@ -22,6 +22,7 @@ import { down, statusLines, up, type StackState } from "../stack/stack.ts";
 import { memoryCgroupDir } from "../stack/real-node.ts";
 import { podCgroupPath, REAL_NODE, REAL_NODE_PLACEMENT } from "../stack/real-node-config.ts";
 import { promQuery, waitFor } from "../support/stack.ts";
+import { missingImagesFailFast, originalManifestPullsFromRegistry } from "../support/registry-pulls.ts";
 
 const run = promisify(execFile);
 const Mi = 1 << 20;
@@ -159,6 +160,12 @@ test("the real node is Ready beside the kwok Node, and status names its parts", 
     assert.ok(lines.some((l) => l.startsWith(part) && !l.includes("STOPPED") && !l.includes("MISSING") && !l.includes("NOT READY")), `status shows ${part.trim()}: ${lines.join("\n")}`);
   }
 });
+
+test("the original memhog manifest, unchanged but for a kustomize overlay placing it on the real node, pulls its image from the stack's registry", { timeout: 120_000 },
+  (t) => originalManifestPullsFromRegistry(t, state as StackState));
+
+test("an image the stack's registry does not have fails with ErrImagePull at once, and nothing off the machine is asked", { timeout: 90_000 },
+  (t) => missingImagesFailFast(t, state as StackState));
 
 test("a Pod on the real node runs with its memory limit in its real cgroup", { timeout: 120_000 }, async (t) => {
   const name = await createPod(t, memhogPod("limited", { MEMHOG_TARGET: "16Mi" }, "96Mi"));

@@ -38,6 +38,9 @@ async function main(command: string | undefined, flags: string[]): Promise<numbe
       if (state.realNode) {
         console.log(`real node       ${state.realNode.name} ${state.realNode.ip}, kubelet ${state.realNode.kubeletUrl}/metrics/cadvisor  (containerd unix://${state.realNode.paths.containerdSocket})`);
       }
+      if (state.registry) {
+        console.log(`registry        ${state.registry.url}  (the real node pulls ${state.registry.mirrors.join(", ")} images from it)`);
+      }
       console.log(`state           ${state.stateDir}`);
       console.log(`\nuse it from a shell: eval "$(npm run -s stack -- env)"`);
       return 0;

@@ -51,8 +51,11 @@ export function podCgroupPath(pod: { uid: string; qosClass: string }, containerI
   return `${REAL_NODE.cgroupRoot}/kubepods${qos}/pod${pod.uid}${containerId ? `/${containerId}` : ""}`;
 }
 
-/** The Debian packages the real node needs (containerd 1.6, runc, the CNI plugins, iproute2, iptables). */
-export const REAL_NODE_PACKAGES = ["containerd", "runc", "containernetworking-plugins", "iproute2", "iptables"] as const;
+/**
+ * The Debian packages the real node needs (containerd 1.6, runc, the CNI plugins, iproute2,
+ * iptables, and skopeo, which puts the images it pulls into the stack's registry).
+ */
+export const REAL_NODE_PACKAGES = ["containerd", "runc", "containernetworking-plugins", "iproute2", "iptables", "skopeo"] as const;
 
 /** Where the real node keeps its state: everything under `<stateDir>/node/`. */
 export interface RealNodePaths {
@@ -62,6 +65,8 @@ export interface RealNodePaths {
   readonly containerdState: string;
   /** containerd's gRPC socket (also the CRI endpoint and cAdvisor's `--containerd`). */
   readonly containerdSocket: string;
+  /** containerd's registry `config_path`: one `<host>/hosts.toml` per registry it pulls from (`registry.ts`). */
+  readonly containerdHostsDir: string;
   readonly cniConfDir: string;
   readonly cniDataDir: string;
   readonly kubeletRoot: string;
@@ -81,6 +86,7 @@ export function realNodePaths(stateDir: string): RealNodePaths {
     containerdRoot: `${dir}/containerd/root`,
     containerdState: `${dir}/containerd/state`,
     containerdSocket: `${dir}/containerd/containerd.sock`,
+    containerdHostsDir: `${dir}/containerd/certs.d`,
     cniConfDir: `${dir}/cni/net.d`,
     cniDataDir: `${dir}/cni/ipam`,
     kubeletRoot: `${dir}/kubelet`,
@@ -97,7 +103,8 @@ const q = (s: string) => JSON.stringify(s);
  * containerd's config.toml (version 2, for Debian's containerd 1.6): root, state, socket and the
  * Pods' network namespaces under the stack's directory; `restrict_oom_score_adj` (this machine
  * refuses to lower an oom_score_adj, and runc's sandboxes fail without it); our sandbox image;
- * runc through the v2 shim with cgroupfs; CNI from Debian's plugin directory and our conf dir.
+ * runc through the v2 shim with cgroupfs; CNI from Debian's plugin directory and our conf dir;
+ * registry hosts from `containerdHostsDir` (where `registry.ts` writes the stack registry's mirrors).
  */
 export function containerdConfig(paths: RealNodePaths, runc = "/usr/sbin/runc", cniBinDir = "/usr/lib/cni"): string {
   const cri = 'plugins."io.containerd.grpc.v1.cri"';
@@ -132,7 +139,7 @@ export function containerdConfig(paths: RealNodePaths, runc = "/usr/sbin/runc", 
     `  conf_dir = ${q(paths.cniConfDir)}`,
     "  max_conf_num = 1",
     `[${cri}.registry]`,
-    `  config_path = ${q(`${paths.dir}/containerd/certs.d`)}`,
+    `  config_path = ${q(paths.containerdHostsDir)}`,
     "",
   ].join("\n");
 }

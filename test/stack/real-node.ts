@@ -13,7 +13,9 @@
  *
  * Network rule: Pods get no default route and no masquerade, and the iptables chain drops any
  * forwarded packet from or to the Pod range whose other end is not in it; containerd runs with a
- * dead loopback proxy in `HTTP(S)_PROXY`, so an image pull can never leave the machine.
+ * dead loopback proxy in `HTTP(S)_PROXY`, so an image pull can never leave the machine. The images
+ * it runs come from the stack's registry (`registry.ts`), which containerd's hosts.toml files make
+ * the only server of the registries they name.
  */
 import { execFile } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
@@ -21,7 +23,6 @@ import { mkdir, rm, rmdir, unlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import type * as k8s from "@kubernetes/client-node";
-import { archiveDir } from "../images/paths.ts";
 import type { NodePki, Pki } from "./certs.ts";
 import { kubeconfig } from "./config-files.ts";
 import { buildBinaries, StackStepError, which } from "./paths.ts";
@@ -38,6 +39,8 @@ export interface NodeBinaries {
   crireset: string;
   /** The sandbox image as an OCI archive (test/bins/build.sh makes it). */
   pauseImage: string;
+  /** distribution's registry (test/bins/registry), which serves the node's images. */
+  registry: string;
   containerd: string;
   ctr: string;
   runc: string;
@@ -102,17 +105,19 @@ async function tryCmd(file: string, args: string[]): Promise<string | undefined>
  */
 export async function resolveNodeBinaries(env: NodeJS.ProcessEnv = process.env): Promise<NodeBinaries> {
   const built = await buildBinaries(env);
-  const ours = { kubelet: path.join(built, "kubelet"), crireset: path.join(built, "crireset"), pauseImage: path.join(built, "pause.oci.tar") };
+  const ours = {
+    kubelet: path.join(built, "kubelet"), crireset: path.join(built, "crireset"), pauseImage: path.join(built, "pause.oci.tar"), registry: path.join(built, "registry"),
+  };
   for (const file of Object.values(ours)) {
     if (!existsSync(file)) throw new StackStepError("find the real node's binaries", `${file} is missing; run bash test/bins/build.sh`);
   }
   const find = (name: string) => which(name, { PATH: `${env.PATH ?? ""}:/usr/sbin:/usr/bin:/sbin` });
   const debian = { containerd: find("containerd"), ctr: find("ctr"), runc: find("runc") };
   const cniBinDir = ["/usr/lib/cni", "/opt/cni/bin"].find((d) => ["bridge", "host-local", "loopback"].every((p) => existsSync(path.join(d, p))));
-  const tools = ["ip", "iptables", "umount"].filter((t) => !find(t));
+  const tools = ["ip", "iptables", "umount", "skopeo"].filter((t) => !find(t));
   if (!debian.containerd || !debian.ctr || !debian.runc || !cniBinDir || tools.length > 0) {
     throw new StackStepError("find the real node's Debian packages",
-      `containerd, ctr, runc, the CNI bridge/host-local/loopback plugins, ip and iptables are needed; as root run: apt-get install -y --no-install-recommends ${REAL_NODE_PACKAGES.join(" ")} (or bash scripts/install-debian.sh)`);
+      `containerd, ctr, runc, the CNI bridge/host-local/loopback plugins, ip, iptables and skopeo are needed; as root run: apt-get install -y --no-install-recommends ${REAL_NODE_PACKAGES.join(" ")} (or bash scripts/install-debian.sh)`);
   }
   return { ...ours, containerd: debian.containerd, ctr: debian.ctr, runc: debian.runc, cniBinDir };
 }
@@ -185,8 +190,6 @@ export interface StartRealNodeInput {
   healthzPort: number;
   env: NodeJS.ProcessEnv;
   log: (name: string) => string;
-  /** The memhog OCI archive to import; default `npm run image`'s, `<cache>/images/memhog.oci.tar`. */
-  memhogArchive?: string;
   /** Records a started process in the stack's state (so `down` stops it and `status` shows it). */
   record: (s: Started, endpoint: string) => Promise<void>;
   /** Records the node's state before anything is made outside the state directory. */
@@ -197,8 +200,8 @@ export interface StartRealNodeInput {
 }
 
 /**
- * Sets up the host, starts containerd (with the sandbox image and, when `npm run image` has made
- * it, memhog under both its names imported into the `k8s.io` namespace), grants the kubelet and
+ * Sets up the host, starts containerd (with the sandbox image imported into the `k8s.io`
+ * namespace; every other image is pulled from the stack's registry), grants the kubelet and
  * Prometheus their rights, writes Prometheus's kubelet token, starts the kubelet and waits until
  * the Node is Ready.
  * @throws StackStepError for a failed host step; ComponentError for containerd or the kubelet
@@ -221,7 +224,7 @@ export async function startRealNode(input: StartRealNodeInput): Promise<RealNode
   await setUpHost(stateDir);
   input.say("real node: interface, iptables chain and cgroup root made");
 
-  for (const dir of [paths.cniConfDir, paths.cniDataDir, paths.kubeletRoot, paths.podLogs, path.join(paths.dir, "containerd", "certs.d")]) {
+  for (const dir of [paths.cniConfDir, paths.cniDataDir, paths.kubeletRoot, paths.podLogs, paths.containerdHostsDir]) {
     await mkdir(dir, { recursive: true });
   }
   await writeFile(paths.containerdConfig, containerdConfig(paths, bins.runc, bins.cniBinDir));
@@ -232,12 +235,7 @@ export async function startRealNode(input: StartRealNodeInput): Promise<RealNode
   const ctr = (args: string[]) => cmd(bins.ctr, ["--address", paths.containerdSocket, "--namespace", "k8s.io", ...args], "import images into containerd");
   await waitReady(containerd, async () => (await run(bins.ctr, ["--address", paths.containerdSocket, "version"])).stdout.includes("Server"), 30_000);
   await ctr(["images", "import", bins.pauseImage]);
-  const memhog = input.memhogArchive ?? path.join(archiveDir(input.env), "memhog.oci.tar");
-  if (existsSync(memhog)) {
-    await ctr(["images", "import", memhog]);
-    await ctr(["images", "tag", "--force", "localhost/appmonitor/memhog:latest", "quay.io/metral/memhog:v0.0.1"]);
-  }
-  input.say(`real node: containerd ready, images imported${existsSync(memhog) ? " (pause, memhog)" : " (pause; no memhog archive: npm run image -- memhog)"}`);
+  input.say("real node: containerd ready, sandbox image imported");
 
   await grantRealNode(input.rbac, input.core, paths.prometheusToken);
   await writeFile(paths.kubeletKubeconfig, kubeconfig(input.apiserverUrl, input.pki.caCert, input.nodePki.kubeletClientCert, input.nodePki.kubeletClientKey, `system:node:${REAL_NODE.name}`));

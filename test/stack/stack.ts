@@ -18,6 +18,7 @@ import { freePort } from "../support/free-port.ts";
 import { alive, ComponentError, startProcess, stopAll, tail, waitReady, type Started } from "./processes.ts";
 import { checkRealNodeHost, realNodeStatusLines, resolveNodeBinaries, startRealNode, stopRealNode, type NodeBinaries, type RealNodeState } from "./real-node.ts";
 import { kubeletScrapeJob, REAL_NODE, realNodePaths } from "./real-node-config.ts";
+import { registryStatusLines, serveImages, type RegistryState } from "./registry.ts";
 
 /** Options of `up`. Intervals are Prometheus durations (`1s`, `500ms`). */
 export interface UpOptions {
@@ -30,7 +31,7 @@ export interface UpOptions {
    * one per machine. Its Pods are real processes; Prometheus scrapes its kubelet's cAdvisor.
    */
   realNode?: boolean;
-  /** The memhog OCI archive the real node imports; default `<cache>/images/memhog.oci.tar` (`npm run image`). */
+  /** The memhog OCI archive the stack's registry serves to the real node; default `<cache>/images/memhog.oci.tar` (`npm run image`). */
   memhogArchive?: string;
   env?: NodeJS.ProcessEnv;
   /** Called with one line per step, for progress output. */
@@ -57,6 +58,8 @@ export interface StackState {
   components: { name: string; pid: number; log: string; endpoint: string }[];
   /** The real node, when `up` was asked for it; recorded before it makes anything on the host. */
   realNode?: RealNodeState;
+  /** The local OCI registry the real node pulls its images from (with the real node only). */
+  registry?: RegistryState;
 }
 
 const stateFile = (dir: string) => path.join(dir, "state.json");
@@ -234,9 +237,15 @@ export async function up(opts: UpOptions): Promise<StackState> {
     const core = kc.makeApiClient(CoreV1Api);
     await Promise.all(nodes.map((name) => core.createNode({ body: fakeNode(name) })));
     if (nodeBins && nodePki) {
+      const t1 = Date.now();
+      state.registry = await serveImages({
+        stateDir: dir, bin: nodeBins.registry, env, log, record, hostsDir: realNodePaths(dir).containerdHostsDir,
+        ...(opts.memhogArchive === undefined ? {} : { memhogArchive: opts.memhogArchive }),
+      });
+      await writeFile(stateFile(dir), JSON.stringify(state, null, 2));
+      say(`registry ready at ${state.registry.url}, ${state.registry.images.filter((i) => i.pushed).length} of ${state.registry.images.length} images pushed (${((Date.now() - t1) / 1000).toFixed(1)} s)`);
       await startRealNode({
         stateDir: dir, bins: nodeBins, pki, nodePki, apiserverUrl: state.apiserverUrl, kubeletPort, healthzPort, env, log, record,
-        ...(opts.memhogArchive === undefined ? {} : { memhogArchive: opts.memhogArchive }),
         save: async (node) => {
           state.realNode = node;
           await writeFile(stateFile(dir), JSON.stringify(state, null, 2));
@@ -335,7 +344,8 @@ function realNodePids(state: StackState): { kubelet?: number; containerd?: numbe
 /**
  * One line per component: name, pid, running or stopped, endpoint; a stopped one adds its log tail.
  * With the real node, one line per part of it follows (interface, bridge, iptables chain, cgroups,
- * network namespaces, containers); a missing part says MISSING, a Node not Ready NOT READY.
+ * network namespaces, containers) and per image of its registry; a missing part says MISSING, a
+ * Node not Ready NOT READY.
  */
 export async function statusLines(state: StackState): Promise<string[]> {
   const lines = state.components.flatMap((c) => {
@@ -343,7 +353,8 @@ export async function statusLines(state: StackState): Promise<string[]> {
     const line = `${c.name.padEnd(24)} ${up ? "running" : "STOPPED"}  pid ${String(c.pid).padEnd(8)} ${c.endpoint}`;
     return up ? [line] : [line, ...tail(c.log, 10).split("\n").map((l) => `    ${l}`)];
   });
-  return state.realNode ? [...lines, ...(await realNodeStatusLines(state.realNode, state.binaries.kubectl, state.kubeconfig))] : lines;
+  const registry = state.registry ? await registryStatusLines(state.registry) : [];
+  return state.realNode ? [...lines, ...(await realNodeStatusLines(state.realNode, state.binaries.kubectl, state.kubeconfig)), ...registry] : lines;
 }
 
 /** `export` lines for a shell: KUBECONFIG, PROMETHEUS_URL, ALERTMANAGER_URL, and PATH with the stack's kubectl. */
