@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests use (Prometheus, promtool, Alertmanager, amtool, openssl;
-# podman, runc and mmdebstrap to build and run the images; containerd, the CNI plugins, iproute2
-# and iptables for the stack's real node) without letting their init scripts start
+# podman, runc and mmdebstrap to build and run the images; containerd, the CNI plugins, iproute2,
+# iptables and nftables for the stack's real node) without letting their init scripts start
 # services on the default ports (containerd's own would take /run/containerd/containerd.sock).
 set -euo pipefail
 need=()
@@ -15,6 +15,7 @@ command -v containerd >/dev/null || need+=(containerd)
 [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
 command -v ip >/dev/null || need+=(iproute2)
 command -v iptables >/dev/null || need+=(iptables)
+command -v nft >/dev/null || need+=(nftables)
 [ ${#need[@]} -eq 0 ] && exit 0
 sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
 printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null

@@ -20,7 +20,7 @@ import { archiveDir } from "../images/paths.ts";
 import { repoRoot } from "../stack/paths.ts";
 import { down, statusLines, up, type StackState } from "../stack/stack.ts";
 import { memoryCgroupDir } from "../stack/real-node.ts";
-import { podCgroupPath, REAL_NODE, REAL_NODE_PLACEMENT } from "../stack/real-node-config.ts";
+import { podCgroupPath, REAL_NODE, REAL_NODE_PLACEMENT, SERVICE_CIDR } from "../stack/real-node-config.ts";
 import { promQuery, waitFor } from "../support/stack.ts";
 
 const run = promisify(execFile);
@@ -155,7 +155,7 @@ test("the real node is Ready beside the kwok Node, and status names its parts", 
   assert.deepEqual(real.status?.addresses?.find((a) => a.type === "InternalIP")?.address, REAL_NODE.nodeIp);
   assert.ok(nodes.some((n) => n.metadata?.name === "kwok-node-0"), "the kwok Node is there too");
   const lines = await statusLines(state as StackState);
-  for (const part of ["containerd ", "kubelet ", "node ", "node interface", "iptables chain", "cgroup root"]) {
+  for (const part of ["containerd ", "kubelet ", "node ", "node interface", "iptables chain", "cgroup root", "kube-proxy ", "coredns ", "apiserver-relay ", "kube-proxy rules", "cluster DNS"]) {
     assert.ok(lines.some((l) => l.startsWith(part) && !l.includes("STOPPED") && !l.includes("MISSING") && !l.includes("NOT READY")), `status shows ${part.trim()}: ${lines.join("\n")}`);
   }
 });
@@ -168,11 +168,12 @@ test("a Pod on the real node runs with its memory limit in its real cgroup", { t
   const limit = Number(readFileSync(path.join(cgroupOf(pod, containerId(pod)), "memory.limit_in_bytes"), "utf8"));
   assert.equal(limit, 96 * Mi, "memory.limit_in_bytes of the container's cgroup v1 memory cgroup");
   t.diagnostic(`cgroup ${cgroupOf(pod, containerId(pod))}: memory.limit_in_bytes ${limit}`);
-  // The network rule, read from the Pod's own network namespace (nothing is sent): a route to the
-  // Pod range alone, none to anywhere else.
+  // The network rule, read from the Pod's own network namespace (nothing is sent): routes to the
+  // Pod range, the Service range and the node IP via the bridge, none to anywhere else.
   const [pid] = readFileSync(path.join(cgroupOf(pod, containerId(pod)), "cgroup.procs"), "utf8").split("\n").filter(Boolean);
   const routes = (await run("nsenter", [`--net=/proc/${pid}/ns/net`, "ip", "-4", "route", "show"])).stdout.trim().split("\n");
-  assert.deepEqual(routes.map((r) => r.split(" ")[0]), [REAL_NODE.podCidr], `the Pod's routes: ${routes.join("; ")}`);
+  assert.deepEqual(routes.map((r) => r.split(" ")[0]).sort(), [SERVICE_CIDR, REAL_NODE.nodeIp, REAL_NODE.podCidr].sort(), `the Pod's routes: ${routes.join("; ")}`);
+  assert.ok(routes.filter((r) => !r.startsWith(REAL_NODE.podCidr)).every((r) => r.includes(`via ${REAL_NODE.podGateway} `)), `via the bridge: ${routes.join("; ")}`);
   const v6 = (await run("nsenter", [`--net=/proc/${pid}/ns/net`, "ip", "-6", "route", "show"])).stdout.trim().split("\n").filter(Boolean);
   assert.ok(v6.every((r) => r.startsWith("fe80::") || r.startsWith("multicast")), `no IPv6 route off the link: ${v6.join("; ")}`);
 });

@@ -26,8 +26,10 @@ import type { NodePki, Pki } from "./certs.ts";
 import { kubeconfig } from "./config-files.ts";
 import { buildBinaries, StackStepError, which } from "./paths.ts";
 import { alive, startProcess, stopAll, waitReady, type Started } from "./processes.ts";
+import { importImages } from "./node-images.ts";
+import { cleanUpKubeProxy, netfilterTables, resolveInCluster, startRealNodeServices } from "./real-node-services.ts";
 import {
-  cniConflist, containerdConfig, kubeletConfig, PROMETHEUS_SERVICE_ACCOUNT, REAL_NODE, REAL_NODE_PACKAGES, realNodePaths, type RealNodePaths,
+  CLUSTER_DOMAIN, cniConflist, containerdConfig, kubeletConfig, PROMETHEUS_SERVICE_ACCOUNT, REAL_NODE, REAL_NODE_PACKAGES, realNodePaths, type RealNodePaths,
 } from "./real-node-config.ts";
 
 const run = promisify(execFile);
@@ -36,6 +38,10 @@ const run = promisify(execFile);
 export interface NodeBinaries {
   kubelet: string;
   crireset: string;
+  /** kube-proxy, from test/bins/proxy (the kube set's k8s.io/kubernetes version). */
+  kubeProxy: string;
+  /** CoreDNS with the plugins the cluster DNS uses, from test/bins/dns. */
+  coredns: string;
   /** The sandbox image as an OCI archive (test/bins/build.sh makes it). */
   pauseImage: string;
   containerd: string;
@@ -58,6 +64,8 @@ export interface RealNodeState {
   sysctlsBefore: Record<string, string>;
   /** Directories outside the state directory that `up` created; `down` removes them when empty. */
   createdDirs: string[];
+  /** The netfilter tables before `up` (`nft list tables`: `ip filter`, …); `down` deletes the empty ones made since. */
+  tablesBefore: string[];
 }
 
 /** The kernel settings the kubelet sets at start (pkg/kubelet/cm setupKernelTunables). */
@@ -102,17 +110,20 @@ async function tryCmd(file: string, args: string[]): Promise<string | undefined>
  */
 export async function resolveNodeBinaries(env: NodeJS.ProcessEnv = process.env): Promise<NodeBinaries> {
   const built = await buildBinaries(env);
-  const ours = { kubelet: path.join(built, "kubelet"), crireset: path.join(built, "crireset"), pauseImage: path.join(built, "pause.oci.tar") };
+  const ours = {
+    kubelet: path.join(built, "kubelet"), crireset: path.join(built, "crireset"), pauseImage: path.join(built, "pause.oci.tar"),
+    kubeProxy: path.join(built, "kube-proxy"), coredns: path.join(built, "coredns"),
+  };
   for (const file of Object.values(ours)) {
     if (!existsSync(file)) throw new StackStepError("find the real node's binaries", `${file} is missing; run bash test/bins/build.sh`);
   }
   const find = (name: string) => which(name, { PATH: `${env.PATH ?? ""}:/usr/sbin:/usr/bin:/sbin` });
   const debian = { containerd: find("containerd"), ctr: find("ctr"), runc: find("runc") };
   const cniBinDir = ["/usr/lib/cni", "/opt/cni/bin"].find((d) => ["bridge", "host-local", "loopback"].every((p) => existsSync(path.join(d, p))));
-  const tools = ["ip", "iptables", "umount"].filter((t) => !find(t));
+  const tools = ["ip", "iptables", "nft", "umount"].filter((t) => !find(t));
   if (!debian.containerd || !debian.ctr || !debian.runc || !cniBinDir || tools.length > 0) {
     throw new StackStepError("find the real node's Debian packages",
-      `containerd, ctr, runc, the CNI bridge/host-local/loopback plugins, ip and iptables are needed; as root run: apt-get install -y --no-install-recommends ${REAL_NODE_PACKAGES.join(" ")} (or bash .ci/install-debian.sh)`);
+      `containerd, ctr, runc, the CNI bridge/host-local/loopback plugins, ip, iptables and nft are needed; as root run: apt-get install -y --no-install-recommends ${REAL_NODE_PACKAGES.join(" ")} (or bash .ci/install-debian.sh)`);
   }
   return { ...ours, containerd: debian.containerd, ctr: debian.ctr, runc: debian.runc, cniBinDir };
 }
@@ -216,6 +227,7 @@ export async function startRealNode(input: StartRealNodeInput): Promise<RealNode
     bins,
     sysctlsBefore: Object.fromEntries(KUBELET_SYSCTLS.map((s) => [s, readSysctl(s)])),
     createdDirs: FIXED_HOST_DIRS.filter((d) => !existsSync(d)),
+    tablesBefore: await netfilterTables(),
   };
   await input.save(node);
   await setUpHost(stateDir);
@@ -231,10 +243,9 @@ export async function startRealNode(input: StartRealNodeInput): Promise<RealNode
   await input.record(containerd, `unix://${paths.containerdSocket}`);
   const ctr = (args: string[]) => cmd(bins.ctr, ["--address", paths.containerdSocket, "--namespace", "k8s.io", ...args], "import images into containerd");
   await waitReady(containerd, async () => (await run(bins.ctr, ["--address", paths.containerdSocket, "version"])).stdout.includes("Server"), 30_000);
-  await ctr(["images", "import", bins.pauseImage]);
   const memhog = input.memhogArchive ?? path.join(archiveDir(input.env), "memhog.oci.tar");
+  await importImages({ bins, paths }, existsSync(memhog) ? [bins.pauseImage, memhog] : [bins.pauseImage]);
   if (existsSync(memhog)) {
-    await ctr(["images", "import", memhog]);
     await ctr(["images", "tag", "--force", "localhost/appmonitor/memhog:latest", "quay.io/metral/memhog:v0.0.1"]);
   }
   input.say(`real node: containerd ready, images imported${existsSync(memhog) ? " (pause, memhog)" : " (pause; no memhog archive: npm run image -- memhog)"}`);
@@ -261,6 +272,10 @@ export async function startRealNode(input: StartRealNodeInput): Promise<RealNode
     return n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
   }, 60_000);
   input.say("real node: kubelet registered, Node Ready");
+  await startRealNodeServices({
+    nodeDir: paths.dir, bins, pki: input.pki, nodePki: input.nodePki, apiserverUrl: input.apiserverUrl,
+    env: input.env, log: input.log, record: input.record, rbac: input.rbac, say: input.say,
+  });
   return node;
 }
 
@@ -367,18 +382,23 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Takes the real node down and everything it made, in an order that leaves nothing behind: the
- * kubelet first (so it restarts nothing); every Pod sandbox through CRI (crireset: CNI DEL, the
+ * kubelet first (so it restarts nothing); kube-proxy, then its iptables rules; every Pod sandbox through CRI (crireset: CNI DEL, the
  * network namespace removed, containers deleted) while containerd still runs; containerd and any
  * shim left; the processes still in our cgroups; every mount under the state directory; the cgroup
  * root in each hierarchy; the bridge, the node interface and the iptables chain; the kernel settings
  * as they were; the kubelet's log links. Each step runs even when an earlier one failed.
- * @param pids the kubelet's and containerd's process ids (absent when they never started).
+ * @param pids the kubelet's, kube-proxy's and containerd's process ids (absent when they never started).
  * @returns the steps that failed, one message each (empty when all is clean).
  */
-export async function stopRealNode(stateDir: string, node: RealNodeState, pids: { kubelet?: number; containerd?: number }): Promise<string[]> {
+export async function stopRealNode(stateDir: string, node: RealNodeState, pids: { kubelet?: number; containerd?: number; kubeProxy?: number }): Promise<string[]> {
   const problems: string[] = [];
   const note = (p: string | undefined) => void (p && problems.push(p));
   if (pids.kubelet) await stopAll([pids.kubelet], 5_000);
+  if (pids.kubeProxy) {
+    // Stopped before its rules go, or its next sync would write them again.
+    await stopAll([pids.kubeProxy], 5_000);
+    problems.push(...await cleanUpKubeProxy(node.bins.kubeProxy, node.tablesBefore));
+  }
   if (pids.containerd && alive(pids.containerd) && existsSync(node.bins.crireset)) {
     note(await tryCmd(node.bins.crireset, [node.paths.containerdSocket]));
   }
@@ -451,8 +471,8 @@ export async function stopRealNode(stateDir: string, node: RealNodeState, pids: 
 
 /**
  * One line per part of the real node: its Node's Ready condition (read with `kubectl`), its interface and address, the bridge, the iptables
- * chain, the cgroup root and its Pods, the network namespaces and the containers that containerd
- * runs. A part that should be there and is not says MISSING; a Node that is not Ready says NOT READY.
+ * chain, the cgroup root and its Pods, the network namespaces, the containers that containerd
+ * runs, kube-proxy's Service chains and the cluster DNS's answer for the `kubernetes` Service. A part that should be there and is not says MISSING; a Node that is not Ready says NOT READY.
  */
 export async function realNodeStatusLines(node: RealNodeState, kubectl: string, kubeconfigFile: string): Promise<string[]> {
   const has = (p: string) => existsSync(p);
@@ -476,5 +496,9 @@ export async function realNodeStatusLines(node: RealNodeState, kubectl: string, 
   const tasks = await run(node.bins.ctr, ["--address", node.paths.containerdSocket, "--namespace", "k8s.io", "tasks", "list"])
     .then((r) => `${r.stdout.split("\n").filter((l) => /\bRUNNING\b/.test(l)).length} running`, () => "containerd not answering");
   lines.push(`${"containers".padEnd(24)} ${tasks}`);
+  const services = await run("iptables", ["-w", "-t", "nat", "-S"]).then((r) => r.stdout.split("\n").filter((l) => l.startsWith("-N KUBE-SVC-")).length, () => -1);
+  lines.push(`${"kube-proxy rules".padEnd(24)} ${services > 0 ? `present  ${services} Service chains in the nat table` : "MISSING  no KUBE-SVC- chain (the kubernetes Service has one)"}`);
+  const answer = await resolveInCluster(`kubernetes.default.svc.${CLUSTER_DOMAIN}`);
+  lines.push(`${"cluster DNS".padEnd(24)} ${answer.length > 0 ? "answers" : "MISSING (no answer)"}  ${node.ip}:53 kubernetes.default.svc.${CLUSTER_DOMAIN} → ${answer.join(", ") || "-"}`);
   return lines;
 }
