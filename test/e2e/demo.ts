@@ -5,7 +5,9 @@
  * and the resources before and after, and stops everything it started. `--containers` runs the
  * three functions from their images (`npm run image`; needs root and podman) instead of from the
  * sources. `--real-node` starts the stack with its real node (root; `npm run stack -- up
- * --real-node`) and runs memhog there: real memory, a real cgroup limit read back after the scale.
+ * --real-node`) and runs memhog there: real memory, a real cgroup limit read back after the scale;
+ * the three functions run there too, as Pods from `npm run image`'s images, unless
+ * `--host-functions` (or `--containers`) keeps them on the host.
  *
  * Exit codes: 0 the Deployment was scaled and its new Pod runs; 1 a hop failed (named); 2 usage.
  */
@@ -16,12 +18,15 @@ import { HopError, runChain, type Hop } from "./chain.ts";
 
 let containers = false;
 let realNode = false;
+let hostFunctions = false;
 try {
-  ({ containers, "real-node": realNode } = parseArgs({
-    options: { containers: { type: "boolean", default: false }, "real-node": { type: "boolean", default: false } },
+  ({ containers, "real-node": realNode, "host-functions": hostFunctions } = parseArgs({
+    options: {
+      containers: { type: "boolean", default: false }, "real-node": { type: "boolean", default: false }, "host-functions": { type: "boolean", default: false },
+    },
   }).values);
 } catch (error) {
-  console.error(`usage: npm run demo -- [--containers] [--real-node]: ${(error as Error).message}`);
+  console.error(`usage: npm run demo -- [--containers] [--real-node [--host-functions]]: ${(error as Error).message}`);
   process.exit(2);
 }
 const stateDir = defaultStateDir();
@@ -40,7 +45,10 @@ try {
   console.log("\ntimeline (from the moment the usage crossed 75% of the limit):");
   if (containers) console.log("the functions run from their images (npm run image)");
   if (realNode) console.log("memhog runs on the real node: real memory, read from its log, cAdvisor and its cgroup");
-  const result = await runChain(state, { namespace: "appmonitor-demo", onHop: line, containers, realNode });
+  // On the real node the functions run there too, as Pods, unless asked to run on the host.
+  const functionPods = realNode && !containers && !hostFunctions;
+  if (functionPods) console.log("the functions run as Pods on the real node (Deployments rendered from knative/services)");
+  const result = await runChain(state, { namespace: "appmonitor-demo", onHop: line, containers, realNode, functionPods });
   console.log(`\nmemhog before: requests ${result.before.request}, limits ${result.before.limit}  (Pod ${result.oldPod})`);
   console.log(`memhog after:  requests ${result.after.request}, limits ${result.after.limit}  (Pod ${result.newPod})`);
   const last = result.hops.at(-1);

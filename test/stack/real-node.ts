@@ -2,16 +2,20 @@
  * The stack's real node, beside the kwok Nodes: Debian's containerd 1.6 and runc, Debian's CNI
  * `bridge` + `host-local` plugins, and a kubelet built from the same k8s.io/kubernetes module as
  * the other binaries (test/bins/node). Pods on it are real processes in real cgroups; the kernel
- * OOM-kills them at their memory limit, and cAdvisor (inside the kubelet) reports them.
+ * OOM-kills them at their memory limit, and cAdvisor (inside the kubelet) reports them. kube-proxy,
+ * CoreDNS and a relay to the API server give them Services, names and the in-cluster config
+ * (`real-node-services.ts`).
  *
  * What it makes outside the state directory, and what `stopRealNode` removes again: an interface
  * of its own holding the node IP (its alias names the owning state directory), the Pods' bridge,
- * one iptables chain jumped to from FORWARD, a cgroup root in every cgroup hierarchy, the kernel
+ * one iptables chain jumped to from FORWARD, kube-proxy's chains and rules (and the netfilter
+ * tables they created), a cgroup root in every cgroup hierarchy, the kernel
  * settings the kubelet rewrites (put back as they were), and /var/log/containers links. Everything
  * else (containerd's root and state, the Pods' network namespaces, the kubelet's root, their
  * mounts) lives under `<stateDir>/node/`.
  *
- * Network rule: Pods get no default route and no masquerade, and the iptables chain drops any
+ * Network rule: Pods get no default route and no masquerade (routes to the Service range and the
+ * node IP alone, `real-node-services.ts`), and the iptables chain drops any
  * forwarded packet from or to the Pod range whose other end is not in it; containerd runs with a
  * dead loopback proxy in `HTTP(S)_PROXY`, so an image pull can never leave the machine.
  */
