@@ -22,6 +22,7 @@ want containerd "the real node's container runtime" command -v containerd
 want containernetworking-plugins "the real node's Pod network (bridge, host-local)" test -x /usr/lib/cni/bridge
 want iproute2 "the real node's interfaces" command -v ip
 want iptables "the real node's network fence" command -v iptables
+want nftables "kube-proxy's Service rules on the real node" command -v nft
 want skopeo "pushes the images the real node pulls into the stack's registry" command -v skopeo
 
 if [ "${1:-}" = "--check" ]; then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local stack's Kubernetes binaries from the pinned Go modules beside this script
-# (etcd/, kube/, kwok/, node/: the real node's kubelet, our pause and crireset, and registry/:
+# (etcd/, kube/, kwok/, node/: the real node's kubelet, our pause and crireset, proxy/: its
+# kube-proxy, dns/: its CoreDNS, a main of ours with only the plugins it uses, and registry/:
 # distribution's OCI registry, which serves the stack's images to the real node) into a cache
 # outside the repository, keyed by each module's go.mod, go.sum and Go sources, so a second run
 # builds nothing. node/ also yields the real node's sandbox image, pause.oci.tar (FROM scratch:
@@ -55,13 +56,19 @@ build_set kube "$kube_ld" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes
 
 [ -x "$out/server" ] && mv -f "$out/server" "$out/etcd"
 
-# The real node's kubelet must come from the very k8s.io/kubernetes version of the kube set.
-nver=$(awk '$1 == "k8s.io/kubernetes" { print $2 } $1 == "require" && $2 == "k8s.io/kubernetes" { print $3 }' "$here/node/go.mod")
-if [ "$nver" != "$kver" ]; then
-  echo "build-bins: node/go.mod requires k8s.io/kubernetes $nver but kube/go.mod $kver; they must match" >&2
-  exit 1
-fi
+# The real node's kubelet and kube-proxy must come from the very k8s.io/kubernetes version of the kube set.
+for set in node proxy; do
+  nver=$(awk '$1 == "k8s.io/kubernetes" { print $2 } $1 == "require" && $2 == "k8s.io/kubernetes" { print $3 }' "$here/$set/go.mod")
+  if [ "$nver" != "$kver" ]; then
+    echo "build-bins: $set/go.mod requires k8s.io/kubernetes $nver but kube/go.mod $kver; they must match" >&2
+    exit 1
+  fi
+done
 build_set node "$kube_ld" k8s.io/kubernetes/cmd/kubelet ./pause ./crireset
+build_set proxy "$kube_ld" k8s.io/kubernetes/cmd/kube-proxy
+# The real node's cluster DNS: CoreDNS's own module graph needs a newer k8s.io/client-go than the
+# kube set's k8s.io/kubernetes, hence its own module.
+build_set dns "" ./coredns
 
 # distribution's registry (github.com/distribution/distribution/v3), with its own version stamped
 # as its release build does (otherwise it reports v3.0.0+unknown).

@@ -31,6 +31,7 @@ import { podCgroupPath, REAL_NODE_PLACEMENT } from "../stack/real-node-config.ts
 import type { StackState } from "../stack/stack.ts";
 import { serviceAccountCredentials } from "../support/container.ts";
 import { waitUntil } from "../support/wait-until.ts";
+import { podFunctions } from "./function-pods.ts";
 import { startFunction, type FunctionProcess, type LogLine } from "./processes.ts";
 
 /** One hop of the chain: what happened and when (ms since the epoch). */
@@ -85,6 +86,13 @@ export interface ChainOptions {
    * not used, and the new Pod's limit is read from its cgroup.
    */
   realNode?: boolean;
+  /**
+   * Run the three functions as Pods on the real node (`function-pods.ts`; needs `realNode` and
+   * `npm run image`'s archives): Alertmanager calls alert-receiver at its Pod IP, alert-receiver
+   * reaches memory-scaler through its ClusterIP Service, and the functions read the API with their
+   * projected ServiceAccount tokens.
+   */
+  functionPods?: boolean;
 }
 
 const FIELD_MANAGER = "appmonitor-demo";
@@ -229,12 +237,24 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
         throw new HopError("images built (npm run image)", (error as Error).message, hops);
       });
     }
-    const scaler = await start("memory-scaler", { PROMETHEUS_URL: state.prometheusUrl }, true);
-    functions.push(scaler);
-    const receiver = await start("alert-receiver", { K_SINK: scaler.url, WEBHOOK_TOKEN: token }, false);
-    functions.push(receiver);
-    const ruleSync = await start("rule-sync", { WATCH_NAMESPACES: namespace }, true);
-    functions.push(ruleSync);
+    let scaler: FunctionProcess, receiver: FunctionProcess, ruleSync: FunctionProcess;
+    let webhookToken = token;
+    if (options.functionPods) {
+      const pods = await podFunctions(state).catch((error: unknown) => {
+        throw new HopError("the functions run as Pods on the real node", (error as Error).message, hops);
+      });
+      ({ "memory-scaler": scaler, "alert-receiver": receiver, "rule-sync": ruleSync } = pods.functions);
+      webhookToken = pods.installed.webhookToken;
+      functions.push(scaler, receiver, ruleSync);
+      hop("functions Ready as Pods on the real node", Date.now(), `memory-scaler ${scaler.url}, alert-receiver ${receiver.url}, rule-sync ${ruleSync.url}`);
+    } else {
+      scaler = await start("memory-scaler", { PROMETHEUS_URL: state.prometheusUrl }, true);
+      functions.push(scaler);
+      receiver = await start("alert-receiver", { K_SINK: scaler.url, WEBHOOK_TOKEN: token }, false);
+      functions.push(receiver);
+      ruleSync = await start("rule-sync", { WATCH_NAMESPACES: namespace }, true);
+      functions.push(ruleSync);
+    }
 
     // Alertmanager: this namespace's alerts go to alert-receiver, with bearer auth.
     await writeFile(state.alertmanagerConfig, stringify({
@@ -248,7 +268,7 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
       },
       receivers: [
         { name: "null" },
-        { name: "appmonitor", webhook_configs: [{ url: `${receiver.url}/`, send_resolved: true, http_config: { authorization: { type: "Bearer", credentials: token } } }] },
+        { name: "appmonitor", webhook_configs: [{ url: `${receiver.url}/`, send_resolved: true, http_config: { authorization: { type: "Bearer", credentials: webhookToken } } }] },
       ],
     }));
     const amReload = await fetch(`${state.alertmanagerUrl}/-/reload`, { method: "POST" });

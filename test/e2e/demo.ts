@@ -1,16 +1,17 @@
 /**
- * `npm run demo -- [--kwok] [--containers]`: the main job on the local stack, from one command.
- * Installs the Debian packages it needs when run as root (`debian-packages.ts`, saying which and
- * why; otherwise it names the command), starts the stack (or uses the one already up in
- * `APPMONITOR_STACK_DIR`/.stack), runs the chain (`chain.ts`) with the original demo's AppMonitor
- * and memhog Deployment, prints the timeline and the resources before and after, and stops
- * everything it started.
+ * `npm run demo -- [--kwok] [--containers] [--host-functions]`: the main job on the local stack,
+ * from one command. Installs the Debian packages it needs when run as root (`debian-packages.ts`,
+ * saying which and why; otherwise it names the command), starts the stack (or uses the one
+ * already up in `APPMONITOR_STACK_DIR`/.stack), runs the chain (`chain.ts`) with the original
+ * demo's AppMonitor and memhog Deployment, prints the timeline and the resources before and
+ * after, and stops everything it started.
  *
  * By default memhog runs on the stack's real node (root; `npm run stack -- up --real-node`): real
- * memory, a real cgroup limit read back after the scale. `--kwok` runs it on a kwok Node instead,
- * its usage an annotation (no root needed besides the packages). `--containers` runs the three
- * functions from their images (`npm run image`; root and podman) instead of from the sources.
- * (`--real-node`, the default, is still accepted.)
+ * memory, a real cgroup limit read back after the scale; the three functions run there too, as
+ * Pods from `npm run image`'s images, unless `--host-functions` (or `--containers`) keeps them on
+ * the host. `--kwok` runs memhog on a kwok Node instead, its usage an annotation, and the
+ * functions as host processes. `--containers` runs the three functions from their images under
+ * podman (root). (`--real-node`, the default, is still accepted.)
  *
  * Exit codes: 0 the Deployment was scaled and its new Pod runs; 1 a hop failed (named); 2 usage
  * or a missing prerequisite (named, with the command that fixes it).
@@ -21,14 +22,20 @@ import { defaultStateDir } from "../stack/paths.ts";
 import { down, readState, up } from "../stack/stack.ts";
 import { HopError, runChain, type Hop } from "./chain.ts";
 
-const usage = "usage: npm run demo -- [--kwok] [--containers]";
+const usage = "usage: npm run demo -- [--kwok] [--containers] [--host-functions]";
 let containers = false;
 let kwok = false;
+let hostFunctions = false;
 try {
   const { values } = parseArgs({
-    options: { containers: { type: "boolean", default: false }, kwok: { type: "boolean", default: false }, "real-node": { type: "boolean", default: false } },
+    options: {
+      containers: { type: "boolean", default: false },
+      kwok: { type: "boolean", default: false },
+      "real-node": { type: "boolean", default: false },
+      "host-functions": { type: "boolean", default: false },
+    },
   });
-  ({ containers, kwok } = values);
+  ({ containers, kwok, "host-functions": hostFunctions } = values);
   if (kwok && values["real-node"]) throw new Error("--kwok and --real-node exclude each other");
 } catch (error) {
   console.error(`${usage}: ${(error as Error).message}`);
@@ -61,7 +68,10 @@ try {
   console.log("\ntimeline (from the moment the usage crossed 75% of the limit):");
   if (containers) console.log("the functions run from their images (npm run image)");
   if (realNode) console.log("memhog runs on the real node: real memory, read from its log, cAdvisor and its cgroup");
-  const result = await runChain(state, { namespace: "appmonitor-demo", onHop: line, containers, realNode });
+  // On the real node the functions run there too, as Pods, unless asked to run on the host.
+  const functionPods = realNode && !containers && !hostFunctions;
+  if (functionPods) console.log("the functions run as Pods on the real node (Deployments rendered from knative/services)");
+  const result = await runChain(state, { namespace: "appmonitor-demo", onHop: line, containers, realNode, functionPods });
   console.log(`\nmemhog before: requests ${result.before.request}, limits ${result.before.limit}  (Pod ${result.oldPod})`);
   console.log(`memhog after:  requests ${result.after.request}, limits ${result.after.limit}  (Pod ${result.newPod})`);
   const last = result.hops.at(-1);

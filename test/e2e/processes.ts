@@ -23,7 +23,8 @@ export interface FunctionProcess {
   logs: LogLine[];
   /** Non-JSON output (a crash's stack trace), kept for error messages. */
   text: string[];
-  child: ChildProcess;
+  /** The local process (absent for a function that runs as a Pod, `function-pods.ts`). */
+  child?: ChildProcess;
   stop(): Promise<void>;
 }
 

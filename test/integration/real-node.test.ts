@@ -1,6 +1,7 @@
 // The stack's real node, for real: Pods are processes in real cgroups on Debian's containerd and
 // runc, the kernel OOM-kills memhog at its limit, the kubelet's cAdvisor reports it to Prometheus,
-// and `down` leaves the host as it found it.
+// its Pods reach Services through kube-proxy, names through CoreDNS and the API server through the
+// in-cluster config, the three functions run there as Pods, and `down` leaves the host as it found it.
 //
 // Part of `npm test` (root, containerd, runc, the CNI plugins; one real node per machine);
 // `npm run test:real-node` runs this file alone. It starts its own stack (with one kwok Node) in
@@ -15,14 +16,17 @@ import path from "node:path";
 import { promisify } from "node:util";
 import * as k8s from "@kubernetes/client-node";
 import { runChain } from "../e2e/chain.ts";
-import { buildImages } from "../images/build.ts";
+import { HTTP } from "cloudevents";
+import { buildImages, type ImageName } from "../images/build.ts";
 import { archiveDir } from "../images/paths.ts";
 import { repoRoot } from "../stack/paths.ts";
 import { down, statusLines, up, type StackState } from "../stack/stack.ts";
 import { memoryCgroupDir } from "../stack/real-node.ts";
-import { podCgroupPath, REAL_NODE, REAL_NODE_PLACEMENT } from "../stack/real-node-config.ts";
+import { podCgroupPath, REAL_NODE, REAL_NODE_PLACEMENT, SERVICE_CIDR } from "../stack/real-node-config.ts";
 import { promQuery, waitFor } from "../support/stack.ts";
 import { missingImagesFailFast, originalManifestPullsFromRegistry } from "../support/registry-pulls.ts";
+import { alertEvent, createAppMonitor, memhogManifest } from "../support/memory-scaler.ts";
+import { deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE, type FunctionPods } from "../stack/function-pods-install.ts";
 
 const run = promisify(execFile);
 const Mi = 1 << 20;
@@ -64,20 +68,20 @@ let core: k8s.CoreV1Api;
 let before_: Record<string, string[]>;
 
 /**
- * memhog as this checkout builds it (the grow-child mode is recent), copied out of the shared
- * image cache, which another checkout on this machine may rebuild at any time: the copy is
+ * An image as this checkout builds it (memhog's grow-child mode is recent), copied out of the
+ * shared image cache, which another checkout on this machine may rebuild at any time: the copy is
  * checked to hold the image just built.
  */
-async function memhogArchive(dir: string): Promise<string> {
-  const copy = path.join(dir, "memhog.oci.tar");
+async function archiveOf(name: ImageName, dir: string): Promise<string> {
+  const copy = path.join(dir, `${name}.oci.tar`);
   for (let attempt = 0; attempt < 3; attempt++) {
-    const [built] = await buildImages(["memhog"]);
+    const [built] = await buildImages([name]);
     if (!built) break;
     await copyFile(built.archive, copy);
     const blobs = (await run("tar", ["-tf", copy])).stdout;
     if (blobs.includes(built.id.replace(/^sha256:/, ""))) return copy;
   }
-  throw new Error(`could not get a memhog archive of this checkout's image (the shared one in ${archiveDir()} keeps changing)`);
+  throw new Error(`could not get a ${name} archive of this checkout's image (the shared one in ${archiveDir()} keeps changing)`);
 }
 
 before(async () => {
@@ -86,7 +90,7 @@ before(async () => {
   imagesDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-real-node-images-"));
   const t0 = Date.now();
   state = await up({
-    stateDir, nodes: 1, realNode: true, memhogArchive: await memhogArchive(imagesDir),
+    stateDir, nodes: 1, realNode: true, memhogArchive: await archiveOf("memhog", imagesDir),
     progress: (line) => process.stderr.write(`# stack: ${line}\n`),
   });
   process.stderr.write(`# stack with the real node up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
@@ -156,7 +160,7 @@ test("the real node is Ready beside the kwok Node, and status names its parts", 
   assert.deepEqual(real.status?.addresses?.find((a) => a.type === "InternalIP")?.address, REAL_NODE.nodeIp);
   assert.ok(nodes.some((n) => n.metadata?.name === "kwok-node-0"), "the kwok Node is there too");
   const lines = await statusLines(state as StackState);
-  for (const part of ["containerd ", "kubelet ", "node ", "node interface", "iptables chain", "cgroup root"]) {
+  for (const part of ["containerd ", "kubelet ", "node ", "node interface", "iptables chain", "cgroup root", "kube-proxy ", "coredns ", "apiserver-relay ", "kube-proxy rules", "cluster DNS"]) {
     assert.ok(lines.some((l) => l.startsWith(part) && !l.includes("STOPPED") && !l.includes("MISSING") && !l.includes("NOT READY")), `status shows ${part.trim()}: ${lines.join("\n")}`);
   }
 });
@@ -175,11 +179,12 @@ test("a Pod on the real node runs with its memory limit in its real cgroup", { t
   const limit = Number(readFileSync(path.join(cgroupOf(pod, containerId(pod)), "memory.limit_in_bytes"), "utf8"));
   assert.equal(limit, 96 * Mi, "memory.limit_in_bytes of the container's cgroup v1 memory cgroup");
   t.diagnostic(`cgroup ${cgroupOf(pod, containerId(pod))}: memory.limit_in_bytes ${limit}`);
-  // The network rule, read from the Pod's own network namespace (nothing is sent): a route to the
-  // Pod range alone, none to anywhere else.
+  // The network rule, read from the Pod's own network namespace (nothing is sent): routes to the
+  // Pod range, the Service range and the node IP via the bridge, none to anywhere else.
   const [pid] = readFileSync(path.join(cgroupOf(pod, containerId(pod)), "cgroup.procs"), "utf8").split("\n").filter(Boolean);
   const routes = (await run("nsenter", [`--net=/proc/${pid}/ns/net`, "ip", "-4", "route", "show"])).stdout.trim().split("\n");
-  assert.deepEqual(routes.map((r) => r.split(" ")[0]), [REAL_NODE.podCidr], `the Pod's routes: ${routes.join("; ")}`);
+  assert.deepEqual(routes.map((r) => r.split(" ")[0]).sort(), [SERVICE_CIDR, REAL_NODE.nodeIp, REAL_NODE.podCidr].sort(), `the Pod's routes: ${routes.join("; ")}`);
+  assert.ok(routes.filter((r) => !r.startsWith(REAL_NODE.podCidr)).every((r) => r.includes(`via ${REAL_NODE.podGateway} `)), `via the bridge: ${routes.join("; ")}`);
   const v6 = (await run("nsenter", [`--net=/proc/${pid}/ns/net`, "ip", "-6", "route", "show"])).stdout.trim().split("\n").filter(Boolean);
   assert.ok(v6.every((r) => r.startsWith("fe80::") || r.startsWith("multicast")), `no IPv6 route off the link: ${v6.join("; ")}`);
 });
@@ -259,6 +264,114 @@ test("the original demo's chain with memhog on the real node: scaled 384Mi → 7
   assert.equal(result.hops.at(-1)?.name, "new container's cgroup limit");
   const crossed = result.hops.find((h) => h.name === "usage crossed the threshold")?.at ?? 0;
   for (const h of result.hops) t.diagnostic(`${h.at >= crossed ? `+${((h.at - crossed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
+});
+
+let functions: FunctionPods | undefined;
+/** The namespace of the functions' test workload: memhog (on a kwok Node) and the original AppMonitor. */
+const WORKLOAD_NS = "real-node-functions";
+
+test("the three functions run on the real node as Deployments rendered from their Knative Services, under restricted Pod Security", { timeout: 900_000 }, async (t) => {
+  // The AppMonitor exists before rule-sync starts: its start-up resync (RESYNC_ON_START) is what
+  // writes the rule, the ApiServerSource that would send it the AppMonitor not running here.
+  await core.createNamespace({ body: { metadata: { name: WORKLOAD_NS } } });
+  const apps = (() => {
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile((state as StackState).kubeconfig);
+    return kc.makeApiClient(k8s.AppsV1Api);
+  })();
+  await apps.createNamespacedDeployment({ namespace: WORKLOAD_NS, body: await memhogManifest() });
+  const archives = Object.fromEntries(await Promise.all(FUNCTION_POD_NAMES.map(async (name) => [name, await archiveOf(name, imagesDir)] as const)));
+  await createAppMonitorWhenServed();
+  const t0 = Date.now();
+  functions = await deployFunctionPods(state as StackState, { archives });
+  t.diagnostic(`images imported, manifests applied, three Deployments Available in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  const ns = await core.readNamespace({ name: FUNCTIONS_NAMESPACE });
+  assert.equal(ns.metadata?.labels?.["pod-security.kubernetes.io/enforce"], "restricted");
+  for (const name of FUNCTION_POD_NAMES) {
+    const pods = (await core.listNamespacedPod({ namespace: FUNCTIONS_NAMESPACE, labelSelector: `app.kubernetes.io/name=${name}` })).items;
+    assert.equal(pods.length, 1, name);
+    const pod = pods[0] as k8s.V1Pod;
+    assert.equal(pod.spec?.nodeName, REAL_NODE.name, `${name} runs on the real node`);
+    assert.ok(pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"), `${name} Ready`);
+    assert.equal(pod.spec?.serviceAccountName, name);
+    t.diagnostic(`${name}: ${pod.metadata?.name} ${pod.status?.podIP} on ${pod.spec?.nodeName}, image ${pod.status?.containerStatuses?.[0]?.image}`);
+  }
+});
+
+/** Creates the original demo's AppMonitor in {@link WORKLOAD_NS} once its CRD is served (the install applies it). */
+async function createAppMonitorWhenServed(): Promise<void> {
+  const kubectl = (state as StackState).binaries.kubectl;
+  await run(kubectl, [`--kubeconfig=${(state as StackState).kubeconfig}`, "apply", "--server-side", "-f", path.join(repoRoot, "knative/crd/appmonitor.yaml")]);
+  await run(kubectl, [`--kubeconfig=${(state as StackState).kubeconfig}`, "wait", "--for=condition=Established", "crd/appmonitors.kubedemo.com"]);
+  await createAppMonitor(WORKLOAD_NS, "mymonitor", { memThresholdPercent: 75, memMultiplier: 2 });
+}
+
+test("rule-sync in a Pod reads the API with its projected ServiceAccount token and writes the AppMonitor's PrometheusRule", { timeout: 120_000 }, async (t) => {
+  assert.ok(functions, "the functions run");
+  const [pod] = (await core.listNamespacedPod({ namespace: FUNCTIONS_NAMESPACE, labelSelector: "app.kubernetes.io/name=rule-sync" })).items;
+  const projected = pod?.spec?.volumes?.find((v) => v.projected?.sources?.some((s) => s.serviceAccountToken));
+  const token = projected?.projected?.sources?.find((s) => s.serviceAccountToken)?.serviceAccountToken;
+  assert.ok(token?.expirationSeconds, "a projected, expiring (kubelet-rotated) token");
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile((state as StackState).kubeconfig);
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const rule = await waitFor("a PrometheusRule for AppMonitor mymonitor", async () => {
+    const list = await custom.listNamespacedCustomObject({ group: "monitoring.coreos.com", version: "v1", namespace: WORKLOAD_NS, plural: "prometheusrules" }) as { items: { metadata: { name: string; ownerReferences?: { kind: string; name: string }[] } }[] };
+    return list.items.find((r) => r.metadata.ownerReferences?.some((o) => o.kind === "AppMonitor" && o.name === "mymonitor"));
+  }, 60_000, 500);
+  t.diagnostic(`PrometheusRule ${WORKLOAD_NS}/${rule.metadata.name}, owned by AppMonitor mymonitor; token expirationSeconds ${token?.expirationSeconds}`);
+});
+
+test("a Pod resolves memory-scaler.appmonitor.svc.cluster.local, posts an alert CloudEvent through the ClusterIP, and memory-scaler scales memhog", { timeout: 180_000 }, async (t) => {
+  assert.ok(functions, "the functions run");
+  const memhog = await waitFor("memhog Running on its kwok Node", async () => {
+    const pods = (await core.listNamespacedPod({ namespace: WORKLOAD_NS, labelSelector: "name=memhog" })).items;
+    return pods.find((p) => p.status?.phase === "Running");
+  }, 60_000, 200);
+  const message = HTTP.binary(alertEvent({ namespace: WORKLOAD_NS, pod: memhog.metadata?.name ?? "", container: "memhog", appmonitor: "mymonitor" }));
+  const host = `memory-scaler.${FUNCTIONS_NAMESPACE}.svc.cluster.local`;
+  // The function image has Node; the probe needs nothing else. It prints one JSON line.
+  const script = [
+    "const dns = require('node:dns/promises');",
+    "(async () => {",
+    `  const { address } = await dns.lookup(${JSON.stringify(host)}, { family: 4 });`,
+    `  const res = await fetch(${JSON.stringify(`http://${host}/`)}, { method: 'POST', headers: JSON.parse(process.env.CE_HEADERS), body: process.env.CE_BODY });`,
+    "  console.log(JSON.stringify({ address, status: res.status, outcome: res.headers.get('x-appmonitor-outcome'), reason: res.headers.get('x-appmonitor-reason') }));",
+    "})().catch((e) => { console.log(JSON.stringify({ error: String(e) })); process.exit(1); });",
+  ].join("\n");
+  const name = await createPod(t, {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "probe" },
+    spec: {
+      ...REAL_NODE_PLACEMENT,
+      restartPolicy: "Never",
+      terminationGracePeriodSeconds: 1,
+      automountServiceAccountToken: false,
+      containers: [{
+        name: "probe",
+        image: "ghcr.io/kubedemo/appmonitor-memory-scaler:latest",
+        imagePullPolicy: "IfNotPresent",
+        command: ["node", "-e", script],
+        env: [{ name: "CE_HEADERS", value: JSON.stringify(message.headers) }, { name: "CE_BODY", value: String(message.body) }],
+      }],
+    },
+  });
+  await waitFor("the probe Pod finished", async () => {
+    const phase = (await core.readNamespacedPod({ name, namespace: "default" })).status?.phase;
+    return phase === "Succeeded" || phase === "Failed";
+  }, 90_000, 200);
+  const log = await core.readNamespacedPodLog({ name, namespace: "default" });
+  const service = await core.readNamespacedService({ name: "memory-scaler", namespace: FUNCTIONS_NAMESPACE });
+  t.diagnostic(`probe: ${log.trim()}; Service ClusterIP ${service.spec?.clusterIP}`);
+  const answer = JSON.parse(log.trim().split("\n").pop() ?? "{}") as { address?: string; status?: number; outcome?: string; reason?: string };
+  assert.equal(answer.address, service.spec?.clusterIP, "the name resolves to the Service's ClusterIP");
+  assert.deepEqual({ status: answer.status, outcome: answer.outcome }, { status: 204, outcome: "scaled" });
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile((state as StackState).kubeconfig);
+  const deployment = await kc.makeApiClient(k8s.AppsV1Api).readNamespacedDeployment({ name: "memhog", namespace: WORKLOAD_NS });
+  const resources = deployment.spec?.template.spec?.containers[0]?.resources;
+  assert.deepEqual({ limit: resources?.limits?.memory, request: resources?.requests?.memory }, { limit: "768Mi", request: "512Mi" });
 });
 
 test("down removes every container, network namespace, iptables rule, mount and cgroup the real node made", { timeout: 120_000 }, async (t) => {

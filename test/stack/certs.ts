@@ -1,6 +1,7 @@
 /**
  * The stack's PKI, made with openssl: a CA, the kube-apiserver serving certificate for
- * 127.0.0.1/localhost, an admin client certificate (group `system:masters`), and the key pair
+ * 127.0.0.1/localhost, the real node's IP (where Pods reach it) and the names and ClusterIP of the
+ * `kubernetes` Service (what in-cluster clients dial), an admin client certificate (group `system:masters`), and the key pair
  * that signs ServiceAccount tokens. EC P-256 keys: fast to make, accepted by every component.
  */
 import { execFile } from "node:child_process";
@@ -8,6 +9,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { StackStepError } from "./paths.ts";
+import { KUBERNETES_SERVICE_IP, REAL_NODE } from "./real-node-config.ts";
 
 const run = promisify(execFile);
 
@@ -52,6 +54,12 @@ export interface NodePki {
   /** kube-apiserver's client certificate towards kubelets (group `system:masters`). */
   apiserverKubeletClientCert: string;
   apiserverKubeletClientKey: string;
+  /** kube-proxy's client certificate: user `system:kube-proxy`, which Kubernetes' default binding `system:node-proxier` grants its rights. */
+  kubeProxyClientCert: string;
+  kubeProxyClientKey: string;
+  /** CoreDNS's client certificate: user `appmonitor:coredns` (its ClusterRole is bound by the real node's start). */
+  corednsClientCert: string;
+  corednsClientKey: string;
 }
 
 /**
@@ -63,11 +71,15 @@ export async function generateNodePki(dir: string, node: { name: string; ip: str
   await signedCert(dir, "kubelet-serving", `/CN=${node.name}`,
     `subjectAltName=IP:${node.ip},IP:127.0.0.1,DNS:${node.name}\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n`);
   await signedCert(dir, "apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client", clientExtensions);
+  await signedCert(dir, "kube-proxy-client", "/CN=system:kube-proxy", clientExtensions);
+  await signedCert(dir, "coredns-client", "/CN=appmonitor:coredns", clientExtensions);
   const p = (f: string) => path.join(dir, f);
   return {
     kubeletClientCert: p("kubelet-client.crt"), kubeletClientKey: p("kubelet-client.key"),
     kubeletServingCert: p("kubelet-serving.crt"), kubeletServingKey: p("kubelet-serving.key"),
     apiserverKubeletClientCert: p("apiserver-kubelet-client.crt"), apiserverKubeletClientKey: p("apiserver-kubelet-client.key"),
+    kubeProxyClientCert: p("kube-proxy-client.crt"), kubeProxyClientKey: p("kube-proxy-client.key"),
+    corednsClientCert: p("coredns-client.crt"), corednsClientKey: p("coredns-client.key"),
   };
 }
 
@@ -80,7 +92,8 @@ export async function generatePki(dir: string): Promise<Pki> {
   await openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
     "-keyout", "ca.key", "-out", "ca.crt", "-days", "30", "-subj", "/CN=appmonitor-stack-ca"], dir);
   await signedCert(dir, "apiserver", "/CN=kube-apiserver",
-    "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.96.0.1\n" +
+    "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc," +
+      `DNS:kubernetes.default.svc.cluster.local,IP:${KUBERNETES_SERVICE_IP},IP:${REAL_NODE.nodeIp}\n` +
       "extendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n");
   await signedCert(dir, "admin", "/O=system:masters/CN=appmonitor-admin", clientExtensions);
   await openssl(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "sa.key"], dir);

@@ -35,6 +35,22 @@ export const REAL_NODE = {
   label: { key: "appmonitor.kubedemo.com/node", value: "real" },
 } as const;
 
+/** The stack's Service range (kube-apiserver's `--service-cluster-ip-range`); kube-proxy routes it on the real node. */
+export const SERVICE_CIDR = "10.96.0.0/16";
+
+/** The ClusterIP of the `kubernetes` Service: the first address of {@link SERVICE_CIDR}, what in-cluster clients dial. */
+export const KUBERNETES_SERVICE_IP = "10.96.0.1";
+
+/** The cluster's DNS domain (the kubelet's `clusterDomain`, CoreDNS's zone). */
+export const CLUSTER_DOMAIN = "cluster.local";
+
+/**
+ * Where a Pod on the real node may send packets besides the Pod range: the Service range (which
+ * kube-proxy rewrites to Pod or host addresses) and the node IP (cluster DNS, the API server).
+ * Each is a route via the bridge's address; nothing else is routed, so there is no default route.
+ */
+export const POD_ROUTES = [SERVICE_CIDR, `${REAL_NODE.nodeIp}/32`] as const;
+
 /** What puts a Pod on the real node: its label as nodeSelector and a toleration of its taint. */
 export const REAL_NODE_PLACEMENT = {
   nodeSelector: { [REAL_NODE.label.key]: REAL_NODE.label.value },
@@ -53,9 +69,10 @@ export function podCgroupPath(pod: { uid: string; qosClass: string }, containerI
 
 /**
  * The Debian packages the real node needs (containerd 1.6, runc, the CNI plugins, iproute2,
- * iptables, and skopeo, which puts the images it pulls into the stack's registry).
+ * iptables, nftables's nft, which deletes the tables kube-proxy leaves, and skopeo, which puts
+ * the images it pulls into the stack's registry).
  */
-export const REAL_NODE_PACKAGES = ["containerd", "runc", "containernetworking-plugins", "iproute2", "iptables", "skopeo"] as const;
+export const REAL_NODE_PACKAGES = ["containerd", "runc", "containernetworking-plugins", "iproute2", "iptables", "nftables", "skopeo"] as const;
 
 /** Where the real node keeps its state: everything under `<stateDir>/node/`. */
 export interface RealNodePaths {
@@ -146,8 +163,9 @@ export function containerdConfig(paths: RealNodePaths, runc = "/usr/sbin/runc", 
 
 /**
  * The Pods' CNI network: Debian's `bridge` plugin on our bridge with `host-local` addresses from
- * the Pod range. No masquerade and no default route in the Pods: they reach each other and the
- * host's bridge address, nothing else (the iptables chain drops the rest as a second fence).
+ * the Pod range. No masquerade and no default route in the Pods: they reach each other, the host's
+ * bridge address and, through {@link POD_ROUTES} via the bridge, Services and the node IP; nothing
+ * else (the iptables chain drops the rest as a second fence).
  */
 export function cniConflist(paths: RealNodePaths): string {
   return JSON.stringify({
@@ -164,6 +182,7 @@ export function cniConflist(paths: RealNodePaths): string {
         type: "host-local",
         dataDir: paths.cniDataDir,
         ranges: [[{ subnet: REAL_NODE.podCidr, gateway: REAL_NODE.podGateway }]],
+        routes: POD_ROUTES.map((dst) => ({ dst, gw: REAL_NODE.podGateway })),
       },
     }],
   }, null, 2);
@@ -186,8 +205,8 @@ export interface KubeletConfigInput {
  * certificate from the stack's CA, webhook authentication and authorization (a bearer token is
  * checked with a TokenReview, its rights with a SubjectAccessReview, as on a real cluster), x509
  * clients from the stack's CA; cgroupfs on cgroup v1 (`failCgroupV1: false`) under our cgroup root;
- * containerd's socket; no iptables chains of its own; no DNS given to Pods (nothing outside may be
- * asked); eviction and image garbage collection off, as kind does, so a full disk never evicts the
+ * containerd's socket; no iptables chains of its own; cluster DNS at the node IP (CoreDNS on the
+ * host, `real-node-services.ts`) and no host resolv.conf (nothing outside may be asked); eviction and image garbage collection off, as kind does, so a full disk never evicts the
  * demo's Pods or deletes their imported images.
  */
 export function kubeletConfig(input: KubeletConfigInput): string {
@@ -219,7 +238,8 @@ export function kubeletConfig(input: KubeletConfigInput): string {
     makeIPTablesUtilChains: false,
     oomScoreAdj: 0,
     resolvConf: "",
-    clusterDomain: "cluster.local",
+    clusterDomain: CLUSTER_DOMAIN,
+    clusterDNS: [REAL_NODE.nodeIp],
     registerWithTaints: [REAL_NODE.taint],
     evictionHard: { "nodefs.available": "0%", "nodefs.inodesFree": "0%", "imagefs.available": "0%" },
     imageGCHighThresholdPercent: 100,

@@ -2,16 +2,20 @@
  * The stack's real node, beside the kwok Nodes: Debian's containerd 1.6 and runc, Debian's CNI
  * `bridge` + `host-local` plugins, and a kubelet built from the same k8s.io/kubernetes module as
  * the other binaries (test/bins/node). Pods on it are real processes in real cgroups; the kernel
- * OOM-kills them at their memory limit, and cAdvisor (inside the kubelet) reports them.
+ * OOM-kills them at their memory limit, and cAdvisor (inside the kubelet) reports them. kube-proxy,
+ * CoreDNS and a relay to the API server give them Services, names and the in-cluster config
+ * (`real-node-services.ts`).
  *
  * What it makes outside the state directory, and what `stopRealNode` removes again: an interface
  * of its own holding the node IP (its alias names the owning state directory), the Pods' bridge,
- * one iptables chain jumped to from FORWARD, a cgroup root in every cgroup hierarchy, the kernel
+ * one iptables chain jumped to from FORWARD, kube-proxy's chains and rules (and the netfilter
+ * tables they created), a cgroup root in every cgroup hierarchy, the kernel
  * settings the kubelet rewrites (put back as they were), and /var/log/containers links. Everything
  * else (containerd's root and state, the Pods' network namespaces, the kubelet's root, their
  * mounts) lives under `<stateDir>/node/`.
  *
- * Network rule: Pods get no default route and no masquerade, and the iptables chain drops any
+ * Network rule: Pods get no default route and no masquerade (routes to the Service range and the
+ * node IP alone, `real-node-services.ts`), and the iptables chain drops any
  * forwarded packet from or to the Pod range whose other end is not in it; containerd runs with a
  * dead loopback proxy in `HTTP(S)_PROXY`, so an image pull can never leave the machine. The images
  * it runs come from the stack's registry (`registry.ts`), which containerd's hosts.toml files make
@@ -27,8 +31,10 @@ import type { NodePki, Pki } from "./certs.ts";
 import { kubeconfig } from "./config-files.ts";
 import { buildBinaries, StackStepError, which } from "./paths.ts";
 import { alive, startProcess, stopAll, waitReady, type Started } from "./processes.ts";
+import { importImages } from "./node-images.ts";
+import { cleanUpKubeProxy, netfilterTables, resolveInCluster, startRealNodeServices } from "./real-node-services.ts";
 import {
-  cniConflist, containerdConfig, kubeletConfig, PROMETHEUS_SERVICE_ACCOUNT, REAL_NODE, REAL_NODE_PACKAGES, realNodePaths, type RealNodePaths,
+  CLUSTER_DOMAIN, cniConflist, containerdConfig, kubeletConfig, PROMETHEUS_SERVICE_ACCOUNT, REAL_NODE, REAL_NODE_PACKAGES, realNodePaths, type RealNodePaths,
 } from "./real-node-config.ts";
 
 const run = promisify(execFile);
@@ -37,6 +43,10 @@ const run = promisify(execFile);
 export interface NodeBinaries {
   kubelet: string;
   crireset: string;
+  /** kube-proxy, from test/bins/proxy (the kube set's k8s.io/kubernetes version). */
+  kubeProxy: string;
+  /** CoreDNS with the plugins the cluster DNS uses, from test/bins/dns. */
+  coredns: string;
   /** The sandbox image as an OCI archive (test/bins/build.sh makes it). */
   pauseImage: string;
   /** distribution's registry (test/bins/registry), which serves the node's images. */
@@ -61,6 +71,8 @@ export interface RealNodeState {
   sysctlsBefore: Record<string, string>;
   /** Directories outside the state directory that `up` created; `down` removes them when empty. */
   createdDirs: string[];
+  /** The netfilter tables before `up` (`nft list tables`: `ip filter`, …); `down` deletes the empty ones made since. */
+  tablesBefore: string[];
 }
 
 /** The kernel settings the kubelet sets at start (pkg/kubelet/cm setupKernelTunables). */
@@ -107,6 +119,7 @@ export async function resolveNodeBinaries(env: NodeJS.ProcessEnv = process.env):
   const built = await buildBinaries(env);
   const ours = {
     kubelet: path.join(built, "kubelet"), crireset: path.join(built, "crireset"), pauseImage: path.join(built, "pause.oci.tar"), registry: path.join(built, "registry"),
+    kubeProxy: path.join(built, "kube-proxy"), coredns: path.join(built, "coredns"),
   };
   for (const file of Object.values(ours)) {
     if (!existsSync(file)) throw new StackStepError("find the real node's binaries", `${file} is missing; run bash test/bins/build.sh`);
@@ -114,10 +127,10 @@ export async function resolveNodeBinaries(env: NodeJS.ProcessEnv = process.env):
   const find = (name: string) => which(name, { PATH: `${env.PATH ?? ""}:/usr/sbin:/usr/bin:/sbin` });
   const debian = { containerd: find("containerd"), ctr: find("ctr"), runc: find("runc") };
   const cniBinDir = ["/usr/lib/cni", "/opt/cni/bin"].find((d) => ["bridge", "host-local", "loopback"].every((p) => existsSync(path.join(d, p))));
-  const tools = ["ip", "iptables", "umount", "skopeo"].filter((t) => !find(t));
+  const tools = ["ip", "iptables", "nft", "umount", "skopeo"].filter((t) => !find(t));
   if (!debian.containerd || !debian.ctr || !debian.runc || !cniBinDir || tools.length > 0) {
     throw new StackStepError("find the real node's Debian packages",
-      `containerd, ctr, runc, the CNI bridge/host-local/loopback plugins, ip, iptables and skopeo are needed; as root run: apt-get install -y --no-install-recommends ${REAL_NODE_PACKAGES.join(" ")} (or bash scripts/install-debian.sh)`);
+      `containerd, ctr, runc, the CNI bridge/host-local/loopback plugins, ip, iptables, nft and skopeo are needed; as root run: apt-get install -y --no-install-recommends ${REAL_NODE_PACKAGES.join(" ")} (or bash scripts/install-debian.sh)`);
   }
   return { ...ours, containerd: debian.containerd, ctr: debian.ctr, runc: debian.runc, cniBinDir };
 }
@@ -219,6 +232,7 @@ export async function startRealNode(input: StartRealNodeInput): Promise<RealNode
     bins,
     sysctlsBefore: Object.fromEntries(KUBELET_SYSCTLS.map((s) => [s, readSysctl(s)])),
     createdDirs: FIXED_HOST_DIRS.filter((d) => !existsSync(d)),
+    tablesBefore: await netfilterTables(),
   };
   await input.save(node);
   await setUpHost(stateDir);
@@ -259,6 +273,10 @@ export async function startRealNode(input: StartRealNodeInput): Promise<RealNode
     return n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
   }, 60_000);
   input.say("real node: kubelet registered, Node Ready");
+  await startRealNodeServices({
+    nodeDir: paths.dir, bins, pki: input.pki, nodePki: input.nodePki, apiserverUrl: input.apiserverUrl,
+    env: input.env, log: input.log, record: input.record, rbac: input.rbac, say: input.say,
+  });
   return node;
 }
 
@@ -365,18 +383,23 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Takes the real node down and everything it made, in an order that leaves nothing behind: the
- * kubelet first (so it restarts nothing); every Pod sandbox through CRI (crireset: CNI DEL, the
+ * kubelet first (so it restarts nothing); kube-proxy, then its iptables rules; every Pod sandbox through CRI (crireset: CNI DEL, the
  * network namespace removed, containers deleted) while containerd still runs; containerd and any
  * shim left; the processes still in our cgroups; every mount under the state directory; the cgroup
  * root in each hierarchy; the bridge, the node interface and the iptables chain; the kernel settings
  * as they were; the kubelet's log links. Each step runs even when an earlier one failed.
- * @param pids the kubelet's and containerd's process ids (absent when they never started).
+ * @param pids the kubelet's, kube-proxy's and containerd's process ids (absent when they never started).
  * @returns the steps that failed, one message each (empty when all is clean).
  */
-export async function stopRealNode(stateDir: string, node: RealNodeState, pids: { kubelet?: number; containerd?: number }): Promise<string[]> {
+export async function stopRealNode(stateDir: string, node: RealNodeState, pids: { kubelet?: number; containerd?: number; kubeProxy?: number }): Promise<string[]> {
   const problems: string[] = [];
   const note = (p: string | undefined) => void (p && problems.push(p));
   if (pids.kubelet) await stopAll([pids.kubelet], 5_000);
+  if (pids.kubeProxy) {
+    // Stopped before its rules go, or its next sync would write them again.
+    await stopAll([pids.kubeProxy], 5_000);
+    problems.push(...await cleanUpKubeProxy(node.bins.kubeProxy, node.tablesBefore));
+  }
   if (pids.containerd && alive(pids.containerd) && existsSync(node.bins.crireset)) {
     note(await tryCmd(node.bins.crireset, [node.paths.containerdSocket]));
   }
@@ -449,8 +472,8 @@ export async function stopRealNode(stateDir: string, node: RealNodeState, pids: 
 
 /**
  * One line per part of the real node: its Node's Ready condition (read with `kubectl`), its interface and address, the bridge, the iptables
- * chain, the cgroup root and its Pods, the network namespaces and the containers that containerd
- * runs. A part that should be there and is not says MISSING; a Node that is not Ready says NOT READY.
+ * chain, the cgroup root and its Pods, the network namespaces, the containers that containerd
+ * runs, kube-proxy's Service chains and the cluster DNS's answer for the `kubernetes` Service. A part that should be there and is not says MISSING; a Node that is not Ready says NOT READY.
  */
 export async function realNodeStatusLines(node: RealNodeState, kubectl: string, kubeconfigFile: string): Promise<string[]> {
   const has = (p: string) => existsSync(p);
@@ -474,5 +497,9 @@ export async function realNodeStatusLines(node: RealNodeState, kubectl: string, 
   const tasks = await run(node.bins.ctr, ["--address", node.paths.containerdSocket, "--namespace", "k8s.io", "tasks", "list"])
     .then((r) => `${r.stdout.split("\n").filter((l) => /\bRUNNING\b/.test(l)).length} running`, () => "containerd not answering");
   lines.push(`${"containers".padEnd(24)} ${tasks}`);
+  const services = await run("iptables", ["-w", "-t", "nat", "-S"]).then((r) => r.stdout.split("\n").filter((l) => l.startsWith("-N KUBE-SVC-")).length, () => -1);
+  lines.push(`${"kube-proxy rules".padEnd(24)} ${services > 0 ? `present  ${services} Service chains in the nat table` : "MISSING  no KUBE-SVC- chain (the kubernetes Service has one)"}`);
+  const answer = await resolveInCluster(`kubernetes.default.svc.${CLUSTER_DOMAIN}`);
+  lines.push(`${"cluster DNS".padEnd(24)} ${answer.length > 0 ? "answers" : "MISSING (no answer)"}  ${node.ip}:53 kubernetes.default.svc.${CLUSTER_DOMAIN} → ${answer.join(", ") || "-"}`);
   return lines;
 }

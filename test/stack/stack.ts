@@ -17,7 +17,7 @@ import { resolveBinaries, StackStepError, type Binaries } from "./paths.ts";
 import { freePort } from "../support/free-port.ts";
 import { alive, ComponentError, startProcess, stopAll, tail, waitReady, type Started } from "./processes.ts";
 import { checkRealNodeHost, realNodeStatusLines, resolveNodeBinaries, startRealNode, stopRealNode, type NodeBinaries, type RealNodeState } from "./real-node.ts";
-import { kubeletScrapeJob, REAL_NODE, realNodePaths } from "./real-node-config.ts";
+import { kubeletScrapeJob, REAL_NODE, realNodePaths, SERVICE_CIDR } from "./real-node-config.ts";
 import { registryStatusLines, serveImages, type RegistryState } from "./registry.ts";
 
 /** Options of `up`. Intervals are Prometheus durations (`1s`, `500ms`). */
@@ -194,12 +194,15 @@ export async function up(opts: UpOptions): Promise<StackState> {
     say("etcd ready");
 
     const apiserver = startProcess("kube-apiserver", bins.kubeApiserver, [
-      `--etcd-servers=${state.etcdUrl}`, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+      `--etcd-servers=${state.etcdUrl}`, "--bind-address=127.0.0.1",
+      // With the real node, the `kubernetes` Service's endpoint is the node IP, where a relay
+      // (real-node-services.ts) passes Pods' connections on to 127.0.0.1.
+      `--advertise-address=${nodeBins ? REAL_NODE.nodeIp : "127.0.0.1"}`,
       `--secure-port=${apiPort}`, `--cert-dir=${path.join(dir, "apiserver")}`,
       `--tls-cert-file=${pki.servingCert}`, `--tls-private-key-file=${pki.servingKey}`, `--client-ca-file=${pki.caCert}`,
       "--authorization-mode=RBAC", "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
       `--service-account-key-file=${pki.serviceAccountPub}`, `--service-account-signing-key-file=${pki.serviceAccountKey}`,
-      "--service-cluster-ip-range=10.96.0.0/16", "--allow-privileged=true", "--v=0",
+      `--service-cluster-ip-range=${SERVICE_CIDR}`, "--allow-privileged=true", "--v=0",
       ...(nodePki ? [`--kubelet-client-certificate=${nodePki.apiserverKubeletClientCert}`, `--kubelet-client-key=${nodePki.apiserverKubeletClientKey}`,
         `--kubelet-certificate-authority=${pki.caCert}`, "--kubelet-preferred-address-types=InternalIP"] : []),
     ], log("kube-apiserver"), env);
@@ -336,9 +339,9 @@ export async function down(stateDir: string): Promise<string[]> {
   return state?.components.map((c) => c.name) ?? [];
 }
 
-function realNodePids(state: StackState): { kubelet?: number; containerd?: number } {
+function realNodePids(state: StackState): { kubelet?: number; containerd?: number; kubeProxy?: number } {
   const pid = (name: string) => state.components.find((c) => c.name === name)?.pid;
-  return { kubelet: pid("kubelet"), containerd: pid("containerd") };
+  return { kubelet: pid("kubelet"), containerd: pid("containerd"), kubeProxy: pid("kube-proxy") };
 }
 
 /**

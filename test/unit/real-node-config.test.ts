@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { parse } from "yaml";
 import {
-  cniConflist, containerdConfig, kubeletConfig, kubeletScrapeJob, podCgroupPath, REAL_NODE, realNodePaths,
+  cniConflist, containerdConfig, kubeletConfig, kubeletScrapeJob, podCgroupPath, REAL_NODE, realNodePaths, SERVICE_CIDR,
 } from "../stack/real-node-config.ts";
 
 const paths = realNodePaths("/state");
@@ -38,13 +38,16 @@ test("the real node's address ranges overlap none of the stack's others nor podm
   assert.ok(p0 < gateway && gateway < p1, "the bridge's address is inside the Pod range");
 });
 
-test("CNI: a bridge with no masquerade, no default route and host-local addresses from the Pod range", () => {
+test("CNI: a bridge with no masquerade, no default route, routes to the Services and the node IP alone, host-local addresses from the Pod range", () => {
   const conf = JSON.parse(cniConflist(paths)) as { plugins: Record<string, unknown>[] };
   assert.equal(conf.plugins.length, 1);
   const bridge = conf.plugins[0] as { type: string; bridge: string; ipMasq: boolean; isDefaultGateway: boolean; ipam: { type: string; dataDir: string; ranges: { subnet: string }[][]; routes?: unknown } };
   assert.deepEqual(
     { type: bridge.type, bridge: bridge.bridge, ipMasq: bridge.ipMasq, isDefaultGateway: bridge.isDefaultGateway, ipam: bridge.ipam.type, routes: bridge.ipam.routes },
-    { type: "bridge", bridge: REAL_NODE.bridge, ipMasq: false, isDefaultGateway: false, ipam: "host-local", routes: undefined },
+    {
+      type: "bridge", bridge: REAL_NODE.bridge, ipMasq: false, isDefaultGateway: false, ipam: "host-local",
+      routes: [{ dst: SERVICE_CIDR, gw: REAL_NODE.podGateway }, { dst: `${REAL_NODE.nodeIp}/32`, gw: REAL_NODE.podGateway }],
+    },
   );
   assert.equal(bridge.ipam.ranges[0]?.[0]?.subnet, REAL_NODE.podCidr);
   assert.ok(bridge.ipam.dataDir.startsWith("/state/"), "address leases live in the state directory");
@@ -68,19 +71,21 @@ test("containerd: state, socket and network namespaces under the state directory
   }
 });
 
-test("kubelet: HTTPS on the node IP with webhook authentication and authorization, cgroupfs on cgroup v1, no iptables, no DNS", () => {
+test("kubelet: HTTPS on the node IP with webhook authentication and authorization, cgroupfs on cgroup v1, no iptables, cluster DNS on the node IP and no host resolv.conf", () => {
   const config = parse(kubeletConfig({ paths, port: 10250, healthzPort: 10248, caFile: "/pki/ca.crt", tlsCertFile: "/pki/k.crt", tlsKeyFile: "/pki/k.key" })) as Record<string, unknown>;
   assert.deepEqual(
     {
       address: config.address, readOnlyPort: config.readOnlyPort, authentication: config.authentication, authorization: (config.authorization as { mode: string }).mode,
       cgroupDriver: config.cgroupDriver, cgroupRoot: config.cgroupRoot, failCgroupV1: config.failCgroupV1, makeIPTablesUtilChains: config.makeIPTablesUtilChains,
       resolvConf: config.resolvConf, containerRuntimeEndpoint: config.containerRuntimeEndpoint, healthzBindAddress: config.healthzBindAddress,
+      clusterDNS: config.clusterDNS, clusterDomain: config.clusterDomain,
     },
     {
       address: REAL_NODE.nodeIp, readOnlyPort: 0,
       authentication: { anonymous: { enabled: false }, webhook: { enabled: true, cacheTTL: "30s" }, x509: { clientCAFile: "/pki/ca.crt" } },
       authorization: "Webhook", cgroupDriver: "cgroupfs", cgroupRoot: REAL_NODE.cgroupRoot, failCgroupV1: false, makeIPTablesUtilChains: false,
       resolvConf: "", containerRuntimeEndpoint: "unix:///state/node/containerd/containerd.sock", healthzBindAddress: "127.0.0.1",
+      clusterDNS: [REAL_NODE.nodeIp], clusterDomain: "cluster.local",
     },
   );
   assert.deepEqual(config.registerWithTaints, [REAL_NODE.taint]);

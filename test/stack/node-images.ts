@@ -1,0 +1,27 @@
+/**
+ * How images get onto the real node: OCI archives imported into its containerd's `k8s.io`
+ * namespace (where the CRI plugin, and so the kubelet, finds them). The one place that does it,
+ * so a registry the node pulls from can take its place.
+ */
+import { execFile } from "node:child_process";
+import path from "node:path";
+import { promisify } from "node:util";
+import { StackStepError } from "./paths.ts";
+import type { RealNodeState } from "./real-node.ts";
+
+const run = promisify(execFile);
+
+/**
+ * Imports each OCI archive (`podman save --format oci-archive`, `npm run image`) under the name its
+ * index annotates (`org.opencontainers.image.ref.name`), e.g. `ghcr.io/kubedemo/appmonitor-memory-scaler:latest`.
+ * @throws StackStepError naming the archive and ctr's message.
+ */
+export async function importImages(node: Pick<RealNodeState, "bins" | "paths">, archives: readonly string[]): Promise<void> {
+  for (const archive of archives) {
+    try {
+      await run(node.bins.ctr, ["--address", node.paths.containerdSocket, "--namespace", "k8s.io", "images", "import", archive], { maxBuffer: 16 << 20 });
+    } catch (error) {
+      throw new StackStepError("import images into the real node", `ctr images import ${path.basename(archive)}: ${(error as { stderr?: string }).stderr?.trim() ?? String(error)}`, { cause: error });
+    }
+  }
+}
