@@ -240,6 +240,12 @@ test("memhog's working set in hold mode reaches its target in Prometheus", { tim
   }, 60_000, 500);
   const [limit] = await promQuery(`container_spec_memory_limit_bytes{pod="${name}",container="memhog"}`);
   assert.equal(limit?.value, 96 * Mi);
+  const paths = await waitFor("the working set from both kubelet endpoints", async () => {
+    const series = await promQuery(`container_memory_working_set_bytes{pod="${name}",container="memhog",job="kubelet-real-node"}`);
+    const found = series.map((s) => s.metric.metrics_path).sort();
+    return found.length === 2 ? found : undefined;
+  }, 30_000, 500);
+  assert.deepEqual(paths, ["/metrics/cadvisor", "/metrics/resource"]);
   t.diagnostic(`working set ${(sample.value / Mi).toFixed(1)} MiB of limit ${(limit?.value ?? 0) / Mi} MiB, labels ${JSON.stringify(sample.metric)}`);
 });
 

@@ -254,22 +254,29 @@ export function kubeletConfig(input: KubeletConfigInput): string {
 export const PROMETHEUS_SERVICE_ACCOUNT = { namespace: "monitoring", name: "prometheus-k8s" } as const;
 
 /**
- * Prometheus's scrape job for the real node's kubelet, as kube-prometheus's kubelet ServiceMonitor
- * makes it: HTTPS to the node's InternalIP and kubelet port, the ServiceAccount's bearer token
- * (re-read from the file at each scrape), the cluster CA, `honor_labels` so cAdvisor's `namespace`,
- * `pod` and `container` stay as the kubelet wrote them, `honor_timestamps: false`, and a
- * `metrics_path` label.
+ * Prometheus's scrape jobs for the real node's kubelet, as kube-prometheus's kubelet ServiceMonitor
+ * makes them: one per endpoint, `/metrics/cadvisor` (per-container series, the OOM counter) and
+ * `/metrics/resource` (the kubelet's own working set per container, what metrics-server reads),
+ * both labelled `job="kubelet-real-node"` and told apart by a `metrics_path` label, as
+ * kube-prometheus does with `job="kubelet"`. HTTPS to the node's InternalIP and kubelet port,
+ * the ServiceAccount's bearer token (re-read from the file at each scrape), the cluster CA,
+ * `honor_labels` so the `namespace`, `pod` and `container` labels stay as the kubelet wrote them,
+ * `honor_timestamps: false`. Rules that read `container_memory_working_set_bytes` get it from both
+ * endpoints and take the `max` per container (rule-sync's rule does).
  */
-export function kubeletScrapeJob(opts: { address: string; caFile: string; tokenFile: string }): Record<string, unknown> {
-  return {
-    job_name: "kubelet-real-node",
+export function kubeletScrapeJobs(opts: { address: string; caFile: string; tokenFile: string }): Record<string, unknown>[] {
+  return (["/metrics/cadvisor", "/metrics/resource"] as const).map((metricsPath) => ({
+    job_name: metricsPath === "/metrics/cadvisor" ? "kubelet-real-node" : "kubelet-real-node-resource",
     scheme: "https",
-    metrics_path: "/metrics/cadvisor",
+    metrics_path: metricsPath,
     honor_labels: true,
     honor_timestamps: false,
     authorization: { type: "Bearer", credentials_file: opts.tokenFile },
     tls_config: { ca_file: opts.caFile },
     static_configs: [{ targets: [opts.address], labels: { node: REAL_NODE.name } }],
-    relabel_configs: [{ source_labels: ["__metrics_path__"], target_label: "metrics_path" }],
-  };
+    relabel_configs: [
+      { source_labels: ["__metrics_path__"], target_label: "metrics_path" },
+      { target_label: "job", replacement: "kubelet-real-node" },
+    ],
+  }));
 }

@@ -17,7 +17,7 @@ import { resolveBinaries, StackStepError, type Binaries } from "./paths.ts";
 import { freePort } from "../support/free-port.ts";
 import { alive, ComponentError, startProcess, stopAll, tail, waitReady, type Started } from "./processes.ts";
 import { checkRealNodeHost, realNodeStatusLines, resolveNodeBinaries, startRealNode, stopRealNode, type NodeBinaries, type RealNodeState } from "./real-node.ts";
-import { kubeletScrapeJob, REAL_NODE, realNodePaths, SERVICE_CIDR } from "./real-node-config.ts";
+import { kubeletScrapeJobs, REAL_NODE, realNodePaths, SERVICE_CIDR } from "./real-node-config.ts";
 import { registryStatusLines, serveImages, type RegistryState } from "./registry.ts";
 
 /** Options of `up`. Intervals are Prometheus durations (`1s`, `500ms`). */
@@ -164,9 +164,9 @@ export async function up(opts: UpOptions): Promise<StackState> {
       nodes,
       rulesGlob: path.join(state.rulesDir, "*.yml"),
       alertmanagerAddress: `127.0.0.1:${amPort}`,
-      extraScrapeConfigs: nodeBins ? [kubeletScrapeJob({
+      extraScrapeConfigs: nodeBins ? kubeletScrapeJobs({
         address: `${REAL_NODE.nodeIp}:${kubeletPort}`, caFile: pki.caCert, tokenFile: realNodePaths(dir).prometheusToken,
-      })] : [],
+      }) : [],
     }));
     const kwokConfig = path.join(dir, "kwok.yaml");
     await writeFile(kwokConfig, [...kwokStages(bins), kwokPodReadyAgainStage(), kwokMetricsConfig()].join("---\n"));

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { parse } from "yaml";
 import {
-  cniConflist, containerdConfig, kubeletConfig, kubeletScrapeJob, podCgroupPath, REAL_NODE, realNodePaths, SERVICE_CIDR,
+  cniConflist, containerdConfig, kubeletConfig, kubeletScrapeJobs, podCgroupPath, REAL_NODE, realNodePaths, SERVICE_CIDR,
 } from "../stack/real-node-config.ts";
 
 const paths = realNodePaths("/state");
@@ -91,12 +91,16 @@ test("kubelet: HTTPS on the node IP with webhook authentication and authorizatio
   assert.deepEqual(config.registerWithTaints, [REAL_NODE.taint]);
 });
 
-test("Prometheus scrapes the kubelet's cAdvisor over HTTPS with the ServiceAccount token file", () => {
-  const job = kubeletScrapeJob({ address: `${REAL_NODE.nodeIp}:10250`, caFile: "/pki/ca.crt", tokenFile: paths.prometheusToken });
+test("Prometheus scrapes the kubelet's cAdvisor and resource endpoints over HTTPS with the ServiceAccount token file, as one job", () => {
+  const jobs = kubeletScrapeJobs({ address: `${REAL_NODE.nodeIp}:10250`, caFile: "/pki/ca.crt", tokenFile: paths.prometheusToken });
   assert.deepEqual(
-    { scheme: job.scheme, path: job.metrics_path, honorLabels: job.honor_labels, authorization: job.authorization, tls: job.tls_config },
-    { scheme: "https", path: "/metrics/cadvisor", honorLabels: true, authorization: { type: "Bearer", credentials_file: "/state/prometheus/kubelet-token" }, tls: { ca_file: "/pki/ca.crt" } },
+    jobs.map((job) => ({ scheme: job.scheme, path: job.metrics_path, honorLabels: job.honor_labels, authorization: job.authorization, tls: job.tls_config })),
+    ["/metrics/cadvisor", "/metrics/resource"].map((path) => (
+      { scheme: "https", path, honorLabels: true, authorization: { type: "Bearer", credentials_file: "/state/prometheus/kubelet-token" }, tls: { ca_file: "/pki/ca.crt" } }
+    )),
   );
+  assert.equal(new Set(jobs.map((job) => job.job_name)).size, 2, "scrape config names are unique");
+  for (const job of jobs) assert.deepEqual((job.relabel_configs as unknown[]).at(-1), { target_label: "job", replacement: "kubelet-real-node" });
 });
 
 test("a Pod's cgroup path follows its QoS class, as the kubelet's cgroupfs driver names it", () => {
