@@ -7,8 +7,9 @@
  * no way to pass the runtime a limit of its own, and alert-receiver needs none: the payloads the
  * suggested `max_alerts` allows stay at half of it. Above it the runtime answers 413, and
  * Alertmanager does not retry a 4xx: every alert of that notification is lost, and alert-receiver
- * never sees which (the runtime logs `request refused` with status 413; Alertmanager logs
- * `Notify for alerts failed` with the receiver and `num_alerts`).
+ * never sees which (the runtime logs a warning with status 413, the body's `contentLength` and
+ * the sender's user agent; Alertmanager logs `Notify for alerts failed` with the receiver and
+ * `num_alerts`).
  *
  * The worst case, in bytes of JSON as Alertmanager writes it (Go's encoding/json, which also
  * escapes `&`, `<` and `>` as `\u0026`…):

@@ -176,6 +176,10 @@ describe("CloudEvent functions", async () => {
     const over = HTTP.binary(event.cloneWith({ data: undefined }));
     const r1 = await fetch(server.url, { method: "POST", headers: over.headers as Record<string, string>, body: big });
     assert.equal(r1.status, 413);
+    const lost = lines.find((line) => line.status === 413 && line.level === "warn");
+    assert.equal(lost?.contentLength, Buffer.byteLength(big), "the refused body's size is logged");
+    assert.equal(lost?.limitBytes, 1024 * 1024);
+    assert.match(String(lost?.msg), /its content is lost/);
     const exact = `"${"x".repeat(1024 * 1024 - 2)}"`;
     const r2 = await fetch(server.url, { method: "POST", headers: over.headers as Record<string, string>, body: exact });
     assert.equal(r2.status, 204);

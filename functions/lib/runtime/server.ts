@@ -6,7 +6,7 @@
  * - `GET /health/liveness`, `GET /health/readiness` — see `health.ts`; other methods → 405.
  * - `GET /metrics` — Prometheus text format of the function's registry; other methods → 405.
  * - anything else → the function (`invoke.ts`): the body is read raw, at most 1 MiB (413
- *   beyond), an `HttpError` becomes its status with `{ error, details? }`, any other error
+ *   beyond, logged as a warning with the body's size and sender: no sender retries it), an `HttpError` becomes its status with `{ error, details? }`, any other error
  *   500 `{ "error": "internal error" }` (logged with its stack, never sent). A handled
  *   CloudEvent is answered 204 without a body (`cloudevent.ts`, `acknowledge`).
  *
@@ -128,7 +128,16 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
     }
   });
   // Errors raised before the function runs: body too large, bad content-encoding, aborted upload.
-  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => fail(log, res, error));
+  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    if (toHttpError(error).status === 413) {
+      // A sender never retries a 4xx: what it sent is lost, so say what it was.
+      log.warn(
+        { status: 413, contentLength: Number(req.headers["content-length"] ?? NaN), limitBytes: BODY_LIMIT_BYTES, contentType: req.headers["content-type"], userAgent: req.headers["user-agent"], path: req.path },
+        "request body over the limit: refused with 413, which senders do not retry, so its content is lost",
+      );
+    }
+    fail(log, res, error);
+  });
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
