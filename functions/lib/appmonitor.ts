@@ -49,6 +49,13 @@ export const APPMONITOR_ALERT_LABEL = "appmonitor";
  */
 export const APPMONITOR_ALERT_NAME = "AppMonitorMemoryHigh";
 
+/**
+ * `alertname` of the second alert every AppMonitor's generated rule group raises: a container of
+ * a covered Pod was OOM-killed (DESIGN.md "OOM kills"). It has no `for` delay: a Pod killed
+ * faster than the threshold's `for` window never raises {@link APPMONITOR_ALERT_NAME}.
+ */
+export const APPMONITOR_OOM_ALERT_NAME = "AppMonitorOOMKilled";
+
 /** `spec.mode` values: `Scale` patches the workload, `DryRun` only records what it would do. */
 export type AppMonitorMode = "Scale" | "DryRun";
 

@@ -43,6 +43,7 @@ import {
   APPMONITOR_ALERT_LABEL,
   APPMONITOR_ALERT_NAME,
   APPMONITOR_API_VERSION,
+  APPMONITOR_OOM_ALERT_NAME,
   APPMONITOR_KIND,
   MONITOR_ANNOTATION,
   type AppMonitorSpecWithDefaults,
@@ -58,6 +59,22 @@ import { promDuration, promqlNumber, promqlString, regexQuote } from "./promql.t
  * label the rule sets.
  */
 export const ALERT_NAME = APPMONITOR_ALERT_NAME;
+
+/**
+ * The alert name of every generated rule's OOM-kill alert ({@link buildOOMAlertingRule}); the
+ * Alertmanager route and memory-scaler match on it as on {@link ALERT_NAME}.
+ */
+export const OOM_ALERT_NAME = APPMONITOR_OOM_ALERT_NAME;
+
+/**
+ * The window of the OOM-kill alert, in seconds: the alert fires at the first evaluation after a
+ * kill is scraped and stays firing for this long after the last one, then resolves. 10 minutes
+ * covers a crash loop's restart back-off (at most 5 minutes between restarts,
+ * https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#container-restarts), so a
+ * crash-looping container keeps one alert firing rather than raising a new one per kill, and it
+ * is the bound memory-scaler uses for a kill to count as recent (its `OOM_KILL_RECENT_SECONDS`).
+ */
+export const OOM_WINDOW_SECONDS = 600;
 
 /** The value the opt-in annotation {@link MONITOR_ANNOTATION} must have. */
 export const MONITOR_ANNOTATION_VALUE = "true";
@@ -161,9 +178,7 @@ export class RuleInputError extends Error {
  *   rule label that is not a valid Kubernetes label or that sets {@link MANAGED_BY_LABEL}.
  */
 export function validateRuleConfig(config: RuleConfig): void {
-  if (!(METRIC_SOURCES as readonly string[]).includes(config.metricSource)) {
-    throw new RuleInputError("metricSource", `must be one of ${METRIC_SOURCES.join(", ")}, got ${JSON.stringify(config.metricSource)}`);
-  }
+  checkSource(config.metricSource);
   if (!/^[A-Za-z0-9_.-]{1,63}$/.test(config.severity)) {
     throw new RuleInputError("severity", `must be 1-63 characters of A-Z a-z 0-9 _ . -, got ${JSON.stringify(config.severity)}`);
   }
@@ -226,6 +241,18 @@ function containerMatchers(monitor: AppMonitorForRule): string {
   return `container=~${promqlString([...new Set(names)].map(regexQuote).join("|"))}`;
 }
 
+/** Throws {@link RuleInputError} unless `source` is one of {@link METRIC_SOURCES}. */
+function checkSource(source: string): void {
+  if (!(METRIC_SOURCES as readonly string[]).includes(source)) {
+    throw new RuleInputError("metricSource", `must be one of ${METRIC_SOURCES.join(", ")}, got ${JSON.stringify(source)}`);
+  }
+}
+
+/** The kube_pod_labels selector of spec.selector's Pods (none without a selector), validated. */
+function selectedPods(monitor: AppMonitorForRule, ns: string): string[] {
+  return monitor.spec.selector === undefined ? [] : [`kube_pod_labels{${[ns, ...selectorMatchers(monitor.spec.selector)].join(", ")}}`];
+}
+
 /** PromQL matchers on kube_pod_labels equivalent to a label selector. */
 function selectorMatchers(selector: LabelSelector): string[] {
   const matchers: string[] = [];
@@ -286,9 +313,7 @@ function selectorMatchers(selector: LabelSelector): string[] {
  *   that do not fit the operator.
  */
 export function alertExpression(monitor: AppMonitorForRule, source: MetricSource): string {
-  if (!(METRIC_SOURCES as readonly string[]).includes(source)) {
-    throw new RuleInputError("metricSource", `must be one of ${METRIC_SOURCES.join(", ")}, got ${JSON.stringify(source)}`);
-  }
+  checkSource(source);
   const { namespace } = identity(monitor);
   const ns = `namespace=${promqlString(namespace)}`;
   const containers = containerMatchers(monitor);
@@ -298,7 +323,7 @@ export function alertExpression(monitor: AppMonitorForRule, source: MetricSource
       ? `container_spec_memory_limit_bytes{${ns}, ${containers}}`
       : `kube_pod_container_resource_limits{${ns}, resource="memory", ${containers}}`;
   // Checked whatever the source, so an AppMonitor is valid or not independently of the config.
-  const selected = monitor.spec.selector === undefined ? [] : [`kube_pod_labels{${[ns, ...selectorMatchers(monitor.spec.selector)].join(", ")}}`];
+  const selected = selectedPods(monitor, ns);
   // 100 × used / limit rather than used / limit × 100: exact whenever the percentage is a whole
   // number, so an alert at 76 % reports 76, not 76.00000000000001.
   const ratio = [
@@ -308,17 +333,73 @@ export function alertExpression(monitor: AppMonitorForRule, source: MetricSource
     `  >= ${promqlNumber(threshold(monitor))}`,
   ];
   if (source === "cadvisor") return ratio.join("\n");
+  return coveredPodsOnly(ratio, ns, selected);
+}
 
+/**
+ * `lines` (an expression whose series carry namespace and pod) kept only for the Pods
+ * kube-state-metrics shows annotated {@link MONITOR_ANNOTATION}`="true"` or matched by one of
+ * `selected` (kube_pod_labels selectors), joined on namespace and pod.
+ */
+function coveredPodsOnly(lines: readonly string[], ns: string, selected: readonly string[]): string {
   const annotated = `kube_pod_annotations{${ns}, ${ksmLabelName("annotation_", MONITOR_ANNOTATION)}=${promqlString(MONITOR_ANNOTATION_VALUE)}}`;
   return [
     "(",
-    ...ratio.map((line) => `  ${line}`),
+    ...lines.map((line) => `  ${line}`),
     ")",
     "and on (namespace, pod)",
     "(",
     ...[annotated, ...selected].map((line) => `  ${line}`).join("\n  or\n").split("\n"),
     ")",
   ].join("\n");
+}
+
+/**
+ * The PromQL expression of a monitor's OOM-kill alert: per namespace, pod and container, a
+ * container the kernel OOM-killed within the last {@link OOM_WINDOW_SECONDS}, limited as
+ * {@link alertExpression} is (the monitor's namespace, spec.containers or every container but
+ * the pause container and the Pod-level cgroup, and with kube-state-metrics the covered Pods).
+ * Its labels are exactly namespace, pod, container; its value counts the kills (cadvisor) or
+ * restarts (kube-state-metrics) in the window, extrapolated as `increase` does, so not always whole.
+ *
+ * - "cadvisor": `increase(container_oom_events_total[10m]) > 0` (cAdvisor's per-container OOM
+ *   event counter, https://github.com/google/cadvisor/blob/master/docs/storage/prometheus.md).
+ *   cAdvisor counts a kill from the kernel log and attributes it to a container it still
+ *   tracks; when the container's PID 1 is the process killed, the container is gone and the
+ *   counter does not move (google/cadvisor#3015; seen on this project's real node). So this
+ *   source catches kills of other processes in the container, which memory-scaler then only
+ *   acts on if the container did terminate OOMKilled; the kube-state-metrics source catches the
+ *   PID 1 kills that make a crash loop.
+ * - "kube-state-metrics": the container restarted within the window
+ *   (`increase(kube_pod_container_status_restarts_total[10m]) > 0`) and its last termination's
+ *   reason is OOMKilled (`kube_pod_container_status_last_terminated_reason{reason="OOMKilled"}`,
+ *   https://github.com/kubernetes/kube-state-metrics/blob/main/docs/metrics/workload/pod-metrics.md),
+ *   as the kubelet reports it in `status.containerStatuses[].lastState.terminated.reason`. A
+ *   restart for another reason replaces the last reason, so it does not fire. A kill before the
+ *   Pod's first scrape has no earlier sample to increase from and is not seen.
+ *
+ * @param monitor the AppMonitor, spec defaults applied.
+ * @param source the metric source.
+ * @returns the expression, over several lines.
+ * @throws {RuleInputError} as {@link alertExpression} does (the threshold excepted: not used).
+ */
+export function oomAlertExpression(monitor: AppMonitorForRule, source: MetricSource): string {
+  checkSource(source);
+  const { namespace } = identity(monitor);
+  const ns = `namespace=${promqlString(namespace)}`;
+  const containers = containerMatchers(monitor);
+  const selected = selectedPods(monitor, ns);
+  const window = promDuration(OOM_WINDOW_SECONDS);
+  if (source === "cadvisor") return `max by ${BY} (increase(container_oom_events_total{${ns}, ${containers}}[${window}])) > 0`;
+  return coveredPodsOnly(
+    [
+      `max by ${BY} (increase(kube_pod_container_status_restarts_total{${ns}, ${containers}}[${window}])) > 0`,
+      `  and on ${BY}`,
+      `max by ${BY} (kube_pod_container_status_last_terminated_reason{${ns}, reason="OOMKilled", ${containers}}) == 1`,
+    ],
+    ns,
+    selected,
+  );
 }
 
 /**
@@ -356,6 +437,34 @@ export function buildAlertingRule(monitor: AppMonitorForRule, config: RuleConfig
 }
 
 /**
+ * The OOM-kill alerting rule of a monitor: alert {@link OOM_ALERT_NAME}, expression
+ * {@link oomAlertExpression}, no `for` (a kill is a fact, not a level to hold, and a container
+ * killed again before a `for` elapsed would keep the alert pending), the same labels as
+ * {@link buildAlertingRule} (`appmonitor`, `severity`; namespace, pod, container from the
+ * expression), annotation `summary`. No `value` annotation: the event's `value` is the percent
+ * of the limit in use, which an OOM kill does not measure.
+ *
+ * @param monitor the AppMonitor, spec defaults applied.
+ * @param config how to build it.
+ * @returns the rule, in the prometheus-operator Rule shape (also valid in a rules file).
+ * @throws {RuleInputError} for an invalid monitor or config.
+ */
+export function buildOOMAlertingRule(monitor: AppMonitorForRule, config: RuleConfig): IRule {
+  validateRuleConfig(config);
+  const { name } = identity(monitor);
+  return {
+    alert: OOM_ALERT_NAME,
+    expr: oomAlertExpression(monitor, config.metricSource),
+    labels: { [APPMONITOR_ALERT_LABEL]: name, severity: config.severity },
+    annotations: {
+      summary:
+        "Container {{ $labels.container }} of Pod {{ $labels.namespace }}/{{ $labels.pod }} was OOM-killed " +
+        `in the last ${OOM_WINDOW_SECONDS / 60} minutes (AppMonitor ${name}).`,
+    },
+  };
+}
+
+/**
  * The rule group name of a monitor, `appmonitor/<namespace>/<name>`: unique per AppMonitor, as
  * Prometheus requires group names to be unique within a rules file.
  *
@@ -369,8 +478,8 @@ export function ruleGroupName(monitor: AppMonitorForRule): string {
 }
 
 /**
- * The rule group of a monitor: {@link ruleGroupName} with the one rule of
- * {@link buildAlertingRule}
+ * The rule group of a monitor: {@link ruleGroupName} with the threshold rule of
+ * {@link buildAlertingRule} and the OOM-kill rule of {@link buildOOMAlertingRule}, in that order
  * (https://prometheus.io/docs/prometheus/latest/configuration/recording_rules/#rule_group).
  *
  * @param monitor the AppMonitor, spec defaults applied.
@@ -379,7 +488,7 @@ export function ruleGroupName(monitor: AppMonitorForRule): string {
  * @throws {RuleInputError} for an invalid monitor or config.
  */
 export function buildRuleGroup(monitor: AppMonitorForRule, config: RuleConfig): IRuleGroup {
-  return { name: ruleGroupName(monitor), rules: [buildAlertingRule(monitor, config)] };
+  return { name: ruleGroupName(monitor), rules: [buildAlertingRule(monitor, config), buildOOMAlertingRule(monitor, config)] };
 }
 
 /**

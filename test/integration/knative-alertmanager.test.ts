@@ -11,7 +11,7 @@ import { parse, stringify } from "yaml";
 import { fn as alertReceiver } from "../../functions/alert-receiver/index.ts";
 import { FIRING_TYPE } from "../../functions/lib/alert-event.ts";
 import type { RunningServer } from "../../functions/lib/runtime/server.ts";
-import { ALERT_NAME } from "../../functions/rule-sync/rule.ts";
+import { ALERT_NAME, OOM_ALERT_NAME } from "../../functions/rule-sync/rule.ts";
 import { repoRoot } from "../stack/paths.ts";
 import { startAlertmanager, type TestAlertmanager } from "../support/alertmanager.ts";
 import { startSink, type TestSink } from "../support/cloudevent-sink.ts";
@@ -91,8 +91,9 @@ describe("alertmanager.yml", () => {
     assert.match(output, /undefined receiver "nowhere"/);
   });
 
-  test("matches the generated rule's alert, one group per container, with a short group_wait", () => {
-    assert.deepEqual(route.matchers, [`alertname="${ALERT_NAME}"`]);
+  test("matches the generated rules' two alerts, one group per container, with a short group_wait", () => {
+    // PromQL-style regex matchers are anchored: exactly one of the two names.
+    assert.deepEqual(route.matchers, [`alertname=~"${ALERT_NAME}|${OOM_ALERT_NAME}"`]);
     assert.deepEqual(route.group_by, ["namespace", "pod", "container"]);
     const seconds = Number(/^(\d+)s$/.exec(route.group_wait)?.[1]);
     assert.ok(seconds > 0 && seconds <= 10, `group_wait ${route.group_wait}`);
@@ -170,20 +171,22 @@ describe("a real Alertmanager running alertmanager.yml", () => {
     await dir?.remove();
   });
 
-  test("delivers the memory alert to alert-receiver, authenticated, as one firing CloudEvent; other alerts go elsewhere", async () => {
+  test("delivers the memory alerts to alert-receiver, authenticated, as firing CloudEvents; other alerts go elsewhere", async () => {
     const startsAt = new Date(Date.now() - 60_000).toISOString();
     await alertmanager.postAlerts([
       { labels: { alertname: ALERT_NAME, namespace: "team-a", pod: "memhog-1", container: "memhog", appmonitor: "mymonitor" }, startsAt },
+      { labels: { alertname: OOM_ALERT_NAME, namespace: "team-a", pod: "memhog-1", container: "memhog", appmonitor: "mymonitor" }, startsAt },
       { labels: { alertname: "SomethingElse", namespace: "team-a", pod: "memhog-1", container: "memhog" }, startsAt },
+      { labels: { alertname: `${OOM_ALERT_NAME}2`, namespace: "team-a", pod: "memhog-1", container: "memhog" }, startsAt },
     ]);
-    const received = await waitUntil("the firing CloudEvent", () => (sink.received.length > 0 ? sink.received : undefined), { timeoutMs: 30_000, intervalMs: 100 });
+    const received = await waitUntil("the firing CloudEvents", () => (sink.received.length >= 2 ? sink.received : undefined), { timeoutMs: 30_000, intervalMs: 100 });
     const [first] = received;
     assert.equal(first?.event.type, FIRING_TYPE);
     assert.equal(first?.event.subject, "namespaces/team-a/pods/memhog-1");
-    // Past another group_wait: SomethingElse never reaches alert-receiver.
+    // Past another group_wait: SomethingElse and a name that merely starts with ours never reach alert-receiver.
     await new Promise((resolve) => setTimeout(resolve, 6_000));
     const alertnames = new Set(sink.received.map((r) => (r.event.data as { alertname: string }).alertname));
-    assert.deepEqual([...alertnames], [ALERT_NAME]);
+    assert.deepEqual([...alertnames].sort(), [ALERT_NAME, OOM_ALERT_NAME].sort());
     assert.equal(await scrape(`${receiver.url}/metrics`, "appmonitor_alert_receiver_webhooks_total", { outcome: "unauthorized" }), 0);
     assert.ok((await scrape(`${receiver.url}/metrics`, "appmonitor_alert_receiver_webhooks_total", { outcome: "accepted" })) >= 1);
   });

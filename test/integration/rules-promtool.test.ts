@@ -13,6 +13,7 @@ import {
   buildPrometheusRule,
   buildRulesFile,
   DEFAULT_RULE_CONFIG,
+  OOM_ALERT_NAME,
   type AppMonitorForRule,
   type MetricSource,
   type RuleConfig,
@@ -314,6 +315,117 @@ describe("promtool test rules: when the alert fires", () => {
         input_series: inputSeries(containers, "kube-state-metrics"),
         alert_rule_test: [{ eval_time: "5m", alertname: ALERT_NAME, exp_alerts: [expectedAlert("shop", "dotted", "app", 80, "m", 75), expectedAlert("shop", "c", "app", 80, "m", 75)] }],
       },
+    ]);
+  });
+});
+
+describe("promtool test rules: the OOM-kill alert", () => {
+  /** One container's OOM story, a sample a minute for STEPS minutes. */
+  interface Killed {
+    pod: string;
+    container?: string;
+    namespace?: string;
+    annotated?: boolean;
+    /** Minute of each restart (kube-state-metrics) or counted kill (cAdvisor). */
+    restartsAt: number[];
+    /** The last termination's reason from each restart on (kube-state-metrics); cAdvisor counts only OOMKilled ones. */
+    reasons: string[];
+    /** Restarts before the first sample (an old kill). */
+    restartsBefore?: number;
+    /** Last termination reason before the first sample. */
+    reasonBefore?: string;
+  }
+
+  /** cAdvisor's OOM counter, or kube-state-metrics' restart counter and last-terminated reason. */
+  function oomSeries(pods: readonly Killed[], source: MetricSource): TestGroup["input_series"] {
+    const out: TestGroup["input_series"] = [];
+    for (const p of pods) {
+      const ns = p.namespace ?? "shop";
+      const container = p.container ?? "app";
+      const countAt = (minute: number, counted: (i: number) => boolean) => (p.restartsBefore ?? 0) + p.restartsAt.filter((m, i) => m <= minute && counted(i)).length;
+      const minutes = Array.from({ length: STEPS }, (_, m) => m);
+      if (source === "cadvisor") {
+        const labels = { namespace: ns, pod: p.pod, container, id: `/kubepods/${p.pod}/${container}`, job: "kubelet", metrics_path: "/metrics/cadvisor" };
+        out.push({ series: seriesOf("container_oom_events_total", labels), values: minutes.map((m) => countAt(m, (i) => p.reasons[i] === "OOMKilled")).join(" ") });
+        continue;
+      }
+      const ksm = { namespace: ns, pod: p.pod, container, uid: `uid-${p.pod}`, job: "kube-state-metrics", instance: "ksm:8080" };
+      out.push({ series: seriesOf("kube_pod_container_status_restarts_total", ksm), values: minutes.map((m) => countAt(m, () => true)).join(" ") });
+      // kube-state-metrics exports one series, for the last reason only; none before a termination.
+      // The series it stops exporting gets a staleness marker, as Prometheus writes on the next scrape.
+      const reasonAt = (m: number) => {
+        const i = p.restartsAt.findLastIndex((at) => at <= m);
+        return i >= 0 ? p.reasons[i] : p.reasonBefore;
+      };
+      for (const reason of new Set(minutes.map(reasonAt))) {
+        if (reason === undefined) continue;
+        out.push({ series: seriesOf("kube_pod_container_status_last_terminated_reason", { ...ksm, reason }), values: minutes.map((m) => (reasonAt(m) === reason ? "1" : m > 0 && reasonAt(m - 1) === reason ? "stale" : "_")).join(" ") });
+      }
+      const base = { namespace: ns, pod: p.pod, uid: `uid-${p.pod}`, job: "kube-state-metrics", instance: "ksm:8080" };
+      out.push({ series: seriesOf("kube_pod_annotations", { ...base, ...(p.annotated === false ? {} : { annotation_app_monitor_kubedemo_com_monitor: "true" }) }), values: `1x${STEPS}` });
+      out.push({ series: seriesOf("kube_pod_labels", base), values: `1x${STEPS}` });
+    }
+    return out;
+  }
+
+  const killed = (pod: string, container = "app") => ({
+    exp_labels: { alertname: OOM_ALERT_NAME, namespace: "shop", pod, container, appmonitor: "memhog-monitor", severity: "warning" },
+    exp_annotations: { summary: `Container ${container} of Pod shop/${pod} was OOM-killed in the last 10 minutes (AppMonitor memhog-monitor).` },
+  });
+
+  for (const source of SOURCES) {
+    test(`${source}: fires at the first evaluation after a kill, with no for; not on a plain restart, an old kill, the pause container or another namespace; resolves 10 minutes after the last kill`, async () => {
+      const pods: Killed[] = [
+        { pod: "oom", restartsAt: [3], reasons: ["OOMKilled"] },
+        { pod: "crashloop", restartsAt: [3, 5, 8], reasons: ["OOMKilled", "OOMKilled", "OOMKilled"] },
+        { pod: "plain", restartsAt: [3], reasons: ["Error"] },
+        { pod: "oom-then-error", restartsAt: [3, 4], reasons: ["OOMKilled", "Error"] },
+        { pod: "long-ago", restartsAt: [], reasons: [], restartsBefore: 1, reasonBefore: "OOMKilled" },
+        { pod: "withpause", container: "POD", restartsAt: [3], reasons: ["OOMKilled"] },
+        { pod: "oom", namespace: "other", restartsAt: [3], reasons: ["OOMKilled"] },
+      ];
+      // cAdvisor counts kills, not reasons: the container killed then restarted for an Error still
+      // counted a kill; kube-state-metrics' last reason is Error from 4m on.
+      const oomThenError = source === "cadvisor" ? [killed("oom-then-error")] : [];
+      await assertPromtoolTest(buildRulesFile([MONITOR], configFor(source)), [
+        {
+          interval: "1m",
+          input_series: oomSeries(pods, source),
+          alert_rule_test: [
+            { eval_time: "2m", alertname: OOM_ALERT_NAME, exp_alerts: [] },
+            { eval_time: "3m", alertname: OOM_ALERT_NAME, exp_alerts: [killed("oom"), killed("crashloop"), killed("oom-then-error")] },
+            { eval_time: "4m", alertname: OOM_ALERT_NAME, exp_alerts: [killed("oom"), killed("crashloop"), ...oomThenError] },
+            // The single kill's window has passed; the crash loop's last kill (8m) has not.
+            { eval_time: "14m", alertname: OOM_ALERT_NAME, exp_alerts: [killed("crashloop")] },
+            { eval_time: "19m", alertname: OOM_ALERT_NAME, exp_alerts: [] },
+            // The threshold alert is not raised by any of this.
+            { eval_time: "5m", alertname: ALERT_NAME, exp_alerts: [] },
+          ],
+        },
+      ]);
+    });
+
+    test(`${source}: spec.containers limits the OOM alert to the listed containers`, async () => {
+      const monitor: AppMonitorForRule = { ...MONITOR, spec: { ...MONITOR.spec, containers: ["app"] } };
+      const pods: Killed[] = [
+        { pod: "two", restartsAt: [3], reasons: ["OOMKilled"] },
+        { pod: "two", container: "logger", restartsAt: [3], reasons: ["OOMKilled"] },
+        { pod: "two", container: "app-2", restartsAt: [3], reasons: ["OOMKilled"] },
+      ];
+      await assertPromtoolTest(buildRulesFile([monitor], configFor(source)), [
+        { interval: "1m", input_series: oomSeries(pods, source), alert_rule_test: [{ eval_time: "5m", alertname: OOM_ALERT_NAME, exp_alerts: [killed("two")] }] },
+      ]);
+    });
+  }
+
+  test("kube-state-metrics: a killed Pod neither annotated nor selected does not fire", async () => {
+    const pods: Killed[] = [
+      { pod: "annotated", restartsAt: [3], reasons: ["OOMKilled"] },
+      { pod: "bystander", annotated: false, restartsAt: [3], reasons: ["OOMKilled"] },
+    ];
+    const monitor: AppMonitorForRule = { ...MONITOR, spec: { ...MONITOR.spec, selector: undefined } };
+    await assertPromtoolTest(buildRulesFile([monitor], configFor("kube-state-metrics")), [
+      { interval: "1m", input_series: oomSeries(pods, "kube-state-metrics"), alert_rule_test: [{ eval_time: "5m", alertname: OOM_ALERT_NAME, exp_alerts: [killed("annotated")] }] },
     ]);
   });
 });

@@ -11,6 +11,7 @@ import {
   ALERT_NAME,
   alertExpression,
   buildAlertingRule,
+  buildOOMAlertingRule,
   buildPrometheusRule,
   buildRuleGroup,
   buildRulesFile,
@@ -19,6 +20,8 @@ import {
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
   MAX_FOR_SECONDS,
+  OOM_ALERT_NAME,
+  oomAlertExpression,
   RuleInputError,
   validateRuleConfig,
   type AppMonitorForRule,
@@ -190,12 +193,16 @@ describe("buildPrometheusRule", () => {
     assert.deepEqual(buildPrometheusRule(monitor({ metadata: { generation: undefined } }), config).metadata?.annotations, {});
   });
 
-  test("one group with one alert: name, labels, annotations", () => {
+  test("one group with the threshold alert, then the OOM-kill alert: name, labels, annotations", () => {
     const groups = rule.spec.groups ?? [];
     assert.equal(groups.length, 1);
     assert.equal(groups[0]?.name, "appmonitor/shop/mymonitor");
     const rules = groups[0]?.rules ?? [];
-    assert.equal(rules.length, 1);
+    assert.deepEqual(
+      rules.map((r) => r.alert),
+      [ALERT_NAME, OOM_ALERT_NAME],
+    );
+    assert.deepEqual(rules[1], buildOOMAlertingRule(monitor(), config));
     const alert = rules[0];
     assert.equal(alert?.alert, ALERT_NAME);
     assert.equal(alert?.for, "60s");
@@ -332,6 +339,65 @@ describe("alertExpression, both sources", () => {
 
   test("cadvisor cannot select Pods: a selector leaves the expression unchanged", () => {
     assert.equal(alertExpression(monitor({ spec: { selector: { matchLabels: { name: "memhog" } } } }), "cadvisor"), alertExpression(monitor(), "cadvisor"));
+  });
+});
+
+describe("the OOM-kill alert, both sources", () => {
+  test("no for, the threshold alert's labels, a summary and no value annotation", () => {
+    for (const config of [DEFAULT_RULE_CONFIG, KSM]) {
+      const oom = buildOOMAlertingRule(monitor(), { ...config, severity: "critical" });
+      assert.equal(oom.alert, "AppMonitorOOMKilled");
+      assert.equal(oom.for, undefined, "a kill is acted on at once");
+      assert.deepEqual(oom.labels, { appmonitor: "mymonitor", severity: "critical" });
+      assert.deepEqual(Object.keys(oom.annotations ?? {}), ["summary"]);
+      assert.match(oom.annotations?.summary ?? "", /was OOM-killed in the last 10 minutes \(AppMonitor mymonitor\)/);
+      assert.equal(oom.expr, oomAlertExpression(monitor(), config.metricSource));
+    }
+  });
+
+  const sources = [
+    {
+      source: "cadvisor" as const,
+      contains: ['max by (namespace, pod, container) (increase(container_oom_events_total{namespace="shop", container!="", container!="POD"}[600s])) > 0'],
+      absent: ["kube_", " and "],
+    },
+    {
+      source: "kube-state-metrics" as const,
+      contains: [
+        'max by (namespace, pod, container) (increase(kube_pod_container_status_restarts_total{namespace="shop", container!="", container!="POD"}[600s])) > 0',
+        "  and on (namespace, pod, container)",
+        'max by (namespace, pod, container) (kube_pod_container_status_last_terminated_reason{namespace="shop", reason="OOMKilled", container!="", container!="POD"}) == 1',
+        "and on (namespace, pod)",
+        'kube_pod_annotations{namespace="shop", annotation_app_monitor_kubedemo_com_monitor="true"}',
+      ],
+      absent: ["container_oom_events_total", "kube_pod_labels"],
+    },
+  ];
+  for (const { source, contains, absent } of sources) {
+    test(`${source}: metrics and filters, every selector in the namespace`, () => {
+      const expr = oomAlertExpression(monitor(), source);
+      for (const part of contains) assert.ok(expr.includes(part), `${source} expression lacks ${part}:\n${expr}`);
+      for (const part of absent) assert.ok(!expr.includes(part), `${source} expression has ${part}:\n${expr}`);
+      for (const selector of expr.match(/[a-z_]+\{[^}]*\}/g) ?? []) assert.ok(selector.includes('namespace="shop"'), `${selector} is not limited to the namespace`);
+    });
+
+    test(`${source}: spec.containers narrows every container series as the threshold rule does`, () => {
+      const expr = oomAlertExpression(monitor({ spec: { containers: ["memhog", "side"] } }), source);
+      const selectors = (expr.match(/[a-z_]+\{[^}]*\}/g) ?? []).filter((sel) => sel.startsWith("container_") || sel.startsWith("kube_pod_container_"));
+      assert.ok(selectors.length >= 1, expr);
+      for (const selector of selectors) assert.ok(selector.endsWith(', container=~"memhog|side"}'), selector);
+    });
+  }
+
+  test("kube-state-metrics: spec.selector's Pods join as in the threshold rule", () => {
+    const selector = { matchLabels: { name: "memhog" } };
+    assert.ok(oomAlertExpression(monitor({ spec: { selector } }), "kube-state-metrics").endsWith('  or\n  kube_pod_labels{namespace="shop", label_name="memhog"}\n)'));
+  });
+
+  test("an unknown source and an invalid selector are refused", () => {
+    assert.throws(() => oomAlertExpression(monitor(), "statsd" as "cadvisor"), (e: unknown) => e instanceof RuleInputError && e.field === "metricSource");
+    const bad = monitor({ spec: { selector: { matchLabels: { app: '"} or vector(1) #' } } } });
+    assert.throws(() => oomAlertExpression(bad, "cadvisor"), (e: unknown) => e instanceof RuleInputError && e.field === 'spec.selector.matchLabels["app"]');
   });
 });
 
