@@ -6,7 +6,7 @@
  * CloudEvents 1.0 (https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/spec.md#context-attributes).
  */
 import { createHash } from "node:crypto";
-import { FIRING_TYPE, RESOLVED_TYPE, type AlertEventData } from "../lib/alert-event.ts";
+import { FIRING_TYPE, RESOLVED_TYPE, triggerOf, type AlertEventData } from "../lib/alert-event.ts";
 import type { AlertmanagerAlert, AlertmanagerWebhook, AlertStatus } from "./webhook.ts";
 
 /** `source` when the payload has no usable `externalURL`. */
@@ -90,13 +90,15 @@ export function mapAlert(alert: AlertmanagerAlert, source: string): AlertEventAt
   const container = own(alert.labels, "container");
   const appmonitor = own(alert.labels, "appmonitor");
   const value = parseValue(own(alert.annotations, "value")) ?? parseValue(own(alert.labels, "value"));
+  const alertname = own(alert.labels, "alertname") ?? "";
   const data: AlertEventData = {
-    alertname: own(alert.labels, "alertname") ?? "",
+    alertname,
     status: alert.status,
     namespace,
     pod,
     ...(container === undefined || container === "" ? {} : { container }),
     ...(appmonitor === undefined || appmonitor === "" ? {} : { appmonitor }),
+    trigger: triggerOf(alertname),
     ...(value === undefined ? {} : { value }),
     fingerprint: alert.fingerprint,
     startsAt: alert.startsAt,

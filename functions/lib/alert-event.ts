@@ -5,12 +5,36 @@
  */
 import type { ValidateFunction } from "ajv";
 import eventDataSchema from "../../schemas/alert-event.schema.json" with { type: "json" };
+import { APPMONITOR_OOM_ALERT_NAME } from "./appmonitor.ts";
 import { createAjv } from "./json-schema.ts";
 
 /** Type of the event of a firing alert (memory-scaler decides and acts). */
 export const FIRING_TYPE = "com.kubedemo.appmonitor.alert.firing";
 /** Type of the event of a resolved alert (memory-scaler acknowledges it; nothing changes). */
 export const RESOLVED_TYPE = "com.kubedemo.appmonitor.alert.resolved";
+
+/**
+ * Which of an AppMonitor's alerts the event comes from (DESIGN.md "The memory-threshold
+ * CloudEvent"): `threshold` for the working-set alert (`AppMonitorMemoryHigh`), `oomKilled` for
+ * the OOM-kill alert (`AppMonitorOOMKilled`). An event without it is a `threshold` event, as
+ * every event was before the OOM-kill alert existed.
+ */
+export type AlertTrigger = "threshold" | "oomKilled";
+
+/** Every {@link AlertTrigger}, in the schema's order. */
+export const ALERT_TRIGGERS: readonly AlertTrigger[] = ["threshold", "oomKilled"];
+
+/**
+ * The trigger an alert name stands for: `oomKilled` for exactly
+ * {@link APPMONITOR_OOM_ALERT_NAME}, `threshold` for any other name (alert-receiver maps every
+ * alert; memory-scaler acts only on the two names the generated rules raise).
+ *
+ * @param alertname the alert's `alertname` label, `""` when it had none.
+ * @returns the trigger.
+ */
+export function triggerOf(alertname: string): AlertTrigger {
+  return alertname === APPMONITOR_OOM_ALERT_NAME ? "oomKilled" : "threshold";
+}
 
 /** The alert's own status (not its group's); matches the event type. */
 export type AlertEventStatus = "firing" | "resolved";
@@ -31,7 +55,12 @@ export interface AlertEventData {
   readonly container?: string;
   /** The AppMonitor whose rule fired, when the alert names one. */
   readonly appmonitor?: string;
-  /** The observed percent of the memory limit in use, when known. */
+  /**
+   * Which alert fired, from `alertname` ({@link triggerOf}); absent (events of an older
+   * alert-receiver): `threshold`.
+   */
+  readonly trigger?: AlertTrigger;
+  /** The observed percent of the memory limit in use, when known (threshold alerts only). */
   readonly value?: number;
   /** Alertmanager's fingerprint of the alert's label set. */
   readonly fingerprint: string;

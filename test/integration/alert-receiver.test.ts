@@ -125,6 +125,7 @@ describe("alert-receiver behind a real Alertmanager", () => {
       assert.equal(data.status, "firing");
       assert.equal(data.container, "memhog");
       assert.equal(data.appmonitor, "mymonitor");
+      assert.equal(data.trigger, "threshold");
       assert.equal(data.value, 81.25);
       assert.equal(data.endsAt, null);
       assert.equal(Date.parse(data.startsAt), Date.parse(startsAt));
@@ -138,6 +139,16 @@ describe("alert-receiver behind a real Alertmanager", () => {
     await waitUntil("the alert without namespace/pod counted as dropped", async () =>
       (await scrape(`${receiver.url}/metrics`, "appmonitor_alert_receiver_alerts_dropped_total", { reason: "no-namespace-or-pod" })) >= 1,
     );
+  });
+
+  it("says an OOM-kill alert's event is trigger oomKilled, with no value when the rule sets none", async () => {
+    const alert = memoryAlert("AppMonitorOOMKilled", "default", "memhog-oom", minuteAgo());
+    await alertmanager.postAlerts([{ ...alert, annotations: { summary: "Container memhog of Pod default/memhog-oom was OOM-killed" } }]);
+    const events = await waitUntil("the OOM-kill event", () => distinct(sink, "AppMonitorOOMKilled", FIRING_TYPE, 1));
+    const [data] = [...events.values()].map(dataOf);
+    assert.equal(data?.trigger, "oomKilled");
+    assert.equal(data?.value, undefined);
+    assert.equal(data?.container, "memhog");
   });
 
   it("gives re-sent alerts the same ids", async () => {

@@ -19,7 +19,7 @@ import {
   sourceOf,
 } from "../../functions/alert-receiver/mapping.ts";
 import type { AlertEventAttributes } from "../../functions/alert-receiver/mapping.ts";
-import { FIRING_TYPE, RESOLVED_TYPE } from "../../functions/lib/alert-event.ts";
+import { FIRING_TYPE, RESOLVED_TYPE, triggerOf } from "../../functions/lib/alert-event.ts";
 import { compileValidators } from "../../functions/alert-receiver/schemas.ts";
 import type { AlertmanagerAlert, AlertmanagerWebhook } from "../../functions/alert-receiver/webhook.ts";
 
@@ -60,6 +60,7 @@ describe("mapAlert", () => {
         pod: "memhog-5d8f",
         container: "memhog",
         appmonitor: "mymonitor",
+        trigger: "threshold",
         value: 80.5,
         fingerprint: "a1b2c3d4e5f60718",
         startsAt: "2024-05-01T10:00:00.123456789Z",
@@ -144,9 +145,35 @@ describe("mapAlert", () => {
 
   it("leaves out optional fields that are absent or empty", () => {
     const event = mapped({ ...firing, labels: { namespace: "n", pod: "p", container: "" }, annotations: {}, generatorURL: undefined as unknown as string });
-    assert.deepEqual(Object.keys(event.data).sort(), ["alertname", "annotations", "endsAt", "fingerprint", "generatorURL", "labels", "namespace", "pod", "startsAt", "status"]);
+    assert.deepEqual(Object.keys(event.data).sort(), ["alertname", "annotations", "endsAt", "fingerprint", "generatorURL", "labels", "namespace", "pod", "startsAt", "status", "trigger"]);
     assert.equal(event.data.alertname, "");
     assert.equal(event.data.generatorURL, "");
+  });
+
+  const triggerCases: { alertname: string | undefined; trigger: string }[] = [
+    { alertname: "AppMonitorOOMKilled", trigger: "oomKilled" },
+    { alertname: "AppMonitorMemoryHigh", trigger: "threshold" },
+    { alertname: "appmonitoroomkilled", trigger: "threshold" },
+    { alertname: "AppMonitorOOMKilled2", trigger: "threshold" },
+    { alertname: "KubeContainerOOMKilled", trigger: "threshold" },
+    { alertname: undefined, trigger: "threshold" },
+  ];
+  for (const { alertname, trigger } of triggerCases) {
+    it(`trigger: alertname ${JSON.stringify(alertname)} → ${trigger}`, () => {
+      const labels: Record<string, string> = { namespace: "n", pod: "p", ...(alertname === undefined ? {} : { alertname }) };
+      const event = mapped({ ...firing, labels, annotations: {} });
+      assert.equal(event.data.trigger, trigger);
+      assert.equal(triggerOf(alertname ?? ""), trigger);
+      assert.ok(validators.eventData(event.data), JSON.stringify(validators.eventData.errors));
+    });
+  }
+
+  it("the schema keeps events without trigger valid (an older alert-receiver's) and refuses an unknown trigger", () => {
+    const { trigger, ...older } = mapped(firing).data;
+    assert.equal(trigger, "threshold");
+    assert.ok(validators.eventData(older), JSON.stringify(validators.eventData.errors));
+    assert.equal(validators.eventData({ ...older, trigger: "oom" }), false);
+    assert.equal(validators.eventData({ ...older, trigger: "oomKilled" }), true);
   });
 
   it("prefers the value annotation over the value label", () => {
