@@ -8,10 +8,11 @@
  * every generated rule, `rule-sync/rule.ts`) says which AppMonitor's threshold was crossed; it
  * is required, and checked: that AppMonitor must exist and cover the workload itself.
  */
-import type { AlertEventData } from "../lib/alert-event.ts";
+import { triggerOf, type AlertEventData, type AlertTrigger } from "../lib/alert-event.ts";
 import {
   APPMONITOR_ALERT_LABEL,
   APPMONITOR_ALERT_NAME,
+  APPMONITOR_OOM_ALERT_NAME,
   AppMonitorSpecError,
   covers,
   validateAppMonitorSpec,
@@ -55,8 +56,14 @@ export interface NoneGoverns {
   readonly message: string;
 }
 
-/** The result of {@link alertOrigin}: the name of the AppMonitor whose rule raised the alert, or why it has none. */
-export type AlertOrigin = { readonly result: "appmonitor"; readonly name: string } | NoneGoverns;
+/**
+ * The result of {@link alertOrigin}: the name of the AppMonitor whose rule raised the alert and
+ * which of its alerts it is, or why it has none.
+ */
+export type AlertOrigin = { readonly result: "appmonitor"; readonly name: string; readonly trigger: AlertTrigger } | NoneGoverns;
+
+/** The `alertname`s of the generated rules' alerts: the threshold alert, then the OOM-kill alert. */
+const APPMONITOR_ALERT_NAMES: readonly string[] = [APPMONITOR_ALERT_NAME, APPMONITOR_OOM_ALERT_NAME];
 
 /** The result of {@link namedAppMonitor}. */
 export type NamedAppMonitor = { readonly result: "found"; readonly appMonitor: ValidAppMonitor } | NoneGoverns;
@@ -79,7 +86,9 @@ export interface TemplateOwner {
 const EXPORTED_LABELS = ["exported_namespace", "exported_pod"] as const;
 
 /**
- * Whether the alert is an AppMonitor rule's: `alertname` {@link APPMONITOR_ALERT_NAME}, a
+ * Whether the alert is an AppMonitor rule's: `alertname` {@link APPMONITOR_ALERT_NAME} (trigger
+ * `threshold`) or {@link APPMONITOR_OOM_ALERT_NAME} (trigger `oomKilled`), a `trigger` that is
+ * absent or agrees with the alertname (`triggerOf`; absent is an older alert-receiver's event), a
  * non-empty {@link APPMONITOR_ALERT_LABEL} label, and none of `exported_namespace` /
  * `exported_pod` (a generated rule aggregates `by (namespace, pod, container)`, so its alerts
  * never carry them; an alert that does names the exporter kube-state-metrics in `namespace`/`pod`,
@@ -87,9 +96,15 @@ const EXPORTED_LABELS = ["exported_namespace", "exported_pod"] as const;
  * `NotAppMonitorAlert`, whatever its `namespace` and `pod` labels say, with every problem in the
  * message.
  */
-export function alertOrigin(data: Pick<AlertEventData, "alertname" | "appmonitor" | "labels" | "namespace" | "pod">): AlertOrigin {
+export function alertOrigin(data: Pick<AlertEventData, "alertname" | "appmonitor" | "labels" | "namespace" | "pod" | "trigger">): AlertOrigin {
   const problems: string[] = [];
-  if (data.alertname !== APPMONITOR_ALERT_NAME) problems.push(`its alertname is ${JSON.stringify(data.alertname)}, not ${APPMONITOR_ALERT_NAME}`);
+  const trigger = triggerOf(data.alertname);
+  if (!APPMONITOR_ALERT_NAMES.includes(data.alertname)) {
+    problems.push(`its alertname is ${JSON.stringify(data.alertname)}, not ${APPMONITOR_ALERT_NAMES.join(" or ")}`);
+  } else if (data.trigger !== undefined && data.trigger !== trigger) {
+    // Both come from the sender; one that contradicts the other is not an event alert-receiver made.
+    problems.push(`its trigger ${data.trigger} contradicts its alertname ${data.alertname} (trigger ${trigger})`);
+  }
   if (data.appmonitor === undefined || data.appmonitor === "") problems.push(`it has no ${APPMONITOR_ALERT_LABEL} label`);
   const exported = EXPORTED_LABELS.filter((label) => Object.hasOwn(data.labels, label)).map((label) => `${label}=${data.labels[label] ?? ""}`);
   if (exported.length > 0) {
@@ -97,7 +112,7 @@ export function alertOrigin(data: Pick<AlertEventData, "alertname" | "appmonitor
       `its namespace and pod labels (${data.namespace}/${data.pod}) name the exporter Prometheus scraped, not the Pod it measured (${exported.join(", ")}): scrape kube-state-metrics with honor_labels: true`,
     );
   }
-  if (problems.length === 0 && data.appmonitor !== undefined) return { result: "appmonitor", name: data.appmonitor };
+  if (problems.length === 0 && data.appmonitor !== undefined) return { result: "appmonitor", name: data.appmonitor, trigger };
   return { result: "none", reason: "NotAppMonitorAlert", message: `not an alert of an AppMonitor's rule: ${problems.join("; ")}` };
 }
 

@@ -2,8 +2,8 @@
  * What memory-scaler does with one firing alert, reconcile-style: read the world from the API
  * server, decide from plain data (`decide.ts`), write once (compare-and-swap, `patch.ts`), report.
  *
- * 0. Only an AppMonitor rule's alert is acted on: alertname `AppMonitorMemoryHigh` with an
- *    `appmonitor` label, whose `namespace`/`pod` name the measured Pod (`governing.ts`
+ * 0. Only an AppMonitor rule's alert is acted on: alertname `AppMonitorMemoryHigh` (trigger
+ *    `threshold`) or `AppMonitorOOMKilled` (trigger `oomKilled`) with an `appmonitor` label, whose `namespace`/`pod` name the measured Pod (`governing.ts`
  *    `alertOrigin`); anything else → skip `NotAppMonitorAlert`, before any read.
  * 1. Read the Pod (gone → skip `PodGone`) and the AppMonitors of its namespace (the one the
  *    alert names is not there, or invalid → skip `NoAppMonitor`).
@@ -25,8 +25,11 @@
  *    window, `events.ts` `windowedKey`). A `Cooldown` or `RolloutUnderWay` skip of a StatefulSet or
  *    DaemonSet with `updateStrategy: OnDelete` whose alerting Pod runs less memory than the
  *    template becomes `RolloutWaitsForDelete`, whose message says to delete the Pod.
- * 5. With a verifier, drop containers whose working set is below the threshold
- *    (`BelowThreshold`, `NotMeasured`); Prometheus unavailable → 503.
+ * 5. A threshold event, with a verifier: drop containers whose working set is below the
+ *    threshold (`BelowThreshold`, `NotMeasured`); Prometheus unavailable → 503. An OOM-kill
+ *    event: no Prometheus query (the restarted container's working set is low again); drop
+ *    containers whose status in the Pod read at step 1 shows no OOM kill within
+ *    `OOM_KILL_RECENT_SECONDS` (`oom.ts`, `NotOOMKilled`).
  * 6. `DryRun` AppMonitor → Events and a `recentScales` entry marked `dryRun`, no patch.
  * 7. Server-side dry run of the JSON Patch and of the Pod the scaled template makes
  *    (`admission-pod.ts`); refused by admission → skip `AdmissionRefused` and a Warning Event
@@ -50,7 +53,7 @@
  */
 import type * as k8s from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { AlertEventData } from "../lib/alert-event.ts";
+import type { AlertEventData, AlertTrigger } from "../lib/alert-event.ts";
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND, LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION, type AppMonitorStatus } from "../lib/appmonitor.ts";
 import { apiStatus, isPatchConflict, isRefusal, toHttpFailure } from "../lib/kube-api-errors.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
@@ -60,6 +63,7 @@ import { decideScale, kindOf, type ContainerChange, type ContainerKind, type Con
 import { windowedKey, type EventRecorder, type EventSpec } from "./events.ts";
 import { alertOrigin, governingAppMonitor, namedAppMonitor, validAppMonitors, type NoneGoverns, type ValidAppMonitor } from "./governing.ts";
 import { APPS_V1, resolveWorkload, type Workload } from "./owners.ts";
+import { checkOOMKilled } from "./oom.ts";
 import { buildTemplatePatch, formatTimestamp } from "./patch.ts";
 import { decideFit, onDeleteScaledNote, podMemoryRequest, waitingForDelete, waitsForDelete, type RolloutStrategy } from "./rollout.ts";
 import { formatScaleRecord, repairOf } from "./status.ts";
@@ -72,6 +76,8 @@ import { checkThreshold, type Verifier } from "./verify.ts";
  * {@link SkipReason}s and the governing ones ({@link NoneGoverns}):
  * - `PodGone`, `UnsupportedOwner`, `OwnerGone`: no workload to scale (step 1–2);
  * - `BelowThreshold`, `NotMeasured`: Prometheus does not confirm the alert (step 5);
+ * - `NotOOMKilled`: an OOM-kill event whose containers the Pod does not show OOM-killed
+ *   recently (step 5, `oom.ts` `checkOOMKilled`);
  * - `AdmissionRefused`: the dry run of the patch or of the scaled Pod was refused (step 7);
  * - `Unschedulable`: the scaled Pod would request more memory than any Node's
  *   `status.allocatable.memory` (`rollout.ts` `decideFit`): no patch, Warning Events (step 7);
@@ -90,6 +96,7 @@ export type OutcomeReason =
   | "OwnerGone"
   | "BelowThreshold"
   | "NotMeasured"
+  | "NotOOMKilled"
   | "AdmissionRefused"
   | "Unschedulable"
   | "RolloutWaitsForDelete"
@@ -180,9 +187,10 @@ function workloadRef(workload: Workload): Ref {
   return ref;
 }
 
-/** The note of the `Scaled` Events. */
-function scaledNote(workload: Workload, multiplier: number, changes: readonly ContainerChange[]): string {
-  return `scaled ${workload.kind} ${workload.name} by ${multiplier}: ${describeChanges(changes)}`;
+/** The note of the `Scaled` Events; one caused by an OOM-kill alert says so. */
+function scaledNote(workload: Workload, multiplier: number, changes: readonly ContainerChange[], trigger: AlertTrigger = "threshold"): string {
+  const cause = trigger === "oomKilled" ? " after an OOM kill" : "";
+  return `scaled ${workload.kind} ${workload.name} by ${multiplier}${cause}: ${describeChanges(changes)}`;
 }
 
 /** "memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi; …" */
@@ -336,7 +344,16 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
 
     let changes = decision.changes;
     const skipped: SkippedContainer[] = [...decision.skipped];
-    if (deps.verifier !== undefined) {
+    if (origin.trigger === "oomKilled") {
+      // The Pod read above is the evidence: Prometheus would show the restarted container's low working set.
+      const statuses = [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])];
+      const checked = checkOOMKilled(changes, statuses, now);
+      skipped.push(...checked.skipped);
+      changes = checked.keep;
+      if (changes.length === 0) {
+        return { ...withWorkload, outcome: "skipped", reason: "NotOOMKilled", message: checked.skipped.map((s) => s.message).join("; "), skipped, attempts: attempt };
+      }
+    } else if (deps.verifier !== undefined) {
       const measured = await deps.verifier.workingSets(data.namespace, data.pod, changes.map((c) => c.container));
       const checked = checkThreshold(changes, podContainers, measured, am.spec.memThresholdPercent);
       skipped.push(...checked.skipped);
@@ -357,7 +374,7 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
     const entry = { time: formatTimestamp(now), workload: { kind: workload.kind, name: workload.name }, event: eventId, changes };
 
     if (decision.dryRun) {
-      const note = `DryRun: would scale ${workload.kind} ${workload.name}: ${summary}`;
+      const note = `DryRun: would scale ${workload.kind} ${workload.name}${origin.trigger === "oomKilled" ? " after an OOM kill" : ""}: ${summary}`;
       await Promise.all([
         notify([
           { type: "Normal", reason: "DryRun", note, regarding: wlRef, related: amRef },
@@ -403,7 +420,7 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
       return withWarnings({ ...withWorkload, outcome: "skipped", reason: "Unschedulable", message: write.message, changes, skipped, attempts: attempt });
     }
 
-    const note = scaledNote(workload, am.spec.memMultiplier, changes);
+    const note = scaledNote(workload, am.spec.memMultiplier, changes, origin.trigger);
     // OnDelete: the patch is what the user's strategy asks for, but it reached no Pod; say so.
     const onDelete = waitsForDelete(strategy) ? onDeleteScaledNote(strategy, data.pod, summary) : undefined;
     await Promise.all([

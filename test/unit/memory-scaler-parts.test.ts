@@ -354,10 +354,20 @@ describe("alertOrigin", () => {
     labels: { alertname: "KubePodNotReady", namespace: "monitoring", pod: "kube-state-metrics-6f7d9c4b8-q2x7l", exported_namespace: "team-a", exported_pod: "memhog-5d8f-x2" },
   };
   const cases: { name: string; data: Parameters<typeof alertOrigin>[0]; want: string; message?: RegExp }[] = [
-    { name: "a generated rule's alert names its AppMonitor", data: ours, want: "mymonitor" },
+    { name: "a generated rule's alert names its AppMonitor", data: ours, want: "mymonitor threshold" },
+    { name: "with trigger threshold, as alert-receiver sends it", data: { ...ours, trigger: "threshold" }, want: "mymonitor threshold" },
+    { name: "the OOM-kill alert", data: { ...ours, alertname: "AppMonitorOOMKilled", trigger: "oomKilled" }, want: "mymonitor oomKilled" },
+    { name: "the OOM-kill alert from an older alert-receiver (no trigger)", data: { ...ours, alertname: "AppMonitorOOMKilled" }, want: "mymonitor oomKilled" },
+    {
+      name: "trigger oomKilled on the threshold alert",
+      data: { ...ours, trigger: "oomKilled" },
+      want: "NotAppMonitorAlert",
+      message: /trigger oomKilled contradicts its alertname AppMonitorMemoryHigh \(trigger threshold\)/,
+    },
+    { name: "trigger threshold on the OOM-kill alert", data: { ...ours, alertname: "AppMonitorOOMKilled", trigger: "threshold" }, want: "NotAppMonitorAlert", message: /contradicts/ },
     { name: "no appmonitor label", data: { ...ours, appmonitor: undefined, labels: { alertname: "AppMonitorMemoryHigh" } }, want: "NotAppMonitorAlert", message: /has no appmonitor label/ },
     { name: "an empty appmonitor label", data: { ...ours, appmonitor: "" }, want: "NotAppMonitorAlert", message: /has no appmonitor label/ },
-    { name: "another alertname, even with an appmonitor label", data: { ...ours, alertname: "KubeContainerOOMKilled" }, want: "NotAppMonitorAlert", message: /alertname is "KubeContainerOOMKilled", not AppMonitorMemoryHigh/ },
+    { name: "another alertname, even with an appmonitor label", data: { ...ours, alertname: "KubeContainerOOMKilled" }, want: "NotAppMonitorAlert", message: /alertname is "KubeContainerOOMKilled", not AppMonitorMemoryHigh or AppMonitorOOMKilled/ },
     { name: "no alertname", data: { ...ours, alertname: "" }, want: "NotAppMonitorAlert", message: /alertname is ""/ },
     {
       name: "kube-state-metrics scraped without honor_labels",
@@ -370,7 +380,7 @@ describe("alertOrigin", () => {
   for (const c of cases) {
     it(`${c.name} → ${c.want}`, () => {
       const origin = alertOrigin(c.data);
-      assert.equal(origin.result === "appmonitor" ? origin.name : origin.reason, c.want);
+      assert.equal(origin.result === "appmonitor" ? `${origin.name} ${origin.trigger}` : origin.reason, c.want);
       if (c.message !== undefined) assert.match(origin.result === "none" ? origin.message : "", c.message);
     });
   }
