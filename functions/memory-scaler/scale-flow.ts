@@ -279,7 +279,7 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
       limit: deps.status.limit,
     });
     if (repair.action === "repair") {
-      const note = scaledNote(workload, repair.record.multiplier, repair.record.changes);
+      const note = scaledNote(workload, repair.record.multiplier, repair.record.changes, repair.record.trigger);
       const { entry } = repair;
       if (entry !== undefined) log.info({ workload: `${workload.kind}/${workload.name}`, time: entry.time }, "recording a scale the AppMonitor status does not list");
       await Promise.all([
@@ -387,7 +387,14 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
       return withWarnings({ ...withWorkload, outcome: "dry-run", reason: "DryRun", message: `would scale: ${summary}`, changes, skipped, attempts: attempt });
     }
 
-    const record = formatScaleRecord({ time: entry.time, appmonitor: am.metadata.name, event: eventId, multiplier: am.spec.memMultiplier, changes });
+    const record = formatScaleRecord({
+      time: entry.time,
+      appmonitor: am.metadata.name,
+      event: eventId,
+      multiplier: am.spec.memMultiplier,
+      changes,
+      ...(origin.trigger === "oomKilled" ? { trigger: origin.trigger } : {}),
+    });
     const patch = buildTemplatePatch({ templateContainers, changes, annotations, time: now, record });
     const write = await writeWorkload(cluster, workload, patch, podForAdmission(workload, changes), (message) => {
       log.warn({ workload: `${workload.kind}/${workload.name}` }, message);

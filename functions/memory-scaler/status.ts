@@ -148,11 +148,15 @@ export interface ScaleRecordAnnotation {
   /** `spec.memMultiplier` at the time, for the Events' note. */
   readonly multiplier: number;
   readonly changes: readonly ContainerChange[];
+  /** `oomKilled` when an OOM-kill alert caused the scale, for the Events' note; absent: a threshold alert. */
+  readonly trigger?: "oomKilled";
 }
 
 /** The annotation's value for `record`. */
 export function formatScaleRecord(record: ScaleRecordAnnotation): string {
-  return JSON.stringify({ time: record.time, appmonitor: record.appmonitor, event: record.event, multiplier: record.multiplier, changes: record.changes });
+  // A threshold scale's record stays exactly what it was before OOM kills were a trigger.
+  const trigger = record.trigger === "oomKilled" ? { trigger: record.trigger } : {};
+  return JSON.stringify({ time: record.time, appmonitor: record.appmonitor, event: record.event, multiplier: record.multiplier, changes: record.changes, ...trigger });
 }
 
 const isString = (v: unknown): v is string => typeof v === "string";
@@ -174,7 +178,7 @@ export function parseScaleRecord(value: string | undefined): ScaleRecordAnnotati
     return undefined;
   }
   if (typeof parsed !== "object" || parsed === null) return undefined;
-  const { time, appmonitor, event, multiplier, changes } = parsed as Record<string, unknown>;
+  const { time, appmonitor, event, multiplier, changes, trigger } = parsed as Record<string, unknown>;
   if (!isString(time) || Number.isNaN(Date.parse(time)) || !isString(appmonitor) || !isString(event) || typeof multiplier !== "number" || !Array.isArray(changes)) return undefined;
   const parsedChanges: ContainerChange[] = [];
   for (const change of changes as unknown[]) {
@@ -185,7 +189,7 @@ export function parseScaleRecord(value: string | undefined): ScaleRecordAnnotati
     parsedChanges.push({ container, from: f, to: t });
   }
   if (parsedChanges.length === 0) return undefined;
-  return { time, appmonitor, event, multiplier, changes: parsedChanges };
+  return { time, appmonitor, event, multiplier, changes: parsedChanges, ...(trigger === "oomKilled" ? { trigger } : {}) };
 }
 
 /** What a later event for a workload does about its last scale's status entry and Events. */

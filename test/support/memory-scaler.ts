@@ -10,7 +10,7 @@ import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent } from "cloudevents";
 import { fn } from "../../functions/memory-scaler/index.ts";
-import { FIRING_TYPE, RESOLVED_TYPE, type AlertEventData } from "../../functions/lib/alert-event.ts";
+import { FIRING_TYPE, RESOLVED_TYPE, triggerOf, type AlertEventData } from "../../functions/lib/alert-event.ts";
 import type { RunningServer } from "../../functions/lib/runtime/server.ts";
 import type { Env } from "../../functions/lib/runtime/types.ts";
 import { startFunction } from "./function-server.ts";
@@ -78,7 +78,7 @@ export interface AlertEventOptions {
   readonly container?: string;
   /** The `appmonitor` label the generated rules set; absent: an alert no AppMonitor rule raised. */
   readonly appmonitor?: string;
-  /** Default `AppMonitorMemoryHigh`, the generated rules' alert. */
+  /** Default `AppMonitorMemoryHigh`, the generated rules' threshold alert; `AppMonitorOOMKilled` is their OOM-kill alert. */
   readonly alertname?: string;
   /** More labels of the alert, e.g. `exported_namespace` (they do not change `namespace`/`pod`). */
   readonly labels?: Readonly<Record<string, string>>;
@@ -92,6 +92,7 @@ export function alertEvent(options: AlertEventOptions): CloudEvent<AlertEventDat
   const status = options.status ?? "firing";
   const startsAt = new Date(Date.now() - 60_000).toISOString();
   const alertname = options.alertname ?? "AppMonitorMemoryHigh";
+  const trigger = triggerOf(alertname);
   const labels: Record<string, string> = { ...options.labels, alertname, namespace: options.namespace, pod: options.pod };
   if (options.container !== undefined) labels.container = options.container;
   if (options.appmonitor !== undefined) labels.appmonitor = options.appmonitor;
@@ -102,7 +103,9 @@ export function alertEvent(options: AlertEventOptions): CloudEvent<AlertEventDat
     pod: options.pod,
     ...(options.container === undefined ? {} : { container: options.container }),
     ...(options.appmonitor === undefined ? {} : { appmonitor: options.appmonitor }),
-    value: 81.25,
+    trigger,
+    // The OOM-kill rule sets no value annotation: a kill measures no percent.
+    ...(trigger === "oomKilled" ? {} : { value: 81.25 }),
     fingerprint: "0123456789abcdef",
     startsAt,
     endsAt: status === "resolved" ? new Date().toISOString() : null,

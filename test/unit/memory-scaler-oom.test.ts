@@ -9,6 +9,7 @@ import { pino } from "pino";
 import type { ContainerChange } from "../../functions/memory-scaler/decide.ts";
 import { checkOOMKilled, OOM_KILL_RECENT_SECONDS, type ContainerStatusLike } from "../../functions/memory-scaler/oom.ts";
 import { handleFiring } from "../../functions/memory-scaler/scale-flow.ts";
+import { formatScaleRecord, parseScaleRecord } from "../../functions/memory-scaler/status.ts";
 import type { Verifier } from "../../functions/memory-scaler/verify.ts";
 import { alertData, FakeCluster, flowDeps as deps, memhogCluster, NS } from "../support/memory-scaler-fakes.ts";
 
@@ -140,6 +141,27 @@ describe("handleFiring on an OOM-kill event", () => {
     const outcome = await handleFiring(deps(cluster), "oom-1", oomEvent({ trigger: "threshold" }), silent);
     assert.equal(outcome.reason, "NotAppMonitorAlert");
     assert.equal(outcome.attempts, 0);
+  });
+
+  it("the last-scale record keeps the trigger, so Scaled Events written again later still say OOM kill", async () => {
+    const cluster = memhogCluster();
+    oomKilled(cluster, 60);
+    assert.equal((await handleFiring(deps(cluster), "oom-1", oomEvent(), silent)).outcome, "scaled");
+    const record = parseScaleRecord(cluster.workloads.get(`Deployment/${NS}/memhog`)?.metadata?.annotations?.["app-monitor.kubedemo.com/last-scale-record"]);
+    assert.equal(record?.trigger, "oomKilled");
+    // As if the Events' first write had failed: the next event for the workload writes them again.
+    cluster.events = [];
+    assert.equal((await handleFiring(deps(cluster), "oom-2", oomEvent(), silent)).reason, "Cooldown");
+    const notes = cluster.events.filter((e) => e.reason === "Scaled").map((e) => e.note);
+    assert.equal(notes.length, 2);
+    for (const note of notes) assert.match(note ?? "", / after an OOM kill: /);
+  });
+
+  it("a threshold scale's record is what it was before OOM kills were a trigger; a trigger other than oomKilled is not read", () => {
+    const base = { time: "2025-06-01T12:00:00Z", appmonitor: "m", event: "e1", multiplier: 2, changes: [change("app")] };
+    assert.equal(formatScaleRecord(base), JSON.stringify(base));
+    assert.deepEqual(parseScaleRecord(formatScaleRecord({ ...base, trigger: "oomKilled" })), { ...base, trigger: "oomKilled" });
+    assert.deepEqual(parseScaleRecord(JSON.stringify({ ...base, trigger: "other" })), base);
   });
 
   it("DryRun: would scale, and says it was an OOM kill", async () => {
