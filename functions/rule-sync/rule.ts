@@ -30,9 +30,10 @@
 //   A label missing from the allowlist makes `In` match nothing and `NotIn`/`DoesNotExist`
 //   match every Pod.
 //
-// The local test stack's kwok emulates the kubelet's cAdvisor endpoint with both
-// `container_memory_working_set_bytes` and `container_spec_memory_limit_bytes` per namespace, pod
-// and container, so the default "cadvisor" rule is evaluated there by a real Prometheus. It has no
+// The local test stack's kwok emulates the kubelet's cAdvisor endpoint with
+// `container_memory_working_set_bytes`, `container_spec_memory_limit_bytes` and
+// `container_oom_events_total` per namespace, pod and container, so the default "cadvisor" rules
+// (threshold and OOM kill) are evaluated there by a real Prometheus. It has no
 // kube-state-metrics: promtool tests supply those series for the "kube-state-metrics" source.
 
 import { stringify } from "yaml";

@@ -12,6 +12,10 @@
  * node and allocates for real (320Mi at 32Mi/s), the crossing is read from memhog's own log lines
  * (the kubelet's timestamps), cAdvisor reports the working set, and the new Pod's limit is read
  * back from its container's memory cgroup.
+ *
+ * With `oomKill` (kwok only) the Pod is OOM-killed instead of crossing the threshold: the
+ * kubelet's report of the kill is written into its status and kwok's cAdvisor emulation counts
+ * it, so the rule's second alert, AppMonitorOOMKilled (no `for`), carries it to memory-scaler.
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -24,7 +28,7 @@ import { CloudEvent, HTTP } from "cloudevents";
 import { parseAllDocuments, stringify } from "yaml";
 import { compare, floor, multiply, parseQuantity, rational } from "../../functions/lib/quantity.ts";
 import { buildImages, FUNCTION_IMAGES } from "../images/build.ts";
-import { usageMemoryAnnotation } from "../stack/config-files.ts";
+import { oomEventsAnnotation, usageMemoryAnnotation } from "../stack/config-files.ts";
 import { repoRoot } from "../stack/paths.ts";
 import { memoryCgroupDir } from "../stack/real-node.ts";
 import { podCgroupPath, REAL_NODE_PLACEMENT } from "../stack/real-node-config.ts";
@@ -33,6 +37,26 @@ import { serviceAccountCredentials } from "../support/container.ts";
 import { waitUntil } from "../support/wait-until.ts";
 import { podFunctions } from "./function-pods.ts";
 import { startFunction, type FunctionProcess, type LogLine } from "./processes.ts";
+
+/**
+ * Writes the memhog container's status as the kubelet reports it after an OOM kill just now:
+ * restarted once, running again, the kill in `lastState.terminated` (exit code 137, SIGKILL).
+ * The admin writes the status subresource; kwok leaves it alone (its stages match other states).
+ */
+async function reportOOMKill(core: k8s.CoreV1Api, namespace: string, name: string): Promise<void> {
+  const pod = await core.readNamespacedPod({ name, namespace });
+  const now = new Date();
+  pod.status = {
+    ...pod.status,
+    containerStatuses: (pod.status?.containerStatuses ?? []).map((s) => ({
+      ...s,
+      restartCount: s.restartCount + 1,
+      state: { running: { startedAt: now } },
+      lastState: { terminated: { reason: "OOMKilled", exitCode: 137, startedAt: pod.status?.startTime ?? now, finishedAt: now } },
+    })),
+  };
+  await core.replaceNamespacedPodStatus({ name, namespace, body: pod });
+}
 
 /** One hop of the chain: what happened and when (ms since the epoch). */
 export interface Hop {
@@ -93,6 +117,12 @@ export interface ChainOptions {
    * projected ServiceAccount tokens.
    */
   functionPods?: boolean;
+  /**
+   * The kwok Pod is OOM-killed rather than its usage raised: its container status gets
+   * `lastState.terminated.reason: OOMKilled` (what the kubelet reports after the kill) and the
+   * cAdvisor emulation one OOM event (`kwok.x-k8s.io/oom-events`). Not with `realNode`.
+   */
+  oomKill?: boolean;
 }
 
 const FIELD_MANAGER = "appmonitor-demo";
@@ -189,6 +219,8 @@ function firstLog(fp: FunctionProcess, match: (l: LogLine) => boolean): LogLine 
  */
 export async function runChain(state: StackState, options: ChainOptions): Promise<ChainResult> {
   const { namespace } = options;
+  if (options.oomKill && options.realNode) throw new Error("oomKill is for a kwok Pod; on the real node memhog is killed by the kernel");
+  const alertname = options.oomKill ? "AppMonitorOOMKilled" : "AppMonitorMemoryHigh";
   const hops: Hop[] = [];
   const hop = (name: string, at = Date.now(), detail?: string) => {
     const h: Hop = detail === undefined ? { name, at } : { name, at, detail };
@@ -304,6 +336,12 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
       return groupNames.every((n) => body.data.groups.some((g) => g.name === n));
     });
     hop("rule loaded by Prometheus");
+    // Before Prometheus 2.55 a reload empties the list of Alertmanagers until discovery fills it
+    // again, and an alert sent meanwhile is dropped, re-sent only a minute later
+    // (prometheus/prometheus#13064; Debian's is 2.42): the OOM-kill alert, with no `for`, fires
+    // within seconds of the reload.
+    await until("Prometheus finds Alertmanager again after the reload", hops, 20_000, async () =>
+      (await getJson<{ data: { activeAlertmanagers: unknown[] } }>(`${state.prometheusUrl}/api/v1/alertmanagers`)).data.activeAlertmanagers.length > 0);
 
     const manifest = await file("knative/examples/memhog.yaml");
     await apply(state, options.realNode ? onRealNode(manifest) : manifest, namespace);
@@ -312,6 +350,12 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
       return pods.length === 1 ? pods[0] : undefined;
     });
     const oldName = oldPod.metadata?.name ?? "";
+    /** The value of an instant query's first series, as Prometheus writes it; undefined when it has none. */
+    const promValue = async (query: string): Promise<string | undefined> => {
+      const body = await getJson<{ data: { result: { value: [number, string] }[] } }>(`${state.prometheusUrl}/api/v1/query?${new URLSearchParams({ query })}`);
+      return body.data.result[0]?.value[1];
+    };
+    const oomSeries = `container_oom_events_total{namespace="${namespace}",pod="${oldName}",container="memhog"}`;
     const before = memoryOf(oldPod.spec?.containers);
     hop("memhog Pod Running", Date.now(), `${oldName}: requests ${before.request}, limits ${before.limit}`);
 
@@ -325,6 +369,15 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
         return log.split("\n").map((l) => /^(\S+) memhog: holding (\d+) bytes/.exec(l)).find((m): m is RegExpExecArray => m !== null && BigInt(m[2] ?? "0") >= threshold);
       });
       hop("usage crossed the threshold", Date.parse(crossing[1] ?? ""), `memhog holds ${(Number(crossing[2]) / 2 ** 20).toFixed(0)}Mi of limit ${before.limit} (its log)`);
+    } else if (options.oomKill) {
+      // increase() needs a sample from before the kill, as a real cAdvisor's counter has one.
+      await until("Prometheus scrapes the OOM counter at 0", hops, 60_000, async () => (await promValue(oomSeries)) === "0");
+      await reportOOMKill(core, namespace, oldName);
+      await core.patchNamespacedPod(
+        { name: oldName, namespace, body: { metadata: { annotations: { [oomEventsAnnotation]: "1" } } } },
+        k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+      );
+      hop("container OOM-killed", Date.now(), "lastState.terminated.reason OOMKilled; cAdvisor counts 1 OOM event");
     } else {
       const usage = options.usage ?? "300Mi";
       await core.patchNamespacedPod(
@@ -334,21 +387,28 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
       hop("usage crossed the threshold", Date.now(), `working set ${usage} of limit ${before.limit}`);
     }
 
-    const series = `container_memory_working_set_bytes{namespace="${namespace}",pod="${oldName}",container="memhog"}`;
-    await until("Prometheus scrapes the new working set", hops, 60_000, async () => {
-      const body = await getJson<{ data: { result: { value: [number, string] }[] } }>(`${state.prometheusUrl}/api/v1/query?${new URLSearchParams({ query: series })}`);
-      const value = body.data.result[0]?.value[1];
-      return value !== undefined && compare(parseQuantity(value), rational(threshold)) >= 0;
-    });
-    hop("working set scraped by Prometheus");
+    if (options.oomKill) {
+      await until("Prometheus scrapes the OOM event", hops, 60_000, async () => Number(await promValue(oomSeries)) >= 1);
+      hop("OOM event scraped by Prometheus");
+    } else {
+      const series = `container_memory_working_set_bytes{namespace="${namespace}",pod="${oldName}",container="memhog"}`;
+      await until("Prometheus scrapes the new working set", hops, 60_000, async () => {
+        const value = await promValue(series);
+        return value !== undefined && compare(parseQuantity(value), rational(threshold)) >= 0;
+      });
+      hop("working set scraped by Prometheus");
+    }
 
     type PromAlert = { labels: Record<string, string>; state: string; activeAt: string };
     const alertFor = async (wanted: string) => {
       const body = await getJson<{ data: { alerts: PromAlert[] } }>(`${state.prometheusUrl}/api/v1/alerts`);
-      return body.data.alerts.find((a) => a.labels.namespace === namespace && a.labels.pod === oldName && a.state === wanted);
+      return body.data.alerts.find((a) => a.labels.namespace === namespace && a.labels.pod === oldName && a.labels.alertname === alertname && a.state === wanted);
     };
-    const pending = await until("the alert goes pending in Prometheus", hops, 30_000, () => alertFor("pending"));
-    hop("alert pending in Prometheus", Date.parse(pending.activeAt), `${pending.labels.alertname}{appmonitor="${pending.labels.appmonitor}"}, for ${(stored as { spec?: { forSeconds?: number } }).spec?.forSeconds ?? 60} s`);
+    // The OOM-kill alert has no `for`: it fires at its first evaluation, never pending.
+    if (!options.oomKill) {
+      const pending = await until("the alert goes pending in Prometheus", hops, 30_000, () => alertFor("pending"));
+      hop("alert pending in Prometheus", Date.parse(pending.activeAt), `${pending.labels.alertname}{appmonitor="${pending.labels.appmonitor}"}, for ${(stored as { spec?: { forSeconds?: number } }).spec?.forSeconds ?? 60} s`);
+    }
     await until("the alert fires in Prometheus", hops, 180_000, () => alertFor("firing"));
     hop("alert firing in Prometheus");
     await until("Alertmanager receives the alert", hops, 30_000, async () => {

@@ -1,6 +1,7 @@
 // The main job end to end on the real chain: Prometheus → Alertmanager → alert-receiver →
 // memory-scaler → a new Pod with twice the memory. The same path as `npm run demo`, once with the
-// functions as processes and once as their images (`npm run demo -- --containers`).
+// functions as processes and once as their images (`npm run demo -- --containers`); and once
+// with the Pod OOM-killed instead, which the rule's second alert, AppMonitorOOMKilled, carries.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -13,18 +14,30 @@ for (const containers of [false, true]) {
   });
 }
 
-function assertScaledThroughTheChain(result: ChainResult): void {
+test("the original demo's memhog, OOM-killed before any threshold alert, is scaled 384Mi/256Mi → 768Mi/512Mi by the OOM-kill alert through the whole chain", { timeout: 1_800_000 }, async () => {
+  const result = await runChain(await stack(), { namespace: `e2e-oom-${randomBytes(3).toString("hex")}`, oomKill: true });
+  assertScaledThroughTheChain(result, "oomKilled");
+  const scaled = result.hops.find((h) => h.name === "Deployment patched by memory-scaler");
+  assert.match(scaled?.detail ?? "", /after an OOM kill/);
+});
+
+/** The hops before Alertmanager: the threshold alert's crossing and `for`, or the OOM kill's (no `for`). */
+const FIRST_HOPS = {
+  threshold: ["usage crossed the threshold", "working set scraped by Prometheus", "alert pending in Prometheus"],
+  oomKilled: ["container OOM-killed", "OOM event scraped by Prometheus"],
+} as const;
+
+function assertScaledThroughTheChain(result: ChainResult, trigger: keyof typeof FIRST_HOPS = "threshold"): void {
   assert.deepEqual(result.before, { request: "256Mi", limit: "384Mi" });
   assert.deepEqual(result.after, { request: "512Mi", limit: "768Mi" });
   assert.notEqual(result.newPod, result.oldPod);
   const names = result.hops.map((h) => h.name);
+  const [cause] = FIRST_HOPS[trigger];
   const expected = [
     "PrometheusRule written by rule-sync",
     "rule loaded by Prometheus",
     "memhog Pod Running",
-    "usage crossed the threshold",
-    "working set scraped by Prometheus",
-    "alert pending in Prometheus",
+    ...FIRST_HOPS[trigger],
     "alert firing in Prometheus",
     "alert in Alertmanager",
     "webhook received by alert-receiver",
@@ -38,8 +51,8 @@ function assertScaledThroughTheChain(result: ChainResult): void {
   // the functions' logs are compared with each other or with the crossing, never with when a
   // poll happened to notice a hop.
   for (const [earlier, later] of [
-    ["usage crossed the threshold", "alert firing in Prometheus"],
-    ["usage crossed the threshold", "webhook received by alert-receiver"],
+    [cause, "alert firing in Prometheus"],
+    [cause, "webhook received by alert-receiver"],
     ["webhook received by alert-receiver", "CloudEvent received by memory-scaler"],
     ["CloudEvent received by memory-scaler", "Deployment patched by memory-scaler"],
     ["Deployment patched by memory-scaler", "new Pod Running, old Pod gone"],

@@ -14,6 +14,13 @@ export const nodeNamePrefix = "kwok-node-";
  */
 export const usageMemoryAnnotation = "kwok.x-k8s.io/usage-memory";
 
+/**
+ * Pod annotation whose value (a whole number; 0 when absent) kwok's cAdvisor emulation reports
+ * as every container's `container_oom_events_total`: what cAdvisor counts when the kernel
+ * OOM-kills a process of the container. A kwok container never runs, so a test says so here.
+ */
+export const oomEventsAnnotation = "kwok.x-k8s.io/oom-events";
+
 /** A kubeconfig (YAML) for `server` with an embedded CA and client certificate. */
 export function kubeconfig(server: string, caFile: string, certFile: string, keyFile: string, user = "admin"): string {
   const b64 = (f: string) => readFileSync(f).toString("base64");
@@ -32,7 +39,8 @@ export function kubeconfig(server: string, caFile: string, certFile: string, key
  * `kwok.x-k8s.io/usage-memory` annotation (a quantity; 1Mi when absent) as its working set.
  * Served as the kubelet serves them: `container_memory_working_set_bytes{namespace,pod,container}`
  * on `/metrics/nodes/<node>/metrics/resource`, and with `container_spec_memory_limit_bytes`
- * (the container's memory limit, 0 when it has none) on `/metrics/nodes/<node>/metrics/cadvisor`.
+ * (the container's memory limit, 0 when it has none) and `container_oom_events_total` (the Pod's
+ * `kwok.x-k8s.io/oom-events` annotation, 0 when absent) on `/metrics/nodes/<node>/metrics/cadvisor`.
  */
 export function kwokMetricsConfig(): string {
   const usage = {
@@ -83,6 +91,9 @@ export function kwokMetricsConfig(): string {
         workingSet,
         { name: "container_spec_memory_limit_bytes", dimension: "container", kind: "gauge", labels,
           help: "Memory limit for the container in bytes (0: no limit)", value: 'container.resources.limits["memory"]' },
+        { name: "container_oom_events_total", dimension: "container", kind: "counter", labels,
+          help: "Count of out of memory events observed for the container",
+          value: `"${oomEventsAnnotation}" in pod.metadata.annotations ? Quantity(pod.metadata.annotations["${oomEventsAnnotation}"]) : Quantity("0")` },
       ],
     },
   };
