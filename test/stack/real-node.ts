@@ -31,7 +31,6 @@ import type { NodePki, Pki } from "./certs.ts";
 import { kubeconfig } from "./config-files.ts";
 import { buildBinaries, StackStepError, which } from "./paths.ts";
 import { alive, startProcess, stopAll, waitReady, type Started } from "./processes.ts";
-import { importImages } from "./node-images.ts";
 import { cleanUpKubeProxy, netfilterTables, resolveInCluster, startRealNodeServices } from "./real-node-services.ts";
 import {
   CLUSTER_DOMAIN, cniConflist, containerdConfig, kubeletConfig, PROMETHEUS_SERVICE_ACCOUNT, REAL_NODE, REAL_NODE_PACKAGES, realNodePaths, type RealNodePaths,
