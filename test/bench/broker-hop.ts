@@ -21,7 +21,7 @@ import { applyAppmonitorEventing, BROKER } from "../stack/eventing-objects.ts";
 import { EVENTING_NAMESPACE } from "../stack/eventing-manifests.ts";
 import { deployFunctionPods, FUNCTIONS_NAMESPACE } from "../stack/function-pods-install.ts";
 import { down, readState, up, type StackState } from "../stack/stack.ts";
-import { measurePath } from "../support/broker-hop.ts";
+import { measurePath, waitForDelivery } from "../support/broker-hop.ts";
 
 const events = Number(process.argv[2] ?? 200);
 const named = process.env.APPMONITOR_STACK_DIR ? await readState(process.env.APPMONITOR_STACK_DIR) : undefined;
@@ -49,8 +49,10 @@ try {
   const scaler = await running(FUNCTIONS_NAMESPACE, "memory-scaler-");
   const ingress = await running(EVENTING_NAMESPACE, "mt-broker-ingress-");
   const pod = { name: scaler.name, namespace: FUNCTIONS_NAMESPACE };
+  const brokerUrl = `http://${ingress.ip}:8080${BROKER.ingressPath}`;
+  await waitForDelivery(core, brokerUrl, pod);
   const direct = await measurePath(core, `http://${scaler.ip}:8080/`, pod, events);
-  const broker = await measurePath(core, `http://${ingress.ip}:8080${BROKER.ingressPath}`, pod, events);
+  const broker = await measurePath(core, brokerUrl, pod, events);
   console.log(`${events} events each, POST → memory-scaler's log line, one at a time:`);
   console.log(`  straight to memory-scaler's Pod: p50 ${direct.p50} ms, p99 ${direct.p99} ms`);
   console.log(`  through the Broker:              p50 ${broker.p50} ms, p99 ${broker.p99} ms`);

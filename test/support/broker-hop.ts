@@ -55,9 +55,42 @@ async function loggedTimes(core: k8s.CoreV1Api, pod: { name: string; namespace: 
 }
 
 /**
+ * Posts one probe event to `url` and waits up to `timeoutMs` for memory-scaler's log line for it.
+ * @returns the ms from the POST to that line, or undefined when it did not come in time.
+ * @throws Error when the POST is refused.
+ */
+async function probe(core: k8s.CoreV1Api, url: string, pod: { name: string; namespace: string }, timeoutMs: number): Promise<number | undefined> {
+  const id = randomUUID();
+  const event = alertEvent({ namespace: "broker-hop", pod: "none", alertname: "BrokerHopProbe", id });
+  const sent = Date.now();
+  const status = await post(url, event);
+  if (status >= 300) throw new Error(`POST ${url}: ${status}`);
+  while (Date.now() < sent + timeoutMs) {
+    const at = (await loggedTimes(core, pod, 30)).get(id);
+    if (at !== undefined) return at - sent;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return undefined;
+}
+
+/**
+ * Waits until an event posted to `url` reaches memory-scaler: Ready conditions are not enough
+ * through the Broker, as the in-memory channel's dispatcher learns a new Trigger's subscription
+ * a little after it is Ready, and fans an event out to the subscribers it knows then (none: the
+ * event is accepted and dropped). One probe every 2 s.
+ * @throws Error when none arrives within `timeoutMs` (default 60 000).
+ */
+export async function waitForDelivery(core: k8s.CoreV1Api, url: string, pod: { name: string; namespace: string }, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while ((await probe(core, url, pod, 2_000)) === undefined) {
+    if (Date.now() > deadline) throw new Error(`no event posted to ${url} reached memory-scaler in ${timeoutMs / 1000} s`);
+  }
+}
+
+/**
  * Sends `count` events along one path, one at a time (the next once the previous is answered and,
  * through the Broker, delivered: bounded, no queueing in the measurement), and returns their
- * latencies.
+ * latencies. Call {@link waitForDelivery} first.
  * @param url where to POST (the ingress's Broker path or memory-scaler's root).
  * @param pod memory-scaler's Pod, whose log shows each event's arrival.
  * @throws Error when a POST is refused or an event does not reach memory-scaler within 10 s.
@@ -65,21 +98,9 @@ async function loggedTimes(core: k8s.CoreV1Api, pod: { name: string; namespace: 
 export async function measurePath(core: k8s.CoreV1Api, url: string, pod: { name: string; namespace: string }, count: number): Promise<PathLatency> {
   const samples: number[] = [];
   for (let i = 0; i < count; i++) {
-    const id = randomUUID();
-    const event = alertEvent({ namespace: "broker-hop", pod: "none", alertname: "BrokerHopProbe", id });
-    const sent = Date.now();
-    const status = await post(url, event);
-    if (status >= 300) throw new Error(`POST ${url}: ${status}`);
-    const deadline = sent + 10_000;
-    for (;;) {
-      const at = (await loggedTimes(core, pod, 30)).get(id);
-      if (at !== undefined) {
-        samples.push(at - sent);
-        break;
-      }
-      if (Date.now() > deadline) throw new Error(`event ${id} posted to ${url} did not reach memory-scaler in 10 s`);
-      await new Promise((r) => setTimeout(r, 5));
-    }
+    const latency = await probe(core, url, pod, 10_000);
+    if (latency === undefined) throw new Error(`an event posted to ${url} did not reach memory-scaler in 10 s`);
+    samples.push(latency);
   }
   return { samples, p50: percentile(samples, 50), p99: percentile(samples, 99) };
 }
