@@ -1,7 +1,8 @@
 /**
  * `npm run stack -- up [--real-node] | down | status | env`: the local Kubernetes + Prometheus +
  * Alertmanager stack for users and tests. State lives in `APPMONITOR_STACK_DIR` (default
- * `<repo>/.stack`). `--real-node` adds the real node (containerd, runc, CNI, a kubelet; root only).
+ * `<repo>/.stack`). `--real-node` adds the real node (containerd, runc, CNI, a kubelet; root only);
+ * `--eventing` also installs Knative Eventing on it (`eventing-install.ts`); `down` removes it with the node.
  *
  * Exit codes: 0 done; 1 a step or component failed (the message names it); 2 usage.
  * Environment: `STACK_NODES` (fake Nodes, default 2), `STACK_SCRAPE_INTERVAL` and
@@ -9,12 +10,16 @@
  * `APPMONITOR_CACHE` (where the Go-built binaries are cached, default `~/.cache/appmonitor`).
  */
 import { defaultStateDir } from "./paths.ts";
-import { down, envLines, readState, statusLines, up } from "./stack.ts";
+import { down, envLines, readState, saveState, statusLines, up } from "./stack.ts";
 
-const usage = "usage: npm run stack -- up [--real-node] | down | status | env";
+const usage = "usage: npm run stack -- up [--real-node [--eventing]] | down | status | env";
 
 async function main(command: string | undefined, flags: string[]): Promise<number> {
-  const unknown = flags.filter((f) => !(command === "up" && f === "--real-node"));
+  const unknown = flags.filter((f) => !(command === "up" && (f === "--real-node" || f === "--eventing")));
+  if (flags.includes("--eventing") && !flags.includes("--real-node")) {
+    console.error(`${usage}\n--eventing runs Knative Eventing on the real node: add --real-node`);
+    return 2;
+  }
   if (unknown.length > 0) {
     console.error(`${usage}\nunknown: ${unknown.join(" ")}`);
     return 2;
@@ -41,6 +46,15 @@ async function main(command: string | undefined, flags: string[]): Promise<numbe
       if (state.registry) {
         console.log(`registry        ${state.registry.url}  (the real node pulls ${state.registry.mirrors.join(", ")} images from it)`);
       }
+      if (flags.includes("--eventing") && !state.eventing) {
+        // Loaded here: the Kubernetes client and the Eventing module are needed for this alone.
+        const { installEventing } = await import("./eventing-install.ts");
+        const installed = await installEventing(state);
+        state.eventing = { version: installed.version, deployments: installed.deployments };
+        await saveState(state);
+        console.error(`stack: Knative Eventing ${installed.version} Available on the real node (${installed.seconds.toFixed(1)} s)`);
+      }
+      if (state.eventing) console.log(`eventing        Knative Eventing ${state.eventing.version} on the real node: ${state.eventing.deployments.join(", ")}`);
       console.log(`state           ${state.stateDir}`);
       console.log(`\nuse it from a shell: eval "$(npm run -s stack -- env)"`);
       return 0;

@@ -47,3 +47,24 @@ export function placePods(objects: readonly EventingObject[], placement: PodPlac
     return copy;
   });
 }
+
+/** The PodNodeSelector admission plugin's namespace annotation: the nodeSelector every Pod of the namespace gets. */
+export const NODE_SELECTOR_ANNOTATION = "scheduler.alpha.kubernetes.io/node-selector";
+
+/** The PodTolerationRestriction admission plugin's namespace annotation: tolerations every Pod of the namespace gets (a JSON list). */
+export const DEFAULT_TOLERATIONS_ANNOTATION = "scheduler.alpha.kubernetes.io/defaultTolerations";
+
+/**
+ * The namespace annotations that give every Pod created in a namespace `placement`, through the
+ * API server's PodNodeSelector and PodTolerationRestriction admission plugins (the stack enables
+ * both with the real node). For Pods no manifest of ours describes: those Eventing's controller
+ * makes (an ApiServerSource's adapter Deployment), whose spec Knative offers no field to place;
+ * its `apiserversources-nodeselector-*` features set a nodeSelector but no toleration, and the
+ * real node's NoSchedule taint needs one.
+ */
+export function placementAnnotations(placement: PodPlacement): Record<string, string> {
+  return {
+    [NODE_SELECTOR_ANNOTATION]: Object.entries(placement.nodeSelector).map(([k, v]) => `${k}=${v}`).join(","),
+    [DEFAULT_TOLERATIONS_ANNOTATION]: JSON.stringify(placement.tolerations),
+  };
+}

@@ -80,11 +80,23 @@ async function filesUnder(dir: string): Promise<string[]> {
   return entries.filter((e) => e.isFile()).map((e) => path.relative(dir, path.join(e.parentPath, e.name)).split(path.sep).join("/"));
 }
 
-/** The install's files from `config/` of the module in `moduleDir`, selected and ordered. */
+/**
+ * Files of Eventing's `config/` tree that are symbolic links in its repository, which a Go module
+ * zip leaves out (it holds regular files only): their path under `config/`, and the file of the
+ * module they point at. The controller's Deployment reads both ConfigMaps (`configMapKeyRef`), so
+ * without them its container never starts (`configmap "eventing-transformations-images" not found`).
+ */
+export const MODULE_DROPPED_LINKS: Readonly<Record<string, string>> = {
+  "core/configmaps/eventing-integrations-images.yaml": "third_party/eventing-integrations-latest/eventing-integrations-images.yaml",
+  "core/configmaps/eventing-transformations-images.yaml": "third_party/eventing-integrations-latest/eventing-transformations-images.yaml",
+};
+
+/** The install's files from `config/` of the module in `moduleDir` (with {@link MODULE_DROPPED_LINKS} put back), selected and ordered. */
 export async function eventingFiles(moduleDir: string): Promise<EventingFile[]> {
   const config = path.join(moduleDir, "config");
-  const selected = selectEventingFiles(await filesUnder(config));
-  return Promise.all(selected.map(async (p) => ({ path: p, text: await readFile(path.join(config, p), "utf8") })));
+  const selected = selectEventingFiles([...await filesUnder(config), ...Object.keys(MODULE_DROPPED_LINKS)]);
+  const source = (p: string) => (p in MODULE_DROPPED_LINKS ? path.join(moduleDir, MODULE_DROPPED_LINKS[p] as string) : path.join(config, p));
+  return Promise.all(selected.map(async (p) => ({ path: p, text: await readFile(source(p), "utf8") })));
 }
 
 /** The rendered install of the pinned Eventing ({@link renderEventing} of {@link eventingFiles}), with its module. */

@@ -39,6 +39,13 @@ export interface DeployFunctionPodsOptions {
   archives?: Partial<Record<FunctionPodName, string>>;
   /** How long to wait for the three Deployments to be Available, ms (default 180 000). */
   timeoutMs?: number;
+  /**
+   * Where alert-receiver's `K_SINK` comes from: `"memory-scaler"` (default) sets it to
+   * memory-scaler's Service; `"sinkbinding"` leaves it out for the SinkBinding of
+   * knative/eventing/sinkbinding.yaml (applied through test/eventing-overlay, Eventing running)
+   * to inject the Broker's URL, as in a Knative install.
+   */
+  sink?: "memory-scaler" | "sinkbinding";
 }
 
 /** What {@link deployFunctionPods} made: the bearer token alert-receiver requires, and each function's in-cluster URL. */
@@ -50,12 +57,12 @@ export interface FunctionPods {
 
 /**
  * The adaptation of each function to the real node: alert-receiver sends its CloudEvents straight
- * to memory-scaler's Service (no Broker runs here; DESIGN.md allows `K_SINK` to be memory-scaler's
- * URL); memory-scaler gets no `PROMETHEUS_URL` (the stack's Prometheus listens on 127.0.0.1, which
+ * to memory-scaler's Service unless `sink` is `"sinkbinding"` (without Eventing no Broker runs;
+ * DESIGN.md allows `K_SINK` to be memory-scaler's URL); memory-scaler gets no `PROMETHEUS_URL` (the stack's Prometheus listens on 127.0.0.1, which
  * no Pod reaches), so it scales without re-checking the working set, as its README allows.
  */
-function envFor(name: FunctionPodName): Record<string, string | undefined> {
-  if (name === "alert-receiver") return { K_SINK: `http://memory-scaler.${FUNCTIONS_NAMESPACE}.svc.${CLUSTER_DOMAIN}` };
+function envFor(name: FunctionPodName, sink: DeployFunctionPodsOptions["sink"]): Record<string, string | undefined> {
+  if (name === "alert-receiver") return sink === "sinkbinding" ? {} : { K_SINK: `http://memory-scaler.${FUNCTIONS_NAMESPACE}.svc.${CLUSTER_DOMAIN}` };
   if (name === "memory-scaler") return { PROMETHEUS_URL: undefined };
   return {};
 }
@@ -91,7 +98,7 @@ export async function deployFunctionPods(state: StackState, options: DeployFunct
   }];
   for (const name of FUNCTION_POD_NAMES) {
     const ksvc = parse(await readFile(knative(`services/${name}.yaml`), "utf8")) as KnativeService;
-    objects.push(functionDeployment(ksvc, { env: envFor(name), placement: REAL_NODE_PLACEMENT }), functionService(ksvc));
+    objects.push(functionDeployment(ksvc, { env: envFor(name, options.sink), placement: REAL_NODE_PLACEMENT }), functionService(ksvc));
   }
   const rendered = path.join(node.paths.dir, "function-pods.yaml");
   await writeFile(rendered, objects.map((o) => stringify(o)).join("---\n"));

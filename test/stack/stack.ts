@@ -60,9 +60,16 @@ export interface StackState {
   realNode?: RealNodeState;
   /** The local OCI registry the real node pulls its images from (with the real node only). */
   registry?: RegistryState;
+  /** Knative Eventing on the real node (`up --real-node --eventing`, `eventing-install.ts`): its version and the Deployments it waited for. */
+  eventing?: { version: string; deployments: string[] };
 }
 
 const stateFile = (dir: string) => path.join(dir, "state.json");
+
+/** Writes `state` back to `<stateDir>/state.json`, after a step that adds to a running stack (Eventing). */
+export async function saveState(state: StackState): Promise<void> {
+  await writeFile(stateFile(state.stateDir), JSON.stringify(state, null, 2));
+}
 
 /** Reads the state of a running (or crashed) stack, or undefined when none was started there. */
 export async function readState(stateDir: string): Promise<StackState | undefined> {
@@ -204,7 +211,15 @@ export async function up(opts: UpOptions): Promise<StackState> {
       `--service-account-key-file=${pki.serviceAccountPub}`, `--service-account-signing-key-file=${pki.serviceAccountKey}`,
       `--service-cluster-ip-range=${SERVICE_CIDR}`, "--allow-privileged=true", "--v=0",
       ...(nodePki ? [`--kubelet-client-certificate=${nodePki.apiserverKubeletClientCert}`, `--kubelet-client-key=${nodePki.apiserverKubeletClientKey}`,
-        `--kubelet-certificate-authority=${pki.caCert}`, "--kubelet-preferred-address-types=InternalIP"] : []),
+        `--kubelet-certificate-authority=${pki.caCert}`, "--kubelet-preferred-address-types=InternalIP",
+        // Webhooks (Knative Eventing's) are Services of Pods on the real node. This API server runs
+        // on the host, where ClusterIPs are not routed (kube-proxy serves Pods only) but Pod IPs
+        // are (the Pods' bridge): aggregator routing makes it dial a Service's endpoint, for
+        // admission and CRD conversion webhooks too (one service resolver, cmd/kube-apiserver).
+        "--enable-aggregator-routing=true",
+        // Pods that controllers make later (an ApiServerSource's adapter) carry no placement of
+        // their own: a namespace's annotations give them the real node's (eventing-install.ts).
+        "--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction"] : []),
     ], log("kube-apiserver"), env);
     await record(apiserver, state.apiserverUrl);
     const tls = { ca: await readFile(pki.caCert), cert: await readFile(pki.adminCert), key: await readFile(pki.adminKey) };
@@ -347,8 +362,8 @@ function realNodePids(state: StackState): { kubelet?: number; containerd?: numbe
 /**
  * One line per component: name, pid, running or stopped, endpoint; a stopped one adds its log tail.
  * With the real node, one line per part of it follows (interface, bridge, iptables chain, cgroups,
- * network namespaces, containers) and per image of its registry; a missing part says MISSING, a
- * Node not Ready NOT READY.
+ * network namespaces, containers) and per image of its registry, and with Eventing one per
+ * Deployment of it; a missing part says MISSING, a Node or Deployment not Ready NOT READY.
  */
 export async function statusLines(state: StackState): Promise<string[]> {
   const lines = state.components.flatMap((c) => {
@@ -357,7 +372,9 @@ export async function statusLines(state: StackState): Promise<string[]> {
     return up ? [line] : [line, ...tail(c.log, 10).split("\n").map((l) => `    ${l}`)];
   });
   const registry = state.registry ? await registryStatusLines(state.registry) : [];
-  return state.realNode ? [...lines, ...(await realNodeStatusLines(state.realNode, state.binaries.kubectl, state.kubeconfig)), ...registry] : lines;
+  // Loaded only when there is Eventing: it brings the Kubernetes client, which `status` otherwise does without.
+  const eventing = state.eventing ? await (await import("./eventing-install.ts")).eventingStatusLines(state) : [];
+  return state.realNode ? [...lines, ...(await realNodeStatusLines(state.realNode, state.binaries.kubectl, state.kubeconfig)), ...registry, ...eventing] : lines;
 }
 
 /** `export` lines for a shell: KUBECONFIG, PROMETHEUS_URL, ALERTMANAGER_URL, and PATH with the stack's kubectl. */

@@ -4,7 +4,7 @@
 import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import type { EventingObject } from "../stack/eventing-manifests.ts";
-import { placePods } from "../stack/eventing-placement.ts";
+import { DEFAULT_TOLERATIONS_ANNOTATION, NODE_SELECTOR_ANNOTATION, placementAnnotations, placePods } from "../stack/eventing-placement.ts";
 import { eventingInstall } from "../stack/eventing-source.ts";
 import { REAL_NODE, REAL_NODE_PLACEMENT } from "../stack/real-node-config.ts";
 
@@ -54,4 +54,12 @@ test("placing twice is placing once, and a selector of the same key is overridde
 
 test("a workload without a Pod template is refused, naming it", () => {
   assert.throws(() => placePods([{ apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "broken" }, spec: {} }], REAL_NODE_PLACEMENT), /Deployment broken has no spec\.template\.spec/);
+});
+
+test("the namespace annotations carry the same placement, in the admission plugins' formats", () => {
+  const annotations = placementAnnotations(REAL_NODE_PLACEMENT);
+  assert.deepEqual(annotations, {
+    [NODE_SELECTOR_ANNOTATION]: `${REAL_NODE.label.key}=${REAL_NODE.label.value}`,
+    [DEFAULT_TOLERATIONS_ANNOTATION]: JSON.stringify([{ key: REAL_NODE.taint.key, operator: "Exists", effect: REAL_NODE.taint.effect }]),
+  });
 });

@@ -1,0 +1,154 @@
+/**
+ * Knative Eventing running on the stack's real node: its images imported into the node's
+ * containerd, its rendered install (`eventing-source.ts`) placed on the node
+ * (`eventing-placement.ts`) and applied, its webhook configurations applied only once the webhook
+ * serves (with failurePolicy Fail, an earlier one would make the API server refuse Eventing's own
+ * ConfigMaps), and every Deployment of the install with replicas waited for until Available.
+ *
+ * The API server reaches the webhook at its Pod IP (`--enable-aggregator-routing`, stack.ts); the
+ * Pods Eventing's controller makes later are placed by namespace annotations
+ * ({@link placeNamespace}).
+ */
+import { execFile } from "node:child_process";
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+import * as k8s from "@kubernetes/client-node";
+import { stringify } from "yaml";
+import { EVENTING_NAMESPACE, type EventingObject } from "./eventing-manifests.ts";
+import { placementAnnotations, placePods } from "./eventing-placement.ts";
+import { eventingImageArchive, eventingInstall } from "./eventing-source.ts";
+import { importImages } from "./node-images.ts";
+import { StackStepError } from "./paths.ts";
+import { REAL_NODE_PLACEMENT } from "./real-node-config.ts";
+import type { StackState } from "./stack.ts";
+
+const run = promisify(execFile);
+const STEP = "install Knative Eventing on the real node";
+
+/** Kinds applied only after the webhook serves. */
+const WEBHOOK_CONFIG_KINDS: ReadonlySet<string> = new Set(["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]);
+
+/** What {@link installEventing} did. */
+export interface EventingInstallation {
+  /** Eventing's version, such as `v0.50.0`. */
+  version: string;
+  /** The Deployments waited for (all with replicas > 0), in the knative-eventing namespace. */
+  deployments: string[];
+  /** Seconds from the first import to the last Deployment Available. */
+  seconds: number;
+}
+
+/** kubectl against the stack, as one step's command; its stdout. @throws StackStepError with kubectl's stderr. */
+export async function stackKubectl(state: StackState, args: readonly string[], step = STEP): Promise<string> {
+  try {
+    return (await run(state.binaries.kubectl, [`--kubeconfig=${state.kubeconfig}`, ...args], { maxBuffer: 32 << 20, timeout: 180_000 })).stdout;
+  } catch (error) {
+    throw new StackStepError(step, `kubectl ${args.join(" ")}: ${(error as { stderr?: string }).stderr?.trim() ?? String(error)}`, { cause: error });
+  }
+}
+
+/** Server-side apply of `objects`, written to `file` first (kept for a reader of the state directory). */
+async function applyObjects(state: StackState, objects: readonly object[], file: string): Promise<void> {
+  await writeFile(file, objects.map((o) => stringify(o)).join("---\n"));
+  await stackKubectl(state, ["apply", "--server-side", "--force-conflicts", "--field-manager=appmonitor-stack", "-f", file]);
+}
+
+/**
+ * Polls `check` every 500 ms until it returns true.
+ * @throws StackStepError after `timeoutMs` with `describe()`'s account of what is missing.
+ */
+async function until(check: () => Promise<boolean>, timeoutMs: number, describe: () => Promise<string>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new StackStepError(STEP, `${await describe()} after ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/** Waits until Deployment `name` of Eventing's namespace is Available; the error names its Pods' states. */
+async function waitAvailable(kc: k8s.KubeConfig, name: string, timeoutMs: number): Promise<void> {
+  const apps = kc.makeApiClient(k8s.AppsV1Api);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  await until(async () => {
+    const d = await apps.readNamespacedDeployment({ name, namespace: EVENTING_NAMESPACE });
+    return (d.status?.conditions?.some((c) => c.type === "Available" && c.status === "True") ?? false) && (d.status?.readyReplicas ?? 0) >= 1;
+  }, timeoutMs, async () => {
+    const pods = await core.listNamespacedPod({ namespace: EVENTING_NAMESPACE });
+    const mine = pods.items.filter((p) => p.metadata?.name?.startsWith(`${name}-`));
+    const states = mine.map((p) => `${p.metadata?.name}: ${p.status?.phase} ${JSON.stringify(p.status?.containerStatuses?.map((c) => c.state) ?? p.status?.conditions ?? {})}`);
+    return `Deployment ${EVENTING_NAMESPACE}/${name} not Available (${states.join("; ") || "no Pods"})`;
+  });
+}
+
+/**
+ * Annotates namespace `name` (which must exist) so that every Pod created in it lands on the real
+ * node, whoever creates it ({@link placementAnnotations}).
+ * @throws StackStepError when kubectl fails.
+ */
+export async function placeNamespace(state: StackState, name: string): Promise<void> {
+  const annotations = Object.entries(placementAnnotations(REAL_NODE_PLACEMENT)).map(([k, v]) => `${k}=${v}`);
+  await stackKubectl(state, ["annotate", "--overwrite", "namespace", name, ...annotations]);
+}
+
+/**
+ * Installs Knative Eventing (core, in-memory channel, channel-based Broker) on the stack's real
+ * node and waits until it serves.
+ * @param timeoutMs how long to wait for each Deployment and for the webhook's configurations (default 240 000).
+ * @throws StackStepError when the stack has no real node, an import or apply fails, or a
+ *   Deployment is not Available in time (the message names its Pods' states).
+ */
+export async function installEventing(state: StackState, timeoutMs = 240_000): Promise<EventingInstallation> {
+  const node = state.realNode;
+  if (!node) throw new StackStepError(STEP, "the stack has no real node; start it with 'npm run stack -- up --real-node'");
+  const t0 = Date.now();
+  const { module, objects } = await eventingInstall();
+  const binDir = path.dirname(state.binaries.kubectl);
+  await importImages(node, module.commands.map((c) => eventingImageArchive(binDir, c)));
+
+  const placed = placePods(objects, REAL_NODE_PLACEMENT);
+  const webhookConfigs = placed.filter((o) => WEBHOOK_CONFIG_KINDS.has(o.kind));
+  await applyObjects(state, placed.filter((o) => !WEBHOOK_CONFIG_KINDS.has(o.kind)), path.join(node.paths.dir, "eventing.yaml"));
+
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(state.kubeconfig);
+  await waitAvailable(kc, "eventing-webhook", timeoutMs);
+  await applyObjects(state, webhookConfigs, path.join(node.paths.dir, "eventing-webhooks.yaml"));
+  // The webhook writes its own CA into each configuration; until then the API server cannot trust it.
+  const reg = kc.makeApiClient(k8s.AdmissionregistrationV1Api);
+  const caBundles = async (): Promise<string[]> => {
+    const missing: string[] = [];
+    for (const o of webhookConfigs) {
+      const config = o.kind === "MutatingWebhookConfiguration"
+        ? await reg.readMutatingWebhookConfiguration({ name: o.metadata.name })
+        : await reg.readValidatingWebhookConfiguration({ name: o.metadata.name });
+      if (!config.webhooks?.length || config.webhooks.some((w) => !w.clientConfig.caBundle)) missing.push(o.metadata.name);
+    }
+    return missing;
+  };
+  await until(async () => (await caBundles()).length === 0, timeoutMs, async () => `webhook configurations without a CA bundle: ${(await caBundles()).join(", ")}`);
+
+  const deployments = placed
+    .filter((o): o is EventingObject & { spec?: { replicas?: number } } => o.kind === "Deployment" && o.metadata.namespace === EVENTING_NAMESPACE)
+    .filter((o) => o.spec?.replicas !== 0)
+    .map((o) => o.metadata.name);
+  for (const name of deployments) await waitAvailable(kc, name, timeoutMs);
+  return { version: module.version, deployments, seconds: (Date.now() - t0) / 1000 };
+}
+
+/**
+ * One status line per Deployment {@link installEventing} waited for (`state.eventing`): its ready
+ * replicas, `NOT READY` when none is, `MISSING` when the Deployment is gone; read with kubectl.
+ */
+export async function eventingStatusLines(state: StackState): Promise<string[]> {
+  if (!state.eventing) return [];
+  const list = await stackKubectl(state, ["get", "deployments", "-n", EVENTING_NAMESPACE, "-o", "json"]).then(
+    (out) => (JSON.parse(out) as { items: { metadata: { name: string }; status?: { readyReplicas?: number; replicas?: number } }[] }).items,
+    () => undefined,
+  );
+  return state.eventing.deployments.map((name) => {
+    const d = list?.find((i) => i.metadata.name === name);
+    const what = !list ? "NOT READY (the API server does not answer)" : !d ? "MISSING" : (d.status?.readyReplicas ?? 0) > 0 ? `ready ${d.status?.readyReplicas}/${d.status?.replicas}` : "NOT READY";
+    return `${`eventing ${name}`.padEnd(24)} ${what}  ${EVENTING_NAMESPACE}, Knative Eventing ${state.eventing?.version}`;
+  });
+}
