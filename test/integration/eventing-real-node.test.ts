@@ -24,6 +24,7 @@ import { down, up, type StackState } from "../stack/stack.ts";
 import { measurePath, waitForDelivery } from "../support/broker-hop.ts";
 import { alertEvent, createAppMonitor, memhogManifest } from "../support/memory-scaler.ts";
 import { waitFor } from "../support/stack.ts";
+import { acquireRealNodeLock } from "../support/real-node-lock.ts";
 
 /** The namespace of the scaled workload: memhog and the AppMonitor that governs it. */
 const WORKLOAD_NS = "eventing-workload";
@@ -36,7 +37,11 @@ let kc: k8s.KubeConfig;
 let core: k8s.CoreV1Api;
 let apps: k8s.AppsV1Api;
 
+let releaseLock: (() => Promise<void>) | undefined;
+
 before(async () => {
+  // One real node per machine: wait for any other test file's to be down first.
+  releaseLock = await acquireRealNodeLock();
   stateDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-eventing-"));
   const images = await buildImages(["memhog", ...FUNCTION_POD_NAMES]);
   const archive = (name: string) => images.find((i) => i.name === name)?.archive ?? "";
@@ -66,6 +71,7 @@ before(async () => {
 
 after(async () => {
   if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
+  await releaseLock?.();
 });
 
 /** The first Ready Pod of `namespace` whose name starts with `prefix`. */

@@ -27,6 +27,7 @@ import { promQuery, waitFor } from "../support/stack.ts";
 import { missingImagesFailFast, originalManifestPullsFromRegistry } from "../support/registry-pulls.ts";
 import { alertEvent, createAppMonitor, memhogManifest } from "../support/memory-scaler.ts";
 import { deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE, type FunctionPods } from "../stack/function-pods-install.ts";
+import { acquireRealNodeLock } from "../support/real-node-lock.ts";
 
 const run = promisify(execFile);
 const Mi = 1 << 20;
@@ -84,7 +85,11 @@ async function archiveOf(name: ImageName, dir: string): Promise<string> {
   throw new Error(`could not get a ${name} archive of this checkout's image (the shared one in ${archiveDir()} keeps changing)`);
 }
 
+let releaseLock: (() => Promise<void>) | undefined;
+
 before(async () => {
+  // One real node per machine: wait for any other test file's to be down first.
+  releaseLock = await acquireRealNodeLock();
   before_ = await hostSnapshot();
   stateDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-real-node-"));
   imagesDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-real-node-images-"));
@@ -104,6 +109,7 @@ after(async () => {
   // The last test takes the stack down and checks the host; this is the safety net when it did not run.
   if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
   if (imagesDir) await rm(imagesDir, { recursive: true, force: true });
+  await releaseLock?.();
 });
 
 /** A memhog Pod on the real node: `env` for memhog, one memory limit (and the same request). */
