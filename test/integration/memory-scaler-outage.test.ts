@@ -224,8 +224,11 @@ describe("memory-scaler when the API server is unavailable or refuses it", () =>
     const pod = await monitoredDeployment(ns);
     // Paused, the Deployment keeps the alerting Pod: its re-delivered alert still names the workload.
     const apps = (await adminKubeConfig()).makeApiClient(k8s.AppsV1Api);
-    const created = await webDeployment(ns);
-    const paused = await apps.replaceNamespacedDeployment({ namespace: ns, name: "web", body: { ...created, spec: { ...created.spec, paused: true } as k8s.V1DeploymentSpec } });
+    // A merge patch: the Deployment controller's status writes cannot make it conflict, as a replace can.
+    const paused = await apps.patchNamespacedDeployment(
+      { namespace: ns, name: "web", body: { spec: { paused: true } } },
+      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+    );
     const access = await scalerWithoutRecords(ns, "scaler");
     const kubeconfig = await writeKubeconfig(await serviceAccountKubeConfig(ns, "scaler"), dir.path, `scaler-${ns}`);
     const server = await startFunction(fn, { KUBECONFIG: kubeconfig });
