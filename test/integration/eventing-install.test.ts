@@ -48,8 +48,14 @@ before(async () => {
 after(async () => {
   // CRDs first, so that nothing is left of their kinds; then the RBAC and the namespace.
   if (installFile) {
-    const result = await runCommand(await kubectlBinary(), ["delete", "--ignore-not-found", "--timeout=120s", "-f", installFile], { timeoutMs: 150_000 });
+    // Deleting two dozen CRDs at once waits on each one's instance clean-up, which a loaded API
+    // server takes minutes over: ask for the deletion, then wait for the CRDs to go, bounded.
+    const result = await runCommand(await kubectlBinary(), ["delete", "--ignore-not-found", "--wait=false", "-f", installFile], { timeoutMs: 150_000 });
     assert.equal(result.code, 0, result.stderr);
+    const ext = kc.makeApiClient(k8s.ApiextensionsV1Api);
+    const crds = new Set(installed.filter((o) => o.kind === "CustomResourceDefinition").map((o) => o.metadata.name));
+    await waitFor("the Eventing CRDs deleted", async () =>
+      (await ext.listCustomResourceDefinition()).items.every((crd) => !crds.has(crd.metadata?.name ?? "")) || undefined, 300_000, 1000);
   }
   await dir?.remove();
 });
