@@ -12,32 +12,23 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import type * as k8s from "@kubernetes/client-node";
 import { freePort } from "../support/free-port.ts";
-import type { NodePki, Pki } from "./certs.ts";
 import { kubeconfig } from "./config-files.ts";
 import { StackStepError } from "./paths.ts";
-import { startProcess, waitReady, type Started } from "./processes.ts";
+import { startProcess, waitReady } from "./processes.ts";
+import type { StartRealNodeInput } from "./real-node.ts";
 import { CLUSTER_DOMAIN, KUBERNETES_SERVICE_IP, REAL_NODE } from "./real-node-config.ts";
 import { COREDNS_CLUSTER_ROLE, COREDNS_USER, corefile, emptyTables, kubeChainRemoval, kubeProxyArgs } from "./real-node-services-config.ts";
 
 const run = promisify(execFile);
 
-/** What {@link startRealNodeServices} needs from the stack being started. */
-export interface StartServicesInput {
+/** What {@link startRealNodeServices} needs: the real node's own input, its directory and two binaries. */
+export type StartServicesInput = Pick<StartRealNodeInput, "pki" | "nodePki" | "apiserverUrl" | "env" | "log" | "record" | "rbac" | "say"> & {
   /** `<stateDir>/node`: kubeconfigs and the Corefile go here. */
   nodeDir: string;
   /** kube-proxy (test/bins/proxy) and CoreDNS (test/bins/dns), absolute paths. */
   bins: { kubeProxy: string; coredns: string };
-  pki: Pki;
-  nodePki: NodePki;
-  apiserverUrl: string;
-  env: NodeJS.ProcessEnv;
-  log: (name: string) => string;
-  record: (s: Started, endpoint: string) => Promise<void>;
-  rbac: k8s.RbacAuthorizationV1Api;
-  say: (line: string) => void;
-}
+};
 
 /**
  * Starts the relay to the API server on the node IP, kube-proxy and CoreDNS, and waits until
