@@ -22,12 +22,33 @@ export interface WorkloadObject {
   spec?: {
     template?: k8s.V1PodTemplateSpec;
     /** StatefulSet and DaemonSet: `OnDelete` means a template change reaches a Pod only when it is deleted. */
-    updateStrategy?: { type?: string };
+    updateStrategy?: { type?: string; rollingUpdate?: { partition?: number; maxUnavailable?: number | string } };
+    /** Deployment: how it replaces Pods (`maxSurge` bounds the extra Pods of a rollout). */
+    strategy?: { type?: string; rollingUpdate?: { maxSurge?: number | string } };
     /** Deployment, ReplicaSet, StatefulSet. */
     replicas?: number;
+    /** The Pods it owns. */
+    selector?: k8s.V1LabelSelector;
   };
-  /** StatefulSet: `updateRevision` is the ControllerRevision the current template makes (Pods carry theirs in the `controller-revision-hash` label). */
-  status?: { updateRevision?: string; observedGeneration?: number };
+  /**
+   * What its controller reports (Deployment, StatefulSet and DaemonSet fields; `follow-up.ts`
+   * reads them). StatefulSet: `updateRevision` is the ControllerRevision the current template
+   * makes (Pods carry theirs in the `controller-revision-hash` label).
+   */
+  status?: {
+    observedGeneration?: number;
+    updateRevision?: string;
+    currentRevision?: string;
+    replicas?: number;
+    updatedReplicas?: number;
+    readyReplicas?: number;
+    availableReplicas?: number;
+    desiredNumberScheduled?: number;
+    currentNumberScheduled?: number;
+    updatedNumberScheduled?: number;
+    numberAvailable?: number;
+    conditions?: { type: string; status: string; reason?: string; message?: string }[];
+  };
 }
 
 /** The API calls memory-scaler makes; an interface so the flow can be tested without a cluster. */
@@ -41,7 +62,7 @@ export interface Cluster {
    * server runs every admission step and persists nothing (`?dryRun=All`,
    * https://kubernetes.io/docs/reference/using-api/api-concepts/#dry-run).
    */
-  patchWorkload(kind: WorkloadKind, namespace: string, name: string, patch: readonly JsonPatchOperation[], dryRun: boolean): Promise<void>;
+  patchWorkload(kind: WorkloadKind, namespace: string, name: string, patch: readonly JsonPatchOperation[], dryRun: boolean): Promise<{ generation: number | undefined }>;
   /** POST pods?dryRun=All: admission of a Pod as the workload would create it, nothing persisted. */
   dryRunCreatePod(namespace: string, pod: k8s.V1Pod): Promise<void>;
   /**
@@ -49,6 +70,17 @@ export interface Cluster {
    * undefined for a Node that reports none. Only that is kept of the list.
    */
   listNodeAllocatableMemory(): Promise<(string | undefined)[]>;
+  /** LIST resourcequotas in `namespace`. */
+  listResourceQuotas(namespace: string): Promise<k8s.V1ResourceQuota[]>;
+  /** LIST pods in `namespace` matching `labelSelector` (the selector's string form). */
+  listPods(namespace: string, labelSelector: string): Promise<k8s.V1Pod[]>;
+  /** DELETE pods/{name} with `uid` as precondition (409 when it is another Pod now); a Pod already gone is no error. */
+  deletePod(namespace: string, name: string, uid: string | undefined): Promise<void>;
+  /**
+   * LIST kubedemo.com/v1 appmonitors in every namespace, with `resourceVersion=0`: served from
+   * the API server's watch cache, not etcd (https://kubernetes.io/docs/reference/using-api/api-concepts/#resourceversion-in-requests).
+   */
+  listAllAppMonitors(): Promise<unknown[]>;
   /** LIST kubedemo.com/v1 appmonitors in `namespace`: the raw objects, unvalidated. */
   listAppMonitors(namespace: string): Promise<unknown[]>;
   /** GET an AppMonitor as a raw object; undefined on 404. */
@@ -89,20 +121,36 @@ export function createCluster(kc: k8s.KubeConfig): Cluster {
 
     async patchWorkload(kind, namespace, name, patch, dryRun) {
       const param = { namespace, name, body: patch, fieldManager: FIELD_MANAGER, ...(dryRun ? { dryRun: "All" } : {}) };
-      switch (kind) {
-        case "Deployment":
-          await apps.patchNamespacedDeployment(param, jsonPatch);
-          return;
-        case "StatefulSet":
-          await apps.patchNamespacedStatefulSet(param, jsonPatch);
-          return;
-        case "DaemonSet":
-          await apps.patchNamespacedDaemonSet(param, jsonPatch);
-          return;
-        case "ReplicaSet":
-          await apps.patchNamespacedReplicaSet(param, jsonPatch);
-          return;
-      }
+      const written = await (() => {
+        switch (kind) {
+          case "Deployment":
+            return apps.patchNamespacedDeployment(param, jsonPatch);
+          case "StatefulSet":
+            return apps.patchNamespacedStatefulSet(param, jsonPatch);
+          case "DaemonSet":
+            return apps.patchNamespacedDaemonSet(param, jsonPatch);
+          case "ReplicaSet":
+            return apps.patchNamespacedReplicaSet(param, jsonPatch);
+        }
+      })();
+      return { generation: written.metadata?.generation };
+    },
+
+    async listResourceQuotas(namespace) {
+      return (await core.listNamespacedResourceQuota({ namespace })).items;
+    },
+
+    async listPods(namespace, labelSelector) {
+      return (await core.listNamespacedPod({ namespace, labelSelector })).items;
+    },
+
+    async deletePod(namespace, name, uid) {
+      await orUndefined(core.deleteNamespacedPod({ namespace, name, body: uid === undefined ? {} : { preconditions: { uid } } }));
+    },
+
+    async listAllAppMonitors() {
+      const list = (await custom.listClusterCustomObject({ ...appMonitors, resourceVersion: "0" })) as { items?: unknown };
+      return Array.isArray(list.items) ? (list.items as unknown[]) : [];
     },
 
     async dryRunCreatePod(namespace, pod) {

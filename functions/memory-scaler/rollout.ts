@@ -43,20 +43,38 @@ const max = (a: bigint, b: bigint): bigint => (a > b ? a : b);
  * A container without a request counts its limit (see `requestOf`), and one with neither counts 0.
  * @throws {QuantityError} on a memory value that is not a quantity (the API server refuses those).
  */
-export function podMemoryRequest(spec: Pick<k8s.V1PodSpec, "containers" | "initContainers" | "overhead" | "resources">): bigint {
+export function podMemoryRequest(spec: PodMemorySpec): bigint {
+  return podMemory(spec, requestOf);
+}
+
+/** The Pod spec fields {@link podMemoryRequest} and {@link podMemoryLimit} read. */
+export type PodMemorySpec = Pick<k8s.V1PodSpec, "containers" | "initContainers" | "overhead" | "resources">;
+
+/**
+ * The memory limit of a Pod with `spec`, in bytes, as ResourceQuota's `limits.memory` counts it
+ * (k8s.io/component-helpers `resource.PodLimits`: the same sums as {@link podMemoryRequest}, of
+ * `limits.memory`; a container without a limit counts 0, and such a Pod is refused by a quota
+ * on `limits.memory` anyway, which the dry run of the scaled Pod reports).
+ * @throws {QuantityError} on a memory value that is not a quantity.
+ */
+export function podMemoryLimit(spec: PodMemorySpec): bigint {
+  return podMemory(spec, (resources) => (resources?.limits?.memory === undefined ? 0n : ceil(parseQuantity(resources.limits.memory))));
+}
+
+function podMemory(spec: PodMemorySpec, of: (resources: k8s.V1ResourceRequirements | undefined) => bigint): bigint {
   const overhead = spec.overhead?.memory === undefined ? 0n : ceil(parseQuantity(spec.overhead.memory));
-  if (spec.resources?.requests?.memory !== undefined || spec.resources?.limits?.memory !== undefined) return requestOf(spec.resources) + overhead;
-  let running = spec.containers.reduce((sum, c) => sum + requestOf(c.resources), 0n);
+  if (spec.resources?.requests?.memory !== undefined || spec.resources?.limits?.memory !== undefined) return of(spec.resources) + overhead;
+  let running = spec.containers.reduce((sum, c) => sum + of(c.resources), 0n);
   let sidecars = 0n;
   let init = 0n;
   for (const c of spec.initContainers ?? []) {
-    const request = requestOf(c.resources);
+    const amount = of(c.resources);
     if (c.restartPolicy === "Always") {
-      sidecars += request;
-      running += request;
+      sidecars += amount;
+      running += amount;
       init = max(init, sidecars);
     } else {
-      init = max(init, request + sidecars);
+      init = max(init, amount + sidecars);
     }
   }
   return max(running, init) + overhead;

@@ -65,8 +65,11 @@ import { alertOrigin, governingAppMonitor, namedAppMonitor, validAppMonitors, ty
 import { APPS_V1, resolveWorkload, type Workload } from "./owners.ts";
 import { checkOOMKilled } from "./oom.ts";
 import { buildTemplatePatch, formatTimestamp } from "./patch.ts";
-import { decideFit, onDeleteScaledNote, podMemoryRequest, waitingForDelete, waitsForDelete, type RolloutStrategy } from "./rollout.ts";
-import { formatScaleRecord, repairOf } from "./status.ts";
+import type { PendingRollout } from "./follow-up.ts";
+import { decideQuota, type QuotaView, type RolloutShape } from "./quota.ts";
+import { decideFit, onDeleteScaledNote, podMemoryLimit, podMemoryRequest, waitingForDelete, waitsForDelete, type RolloutStrategy } from "./rollout.ts";
+import { pendingRollouts, withRolloutStarted } from "./rollout-status.ts";
+import { formatScaleRecord, repairOf, withScales } from "./status.ts";
 import type { StatusWriter } from "./status-writer.ts";
 import { checkThreshold, type Verifier } from "./verify.ts";
 
@@ -81,9 +84,15 @@ import { checkThreshold, type Verifier } from "./verify.ts";
  * - `AdmissionRefused`: the dry run of the patch or of the scaled Pod was refused (step 7);
  * - `Unschedulable`: the scaled Pod would request more memory than any Node's
  *   `status.allocatable.memory` (`rollout.ts` `decideFit`): no patch, Warning Events (step 7);
+ * - `RolloutExceedsQuota`: the rollout's peak (all new Pods, and a Deployment's `maxSurge` old
+ *   ones beside them) would pass a ResourceQuota's `requests.memory` or `limits.memory`
+ *   (`quota.ts` `decideQuota`): no patch, Warning Events (step 7);
  * - `RolloutWaitsForDelete`: a StatefulSet or DaemonSet with `updateStrategy: OnDelete` whose
  *   alerting Pod still runs less memory than the template (a `Cooldown` or `RolloutUnderWay`
- *   skip otherwise): it gets the new memory only when deleted (`rollout.ts` `waitingForDelete`).
+ *   skip otherwise): it gets the new memory only when deleted (`rollout.ts` `waitingForDelete`);
+ *   also any alert of such a workload while the rollout of its last scale is pending in the
+ *   AppMonitor's `status.rollouts` (Pods still on the old revision): no scale on top of one that
+ *   has not reached its Pods.
  *   After the patch of such a workload the outcome stays `Scaled`, with a `RolloutWaitsForDelete`
  *   Warning Event on the workload and the AppMonitor saying to delete the Pods;
  * - `Scaled`, `DryRun`: patched, or would have been.
@@ -99,6 +108,7 @@ export type OutcomeReason =
   | "NotOOMKilled"
   | "AdmissionRefused"
   | "Unschedulable"
+  | "RolloutExceedsQuota"
   | "RolloutWaitsForDelete"
   | "Scaled"
   | "DryRun";
@@ -299,6 +309,9 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
     }
 
     const now = deps.now();
+    // OnDelete: the last scale's rollout is pending until every Pod was deleted and replaced (the
+    // follow-up ends it); until then no scale goes on top of one no Pod has.
+    const unreplaced = waitsForDelete(strategy) ? pendingRollouts(am.raw.status).find((r) => r.workload.kind === workload.kind && r.workload.name === workload.name) : undefined;
 
     const lastScaleTime = annotations?.[LAST_SCALE_ANNOTATION];
     const decision = decideScale({
@@ -325,6 +338,9 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
       if (waiting !== undefined) {
         return withWarnings({ ...withWorkload, outcome: "skipped", reason: "RolloutWaitsForDelete", message: waiting, skipped: decision.skipped, attempts: attempt });
       }
+      if (unreplaced !== undefined && (decision.reason === "Cooldown" || decision.reason === "RolloutUnderWay")) {
+        return withWarnings({ ...withWorkload, outcome: "skipped", reason: "RolloutWaitsForDelete", message: unreplacedNote(workload, unreplaced), skipped: decision.skipped, attempts: attempt });
+      }
       if (WARNING_SKIPS.has(decision.reason)) {
         // A workload at the cap alerts until its memory use drops: one AtCap Warning per
         // workload per cooldown window says it, the deterministic name turns the rest into 409s.
@@ -340,6 +356,10 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
         );
       }
       return withWarnings({ ...withWorkload, outcome: "skipped", reason: decision.reason, message: decision.message, skipped: decision.skipped, attempts: attempt });
+    }
+
+    if (unreplaced !== undefined) {
+      return withWarnings({ ...withWorkload, outcome: "skipped", reason: "RolloutWaitsForDelete", message: unreplacedNote(workload, unreplaced), skipped: decision.skipped, attempts: attempt });
     }
 
     let changes = decision.changes;
@@ -418,16 +438,22 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
       ]);
       return withWarnings({ ...withWorkload, outcome: "skipped", reason: "AdmissionRefused", message: write.message, changes, skipped, attempts: attempt });
     }
-    if (write.result === "unschedulable") {
+    if (write.result === "overQuota" || write.result === "unschedulable") {
+      const reason = write.result === "overQuota" ? "RolloutExceedsQuota" : "Unschedulable";
       const note = `not scaled (${summary}): ${write.message}`;
       await notify([
-        { type: "Warning", reason: "Unschedulable", note, regarding: wlRef, related: amRef },
-        { type: "Warning", reason: "Unschedulable", note: `${workload.kind} ${workload.name}: ${note}`, regarding: amRef, related: wlRef },
+        { type: "Warning", reason, note, regarding: wlRef, related: amRef },
+        { type: "Warning", reason, note: `${workload.kind} ${workload.name}: ${note}`, regarding: amRef, related: wlRef },
       ]);
-      return withWarnings({ ...withWorkload, outcome: "skipped", reason: "Unschedulable", message: write.message, changes, skipped, attempts: attempt });
+      return withWarnings({ ...withWorkload, outcome: "skipped", reason, message: write.message, changes, skipped, attempts: attempt });
     }
 
     const note = scaledNote(workload, am.spec.memMultiplier, changes, origin.trigger);
+    // Followed until it ends (`follow-flow.ts`); a bare ReplicaSet never replaces its Pods, so it has no rollout.
+    const rollout: PendingRollout | undefined =
+      workload.kind === "ReplicaSet" || write.generation === undefined
+        ? undefined
+        : { workload: { kind: workload.kind, name: workload.name }, generation: write.generation, startedAt: entry.time, event: eventId };
     // OnDelete: the patch is what the user's strategy asks for, but it reached no Pod; say so.
     const onDelete = waitsForDelete(strategy) ? onDeleteScaledNote(strategy, data.pod, summary) : undefined;
     await Promise.all([
@@ -441,19 +467,51 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
               { type: "Warning", reason: "RolloutWaitsForDelete", note: onDelete, regarding: amRef, related: wlRef },
             ] as const)),
       ]),
-      deps.status.add({ namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid }, { ...entry, dryRun: false }, am.raw).catch((error: unknown) => {
-        warnings.push((error as Error).message);
-      }),
+      deps.status
+        .update(
+          { namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid },
+          (status) => {
+            const scaled = withScales(status, [{ ...entry, dryRun: false }], deps.status.limit);
+            return rollout === undefined ? scaled : withRolloutStarted(scaled, rollout, `${workload.kind} ${workload.name}: rolling out generation ${rollout.generation} (${summary})`, entry.time);
+          },
+          am.raw,
+        )
+        .catch((error: unknown) => {
+          warnings.push((error as Error).message);
+        }),
     ]);
     return withWarnings({ ...withWorkload, outcome: "scaled", reason: "Scaled", message: onDelete ?? note, changes, skipped, attempts: attempt });
   }
 }
 
 type WriteResult =
-  | { result: "written" }
+  | { result: "written"; generation: number | undefined }
   | { result: "conflict"; message: string }
   | { result: "refused"; message: string }
+  | { result: "overQuota"; message: string }
   | { result: "unschedulable"; message: string };
+
+/** The note of a `RolloutWaitsForDelete` skip while the last scale's OnDelete rollout is pending. */
+function unreplacedNote(workload: Workload, rollout: PendingRollout): string {
+  const pods = rollout.waitingPods ?? [];
+  const which = pods.length > 0 ? `Pod${pods.length === 1 ? "" : "s"} ${pods.join(", ")} still run${pods.length === 1 ? "s" : ""} the old revision` : "its Pods still run the old revision";
+  return `${workload.kind} ${workload.name} has updateStrategy OnDelete and its last scale (generation ${rollout.generation}, ${rollout.startedAt}) has not reached every Pod: ${which}; no further scale until they are deleted and replaced`;
+}
+
+/** The peak of a rollout depends on these (`quota.ts`). */
+function shapeOf(workload: Workload): RolloutShape {
+  const spec = workload.object.spec;
+  return { kind: workload.kind, name: workload.name, replicas: spec.replicas ?? 1, strategy: spec.strategy?.type, maxSurge: spec.strategy?.rollingUpdate?.maxSurge };
+}
+
+function quotaView(quota: k8s.V1ResourceQuota): QuotaView {
+  return {
+    name: quota.metadata?.name ?? "",
+    scoped: (quota.spec?.scopes?.length ?? 0) > 0 || quota.spec?.scopeSelector !== undefined,
+    hard: quota.status?.hard ?? {},
+    used: quota.status?.used ?? {},
+  };
+}
 
 /**
  * Dry-runs the patch and the Pod it would produce, and lists the Nodes, all three in parallel
@@ -477,13 +535,27 @@ async function writeWorkload(
     if (isRefusal(error)) return { result: "refused", message: apiStatus(error).message };
     throw toHttpFailure(error, doing);
   };
-  const [patchTrial, podTrial, nodes] = await Promise.allSettled([
+  const [patchTrial, podTrial, nodes, quotas] = await Promise.allSettled([
     cluster.patchWorkload(kind, namespace, name, patch, true),
     cluster.dryRunCreatePod(namespace, pod),
     cluster.listNodeAllocatableMemory(),
+    cluster.listResourceQuotas(namespace),
   ]);
   if (patchTrial.status === "rejected") return classify(patchTrial.reason, `dry-run the patch of ${kind} ${namespace}/${name}`);
   if (podTrial.status === "rejected") return classify(podTrial.reason, `dry-run a Pod of ${kind} ${namespace}/${name}`);
+  if (quotas.status === "rejected") {
+    onWarning(`could not list ResourceQuotas to check that the rollout fits them (scaling anyway): ${apiStatus(quotas.reason).message}`);
+  } else if (quotas.value.length > 0) {
+    const before = workload.object.spec.template.spec ?? { containers: [] };
+    const after = pod.spec ?? { containers: [] };
+    const fit = decideQuota(
+      shapeOf(workload),
+      { request: podMemoryRequest(before), limit: podMemoryLimit(before) },
+      { request: podMemoryRequest(after), limit: podMemoryLimit(after) },
+      quotas.value.map(quotaView),
+    );
+    if (fit.result === "refused") return { result: "overQuota", message: fit.message };
+  }
   if (nodes.status === "rejected") {
     onWarning(`could not list Nodes to check that the scaled Pod fits one (scaling anyway): ${apiStatus(nodes.reason).message}`);
   } else {
@@ -492,8 +564,8 @@ async function writeWorkload(
     if (fit.result === "unknown") onWarning(`${fit.message} (scaling anyway)`);
   }
   try {
-    await cluster.patchWorkload(kind, namespace, name, patch, false);
-    return { result: "written" };
+    const { generation } = await cluster.patchWorkload(kind, namespace, name, patch, false);
+    return { result: "written", generation };
   } catch (error) {
     return classify(error, `patch ${kind} ${namespace}/${name}`);
   }

@@ -35,7 +35,16 @@ export interface StatusWriter {
    * itself already happened).
    */
   add(ref: AppMonitorRef, entry: ScaleEntry, listed?: Record<string, unknown>): Promise<void>;
+  /**
+   * Like {@link add}, with any change of the status: `apply` gets the status as read and returns
+   * the new one, or the same object when there is nothing to change (then nothing is written).
+   * Coalesced with the other writes to the same AppMonitor, and called again after a conflict.
+   */
+  update(ref: AppMonitorRef, apply: StatusChange, listed?: Record<string, unknown>): Promise<void>;
 }
+
+/** A change of an AppMonitor's status: pure, given the status as read (undefined: none yet). */
+export type StatusChange = (status: AppMonitorStatus | undefined) => AppMonitorStatus | undefined;
 
 /** AppMonitors whose last written object is remembered; the oldest is forgotten beyond this. */
 export const MAX_REMEMBERED = 1_000;
@@ -44,7 +53,7 @@ export const MAX_REMEMBERED = 1_000;
 export const STATUS_RETRY_POLICY: RetryPolicy = { maxAttempts: 8, baseDelayMs: 5, maxDelayMs: 200 };
 
 interface Waiting {
-  readonly entry: ScaleEntry;
+  readonly apply: StatusChange;
   readonly listed: Record<string, unknown> | undefined;
   readonly resolve: () => void;
   readonly reject: (error: Error) => void;
@@ -61,7 +70,7 @@ export function createStatusWriter(cluster: Cluster, limit: number, log: Logger,
     if (written.size > MAX_REMEMBERED) written.delete(written.keys().next().value ?? "");
   };
 
-  async function write(key: string, ref: AppMonitorRef, entries: readonly ScaleEntry[], start: Record<string, unknown> | undefined): Promise<void> {
+  async function write(key: string, ref: AppMonitorRef, changes: readonly StatusChange[], start: Record<string, unknown> | undefined): Promise<void> {
     let known = start;
     await retry(
       async () => {
@@ -72,7 +81,9 @@ export function createStatusWriter(cluster: Cluster, limit: number, log: Logger,
           log.info({ appmonitor: `${ref.namespace}/${ref.name}` }, "AppMonitor gone before its status was written");
           return;
         }
-        const status = withScales(object.status as AppMonitorStatus | undefined, entries, limit);
+        const read = object.status as AppMonitorStatus | undefined;
+        const status = changes.reduce<AppMonitorStatus | undefined>((current, change) => change(current), read);
+        if (status === read) return;
         remember(key, await cluster.replaceAppMonitorStatus(ref.namespace, ref.name, { ...object, status }));
       },
       policy,
@@ -92,7 +103,7 @@ export function createStatusWriter(cluster: Cluster, limit: number, log: Logger,
       }
       const batch = queue.waiting.splice(0);
       try {
-        await write(key, queue.ref, batch.map((w) => w.entry), written.get(key) ?? batch[0]?.listed);
+        await write(key, queue.ref, batch.map((w) => w.apply), written.get(key) ?? batch[0]?.listed);
         for (const w of batch) w.resolve();
       } catch (error) {
         const failure = new Error(`could not update status of AppMonitor ${queue.ref.namespace}/${queue.ref.name}: ${apiStatus(error).message}`, { cause: error });
@@ -101,19 +112,21 @@ export function createStatusWriter(cluster: Cluster, limit: number, log: Logger,
     }
   }
 
+  const update = (ref: AppMonitorRef, apply: StatusChange, listed?: Record<string, unknown>): Promise<void> => {
+    const key = `${ref.namespace}/${ref.name}/${ref.uid ?? ""}`;
+    return new Promise<void>((resolve, reject) => {
+      const queue = queues.get(key);
+      if (queue !== undefined) {
+        queue.waiting.push({ apply, listed, resolve, reject });
+        return;
+      }
+      queues.set(key, { ref, waiting: [{ apply, listed, resolve, reject }] });
+      void drain(key);
+    });
+  };
   return {
     limit,
-    add(ref, entry, listed) {
-      const key = `${ref.namespace}/${ref.name}/${ref.uid ?? ""}`;
-      return new Promise<void>((resolve, reject) => {
-        const queue = queues.get(key);
-        if (queue !== undefined) {
-          queue.waiting.push({ entry, listed, resolve, reject });
-          return;
-        }
-        queues.set(key, { ref, waiting: [{ entry, listed, resolve, reject }] });
-        void drain(key);
-      });
-    },
+    add: (ref, entry, listed) => update(ref, (status) => withScales(status, [entry], limit), listed),
+    update,
   };
 }

@@ -48,6 +48,10 @@ export class FakeCluster implements Cluster {
   events: k8s.EventsV1Event[] = [];
   writes: { kind: WorkloadKind; name: string; patch: readonly JsonPatchOperation[] }[] = [];
   dryRuns = 0;
+  /** ResourceQuotas, any namespace. */
+  quotas: k8s.V1ResourceQuota[] = [];
+  /** Names of the Pods deleted through {@link deletePod}. */
+  deletedPods: string[] = [];
   /** Set to make every call fail this way (e.g. a refused connection). */
   down: Error | undefined;
   /** Set to refuse the admission of Pods (a LimitRange). */
@@ -75,12 +79,15 @@ export class FakeCluster implements Cluster {
     const current = this.workloads.get(key);
     if (current === undefined) throw apiError(404, "not found");
     const next = applyPatch(current as Json, patch) as WorkloadObject;
+    const generation = (current.metadata?.generation ?? 1) + 1;
     if (dryRun) {
       this.dryRuns += 1;
-      return;
+      return { generation: current.metadata?.generation };
     }
+    next.metadata = { ...next.metadata, generation };
     this.workloads.set(key, next);
     this.writes.push({ kind, name, patch });
+    return { generation };
   }
   async dryRunCreatePod() {
     await this.#enter();
@@ -90,6 +97,30 @@ export class FakeCluster implements Cluster {
     await this.#enter();
     if (this.nodeListFailure !== undefined) throw this.nodeListFailure;
     return [...this.nodeMemory];
+  }
+  async listResourceQuotas(namespace: string) {
+    await this.#enter();
+    return this.quotas.filter((q) => q.metadata?.namespace === namespace).map((q) => structuredClone(q));
+  }
+  async listPods(namespace: string, labelSelector: string) {
+    await this.#enter();
+    const wanted = labelSelector.split(",").filter((s) => s !== "").map((s) => s.split("="));
+    return [...this.pods.values()]
+      .filter((p) => p.metadata?.namespace === namespace && wanted.every(([k, v]) => k !== undefined && p.metadata?.labels?.[k] === v))
+      .map((p) => structuredClone(p));
+  }
+  async deletePod(namespace: string, name: string, uid: string | undefined) {
+    await this.#enter();
+    const key = `${namespace}/${name}`;
+    const pod = this.pods.get(key);
+    if (pod === undefined) return;
+    if (uid !== undefined && pod.metadata?.uid !== uid) throw apiError(409, "Precondition failed: UID in precondition");
+    this.pods.delete(key);
+    this.deletedPods.push(name);
+  }
+  async listAllAppMonitors() {
+    await this.#enter();
+    return [...this.appMonitors.values()].map((am) => structuredClone(am));
   }
   async listAppMonitors(namespace: string) {
     await this.#enter();
