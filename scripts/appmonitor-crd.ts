@@ -62,6 +62,21 @@ const statusSchema: Schema = {
       },
     },
     lastScaleTime: { type: "string", format: "date-time" },
+    rollouts: {
+      type: "array",
+      description: "rollouts started by a scale and not yet ended (RolledOut or RolloutFailed, in the RolledOut condition)",
+      maxItems: 50,
+      items: {
+        type: "object",
+        properties: {
+          workload: { type: "object", properties: { kind: { type: "string" }, name: { type: "string" } } },
+          generation: { type: "integer", format: "int64", description: "metadata.generation the scale gave the workload" },
+          startedAt: { type: "string", format: "date-time" },
+          event: { type: "string", description: "id of the CloudEvent that caused the scale" },
+          waitingPods: { type: "array", description: "updateStrategy OnDelete: Pods still on the old revision", items: { type: "string" } },
+        },
+      },
+    },
     scaleCount: { type: "integer", format: "int64", minimum: 0 },
     recentScales: {
       type: "array",
@@ -104,6 +119,7 @@ export function appMonitorCrd(): Schema {
           { name: "Mode", type: "string", jsonPath: ".spec.mode" },
           { name: "Scales", type: "integer", jsonPath: ".status.scaleCount" },
           { name: "Last Scale", type: "date", jsonPath: ".status.lastScaleTime" },
+          { name: "Rollout", type: "string", jsonPath: '.status.conditions[?(@.type=="RolledOut")].reason', description: "how the last rollout a scale started stands" },
           { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
         ],
         schema: {

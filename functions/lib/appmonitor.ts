@@ -81,6 +81,11 @@ export interface AppMonitorSpec {
   cooldownSeconds?: number;
   /** Default `Scale`. */
   mode?: AppMonitorMode;
+  /**
+   * A StatefulSet rollout blocked by a crash-looping Pod of the old revision: `Report` (default)
+   * or `DeletePod` (memory-scaler deletes it; `functions/memory-scaler/follow-up.ts`).
+   */
+  stuckRollout?: "Report" | "DeletePod";
 }
 
 /** An {@link AppMonitorSpec} after {@link validateAppMonitorSpec}: every defaulted field set. */

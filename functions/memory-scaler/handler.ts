@@ -13,6 +13,7 @@
  * | 204, outcome `skipped`, reason `NotAppMonitorAlert` | an alert no AppMonitor rule raised (another alertname, no `appmonitor` label, or `exported_namespace`/`exported_pod` labels): never acted on, nothing read |
  * | 204, outcome `skipped`, reason `NoAppMonitor` \| `NotCovered` \| `AppMonitorNotGoverning` | the AppMonitor the alert names is not in the namespace, or does not cover the workload's Pod template |
  * | 204, outcome `ignored`, reason `Resolved` | a resolved alert: nothing to undo |
+ * | 204, outcome `idle` \| `followed`, reason `NoPendingRollout` \| `RolloutsPending` \| `RolloutsEnded` | a PingSource tick (`dev.knative.sources.ping`): the pending rollouts were followed (`follow-flow.ts`); with none pending, one LIST and nothing else |
  * | 400 `{ error, details }` | not a CloudEvent, another event type, `data` not matching `schemas/alert-event.schema.json`, subject or status contradicting `data` (the runtime or `event.ts`) |
  * | 413 / 415 | body over 1 MiB; a batch (`application/cloudevents-batch+json`) — the runtime |
  * | 422 | the API server refused a write no step expected it to refuse; never retried (dead-lettered) |
@@ -30,12 +31,20 @@ import { HttpError } from "../lib/runtime/errors.ts";
 import type { CloudEventOutcome, FunctionContext } from "../lib/runtime/types.ts";
 import { readAlertEvent, type AlertEvent } from "./event.ts";
 import type { MemoryScalerMetrics } from "./metrics.ts";
+import { followRollouts, type FollowDeps } from "./follow-flow.ts";
 import { handleFiring, type FlowDeps } from "./scale-flow.ts";
+
+/**
+ * CloudEvent type of a PingSource's tick (https://knative.dev/docs/eventing/sources/ping-source/):
+ * memory-scaler follows its pending rollouts (`follow-flow.ts`).
+ */
+export const PING_EVENT_TYPE = "dev.knative.sources.ping";
 
 /** What the handler needs; adapters, so tests can substitute them. */
 export interface HandlerDeps {
   readonly validate: AlertEventDataValidator;
   readonly flow: FlowDeps;
+  readonly follow: FollowDeps;
   readonly metrics: MemoryScalerMetrics;
 }
 
@@ -44,6 +53,21 @@ export function createHandler(deps: HandlerDeps): (context: FunctionContext, eve
   const { metrics } = deps;
   return async (context, cloudEvent) => {
     const stopTimer = metrics.duration.startTimer();
+    if (cloudEvent.type === PING_EVENT_TYPE) {
+      try {
+        const summary = await followRollouts(deps.follow, context.log);
+        const outcome = summary.checked === 0 ? "idle" : "followed";
+        const reason = summary.checked === 0 ? "NoPendingRollout" : summary.pending > 0 ? "RolloutsPending" : "RolloutsEnded";
+        metrics.events.inc({ type: "tick", outcome, reason });
+        stopTimer({ outcome });
+        context.log.info({ outcome, reason, ...summary }, "followed the pending rollouts");
+        return { outcome, reason };
+      } catch (error) {
+        metrics.events.inc({ type: "tick", outcome: "failed", reason: String(error instanceof HttpError ? error.status : 500) });
+        stopTimer({ outcome: "failed" });
+        throw error;
+      }
+    }
     let event: AlertEvent;
     try {
       event = readAlertEvent(cloudEvent, deps.validate);

@@ -40,14 +40,17 @@ export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
       { apiServer: kc.getCurrentCluster()?.server, prometheus: config.prometheusUrl?.href ?? null, scaleMaxAttempts: config.scaleMaxAttempts },
       verifier === undefined ? "configured; PROMETHEUS_URL unset: alerts are not verified against Prometheus" : "configured",
     );
+    const events = createEventRecorder(cluster);
+    const status = createStatusWriter(cluster, config.recentScalesLimit, deps.log);
     return {
       handle: createHandler({
         validate: compileAlertEventDataValidator(),
         metrics,
+        follow: { cluster, events, status, now: () => new Date(), onEnded: (kind, result, reason) => metrics.rollouts.inc({ kind, result, reason }) },
         flow: {
           cluster,
-          events: createEventRecorder(cluster),
-          status: createStatusWriter(cluster, config.recentScalesLimit, deps.log),
+          events,
+          status,
           verifier,
           maxAttempts: config.scaleMaxAttempts,
           now: () => new Date(),

@@ -10,12 +10,19 @@ import type { Registry } from "prom-client";
 export interface MemoryScalerMetrics {
   /**
    * `appmonitor_memory_scaler_events_total{type,outcome,reason}`: events handled.
-   * type: firing, resolved, invalid; outcome: scaled, dry-run, skipped, ignored, invalid, failed;
+   * type: firing, resolved, tick (a PingSource tick), invalid; outcome: scaled, dry-run, skipped,
+   * ignored, idle, followed, invalid, failed;
    * reason: the outcome's CamelCase reason (`Scaled`, `Cooldown`, …) or, for `failed`, the HTTP status.
    */
   readonly events: Counter<"type" | "outcome" | "reason">;
   /** `appmonitor_memory_scaler_scales_total{kind}`: workload patches written, by workload kind. */
   readonly scales: Counter<"kind">;
+  /**
+   * `appmonitor_memory_scaler_rollouts_total{kind,result,reason}`: rollouts followed to their
+   * end. result: `RolledOut` or `RolloutFailed`; reason: `RolledOut`, or the failure
+   * (`ProgressDeadlineExceeded`, `FailedCreate`, `PodUnschedulable`, `CrashLoopingPod`).
+   */
+  readonly rollouts: Counter<"kind" | "result" | "reason">;
   /** `appmonitor_memory_scaler_write_conflicts_total`: compare-and-swap writes that lost a race and were decided again. */
   readonly conflicts: Counter;
   /** `appmonitor_memory_scaler_event_duration_seconds{outcome}`: time to handle one event, in seconds. */
@@ -35,6 +42,12 @@ export function createMetrics(registry: Registry): MemoryScalerMetrics {
       name: "appmonitor_memory_scaler_scales_total",
       help: "Workload patches written (memory requests and limits raised), by workload kind.",
       labelNames: ["kind"] as const,
+      registers: [registry],
+    }),
+    rollouts: new Counter({
+      name: "appmonitor_memory_scaler_rollouts_total",
+      help: "Rollouts started by a scale and followed to their end, by workload kind, result and reason.",
+      labelNames: ["kind", "result", "reason"] as const,
       registers: [registry],
     }),
     conflicts: new Counter({

@@ -135,7 +135,8 @@ describe("memory-scaler answers every handled event without a body", () => {
     it(`${c.name}: 204 ${c.outcome}/${c.reason}`, async () => {
       const cluster = memhogCluster(c.spec);
       c.setup?.(cluster);
-      fn.use(createScalerHandler({ validate, metrics: createScalerMetrics(new Registry()), flow: flowDeps(cluster, c.flow) }));
+      const flow = flowDeps(cluster, c.flow);
+      fn.use(createScalerHandler({ validate, metrics: createScalerMetrics(new Registry()), flow, follow: { cluster, events: flow.events, status: flow.status, now: flow.now } }));
       const { namespace, pod, container, appmonitor } = alertData();
       const event = alertEvent({ namespace, pod, container, appmonitor, ...c.event });
       assertHandledWithoutBody(await postEvent(fn.server.url, event), c.outcome, c.reason);

@@ -1,0 +1,197 @@
+/**
+ * The follow-up of the rollouts memory-scaler started, on each tick of a PingSource (the
+ * Trigger `memory-scaler-rollouts-ping`, knative/eventing/triggers.yaml): level-based, so a lost
+ * or repeated tick costs nothing but latency.
+ *
+ * 1. One LIST of the AppMonitors of every namespace, from the API server's watch cache. None
+ *    with `status.rollouts`: done, nothing else is read.
+ * 2. For each pending rollout: GET the workload and LIST its Pods (by its selector), in
+ *    parallel; `decideFollowUp` (`follow-up.ts`, pure) says where it stands.
+ * 3. Ended: the condition `RolledOut` on the AppMonitor (True, or False with the failure's
+ *    reason) and the entry removed from `status.rollouts`; an Event on the workload and one on the
+ *    AppMonitor (Normal `RolledOut`, Warning `RolloutFailed`, named after the workload, the
+ *    generation and the result, so a repeated tick writes none); the metric
+ *    `appmonitor_memory_scaler_rollouts_total{kind,result,reason}`. OnDelete still waiting: the
+ *    entry names the Pods on the old revision. `stuckRollout: DeletePod`: the crash-looping Pod is
+ *    deleted (its uid as precondition) and a Warning `DeletedStuckPod` says so.
+ * Any API failure is thrown once every other rollout was looked at (503 etc., by its class): the
+ * Broker retries the tick, and what was done is not done twice.
+ */
+import type * as k8s from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import { APPMONITOR_API_VERSION, APPMONITOR_KIND } from "../lib/appmonitor.ts";
+import { toHttpFailure } from "../lib/kube-api-errors.ts";
+import type { Cluster, WorkloadKind, WorkloadObject } from "./cluster.ts";
+import type { EventRecorder } from "./events.ts";
+import { decideFollowUp, type FollowUp, type PendingRollout, type PodView, type WorkloadView } from "./follow-up.ts";
+import { APPS_V1 } from "./owners.ts";
+import { formatTimestamp } from "./patch.ts";
+import { pendingRollouts, withRolloutFollowedUp, type RolloutConditionChange } from "./rollout-status.ts";
+import type { StatusWriter } from "./status-writer.ts";
+
+/** What the follow-up needs; adapters, so tests can substitute them. */
+export interface FollowDeps {
+  readonly cluster: Cluster;
+  readonly events: EventRecorder;
+  readonly status: StatusWriter;
+  readonly now: () => Date;
+  /** Called once per ended rollout (for a metric). */
+  readonly onEnded?: (kind: string, result: "RolledOut" | "RolloutFailed", reason: string) => void;
+}
+
+/** What one tick did: rollouts looked at, ended, still pending; every step is in the log. */
+export interface FollowSummary {
+  readonly checked: number;
+  readonly ended: number;
+  readonly pending: number;
+}
+
+const WORKLOAD_KINDS: ReadonlySet<string> = new Set(["Deployment", "StatefulSet", "DaemonSet"]);
+
+/** `matchLabels` and `matchExpressions` as the API's `labelSelector` string (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors). */
+export function selectorString(selector: k8s.V1LabelSelector | undefined): string | undefined {
+  if (selector === undefined) return undefined;
+  const parts = Object.entries(selector.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`);
+  for (const e of selector.matchExpressions ?? []) {
+    if (e.operator === "In" || e.operator === "NotIn") parts.push(`${e.key} ${e.operator.toLowerCase()} (${(e.values ?? []).join(",")})`);
+    else if (e.operator === "Exists") parts.push(e.key);
+    else if (e.operator === "DoesNotExist") parts.push(`!${e.key}`);
+  }
+  return parts.length === 0 ? undefined : parts.join(",");
+}
+
+/** The decision's view of a workload as read. */
+export function workloadView(kind: string, object: WorkloadObject): WorkloadView {
+  const st = object.status ?? {};
+  const daemon = kind === "DaemonSet";
+  return {
+    kind,
+    name: object.metadata?.name ?? "",
+    uid: object.metadata?.uid,
+    generation: object.metadata?.generation,
+    observedGeneration: st.observedGeneration,
+    desired: daemon ? (st.desiredNumberScheduled ?? 0) : (object.spec?.replicas ?? 1),
+    current: daemon ? (st.currentNumberScheduled ?? 0) : (st.replicas ?? 0),
+    updated: daemon ? (st.updatedNumberScheduled ?? 0) : (st.updatedReplicas ?? 0),
+    available: daemon ? (st.numberAvailable ?? 0) : kind === "StatefulSet" ? (st.readyReplicas ?? 0) : (st.availableReplicas ?? 0),
+    updateStrategy: kind === "Deployment" ? object.spec?.strategy?.type : object.spec?.updateStrategy?.type,
+    partition: object.spec?.updateStrategy?.rollingUpdate?.partition ?? 0,
+    updateRevision: st.updateRevision,
+    currentRevision: st.currentRevision,
+    conditions: st.conditions ?? [],
+  };
+}
+
+/** The decision's view of a Pod as read. */
+export function podView(pod: k8s.V1Pod): PodView {
+  const scheduled = pod.status?.conditions?.find((c) => c.type === "PodScheduled");
+  const crashLoopingOOM = [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])]
+    .filter((c) => c.state?.waiting?.reason === "CrashLoopBackOff" && c.lastState?.terminated?.reason === "OOMKilled")
+    .map((c) => c.name);
+  return {
+    name: pod.metadata?.name ?? "",
+    uid: pod.metadata?.uid,
+    revision: pod.metadata?.labels?.["controller-revision-hash"],
+    deleting: pod.metadata?.deletionTimestamp !== undefined,
+    unschedulable: scheduled?.status === "False" && scheduled.reason === "Unschedulable" ? (scheduled.message ?? "Unschedulable") : undefined,
+    crashLoopingOOM,
+  };
+}
+
+/** How an ended rollout sets the condition, and the Event's type and reason. */
+function ending(follow: FollowUp): { condition: RolloutConditionChange; result: "RolledOut" | "RolloutFailed"; reason: string } | undefined {
+  if (follow.result === "rolledOut") return { condition: { status: "True", reason: "RolledOut", message: follow.message }, result: "RolledOut", reason: "RolledOut" };
+  if (follow.result === "failed") return { condition: { status: "False", reason: follow.reason, message: follow.message }, result: "RolloutFailed", reason: follow.reason };
+  return undefined;
+}
+
+/**
+ * Follows every pending rollout once (module comment).
+ * @throws HttpError (by the API failure's class, `toHttpFailure`) when a read or write failed,
+ * after the other rollouts were followed.
+ */
+export async function followRollouts(deps: FollowDeps, log: Logger): Promise<FollowSummary> {
+  const { cluster } = deps;
+  const items = await cluster.listAllAppMonitors().catch((error: unknown) => {
+    throw toHttpFailure(error, "list AppMonitors");
+  });
+  const work = items.flatMap((item) => {
+    const am = item as { metadata?: { name?: string; namespace?: string; uid?: string }; spec?: { stuckRollout?: "Report" | "DeletePod" }; status?: unknown };
+    const { name, namespace } = am.metadata ?? {};
+    if (name === undefined || namespace === undefined) return [];
+    return pendingRollouts(am.status).map((rollout) => ({ am: { name, namespace, uid: am.metadata?.uid, raw: item as Record<string, unknown>, stuckRollout: am.spec?.stuckRollout }, rollout }));
+  });
+  if (work.length === 0) return { checked: 0, ended: 0, pending: 0 };
+
+  let ended = 0;
+  const failures: unknown[] = [];
+  await Promise.all(
+    work.map(async ({ am, rollout }) => {
+      try {
+        if (await followOne(deps, am, rollout, log)) ended += 1;
+      } catch (error) {
+        failures.push(error);
+      }
+    }),
+  );
+  if (failures.length > 0) throw toHttpFailure(failures[0], `follow ${failures.length} of ${work.length} pending rollouts`);
+  return { checked: work.length, ended, pending: work.length - ended };
+}
+
+/** Follows one rollout; true when it ended (or its workload is gone). */
+async function followOne(
+  deps: FollowDeps,
+  am: { name: string; namespace: string; uid: string | undefined; raw: Record<string, unknown>; stuckRollout: "Report" | "DeletePod" | undefined },
+  rollout: PendingRollout,
+  log: Logger,
+): Promise<boolean> {
+  const { cluster } = deps;
+  const { kind, name } = rollout.workload;
+  const ref = { namespace: am.namespace, name: am.name, uid: am.uid };
+  const now = deps.now();
+  const stamp = formatTimestamp(now);
+  const object = WORKLOAD_KINDS.has(kind) ? await cluster.readWorkload(kind as WorkloadKind, am.namespace, name) : undefined;
+  const selector = selectorString(object?.spec?.selector);
+  const pods = object === undefined || selector === undefined ? [] : await cluster.listPods(am.namespace, selector);
+  const follow = decideFollowUp({ rollout, workload: object === undefined ? undefined : workloadView(kind, object), pods: pods.map(podView), stuckRollout: am.stuckRollout, now });
+  const line = { appmonitor: `${am.namespace}/${am.name}`, workload: `${kind}/${name}`, generation: rollout.generation, result: follow.result };
+
+  if (follow.result === "gone") {
+    log.info(line, follow.message);
+    await deps.status.update(ref, (status) => withRolloutFollowedUp(status, rollout, { end: { status: "Unknown", reason: "WorkloadGone", message: follow.message } }, stamp), am.raw);
+    return true;
+  }
+  const amRef = { apiVersion: APPMONITOR_API_VERSION, kind: APPMONITOR_KIND, name: am.name, namespace: am.namespace, ...(am.uid === undefined ? {} : { uid: am.uid }) };
+  const wlRef = { apiVersion: APPS_V1, kind, name, namespace: am.namespace, ...(object?.metadata?.uid === undefined ? {} : { uid: object.metadata.uid }) };
+  const end = ending(follow);
+  if (end !== undefined) {
+    log.info({ ...line, reason: end.reason }, follow.message);
+    const type = end.result === "RolledOut" ? "Normal" : "Warning";
+    const key = `rollout/${kind}/${name}/${rollout.generation}/${end.reason}`;
+    const note = end.result === "RolledOut" ? follow.message : `rollout failed (${end.reason}): ${follow.message}`;
+    const problems = await Promise.all([
+      deps.events.record({ type, reason: end.result, note, regarding: wlRef, related: amRef, key }),
+      deps.events.record({ type, reason: end.result, note, regarding: amRef, related: wlRef, key }),
+    ]);
+    for (const problem of problems) if (problem !== undefined) log.warn(line, problem);
+    await deps.status.update(ref, (status) => withRolloutFollowedUp(status, rollout, { end: end.condition }, stamp), am.raw);
+    deps.onEnded?.(kind, end.result, end.reason);
+    return true;
+  }
+  if (follow.result === "deletePod") {
+    log.warn(line, follow.message);
+    await cluster.deletePod(am.namespace, follow.pod.name, follow.pod.uid);
+    const key = `stuck/${follow.pod.uid ?? follow.pod.name}`;
+    await Promise.all([
+      deps.events.record({ type: "Warning", reason: "DeletedStuckPod", note: follow.message, regarding: wlRef, related: amRef, key }),
+      deps.events.record({ type: "Warning", reason: "DeletedStuckPod", note: follow.message, regarding: amRef, related: wlRef, key }),
+    ]);
+    return false;
+  }
+  log.info(line, follow.message);
+  if (follow.result === "progressing" && follow.waitingPods !== undefined) {
+    const waitingPods = follow.waitingPods;
+    await deps.status.update(ref, (status) => withRolloutFollowedUp(status, rollout, { waitingPods }, stamp), am.raw);
+  }
+  return false;
+}
