@@ -77,8 +77,9 @@ export interface Cluster {
   /** DELETE pods/{name} with `uid` as precondition (409 when it is another Pod now); a Pod already gone is no error. */
   deletePod(namespace: string, name: string, uid: string | undefined): Promise<void>;
   /**
-   * LIST kubedemo.com/v1 appmonitors in every namespace, with `resourceVersion=0`: served from
-   * the API server's watch cache, not etcd (https://kubernetes.io/docs/reference/using-api/api-concepts/#resourceversion-in-requests).
+   * LIST kubedemo.com/v1 appmonitors in every namespace (served from the API server's watch
+   * cache since consistent reads from it became the default:
+   * https://kubernetes.io/docs/reference/using-api/api-concepts/#semantics-for-get-and-list).
    */
   listAllAppMonitors(): Promise<unknown[]>;
   /** LIST kubedemo.com/v1 appmonitors in `namespace`: the raw objects, unvalidated. */
@@ -149,7 +150,7 @@ export function createCluster(kc: k8s.KubeConfig): Cluster {
     },
 
     async listAllAppMonitors() {
-      const list = (await custom.listClusterCustomObject({ ...appMonitors, resourceVersion: "0" })) as { items?: unknown };
+      const list = (await custom.listClusterCustomObject({ ...appMonitors })) as { items?: unknown };
       return Array.isArray(list.items) ? (list.items as unknown[]) : [];
     },
 

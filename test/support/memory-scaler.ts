@@ -9,12 +9,13 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent } from "cloudevents";
+import { after, before } from "node:test";
 import { fn } from "../../functions/memory-scaler/index.ts";
 import { FIRING_TYPE, RESOLVED_TYPE, triggerOf, type AlertEventData } from "../../functions/lib/alert-event.ts";
 import type { RunningServer } from "../../functions/lib/runtime/server.ts";
 import type { Env } from "../../functions/lib/runtime/types.ts";
 import { startFunction } from "./function-server.ts";
-import { manifests } from "./install.ts";
+import { installMemoryScaler, manifests } from "./install.ts";
 import { postEvent, type EventAnswer } from "./post-event.ts";
 import { adminKubeConfig, serviceAccountKubeConfig, waitFor } from "./stack.ts";
 import { tempDir } from "./temp-dir.ts";
@@ -69,6 +70,25 @@ export async function startScaler(env: Env = {}): Promise<ScalerUnderTest> {
     await kubeconfig.remove();
     throw error;
   }
+}
+
+/**
+ * For the suite it is called in: memory-scaler's manifests installed and the function started
+ * before its tests (with `env`), stopped after them. Returns the running scaler once started.
+ */
+export function scalerForSuite(env: Env = {}): () => ScalerUnderTest {
+  let scaler: ScalerUnderTest | undefined;
+  before(async () => {
+    await installMemoryScaler();
+    scaler = await startScaler(env);
+  });
+  after(async () => {
+    await scaler?.stop();
+  });
+  return () => {
+    if (scaler === undefined) throw new Error("memory-scaler has not started");
+    return scaler;
+  };
 }
 
 /** Options of {@link alertEvent}. */
