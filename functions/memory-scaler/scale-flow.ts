@@ -36,14 +36,18 @@
  *    carrying the API server's message. In parallel, the Nodes are listed: when that Pod's memory
  *    request, as the scheduler counts it, exceeds every Node's allocatable memory
  *    (`rollout.ts`) → skip `Unschedulable` and Warning Events naming both; a Node list that
- *    fails or is empty does not block the scale (a warning in the log line).
+ *    fails or is empty does not block the scale (a warning in the log line). Also in parallel,
+ *    the namespace's ResourceQuotas: when the rollout's peak (a Deployment's new Pods beside
+ *    `maxSurge` old ones) passes one (`quota.ts`) → skip `RolloutExceedsQuota` and Warning Events.
  * 8. The patch: `test` operations on the values decided from make it a compare-and-swap, and it
  *    writes the last-scale annotation that the cooldown reads, and the last-scale record (the
  *    AppMonitor, the event id, the changes) that step 3a repairs from. A lost race (the `test` failed)
  *    starts again at 1, at most `maxAttempts` rounds; the next round sees the new template and
  *    skips (`Cooldown` / `RolloutUnderWay`), so concurrent deliveries never compound.
  * 9. Normal `Scaled` Events on the workload and the AppMonitor (and, for an OnDelete workload,
- *    `RolloutWaitsForDelete` Warnings: the patch reached no Pod); AppMonitor status. Their failure
+ *    `RolloutWaitsForDelete` Warnings: the patch reached no Pod); AppMonitor status, with the
+ *    rollout the patch started (the generation it gave the workload) pending in
+ *    `status.rollouts`, which `follow-flow.ts` follows to its end. Their failure
  *    is reported in `warnings` but does not fail the request: the scale is done, and a retry
  *    would only skip.
  *
