@@ -250,6 +250,24 @@ describe("the flow records the rollout a scale starts, the follow-up ends it", (
     assert.deepEqual(await followRollouts(follow, log), { checked: 0, ended: 0, pending: 0 }, "nothing pending: nothing more read");
   });
 
+  it("a tick with nothing pending makes one API call, the LIST of AppMonitors", async () => {
+    const cluster = memhogCluster();
+    const calls: string[] = [];
+    const counted = new Proxy(cluster, {
+      get(target, property, receiver) {
+        const value: unknown = Reflect.get(target, property, receiver);
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          calls.push(String(property));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const deps = flowDeps(cluster);
+    assert.deepEqual(await followRollouts({ cluster: counted, events: deps.events, status: deps.status, now: deps.now }, log), { checked: 0, ended: 0, pending: 0 });
+    assert.deepEqual(calls, ["listAllAppMonitors"]);
+  });
+
   it("a ResourceQuota that cannot hold the surge: RolloutExceedsQuota, no patch, no rollout", async () => {
     const cluster = memhogCluster();
     cluster.quotas.push({ metadata: { name: "mem", namespace: NS }, status: { hard: { "requests.memory": "700Mi" }, used: { "requests.memory": "256Mi" } } });
