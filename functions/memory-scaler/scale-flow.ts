@@ -306,9 +306,24 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
         ),
         entry === undefined
           ? undefined
-          : deps.status.add({ namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid }, entry, am.raw).catch((error: unknown) => {
-              warnings.push((error as Error).message);
-            }),
+          : deps.status
+              .update(
+                { namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid },
+                (status) => {
+                  // A scale counted only now had its rollout unrecorded too: follow it from the
+                  // generation the workload has now, which includes the patch.
+                  const scaled = withScales(status, [entry], deps.status.limit);
+                  const generation = workload.object.metadata?.generation;
+                  const counted = (scaled.scaleCount ?? 0) > (status?.scaleCount ?? 0);
+                  if (!counted || workload.kind === "ReplicaSet" || generation === undefined) return scaled;
+                  const rollout = { workload: entry.workload, generation, startedAt: entry.time, event: repair.record.event };
+                  return withRolloutStarted(scaled, rollout, `${workload.kind} ${workload.name}: rolling out generation ${generation} (${describeChanges(entry.changes)})`, entry.time);
+                },
+                am.raw,
+              )
+              .catch((error: unknown) => {
+                warnings.push((error as Error).message);
+              }),
       ]);
     }
 

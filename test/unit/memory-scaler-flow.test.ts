@@ -116,6 +116,7 @@ describe("handleFiring", () => {
     assert.equal(status.scaleCount, 1);
     assert.equal(status.lastScaleTime, "2025-06-01T12:00:00Z");
     assert.deepEqual(status.recentScales, [{ time: "2025-06-01T12:00:00Z", workload: { kind: "Deployment", name: "memhog" }, event: "e1", container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } }]);
+    assert.deepEqual((status as { rollouts?: unknown }).rollouts, [{ workload: { kind: "Deployment", name: "memhog" }, generation: 2, startedAt: "2025-06-01T12:00:00Z", event: "e1" }], "its rollout is followed too");
     assert.deepEqual(cluster.events.map((e) => [e.reason, e.regarding?.kind, e.note]).sort(), [
       ["Scaled", "AppMonitor", "scaled Deployment memhog by 2: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi"],
       ["Scaled", "Deployment", "scaled Deployment memhog by 2: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi"],
