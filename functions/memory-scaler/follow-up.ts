@@ -14,7 +14,9 @@
  *   its new ReplicaSet when Pod creation is refused (a ResourceQuota: `exceeded quota: …`);
  * - `PodUnschedulable`: a StatefulSet or DaemonSet (no progress deadline of their own) whose Pod
  *   has been Pending with `PodScheduled=False`, reason `Unschedulable`, for longer than
- *   {@link ROLLOUT_DEADLINE_SECONDS} after the patch;
+ *   {@link ROLLOUT_DEADLINE_SECONDS} after the patch; `ProgressDeadlineExceeded` too for one
+ *   whose `RollingUpdate` has not ended by then for another reason (a Pod a quota refuses, which
+ *   only an Event says, or one never Ready);
  * - `CrashLoopingPod`: a StatefulSet `RollingUpdate` blocked by a Pod of the old revision that
  *   keeps crashing (here: OOM-killed, as the scaled workload's Pods were). The controller waits for
  *   every Pod to be Running and Ready before it replaces the next one, so it never replaces that
@@ -84,7 +86,11 @@ export interface PodView {
   readonly crashLoopingOOM: readonly string[];
 }
 
-/** Seconds after the patch before a StatefulSet or DaemonSet Pod Pending as unschedulable fails the rollout: Deployment's own default `progressDeadlineSeconds`. */
+/**
+ * Seconds after the patch before a StatefulSet or DaemonSet rollout that has not ended fails
+ * (`PodUnschedulable` with a Pod Pending as unschedulable, else `ProgressDeadlineExceeded`):
+ * Deployment's own default `progressDeadlineSeconds`.
+ */
 export const ROLLOUT_DEADLINE_SECONDS = 600;
 
 /** Why a rollout failed (the condition's reason and the Event's note); see the module comment. */
@@ -135,7 +141,9 @@ function pendingNote(pods: readonly PodView[]): string {
  *    {@link ROLLOUT_DEADLINE_SECONDS} after the start → `failed` `PodUnschedulable`;
  * 7. every replica updated, no old one left, every updated one available (StatefulSet: up to the
  *    partition, and `currentRevision` = `updateRevision` without one) → `rolledOut`;
- * 8. else `progressing`.
+ * 8. a StatefulSet or DaemonSet `RollingUpdate` not rolled out {@link ROLLOUT_DEADLINE_SECONDS}
+ *    after the start → `failed` `ProgressDeadlineExceeded` (they have no deadline of their own);
+ * 9. else `progressing`.
  */
 export function decideFollowUp(input: FollowUpInput): FollowUp {
   const { rollout, workload: w, pods } = input;
@@ -158,6 +166,7 @@ export function decideFollowUp(input: FollowUpInput): FollowUp {
   }
 
   const live = pods.filter((p) => !p.deleting);
+  const elapsed = (input.now.getTime() - Date.parse(rollout.startedAt)) / 1000;
   if (w.kind === "StatefulSet" || w.kind === "DaemonSet") {
     if (w.updateStrategy === "OnDelete") {
       const old = w.kind === "StatefulSet" && w.updateRevision !== undefined ? live.filter((p) => p.revision !== w.updateRevision) : [];
@@ -176,7 +185,6 @@ export function decideFollowUp(input: FollowUpInput): FollowUp {
         return { result: "failed", reason: "CrashLoopingPod", message: `${subject}: ${why}; delete it (kubectl delete pod ${stuck.name}) so that it is recreated at the new revision, or set spec.stuckRollout: DeletePod` };
       }
     }
-    const elapsed = (input.now.getTime() - Date.parse(rollout.startedAt)) / 1000;
     const unschedulable = live.filter((p) => p.unschedulable !== undefined);
     if (unschedulable.length > 0 && elapsed > ROLLOUT_DEADLINE_SECONDS) {
       return { result: "failed", reason: "PodUnschedulable", message: `${subject}: after ${ROLLOUT_DEADLINE_SECONDS}s${pendingNote(unschedulable)}` };
@@ -193,6 +201,16 @@ export function decideFollowUp(input: FollowUpInput): FollowUp {
     w.available >= target &&
     revisionDone;
   if (done) return { result: "rolledOut", message: `${subject} rolled out generation ${w.observedGeneration}: ${w.updated} of ${w.desired} Pod${w.desired === 1 ? "" : "s"} updated and available` };
+  // StatefulSets and DaemonSets have no progress deadline of their own; a RollingUpdate still
+  // short of its Pods after Deployment's default one has stalled (a Pod refused by a quota or
+  // never Ready). OnDelete waits for the user, however long that takes.
+  if (w.kind !== "Deployment" && w.updateStrategy !== "OnDelete" && elapsed > ROLLOUT_DEADLINE_SECONDS) {
+    return {
+      result: "failed",
+      reason: "ProgressDeadlineExceeded",
+      message: `${subject} has not rolled out generation ${rollout.generation} ${ROLLOUT_DEADLINE_SECONDS}s after the scale: ${w.updated} of ${target} updated, ${w.available} ready; see its Events (FailedCreate) and its Pods`,
+    };
+  }
   return {
     result: "progressing",
     message: `${subject} is rolling out generation ${rollout.generation}: ${w.updated} of ${target} updated, ${w.available} available${pendingNote(pods)}`,

@@ -130,6 +130,16 @@ describe("decideFollowUp", () => {
       reason: "PodUnschedulable",
     },
     { name: "StatefulSet RollingUpdate: updated and ready but currentRevision not moved on yet", rollout: sts, workload: statefulSet({ currentRevision: "db-old" }), want: "progressing" },
+    {
+      name: "StatefulSet RollingUpdate still short of its Pods past the deadline (a Pod a quota refuses)",
+      rollout: sts,
+      workload: statefulSet({ updated: 1, available: 1, currentRevision: "db-old" }),
+      now: at(ROLLOUT_DEADLINE_SECONDS + 1),
+      want: "failed",
+      reason: "ProgressDeadlineExceeded",
+      message: /has not rolled out generation 2 600s after the scale: 1 of 2 updated, 1 ready/,
+    },
+    { name: "StatefulSet OnDelete past the deadline: still waiting for the user", rollout: sts, workload: statefulSet({ updateStrategy: "OnDelete", updated: 1 }), pods: [pod("db-0", { revision: "db-old" })], now: at(ROLLOUT_DEADLINE_SECONDS + 1), want: "progressing" },
     { name: "StatefulSet with a partition: only the Pods above it", rollout: sts, workload: statefulSet({ partition: 1, updated: 1, available: 2, currentRevision: "db-old" }), want: "rolledOut" },
   ];
   for (const c of cases) {
