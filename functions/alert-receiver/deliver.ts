@@ -6,6 +6,7 @@
  */
 import { retry } from "../lib/retry.ts";
 import type { RetryPolicy } from "../lib/retry.ts";
+import { forEachLimit } from "../lib/worker-pool.ts";
 import type { AlertEventAttributes } from "./mapping.ts";
 import { DeliveryError } from "./sink.ts";
 import type { Send } from "./sink.ts";
@@ -57,33 +58,27 @@ export async function deliverAll(
   const refused: RefusedDelivery[] = [];
   const failed: FailedDelivery[] = [];
   let delivered = 0;
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    for (let index = next++; index < events.length; index = next++) {
-      const event = events[index];
-      if (event === undefined) continue;
-      try {
-        await retry(
-          () => send(event),
-          policy,
-          (error) => error instanceof DeliveryError && error.transient,
-          (error, attempt, delayMs) => hooks.onRetry?.(event, error, attempt, delayMs),
-        );
-        delivered += 1;
-        hooks.onDelivered?.(event);
-      } catch (error) {
-        const entry = { id: event.id, fingerprint: event.data.fingerprint, error: error instanceof Error ? error.message : String(error) };
-        if (isRefusal(error)) {
-          hooks.onRefused?.(event, error);
-          refused.push({ ...entry, status: error.status });
-        } else {
-          hooks.onFailed?.(event, error);
-          failed.push(entry);
-        }
+  await forEachLimit(events, concurrency, async (event) => {
+    try {
+      await retry(
+        () => send(event),
+        policy,
+        (error) => error instanceof DeliveryError && error.transient,
+        (error, attempt, delayMs) => hooks.onRetry?.(event, error, attempt, delayMs),
+      );
+      delivered += 1;
+      hooks.onDelivered?.(event);
+    } catch (error) {
+      const entry = { id: event.id, fingerprint: event.data.fingerprint, error: error instanceof Error ? error.message : String(error) };
+      if (isRefusal(error)) {
+        hooks.onRefused?.(event, error);
+        refused.push({ ...entry, status: error.status });
+      } else {
+        hooks.onFailed?.(event, error);
+        failed.push(entry);
       }
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, events.length) }, worker));
+  });
   return { delivered, refused, failed };
 }
 

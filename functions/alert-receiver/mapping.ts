@@ -7,6 +7,8 @@
  */
 import { createHash } from "node:crypto";
 import { FIRING_TYPE, RESOLVED_TYPE, triggerOf, type AlertEventData } from "../lib/alert-event.ts";
+import { APPMONITOR_ALERT_LABEL } from "../lib/appmonitor.ts";
+import { isDnsLabel, isDnsSubdomain } from "../lib/kube-names.ts";
 import type { AlertmanagerAlert, AlertmanagerWebhook, AlertStatus } from "./webhook.ts";
 
 /** `source` when the payload has no usable `externalURL`. */
@@ -15,10 +17,6 @@ export const DEFAULT_SOURCE = "/alertmanager";
 export const NOT_ENDED = "0001-01-01T00:00:00Z";
 
 const NOT_ENDED_MS = Date.parse(NOT_ENDED);
-/** RFC 1123 label: a namespace name (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names). */
-const NAMESPACE_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-/** RFC 1123 subdomain: a Pod name (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-subdomain-names). */
-const POD_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 /** A decimal number as Prometheus prints one in `{{ $value }}`; NaN and ±Inf are not values. */
 const NUMBER_PATTERN = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 /** Characters of an RFC 3986 URI reference (the CloudEvents `source` format). */
@@ -78,7 +76,7 @@ export function mapAlert(alert: AlertmanagerAlert, source: string): AlertEventAt
   const namespace = own(alert.labels, "namespace");
   const pod = own(alert.labels, "pod");
   if (namespace === undefined || pod === undefined || namespace === "" || pod === "") return "no-namespace-or-pod";
-  if (namespace.length > 63 || !NAMESPACE_PATTERN.test(namespace) || pod.length > 253 || !POD_PATTERN.test(pod)) {
+  if (!isDnsLabel(namespace) || !isDnsSubdomain(pod)) {
     return "invalid-namespace-or-pod";
   }
   const startsMs = Date.parse(alert.startsAt);
@@ -88,7 +86,7 @@ export function mapAlert(alert: AlertmanagerAlert, source: string): AlertEventAt
   const timeMs = alert.status === "resolved" && ended ? endsMs : startsMs;
 
   const container = own(alert.labels, "container");
-  const appmonitor = own(alert.labels, "appmonitor");
+  const appmonitor = own(alert.labels, APPMONITOR_ALERT_LABEL);
   const value = parseValue(own(alert.annotations, "value")) ?? parseValue(own(alert.labels, "value"));
   const alertname = own(alert.labels, "alertname") ?? "";
   const data: AlertEventData = {

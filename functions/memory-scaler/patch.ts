@@ -1,5 +1,6 @@
 // The compare-and-swap JSON Patch that applies a scale decision to a workload's Pod template.
 import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../lib/appmonitor.ts";
+import { formatTimestamp } from "../lib/rfc3339.ts";
 import { kindOf, listOf, type ContainerChange, type ContainerMemory } from "./decide.ts";
 
 /** One RFC 6902 operation, as sent with `Content-Type: application/json-patch+json`. */
@@ -40,11 +41,6 @@ export interface TemplatePatchInput {
  */
 export function escapeJsonPointerToken(token: string): string {
   return token.replaceAll("~", "~0").replaceAll("/", "~1");
-}
-
-/** RFC 3339 in UTC with whole seconds, the form Kubernetes writes its own timestamps in. */
-export function formatTimestamp(time: Date): string {
-  return time.toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
 /**

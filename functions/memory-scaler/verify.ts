@@ -14,6 +14,7 @@ import axios from "axios";
 import type { AxiosInstance } from "axios";
 import { HttpError } from "../lib/runtime/errors.ts";
 import { floor, parseQuantity } from "../lib/quantity.ts";
+import { promqlString, regexQuote } from "../lib/promql.ts";
 import type { ContainerChange, ContainerMemory } from "./decide.ts";
 
 /** The series of the working set, in bytes. */
@@ -29,23 +30,13 @@ export interface Verifier {
   workingSets(namespace: string, pod: string, containers: readonly string[]): Promise<Map<string, number>>;
 }
 
-/** PromQL double-quoted string literal (https://prometheus.io/docs/prometheus/latest/querying/basics/#string-literals). */
-function promString(value: string): string {
-  return `"${value.replaceAll("\\", "\\\\").replaceAll('"', '\\"').replaceAll("\n", "\\n")}"`;
-}
-
-/** RE2 literal for a `=~` matcher: every metacharacter escaped. */
-function regexLiteral(value: string): string {
-  return value.replace(/[\\.+*?()|[\]{}^$]/g, "\\$&");
-}
-
 /**
  * The instant query: the largest working set per container (cAdvisor may export more than one
  * series per container, e.g. across a restart; the largest is the one an eviction would see).
  */
 export function workingSetQuery(namespace: string, pod: string, containers: readonly string[]): string {
-  const names = containers.map(regexLiteral).join("|");
-  return `max by (container) (${WORKING_SET_METRIC}{namespace=${promString(namespace)},pod=${promString(pod)},container=~${promString(names)}})`;
+  const names = containers.map(regexQuote).join("|");
+  return `max by (container) (${WORKING_SET_METRIC}{namespace=${promqlString(namespace)},pod=${promqlString(pod)},container=~${promqlString(names)}})`;
 }
 
 /** A {@link Verifier} querying the Prometheus at `baseUrl` with axios. */

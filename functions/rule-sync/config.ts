@@ -15,7 +15,7 @@
  */
 import { ConfigError, readEnum, readString } from "../lib/runtime/env.ts";
 import type { Env } from "../lib/runtime/types.ts";
-import { isDnsLabel } from "./names.ts";
+import { isDnsLabel } from "../lib/kube-names.ts";
 import { DEFAULT_METRIC_SOURCE, DEFAULT_SEVERITY, METRIC_SOURCES, RuleInputError, validateRuleConfig } from "./rule.ts";
 import type { RuleConfig } from "./rule.ts";
 

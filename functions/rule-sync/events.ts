@@ -19,7 +19,8 @@
  * {@link PING_EVENT_TYPE} (https://knative.dev/docs/eventing/sources/ping-source/).
  */
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND } from "../lib/appmonitor.ts";
-import { isDnsLabel, isDnsSubdomain } from "./names.ts";
+import { isRecord } from "../lib/is-record.ts";
+import { isDnsLabel, isDnsSubdomain } from "../lib/kube-names.ts";
 
 /** Prefix of ApiServerSource event types in Resource mode. */
 export const RESOURCE_EVENT_PREFIX = "dev.knative.apiserver.resource.";
@@ -109,10 +110,6 @@ function jsonObject(data: unknown): Record<string, unknown> {
   }
   if (!isRecord(value)) throw new EventInputError(`data must be a JSON object, got ${value === undefined ? "no data" : value === null ? "null" : Array.isArray(value) ? "an array" : typeof value}`);
   return value;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function describe(value: unknown): string {

@@ -12,7 +12,8 @@ import {
   type AppMonitorSpecWithDefaults,
   type ObjectMetaLike,
 } from "../lib/appmonitor.ts";
-import { isDnsLabel, isDnsSubdomain } from "./names.ts";
+import { isRecord } from "../lib/is-record.ts";
+import { isDnsLabel, isDnsSubdomain } from "../lib/kube-names.ts";
 
 /** An AppMonitor read from a manifest: spec validated and defaulted, namespace always set. */
 export interface ManifestAppMonitor {
@@ -129,10 +130,6 @@ export function unknownFields(object: Readonly<Record<string, unknown>>): string
   const top = Object.keys(object).filter((key) => !KNOWN_TOP_LEVEL.has(key)).map((key) => childField("", key));
   const metadata = isRecord(object.metadata) ? Object.keys(object.metadata).filter((key) => !KNOWN_METADATA.has(key)).map((key) => childField("metadata", key)) : [];
   return [...top, ...metadata, ...undeclared(object.spec, specSchema as SchemaNode, "spec")];
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** The AppMonitor in one object and its unknown fields, or undefined when the object is something else. */

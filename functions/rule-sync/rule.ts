@@ -51,8 +51,8 @@ import {
   type LabelSelector,
   type ObjectMetaLike,
 } from "../lib/appmonitor.ts";
-import { isDnsLabel, isDnsSubdomain, isLabelKey, isLabelValue } from "./names.ts";
-import { promDuration, promqlNumber, promqlString, regexQuote } from "./promql.ts";
+import { isDnsLabel, isDnsSubdomain, isLabelKey, isLabelValue } from "../lib/kube-names.ts";
+import { promDuration, promqlNumber, promqlString, regexQuote } from "../lib/promql.ts";
 
 /**
  * The alert name every generated rule uses; Alertmanager's route (knative/alertmanager) and

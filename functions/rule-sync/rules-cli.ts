@@ -20,7 +20,7 @@
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { ManifestError, readAppMonitors, type LocatedAppMonitor } from "./manifests.ts";
-import { isDnsLabel } from "./names.ts";
+import { isDnsLabel } from "../lib/kube-names.ts";
 import { buildRuleGroup, buildRulesFile, DEFAULT_RULE_CONFIG, METRIC_SOURCES, RuleInputError, validateRuleConfig, type MetricSource, type RuleConfig } from "./rule.ts";
 
 const USAGE = `usage: npm run rules -- [--source ${METRIC_SOURCES.join("|")}] [--severity NAME] [--namespace NS] FILE…`;

@@ -10,6 +10,7 @@
  * `lastTransitionTime` changes only when `status` does.
  */
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND, type AppMonitorCondition } from "../lib/appmonitor.ts";
+import { formatTimestamp } from "../lib/rfc3339.ts";
 import { RULE_READY, type DesiredCondition, type ObservedAppMonitor } from "./plan.ts";
 
 /** A server-side apply body for `appmonitors/status`. */
@@ -55,7 +56,7 @@ export function statusApply(monitor: ObservedAppMonitor, desired: DesiredConditi
     reason: desired.reason,
     // metav1.Condition's limit, so the message also fits a condition of a built-in type.
     message: desired.message.slice(0, 32_768),
-    lastTransitionTime: keepTime && current.lastTransitionTime !== undefined ? current.lastTransitionTime : rfc3339(now),
+    lastTransitionTime: keepTime && current.lastTransitionTime !== undefined ? current.lastTransitionTime : formatTimestamp(now),
     ...(observedGeneration === undefined ? {} : { observedGeneration }),
   };
   return {
@@ -64,9 +65,4 @@ export function statusApply(monitor: ObservedAppMonitor, desired: DesiredConditi
     metadata: { name, namespace, ...(resourceVersion === undefined ? {} : { resourceVersion }) },
     status: { ...(observedGeneration === undefined ? {} : { observedGeneration }), conditions: [condition] },
   };
-}
-
-/** RFC 3339 at second precision, as metav1.Time serialises. */
-function rfc3339(date: Date): string {
-  return date.toISOString().replace(/\.\d{3}Z$/, "Z");
 }

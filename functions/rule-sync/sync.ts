@@ -7,6 +7,7 @@
 import type { Logger } from "pino";
 import { apiStatus, isRefusal, toHttpFailure } from "../lib/kube-api-errors.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
+import { forEachLimit } from "../lib/worker-pool.ts";
 import type { Cluster, DeleteOutcome } from "./cluster.ts";
 import type { RuleSyncConfig } from "./config.ts";
 import type { RuleSyncMetrics } from "./metrics.ts";
@@ -201,17 +202,4 @@ async function call<T>(operation: () => Promise<T>, doing: string): Promise<T> {
   } catch (error) {
     throw toHttpFailure(error, doing);
   }
-}
-
-/** Runs `work` over `items`, at most `limit` at once. */
-async function forEachLimit<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const item = items[next] as T;
-      next += 1;
-      await work(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }

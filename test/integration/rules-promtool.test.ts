@@ -7,7 +7,7 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
-import { promqlString, regexQuote } from "../../functions/rule-sync/promql.ts";
+import { promqlString, regexQuote } from "../../functions/lib/promql.ts";
 import {
   ALERT_NAME,
   buildPrometheusRule,

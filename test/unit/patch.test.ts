@@ -3,7 +3,8 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../functions/lib/appmonitor.ts";
 import { decideScale, type ContainerMemory } from "../../functions/memory-scaler/decide.ts";
-import { buildTemplatePatch, escapeJsonPointerToken, formatTimestamp, type JsonPatchOperation } from "../../functions/memory-scaler/patch.ts";
+import { formatTimestamp } from "../../functions/lib/rfc3339.ts";
+import { buildTemplatePatch, escapeJsonPointerToken, type JsonPatchOperation } from "../../functions/memory-scaler/patch.ts";
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 

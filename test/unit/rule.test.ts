@@ -5,8 +5,8 @@ import { describe, test } from "node:test";
 import fc from "fast-check";
 import { parse } from "yaml";
 import { PrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
-import { isDnsLabel, isDnsSubdomain, isLabelKey, isLabelValue } from "../../functions/rule-sync/names.ts";
-import { promDuration, promqlNumber, promqlString, regexQuote } from "../../functions/rule-sync/promql.ts";
+import { isDnsLabel, isDnsSubdomain, isLabelKey, isLabelValue } from "../../functions/lib/kube-names.ts";
+import { promDuration, promqlNumber, promqlString, regexQuote } from "../../functions/lib/promql.ts";
 import {
   ALERT_NAME,
   alertExpression,

@@ -1,8 +1,9 @@
 // Kubernetes name and label syntax, as k8s.io/apimachinery/pkg/util/validation defines it
 // (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/ and
 // https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set).
-// The API server does not check label selectors or labels inside a custom resource's spec, so
-// anything that reaches a PromQL expression is checked here.
+// Used wherever a name or label arrives from outside the API server: an alert's labels, a
+// manifest, configuration, and the label selectors inside an AppMonitor's spec (which the API
+// server does not check) before they reach a PromQL expression.
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
