@@ -20,7 +20,6 @@ import { deliverAll } from "./deliver.ts";
 import { LARGE_PAYLOAD_BYTES, WEBHOOK_BODY_LIMIT_BYTES } from "./limits.ts";
 import { mapWebhook } from "./mapping.ts";
 import type { AlertReceiverMetrics } from "./metrics.ts";
-import type { Validators } from "./schemas.ts";
 import type { Send } from "./sink.ts";
 import { readWebhook } from "./webhook.ts";
 
@@ -29,7 +28,6 @@ export interface HandlerDeps {
   readonly authenticate: Authenticator;
   /** `WWW-Authenticate` value for 401s. */
   readonly challenge: string;
-  readonly validators: Validators;
   readonly send: Send;
   readonly retryPolicy: RetryPolicy;
   readonly concurrency: number;
@@ -48,7 +46,7 @@ export function createHandler(deps: HandlerDeps): (context: FunctionContext, req
     }
     let payload;
     try {
-      payload = readWebhook(request, deps.validators);
+      payload = readWebhook(request);
     } catch (error) {
       metrics.webhooks.inc({ outcome: "invalid" });
       throw error;

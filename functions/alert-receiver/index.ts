@@ -9,7 +9,6 @@ import { readConfig } from "./config.ts";
 import type { AlertReceiverConfig } from "./config.ts";
 import { createHandler } from "./handler.ts";
 import { createMetrics } from "./metrics.ts";
-import { compileValidators } from "./schemas.ts";
 import { createSender, statusCheckingTransport } from "./sink.ts";
 
 /** The function definition the runtime serves. */
@@ -28,7 +27,6 @@ export const fn: HttpFunctionDefinition<AlertReceiverConfig> = {
       handle: createHandler({
         authenticate: createAuthenticator(config.auth),
         challenge: challengeFor(config.auth),
-        validators: compileValidators(),
         send: createSender(sink.transport, config.mode),
         retryPolicy: { maxAttempts, baseDelayMs, maxDelayMs },
         concurrency,

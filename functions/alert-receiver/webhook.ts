@@ -3,10 +3,10 @@
  * Payload reference: https://prometheus.io/docs/alerting/latest/configuration/#webhook_config
  * and `schemas/alertmanager-webhook.schema.json`.
  */
+import validatePayload from "../../schemas/validators/alertmanager-webhook.js";
+import { describeSchemaErrors, type SchemaValidator } from "../lib/json-schema.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
 import type { FunctionRequest } from "../lib/runtime/types.ts";
-import { describeErrors } from "./schemas.ts";
-import type { Validators } from "./schemas.ts";
 
 /** Alert status, per alert and per payload. */
 export type AlertStatus = "firing" | "resolved";
@@ -42,6 +42,9 @@ export interface AlertmanagerWebhook {
 /** The only payload version understood. */
 export const PAYLOAD_VERSION = "4";
 
+/** `schemas/alertmanager-webhook.schema.json`, precompiled (`schemas/validators/alertmanager-webhook.js`). */
+export const validateWebhook = validatePayload as SchemaValidator<AlertmanagerWebhook>;
+
 /**
  * Parses and validates a webhook request body.
  *
@@ -50,7 +53,7 @@ export const PAYLOAD_VERSION = "4";
  * object or has no or another `version` (naming it); 400 with `details` = the schema errors
  * `[{ path, message }]` (at most 20) when it does not match the schema.
  */
-export function readWebhook(request: FunctionRequest, validators: Validators): AlertmanagerWebhook {
+export function readWebhook(request: FunctionRequest): AlertmanagerWebhook {
   const contentType = request.headers["content-type"];
   const mediaType = typeof contentType === "string" ? (contentType.split(";")[0] ?? "").trim().toLowerCase() : "";
   if (mediaType !== "application/json") {
@@ -73,9 +76,9 @@ export function readWebhook(request: FunctionRequest, validators: Validators): A
   if (version !== PAYLOAD_VERSION) {
     throw new HttpError(400, `unsupported payload version ${JSON.stringify(version).slice(0, 40)}: this receiver understands version "${PAYLOAD_VERSION}"`);
   }
-  if (!validators.webhook(payload)) {
+  if (!validateWebhook(payload)) {
     throw new HttpError(400, "payload does not match the Alertmanager webhook schema (version 4)", {
-      details: describeErrors(validators.webhook.errors),
+      details: describeSchemaErrors(validateWebhook.errors),
     });
   }
   return payload;

@@ -3,10 +3,9 @@
  * types and its `data`. Contract: DESIGN.md "The memory-threshold CloudEvent"; `data` schema:
  * `schemas/alert-event.schema.json`.
  */
-import type { ValidateFunction } from "ajv";
-import eventDataSchema from "../../schemas/alert-event.schema.json" with { type: "json" };
+import validateData from "../../schemas/validators/alert-event.js";
 import { APPMONITOR_OOM_ALERT_NAME } from "./appmonitor.ts";
-import { createAjv } from "./json-schema.ts";
+import type { SchemaValidator } from "./json-schema.ts";
 
 /** Type of the event of a firing alert (memory-scaler decides and acts). */
 export const FIRING_TYPE = "com.kubedemo.appmonitor.alert.firing";
@@ -40,7 +39,7 @@ export function triggerOf(alertname: string): AlertTrigger {
 export type AlertEventStatus = "firing" | "resolved";
 
 /**
- * The event's `data`. A receiver validates it ({@link compileAlertEventDataValidator}) and
+ * The event's `data`. A receiver validates it ({@link validateAlertEventData}) and
  * treats it as input to check, never as authority.
  */
 export interface AlertEventData {
@@ -77,9 +76,7 @@ export interface AlertEventData {
 }
 
 /** Validates `data` objects against `schemas/alert-event.schema.json`. */
-export type AlertEventDataValidator = ValidateFunction<AlertEventData>;
+export type AlertEventDataValidator = SchemaValidator<AlertEventData>;
 
-/** Compiles the `data` schema (draft-07 with formats, {@link createAjv}); once per process. */
-export function compileAlertEventDataValidator(): AlertEventDataValidator {
-  return createAjv().compile<AlertEventData>(eventDataSchema);
-}
+/** The `data` validator, precompiled (`schemas/validators/alert-event.js`). */
+export const validateAlertEventData = validateData as AlertEventDataValidator;

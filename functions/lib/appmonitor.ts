@@ -1,11 +1,7 @@
-// The AppMonitor resource: its types, names, spec validation, and whether an AppMonitor covers a workload (judged on its Pod template).
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
-import specSchema from "../../schemas/appmonitor.schema.json" with { type: "json" };
-import { parseQuantity, QuantityError } from "./quantity.ts";
-import { checkLabelSelector, LabelSelectorError, matchesLabelSelector, type LabelSelector } from "./label-selector.ts";
-
-export { checkLabelSelector, LabelSelectorError, matchesLabelSelector };
-export type { LabelSelector, LabelSelectorRequirement } from "./label-selector.ts";
+// The AppMonitor resource: its names (group, kind, annotations, alert names and labels) and its
+// types. Validating a spec: `appmonitor-spec.ts`; which AppMonitor governs a workload:
+// memory-scaler's `governing.ts`.
+import type { LabelSelector } from "./label-selector.ts";
 
 /** API group of AppMonitor (DESIGN.md "Contracts kept from the original demo"). */
 export const APPMONITOR_GROUP = "kubedemo.com";
@@ -88,15 +84,11 @@ export interface AppMonitorSpec {
   stuckRollout?: "Report" | "DeletePod";
 }
 
-/** An {@link AppMonitorSpec} after {@link validateAppMonitorSpec}: every defaulted field set. */
+/**
+ * An {@link AppMonitorSpec} that passed `validateAppMonitorSpec` (`appmonitor-spec.ts`): valid,
+ * with every defaulted field set.
+ */
 export type AppMonitorSpecWithDefaults = AppMonitorSpec & Required<Pick<AppMonitorSpec, "forSeconds" | "cooldownSeconds" | "mode">>;
-
-/** Spec defaults, the same values as the schema's `default` keywords. */
-export const SPEC_DEFAULTS: Readonly<Required<Pick<AppMonitorSpec, "forSeconds" | "cooldownSeconds" | "mode">>> = {
-  forSeconds: 60,
-  cooldownSeconds: 300,
-  mode: "Scale",
-};
 
 /**
  * A status condition, shaped like metav1.Condition.
@@ -171,125 +163,4 @@ export interface AppMonitor {
   metadata: ObjectMetaLike;
   spec: AppMonitorSpec;
   status?: AppMonitorStatus;
-}
-
-/** What {@link covers} needs of an AppMonitor. */
-export interface AppMonitorLike {
-  metadata?: ObjectMetaLike;
-  spec: Pick<AppMonitorSpec, "selector">;
-}
-
-/**
- * What {@link coverage} judges: the metadata of a workload's Pod template (`spec.template` of a
- * Deployment, StatefulSet, …; V1PodTemplateSpec from @kubernetes/client-node fits). A template
- * carries no namespace of its own: set `metadata.namespace` to the workload's. Judging the
- * template, not a live Pod, matters: the template is what the user declares and what every Pod of
- * the workload is made from, while a single Pod can be annotated or labelled by hand.
- */
-export interface PodTemplateLike {
-  metadata?: Pick<ObjectMetaLike, "namespace" | "labels" | "annotations">;
-}
-
-/** Thrown by {@link validateAppMonitorSpec}; `errors` lists every problem found. */
-export class AppMonitorSpecError extends Error {
-  /**
-   * ajv errors, or (for a spec the schema accepts) `keyword: "labelSelector"` entries for selector
-   * rules the schema cannot state and `keyword: "quantity"` for a `maxMemory` out of range.
-   */
-  readonly errors: ErrorObject[];
-
-  constructor(errors: ErrorObject[]) {
-    const list = errors.map((e) => `spec${e.instancePath} ${e.message ?? e.keyword}`).join("; ");
-    super(`invalid AppMonitor spec: ${list}`);
-    this.name = "AppMonitorSpecError";
-    this.errors = errors;
-  }
-}
-
-let compiled: ValidateFunction | undefined;
-
-/** Compiled once, on first use, so importing this module stays cheap. */
-function specValidator(): ValidateFunction {
-  compiled ??= new Ajv({ allErrors: true, useDefaults: true }).compile(specSchema);
-  return compiled;
-}
-
-/**
- * Validates an AppMonitor `spec` against `schemas/appmonitor.schema.json` and returns a copy with
- * the defaults applied (`forSeconds` 60, `cooldownSeconds` 300, `mode` "Scale"). The input is
- * not modified. Rules: DESIGN.md "The API" (AppMonitor table); selector operator/values rules from
- * https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/label-selector/ ;
- * `maxMemory` must also parse as a quantity (see `parseQuantity`).
- * @param spec the `spec` field as parsed from JSON or YAML.
- * @throws {AppMonitorSpecError} with the full ajv error list when the spec is invalid.
- */
-export function validateAppMonitorSpec(spec: unknown): AppMonitorSpecWithDefaults {
-  const copy: unknown = structuredClone(spec);
-  const validate = specValidator();
-  if (!validate(copy)) {
-    throw new AppMonitorSpecError([...(validate.errors ?? [])]);
-  }
-  const valid = copy as AppMonitorSpecWithDefaults;
-  const problems: ErrorObject[] = [];
-  if (valid.selector !== undefined) {
-    try {
-      checkLabelSelector(valid.selector);
-    } catch (err) {
-      if (!(err instanceof LabelSelectorError)) throw err;
-      problems.push({
-        instancePath: `/selector/matchExpressions/${err.index}`,
-        schemaPath: "#/properties/selector/properties/matchExpressions/items",
-        keyword: "labelSelector",
-        params: {},
-        message: err.message,
-      });
-    }
-  }
-  if (valid.maxMemory !== undefined) {
-    // The pattern admits exponents the quantity parser refuses as out of range.
-    try {
-      parseQuantity(valid.maxMemory);
-    } catch (err) {
-      if (!(err instanceof QuantityError)) throw err;
-      problems.push({ instancePath: "/maxMemory", schemaPath: "#/properties/maxMemory", keyword: "quantity", params: {}, message: err.message });
-    }
-  }
-  if (problems.length > 0) throw new AppMonitorSpecError(problems);
-  return valid;
-}
-
-/** How an AppMonitor covers a Pod template: by its selector, or only by the opt-in annotation. */
-export type Coverage = "selector" | "annotation";
-
-/**
- * How `appMonitor` covers the Pod template `template`, if at all: `"selector"` when
- * `spec.selector` matches the template's labels, else `"annotation"` when the template carries
- * `app-monitor.kubedemo.com/monitor: "true"`, else `undefined`. An AppMonitor never covers a
- * template in another namespace (when both namespaces are known). An invalid selector selects
- * nothing, as the API server would not have admitted it.
- * Source: DESIGN.md "The API" (`spec.selector`) and "Contracts kept from the original demo"
- * (the annotation is on the Pod template).
- */
-export function coverage(template: PodTemplateLike, appMonitor: AppMonitorLike): Coverage | undefined {
-  const templateNs = template.metadata?.namespace;
-  const amNs = appMonitor.metadata?.namespace;
-  if (templateNs !== undefined && amNs !== undefined && templateNs !== amNs) return undefined;
-  const selector = appMonitor.spec.selector;
-  if (selector !== undefined) {
-    try {
-      if (matchesLabelSelector(selector, template.metadata?.labels)) return "selector";
-    } catch (err) {
-      if (!(err instanceof LabelSelectorError)) throw err;
-    }
-  }
-  return template.metadata?.annotations?.[MONITOR_ANNOTATION] === "true" ? "annotation" : undefined;
-}
-
-/**
- * Whether `appMonitor` covers the Pod template `template`: it is annotated
- * `app-monitor.kubedemo.com/monitor: "true"` or the AppMonitor's `spec.selector` matches its
- * labels. See {@link coverage}.
- */
-export function covers(template: PodTemplateLike, appMonitor: AppMonitorLike): boolean {
-  return coverage(template, appMonitor) !== undefined;
 }

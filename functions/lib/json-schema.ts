@@ -1,21 +1,40 @@
 /**
- * The one way the functions set up ajv for the JSON Schemas in `schemas/`: draft-07, every
- * error collected, strict mode, and the ajv-formats formats (`date-time` is RFC 3339 §5.6,
- * https://www.rfc-editor.org/rfc/rfc3339#section-5.6).
+ * The precompiled JSON Schema validators of `schemas/validators/` (generated from `schemas/` by
+ * `scripts/schema-validators.ts`) as the functions see them, and the one way their errors are
+ * described to a caller.
  */
-import { Ajv } from "ajv";
-import addFormatsModule from "ajv-formats";
-
-// ajv-formats is CommonJS with `exports.default`; under Node's ESM loader the default import is the module object or the function.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
+import type { ErrorObject } from "ajv";
 
 /**
- * A new ajv instance with `allErrors` and `strict` on and the standard formats added. Compile
- * each schema once per process (a few ms, at start-up); one instance accepts a schema `$id`
- * only once, so a second compile of the same schema needs another instance.
+ * A generated validator, typed for what it checks: true (and `data` narrowed to `T`) when `data`
+ * matches the schema; otherwise `errors` holds ajv's errors of that call (every one: the
+ * validators collect all errors).
  */
-export function createAjv(): Ajv {
-  const ajv = new Ajv({ allErrors: true, strict: true });
-  addFormats(ajv);
-  return ajv;
+export type SchemaValidator<T> = { (data: unknown): data is T; errors?: ErrorObject[] | null };
+
+/** Maximum number of schema errors {@link describeSchemaErrors} returns by default. */
+export const MAX_REPORTED_ERRORS = 20;
+
+/** One schema error as a caller is told it. */
+export interface SchemaErrorDescription {
+  /** JSON Pointer (RFC 6901) of the offending value, under `root`; `/` for the whole document. */
+  readonly path: string;
+  /** ajv's message, e.g. `must have required property 'pod'`, else its keyword. */
+  readonly message: string;
+}
+
+/**
+ * ajv errors as `{ path, message }`, in ajv's order.
+ *
+ * @param errors a validator's `errors` after a failed call.
+ * @param root prefix of every path, e.g. `/data` when the document validated is a CloudEvent's
+ *   `data`; default none.
+ * @param max how many to return at most; default {@link MAX_REPORTED_ERRORS}.
+ * @returns the descriptions; empty when `errors` is.
+ */
+export function describeSchemaErrors(errors: readonly ErrorObject[] | null | undefined, root = "", max = MAX_REPORTED_ERRORS): SchemaErrorDescription[] {
+  return (errors ?? []).slice(0, max).map((error) => ({
+    path: `${root}${error.instancePath}` || "/",
+    message: error.message ?? error.keyword,
+  }));
 }

@@ -4,18 +4,15 @@
  * `schemas/alert-event.schema.json` (the schema alert-receiver writes to). The contract itself
  * (types, `data`, validator) is shared with alert-receiver in `functions/lib/alert-event.ts`.
  */
-import type { ErrorObject } from "ajv";
 import type { CloudEvent } from "cloudevents";
 import { FIRING_TYPE, RESOLVED_TYPE, type AlertEventData, type AlertEventDataValidator } from "../lib/alert-event.ts";
+import { describeSchemaErrors } from "../lib/json-schema.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
 
 /** A received event memory-scaler understood. */
 export type AlertEvent =
   | { readonly kind: "firing"; readonly id: string; readonly data: AlertEventData }
   | { readonly kind: "resolved"; readonly id: string; readonly data: AlertEventData };
-
-/** Maximum number of schema errors returned to a sender. */
-export const MAX_REPORTED_ERRORS = 20;
 
 /**
  * Checks a decoded, attribute-valid CloudEvent (the runtime validated its attributes) and
@@ -36,7 +33,8 @@ export function readAlertEvent(event: CloudEvent<unknown>, validate: AlertEventD
   }
   const data = dataOf(event.data);
   if (!validate(data)) {
-    throw new HttpError(400, "malformed event data", { details: describeErrors(validate.errors) });
+    const details = describeSchemaErrors(validate.errors, "/data");
+    throw new HttpError(400, "malformed event data", { details: details.length > 0 ? details : [{ path: "/data", message: "is missing or not an object" }] });
   }
   if (data.status !== kind) {
     throw new HttpError(400, "event data contradicts the event type", {
@@ -66,13 +64,4 @@ function dataOf(data: unknown): unknown {
     }
   }
   return data;
-}
-
-/** ajv errors as `{ path, message }` under `/data`, at most {@link MAX_REPORTED_ERRORS}. */
-function describeErrors(errors: readonly ErrorObject[] | null | undefined): { path: string; message: string }[] {
-  const list = (errors ?? []).slice(0, MAX_REPORTED_ERRORS).map((error) => ({
-    path: `/data${error.instancePath}`,
-    message: error.message ?? error.keyword,
-  }));
-  return list.length > 0 ? list : [{ path: "/data", message: "is missing or not an object" }];
 }

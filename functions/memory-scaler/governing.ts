@@ -1,7 +1,8 @@
 /**
- * Whether an alert is one of the AppMonitor rules' alerts, and whether the AppMonitor it names
- * governs the workload, from the AppMonitors the API server lists in its namespace, judged on
- * the workload's Pod template. Pure: the event, the list and the workload are read by the caller.
+ * memory-scaler's governing policy: whether an alert is one of the AppMonitor rules' alerts,
+ * whether an AppMonitor covers a Pod template, and whether the AppMonitor the alert names governs
+ * the workload, from the AppMonitors the API server lists in its namespace, judged on the
+ * workload's Pod template. Pure: the event, the list and the workload are read by the caller.
  *
  * DESIGN.md "Decisions that matter for correctness": nothing is scaled that no AppMonitor
  * covers, and labels inside an alert are input, never authority. The `appmonitor` label (set by
@@ -13,13 +14,66 @@ import {
   APPMONITOR_ALERT_LABEL,
   APPMONITOR_ALERT_NAME,
   APPMONITOR_OOM_ALERT_NAME,
-  AppMonitorSpecError,
-  covers,
-  validateAppMonitorSpec,
+  MONITOR_ANNOTATION,
+  type AppMonitorSpec,
   type AppMonitorSpecWithDefaults,
   type ObjectMetaLike,
-  type PodTemplateLike,
 } from "../lib/appmonitor.ts";
+import { AppMonitorSpecError, validateAppMonitorSpec } from "../lib/appmonitor-spec.ts";
+import { LabelSelectorError, matchesLabelSelector } from "../lib/label-selector.ts";
+
+/** What {@link covers} needs of an AppMonitor. */
+export interface AppMonitorLike {
+  metadata?: ObjectMetaLike;
+  spec: Pick<AppMonitorSpec, "selector">;
+}
+
+/**
+ * What {@link coverage} judges: the metadata of a workload's Pod template (`spec.template` of a
+ * Deployment, StatefulSet, …; V1PodTemplateSpec from @kubernetes/client-node fits). A template
+ * carries no namespace of its own: set `metadata.namespace` to the workload's. Judging the
+ * template, not a live Pod, matters: the template is what the user declares and what every Pod of
+ * the workload is made from, while a single Pod can be annotated or labelled by hand.
+ */
+export interface PodTemplateLike {
+  metadata?: Pick<ObjectMetaLike, "namespace" | "labels" | "annotations">;
+}
+
+/** How an AppMonitor covers a Pod template: by its selector, or only by the opt-in annotation. */
+export type Coverage = "selector" | "annotation";
+
+/**
+ * How `appMonitor` covers the Pod template `template`, if at all: `"selector"` when
+ * `spec.selector` matches the template's labels, else `"annotation"` when the template carries
+ * `app-monitor.kubedemo.com/monitor: "true"`, else `undefined`. An AppMonitor never covers a
+ * template in another namespace (when both namespaces are known). An invalid selector selects
+ * nothing, as the API server would not have admitted it.
+ * Source: DESIGN.md "The API" (`spec.selector`) and "Contracts kept from the original demo"
+ * (the annotation is on the Pod template).
+ */
+export function coverage(template: PodTemplateLike, appMonitor: AppMonitorLike): Coverage | undefined {
+  const templateNs = template.metadata?.namespace;
+  const amNs = appMonitor.metadata?.namespace;
+  if (templateNs !== undefined && amNs !== undefined && templateNs !== amNs) return undefined;
+  const selector = appMonitor.spec.selector;
+  if (selector !== undefined) {
+    try {
+      if (matchesLabelSelector(selector, template.metadata?.labels)) return "selector";
+    } catch (err) {
+      if (!(err instanceof LabelSelectorError)) throw err;
+    }
+  }
+  return template.metadata?.annotations?.[MONITOR_ANNOTATION] === "true" ? "annotation" : undefined;
+}
+
+/**
+ * Whether `appMonitor` covers the Pod template `template`: it is annotated
+ * `app-monitor.kubedemo.com/monitor: "true"` or the AppMonitor's `spec.selector` matches its
+ * labels. See {@link coverage}.
+ */
+export function covers(template: PodTemplateLike, appMonitor: AppMonitorLike): boolean {
+  return coverage(template, appMonitor) !== undefined;
+}
 
 /** An AppMonitor whose spec passed validation, defaults applied. */
 export interface ValidAppMonitor {
@@ -159,7 +213,7 @@ export function namedAppMonitor(monitors: NamespaceAppMonitors, name: string): N
 /**
  * Whether `named` (the alert's AppMonitor, from {@link namedAppMonitor}) governs `workload`: it
  * covers the workload's Pod template — by the template's annotations and labels, in the
- * workload's namespace (lib/appmonitor.ts `covers`). A live Pod's own annotations and labels
+ * workload's namespace ({@link covers}). A live Pod's own annotations and labels
  * never grant coverage: anyone allowed to annotate one Pod could otherwise get its workload
  * scaled. When several AppMonitors cover a template, each governs the alerts of its own rule.
  * Reasons when `named` does not govern:

@@ -12,7 +12,7 @@
  * and a 401 makes it load its credentials again (`functions/lib/kube-access-report.ts`,
  * `functions/lib/kubeconfig.ts`).
  */
-import { compileAlertEventDataValidator } from "../lib/alert-event.ts";
+import { validateAlertEventData } from "../lib/alert-event.ts";
 import { reportKubeAccess } from "../lib/kube-access-report.ts";
 import { apiStatus, classifyApiError } from "../lib/kube-api-errors.ts";
 import { loadKubeConfig } from "../lib/kubeconfig.ts";
@@ -44,7 +44,7 @@ export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
     const status = createStatusWriter(cluster, config.recentScalesLimit, deps.log);
     return {
       handle: createHandler({
-        validate: compileAlertEventDataValidator(),
+        validate: validateAlertEventData,
         metrics,
         follow: { cluster, events, status, now: () => new Date(), onEnded: (kind, result, reason) => metrics.rollouts.inc({ kind, result, reason }) },
         flow: {

@@ -4,14 +4,8 @@
 import { parseAllDocuments } from "yaml";
 import type { ErrorObject } from "ajv";
 import specSchema from "../../schemas/appmonitor.schema.json" with { type: "json" };
-import {
-  APPMONITOR_API_VERSION,
-  APPMONITOR_KIND,
-  AppMonitorSpecError,
-  validateAppMonitorSpec,
-  type AppMonitorSpecWithDefaults,
-  type ObjectMetaLike,
-} from "../lib/appmonitor.ts";
+import { APPMONITOR_API_VERSION, APPMONITOR_KIND, type AppMonitorSpecWithDefaults, type ObjectMetaLike } from "../lib/appmonitor.ts";
+import { AppMonitorSpecError, validateAppMonitorSpec } from "../lib/appmonitor-spec.ts";
 import { isRecord } from "../lib/is-record.ts";
 import { isDnsLabel, isDnsSubdomain } from "../lib/kube-names.ts";
 
@@ -167,7 +161,7 @@ function appMonitorOf(object: unknown, where: { file: string; document: number }
  * writes) are read as objects of that document. An AppMonitor without metadata.namespace gets
  * `defaultNamespace`, as kubectl gives it the context's namespace. Specs are validated against
  * `schemas/appmonitor.schema.json` and defaulted by `validateAppMonitorSpec`
- * (functions/lib/appmonitor.ts); fields the API server would drop are listed, not refused
+ * (functions/lib/appmonitor-spec.ts); fields the API server would drop are listed, not refused
  * ({@link unknownFields}). YAML 1.2 (https://yaml.org/spec/1.2.2/), duplicate keys refused.
  *
  * @param text the file's content.

@@ -9,13 +9,8 @@
  * uid, https://kubernetes.io/docs/concepts/overview/working-with-objects/owners-dependents/).
  */
 import type { IPrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
-import {
-  APPMONITOR_API_VERSION,
-  APPMONITOR_KIND,
-  AppMonitorSpecError,
-  validateAppMonitorSpec,
-  type AppMonitorCondition,
-} from "../lib/appmonitor.ts";
+import { APPMONITOR_API_VERSION, APPMONITOR_KIND, type AppMonitorCondition } from "../lib/appmonitor.ts";
+import { AppMonitorSpecError, validateAppMonitorSpec } from "../lib/appmonitor-spec.ts";
 import { buildPrometheusRule, MANAGED_BY_LABEL, MANAGED_BY_VALUE, RuleInputError, type RuleConfig } from "./rule.ts";
 
 /** The condition type rule-sync owns on an AppMonitor. */
@@ -140,7 +135,7 @@ function live(monitor: ObservedAppMonitor | undefined): monitor is ObservedAppMo
  * | invalid | ours, controller is another object | delete (`owner-mismatch`) | False `InvalidSpec` |
  * | invalid | anything else | keep: a rule of an earlier valid generation stays, as a workload controller keeps its last good state | False `InvalidSpec` |
  *
- * Valid means: `spec` passes `validateAppMonitorSpec` (functions/lib/appmonitor.ts) and
+ * Valid means: `spec` passes `validateAppMonitorSpec` (functions/lib/appmonitor-spec.ts) and
  * `buildPrometheusRule` (rule.ts) accepts it with `config`.
  *
  * @param monitor the AppMonitor, undefined when the API server answered 404.

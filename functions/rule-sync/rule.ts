@@ -48,9 +48,9 @@ import {
   APPMONITOR_KIND,
   MONITOR_ANNOTATION,
   type AppMonitorSpecWithDefaults,
-  type LabelSelector,
   type ObjectMetaLike,
 } from "../lib/appmonitor.ts";
+import type { LabelSelector } from "../lib/label-selector.ts";
 import { isDnsLabel, isDnsSubdomain, isLabelKey, isLabelValue } from "../lib/kube-names.ts";
 import { promDuration, promqlNumber, promqlString, regexQuote } from "../lib/promql.ts";
 
@@ -138,7 +138,7 @@ export const DEFAULT_RULE_CONFIG: RuleConfig = Object.freeze({
 
 /**
  * The parts of an AppMonitor (kubedemo.com/v1) a rule is built from, with spec defaults
- * applied (as `validateAppMonitorSpec` of functions/lib/appmonitor.ts returns them); an
+ * applied (as `validateAppMonitorSpec` of functions/lib/appmonitor-spec.ts returns them); an
  * AppMonitor whose spec went through that function satisfies it. metadata.name (a DNS
  * subdomain) names the PrometheusRule,
  * metadata.namespace (a DNS label) limits the Pods, metadata.uid is needed for the

@@ -19,11 +19,8 @@ import {
   sourceOf,
 } from "../../functions/alert-receiver/mapping.ts";
 import type { AlertEventAttributes } from "../../functions/alert-receiver/mapping.ts";
-import { FIRING_TYPE, RESOLVED_TYPE, triggerOf } from "../../functions/lib/alert-event.ts";
-import { compileValidators } from "../../functions/alert-receiver/schemas.ts";
-import type { AlertmanagerAlert, AlertmanagerWebhook } from "../../functions/alert-receiver/webhook.ts";
-
-const validators = compileValidators();
+import { FIRING_TYPE, RESOLVED_TYPE, triggerOf, validateAlertEventData } from "../../functions/lib/alert-event.ts";
+import { validateWebhook, type AlertmanagerAlert, type AlertmanagerWebhook } from "../../functions/alert-receiver/webhook.ts";
 
 const firing: AlertmanagerAlert = {
   status: "firing",
@@ -70,7 +67,7 @@ describe("mapAlert", () => {
         generatorURL: "http://prometheus:9090/graph",
       },
     });
-    assert.ok(validators.eventData(event.data), JSON.stringify(validators.eventData.errors));
+    assert.ok(validateAlertEventData(event.data), JSON.stringify(validateAlertEventData.errors));
   });
 
   it("types by the alert's own status and times a resolved event by endsAt", () => {
@@ -111,7 +108,7 @@ describe("mapAlert", () => {
 
   it("accepts the longest valid names and dotted pod names", () => {
     const event = mapped({ ...firing, labels: { namespace: "a".repeat(63), pod: `${"b".repeat(60)}.${"c".repeat(60)}` } });
-    assert.ok(validators.eventData(event.data), JSON.stringify(validators.eventData.errors));
+    assert.ok(validateAlertEventData(event.data), JSON.stringify(validateAlertEventData.errors));
   });
 
   it("drops an alert whose time is not a real instant", () => {
@@ -140,7 +137,7 @@ describe("mapAlert", () => {
     const sent = JSON.parse(HTTP.binary(new CloudEvent({ specversion: "1.0", ...mapped(alert) })).body as string) as { labels: object; annotations: object };
     assert.equal(Object.getOwnPropertyDescriptor(sent.labels, "__proto__")?.value, "x");
     assert.equal(Object.getOwnPropertyDescriptor(sent.annotations, "__proto__")?.value, "y");
-    assert.ok(validators.eventData(data), JSON.stringify(validators.eventData.errors));
+    assert.ok(validateAlertEventData(data), JSON.stringify(validateAlertEventData.errors));
   });
 
   it("leaves out optional fields that are absent or empty", () => {
@@ -164,16 +161,16 @@ describe("mapAlert", () => {
       const event = mapped({ ...firing, labels, annotations: {} });
       assert.equal(event.data.trigger, trigger);
       assert.equal(triggerOf(alertname ?? ""), trigger);
-      assert.ok(validators.eventData(event.data), JSON.stringify(validators.eventData.errors));
+      assert.ok(validateAlertEventData(event.data), JSON.stringify(validateAlertEventData.errors));
     });
   }
 
   it("the schema keeps events without trigger valid (an older alert-receiver's) and refuses an unknown trigger", () => {
     const { trigger, ...older } = mapped(firing).data;
     assert.equal(trigger, "threshold");
-    assert.ok(validators.eventData(older), JSON.stringify(validators.eventData.errors));
-    assert.equal(validators.eventData({ ...older, trigger: "oom" }), false);
-    assert.equal(validators.eventData({ ...older, trigger: "oomKilled" }), true);
+    assert.ok(validateAlertEventData(older), JSON.stringify(validateAlertEventData.errors));
+    assert.equal(validateAlertEventData({ ...older, trigger: "oom" }), false);
+    assert.equal(validateAlertEventData({ ...older, trigger: "oomKilled" }), true);
   });
 
   it("prefers the value annotation over the value label", () => {
@@ -282,12 +279,12 @@ describe("mapWebhook", () => {
       fc.property(payload, (candidate) => {
         // JSON round trip: what the handler sees after JSON.parse (own __proto__ keys stay data).
         const parsed = JSON.parse(JSON.stringify(candidate)) as unknown;
-        if (!validators.webhook(parsed)) return;
+        if (!validateWebhook(parsed)) return;
         valid += 1;
         const { events, dropped } = mapWebhook(parsed);
         assert.equal(events.length + dropped.length, parsed.alerts.length);
         for (const event of events) {
-          assert.ok(validators.eventData(event.data), JSON.stringify(validators.eventData.errors));
+          assert.ok(validateAlertEventData(event.data), JSON.stringify(validateAlertEventData.errors));
           assert.equal(event.subject, `namespaces/${event.data.namespace}/pods/${event.data.pod}`);
           const cloudEvent = new CloudEvent({ specversion: "1.0", ...event });
           assert.equal(cloudEvent.id, event.id);

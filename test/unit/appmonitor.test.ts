@@ -1,18 +1,10 @@
 // AppMonitor spec validation, label selectors and coverage (which AppMonitor governs: memory-scaler-parts.test.ts).
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import {
-  AppMonitorSpecError,
-  coverage,
-  covers,
-  LabelSelectorError,
-  matchesLabelSelector,
-  MONITOR_ANNOTATION,
-  validateAppMonitorSpec,
-  type AppMonitorLike,
-  type LabelSelector,
-  type PodTemplateLike,
-} from "../../functions/lib/appmonitor.ts";
+import { MONITOR_ANNOTATION } from "../../functions/lib/appmonitor.ts";
+import { AppMonitorSpecError, validateAppMonitorSpec } from "../../functions/lib/appmonitor-spec.ts";
+import { LabelSelectorError, matchesLabelSelector, type LabelSelector } from "../../functions/lib/label-selector.ts";
+import { coverage, covers, type AppMonitorLike, type PodTemplateLike } from "../../functions/memory-scaler/governing.ts";
 
 describe("validateAppMonitorSpec: valid", () => {
   it("the original demo's spec applies unchanged and gets the defaults", () => {

@@ -7,7 +7,7 @@ import { CloudEvent } from "cloudevents";
 import { HttpError } from "../../functions/lib/runtime/errors.ts";
 import { podForAdmission } from "../../functions/memory-scaler/admission-pod.ts";
 import { readConfig } from "../../functions/memory-scaler/config.ts";
-import { compileAlertEventDataValidator, FIRING_TYPE, RESOLVED_TYPE } from "../../functions/lib/alert-event.ts";
+import { FIRING_TYPE, RESOLVED_TYPE, validateAlertEventData } from "../../functions/lib/alert-event.ts";
 import { readAlertEvent } from "../../functions/memory-scaler/event.ts";
 import { buildEvent, MAX_NOTE_LENGTH, REPORTING_CONTROLLER, windowedKey } from "../../functions/memory-scaler/events.ts";
 import { alertOrigin, governingAppMonitor, namedAppMonitor, validAppMonitors, type NamespaceAppMonitors } from "../../functions/memory-scaler/governing.ts";
@@ -16,7 +16,7 @@ import { formatScaleRecord, recordState, repairOf, withScales, type RecordedScal
 import { checkThreshold, workingSetQuery } from "../../functions/memory-scaler/verify.ts";
 import { ConfigError } from "../../functions/lib/runtime/env.ts";
 
-const validate = compileAlertEventDataValidator();
+const validate = validateAlertEventData;
 
 const goodData = {
   alertname: "AppMonitorMemoryHigh",

@@ -1,0 +1,75 @@
+/**
+ * Validating an AppMonitor `spec`: `schemas/appmonitor.schema.json` (precompiled,
+ * `schemas/validators/appmonitor-spec.js`, which also writes the schema's defaults) and the rules
+ * the schema cannot state (label selector operators and values, `maxMemory` in the quantity
+ * parser's range). Every caller that acts on a spec goes through {@link validateAppMonitorSpec}
+ * once; what it returns is the {@link AppMonitorSpecWithDefaults} the rest of the code trusts.
+ */
+import type { ErrorObject } from "ajv";
+import validateSchema from "../../schemas/validators/appmonitor-spec.js";
+import type { AppMonitorSpecWithDefaults } from "./appmonitor.ts";
+import { describeSchemaErrors, type SchemaValidator } from "./json-schema.ts";
+import { checkLabelSelector, LabelSelectorError } from "./label-selector.ts";
+import { parseQuantity, QuantityError } from "./quantity.ts";
+
+/** The schema, precompiled; a valid spec has its defaults written in. */
+const validateSpecSchema = validateSchema as SchemaValidator<AppMonitorSpecWithDefaults>;
+
+/** Thrown by {@link validateAppMonitorSpec}; `errors` lists every problem found. */
+export class AppMonitorSpecError extends Error {
+  /**
+   * ajv errors, or (for a spec the schema accepts) `keyword: "labelSelector"` entries for selector
+   * rules the schema cannot state and `keyword: "quantity"` for a `maxMemory` out of range.
+   */
+  readonly errors: ErrorObject[];
+
+  /** @param errors every problem; the message lists each as `spec/<path> <message>`. */
+  constructor(errors: ErrorObject[]) {
+    const list = describeSchemaErrors(errors, "spec", Infinity).map((e) => `${e.path} ${e.message}`).join("; ");
+    super(`invalid AppMonitor spec: ${list}`);
+    this.name = "AppMonitorSpecError";
+    this.errors = errors;
+  }
+}
+
+/**
+ * Validates an AppMonitor `spec` against `schemas/appmonitor.schema.json` and returns a copy with
+ * the defaults applied (`forSeconds` 60, `cooldownSeconds` 300, `mode` "Scale"). The input is
+ * not modified. Rules: DESIGN.md "The API" (AppMonitor table); selector operator/values rules from
+ * https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/label-selector/ ;
+ * `maxMemory` must also parse as a quantity (see `parseQuantity`).
+ * @param spec the `spec` field as parsed from JSON or YAML.
+ * @throws {AppMonitorSpecError} with the full ajv error list when the spec is invalid.
+ */
+export function validateAppMonitorSpec(spec: unknown): AppMonitorSpecWithDefaults {
+  const valid: unknown = structuredClone(spec);
+  if (!validateSpecSchema(valid)) {
+    throw new AppMonitorSpecError([...(validateSpecSchema.errors ?? [])]);
+  }
+  const problems: ErrorObject[] = [];
+  if (valid.selector !== undefined) {
+    try {
+      checkLabelSelector(valid.selector);
+    } catch (err) {
+      if (!(err instanceof LabelSelectorError)) throw err;
+      problems.push({
+        instancePath: `/selector/matchExpressions/${err.index}`,
+        schemaPath: "#/properties/selector/properties/matchExpressions/items",
+        keyword: "labelSelector",
+        params: {},
+        message: err.message,
+      });
+    }
+  }
+  if (valid.maxMemory !== undefined) {
+    // The pattern admits exponents the quantity parser refuses as out of range.
+    try {
+      parseQuantity(valid.maxMemory);
+    } catch (err) {
+      if (!(err instanceof QuantityError)) throw err;
+      problems.push({ instancePath: "/maxMemory", schemaPath: "#/properties/maxMemory", keyword: "quantity", params: {}, message: err.message });
+    }
+  }
+  if (problems.length > 0) throw new AppMonitorSpecError(problems);
+  return valid;
+}
