@@ -15,12 +15,9 @@ import { APPMONITOR_GROUP, APPMONITOR_PLURAL, APPMONITOR_VERSION } from "../lib/
 import { isConflict, isObjectNotFound } from "../lib/kube-api-errors.ts";
 import type { NamespaceScope } from "./config.ts";
 import type { ObservedAppMonitor, ObservedRule, RuleRef } from "./plan.ts";
-import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "./rule.ts";
+import { PROMETHEUS_RULE_API_VERSION, PROMETHEUS_RULE_KIND } from "./rule.ts";
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "./rule-config.ts";
 import type { StatusApply } from "./status.ts";
-
-/** apiVersion and kind of a PrometheusRule. */
-export const PROMETHEUS_RULE_API_VERSION = "monitoring.coreos.com/v1";
-export const PROMETHEUS_RULE_KIND = "PrometheusRule";
 
 /** Page size of list calls. */
 const PAGE = 500;

@@ -5,7 +5,7 @@
  *
  * | variable | default | meaning |
  * | --- | --- | --- |
- * | `METRIC_SOURCE` | `cadvisor` | where the rule reads the memory limit: `cadvisor` or `kube-state-metrics` (see `rule.ts`) |
+ * | `METRIC_SOURCE` | `cadvisor` | where the rule reads the memory limit: `cadvisor` or `kube-state-metrics` (see `rule.ts`; the rule configuration is `rule-config.ts`) |
  * | `RULE_LABELS` | none | labels put on every PrometheusRule, `key=value` pairs separated by commas, e.g. `release=prometheus`: the Prometheus `ruleSelector` must match them or the rules are silently never loaded |
  * | `ALERT_SEVERITY` | `warning` | the alert's `severity` label |
  * | `FIELD_MANAGER` | `appmonitor-rule-sync` | server-side apply field manager of the rules and of the AppMonitor status |
@@ -16,8 +16,8 @@
 import { ConfigError, readEnum, readString } from "../lib/runtime/env.ts";
 import type { Env } from "../lib/runtime/types.ts";
 import { isDnsLabel } from "../lib/kube-names.ts";
-import { DEFAULT_METRIC_SOURCE, DEFAULT_SEVERITY, METRIC_SOURCES, RuleInputError, validateRuleConfig } from "./rule.ts";
-import type { RuleConfig } from "./rule.ts";
+import { DEFAULT_METRIC_SOURCE, DEFAULT_SEVERITY, METRIC_SOURCES, validateRuleConfig, type RuleConfig } from "./rule-config.ts";
+import { RuleInputError } from "./rule-input.ts";
 
 /** Default server-side apply field manager. */
 export const DEFAULT_FIELD_MANAGER = "appmonitor-rule-sync";

@@ -11,7 +11,9 @@
 import type { IPrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND, type AppMonitorCondition } from "../lib/appmonitor.ts";
 import { AppMonitorSpecError, validateAppMonitorSpec } from "../lib/appmonitor-spec.ts";
-import { buildPrometheusRule, MANAGED_BY_LABEL, MANAGED_BY_VALUE, RuleInputError, type RuleConfig } from "./rule.ts";
+import { buildPrometheusRule } from "./rule.ts";
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type RuleConfig } from "./rule-config.ts";
+import { checkRuleInput, RuleInputError } from "./rule-input.ts";
 
 /** The condition type rule-sync owns on an AppMonitor. */
 export const RULE_READY = "RuleReady";
@@ -135,8 +137,9 @@ function live(monitor: ObservedAppMonitor | undefined): monitor is ObservedAppMo
  * | invalid | ours, controller is another object | delete (`owner-mismatch`) | False `InvalidSpec` |
  * | invalid | anything else | keep: a rule of an earlier valid generation stays, as a workload controller keeps its last good state | False `InvalidSpec` |
  *
- * Valid means: `spec` passes `validateAppMonitorSpec` (functions/lib/appmonitor-spec.ts) and
- * `buildPrometheusRule` (rule.ts) accepts it with `config`.
+ * Valid means: `spec` passes `validateAppMonitorSpec` (functions/lib/appmonitor-spec.ts), the
+ * AppMonitor passes `checkRuleInput` (rule-input.ts) and `buildPrometheusRule` (rule.ts) accepts
+ * it (it has a uid). `config` was validated when it was read.
  *
  * @param monitor the AppMonitor, undefined when the API server answered 404.
  * @param rule the PrometheusRule of the same namespace and name, undefined when 404.
@@ -154,7 +157,7 @@ export function planSync(monitor: ObservedAppMonitor | undefined, rule: Observed
   let desired: IPrometheusRule;
   try {
     const spec = validateAppMonitorSpec(monitor.spec);
-    desired = buildPrometheusRule({ metadata: monitor.metadata, spec }, config);
+    desired = buildPrometheusRule(checkRuleInput({ metadata: monitor.metadata, spec }), config);
   } catch (error) {
     if (!(error instanceof AppMonitorSpecError) && !(error instanceof RuleInputError)) throw error;
     const condition: DesiredCondition = { status: "False", reason: REASONS.invalid, message: `cannot build PrometheusRule ${target}: ${error.message}` };

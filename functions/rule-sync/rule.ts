@@ -2,6 +2,9 @@
 // Prometheus rules file. Pure: no I/O, so the cluster side only reads AppMonitors and applies
 // what this module returns.
 //
+// It takes a RuleInput (`rule-input.ts`: the AppMonitor, checked once) and a RuleConfig
+// (`rule-config.ts`: checked where it is read) and checks neither again.
+//
 // Metric sources (RuleConfig.metricSource):
 //
 // - "cadvisor" (the default): working set `container_memory_working_set_bytes` and limit
@@ -44,26 +47,26 @@ import {
   APPMONITOR_ALERT_LABEL,
   APPMONITOR_ALERT_NAME,
   APPMONITOR_API_VERSION,
-  APPMONITOR_OOM_ALERT_NAME,
   APPMONITOR_KIND,
+  APPMONITOR_OOM_ALERT_NAME,
   MONITOR_ANNOTATION,
-  type AppMonitorSpecWithDefaults,
-  type ObjectMetaLike,
 } from "../lib/appmonitor.ts";
 import type { LabelSelector } from "../lib/label-selector.ts";
-import { isDnsLabel, isDnsSubdomain, isLabelKey, isLabelValue } from "../lib/kube-names.ts";
 import { promDuration, promqlNumber, promqlString, regexQuote } from "../lib/promql.ts";
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type MetricSource, type RuleConfig } from "./rule-config.ts";
+import { RuleInputError, type RuleInput } from "./rule-input.ts";
 
 /**
- * The alert name every generated rule uses; Alertmanager's route (knative/alertmanager) and
- * memory-scaler match on it, and memory-scaler also requires the {@link APPMONITOR_ALERT_LABEL}
- * label the rule sets.
+ * The alert name of every generated rule group's threshold alert ({@link buildAlertingRule}).
+ * The Alertmanager routes (knative/alertmanager) match on it and on {@link OOM_ALERT_NAME};
+ * memory-scaler acts on no other two names, and also requires the {@link APPMONITOR_ALERT_LABEL}
+ * label both rules set.
  */
 export const ALERT_NAME = APPMONITOR_ALERT_NAME;
 
 /**
- * The alert name of every generated rule's OOM-kill alert ({@link buildOOMAlertingRule}); the
- * Alertmanager route and memory-scaler match on it as on {@link ALERT_NAME}.
+ * The alert name of every generated rule group's OOM-kill alert ({@link buildOOMAlertingRule});
+ * the Alertmanager routes and memory-scaler match on it as on {@link ALERT_NAME}.
  */
 export const OOM_ALERT_NAME = APPMONITOR_OOM_ALERT_NAME;
 
@@ -80,144 +83,18 @@ export const OOM_WINDOW_SECONDS = 600;
 /** The value the opt-in annotation {@link MONITOR_ANNOTATION} must have. */
 export const MONITOR_ANNOTATION_VALUE = "true";
 
-/**
- * Label set on every PrometheusRule this module builds, so a resync can list the rules it owns
- * with the label selector `app.kubernetes.io/managed-by=appmonitor-rule-sync` and remove orphans.
- */
-export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
-/** The value of {@link MANAGED_BY_LABEL}. */
-export const MANAGED_BY_VALUE = "appmonitor-rule-sync";
+/** `apiVersion` of a PrometheusRule (prometheus-operator's monitoring.coreos.com/v1). */
+export const PROMETHEUS_RULE_API_VERSION = "monitoring.coreos.com/v1";
+/** `kind` of a PrometheusRule. */
+export const PROMETHEUS_RULE_KIND = "PrometheusRule";
 
 /** PrometheusRule annotation recording the AppMonitor `metadata.generation` the rule was built from. */
 export const GENERATION_ANNOTATION = "app-monitor.kubedemo.com/appmonitor-generation";
-
-/** The metric sources a rule can be built from; see the module comment for what each needs. */
-export const METRIC_SOURCES = ["cadvisor", "kube-state-metrics"] as const;
-
-/** Where the memory limit (and, for kube-state-metrics, the Pod selection) comes from. */
-export type MetricSource = (typeof METRIC_SOURCES)[number];
-
-/** Default metric source: cAdvisor, because every Kubernetes Prometheus setup scrapes it. */
-export const DEFAULT_METRIC_SOURCE: MetricSource = "cadvisor";
-
-/** Default `severity` label of the alert. */
-export const DEFAULT_SEVERITY = "warning";
-
-/**
- * Largest `for` accepted, in seconds: Prometheus holds durations as int64 nanoseconds
- * (https://pkg.go.dev/github.com/prometheus/common/model#Duration).
- */
-export const MAX_FOR_SECONDS = 9_223_372_036;
 
 // Series of the pause container (Docker-era `POD`) and of the Pod-level cgroup (`""`) are not
 // containers anyone can scale.
 const CONTAINER_MATCHERS = 'container!="", container!="POD"';
 const BY = "(namespace, pod, container)";
-
-/** How rules are built, shared by every AppMonitor. */
-export interface RuleConfig {
-  /** Metric source; default {@link DEFAULT_METRIC_SOURCE}. */
-  readonly metricSource: MetricSource;
-  /**
-   * Extra labels on the PrometheusRule object (not on the alert), e.g. `{ release: "prometheus" }`:
-   * prometheus-operator loads only rules matching the Prometheus `ruleSelector`
-   * (https://prometheus-operator.dev/docs/api-reference/api/#monitoring.coreos.com/v1.PrometheusSpec),
-   * and silently ignores the rest. Keys and values must be valid Kubernetes labels.
-   */
-  readonly ruleLabels: Readonly<Record<string, string>>;
-  /** The alert's `severity` label; default {@link DEFAULT_SEVERITY}. */
-  readonly severity: string;
-}
-
-/** The defaults: cAdvisor, no extra rule labels, severity `warning`. */
-export const DEFAULT_RULE_CONFIG: RuleConfig = Object.freeze({
-  metricSource: DEFAULT_METRIC_SOURCE,
-  ruleLabels: Object.freeze({}),
-  severity: DEFAULT_SEVERITY,
-});
-
-/**
- * The parts of an AppMonitor (kubedemo.com/v1) a rule is built from, with spec defaults
- * applied (as `validateAppMonitorSpec` of functions/lib/appmonitor-spec.ts returns them); an
- * AppMonitor whose spec went through that function satisfies it. metadata.name (a DNS
- * subdomain) names the PrometheusRule,
- * metadata.namespace (a DNS label) limits the Pods, metadata.uid is needed for the
- * ownerReference only; spec.memThresholdPercent is in percent (0 < x ≤ 100), spec.forSeconds in
- * seconds, spec.selector is honoured by the kube-state-metrics source only, spec.containers
- * (container names, DNS labels) by both.
- */
-export interface AppMonitorForRule {
-  readonly metadata: Pick<ObjectMetaLike, "name" | "namespace" | "uid" | "generation">;
-  readonly spec: Pick<AppMonitorSpecWithDefaults, "memThresholdPercent" | "forSeconds" | "selector" | "containers">;
-}
-
-/**
- * An AppMonitor or RuleConfig value that cannot be turned into a rule. Permanent: the same
- * input fails the same way, so a caller answering an event treats it as a 4xx.
- */
-export class RuleInputError extends Error {
-  /** Path of the offending field, e.g. `metadata.name` or `spec.selector.matchLabels["app"]`. */
-  readonly field: string;
-
-  /**
-   * @param field path of the offending field.
-   * @param message what is wrong with it.
-   */
-  constructor(field: string, message: string) {
-    super(`${field}: ${message}`);
-    this.name = "RuleInputError";
-    this.field = field;
-  }
-}
-
-/**
- * Checks a RuleConfig.
- *
- * @param config the configuration to check.
- * @throws {RuleInputError} for an unknown metric source, a severity that is not 1–63 characters
- *   of `[A-Za-z0-9_.-]` (alert labels are expanded as Go templates, so `{{` must not get in), or a
- *   rule label that is not a valid Kubernetes label or that sets {@link MANAGED_BY_LABEL}.
- */
-export function validateRuleConfig(config: RuleConfig): void {
-  checkSource(config.metricSource);
-  if (!/^[A-Za-z0-9_.-]{1,63}$/.test(config.severity)) {
-    throw new RuleInputError("severity", `must be 1-63 characters of A-Z a-z 0-9 _ . -, got ${JSON.stringify(config.severity)}`);
-  }
-  for (const [key, value] of Object.entries(config.ruleLabels)) {
-    const field = `ruleLabels[${JSON.stringify(key)}]`;
-    if (!isLabelKey(key)) throw new RuleInputError(field, "not a valid Kubernetes label key");
-    if (typeof value !== "string" || !isLabelValue(value)) throw new RuleInputError(field, "not a valid Kubernetes label value");
-    if (key === MANAGED_BY_LABEL) throw new RuleInputError(field, "is set by rule-sync itself");
-  }
-}
-
-/** Name and namespace of a monitor, validated. */
-function identity(monitor: AppMonitorForRule): { name: string; namespace: string } {
-  const { name, namespace } = monitor.metadata;
-  if (typeof name !== "string" || !isDnsSubdomain(name)) {
-    throw new RuleInputError("metadata.name", `must be a DNS subdomain (RFC 1123), got ${JSON.stringify(name)}`);
-  }
-  if (typeof namespace !== "string" || !isDnsLabel(namespace)) {
-    throw new RuleInputError("metadata.namespace", `must be a DNS label (RFC 1123), got ${JSON.stringify(namespace)}`);
-  }
-  return { name, namespace };
-}
-
-function threshold(monitor: AppMonitorForRule): number {
-  const value = monitor.spec.memThresholdPercent;
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0 || value > 100) {
-    throw new RuleInputError("spec.memThresholdPercent", `must be a number with 0 < x <= 100, got ${String(value)}`);
-  }
-  return value;
-}
-
-function forSeconds(monitor: AppMonitorForRule): number {
-  const value = monitor.spec.forSeconds;
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0 || value > MAX_FOR_SECONDS) {
-    throw new RuleInputError("spec.forSeconds", `must be a whole number of seconds from 0 to ${MAX_FOR_SECONDS}, got ${String(value)}`);
-  }
-  return value;
-}
 
 /** kube-state-metrics' Prometheus label name for a Kubernetes label or annotation key. */
 function ksmLabelName(prefix: "label_" | "annotation_", key: string): string {
@@ -230,65 +107,44 @@ function ksmLabelName(prefix: "label_" | "annotation_", key: string): string {
  * (`container=~"a|b"`, each name regex-quoted; PromQL anchors the regex), which are DNS labels
  * and so never empty nor `POD`.
  */
-function containerMatchers(monitor: AppMonitorForRule): string {
+function containerMatchers(monitor: RuleInput): string {
   const names = monitor.spec.containers;
   if (names === undefined) return CONTAINER_MATCHERS;
-  if (!Array.isArray(names) || names.length === 0) throw new RuleInputError("spec.containers", "must list at least one container name when set");
-  names.forEach((name, i) => {
-    if (typeof name !== "string" || !isDnsLabel(name)) {
-      throw new RuleInputError(`spec.containers[${i}]`, `must be a container name (RFC 1123 DNS label), got ${JSON.stringify(name)}`);
-    }
-  });
   return `container=~${promqlString([...new Set(names)].map(regexQuote).join("|"))}`;
 }
 
-/** Throws {@link RuleInputError} unless `source` is one of {@link METRIC_SOURCES}. */
-function checkSource(source: string): void {
-  if (!(METRIC_SOURCES as readonly string[]).includes(source)) {
-    throw new RuleInputError("metricSource", `must be one of ${METRIC_SOURCES.join(", ")}, got ${JSON.stringify(source)}`);
-  }
-}
-
-/** The kube_pod_labels selector of spec.selector's Pods (none without a selector), validated. */
-function selectedPods(monitor: AppMonitorForRule, ns: string): string[] {
+/** The kube_pod_labels selector of spec.selector's Pods (none without a selector). */
+function selectedPods(monitor: RuleInput, ns: string): string[] {
   return monitor.spec.selector === undefined ? [] : [`kube_pod_labels{${[ns, ...selectorMatchers(monitor.spec.selector)].join(", ")}}`];
 }
 
-/** PromQL matchers on kube_pod_labels equivalent to a label selector. */
+/**
+ * PromQL matchers on kube_pod_labels equivalent to a label selector whose keys and values are
+ * label syntax and whose operators have the values they need (as `checkRuleInput` and
+ * `validateAppMonitorSpec` leave it).
+ */
 function selectorMatchers(selector: LabelSelector): string[] {
-  const matchers: string[] = [];
-  for (const [key, value] of Object.entries(selector.matchLabels ?? {})) {
-    const field = `spec.selector.matchLabels[${JSON.stringify(key)}]`;
-    if (!isLabelKey(key)) throw new RuleInputError(field, "not a valid Kubernetes label key");
-    if (typeof value !== "string" || !isLabelValue(value)) throw new RuleInputError(field, "not a valid Kubernetes label value");
-    matchers.push(`${ksmLabelName("label_", key)}=${promqlString(value)}`);
-  }
-  (selector.matchExpressions ?? []).forEach((req, i) => {
-    const field = `spec.selector.matchExpressions[${i}]`;
-    if (typeof req.key !== "string" || !isLabelKey(req.key)) throw new RuleInputError(`${field}.key`, "not a valid Kubernetes label key");
+  const matchers = Object.entries(selector.matchLabels ?? {}).map(([key, value]) => `${ksmLabelName("label_", key)}=${promqlString(value)}`);
+  for (const req of selector.matchExpressions ?? []) {
     const name = ksmLabelName("label_", req.key);
-    const values = req.values ?? [];
-    values.forEach((v, j) => {
-      if (typeof v !== "string" || !isLabelValue(v)) throw new RuleInputError(`${field}.values[${j}]`, "not a valid Kubernetes label value");
-    });
     // Regex matchers are fully anchored in PromQL, so `a|b` means exactly a or exactly b.
-    const alternatives = () => promqlString(values.map(regexQuote).join("|"));
+    const alternatives = promqlString((req.values ?? []).map(regexQuote).join("|"));
     switch (req.operator) {
       case "In":
+        matchers.push(`${name}=~${alternatives}`);
+        break;
       case "NotIn":
-        if (values.length === 0) throw new RuleInputError(`${field}.values`, `must be non-empty for operator ${req.operator}`);
-        matchers.push(`${name}${req.operator === "In" ? "=~" : "!~"}${alternatives()}`);
+        matchers.push(`${name}!~${alternatives}`);
         break;
+      // An absent label and an empty one are the same thing to PromQL.
       case "Exists":
-      case "DoesNotExist":
-        if (values.length !== 0) throw new RuleInputError(`${field}.values`, `must be empty for operator ${req.operator}`);
-        // An absent label and an empty one are the same thing to PromQL.
-        matchers.push(`${name}${req.operator === "Exists" ? '!=""' : '=""'}`);
+        matchers.push(`${name}!=""`);
         break;
-      default:
-        throw new RuleInputError(`${field}.operator`, `must be In, NotIn, Exists or DoesNotExist, got ${JSON.stringify(req.operator)}`);
+      case "DoesNotExist":
+        matchers.push(`${name}=""`);
+        break;
     }
-  });
+  }
   return matchers;
 }
 
@@ -303,38 +159,31 @@ function selectorMatchers(selector: LabelSelector): string[] {
  * Series are reduced with `max by (namespace, pod, container)` first, because a restarted
  * container briefly has two cAdvisor series and a one-to-one division would fail on them.
  *
- * Every interpolated value is validated and quoted with PromQL string escaping
+ * Every interpolated value is quoted with PromQL string escaping
  * (https://prometheus.io/docs/prometheus/latest/querying/basics/#string-literals).
  *
- * @param monitor the AppMonitor, spec defaults applied.
+ * @param monitor the checked AppMonitor.
  * @param source the metric source.
  * @returns the expression, over several lines.
- * @throws {RuleInputError} for an unknown source, an invalid namespace, threshold, container
- *   name, or selector (checked for every source): a key or value that is not Kubernetes label syntax, an unknown operator, or values
- *   that do not fit the operator.
  */
-export function alertExpression(monitor: AppMonitorForRule, source: MetricSource): string {
-  checkSource(source);
-  const { namespace } = identity(monitor);
-  const ns = `namespace=${promqlString(namespace)}`;
+export function alertExpression(monitor: RuleInput, source: MetricSource): string {
+  const ns = `namespace=${promqlString(monitor.namespace)}`;
   const containers = containerMatchers(monitor);
   const workingSet = `max by ${BY} (container_memory_working_set_bytes{${ns}, ${containers}})`;
   const limitSeries =
     source === "cadvisor"
       ? `container_spec_memory_limit_bytes{${ns}, ${containers}}`
       : `kube_pod_container_resource_limits{${ns}, resource="memory", ${containers}}`;
-  // Checked whatever the source, so an AppMonitor is valid or not independently of the config.
-  const selected = selectedPods(monitor, ns);
   // 100 × used / limit rather than used / limit × 100: exact whenever the percentage is a whole
   // number, so an alert at 76 % reports 76, not 76.00000000000001.
   const ratio = [
     `100 * ${workingSet}`,
     `  / on ${BY}`,
     `max by ${BY} (${limitSeries} > 0)`,
-    `  >= ${promqlNumber(threshold(monitor))}`,
+    `  >= ${promqlNumber(monitor.spec.memThresholdPercent)}`,
   ];
   if (source === "cadvisor") return ratio.join("\n");
-  return coveredPodsOnly(ratio, ns, selected);
+  return coveredPodsOnly(ratio, ns, selectedPods(monitor, ns));
 }
 
 /**
@@ -379,17 +228,13 @@ function coveredPodsOnly(lines: readonly string[], ns: string, selected: readonl
  *   restart for another reason replaces the last reason, so it does not fire. A kill before the
  *   Pod's first scrape has no earlier sample to increase from and is not seen.
  *
- * @param monitor the AppMonitor, spec defaults applied.
+ * @param monitor the checked AppMonitor.
  * @param source the metric source.
  * @returns the expression, over several lines.
- * @throws {RuleInputError} as {@link alertExpression} does (the threshold excepted: not used).
  */
-export function oomAlertExpression(monitor: AppMonitorForRule, source: MetricSource): string {
-  checkSource(source);
-  const { namespace } = identity(monitor);
-  const ns = `namespace=${promqlString(namespace)}`;
+export function oomAlertExpression(monitor: RuleInput, source: MetricSource): string {
+  const ns = `namespace=${promqlString(monitor.namespace)}`;
   const containers = containerMatchers(monitor);
-  const selected = selectedPods(monitor, ns);
   const window = promDuration(OOM_WINDOW_SECONDS);
   if (source === "cadvisor") return `max by ${BY} (increase(container_oom_events_total{${ns}, ${containers}}[${window}])) > 0`;
   return coveredPodsOnly(
@@ -399,7 +244,7 @@ export function oomAlertExpression(monitor: AppMonitorForRule, source: MetricSou
       `max by ${BY} (kube_pod_container_status_last_terminated_reason{${ns}, reason="OOMKilled", ${containers}}) == 1`,
     ],
     ns,
-    selected,
+    selectedPods(monitor, ns),
   );
 }
 
@@ -411,21 +256,19 @@ export function oomAlertExpression(monitor: AppMonitorForRule, source: MetricSou
  * (`{{ $value }}`, the percent of the limit in use). The alert's namespace, pod and container
  * labels come from the expression.
  *
- * @param monitor the AppMonitor, spec defaults applied.
+ * @param monitor the checked AppMonitor.
  * @param config how to build it.
  * @returns the rule, in the prometheus-operator Rule shape (also valid in a rules file).
- * @throws {RuleInputError} for an invalid monitor or config.
  */
-export function buildAlertingRule(monitor: AppMonitorForRule, config: RuleConfig): IRule {
-  validateRuleConfig(config);
-  const { name } = identity(monitor);
-  const percent = promqlNumber(threshold(monitor));
+export function buildAlertingRule(monitor: RuleInput, config: RuleConfig): IRule {
+  const { name } = monitor;
+  const percent = promqlNumber(monitor.spec.memThresholdPercent);
   return {
     alert: ALERT_NAME,
     expr: alertExpression(monitor, config.metricSource),
-    for: promDuration(forSeconds(monitor)),
+    for: promDuration(monitor.spec.forSeconds),
     // Label and annotation values are Go templates; the name is a DNS subdomain and the
-    // severity is validated, so neither can contain template syntax. ($labels holds only the
+    // severity was validated with the config, so neither can contain template syntax. ($labels holds only the
     // expression's labels, not these, so the name is written into the summary directly.)
     labels: { [APPMONITOR_ALERT_LABEL]: name, severity: config.severity },
     annotations: {
@@ -445,14 +288,12 @@ export function buildAlertingRule(monitor: AppMonitorForRule, config: RuleConfig
  * expression), annotation `summary`. No `value` annotation: the event's `value` is the percent
  * of the limit in use, which an OOM kill does not measure.
  *
- * @param monitor the AppMonitor, spec defaults applied.
+ * @param monitor the checked AppMonitor.
  * @param config how to build it.
  * @returns the rule, in the prometheus-operator Rule shape (also valid in a rules file).
- * @throws {RuleInputError} for an invalid monitor or config.
  */
-export function buildOOMAlertingRule(monitor: AppMonitorForRule, config: RuleConfig): IRule {
-  validateRuleConfig(config);
-  const { name } = identity(monitor);
+export function buildOOMAlertingRule(monitor: RuleInput, config: RuleConfig): IRule {
+  const { name } = monitor;
   return {
     alert: OOM_ALERT_NAME,
     expr: oomAlertExpression(monitor, config.metricSource),
@@ -469,13 +310,11 @@ export function buildOOMAlertingRule(monitor: AppMonitorForRule, config: RuleCon
  * The rule group name of a monitor, `appmonitor/<namespace>/<name>`: unique per AppMonitor, as
  * Prometheus requires group names to be unique within a rules file.
  *
- * @param monitor the AppMonitor.
+ * @param monitor the checked AppMonitor.
  * @returns the group name.
- * @throws {RuleInputError} for an invalid name or namespace.
  */
-export function ruleGroupName(monitor: AppMonitorForRule): string {
-  const { name, namespace } = identity(monitor);
-  return `appmonitor/${namespace}/${name}`;
+export function ruleGroupName(monitor: RuleInput): string {
+  return `appmonitor/${monitor.namespace}/${monitor.name}`;
 }
 
 /**
@@ -483,12 +322,11 @@ export function ruleGroupName(monitor: AppMonitorForRule): string {
  * {@link buildAlertingRule} and the OOM-kill rule of {@link buildOOMAlertingRule}, in that order
  * (https://prometheus.io/docs/prometheus/latest/configuration/recording_rules/#rule_group).
  *
- * @param monitor the AppMonitor, spec defaults applied.
+ * @param monitor the checked AppMonitor.
  * @param config how to build it.
  * @returns the group.
- * @throws {RuleInputError} for an invalid monitor or config.
  */
-export function buildRuleGroup(monitor: AppMonitorForRule, config: RuleConfig): IRuleGroup {
+export function buildRuleGroup(monitor: RuleInput, config: RuleConfig): IRuleGroup {
   return { name: ruleGroupName(monitor), rules: [buildAlertingRule(monitor, config), buildOOMAlertingRule(monitor, config)] };
 }
 
@@ -502,25 +340,23 @@ export function buildRuleGroup(monitor: AppMonitorForRule, config: RuleConfig): 
  * `appmonitors/finalizers` under the OwnerReferencesPermissionEnforcement admission plugin);
  * spec.groups = [{@link buildRuleGroup}].
  *
- * @param monitor the AppMonitor as read from the API server, spec defaults applied.
+ * @param monitor the checked AppMonitor as read from the API server.
  * @param config how to build it.
  * @returns the object; no status, resourceVersion or other server-owned fields.
- * @throws {RuleInputError} for an invalid monitor or config, or a missing metadata.uid.
+ * @throws {RuleInputError} for a missing metadata.uid.
  */
-export function buildPrometheusRule(monitor: AppMonitorForRule, config: RuleConfig): IPrometheusRule {
-  const group = buildRuleGroup(monitor, config);
-  const { name, namespace } = identity(monitor);
-  const { uid, generation } = monitor.metadata;
-  if (typeof uid !== "string" || uid === "") {
+export function buildPrometheusRule(monitor: RuleInput, config: RuleConfig): IPrometheusRule {
+  const { name, namespace, uid, generation } = monitor;
+  if (uid === undefined || uid === "") {
     throw new RuleInputError("metadata.uid", "is required for the ownerReference");
   }
   const annotations: Record<string, string> = {};
-  if (typeof generation === "number" && Number.isSafeInteger(generation)) {
+  if (generation !== undefined && Number.isSafeInteger(generation)) {
     annotations[GENERATION_ANNOTATION] = String(generation);
   }
   return {
-    apiVersion: "monitoring.coreos.com/v1",
-    kind: "PrometheusRule",
+    apiVersion: PROMETHEUS_RULE_API_VERSION,
+    kind: PROMETHEUS_RULE_KIND,
     metadata: {
       name,
       namespace,
@@ -530,7 +366,7 @@ export function buildPrometheusRule(monitor: AppMonitorForRule, config: RuleConf
         { apiVersion: APPMONITOR_API_VERSION, kind: APPMONITOR_KIND, name, uid, controller: true, blockOwnerDeletion: true },
       ],
     },
-    spec: { groups: [group] },
+    spec: { groups: [buildRuleGroup(monitor, config)] },
   };
 }
 
@@ -540,13 +376,12 @@ export function buildPrometheusRule(monitor: AppMonitorForRule, config: RuleConf
  * with one {@link buildRuleGroup} per monitor, in the given order, for Prometheus without
  * prometheus-operator (`rule_files:`).
  *
- * @param monitors AppMonitors with a namespace and spec defaults applied.
+ * @param monitors the checked AppMonitors.
  * @param config how to build the rules; ruleLabels are not used (there is no object to label).
  * @returns the YAML text, ending in a newline.
- * @throws {RuleInputError} for an invalid monitor or config, or the same namespace/name twice
- *   (group names must be unique in a file).
+ * @throws {RuleInputError} for the same namespace/name twice (group names must be unique in a file).
  */
-export function buildRulesFile(monitors: readonly AppMonitorForRule[], config: RuleConfig): string {
+export function buildRulesFile(monitors: readonly RuleInput[], config: RuleConfig): string {
   const groups: IRuleGroup[] = [];
   const seen = new Set<string>();
   for (const monitor of monitors) {

@@ -21,7 +21,9 @@ import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { ManifestError, readAppMonitors, type LocatedAppMonitor } from "./manifests.ts";
 import { isDnsLabel } from "../lib/kube-names.ts";
-import { buildRuleGroup, buildRulesFile, DEFAULT_RULE_CONFIG, METRIC_SOURCES, RuleInputError, validateRuleConfig, type MetricSource, type RuleConfig } from "./rule.ts";
+import { buildRulesFile } from "./rule.ts";
+import { DEFAULT_RULE_CONFIG, METRIC_SOURCES, validateRuleConfig, type MetricSource, type RuleConfig } from "./rule-config.ts";
+import { checkRuleInput, RuleInputError, type RuleInput } from "./rule-input.ts";
 
 const USAGE = `usage: npm run rules -- [--source ${METRIC_SOURCES.join("|")}] [--severity NAME] [--namespace NS] FILE…`;
 
@@ -75,6 +77,7 @@ async function main(argv: readonly string[], warn: (message: string) => void): P
   if (found.length === 0) throw new InputError(`no AppMonitor (kubedemo.com/v1) in ${files.join(", ")}`);
 
   const seen = new Map<string, LocatedAppMonitor>();
+  const inputs: RuleInput[] = [];
   for (const entry of found) {
     const { name, namespace } = entry.appMonitor.metadata;
     const where = `${entry.file}: document ${entry.document} (AppMonitor ${namespace}/${name})`;
@@ -84,16 +87,13 @@ async function main(argv: readonly string[], warn: (message: string) => void): P
     seen.set(`${namespace}/${name}`, entry);
     // Rule-level checks (e.g. selector label syntax) reported with the AppMonitor's location.
     try {
-      buildRuleGroup(entry.appMonitor, config);
+      inputs.push(checkRuleInput(entry.appMonitor));
     } catch (error) {
       if (error instanceof RuleInputError) throw new InputError(`${where}: ${error.message}`, { cause: error });
       throw error;
     }
   }
-  return buildRulesFile(
-    found.map((entry) => entry.appMonitor),
-    config,
-  );
+  return buildRulesFile(inputs, config);
 }
 
 if (import.meta.main) {

@@ -8,16 +8,9 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { promqlString, regexQuote } from "../../functions/lib/promql.ts";
-import {
-  ALERT_NAME,
-  buildPrometheusRule,
-  buildRulesFile,
-  DEFAULT_RULE_CONFIG,
-  OOM_ALERT_NAME,
-  type AppMonitorForRule,
-  type MetricSource,
-  type RuleConfig,
-} from "../../functions/rule-sync/rule.ts";
+import { ALERT_NAME, buildPrometheusRule, buildRulesFile, OOM_ALERT_NAME } from "../../functions/rule-sync/rule.ts";
+import { DEFAULT_RULE_CONFIG, type MetricSource, type RuleConfig } from "../../functions/rule-sync/rule-config.ts";
+import { checkRuleInput, type AppMonitorForRule } from "../../functions/rule-sync/rule-input.ts";
 import { runCommand, type CommandResult } from "../support/run-command.ts";
 import { tempDir, type TempDir } from "../support/temp-dir.ts";
 
@@ -152,6 +145,11 @@ function expectedAlert(namespace: string, pod: string, container: string, percen
   };
 }
 
+/** The rules file of `monitors`, each checked as rule-sync checks it. */
+function rulesFile(monitors: readonly AppMonitorForRule[], config: RuleConfig): string {
+  return buildRulesFile(monitors.map(checkRuleInput), config);
+}
+
 // The AppMonitor under test: threshold 75 %, for 2 minutes, also selecting Pods labelled name=memhog.
 const MONITOR: AppMonitorForRule = {
   metadata: { name: "memhog-monitor", namespace: "shop", uid: "uid-am" },
@@ -200,17 +198,17 @@ describe("promtool check rules accepts every generated rule", () => {
   for (const source of SOURCES) {
     test(`${source}: plain rules file and every PrometheusRule's groups`, async () => {
       const config = { ...configFor(source), ruleLabels: { release: "prometheus" }, severity: "critical" };
-      const files = [await writeTemp(`all-${source}.yaml`, buildRulesFile(monitors, config))];
+      const files = [await writeTemp(`all-${source}.yaml`, rulesFile(monitors, config))];
       for (const m of monitors) {
         // prometheus-operator writes spec.groups of each PrometheusRule into a rules file.
-        files.push(await writeTemp(`prometheusrule-${source}.yaml`, stringify(buildPrometheusRule(m, config).spec, { lineWidth: 0 })));
+        files.push(await writeTemp(`prometheusrule-${source}.yaml`, stringify(buildPrometheusRule(checkRuleInput(m), config).spec, { lineWidth: 0 })));
       }
       await assertRulesCheck(files);
     });
   }
 
   test("the checker is not a rubber stamp: a broken expression fails", async () => {
-    const broken = buildRulesFile([MONITOR], DEFAULT_RULE_CONFIG).replace("max by", "max by by");
+    const broken = rulesFile([MONITOR], DEFAULT_RULE_CONFIG).replace("max by", "max by by");
     const result = await runCommand("promtool", ["check", "rules", await writeTemp("broken.yaml", broken)]);
     assert.notEqual(result.code, 0, explain(result));
   });
@@ -223,7 +221,7 @@ describe("promtool test rules: when the alert fires", () => {
       // cAdvisor series carry no Pod labels or annotations: the rule cannot leave out an
       // unselected Pod of the namespace (memory-scaler does, from the API server).
       if (source === "cadvisor") firing.push(expectedAlert("shop", "unselected", "app", 90, "memhog-monitor", 75));
-      await assertPromtoolTest(buildRulesFile([MONITOR], configFor(source)), [
+      await assertPromtoolTest(rulesFile([MONITOR], configFor(source)), [
         {
           interval: "1m",
           input_series: inputSeries(SCENARIO, source),
@@ -244,7 +242,7 @@ describe("promtool test rules: when the alert fires", () => {
         { ...base, namespace: "other", pod: "hot", usage: 90 },
         { ...base, namespace: "other", pod: "warm", usage: 80 },
       ];
-      await assertPromtoolTest(buildRulesFile([MONITOR, other], configFor(source)), [
+      await assertPromtoolTest(rulesFile([MONITOR, other], configFor(source)), [
         {
           interval: "1m",
           input_series: inputSeries(containers, source),
@@ -269,7 +267,7 @@ describe("promtool test rules: when the alert fires", () => {
         { ...base, pod: "hot", container: "xapp", usage: 95 },
         { ...base, pod: "warm", container: "logger", usage: 99 },
       ];
-      await assertPromtoolTest(buildRulesFile([monitor], configFor(source)), [
+      await assertPromtoolTest(rulesFile([monitor], configFor(source)), [
         {
           interval: "1m",
           input_series: inputSeries(containers, source),
@@ -285,7 +283,7 @@ describe("promtool test rules: when the alert fires", () => {
     });
 
     test(`${source}: the harness notices a wrong expectation (74 % expected to fire)`, async () => {
-      const result = await promtoolTest(buildRulesFile([MONITOR], configFor(source)), [
+      const result = await promtoolTest(rulesFile([MONITOR], configFor(source)), [
         {
           interval: "1m",
           input_series: inputSeries([{ ...base, pod: "cool", usage: 74 }], source),
@@ -309,7 +307,7 @@ describe("promtool test rules: when the alert fires", () => {
       { ...base, pod: "regex-lookalike", usage: 80, annotated: false, podLabels: { app_kubernetes_io_name: "aXb" } },
       { ...base, pod: "plain", usage: 80, annotated: false },
     ];
-    await assertPromtoolTest(buildRulesFile([monitor], configFor("kube-state-metrics")), [
+    await assertPromtoolTest(rulesFile([monitor], configFor("kube-state-metrics")), [
       {
         interval: "1m",
         input_series: inputSeries(containers, "kube-state-metrics"),
@@ -387,7 +385,7 @@ describe("promtool test rules: the OOM-kill alert", () => {
       // cAdvisor counts kills, not reasons: the container killed then restarted for an Error still
       // counted a kill; kube-state-metrics' last reason is Error from 4m on.
       const oomThenError = source === "cadvisor" ? [killed("oom-then-error")] : [];
-      await assertPromtoolTest(buildRulesFile([MONITOR], configFor(source)), [
+      await assertPromtoolTest(rulesFile([MONITOR], configFor(source)), [
         {
           interval: "1m",
           input_series: oomSeries(pods, source),
@@ -412,7 +410,7 @@ describe("promtool test rules: the OOM-kill alert", () => {
         { pod: "two", container: "logger", restartsAt: [3], reasons: ["OOMKilled"] },
         { pod: "two", container: "app-2", restartsAt: [3], reasons: ["OOMKilled"] },
       ];
-      await assertPromtoolTest(buildRulesFile([monitor], configFor(source)), [
+      await assertPromtoolTest(rulesFile([monitor], configFor(source)), [
         { interval: "1m", input_series: oomSeries(pods, source), alert_rule_test: [{ eval_time: "5m", alertname: OOM_ALERT_NAME, exp_alerts: [killed("two")] }] },
       ]);
     });
@@ -424,7 +422,7 @@ describe("promtool test rules: the OOM-kill alert", () => {
       { pod: "bystander", annotated: false, restartsAt: [3], reasons: ["OOMKilled"] },
     ];
     const monitor: AppMonitorForRule = { ...MONITOR, spec: { ...MONITOR.spec, selector: undefined } };
-    await assertPromtoolTest(buildRulesFile([monitor], configFor("kube-state-metrics")), [
+    await assertPromtoolTest(rulesFile([monitor], configFor("kube-state-metrics")), [
       { interval: "1m", input_series: oomSeries(pods, "kube-state-metrics"), alert_rule_test: [{ eval_time: "5m", alertname: OOM_ALERT_NAME, exp_alerts: [killed("annotated")] }] },
     ]);
   });

@@ -7,7 +7,7 @@ import * as k8s from "@kubernetes/client-node";
 import type { IPrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
 import type { Cluster, DeleteOutcome } from "../../functions/rule-sync/cluster.ts";
 import type { ObservedAppMonitor, ObservedRule, RuleRef } from "../../functions/rule-sync/plan.ts";
-import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "../../functions/rule-sync/rule.ts";
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "../../functions/rule-sync/rule-config.ts";
 import type { StatusApply } from "../../functions/rule-sync/status.ts";
 
 /** An in-memory API server holding AppMonitors and PrometheusRules; `fail` injects errors per call. */

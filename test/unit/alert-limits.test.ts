@@ -18,7 +18,9 @@ import {
 } from "../../functions/alert-receiver/limits.ts";
 import type { AlertmanagerAlert } from "../../functions/alert-receiver/webhook.ts";
 import { BODY_LIMIT_BYTES } from "../../functions/lib/runtime/config.ts";
-import { buildAlertingRule, DEFAULT_RULE_CONFIG, type AppMonitorForRule, type RuleConfig } from "../../functions/rule-sync/rule.ts";
+import { buildAlertingRule } from "../../functions/rule-sync/rule.ts";
+import { DEFAULT_RULE_CONFIG, type RuleConfig } from "../../functions/rule-sync/rule-config.ts";
+import { checkRuleInput, type AppMonitorForRule } from "../../functions/rule-sync/rule-input.ts";
 
 const KIB = 1024;
 const read = (path: string): string => readFileSync(new URL(`../../${path}`, import.meta.url), "utf8");
@@ -42,7 +44,7 @@ function goJson(value: unknown): string {
  * two nanosecond timestamps.
  */
 function alertOf(monitor: AppMonitorForRule, config: RuleConfig, series: { pod: string; container: string }, externalUrl: string): AlertmanagerAlert {
-  const rule = buildAlertingRule(monitor, config);
+  const rule = buildAlertingRule(checkRuleInput(monitor), config);
   const namespace = monitor.metadata.namespace ?? "";
   const render = (template: string): string =>
     template

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { DEFAULT_FIELD_MANAGER, inScope, readConfig } from "../../functions/rule-sync/config.ts";
 import { ConfigError } from "../../functions/lib/runtime/env.ts";
-import { DEFAULT_METRIC_SOURCE, DEFAULT_SEVERITY } from "../../functions/rule-sync/rule.ts";
+import { DEFAULT_METRIC_SOURCE, DEFAULT_SEVERITY } from "../../functions/rule-sync/rule-config.ts";
 
 describe("readConfig", () => {
   it("applies the defaults", () => {

@@ -12,7 +12,8 @@ import {
   type ObservedRule,
   type Plan,
 } from "../../functions/rule-sync/plan.ts";
-import { DEFAULT_RULE_CONFIG, GENERATION_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "../../functions/rule-sync/rule.ts";
+import { GENERATION_ANNOTATION } from "../../functions/rule-sync/rule.ts";
+import { DEFAULT_RULE_CONFIG, MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "../../functions/rule-sync/rule-config.ts";
 import { statusApply } from "../../functions/rule-sync/status.ts";
 
 const config = { ...DEFAULT_RULE_CONFIG, ruleLabels: { release: "prometheus" } };
