@@ -60,15 +60,15 @@ export interface RuleInput {
 
 /**
  * Checks what the AppMonitor's schema does not: its name and namespace (the API server checks
- * them, a manifest may not), `spec.forSeconds` no larger than {@link MAX_FOR_SECONDS}, and the
- * syntax of every label key and value in `spec.selector` (the API server does not check labels
- * inside a custom resource's spec; kube-state-metrics and PromQL see them).
+ * them, a manifest may not), the syntax of every label key and value in `spec.selector` (the API
+ * server does not check labels inside a custom resource's spec; kube-state-metrics and PromQL see
+ * them), and `spec.forSeconds` no larger than {@link MAX_FOR_SECONDS}.
  *
  * @param monitor the AppMonitor, its spec validated.
  * @returns the same AppMonitor as a {@link RuleInput}.
- * @throws {RuleInputError} naming the first offending field: `metadata.name`,
- *   `metadata.namespace`, `spec.forSeconds`, `spec.selector.matchLabels["<key>"]`,
- *   `spec.selector.matchExpressions[<i>].key` or `spec.selector.matchExpressions[<i>].values[<j>]`.
+ * @throws {RuleInputError} naming the first offending field, in this order: `metadata.name`,
+ *   `metadata.namespace`, `spec.selector.matchLabels["<key>"]`,
+ *   `spec.selector.matchExpressions[<i>].key` or `.values[<j>]`, `spec.forSeconds`.
  */
 export function checkRuleInput(monitor: AppMonitorForRule): RuleInput {
   const { name, namespace, uid, generation } = monitor.metadata;
@@ -77,9 +77,6 @@ export function checkRuleInput(monitor: AppMonitorForRule): RuleInput {
   }
   if (typeof namespace !== "string" || !isDnsLabel(namespace)) {
     throw new RuleInputError("metadata.namespace", `must be a DNS label (RFC 1123), got ${JSON.stringify(namespace)}`);
-  }
-  if (monitor.spec.forSeconds > MAX_FOR_SECONDS) {
-    throw new RuleInputError("spec.forSeconds", `must be a whole number of seconds from 0 to ${MAX_FOR_SECONDS}, got ${String(monitor.spec.forSeconds)}`);
   }
   const { selector } = monitor.spec;
   for (const [key, value] of Object.entries(selector?.matchLabels ?? {})) {
@@ -94,5 +91,8 @@ export function checkRuleInput(monitor: AppMonitorForRule): RuleInput {
       if (!isLabelValue(v)) throw new RuleInputError(`${field}.values[${j}]`, "not a valid Kubernetes label value");
     });
   });
+  if (monitor.spec.forSeconds > MAX_FOR_SECONDS) {
+    throw new RuleInputError("spec.forSeconds", `must be a whole number of seconds from 0 to ${MAX_FOR_SECONDS}, got ${String(monitor.spec.forSeconds)}`);
+  }
   return { name, namespace, uid, generation, spec: monitor.spec };
 }
