@@ -1,7 +1,8 @@
 /**
  * The precompiled JSON Schema validators of `schemas/validators/` (generated from `schemas/` by
  * `scripts/schema-validators.ts`) as the functions see them, and the one way their errors are
- * described to a caller.
+ * described: as JSON Pointers in an answer's details ({@link describeSchemaErrors}), as field
+ * paths in a message to a person ({@link schemaErrorField}).
  */
 import type { ErrorObject } from "ajv";
 
@@ -37,4 +38,32 @@ export function describeSchemaErrors(errors: readonly ErrorObject[] | null | und
     path: `${root}${error.instancePath}` || "/",
     message: error.message ?? error.keyword,
   }));
+}
+
+/**
+ * A field path one step deeper, as error messages write it: `spec` + `selector` →
+ * `spec.selector`; `…matchExpressions` + `0` → `…matchExpressions[0]`; a key that is not an
+ * identifier quoted, `…matchLabels["app.kubernetes.io/name"]`.
+ *
+ * @param parent the path so far; empty for the top.
+ * @param segment a property name or array index.
+ */
+export function childField(parent: string, segment: string): string {
+  const child = /^\d+$/.test(segment) ? `[${segment}]` : /^[A-Za-z_$][\w$]*$/.test(segment) ? `.${segment}` : `[${JSON.stringify(segment)}]`;
+  return parent === "" ? child.replace(/^\./, "") : parent + child;
+}
+
+/**
+ * The field an ajv error is about, as a path under `root` ({@link childField}): instance path
+ * `/selector/matchExpressions/0/key` under `spec` → `spec.selector.matchExpressions[0].key`; a
+ * `required` error names the missing property (`spec.memMultiplier`).
+ *
+ * @param error one ajv error.
+ * @param root the path of the document validated, e.g. `spec`.
+ */
+export function schemaErrorField(error: ErrorObject, root: string): string {
+  const segments = error.instancePath === "" ? [] : error.instancePath.slice(1).split("/");
+  if (error.keyword === "required" && typeof error.params.missingProperty === "string") segments.push(error.params.missingProperty);
+  // JSON Pointer escapes (RFC 6901).
+  return segments.reduce((field, raw) => childField(field, raw.replace(/~1/g, "/").replace(/~0/g, "~")), root);
 }

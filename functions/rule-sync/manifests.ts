@@ -2,11 +2,11 @@
 // reads it), validated and with spec defaults applied, each with the place it came from.
 
 import { parseAllDocuments } from "yaml";
-import type { ErrorObject } from "ajv";
 import specSchema from "../../schemas/appmonitor.schema.json" with { type: "json" };
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND, type AppMonitorSpecWithDefaults, type ObjectMetaLike } from "../lib/appmonitor.ts";
 import { AppMonitorSpecError, validateAppMonitorSpec } from "../lib/appmonitor-spec.ts";
 import { isRecord } from "../lib/is-record.ts";
+import { childField, schemaErrorField } from "../lib/json-schema.ts";
 import { isDnsLabel, isDnsSubdomain } from "../lib/kube-names.ts";
 
 /** An AppMonitor read from a manifest: spec validated and defaulted, namespace always set. */
@@ -61,20 +61,6 @@ export class ManifestError extends Error {
     this.document = where.document;
     this.fields = problems.map((p) => p.field).filter((f) => f !== "");
   }
-}
-
-/** `spec` + `selector` → `spec.selector`; `…matchExpressions` + `0` → `…matchExpressions[0]`; odd keys quoted. */
-function childField(parent: string, segment: string): string {
-  const child = /^\d+$/.test(segment) ? `[${segment}]` : /^[A-Za-z_$][\w$]*$/.test(segment) ? `.${segment}` : `[${JSON.stringify(segment)}]`;
-  return parent === "" ? child.replace(/^\./, "") : parent + child;
-}
-
-/** `/selector/matchExpressions/0/key` → `spec.selector.matchExpressions[0].key`. */
-function specField(error: ErrorObject): string {
-  const segments = error.instancePath === "" ? [] : error.instancePath.slice(1).split("/");
-  if (error.keyword === "required" && typeof error.params.missingProperty === "string") segments.push(error.params.missingProperty);
-  // JSON Pointer escapes (RFC 6901).
-  return segments.reduce((field, raw) => childField(field, raw.replace(/~1/g, "/").replace(/~0/g, "~")), "spec");
 }
 
 /** The fields of an AppMonitor outside `spec` that the API server keeps: TypeMeta, ObjectMeta, status. */
@@ -146,7 +132,7 @@ function appMonitorOf(object: unknown, where: { file: string; document: number }
     if (!(error instanceof AppMonitorSpecError)) throw error;
     throw new ManifestError(
       { ...where, object: object_ },
-      error.errors.map((e) => ({ field: specField(e), message: e.keyword === "required" ? "is required" : (e.message ?? e.keyword) })),
+      error.errors.map((e) => ({ field: schemaErrorField(e, "spec"), message: e.keyword === "required" ? "is required" : (e.message ?? e.keyword) })),
     );
   }
   return {

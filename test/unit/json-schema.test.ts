@@ -1,8 +1,8 @@
-// The one description of schema errors (functions/lib/json-schema.ts), as a table.
+// The one description of schema errors (functions/lib/json-schema.ts), as tables.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { ErrorObject } from "ajv";
-import { describeSchemaErrors, MAX_REPORTED_ERRORS } from "../../functions/lib/json-schema.ts";
+import { childField, describeSchemaErrors, MAX_REPORTED_ERRORS, schemaErrorField } from "../../functions/lib/json-schema.ts";
 
 const error = (instancePath: string, message?: string): ErrorObject => ({ instancePath, schemaPath: "#", keyword: "type", params: {}, ...(message === undefined ? {} : { message }) });
 
@@ -23,4 +23,18 @@ test("describeSchemaErrors: at most MAX_REPORTED_ERRORS unless told otherwise", 
   const many = Array.from({ length: MAX_REPORTED_ERRORS + 5 }, (_, i) => error(`/${i}`, "x"));
   assert.equal(describeSchemaErrors(many).length, MAX_REPORTED_ERRORS);
   assert.equal(describeSchemaErrors(many, "", Infinity).length, many.length);
+});
+
+test("schemaErrorField: the field under the root, array indexes bracketed, odd keys quoted, a missing property named", () => {
+  const cases: [ErrorObject, string][] = [
+    [error("/memThresholdPercent", "must be > 0"), "spec.memThresholdPercent"],
+    [error("/selector/matchExpressions/0/key"), "spec.selector.matchExpressions[0].key"],
+    [error("/selector/matchLabels/app.kubernetes.io~1name"), 'spec.selector.matchLabels["app.kubernetes.io/name"]'],
+    [error("/a~0b"), 'spec["a~b"]'],
+    [{ ...error(""), keyword: "required", params: { missingProperty: "memMultiplier" } }, "spec.memMultiplier"],
+    [error(""), "spec"],
+  ];
+  for (const [input, expected] of cases) assert.equal(schemaErrorField(input, "spec"), expected);
+  assert.equal(childField("", "foo"), "foo");
+  assert.equal(childField("", "0"), "[0]");
 });

@@ -8,6 +8,7 @@ import { PrometheusRule } from "@kubernetes-models/prometheus-operator/monitorin
 import { isDnsLabel, isDnsSubdomain, isLabelKey, isLabelValue } from "../../functions/lib/kube-names.ts";
 import { promDuration, promqlNumber, promqlString, regexQuote } from "../../functions/lib/promql.ts";
 import { AppMonitorSpecError, validateAppMonitorSpec } from "../../functions/lib/appmonitor-spec.ts";
+import { schemaErrorField } from "../../functions/lib/json-schema.ts";
 import {
   ALERT_NAME,
   alertExpression,
@@ -50,7 +51,7 @@ function ruleInputOf(overrides: Overrides = {}): RuleInput {
 function fieldsOf(error: unknown): string[] {
   if (error instanceof RuleInputError) return [error.field];
   if (!(error instanceof AppMonitorSpecError)) return [];
-  return error.errors.map((e) => `spec${e.instancePath.replace(/\/(\d+)/g, "[$1]").replaceAll("/", ".")}`);
+  return error.errors.map((e) => schemaErrorField(e, "spec"));
 }
 
 /** Go's strconv.Unquote for the escapes promqlString emits; throws on anything else. */
