@@ -526,7 +526,8 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
       ...(record.trigger === undefined ? {} : { trigger: record.trigger }),
       scaledEvents: events.map((e) => e.note ?? ""),
     };
-    const decisions = scaler.logs.filter((l) => ["scaled", "skipped", "dry-run"].includes(String(l.outcome)))
+    // The decision lines name the Pod; the runtime's access lines carry the outcome too, without it.
+    const decisions = scaler.logs.filter((l) => l.pod !== undefined && ["scaled", "skipped", "dry-run"].includes(String(l.outcome)))
       .map((l) => ({ pod: String(l.pod), outcome: String(l.outcome), reason: String(l.reason) }));
     return { namespace, hops, before, after, oldPod: oldName, newPod: newName, recorded, decisions };
   } finally {
