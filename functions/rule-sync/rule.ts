@@ -36,8 +36,9 @@
 // The local test stack's kwok emulates the kubelet's cAdvisor endpoint with
 // `container_memory_working_set_bytes`, `container_spec_memory_limit_bytes` and
 // `container_oom_events_total` per namespace, pod and container, so the default "cadvisor" rules
-// (threshold and OOM kill) are evaluated there by a real Prometheus. It has no
-// kube-state-metrics: promtool tests supply those series for the "kube-state-metrics" source.
+// (threshold and OOM kill) are evaluated there by a real Prometheus. The stack's real node has a
+// real kube-state-metrics beside it, where the "kube-state-metrics" OOM-kill rule sees real kernel
+// kills; promtool tests supply those series otherwise.
 
 import { stringify } from "yaml";
 import type { IPrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";

@@ -2,7 +2,8 @@
 # Builds the local stack's Kubernetes binaries from the pinned Go modules beside this script
 # (etcd/, kube/, kwok/, node/: the real node's kubelet, our pause and crireset, proxy/: its
 # kube-proxy, dns/: its CoreDNS, a main of ours with only the plugins it uses, and registry/:
-# distribution's OCI registry, which serves the stack's images to the real node) into a cache
+# distribution's OCI registry, which serves the stack's images to the real node, and ksm/:
+# kube-state-metrics, the real node's OOM-kill source) into a cache
 # outside the repository, keyed by each module's go.mod, go.sum and Go sources, so a second run
 # builds nothing. node/ also yields the real node's sandbox image, pause.oci.tar (FROM scratch:
 # our static pause program alone). Prints the directory that holds all binaries, beside
@@ -74,6 +75,18 @@ build_set dns "" ./coredns
 # as its release build does (otherwise it reports v3.0.0+unknown).
 rver=$(awk '$1 == "github.com/distribution/distribution/v3" { print $2 }' "$here/registry/go.mod")
 build_set registry "-X github.com/distribution/distribution/v3/version.version=$rver" github.com/distribution/distribution/v3/cmd/registry
+
+# kube-state-metrics, the real node's OOM-kill source (cAdvisor misses the kill of a container's
+# PID 1); its own module, as its k8s.io/client-go is not the kube set's. Version stamped as its
+# release build does.
+ksmver=$(awk '$1 == "k8s.io/kube-state-metrics/v2" { print $2 }' "$here/ksm/go.mod")
+build_set ksm "-X github.com/prometheus/common/version.Version=$ksmver" k8s.io/kube-state-metrics/v2
+# Its RBAC as it ships it (the stack applies these unchanged and runs it with that ServiceAccount's token).
+ksm_dir=$(cd "$here/ksm" && go list -m -f '{{.Dir}}' k8s.io/kube-state-metrics/v2)
+mkdir -p "$out/kube-state-metrics-rbac"
+for f in service-account.yaml cluster-role.yaml cluster-role-binding.yaml; do
+  cp -f "$ksm_dir/examples/standard/$f" "$out/kube-state-metrics-rbac/$f"
+done
 
 # The sandbox image: an OCI image layout archive, FROM scratch, holding /pause alone, which
 # containerd imports (`ctr images import`) under the name in its annotations.

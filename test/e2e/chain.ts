@@ -13,9 +13,13 @@
  * (the kubelet's timestamps), cAdvisor reports the working set, and the new Pod's limit is read
  * back from its container's memory cgroup.
  *
- * With `oomKill` (kwok only) the Pod is OOM-killed instead of crossing the threshold: the
- * kubelet's report of the kill is written into its status and kwok's cAdvisor emulation counts
- * it, so the rule's second alert, AppMonitorOOMKilled (no `for`), carries it to memory-scaler.
+ * With `oomKill` the Pod is OOM-killed instead of crossing the threshold, and the rule's second
+ * alert, AppMonitorOOMKilled (no `for`), carries it to memory-scaler. On a kwok Node the kubelet's
+ * report of the kill is written into its status and kwok's cAdvisor emulation counts it. On the
+ * real node the kernel kills memhog for real (its growing mode under a 128Mi limit), rule-sync
+ * reads kube-state-metrics (cAdvisor misses the kill of a container's PID 1), and the chain goes
+ * on after the scale until the new container is killed at its new limit too and memory-scaler
+ * skips that kill's alert: one scale per cooldown, read from the kernel's own enforcement.
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -26,6 +30,7 @@ import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent, HTTP } from "cloudevents";
 import { parseAllDocuments, stringify } from "yaml";
+import { LAST_SCALE_RECORD_ANNOTATION } from "../../functions/lib/appmonitor.ts";
 import { compare, floor, multiply, parseQuantity, rational } from "../../functions/lib/quantity.ts";
 import { buildImages, FUNCTION_IMAGES } from "../images/build.ts";
 import { oomEventsAnnotation, usageMemoryAnnotation } from "../stack/config-files.ts";
@@ -80,6 +85,14 @@ export interface ChainResult {
   after: Memory;
   oldPod: string;
   newPod: string;
+  /**
+   * What memory-scaler recorded: the AppMonitor's `status.scaleCount`, the trigger in the
+   * Deployment's last-scale record (`oomKilled`; absent for a threshold scale), the Deployment's
+   * `Scaled` Events' notes.
+   */
+  recorded: { scaleCount?: number; trigger?: string; scaledEvents: string[] };
+  /** Every decision memory-scaler logged, in order: Pod, outcome and reason. */
+  decisions: { pod: string; outcome: string; reason: string }[];
 }
 
 /** The hop that did not happen: its name, and why. */
@@ -118,12 +131,27 @@ export interface ChainOptions {
    */
   functionPods?: boolean;
   /**
-   * The kwok Pod is OOM-killed rather than its usage raised: its container status gets
+   * The Pod is OOM-killed rather than its usage raised. On a kwok Node its container status gets
    * `lastState.terminated.reason: OOMKilled` (what the kubelet reports after the kill) and the
-   * cAdvisor emulation one OOM event (`kwok.x-k8s.io/oom-events`). Not with `realNode`.
+   * cAdvisor emulation one OOM event (`kwok.x-k8s.io/oom-events`). With `realNode` memhog runs in
+   * its growing mode under {@link REAL_OOM_MEMORY} and the kernel kills it; rule-sync reads
+   * kube-state-metrics (`metricSource`), and after the scale the chain waits for the new
+   * container's own kill at its new limit and memory-scaler's refusal to scale again (`Cooldown`).
    */
   oomKill?: boolean;
+  /**
+   * rule-sync's `METRIC_SOURCE`; default `cadvisor`, and `kube-state-metrics` for an OOM kill on
+   * the real node (the stack's kube-state-metrics beside it), where cAdvisor's counter misses it.
+   */
+  metricSource?: "cadvisor" | "kube-state-metrics";
 }
+
+/**
+ * memhog's memory for a real OOM kill (`oomKill` with `realNode`): a 128Mi limit (request 64Mi),
+ * growing at 8Mi/s, so it is killed about 16 s after it starts, and the scaled container (256Mi)
+ * about 32 s after it starts: time enough to read its cgroup while it runs.
+ */
+export const REAL_OOM_MEMORY = { limit: "128Mi", request: "64Mi", rate: "8Mi" } as const;
 
 const FIELD_MANAGER = "appmonitor-demo";
 
@@ -175,14 +203,28 @@ async function serviceAccountKubeconfig(admin: k8s.KubeConfig, name: string, dir
   return file;
 }
 
-/** The original memhog manifest with the real node's nodeSelector and toleration added to its Pod template. */
-function onRealNode(yamlText: string): string {
+/**
+ * The original memhog manifest with the real node's nodeSelector and toleration added to its Pod
+ * template; with `oom`, memhog also grows without end ({@link REAL_OOM_MEMORY}) until the kernel kills it.
+ */
+function onRealNode(yamlText: string, oom = false): string {
   return parseAllDocuments(yamlText).map((doc) => {
     const obj = doc.toJS() as k8s.V1Deployment;
     const spec = obj.kind === "Deployment" ? obj.spec?.template.spec : undefined;
     if (spec) Object.assign(spec, REAL_NODE_PLACEMENT);
+    const memhog = spec?.containers.find((c) => c.name === "memhog");
+    if (oom && memhog) {
+      memhog.env = [{ name: "MEMHOG_MODE", value: "grow" }, { name: "MEMHOG_RATE", value: REAL_OOM_MEMORY.rate }];
+      memhog.resources = { limits: { memory: REAL_OOM_MEMORY.limit }, requests: { memory: REAL_OOM_MEMORY.request } };
+    }
     return stringify(obj);
   }).join("---\n");
+}
+
+/** The memhog container's last termination, when it was an OOM kill (the kubelet's report of the kernel's kill). */
+function oomKilled(pod: k8s.V1Pod): k8s.V1ContainerStateTerminated | undefined {
+  const terminated = pod.status?.containerStatuses?.find((c) => c.name === "memhog")?.lastState?.terminated;
+  return terminated?.reason === "OOMKilled" ? terminated : undefined;
 }
 
 /** `memory.limit_in_bytes` of a real-node Pod's memhog container, read from its cgroup; undefined when that cgroup is gone. */
@@ -219,7 +261,6 @@ function firstLog(fp: FunctionProcess, match: (l: LogLine) => boolean): LogLine 
  */
 export async function runChain(state: StackState, options: ChainOptions): Promise<ChainResult> {
   const { namespace } = options;
-  if (options.oomKill && options.realNode) throw new Error("oomKill is for a kwok Pod; on the real node memhog is killed by the kernel");
   const alertname = options.oomKill ? "AppMonitorOOMKilled" : "AppMonitorMemoryHigh";
   const hops: Hop[] = [];
   const hop = (name: string, at = Date.now(), detail?: string) => {
@@ -284,7 +325,7 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
       functions.push(scaler);
       receiver = await start("alert-receiver", { K_SINK: scaler.url, WEBHOOK_TOKEN: token }, false);
       functions.push(receiver);
-      ruleSync = await start("rule-sync", { WATCH_NAMESPACES: namespace }, true);
+      ruleSync = await start("rule-sync", { WATCH_NAMESPACES: namespace, METRIC_SOURCE: options.metricSource ?? "cadvisor" }, true);
       functions.push(ruleSync);
     }
 
@@ -344,7 +385,7 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
       (await getJson<{ data: { activeAlertmanagers: unknown[] } }>(`${state.prometheusUrl}/api/v1/alertmanagers`)).data.activeAlertmanagers.length > 0);
 
     const manifest = await file("knative/examples/memhog.yaml");
-    await apply(state, options.realNode ? onRealNode(manifest) : manifest, namespace);
+    await apply(state, options.realNode ? onRealNode(manifest, options.oomKill) : manifest, namespace);
     const oldPod = await until("memhog Pod Running", hops, 60_000, async () => {
       const pods = (await core.listNamespacedPod({ namespace, labelSelector: "name=memhog" })).items.filter((p) => p.status?.phase === "Running");
       return pods.length === 1 ? pods[0] : undefined;
@@ -362,7 +403,14 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
     // The crossing: the working set reaches the AppMonitor's percent of the limit.
     const percent = (stored as { spec?: { memThresholdPercent?: number } }).spec?.memThresholdPercent ?? 75;
     const threshold = floor(multiply(parseQuantity(before.limit ?? "0"), rational(BigInt(Math.round(percent * 100)), 10_000n)));
-    if (options.realNode) {
+    const realKill = options.realNode && options.oomKill;
+    if (realKill) {
+      // The kernel kills memhog at its limit; the kubelet reports it when it restarts the container.
+      const killed = await until("the kernel OOM-kills memhog", hops, 60_000, async () =>
+        oomKilled(await core.readNamespacedPod({ name: oldName, namespace })));
+      hop("container OOM-killed by the kernel", killed.finishedAt ? new Date(killed.finishedAt).getTime() : Date.now(),
+        `lastState.terminated: ${killed.reason}, exit code ${killed.exitCode} (its finishedAt, whole seconds)`);
+    } else if (options.realNode) {
       // memhog writes "memhog: holding N bytes" as it allocates; the kubelet time-stamps each line.
       const crossing = await until("memhog's working set crosses the threshold", hops, 60_000, async () => {
         const log = await core.readNamespacedPodLog({ name: oldName, namespace, container: "memhog", timestamps: true });
@@ -387,7 +435,11 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
       hop("usage crossed the threshold", Date.now(), `working set ${usage} of limit ${before.limit}`);
     }
 
-    if (options.oomKill) {
+    if (realKill) {
+      const reason = `kube_pod_container_status_last_terminated_reason{namespace="${namespace}",pod="${oldName}",container="memhog",reason="OOMKilled"}`;
+      await until("Prometheus scrapes the OOM kill from kube-state-metrics", hops, 60_000, async () => (await promValue(reason)) === "1");
+      hop("OOM kill scraped by Prometheus", Date.now(), "kube-state-metrics: last terminated reason OOMKilled");
+    } else if (options.oomKill) {
       await until("Prometheus scrapes the OOM event", hops, 60_000, async () => Number(await promValue(oomSeries)) >= 1);
       hop("OOM event scraped by Prometheus");
     } else {
@@ -448,12 +500,36 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
       if (cgroupLimit(oldPod) !== undefined) throw new HopError("the new container's cgroup limit", `the old container's cgroup is still there`, hops);
       hop("new container's cgroup limit", Date.now(), `memory.limit_in_bytes ${limit} (${after.limit}); the old container's cgroup is gone`);
     }
+    const newName = newPod.metadata?.name ?? "";
+    if (realKill) {
+      // The new limit holds in the kernel: the new container grows until it is killed at it, and
+      // that kill's alert is refused (one scale per cooldown), not a second scale.
+      const killed = await until("the kernel OOM-kills the new container at its new limit", hops, 120_000, async () =>
+        oomKilled(await core.readNamespacedPod({ name: newName, namespace })));
+      hop("new container OOM-killed by the kernel", killed.finishedAt ? new Date(killed.finishedAt).getTime() : Date.now(), `at its limit ${after.limit}`);
+      const again = await until("memory-scaler decides on the new Pod's OOM alert", hops, 120_000, async () =>
+        firstLog(scaler, (l) => l.pod === `${namespace}/${newName}` && ["scaled", "skipped", "dry-run"].includes(String(l.outcome))));
+      hop("memory-scaler decides on the new Pod's kill", logTime(again), `${again.outcome}: ${again.reason}`);
+    }
     const deployment = await apps.readNamespacedDeployment({ name: "memhog", namespace });
     const template = memoryOf(deployment.spec?.template.spec?.containers);
     if (template.limit !== after.limit || template.request !== after.request) {
       throw new HopError("new Pod Running", `the Pod's resources ${JSON.stringify(after)} differ from the template's ${JSON.stringify(template)}`, hops);
     }
-    return { namespace, hops, before, after, oldPod: oldName, newPod: newPod.metadata?.name ?? "" };
+    const monitor = (await custom.getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace, plural: "appmonitors", name: "mymonitor" })) as
+      { status?: { scaleCount?: number } };
+    const record = JSON.parse(deployment.metadata?.annotations?.[LAST_SCALE_RECORD_ANNOTATION] ?? "{}") as { trigger?: string };
+    const events = (await admin.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace })).items
+      .filter((e) => e.regarding?.kind === "Deployment" && e.regarding.name === "memhog" && e.reason === "Scaled");
+    const recorded = {
+      ...(monitor.status?.scaleCount === undefined ? {} : { scaleCount: monitor.status.scaleCount }),
+      ...(record.trigger === undefined ? {} : { trigger: record.trigger }),
+      scaledEvents: events.map((e) => e.note ?? ""),
+    };
+    // The decision lines name the Pod; the runtime's access lines carry the outcome too, without it.
+    const decisions = scaler.logs.filter((l) => l.pod !== undefined && ["scaled", "skipped", "dry-run"].includes(String(l.outcome)))
+      .map((l) => ({ pod: String(l.pod), outcome: String(l.outcome), reason: String(l.reason) }));
+    return { namespace, hops, before, after, oldPod: oldName, newPod: newName, recorded, decisions };
   } finally {
     await Promise.all(functions.map((f) => f.stop()));
     await rm(tmp, { recursive: true, force: true });

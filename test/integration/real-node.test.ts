@@ -1,5 +1,6 @@
 // The stack's real node, for real: Pods are processes in real cgroups on Debian's containerd and
-// runc, the kernel OOM-kills memhog at its limit, the kubelet's cAdvisor reports it to Prometheus,
+// runc, the kernel OOM-kills memhog at its limit, the kubelet's cAdvisor and kube-state-metrics report
+// it to Prometheus, and a kill goes through the whole chain to one scale,
 // its Pods reach Services through kube-proxy, names through CoreDNS and the API server through the
 // in-cluster config, the three functions run there as Pods, and `down` leaves the host as it found it.
 //
@@ -166,7 +167,7 @@ test("the real node is Ready beside the kwok Node, and status names its parts", 
   assert.deepEqual(real.status?.addresses?.find((a) => a.type === "InternalIP")?.address, REAL_NODE.nodeIp);
   assert.ok(nodes.some((n) => n.metadata?.name === "kwok-node-0"), "the kwok Node is there too");
   const lines = await statusLines(state as StackState);
-  for (const part of ["containerd ", "kubelet ", "node ", "node interface", "iptables chain", "cgroup root", "kube-proxy ", "coredns ", "apiserver-relay ", "kube-proxy rules", "cluster DNS"]) {
+  for (const part of ["containerd ", "kubelet ", "node ", "node interface", "iptables chain", "cgroup root", "kube-proxy ", "coredns ", "apiserver-relay ", "kube-state-metrics ", "kube-proxy rules", "cluster DNS"]) {
     assert.ok(lines.some((l) => l.startsWith(part) && !l.includes("STOPPED") && !l.includes("MISSING") && !l.includes("NOT READY")), `status shows ${part.trim()}: ${lines.join("\n")}`);
   }
 });
@@ -222,6 +223,16 @@ test("memhog growing past a 64Mi limit is OOM-killed by the kernel: OOMKilled, e
   t.diagnostic(`Prometheus container_oom_events_total (max over 5m): ${JSON.stringify(oom.map((s) => [s.metric.container ?? "", s.value]))}`);
   t.diagnostic(`Prometheus container_memory_failcnt: ${JSON.stringify(failcnt.map((s) => [s.metric.container ?? "", s.value]))}`);
   assert.ok(oom.length > 0, "cAdvisor reports container_oom_events_total for the Pod");
+  // What kube-state-metrics shows for it: the kubelet's report, the last termination's reason
+  // and a restart, which rule-sync's kube-state-metrics OOM rule reads.
+  const reason = await waitFor("kube-state-metrics' last terminated reason OOMKilled in Prometheus", async () => {
+    const [sample] = await promQuery(`kube_pod_container_status_last_terminated_reason{namespace="default",pod="${name}",container="memhog",reason="OOMKilled"} == 1`);
+    return sample;
+  }, 30_000, 500);
+  const [restarts] = await promQuery(`kube_pod_container_status_restarts_total{namespace="default",pod="${name}",container="memhog"}`);
+  assert.equal(reason.metric.job, "kube-state-metrics");
+  assert.ok((restarts?.value ?? 0) >= 1, `restarts ${restarts?.value}`);
+  t.diagnostic(`Prometheus kube-state-metrics: last terminated reason OOMKilled, restarts ${restarts?.value}`);
 });
 
 test("an OOM kill inside a container that lives on moves cAdvisor's container_oom_events_total", { timeout: 180_000 }, async (t) => {
@@ -276,6 +287,27 @@ test("the original demo's chain with memhog on the real node: scaled 384Mi → 7
   assert.equal(result.hops.at(-1)?.name, "new container's cgroup limit");
   const crossed = result.hops.find((h) => h.name === "usage crossed the threshold")?.at ?? 0;
   for (const h of result.hops) t.diagnostic(`${h.at >= crossed ? `+${((h.at - crossed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
+});
+
+test("a real kernel OOM kill goes through the whole chain: memhog growing under 128Mi is killed, scaled once to 256Mi, killed again there and not scaled again", { timeout: 600_000 }, async (t) => {
+  const namespace = "real-node-oom";
+  const result = await runChain(state as StackState, { namespace, realNode: true, oomKill: true, metricSource: "kube-state-metrics" });
+  assert.deepEqual([result.before, result.after], [{ request: "64Mi", limit: "128Mi" }, { request: "128Mi", limit: "256Mi" }]);
+  const names = result.hops.map((h) => h.name);
+  for (const hop of ["container OOM-killed by the kernel", "OOM kill scraped by Prometheus", "alert firing in Prometheus", "Deployment patched by memory-scaler",
+    "new container's cgroup limit", "new container OOM-killed by the kernel"]) assert.ok(names.includes(hop), `${hop}: ${names.join(", ")}`);
+  // Exactly once: one scale decision, for the killed Pod; the new Pod's own kill is refused.
+  assert.deepEqual(result.decisions.filter((d) => d.outcome === "scaled").map((d) => d.pod), [`${namespace}/${result.oldPod}`]);
+  const refused = result.decisions.find((d) => d.pod === `${namespace}/${result.newPod}`);
+  assert.deepEqual([refused?.outcome, refused?.reason], ["skipped", "Cooldown"]);
+  assert.equal(result.recorded.scaleCount, 1);
+  assert.equal(result.recorded.trigger, "oomKilled", "the Deployment's last-scale record says an OOM kill caused it");
+  assert.equal(result.recorded.scaledEvents.length, 1);
+  assert.match(result.recorded.scaledEvents[0] ?? "", /^scaled Deployment memhog by 2 after an OOM kill: memhog: limit 128Mi → 256Mi, request 64Mi → 128Mi$/);
+  const killed = result.hops.find((h) => h.name === "container OOM-killed by the kernel")?.at ?? 0;
+  for (const h of result.hops) t.diagnostic(`${h.at >= killed ? `+${((h.at - killed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
+  const patched = result.hops.find((h) => h.name === "Deployment patched by memory-scaler")?.at ?? 0;
+  t.diagnostic(`kill → scale: ${((patched - killed) / 1000).toFixed(1)} s (kill time from lastState.terminated.finishedAt, whole seconds); decisions: ${JSON.stringify(result.decisions)}`);
 });
 
 let functions: FunctionPods | undefined;

@@ -31,6 +31,7 @@ import type { NodePki, Pki } from "./certs.ts";
 import { kubeconfig } from "./config-files.ts";
 import { buildBinaries, StackStepError, which } from "./paths.ts";
 import { alive, startProcess, stopAll, waitReady, type Started } from "./processes.ts";
+import { startKubeStateMetrics, type KubeStateMetricsPorts } from "./kube-state-metrics.ts";
 import { cleanUpKubeProxy, netfilterTables, resolveInCluster, startRealNodeServices } from "./real-node-services.ts";
 import {
   CLUSTER_DOMAIN, cniConflist, containerdConfig, kubeletConfig, PROMETHEUS_SERVICE_ACCOUNT, REAL_NODE, REAL_NODE_PACKAGES, realNodePaths, type RealNodePaths,
@@ -50,6 +51,10 @@ export interface NodeBinaries {
   pauseImage: string;
   /** distribution's registry (test/bins/registry), which serves the node's images. */
   registry: string;
+  /** kube-state-metrics (test/bins/ksm), the node's source of OOM kills. */
+  kubeStateMetrics: string;
+  /** kube-state-metrics' RBAC manifests as it ships them (build.sh copies them from its module). */
+  kubeStateMetricsRbac: string;
   containerd: string;
   ctr: string;
   runc: string;
@@ -119,6 +124,7 @@ export async function resolveNodeBinaries(env: NodeJS.ProcessEnv = process.env):
   const ours = {
     kubelet: path.join(built, "kubelet"), crireset: path.join(built, "crireset"), pauseImage: path.join(built, "pause.oci.tar"), registry: path.join(built, "registry"),
     kubeProxy: path.join(built, "kube-proxy"), coredns: path.join(built, "coredns"),
+    kubeStateMetrics: path.join(built, "kube-state-metrics"), kubeStateMetricsRbac: path.join(built, "kube-state-metrics-rbac"),
   };
   for (const file of Object.values(ours)) {
     if (!existsSync(file)) throw new StackStepError("find the real node's binaries", `${file} is missing; run bash test/bins/build.sh`);
@@ -200,6 +206,8 @@ export interface StartRealNodeInput {
   apiserverUrl: string;
   kubeletPort: number;
   healthzPort: number;
+  /** kube-state-metrics' ports on 127.0.0.1 (Prometheus's scrape job names the metrics one). */
+  kubeStateMetricsPorts: KubeStateMetricsPorts;
   env: NodeJS.ProcessEnv;
   log: (name: string) => string;
   /** Records a started process in the stack's state (so `down` stops it and `status` shows it). */
@@ -215,7 +223,7 @@ export interface StartRealNodeInput {
  * Sets up the host, starts containerd (with the sandbox image imported into the `k8s.io`
  * namespace; every other image is pulled from the stack's registry), grants the kubelet and
  * Prometheus their rights, writes Prometheus's kubelet token, starts the kubelet and waits until
- * the Node is Ready.
+ * the Node is Ready; then the node's Services and DNS, and kube-state-metrics (its OOM-kill source).
  * @throws StackStepError for a failed host step; ComponentError for containerd or the kubelet
  *   exiting or not getting ready, with its log tail. The caller cleans up with {@link stopRealNode}.
  */
@@ -276,6 +284,11 @@ export async function startRealNode(input: StartRealNodeInput): Promise<RealNode
     nodeDir: paths.dir, bins, pki: input.pki, nodePki: input.nodePki, apiserverUrl: input.apiserverUrl,
     env: input.env, log: input.log, record: input.record, rbac: input.rbac, say: input.say,
   });
+  await startKubeStateMetrics({
+    bin: bins.kubeStateMetrics, rbacDir: bins.kubeStateMetricsRbac, dir: paths.dir, apiserverUrl: input.apiserverUrl, caFile: input.pki.caCert,
+    ports: input.kubeStateMetricsPorts, env: input.env, log: input.log, record: input.record, core: input.core, rbac: input.rbac,
+  });
+  input.say(`real node: kube-state-metrics ready on 127.0.0.1:${input.kubeStateMetricsPorts.metrics}`);
   return node;
 }
 

@@ -17,6 +17,7 @@ import { resolveBinaries, StackStepError, type Binaries } from "./paths.ts";
 import { freePort } from "../support/free-port.ts";
 import { alive, ComponentError, startProcess, stopAll, tail, waitReady, type Started } from "./processes.ts";
 import { checkRealNodeHost, realNodeStatusLines, resolveNodeBinaries, startRealNode, stopRealNode, type NodeBinaries, type RealNodeState } from "./real-node.ts";
+import { kubeStateMetricsScrapeJob } from "./kube-state-metrics.ts";
 import { kubeletScrapeJobs, REAL_NODE, realNodePaths, SERVICE_CIDR } from "./real-node-config.ts";
 import { registryStatusLines, serveImages, type RegistryState } from "./registry.ts";
 
@@ -28,7 +29,8 @@ export interface UpOptions {
   evaluationInterval?: string;
   /**
    * Also start the real node (containerd, runc, CNI bridge, a kubelet; `real-node.ts`): root only,
-   * one per machine. Its Pods are real processes; Prometheus scrapes its kubelet's cAdvisor.
+   * one per machine. Its Pods are real processes; Prometheus scrapes its kubelet's cAdvisor and
+   * kube-state-metrics (a host process: the node's OOM-kill source).
    */
   realNode?: boolean;
   /** The memhog OCI archive the stack's registry serves to the real node; default `<cache>/images/memhog.oci.tar` (`npm run image`). */
@@ -131,9 +133,10 @@ export async function up(opts: UpOptions): Promise<StackState> {
   try {
     const pki = await generatePki(path.join(dir, "pki"));
     const nodePki: NodePki | undefined = nodeBins && await generateNodePki(path.join(dir, "pki"), { name: REAL_NODE.name, ip: REAL_NODE.nodeIp });
-    const [etcdPort, peerPort, apiPort, kcmPort, schedPort, kwokPort, promPort, amPort, kubeletPort, healthzPort] = await Promise.all(
-      Array.from({ length: 10 }, () => freePort()),
-    ) as [number, number, number, number, number, number, number, number, number, number];
+    const [etcdPort, peerPort, apiPort, kcmPort, schedPort, kwokPort, promPort, amPort, kubeletPort, healthzPort, ksmPort, ksmTelemetryPort] = await Promise.all(
+      Array.from({ length: 12 }, () => freePort()),
+    ) as [number, number, number, number, number, number, number, number, number, number, number, number];
+    const kubeStateMetricsPorts = { metrics: ksmPort, telemetry: ksmTelemetryPort };
     const nodes = Array.from({ length: opts.nodes ?? 2 }, (_, i) => `${nodeNamePrefix}${i}`);
     const state: StackState = {
       stateDir: dir,
@@ -171,9 +174,9 @@ export async function up(opts: UpOptions): Promise<StackState> {
       nodes,
       rulesGlob: path.join(state.rulesDir, "*.yml"),
       alertmanagerAddress: `127.0.0.1:${amPort}`,
-      extraScrapeConfigs: nodeBins ? kubeletScrapeJobs({
+      extraScrapeConfigs: nodeBins ? [...kubeletScrapeJobs({
         address: `${REAL_NODE.nodeIp}:${kubeletPort}`, caFile: pki.caCert, tokenFile: realNodePaths(dir).prometheusToken,
-      }) : [],
+      }), kubeStateMetricsScrapeJob(kubeStateMetricsPorts)] : [],
     }));
     const kwokConfig = path.join(dir, "kwok.yaml");
     await writeFile(kwokConfig, [...kwokStages(bins), kwokPodReadyAgainStage(), kwokMetricsConfig()].join("---\n"));
@@ -263,7 +266,7 @@ export async function up(opts: UpOptions): Promise<StackState> {
       await writeFile(stateFile(dir), JSON.stringify(state, null, 2));
       say(`registry ready at ${state.registry.url}, ${state.registry.images.filter((i) => i.pushed).length} of ${state.registry.images.length} images pushed (${((Date.now() - t1) / 1000).toFixed(1)} s)`);
       await startRealNode({
-        stateDir: dir, bins: nodeBins, pki, nodePki, apiserverUrl: state.apiserverUrl, kubeletPort, healthzPort, env, log, record,
+        stateDir: dir, bins: nodeBins, pki, nodePki, apiserverUrl: state.apiserverUrl, kubeletPort, healthzPort, kubeStateMetricsPorts, env, log, record,
         save: async (node) => {
           state.realNode = node;
           await writeFile(stateFile(dir), JSON.stringify(state, null, 2));
