@@ -23,7 +23,7 @@ test("it exports the Pod series and the opt-in annotation that rule-sync's kube-
   const args = flags(kubeStateMetricsArgs({ kubeconfig: "k", ports }));
   assert.equal(args.get("--resources"), "pods");
   const allowed = /^pods=\[(.*)\]$/.exec(args.get("--metric-annotations-allowlist") ?? "")?.[1]?.split(",") ?? [];
-  const expr = oomAlertExpression({ metadata: { name: "m", namespace: "ns" }, spec: { memThresholdPercent: 75, forSeconds: 60 } }, "kube-state-metrics");
+  const expr = oomAlertExpression({ name: "m", namespace: "ns", uid: undefined, generation: undefined, spec: { memThresholdPercent: 75, forSeconds: 60 } }, "kube-state-metrics");
   // kube-state-metrics names an annotation's label `annotation_` + the key with [^a-zA-Z0-9_] as `_`.
   const joined = [...expr.matchAll(/kube_pod_annotations\{[^}]*\b(annotation_\w+)=/g)].map((m) => m[1]);
   assert.ok(joined.length > 0, expr);
