@@ -13,6 +13,12 @@
  * (the kubelet's timestamps), cAdvisor reports the working set, and the new Pod's limit is read
  * back from its container's memory cgroup.
  *
+ * With `eventing` (function Pods only) the events go through Knative Eventing on the real node as
+ * in a Knative install: the AppMonitor's add event from the ApiServerSource through the Broker to
+ * rule-sync, the alert's CloudEvent from alert-receiver to the Broker ingress, through the
+ * in-memory channel and the filter, to memory-scaler by its Trigger; the Broker's hop is read from
+ * the filter's own log (`broker-filter-log.ts`).
+ *
  * With `oomKill` the Pod is OOM-killed instead of crossing the threshold, and the rule's second
  * alert, AppMonitorOOMKilled (no `for`), carries it to memory-scaler. On a kwok Node the kubelet's
  * report of the kill is written into its status and kwok's cAdvisor emulation counts it. On the
@@ -38,6 +44,7 @@ import { repoRoot } from "../stack/paths.ts";
 import { memoryCgroupDir } from "../stack/real-node.ts";
 import { podCgroupPath, REAL_NODE_PLACEMENT } from "../stack/real-node-config.ts";
 import type { StackState } from "../stack/stack.ts";
+import { readFilterReceipts, type FilterReceipt } from "../support/broker-filter-log.ts";
 import { serviceAccountCredentials } from "../support/container.ts";
 import { waitUntil } from "../support/wait-until.ts";
 import { podFunctions } from "./function-pods.ts";
@@ -130,6 +137,12 @@ export interface ChainOptions {
    * projected ServiceAccount tokens.
    */
   functionPods?: boolean;
+  /**
+   * With `functionPods`: Knative Eventing runs on the real node (installed unless the stack has
+   * it) with appmonitor's Broker, Triggers and sources; alert-receiver sends to the Broker and
+   * rule-sync hears of the AppMonitor from the ApiServerSource, both through the Broker.
+   */
+  eventing?: boolean;
   /**
    * The Pod is OOM-killed rather than its usage raised. On a kwok Node its container status gets
    * `lastState.terminated.reason: OOMKilled` (what the kubelet reports after the kill) and the
@@ -252,6 +265,21 @@ function firstLog(fp: FunctionProcess, match: (l: LogLine) => boolean): LogLine 
   return fp.logs.find(match);
 }
 
+/** `hh:mm:ss.mmm` (UTC) of a time in ms since the epoch, for a hop's detail. */
+function clock(at: number | undefined): string {
+  return at === undefined ? "?" : new Date(at).toISOString().slice(11, 23);
+}
+
+/**
+ * The Broker filter's receipt of event `eventId` for Trigger `appmonitor/<trigger>`, from its log,
+ * with the ingress's arrival time: the proof that the event went through the Broker.
+ * @throws HopError when the filter has not logged it within 10 s.
+ */
+async function brokerReceipt(admin: k8s.KubeConfig, hops: Hop[], trigger: string, eventId: string): Promise<FilterReceipt & { arrivedAt: number }> {
+  return until(`the Broker filter hands event ${eventId} to Trigger ${trigger}`, hops, 10_000, async () =>
+    (await readFilterReceipts(admin)).find((r): r is FilterReceipt & { arrivedAt: number } => r.trigger === `appmonitor/${trigger}` && r.eventId === eventId && r.arrivedAt !== undefined));
+}
+
 /**
  * Runs the whole chain on `state`'s stack. Installs (idempotently, by server-side apply) the
  * AppMonitor CRD, the PrometheusRule CRD, the functions' namespace and RBAC; starts the three
@@ -261,6 +289,7 @@ function firstLog(fp: FunctionProcess, match: (l: LogLine) => boolean): LogLine 
  */
 export async function runChain(state: StackState, options: ChainOptions): Promise<ChainResult> {
   const { namespace } = options;
+  if (options.eventing && !options.functionPods) throw new Error("eventing needs functionPods: the Broker delivers to the functions' Services");
   const alertname = options.oomKill ? "AppMonitorOOMKilled" : "AppMonitorMemoryHigh";
   const hops: Hop[] = [];
   const hop = (name: string, at = Date.now(), detail?: string) => {
@@ -313,13 +342,18 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
     let scaler: FunctionProcess, receiver: FunctionProcess, ruleSync: FunctionProcess;
     let webhookToken = token;
     if (options.functionPods) {
-      const pods = await podFunctions(state).catch((error: unknown) => {
-        throw new HopError("the functions run as Pods on the real node", (error as Error).message, hops);
+      const pods = await podFunctions(state, { eventing: options.eventing ?? false }).catch((error: unknown) => {
+        throw new HopError(options.eventing ? "the functions run as Pods on the real node behind the Broker" : "the functions run as Pods on the real node", (error as Error).message, hops);
       });
       ({ "memory-scaler": scaler, "alert-receiver": receiver, "rule-sync": ruleSync } = pods.functions);
       webhookToken = pods.installed.webhookToken;
       functions.push(scaler, receiver, ruleSync);
       hop("functions Ready as Pods on the real node", Date.now(), `memory-scaler ${scaler.url}, alert-receiver ${receiver.url}, rule-sync ${ruleSync.url}`);
+      if (pods.broker) {
+        const installed = pods.broker.installSeconds === undefined ? "" : `Eventing installed in ${pods.broker.installSeconds.toFixed(1)} s; `;
+        const { brokerReadySeconds: ready, firstDeliverySeconds: first } = pods.broker;
+        hop("Broker Ready, a probe delivered through it", Date.now(), `${installed}Broker, Triggers, ApiServerSource, PingSource, SinkBinding applied, Broker Ready in ${ready.toFixed(1)} s, first probe through ${first.toFixed(1)} s after the Pods ran; alert-receiver's K_SINK ${pods.broker.url} (SinkBinding)`);
+      }
     } else {
       scaler = await start("memory-scaler", { PROMETHEUS_URL: state.prometheusUrl }, true);
       functions.push(scaler);
@@ -350,19 +384,27 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
     // The original demo's objects, unchanged, in the namespace.
     await apply(state, await file("knative/examples/appmonitor.yaml"), namespace);
     const stored = (await custom.getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace, plural: "appmonitors", name: "mymonitor" })) as k8s.KubernetesObject;
-    // What an ApiServerSource in Resource mode sends for the new object.
-    const message = HTTP.binary(new CloudEvent({
-      type: "dev.knative.apiserver.resource.add",
-      source: state.apiserverUrl,
-      subject: `/apis/kubedemo.com/v1/namespaces/${namespace}/appmonitors/mymonitor`,
-      datacontenttype: "application/json",
-      data: stored,
-      kind: "AppMonitor",
-      name: "mymonitor",
-      namespace,
-    }));
-    const res = await fetch(ruleSync.url, { method: "POST", headers: message.headers as Record<string, string>, body: message.body as string });
-    if (!res.ok) throw new HopError("rule-sync", `answered ${res.status}: ${await res.text()}`, hops);
+    if (options.eventing) {
+      // The ApiServerSource's adapter sees the new object and sends its add event to the Broker.
+      const reconciled = await until("rule-sync receives the AppMonitor's add event from the ApiServerSource", hops, 60_000, async () =>
+        firstLog(ruleSync, (l) => l.msg === "AppMonitor reconciled" && l.eventType === "dev.knative.apiserver.resource.add" && l.namespace === namespace && l.name === "mymonitor"));
+      const receipt = await brokerReceipt(admin, hops, "rule-sync-appmonitor-add", String(reconciled.eventId));
+      hop("AppMonitor add event through the Broker to rule-sync", logTime(reconciled), `ApiServerSource appmonitors → Broker (ingress ${clock(receipt.arrivedAt)}, filter ${clock(receipt.at)}) → Trigger rule-sync-appmonitor-add`);
+    } else {
+      // What an ApiServerSource in Resource mode sends for the new object.
+      const message = HTTP.binary(new CloudEvent({
+        type: "dev.knative.apiserver.resource.add",
+        source: state.apiserverUrl,
+        subject: `/apis/kubedemo.com/v1/namespaces/${namespace}/appmonitors/mymonitor`,
+        datacontenttype: "application/json",
+        data: stored,
+        kind: "AppMonitor",
+        name: "mymonitor",
+        namespace,
+      }));
+      const res = await fetch(ruleSync.url, { method: "POST", headers: message.headers as Record<string, string>, body: message.body as string });
+      if (!res.ok) throw new HopError("rule-sync", `answered ${res.status}: ${await res.text()}`, hops);
+    }
     const rule = await until("rule-sync writes the PrometheusRule", hops, 20_000, async () =>
       (await custom.getNamespacedCustomObject({ group: "monitoring.coreos.com", version: "v1", namespace, plural: "prometheusrules", name: "mymonitor" })) as { spec: { groups: { name: string }[] } });
     hop("PrometheusRule written by rule-sync");
@@ -478,9 +520,18 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
     const scalerRequest = await until("memory-scaler's request log", hops, 5_000, async () =>
       firstLog(scaler, (l) => l.msg === "request" && l.requestId === decided.requestId));
     const eventArrived = span(scalerRequest).start;
+    // Straight to memory-scaler, its request arrives while alert-receiver's webhook request is
+    // in flight; through the Broker, the ingress accepts the event then (alert-receiver waits for
+    // its 202) and the filter delivers it a little later.
+    const receipt = options.eventing ? await brokerReceipt(admin, hops, "memory-scaler-alert-firing", String(decided.eventId)) : undefined;
+    const sent = receipt?.arrivedAt ?? eventArrived;
     const webhook = await until("alert-receiver's webhook request log", hops, 5_000, async () =>
-      firstLog(receiver, (l) => l.msg === "request" && l.path === "/" && span(l).start <= eventArrived && eventArrived <= span(l).end));
+      firstLog(receiver, (l) => l.msg === "request" && l.path === "/" && span(l).start <= sent && sent <= span(l).end));
     hop("webhook received by alert-receiver", span(webhook).start);
+    if (receipt?.arrivedAt !== undefined) {
+      hop("CloudEvent accepted by the Broker ingress", receipt.arrivedAt, `event ${receipt.eventId}, its knativearrivaltime`);
+      hop("CloudEvent handed to Trigger memory-scaler-alert-firing by the Broker filter", receipt.at, "through the in-memory channel (the filter's log)");
+    }
     hop("CloudEvent received by memory-scaler", eventArrived);
     if (decided.outcome !== "scaled") throw new HopError("memory-scaler scales the Deployment", `${decided.outcome}: ${decided.reason} ${decided.msg ?? ""}`, hops);
     const scaled = decided;

@@ -1,5 +1,5 @@
 /**
- * `npm run demo -- [--kwok] [--containers] [--host-functions]`: the main job on the local stack,
+ * `npm run demo -- [--kwok] [--containers] [--host-functions] [--no-eventing]`: the main job on the local stack,
  * from one command. Installs the Debian packages it needs when run as root (`debian-packages.ts`,
  * saying which and why; otherwise it names the command), starts the stack (or uses the one
  * already up in `APPMONITOR_STACK_DIR`/.stack), runs the chain (`chain.ts`) with the original
@@ -9,7 +9,11 @@
  * By default memhog runs on the stack's real node (root; `npm run stack -- up --real-node`): real
  * memory, a real cgroup limit read back after the scale; the three functions run there too, as
  * Pods from `npm run image`'s images, unless `--host-functions` (or `--containers`) keeps them on
- * the host. `--kwok` runs memhog on a kwok Node instead, its usage an annotation, and the
+ * the host. With the function Pods, Knative Eventing runs on the real node too (installed unless
+ * the stack has it, about 50 s): alert-receiver sends to the Broker, whose Trigger hands the alert
+ * to memory-scaler, and rule-sync hears of the AppMonitor from the ApiServerSource through the
+ * Broker, its resyncs from the PingSource; `--no-eventing` has alert-receiver post straight to
+ * memory-scaler's Service instead. `--kwok` runs memhog on a kwok Node instead, its usage an annotation, and the
  * functions as host processes. `--containers` runs the three functions from their images under
  * podman (root). (`--real-node`, the default, is still accepted.)
  *
@@ -22,10 +26,11 @@ import { defaultStateDir } from "../stack/paths.ts";
 import { down, readState, up } from "../stack/stack.ts";
 import { HopError, runChain, type Hop } from "./chain.ts";
 
-const usage = "usage: npm run demo -- [--kwok] [--containers] [--host-functions]";
+const usage = "usage: npm run demo -- [--kwok] [--containers] [--host-functions] [--no-eventing]";
 let containers = false;
 let kwok = false;
 let hostFunctions = false;
+let noEventing = false;
 try {
   const { values } = parseArgs({
     options: {
@@ -33,9 +38,10 @@ try {
       kwok: { type: "boolean", default: false },
       "real-node": { type: "boolean", default: false },
       "host-functions": { type: "boolean", default: false },
+      "no-eventing": { type: "boolean", default: false },
     },
   });
-  ({ containers, kwok, "host-functions": hostFunctions } = values);
+  ({ containers, kwok, "host-functions": hostFunctions, "no-eventing": noEventing } = values);
   if (kwok && values["real-node"]) throw new Error("--kwok and --real-node exclude each other");
 } catch (error) {
   console.error(`${usage}: ${(error as Error).message}`);
@@ -71,7 +77,10 @@ try {
   // On the real node the functions run there too, as Pods, unless asked to run on the host.
   const functionPods = realNode && !containers && !hostFunctions;
   if (functionPods) console.log("the functions run as Pods on the real node (Deployments rendered from knative/services)");
-  const result = await runChain(state, { namespace: "appmonitor-demo", onHop: line, containers, realNode, functionPods });
+  // The Broker delivers to the functions' Services: only when they run as Pods.
+  const eventing = functionPods && !noEventing;
+  if (eventing) console.log("their events go through Knative Eventing on the real node: Broker, Triggers, ApiServerSource, PingSource, SinkBinding (knative/eventing)");
+  const result = await runChain(state, { namespace: "appmonitor-demo", onHop: line, containers, realNode, functionPods, eventing });
   console.log(`\nmemhog before: requests ${result.before.request}, limits ${result.before.limit}  (Pod ${result.oldPod})`);
   console.log(`memhog after:  requests ${result.after.request}, limits ${result.after.limit}  (Pod ${result.newPod})`);
   const last = result.hops.at(-1);

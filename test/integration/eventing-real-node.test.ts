@@ -5,8 +5,12 @@
 // by the SinkBinding. Events go through the real data plane: ingress → channel → filter →
 // Trigger → memory-scaler.
 //
+// AppMonitor changes reach rule-sync through the real ApiServerSource adapter and the Broker (add,
+// update, delete), and the real PingSource's resync ticks repair what rule-sync missed while it
+// was down.
+//
 // Starts its own stack (one kwok Node, the real node) in a temporary state directory; one real
-// node per machine, so run it under `flock /tmp/appmonitor-real-node.lock`.
+// node per machine: it takes the machine-wide lock first (real-node-lock.ts).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtemp } from "node:fs/promises";
@@ -21,6 +25,7 @@ import { applyAppmonitorEventing, BROKER } from "../stack/eventing-objects.ts";
 import { deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE } from "../stack/function-pods-install.ts";
 import { REAL_NODE } from "../stack/real-node-config.ts";
 import { down, up, type StackState } from "../stack/stack.ts";
+import { logFilterReceipts, readFilterReceipts } from "../support/broker-filter-log.ts";
 import { measurePath, waitForDelivery } from "../support/broker-hop.ts";
 import { alertEvent, createAppMonitor, memhogManifest } from "../support/memory-scaler.ts";
 import { waitFor } from "../support/stack.ts";
@@ -182,4 +187,127 @@ test("creating an AppMonitor makes rule-sync write its PrometheusRule, the event
   const line = log.split("\n").find((l) => l.includes('"eventType":"dev.knative.apiserver.resource.add"') && l.includes('"name":"through-the-source"'));
   assert.ok(line, "rule-sync logged the ApiServerSource's add event for it");
   t.diagnostic(`PrometheusRule ${WORKLOAD_NS}/${rule.metadata.name}; rule-sync: ${line.slice(0, 240)}`);
+});
+
+type RuleSyncLine = { msg?: string; eventType?: string; namespace?: string; name?: string; rule?: string; result?: string };
+
+/** rule-sync's JSON log lines, from its Running Pod. */
+async function ruleSyncLog(): Promise<RuleSyncLine[]> {
+  const pod = await podOf(FUNCTIONS_NAMESPACE, "rule-sync-");
+  const log = await core.readNamespacedPodLog({ name: pod.metadata?.name ?? "", namespace: FUNCTIONS_NAMESPACE, container: "rule-sync" });
+  return log.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as RuleSyncLine);
+}
+
+type StoredRule = { metadata: { name: string; annotations?: Record<string, string>; ownerReferences?: { kind: string; name: string }[] }; spec: { groups: { rules: { alert?: string; expr: string }[] }[] } };
+
+/** The PrometheusRule rule-sync writes for AppMonitor `WORKLOAD_NS/<name>`, or undefined. */
+async function ruleOf(name: string): Promise<StoredRule | undefined> {
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  return (custom.getNamespacedCustomObject({ group: "monitoring.coreos.com", version: "v1", namespace: WORKLOAD_NS, plural: "prometheusrules", name }) as Promise<StoredRule>)
+    .catch((error: { code?: number }) => {
+      if (error.code === 404) return undefined;
+      throw error;
+    });
+}
+
+/** The subject of an ApiServerSource event for AppMonitor `WORKLOAD_NS/<name>` (Resource mode: the object's selfLink). */
+const appMonitorSubject = (name: string) => `/apis/kubedemo.com/v1/namespaces/${WORKLOAD_NS}/appmonitors/${name}`;
+
+test("editing an AppMonitor re-applies its PrometheusRule and deleting it deletes the rule, the update and delete events coming through the ApiServerSource and the Broker's Triggers", { timeout: 180_000 }, async (t) => {
+  // The filter logs each event it is handed from now on: the proof that the events went through the Broker.
+  await logFilterReceipts(kc);
+  const name = "edited-through-the-source";
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  await createAppMonitor(WORKLOAD_NS, name, { memThresholdPercent: 80, memMultiplier: 2 });
+  const created = await waitFor(`the PrometheusRule of ${name}`, () => ruleOf(name), 60_000, 200);
+  assert.equal(created.metadata.annotations?.["app-monitor.kubedemo.com/appmonitor-generation"], "1");
+
+  await custom.patchNamespacedCustomObject(
+    { group: "kubedemo.com", version: "v1", namespace: WORKLOAD_NS, plural: "appmonitors", name, body: { spec: { memThresholdPercent: 90 } } },
+    k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+  );
+  const edited = await waitFor(`the PrometheusRule of ${name} at generation 2`, async () => {
+    const rule = await ruleOf(name);
+    return rule?.metadata.annotations?.["app-monitor.kubedemo.com/appmonitor-generation"] === "2" ? rule : undefined;
+  }, 60_000, 200);
+  const threshold = edited.spec.groups.flatMap((g) => g.rules).find((r) => r.alert === "AppMonitorMemoryHigh")?.expr ?? "";
+  assert.match(threshold, />= 90\b/, "the edited threshold is in the rule's expression");
+  assert.doesNotMatch(threshold, />= 80\b/);
+
+  // Orphan: the garbage collector leaves the rule (and drops its ownerReference), so only rule-sync can delete it.
+  await custom.deleteNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace: WORKLOAD_NS, plural: "appmonitors", name, propagationPolicy: "Orphan" });
+  await waitFor(`the PrometheusRule of ${name} deleted`, async () => (await ruleOf(name)) === undefined, 60_000, 200);
+
+  const lines = await ruleSyncLog();
+  for (const action of ["update", "delete"] as const) {
+    const type = `dev.knative.apiserver.resource.${action}`;
+    assert.ok(lines.some((l) => l.msg === "AppMonitor reconciled" && l.eventType === type && l.namespace === WORKLOAD_NS && l.name === name), `rule-sync reconciled ${name} on its ${action} event`);
+    const receipts = (await readFilterReceipts(kc)).filter((r) => r.trigger === `${FUNCTIONS_NAMESPACE}/rule-sync-appmonitor-${action}` && r.eventType === type && r.subject === appMonitorSubject(name));
+    assert.ok(receipts.length >= 1 && receipts.every((r) => r.arrivedAt !== undefined), `the Broker filter handed the ${action} event to Trigger rule-sync-appmonitor-${action}: ${JSON.stringify(receipts)}`);
+  }
+  // The delete marks the AppMonitor (its orphan finalizer: an update event) before it goes (the
+  // delete event); rule-sync deletes the rule on whichever finds the AppMonitor deleting or gone,
+  // after a lost compare-and-swap ("changed") when the garbage collector was orphaning the rule.
+  const attempts = lines.filter((l) => l.msg === "PrometheusRule without a live AppMonitor: delete" && l.namespace === WORKLOAD_NS && l.name === name);
+  const deleted = attempts.find((l) => l.result === "deleted");
+  assert.ok(deleted, `rule-sync deleted the orphaned rule: ${JSON.stringify(attempts)}`);
+  assert.match(deleted.eventType ?? "", /^dev\.knative\.apiserver\.resource\.(update|delete)$/, "on an event of the ApiServerSource");
+  t.diagnostic(`rule-sync: ${attempts.map((l) => `${l.eventType} ${l.result}`).join(", ")}`);
+});
+
+test("an AppMonitor created while rule-sync is down gets its PrometheusRule from the next PingSource resync once rule-sync is back, with no change to the AppMonitor", { timeout: 900_000 }, async (t) => {
+  await logFilterReceipts(kc);
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const name = "made-while-down";
+  const addTrigger = await custom.getNamespacedCustomObject({ group: "eventing.knative.dev", version: "v1", namespace: FUNCTIONS_NAMESPACE, plural: "triggers", name: "rule-sync-appmonitor-add" }) as { spec: { delivery?: { retry?: number } } };
+  const retries = addTrigger.spec.delivery?.retry ?? 0;
+  const ping = { group: "sources.knative.dev", version: "v1", namespace: FUNCTIONS_NAMESPACE, plural: "pingsources", name: "rule-sync-resync" };
+  const shipped = (await custom.getNamespacedCustomObject(ping) as { spec: { schedule: string } }).spec.schedule;
+  const mergePatch = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch);
+  const strategic = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.StrategicMergePatch);
+  const ruleSyncPods = async () => (await core.listNamespacedPod({ namespace: FUNCTIONS_NAMESPACE, labelSelector: "app.kubernetes.io/name=rule-sync" })).items;
+  try {
+    // Every 10 s instead of every 10 minutes (the adapter's cron takes seconds), so the test need not wait for the shipped tick.
+    await custom.patchNamespacedCustomObject({ ...ping, body: { spec: { schedule: "*/10 * * * * *" } } }, mergePatch);
+    // Down; and back without its start-up resync, which would repair the rule before any tick.
+    await apps.patchNamespacedDeployment({
+      name: "rule-sync", namespace: FUNCTIONS_NAMESPACE,
+      body: { spec: { replicas: 0, template: { spec: { containers: [{ name: "rule-sync", env: [{ name: "RESYNC_ON_START", value: "false" }] }] } } } },
+    }, strategic);
+    await waitFor("no rule-sync Pod", async () => (await ruleSyncPods()).length === 0, 120_000, 500);
+
+    await createAppMonitor(WORKLOAD_NS, name, { memThresholdPercent: 70, memMultiplier: 2 });
+    // The add event is not lost at once: the Trigger retries it. Wait until every attempt has
+    // reached the filter (and been refused: no rule-sync behind its Service), so that only a
+    // resync can make the rule.
+    const attempts = async () => (await readFilterReceipts(kc)).filter((r) => r.trigger === `${FUNCTIONS_NAMESPACE}/rule-sync-appmonitor-add` && r.subject === appMonitorSubject(name));
+    const tried = await waitFor(`the add event's ${1 + retries} delivery attempts`, async () => {
+      const seen = await attempts();
+      return seen.length >= 1 + retries ? seen : undefined;
+    }, 600_000, 2_000);
+    t.diagnostic(`the add event was tried ${tried.length} times over ${((Math.max(...tried.map((r) => r.at)) - Math.min(...tried.map((r) => r.at))) / 1000).toFixed(0)} s while rule-sync was down`);
+    assert.equal(await ruleOf(name), undefined, "no rule while rule-sync was down");
+
+    await apps.patchNamespacedDeployment({ name: "rule-sync", namespace: FUNCTIONS_NAMESPACE, body: { spec: { replicas: 1 } } }, mergePatch);
+    const back = await waitFor("rule-sync Ready again", async () => (await ruleSyncPods()).find((p) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")), 120_000, 500);
+    assert.equal(back.spec?.containers[0]?.env?.find((e) => e.name === "RESYNC_ON_START")?.value, "false");
+    const rule = await waitFor(`the PrometheusRule of ${name}`, () => ruleOf(name), 120_000, 500);
+    assert.ok(rule.metadata.ownerReferences?.some((o) => o.kind === "AppMonitor" && o.name === name));
+
+    const lines = await ruleSyncLog();
+    const applied = lines.find((l) => l.msg === "PrometheusRule applied" && l.namespace === WORKLOAD_NS && l.name === name);
+    assert.equal(applied?.eventType, "dev.knative.sources.ping", `created by a PingSource resync: ${JSON.stringify(applied)}`);
+    assert.equal(applied?.result, "created");
+    assert.ok(!lines.some((l) => l.eventType === "dev.knative.apiserver.resource.add" && l.name === name), "no add event for it reached rule-sync");
+    assert.equal(((await attempts()).length), tried.length, "the add event was not tried again");
+    const appMonitor = await custom.getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace: WORKLOAD_NS, plural: "appmonitors", name }) as { metadata: { generation?: number } };
+    assert.equal(appMonitor.metadata.generation, 1, "the AppMonitor was not changed");
+    t.diagnostic(`rule-sync: ${JSON.stringify(applied)}`);
+  } finally {
+    await custom.patchNamespacedCustomObject({ ...ping, body: { spec: { schedule: shipped } } }, mergePatch).catch(() => undefined);
+    await apps.patchNamespacedDeployment({
+      name: "rule-sync", namespace: FUNCTIONS_NAMESPACE,
+      body: { spec: { replicas: 1, template: { spec: { containers: [{ name: "rule-sync", env: [{ name: "RESYNC_ON_START", $patch: "delete" }] }] } } } },
+    }, strategic).catch(() => undefined);
+  }
 });

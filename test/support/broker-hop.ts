@@ -77,13 +77,23 @@ async function probe(core: k8s.CoreV1Api, url: string, pod: { name: string; name
  * Waits until an event posted to `url` reaches memory-scaler: Ready conditions are not enough
  * through the Broker, as the in-memory channel's dispatcher learns a new Trigger's subscription
  * a little after it is Ready, and fans an event out to the subscribers it knows then (none: the
- * event is accepted and dropped). One probe every 2 s.
- * @throws Error when none arrives within `timeoutMs` (default 60 000).
+ * event is accepted and dropped), and the ingress may answer 500 while it cannot yet hand events
+ * to the channel. One probe every 2 s.
+ * @throws Error when none arrives within `timeoutMs` (default 60 000), with the last refusal if any.
  */
 export async function waitForDelivery(core: k8s.CoreV1Api, url: string, pod: { name: string; namespace: string }, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while ((await probe(core, url, pod, 2_000)) === undefined) {
-    if (Date.now() > deadline) throw new Error(`no event posted to ${url} reached memory-scaler in ${timeoutMs / 1000} s`);
+  let refused: Error | undefined;
+  for (;;) {
+    try {
+      if ((await probe(core, url, pod, 2_000)) !== undefined) return;
+    } catch (error) {
+      // A 5xx is the Broker not serving yet; anything else (a 4xx: a wrong path) will not change.
+      if (!/: 5\d\d$/.test((error as Error).message)) throw error;
+      refused = error as Error;
+      await new Promise((r) => setTimeout(r, 2_000));
+    }
+    if (Date.now() > deadline) throw new Error(`no event posted to ${url} reached memory-scaler in ${timeoutMs / 1000} s${refused ? ` (last refusal: ${refused.message})` : ""}`, { cause: refused });
   }
 }
 

@@ -89,13 +89,14 @@ export function parseManifests(text: string, origin: string): Manifest[] {
 }
 
 /**
- * `kubectl kustomize <repo>/<relativeDir>`, parsed.
+ * `kubectl kustomize [flags] <repo>/<relativeDir>`, parsed (`--load-restrictor=LoadRestrictionsNone`
+ * for a kustomization whose resources lie outside its directory).
  * @throws Error with kubectl's stderr when the build fails.
  */
-export async function kustomize(relativeDir: string): Promise<Manifest[]> {
+export async function kustomize(relativeDir: string, flags: readonly string[] = []): Promise<Manifest[]> {
   const kubectl = await kubectlBinary();
   try {
-    const { stdout } = await promisify(execFile)(kubectl, ["kustomize", path.join(repoRoot, relativeDir)], { maxBuffer: 32 << 20 });
+    const { stdout } = await promisify(execFile)(kubectl, ["kustomize", ...flags, path.join(repoRoot, relativeDir)], { maxBuffer: 32 << 20 });
     return parseManifests(stdout, `kubectl kustomize ${relativeDir}`);
   } catch (error) {
     throw new Error(`kubectl kustomize ${relativeDir} failed: ${(error as { stderr?: string }).stderr ?? String(error)}`, { cause: error });
