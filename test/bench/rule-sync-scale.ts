@@ -44,7 +44,7 @@ const { values: options } = parseArgs({
 const sizes = options.sizes.split(",").map(Number);
 const concurrency = Number(options.concurrency);
 const RESOURCES = ["appmonitors", "prometheusrules"];
-const WRITES = ["POST", "PUT", "PATCH", "DELETE"];
+const WRITES = ["POST", "PUT", "PATCH", "APPLY", "DELETE"];
 
 /** VmRSS and VmHWM (peak) of a process, in MiB. */
 function memoryMiB(pid: number): { rss: number; peak: number } {
@@ -67,13 +67,17 @@ async function pool(count: number, limit: number, work: (i: number) => Promise<v
 
 /** Every PrometheusRule in the bench's namespaces: namespace/name → the stored object. */
 async function rulesByName(kc: k8s.KubeConfig, prefix: string): Promise<Map<string, k8s.KubernetesObject & { spec?: { groups?: unknown[] } }>> {
-  const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+  // CustomObjectsApi, not KubernetesObjectApi: the latter drops a custom resource list's `continue` token.
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const rules = new Map<string, k8s.KubernetesObject & { spec?: { groups?: unknown[] } }>();
   let token: string | undefined;
   do {
-    const list = await objects.list("monitoring.coreos.com/v1", "PrometheusRule", undefined, undefined, undefined, undefined, undefined, undefined, 500, token);
+    const list = (await custom.listClusterCustomObject({ group: "monitoring.coreos.com", version: "v1", plural: "prometheusrules", limit: 500, ...(token === undefined ? {} : { _continue: token }) })) as {
+      items: (k8s.KubernetesObject & { spec?: { groups?: unknown[] } })[];
+      metadata?: { continue?: string };
+    };
     for (const rule of list.items) if (rule.metadata?.namespace?.startsWith(prefix)) rules.set(`${rule.metadata.namespace}/${rule.metadata.name ?? ""}`, rule);
-    token = list.metadata?._continue || undefined;
+    token = list.metadata?.continue || undefined;
   } while (token !== undefined);
   return rules;
 }
