@@ -53,13 +53,19 @@ export function createCluster(kc: k8s.KubeConfig, fieldManager: string): Cluster
   const am = { group: APPMONITOR_GROUP, version: APPMONITOR_VERSION, plural: APPMONITOR_PLURAL };
   const namespacesOf = (scope: NamespaceScope): (string | undefined)[] => (scope.all ? [undefined] : [...scope.namespaces]);
 
-  const listAppMonitorsIn = async (namespace: string | undefined, limit: number, all: boolean): Promise<ObservedAppMonitor[]> => {
-    const items: ObservedAppMonitor[] = [];
+  const rules = { group: "monitoring.coreos.com", version: "v1", plural: "prometheusrules" };
+
+  // Custom resources are listed through CustomObjectsApi: KubernetesObjectApi's list loses the
+  // `continue` token of a custom resource's list, so every page after the first would be missed.
+  const listIn = async <T>(
+    resource: { group: string; version: string; plural: string }, namespace: string | undefined, limit: number, all: boolean, labelSelector?: string,
+  ): Promise<T[]> => {
+    const items: T[] = [];
     let token: string | undefined;
     do {
-      const page = { ...am, limit, ...(token === undefined ? {} : { _continue: token }) };
+      const page = { ...resource, limit, ...(labelSelector === undefined ? {} : { labelSelector }), ...(token === undefined ? {} : { _continue: token }) };
       const list = (namespace === undefined ? await custom.listClusterCustomObject(page) : await custom.listNamespacedCustomObject({ ...page, namespace })) as {
-        items?: ObservedAppMonitor[];
+        items?: T[];
         metadata?: { continue?: string };
       };
       items.push(...(list.items ?? []));
@@ -67,19 +73,9 @@ export function createCluster(kc: k8s.KubeConfig, fieldManager: string): Cluster
     } while (all && token !== undefined);
     return items;
   };
-
-  const listRulesIn = async (namespace: string | undefined, limit: number, all: boolean, labelSelector?: string): Promise<ObservedRule[]> => {
-    const items: ObservedRule[] = [];
-    let token: string | undefined;
-    do {
-      const list = await objects.list<k8s.KubernetesObject>(
-        PROMETHEUS_RULE_API_VERSION, PROMETHEUS_RULE_KIND, namespace, undefined, undefined, undefined, undefined, labelSelector, limit, token,
-      );
-      items.push(...(list.items as ObservedRule[]));
-      token = list.metadata?._continue || undefined;
-    } while (all && token !== undefined);
-    return items;
-  };
+  const listAppMonitorsIn = (namespace: string | undefined, limit: number, all: boolean) => listIn<ObservedAppMonitor>(am, namespace, limit, all);
+  const listRulesIn = (namespace: string | undefined, limit: number, all: boolean, labelSelector?: string) =>
+    listIn<ObservedRule>(rules, namespace, limit, all, labelSelector);
 
   return {
     async getAppMonitor(namespace, name) {

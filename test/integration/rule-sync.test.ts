@@ -9,6 +9,7 @@ import path from "node:path";
 import { before, test } from "node:test";
 import * as k8s from "@kubernetes/client-node";
 import { parse } from "yaml";
+import { forEachLimit } from "../../functions/lib/worker-pool.ts";
 import { ALERT_NAME, GENERATION_ANNOTATION } from "../../functions/rule-sync/rule.ts";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "../../functions/rule-sync/rule-config.ts";
 import { REF_EVENT_PREFIX, RESOURCE_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../functions/rule-sync/events.ts";
@@ -329,4 +330,24 @@ test("with the API server unreachable: readiness 503, events 503, and the start-
   assert.equal((await fn.send(RESYNC_EVENT_TYPE)).status, 503);
   await waitFor("a start-up resync retry logged", async () => /"msg":"start-up resync failed; retrying"/.test(fn.process.output()));
   assert.equal(await fn.stop(), 0, "stops cleanly while the start-up resync waits to retry");
+});
+
+test("a resync reads every page of the managed rules: 501 orphans, one more than a page, are all removed", async (t) => {
+  const ns = await freshNamespace(t);
+  const objects = await objectApi();
+  const names = Array.from({ length: 501 }, (_, i) => `orphan-${i}`);
+  await forEachLimit(names, 16, async (name) => { await objects.create({
+    apiVersion: "monitoring.coreos.com/v1",
+    kind: "PrometheusRule",
+    metadata: { name, namespace: ns, labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE } },
+    spec: { groups: [{ name: `appmonitor/${ns}/${name}`, rules: [{ alert: ALERT_NAME, expr: "vector(1)" }] }] },
+  }); });
+  const fn = await startRuleSync({ WATCH_NAMESPACES: ns, RESYNC_ON_START: "false" });
+  t.after(() => fn.stop());
+  const writesBefore = await ruleWrites(fn.url);
+  const resynced = await fn.send(RESYNC_EVENT_TYPE, { reason: "test" });
+  assert.equal(resynced.status, 204, describeAnswer(resynced));
+  assert.equal(since(writesBefore, await ruleWrites(fn.url)).deleted, 501);
+  const left = await (await customApi()).listNamespacedCustomObject({ group: "monitoring.coreos.com", version: "v1", plural: "prometheusrules", namespace: ns }) as { items: unknown[] };
+  assert.equal(left.items.length, 0);
 });
