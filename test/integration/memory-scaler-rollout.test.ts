@@ -6,16 +6,35 @@
  * (refused before the patch), one that refuses the new Pods (FailedCreate), a progress deadline
  * passed while the new Pod stays Pending on a full Node, a StatefulSet with OnDelete, and a
  * StatefulSet whose old Pod crash-loops after OOM kills (Report and DeletePod).
- * The cases run one after another: a tick follows the rollouts of every namespace.
+ * The cases run one after another: a tick follows the rollouts of every namespace. For the same
+ * reason the file has a stack of its own: the shared stack holds other files' pending rollouts.
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { describe, it } from "node:test";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent } from "cloudevents";
 import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, onlyRunningPod, scalerForSuite } from "../support/memory-scaler.ts";
+import { down, up } from "../stack/stack.ts";
 import { describeAnswer } from "../support/post-event.ts";
 import { adminKubeConfig, freshNamespace, waitFor } from "../support/stack.ts";
+
+let stateDir = "";
+
+before(async () => {
+  stateDir = await mkdtemp(path.join(tmpdir(), "appmonitor-rollout-"));
+  // Test files run in processes of their own: this one's support modules read this stack.
+  process.env.APPMONITOR_STACK_DIR = stateDir;
+  await up({ stateDir, nodes: 1 });
+}, { timeout: 5 * 60_000 });
+
+after(async () => {
+  await down(stateDir);
+  await rm(stateDir, { recursive: true, force: true });
+});
 
 const MONITOR = { "app-monitor.kubedemo.com/monitor": "true" };
 const memhog = (limit = "384Mi", request = "256Mi"): k8s.V1Container => ({ name: "memhog", image: "registry.example/app:1", resources: { limits: { memory: limit }, requests: { memory: request } } });
