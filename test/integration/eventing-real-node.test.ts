@@ -13,7 +13,6 @@
 // node per machine: it takes the machine-wide lock first (real-node-lock.ts).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { setTimeout as sleep } from "node:timers/promises";
 import { mkdtemp } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -256,63 +255,3 @@ test("editing an AppMonitor re-applies its PrometheusRule and deleting it delete
   t.diagnostic(`rule-sync: ${attempts.map((l) => `${l.eventType} ${l.result}`).join(", ")}`);
 });
 
-test("an AppMonitor created while rule-sync is down gets its PrometheusRule from the next PingSource resync once rule-sync is back, with no change to the AppMonitor", { timeout: 900_000 }, async (t) => {
-  await logFilterReceipts(kc);
-  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-  const name = "made-while-down";
-  const addTrigger = { group: "eventing.knative.dev", version: "v1", namespace: FUNCTIONS_NAMESPACE, plural: "triggers", name: "rule-sync-appmonitor-add" };
-  const ping = { group: "sources.knative.dev", version: "v1", namespace: FUNCTIONS_NAMESPACE, plural: "pingsources", name: "rule-sync-resync" };
-  const shipped = (await custom.getNamespacedCustomObject(ping) as { spec: { schedule: string } }).spec.schedule;
-  const mergePatch = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch);
-  const strategic = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.StrategicMergePatch);
-  const ruleSyncPods = async () => (await core.listNamespacedPod({ namespace: FUNCTIONS_NAMESPACE, labelSelector: "app.kubernetes.io/name=rule-sync" })).items;
-  try {
-    // Every 10 s instead of every 10 minutes (the adapter's cron takes seconds), so the test need not wait for the shipped tick.
-    await custom.patchNamespacedCustomObject({ ...ping, body: { spec: { schedule: "*/10 * * * * *" } } }, mergePatch);
-    // Down; and back without its start-up resync, which would repair the rule before any tick.
-    await apps.patchNamespacedDeployment({
-      name: "rule-sync", namespace: FUNCTIONS_NAMESPACE,
-      body: { spec: { replicas: 0, template: { spec: { containers: [{ name: "rule-sync", env: [{ name: "RESYNC_ON_START", value: "false" }] }] } } } },
-    }, strategic);
-    await waitFor("no rule-sync Pod", async () => (await ruleSyncPods()).length === 0, 120_000, 500);
-    // The add event must be missed for good, as when an event is lost: the Trigger would retry
-    // it into rule-sync's return (its retries outlast a short outage), so while the AppMonitor is
-    // created its add Trigger matches nothing (the filter then acknowledges the event, no retry).
-    await custom.patchNamespacedCustomObject({ ...addTrigger, body: { spec: { filter: { attributes: { subject: "/matches/nothing" } } } } }, mergePatch);
-    await waitFor("the add Trigger Ready at its new generation", async () => {
-      const trigger = await custom.getNamespacedCustomObject(addTrigger) as { metadata: { generation?: number }; status?: { observedGeneration?: number; conditions?: { type: string; status: string }[] } };
-      return trigger.status?.observedGeneration === trigger.metadata.generation && trigger.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
-    }, 60_000, 500);
-    await sleep(5_000); // the filter's informer sees the new filter
-
-    await createAppMonitor(WORKLOAD_NS, name, { memThresholdPercent: 70, memMultiplier: 2 });
-    const handed = async () => (await readFilterReceipts(kc)).filter((r) => r.trigger === `${FUNCTIONS_NAMESPACE}/rule-sync-appmonitor-add` && r.subject === appMonitorSubject(name));
-    await sleep(10_000);
-    assert.deepEqual(await handed(), [], "the add event was handed to no Trigger");
-    await custom.patchNamespacedCustomObject({ ...addTrigger, body: { spec: { filter: { attributes: { subject: null } } } } }, mergePatch);
-    assert.equal(await ruleOf(name), undefined, "no rule while rule-sync was down");
-
-    await apps.patchNamespacedDeployment({ name: "rule-sync", namespace: FUNCTIONS_NAMESPACE, body: { spec: { replicas: 1 } } }, mergePatch);
-    const back = await waitFor("rule-sync Ready again", async () => (await ruleSyncPods()).find((p) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")), 120_000, 500);
-    assert.equal(back.spec?.containers[0]?.env?.find((e) => e.name === "RESYNC_ON_START")?.value, "false");
-    const rule = await waitFor(`the PrometheusRule of ${name}`, () => ruleOf(name), 120_000, 500);
-    assert.ok(rule.metadata.ownerReferences?.some((o) => o.kind === "AppMonitor" && o.name === name));
-
-    const lines = await ruleSyncLog();
-    const applied = lines.find((l) => l.msg === "PrometheusRule applied" && l.namespace === WORKLOAD_NS && l.name === name);
-    assert.equal(applied?.eventType, "dev.knative.sources.ping", `created by a PingSource resync: ${JSON.stringify(applied)}`);
-    assert.equal(applied?.result, "created");
-    assert.ok(!lines.some((l) => l.eventType === "dev.knative.apiserver.resource.add" && l.name === name), "no add event for it reached rule-sync");
-    assert.deepEqual(await handed(), [], "the add event was never handed to rule-sync's Trigger");
-    const appMonitor = await custom.getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace: WORKLOAD_NS, plural: "appmonitors", name }) as { metadata: { generation?: number } };
-    assert.equal(appMonitor.metadata.generation, 1, "the AppMonitor was not changed");
-    t.diagnostic(`rule-sync: ${JSON.stringify(applied)}`);
-  } finally {
-    await custom.patchNamespacedCustomObject({ ...addTrigger, body: { spec: { filter: { attributes: { subject: null } } } } }, mergePatch).catch(() => undefined);
-    await custom.patchNamespacedCustomObject({ ...ping, body: { spec: { schedule: shipped } } }, mergePatch).catch(() => undefined);
-    await apps.patchNamespacedDeployment({
-      name: "rule-sync", namespace: FUNCTIONS_NAMESPACE,
-      body: { spec: { replicas: 1, template: { spec: { containers: [{ name: "rule-sync", env: [{ name: "RESYNC_ON_START", $patch: "delete" }] }] } } } },
-    }, strategic).catch(() => undefined);
-  }
-});
