@@ -6,8 +6,7 @@
 // Trigger → memory-scaler.
 //
 // AppMonitor changes reach rule-sync through the real ApiServerSource adapter and the Broker (add,
-// update, delete), and the real PingSource's resync ticks repair what rule-sync missed while it
-// was down.
+// update, delete).
 //
 // Starts its own stack (one kwok Node, the real node) in a temporary state directory; one real
 // node per machine: it takes the machine-wide lock first (real-node-lock.ts).
