@@ -21,14 +21,13 @@
  *        [--concurrency 50] [--latency 100] [--starts 5]
  */
 import { readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { cpus, loadavg, tmpdir } from "node:os";
+import { cpus, loadavg } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import * as k8s from "@kubernetes/client-node";
 import { loadKubeConfig } from "../../functions/lib/kubeconfig.ts";
 import { repoRoot } from "../stack/paths.ts";
-import { down, readState, up } from "../stack/stack.ts";
+import { benchStack } from "./bench-stack.ts";
 import { startProcess, tailOf, type TestProcess } from "../support/child-process.ts";
 import { freePort } from "../support/free-port.ts";
 import { installMemoryScaler } from "../support/install.ts";
@@ -175,16 +174,8 @@ function shuffle<T>(items: T[]): T[] {
 
 async function main(): Promise<void> {
   const suffix = Date.now().toString(36);
-  let ownStack: string | undefined;
-  const existing = process.env.APPMONITOR_STACK_DIR === undefined ? undefined : await readState(process.env.APPMONITOR_STACK_DIR);
-  if (existing === undefined) {
-    ownStack = await mkdtemp(path.join(tmpdir(), "appmonitor-bench-scaler-"));
-    process.stderr.write("starting a local stack (4 fake Nodes)…\n");
-    await up({ stateDir: ownStack, nodes: 4 });
-    process.env.APPMONITOR_STACK_DIR = ownStack;
-  }
-  const state = await readState(process.env.APPMONITOR_STACK_DIR ?? "");
-  if (state === undefined) throw new Error("no stack state");
+  const stack = await benchStack("scaler", 4);
+  const { state } = stack;
   process.env.KUBECONFIG = state.kubeconfig;
   const children: TestProcess[] = [];
   let kubeconfig: Awaited<ReturnType<typeof scalerKubeconfig>> | undefined;
@@ -290,10 +281,7 @@ async function main(): Promise<void> {
   } finally {
     for (const c of children) await c.stop("SIGTERM");
     await kubeconfig?.remove();
-    if (ownStack !== undefined) {
-      await down(ownStack);
-      await rm(ownStack, { recursive: true, force: true });
-    }
+    await stack.release();
   }
 }
 

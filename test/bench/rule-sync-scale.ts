@@ -21,14 +21,15 @@
  * Usage: node test/bench/rule-sync-scale.ts [--sizes 10,100,1000] [--concurrency 16]
  */
 import { readFileSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { cpus, loadavg, tmpdir } from "node:os";
+import { rm, writeFile } from "node:fs/promises";
+import { cpus, loadavg } from "node:os";
 import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import * as k8s from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { RESYNC_EVENT_TYPE } from "../../functions/rule-sync/events.ts";
-import { down, readState, up } from "../stack/stack.ts";
+import { benchStack } from "./bench-stack.ts";
 import { apiserverRequests, countVerbs, requestsBetween } from "../support/apiserver-requests.ts";
 import { describeAnswer } from "../support/post-event.ts";
 import { APPMONITORS, createAppMonitor, installRuleSync, startRuleSync, type RuleSyncUnderTest } from "../support/rule-sync.ts";
@@ -108,12 +109,19 @@ const format = (counts: ReadonlyMap<string, number>): string => [...counts].sort
 
 /** One resync through rule-sync: wall time (ms) and the API requests it made. */
 async function timedResync(fn: RuleSyncUnderTest, kc: k8s.KubeConfig): Promise<{ ms: number; requests: Map<string, number> }> {
-  const before = await apiserverRequests(kc, RESOURCES);
-  const t0 = performance.now();
-  const answer = await fn.send(RESYNC_EVENT_TYPE);
-  const ms = performance.now() - t0;
-  if (answer.status !== 204 || answer.outcome !== "resynced") throw new Error(`resync: ${describeAnswer(answer)}`);
-  return { ms, requests: requestsBetween(before, await apiserverRequests(kc, RESOURCES)) };
+  // A 429 (the API server's cache of a just-installed CRD still filling) is retried, as Knative would.
+  for (let attempt = 1; ; attempt++) {
+    const before = await apiserverRequests(kc, RESOURCES);
+    const t0 = performance.now();
+    const answer = await fn.send(RESYNC_EVENT_TYPE);
+    const ms = performance.now() - t0;
+    if (answer.status === 429 && attempt < 30) {
+      await sleep(1_000);
+      continue;
+    }
+    if (answer.status !== 204 || answer.outcome !== "resynced") throw new Error(`resync: ${describeAnswer(answer)}`);
+    return { ms, requests: requestsBetween(before, await apiserverRequests(kc, RESOURCES)) };
+  }
 }
 
 /** Loads every rule into Prometheus (one file each, as prometheus-operator does) and reads what evaluating them costs. */
@@ -150,15 +158,9 @@ async function prometheusCost(rulesDir: string, prometheusUrl: string, rules: Re
 
 async function main(): Promise<void> {
   const prefix = `rss-${Date.now().toString(36)}-`;
-  let ownStack: string | undefined;
-  if (process.env.APPMONITOR_STACK_DIR === undefined || (await readState(process.env.APPMONITOR_STACK_DIR)) === undefined) {
-    ownStack = await mkdtemp(path.join(tmpdir(), "appmonitor-bench-rule-sync-"));
-    process.stderr.write("starting a local stack (1 fake Node)…\n");
-    await up({ stateDir: ownStack, nodes: 1 });
-    process.env.APPMONITOR_STACK_DIR = ownStack;
-  }
-  const state = await readState(process.env.APPMONITOR_STACK_DIR ?? "");
-  if (state === undefined) throw new Error("no stack state");
+  const stack = await benchStack("rule-sync", 1);
+  const { state } = stack;
+  const ownStack = stack.own;
   const kc = await adminKubeConfig();
   const core = kc.makeApiClient(k8s.CoreV1Api);
   let fn: RuleSyncUnderTest | undefined;
@@ -211,8 +213,7 @@ async function main(): Promise<void> {
   } finally {
     await fn?.stop();
     if (ownStack !== undefined) {
-      await down(ownStack);
-      await rm(ownStack, { recursive: true, force: true });
+      await stack.release();
     } else {
       for (const file of written) await rm(file, { force: true });
       await fetch(`${state.prometheusUrl}/-/reload`, { method: "POST" }).catch(() => undefined);
