@@ -19,6 +19,7 @@ import { startFunction } from "../support/function-server.ts";
 import { containerOf, kustomize, servicesByFunction, validateAgainstPublishedSchema, type Manifest } from "../support/knative.ts";
 import { scrape } from "../support/prometheus-text.ts";
 import { runCommand } from "../support/run-command.ts";
+import { tailOf } from "../support/child-process.ts";
 import { tempDir, type TempDir } from "../support/temp-dir.ts";
 import { waitUntil } from "../support/wait-until.ts";
 
@@ -179,7 +180,15 @@ describe("a real Alertmanager running alertmanager.yml", () => {
       { labels: { alertname: "SomethingElse", namespace: "team-a", pod: "memhog-1", container: "memhog" }, startsAt },
       { labels: { alertname: `${OOM_ALERT_NAME}2`, namespace: "team-a", pod: "memhog-1", container: "memhog" }, startsAt },
     ]);
-    const received = await waitUntil("the firing CloudEvents", () => (sink.received.length >= 2 ? sink.received : undefined), { timeoutMs: 30_000, intervalMs: 100 });
+    // The bound is generous for a loaded machine (the flush is immediate: startsAt is older than
+    // group_wait); a miss reports what Alertmanager and alert-receiver did.
+    const received = await waitUntil("the firing CloudEvents", () => (sink.received.length >= 2 ? sink.received : undefined), { timeoutMs: 90_000, intervalMs: 100 }).catch(
+      async (error: unknown) => {
+        const metrics = await fetch(`${receiver.url}/metrics`).then((r) => r.text(), (e: unknown) => String(e));
+        const webhooks = metrics.split("\n").filter((line) => line.startsWith("appmonitor_alert_receiver_"));
+        throw new Error(`${(error as Error).message}; sink received ${sink.received.length}, rejected ${JSON.stringify(sink.rejected)}\n${webhooks.join("\n")}\n${tailOf(alertmanager.process, 60)}`, { cause: error });
+      },
+    );
     const [first] = received;
     assert.equal(first?.event.type, FIRING_TYPE);
     assert.equal(first?.event.subject, "namespaces/team-a/pods/memhog-1");

@@ -13,11 +13,13 @@ export const REAL_NODE_LOCK = "/tmp/appmonitor-real-node.lock";
 
 /**
  * Waits for the lock (as long as the holder keeps it) and returns its release. The lock is held
- * by a `flock … sleep` process group of its own, killed on release or when this process exits.
+ * by a `flock … cat` process group of its own, killed on release or when this process exits.
+ * `cat` reads a pipe from this process, so the lock also ends when this process is killed
+ * (SIGKILL runs no exit handler, but the kernel closes the pipe and `cat` sees end of file).
  * @throws Error when `flock` cannot be started (util-linux missing) or exits before locking.
  */
 export async function acquireRealNodeLock(): Promise<() => Promise<void>> {
-  const holder = spawn("flock", [REAL_NODE_LOCK, "sh", "-c", "echo locked; exec sleep 86400"], { detached: true, stdio: ["ignore", "pipe", "inherit"] });
+  const holder = spawn("flock", [REAL_NODE_LOCK, "sh", "-c", "echo locked; exec cat >/dev/null"], { detached: true, stdio: ["pipe", "pipe", "inherit"] });
   const locked = new Promise<void>((resolve, reject) => {
     holder.stdout.once("data", () => resolve());
     holder.once("error", reject);
