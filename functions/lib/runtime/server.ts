@@ -10,8 +10,9 @@
  *   500 `{ "error": "internal error" }` (logged with its stack, never sent). A handled
  *   CloudEvent is answered 204 without a body (`cloudevent.ts`, `acknowledge`).
  *
- * One access log line per request (`msg: "request"`), with the outcome and reason of a handled
- * CloudEvent when there is one.
+ * One access log line per request (`msg: "request"`), with the id and type of the CloudEvent it
+ * carried once decoded (so each delivery of an event a Broker retries has its own line, failed
+ * ones included) and the outcome and reason of a handled one.
  */
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
@@ -26,7 +27,7 @@ import { Drainer } from "./drain.ts";
 import { HttpError, toHttpError } from "./errors.ts";
 import { LIVENESS_PATH, READINESS_PATH, liveness, readiness } from "./health.ts";
 import { invoke } from "./invoke.ts";
-import type { Invocable } from "./invoke.ts";
+import type { EventName, Invocable } from "./invoke.ts";
 import { createLogger } from "./logger.ts";
 import { createRuntimeMetrics } from "./metrics.ts";
 import type { RouteLabel } from "./metrics.ts";
@@ -97,7 +98,11 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       metrics.requests.inc({ route, method: req.method, code });
       metrics.duration.observe({ route, code }, seconds);
-      const line = { requestId, method: req.method, path: req.path, status: res.statusCode, durationMs: Math.round(seconds * 1e4) / 10, ...outcomeOf(res) };
+      const event = res.locals.event as EventName | undefined;
+      const line = {
+        requestId, method: req.method, path: req.path, status: res.statusCode, durationMs: Math.round(seconds * 1e4) / 10,
+        ...(event === undefined ? {} : { eventId: event.id, eventType: event.type }), ...outcomeOf(res),
+      };
       // Probes and scrapes arrive every few seconds: keep them out of the info stream.
       if (route === "health" || route === "metrics") log.debug(line, "request");
       else log.info(line, "request");
@@ -122,7 +127,7 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
     const requestId = String(res.locals.requestId);
     const context: FunctionContext = { log: log.child({ requestId }), requestId };
     try {
-      writeResponse(res, (await invoke(fn, context, toFunctionRequest(req))) ?? undefined);
+      writeResponse(res, (await invoke(fn, context, toFunctionRequest(req), (event) => (res.locals.event = event))) ?? undefined);
     } catch (error) {
       fail(context.log, res, error);
     }
