@@ -195,8 +195,13 @@ test("an event memory-scaler refuses as malformed is delivered once, not retried
   assert.deepEqual(JSON.parse(letter.data), { not: "an alert" }, "the event as sent");
   assert.equal(letter.extensions.knativeerrorcode, "400");
   assert.match(letter.extensions.knativeerrordest ?? "", /^http:\/\/memory-scaler\.appmonitor\.svc\.cluster\.local\/?$/);
-  const answer = JSON.parse(Buffer.from(letter.extensions.knativeerrordata ?? "", "base64").toString("utf8")) as { error?: string };
+  const answer = JSON.parse(Buffer.from(letter.extensions.knativeerrordata ?? "", "base64").toString("utf8")) as { error?: string; detailsOmitted?: number };
   assert.equal(answer.error, "malformed event data", "memory-scaler's answer, base64");
+  // Its eleven schema errors would make 790 bytes; the runtime answers what fits in 768 (response.ts,
+  // errorBody), as a longer answer panics the channel's dispatcher on the way here.
+  assert.ok((answer.detailsOmitted ?? 0) > 0, JSON.stringify(answer));
+  const dispatcher = await readyPod(core, EVENTING_NAMESPACE, "imc-dispatcher-");
+  assert.equal(dispatcher.status?.containerStatuses?.[0]?.restartCount, 0, "the in-memory channel's dispatcher never restarted");
   // Dead-lettered at once: the first retry would have waited the backoff's first step (1 s).
   const [firstWait] = backoffSeconds(await triggerDelivery("memory-scaler-alert-firing"));
   const lag = seconds(letter.at - refused.at);

@@ -6,9 +6,11 @@
  * - `GET /health/liveness`, `GET /health/readiness` — see `health.ts`; other methods → 405.
  * - `GET /metrics` — Prometheus text format of the function's registry; other methods → 405.
  * - anything else → the function (`invoke.ts`): the body is read raw, at most 1 MiB (413
- *   beyond, logged as a warning with the body's size and sender: no sender retries it), an `HttpError` becomes its status with `{ error, details? }`, any other error
- *   500 `{ "error": "internal error" }` (logged with its stack, never sent). A handled
- *   CloudEvent is answered 204 without a body (`cloudevent.ts`, `acknowledge`).
+ *   beyond, logged as a warning with the body's size and sender: no sender retries it), an
+ *   `HttpError` becomes its status with `{ error, details? }` (at most 768 bytes: `errorBody` in
+ *   response.ts; the details in full in the log line), any other error 500
+ *   `{ "error": "internal error" }` (logged with its stack, never sent). A handled CloudEvent is
+ *   answered 204 without a body (`cloudevent.ts`, `acknowledge`).
  *
  * One access log line per request (`msg: "request"`), with the id and type of the CloudEvent it
  * carried once decoded (so each delivery of an event a Broker retries has its own line, failed
@@ -174,8 +176,10 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
 
 function fail(log: Logger, res: Response, error: unknown): void {
   const httpError = toHttpError(error);
-  if (httpError.status >= 500) log.error({ err: httpError.cause ?? httpError, status: httpError.status }, httpError.reason);
-  else log.info({ status: httpError.status, reason: httpError.reason }, "request refused");
+  // The details in full here: the answer keeps what fits in 768 bytes (response.ts, errorBody).
+  const details = httpError.details === undefined ? {} : { details: httpError.details };
+  if (httpError.status >= 500) log.error({ err: httpError.cause ?? httpError, status: httpError.status, ...details }, httpError.reason);
+  else log.info({ status: httpError.status, reason: httpError.reason, ...details }, "request refused");
   writeError(res, httpError);
 }
 
