@@ -66,11 +66,16 @@ export function errorBody(error: HttpError): { error: string; details?: unknown;
   return body;
 }
 
-/** Sends an {@link HttpError} as `{ error, details? }` ({@link errorBody}) with its status and headers. */
-export function writeError(res: Response, error: HttpError): void {
+/**
+ * Sends an {@link HttpError} as `{ error, details? }` with its status and headers; `bounded`
+ * (a CloudEvent function's answer, which a Knative dispatcher reads) within
+ * {@link MAX_ERROR_BODY_BYTES} ({@link errorBody}).
+ */
+export function writeError(res: Response, error: HttpError, bounded = false): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  writeResponse(res, { status: error.status, body: errorBody(error), headers: error.headers });
+  const body = bounded ? errorBody(error) : error.details === undefined ? { error: error.reason } : { error: error.reason, details: error.details };
+  writeResponse(res, { status: error.status, body, headers: error.headers });
 }

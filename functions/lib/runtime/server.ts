@@ -7,8 +7,8 @@
  * - `GET /metrics` — Prometheus text format of the function's registry; other methods → 405.
  * - anything else → the function (`invoke.ts`): the body is read raw, at most 1 MiB (413
  *   beyond, logged as a warning with the body's size and sender: no sender retries it), an
- *   `HttpError` becomes its status with `{ error, details? }` (at most 768 bytes: `errorBody` in
- *   response.ts; the details in full in the log line), any other error 500
+ *   `HttpError` becomes its status with `{ error, details? }` (for a CloudEvent function at most
+ *   768 bytes: `errorBody` in response.ts; the details in full in the log line), any other error 500
  *   `{ "error": "internal error" }` (logged with its stack, never sent). A handled CloudEvent is
  *   answered 204 without a body (`cloudevent.ts`, `acknowledge`).
  *
@@ -79,6 +79,8 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
       ? { kind: "cloudevent", instance: await definition.init(config, deps) }
       : { kind: "http", instance: await definition.init(config, deps) };
 
+  // A CloudEvent function's failed answer is read by a Knative dispatcher: kept within 768 bytes.
+  const bounded = fn.kind === "cloudevent";
   const app = express();
   app.disable("x-powered-by");
   app.disable("etag");
@@ -131,7 +133,7 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
     try {
       writeResponse(res, (await invoke(fn, context, toFunctionRequest(req), (event) => (res.locals.event = event))) ?? undefined);
     } catch (error) {
-      fail(context.log, res, error);
+      fail(context.log, res, error, bounded);
     }
   });
   // Errors raised before the function runs: body too large, bad content-encoding, aborted upload.
@@ -143,7 +145,7 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
         "request body over the limit: refused with 413, which senders do not retry, so its content is lost",
       );
     }
-    fail(log, res, error);
+    fail(log, res, error, bounded);
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -174,13 +176,14 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
   return { url, port, log, registry: metrics.registry, close };
 }
 
-function fail(log: Logger, res: Response, error: unknown): void {
+/** Answers `error` (its body within 768 bytes when `bounded`: response.ts, `errorBody`) and logs it. */
+function fail(log: Logger, res: Response, error: unknown, bounded: boolean): void {
   const httpError = toHttpError(error);
-  // The details in full here: the answer keeps what fits in 768 bytes (response.ts, errorBody).
+  // The details in full here: a CloudEvent function's answer keeps what fits in 768 bytes.
   const details = httpError.details === undefined ? {} : { details: httpError.details };
   if (httpError.status >= 500) log.error({ err: httpError.cause ?? httpError, status: httpError.status, ...details }, httpError.reason);
   else log.info({ status: httpError.status, reason: httpError.reason, ...details }, "request refused");
-  writeError(res, httpError);
+  writeError(res, httpError, bounded);
 }
 
 /** The outcome headers a handled CloudEvent's answer carries, for the access line; `{}` otherwise. */
