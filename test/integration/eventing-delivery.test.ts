@@ -51,7 +51,10 @@ async function deliveries(pod: PodRef, eventId: string) {
   return deliveriesOf(await readJsonLog(stack().core, pod), eventId);
 }
 
-/** A Trigger's `spec.delivery` as the API server holds it (what the Broker's filter applies). */
+/**
+ * A Trigger's `spec.delivery` as the API server holds it: what the Broker applies (its controller
+ * copies it to the channel's subscription for the Trigger, whose dispatcher retries and dead-letters).
+ */
 async function triggerDelivery(name: string): Promise<DeliverySpec> {
   const trigger = await stack().kc.makeApiClient(k8s.CustomObjectsApi).getNamespacedCustomObject({
     group: "eventing.knative.dev", version: "v1", namespace: BROKER.namespace, plural: "triggers", name,

@@ -1,9 +1,10 @@
 /**
  * Knative Eventing running on the stack's real node: its images imported into the node's
- * containerd (every command built, event_display, the dead-letter sink, included), its rendered install (`eventing-source.ts`) placed on the node
- * (`eventing-placement.ts`) and applied, its webhook configurations applied only once the webhook
- * serves (with failurePolicy Fail, an earlier one would make the API server refuse Eventing's own
- * ConfigMaps), and every Deployment of the install with replicas waited for until Available.
+ * containerd (of every command built, event_display, the dead-letter sink's, included), its
+ * rendered install (`eventing-source.ts`) placed on the node (`eventing-placement.ts`) and
+ * applied, its webhook configurations applied only once the webhook serves (with failurePolicy
+ * Fail, an earlier one would make the API server refuse Eventing's own ConfigMaps), and every
+ * Deployment of the install with replicas waited for until Available.
  *
  * The API server reaches the webhook at its Pod IP (`--enable-aggregator-routing`, stack.ts); the
  * Pods Eventing's controller makes later are placed by namespace annotations
