@@ -3,7 +3,9 @@
 # own names, such as controller and webhook, would be ambiguous beside the kube binaries), and one
 # image per command, knative-eventing/<binary>.oci.tar, named
 # localhost/appmonitor/knative-eventing/<path under cmd/>:<eventing version>, the name the
-# rendered install (test/stack/eventing-manifests.ts) puts where Eventing's YAML says ko://.
+# rendered install (test/stack/eventing-manifests.ts) puts where Eventing's YAML says ko://, or,
+# for event_display (Knative's dead-letter sink of knative/eventing/dead-letter.yaml, which no
+# install file names), the one test/eventing-overlay gives that sink.
 # -tags=timetzdata: a PingSource's `timezone` needs the zone database, which the upstream base
 # image carries and FROM scratch does not.
 eventing_out="$out/knative-eventing"

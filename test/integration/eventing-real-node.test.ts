@@ -8,101 +8,30 @@
 // AppMonitor changes reach rule-sync through the real ApiServerSource adapter and the Broker (add,
 // update, delete).
 //
-// Starts its own stack (one kwok Node, the real node) in a temporary state directory; one real
-// node per machine: it takes the machine-wide lock first (real-node-lock.ts).
-import { after, before, test } from "node:test";
+// Starts its own stack (one kwok Node, the real node) in a temporary state directory
+// (test/support/eventing-stack.ts); one real node per machine, so it waits for the machine-wide
+// lock `/tmp/appmonitor-real-node.lock` first.
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
-import { CloudEvent, HTTP } from "cloudevents";
-import { buildImages } from "../images/build.ts";
+import type { CloudEvent } from "cloudevents";
 import { EVENTING_NAMESPACE } from "../stack/eventing-manifests.ts";
-import { installEventing, placeNamespace, type EventingInstallation } from "../stack/eventing-install.ts";
-import { applyAppmonitorEventing, BROKER } from "../stack/eventing-objects.ts";
-import { deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE } from "../stack/function-pods-install.ts";
+import { BROKER } from "../stack/eventing-objects.ts";
+import { FUNCTIONS_NAMESPACE } from "../stack/function-pods-install.ts";
 import { REAL_NODE } from "../stack/real-node-config.ts";
-import { down, up, type StackState } from "../stack/stack.ts";
 import { logFilterReceipts, readFilterReceipts } from "../support/broker-filter-log.ts";
-import { measurePath, waitForDelivery } from "../support/broker-hop.ts";
-import { alertEvent, createAppMonitor, memhogManifest } from "../support/memory-scaler.ts";
+import { waitForDelivery } from "../support/broker-hop.ts";
+import { brokerIngressUrl, logTail, postToBroker, readyPod, runningMemhog, scalerEvents, useEventingStack } from "../support/eventing-stack.ts";
+import { alertEvent, createAppMonitor } from "../support/memory-scaler.ts";
 import { waitFor } from "../support/stack.ts";
-import { acquireRealNodeLock } from "../support/real-node-lock.ts";
 
 /** The namespace of the scaled workload: memhog and the AppMonitor that governs it. */
 const WORKLOAD_NS = "eventing-workload";
 
-let stateDir = "";
-let state: StackState | undefined;
-let installation: EventingInstallation;
-let brokerUrl = "";
-let kc: k8s.KubeConfig;
-let core: k8s.CoreV1Api;
-let apps: k8s.AppsV1Api;
-
-let releaseLock: (() => Promise<void>) | undefined;
-
-before(async () => {
-  // One real node per machine: wait for any other test file's to be down first.
-  releaseLock = await acquireRealNodeLock();
-  stateDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-eventing-"));
-  const images = await buildImages(["memhog", ...FUNCTION_POD_NAMES]);
-  const archive = (name: string) => images.find((i) => i.name === name)?.archive ?? "";
-  const t0 = Date.now();
-  state = await up({ stateDir, nodes: 1, realNode: true, memhogArchive: archive("memhog"), progress: (line) => process.stderr.write(`# stack: ${line}\n`) });
-  process.stderr.write(`# stack with the real node up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
-  process.env.APPMONITOR_STACK_DIR = stateDir;
-  kc = new k8s.KubeConfig();
-  kc.loadFromFile(state.kubeconfig);
-  core = kc.makeApiClient(k8s.CoreV1Api);
-  apps = kc.makeApiClient(k8s.AppsV1Api);
-
-  installation = await installEventing(state);
-  process.stderr.write(`# Eventing ${installation.version} installed and Available in ${installation.seconds.toFixed(1)} s\n`);
-  const t1 = Date.now();
-  brokerUrl = await applyAppmonitorEventing(state);
-  process.stderr.write(`# Broker Ready at ${brokerUrl} in ${((Date.now() - t1) / 1000).toFixed(1)} s\n`);
-
-  // memhog on the real node too, placed by its namespace as the ApiServerSource's adapter is.
-  await core.createNamespace({ body: { metadata: { name: WORKLOAD_NS } } });
-  await placeNamespace(state, WORKLOAD_NS);
-  await apps.createNamespacedDeployment({ namespace: WORKLOAD_NS, body: await memhogManifest() });
-  await createAppMonitor(WORKLOAD_NS, "mymonitor", { memThresholdPercent: 75, memMultiplier: 2 });
-  const archives = Object.fromEntries(FUNCTION_POD_NAMES.map((name) => [name, archive(name)]));
-  await deployFunctionPods(state, { archives, sink: "sinkbinding" });
-}, { timeout: 20 * 60_000 });
-
-after(async () => {
-  if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
-  await releaseLock?.();
-});
-
-/** The first Ready Pod of `namespace` whose name starts with `prefix`. */
-async function podOf(namespace: string, prefix: string): Promise<k8s.V1Pod> {
-  return waitFor(`a Ready Pod ${namespace}/${prefix}*`, async () => (await core.listNamespacedPod({ namespace })).items.find((p) =>
-    p.metadata?.name?.startsWith(prefix) && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")), 60_000, 200);
-}
-
-/** memory-scaler's `appmonitor_memory_scaler_events_total` samples, read from its Pod (the host routes to Pod IPs). */
-async function scalerEvents(): Promise<Record<string, number>> {
-  const pod = await podOf(FUNCTIONS_NAMESPACE, "memory-scaler-");
-  const text = await (await fetch(`http://${pod.status?.podIP}:8080/metrics`)).text();
-  return Object.fromEntries(text.split("\n").filter((l) => l.startsWith("appmonitor_memory_scaler_events_total{")).map((l) => {
-    const [series, value] = l.split(" ");
-    return [series ?? "", Number(value)];
-  }));
-}
-
-/** POSTs `event` (binary mode) to the Broker ingress's Pod, as a Pod's request to the Broker's address arrives there. */
-async function postToBroker(event: CloudEvent<unknown>): Promise<number> {
-  const ingress = await podOf(EVENTING_NAMESPACE, "mt-broker-ingress-");
-  const message = HTTP.binary(event);
-  const res = await fetch(`http://${ingress.status?.podIP}:8080${BROKER.ingressPath}`, { method: "POST", headers: message.headers as Record<string, string>, body: message.body as string });
-  return res.status;
-}
+const stack = useEventingStack({ stateDirPrefix: "appmonitor-eventing-", workloadNamespace: WORKLOAD_NS });
 
 test("Eventing runs on the real node and its webhook is reached: the Broker was defaulted by it", { timeout: 60_000 }, async (t) => {
+  const { core, kc, installation } = stack();
   const pods = (await core.listNamespacedPod({ namespace: EVENTING_NAMESPACE })).items.filter((p) => p.status?.phase === "Running");
   for (const name of installation.deployments) {
     const pod = pods.find((p) => p.metadata?.name?.startsWith(`${name}-`));
@@ -117,37 +46,37 @@ test("Eventing runs on the real node and its webhook is reached: the Broker was 
 });
 
 test("alert-receiver's K_SINK is the Broker's address, injected by the SinkBinding", { timeout: 60_000 }, async () => {
-  const pod = await podOf(FUNCTIONS_NAMESPACE, "alert-receiver-");
+  const { core, brokerUrl } = stack();
+  const pod = await readyPod(core, FUNCTIONS_NAMESPACE, "alert-receiver-");
   const sink = pod.spec?.containers[0]?.env?.find((e) => e.name === "K_SINK")?.value;
   assert.equal(sink, brokerUrl);
 });
 
 test("a firing alert posted to the Broker reaches memory-scaler through its Trigger and scales memhog once; resolved and unrelated events never reach it", { timeout: 180_000 }, async (t) => {
-  const memhog = await waitFor("memhog Running on the real node", async () => (await core.listNamespacedPod({ namespace: WORKLOAD_NS, labelSelector: "name=memhog" }))
-    .items.find((p) => p.status?.phase === "Running" && p.spec?.nodeName === REAL_NODE.name), 120_000, 200);
+  const { core, apps } = stack();
+  const memhog = await runningMemhog(core, WORKLOAD_NS);
   const alert = { namespace: WORKLOAD_NS, pod: memhog.metadata?.name ?? "", container: "memhog", appmonitor: "mymonitor" };
-  const [ingress, scaler] = [await podOf(EVENTING_NAMESPACE, "mt-broker-ingress-"), await podOf(FUNCTIONS_NAMESPACE, "memory-scaler-")];
-  await waitForDelivery(core, `http://${ingress.status?.podIP}:8080${BROKER.ingressPath}`, { name: scaler.metadata?.name ?? "", namespace: FUNCTIONS_NAMESPACE });
-  const before = await scalerEvents();
-  assert.equal(await postToBroker(alertEvent(alert)), 202);
+  const scaler = await readyPod(core, FUNCTIONS_NAMESPACE, "memory-scaler-");
+  await waitForDelivery(core, await brokerIngressUrl(core), { name: scaler.metadata.name, namespace: FUNCTIONS_NAMESPACE });
+  const before = await scalerEvents(core);
+  assert.equal(await postToBroker(core, alertEvent(alert)), 202);
   const scaled = await waitFor("memhog scaled to 768Mi", async () => {
     const d = await apps.readNamespacedDeployment({ name: "memhog", namespace: WORKLOAD_NS });
     return d.spec?.template.spec?.containers[0]?.resources?.limits?.memory === "768Mi" ? d : undefined;
   }, 60_000, 200).catch(async (error: Error) => {
     // What memory-scaler said of the event, and whether the filter delivered it, make the failure readable.
-    const tail = async (namespace: string, prefix: string) => core.readNamespacedPodLog({ name: (await podOf(namespace, prefix)).metadata?.name ?? "", namespace, tailLines: 15 });
-    throw new Error(`${error.message}\nmemory-scaler:\n${await tail(FUNCTIONS_NAMESPACE, "memory-scaler-")}\nmt-broker-filter:\n${await tail(EVENTING_NAMESPACE, "mt-broker-filter-")}`, { cause: error });
+    throw new Error(`${error.message}\nmemory-scaler:\n${await logTail(core, FUNCTIONS_NAMESPACE, "memory-scaler-")}\nmt-broker-filter:\n${await logTail(core, EVENTING_NAMESPACE, "mt-broker-filter-")}`, { cause: error });
   });
   t.diagnostic(`memhog limits ${JSON.stringify(scaled.spec?.template.spec?.containers[0]?.resources)}`);
 
-  assert.equal(await postToBroker(alertEvent({ ...alert, status: "resolved" })), 202);
+  assert.equal(await postToBroker(core, alertEvent({ ...alert, status: "resolved" })), 202);
   const unrelated = alertEvent(alert).cloneWith({ type: "com.kubedemo.appmonitor.unrelated" }) as CloudEvent<unknown>;
-  assert.equal(await postToBroker(unrelated), 202);
+  assert.equal(await postToBroker(core, unrelated), 202);
   // A marker through the same path after them: once it arrives, the two before it had their chance.
   const marker = alertEvent({ namespace: WORKLOAD_NS, pod: "marker", alertname: "Marker" });
-  assert.equal(await postToBroker(marker), 202);
+  assert.equal(await postToBroker(core, marker), 202);
   const afterEvents = await waitFor("the marker reached memory-scaler", async () => {
-    const now = await scalerEvents();
+    const now = await scalerEvents(core);
     return Object.entries(now).some(([k, v]) => k.includes('reason="NotAppMonitorAlert"') && v > (before[k] ?? 0)) ? now : undefined;
   }, 30_000, 200);
   const delta = Object.fromEntries(Object.entries(afterEvents).map(([k, v]) => [k, v - (before[k] ?? 0)]).filter(([, v]) => v !== 0));
@@ -161,19 +90,9 @@ test("a firing alert posted to the Broker reaches memory-scaler through its Trig
   assert.equal(d.metadata?.generation, scaled.metadata?.generation, "scaled once");
 });
 
-test("the Broker hop's latency: send → memory-scaler's log line, through the Broker and straight to its Pod, 200 events each", { timeout: 600_000 }, async (t) => {
-  const ingress = await podOf(EVENTING_NAMESPACE, "mt-broker-ingress-");
-  const scaler = await podOf(FUNCTIONS_NAMESPACE, "memory-scaler-");
-  const pod = { name: scaler.metadata?.name ?? "", namespace: FUNCTIONS_NAMESPACE };
-  const direct = await measurePath(core, `http://${scaler.status?.podIP}:8080/`, pod, 200);
-  const broker = await measurePath(core, `http://${ingress.status?.podIP}:8080${BROKER.ingressPath}`, pod, 200);
-  t.diagnostic(`direct to memory-scaler: p50 ${direct.p50} ms, p99 ${direct.p99} ms`);
-  t.diagnostic(`through the Broker: p50 ${broker.p50} ms, p99 ${broker.p99} ms; the hop adds ${broker.p50 - direct.p50} ms at the median`);
-  assert.ok(broker.p99 < 5_000, `p99 through the Broker ${broker.p99} ms`);
-});
-
 test("creating an AppMonitor makes rule-sync write its PrometheusRule, the event coming through the ApiServerSource's adapter and the Broker", { timeout: 120_000 }, async (t) => {
-  const adapter = await podOf(FUNCTIONS_NAMESPACE, "apiserversource-appmonitors-");
+  const { core, kc } = stack();
+  const adapter = await readyPod(core, FUNCTIONS_NAMESPACE, "apiserversource-appmonitors-");
   assert.equal(adapter.spec?.nodeName, REAL_NODE.name, "the adapter Eventing's controller made was placed on the real node by its namespace");
   await createAppMonitor(WORKLOAD_NS, "through-the-source", { memThresholdPercent: 80, memMultiplier: 2 });
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
@@ -181,8 +100,8 @@ test("creating an AppMonitor makes rule-sync write its PrometheusRule, the event
     const list = await custom.listNamespacedCustomObject({ group: "monitoring.coreos.com", version: "v1", namespace: WORKLOAD_NS, plural: "prometheusrules" }) as { items: { metadata: { name: string; ownerReferences?: { kind: string; name: string }[] } }[] };
     return list.items.find((r) => r.metadata.ownerReferences?.some((o) => o.kind === "AppMonitor" && o.name === "through-the-source"));
   }, 60_000, 200);
-  const ruleSync = await podOf(FUNCTIONS_NAMESPACE, "rule-sync-");
-  const log = await core.readNamespacedPodLog({ name: ruleSync.metadata?.name ?? "", namespace: FUNCTIONS_NAMESPACE });
+  const ruleSync = await readyPod(core, FUNCTIONS_NAMESPACE, "rule-sync-");
+  const log = await core.readNamespacedPodLog({ name: ruleSync.metadata.name, namespace: FUNCTIONS_NAMESPACE });
   const line = log.split("\n").find((l) => l.includes('"eventType":"dev.knative.apiserver.resource.add"') && l.includes('"name":"through-the-source"'));
   assert.ok(line, "rule-sync logged the ApiServerSource's add event for it");
   t.diagnostic(`PrometheusRule ${WORKLOAD_NS}/${rule.metadata.name}; rule-sync: ${line.slice(0, 240)}`);
@@ -192,8 +111,9 @@ type RuleSyncLine = { msg?: string; eventType?: string; namespace?: string; name
 
 /** rule-sync's JSON log lines, from its Running Pod. */
 async function ruleSyncLog(): Promise<RuleSyncLine[]> {
-  const pod = await podOf(FUNCTIONS_NAMESPACE, "rule-sync-");
-  const log = await core.readNamespacedPodLog({ name: pod.metadata?.name ?? "", namespace: FUNCTIONS_NAMESPACE, container: "rule-sync" });
+  const { core } = stack();
+  const pod = await readyPod(core, FUNCTIONS_NAMESPACE, "rule-sync-");
+  const log = await core.readNamespacedPodLog({ name: pod.metadata.name, namespace: FUNCTIONS_NAMESPACE, container: "rule-sync" });
   return log.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as RuleSyncLine);
 }
 
@@ -201,7 +121,7 @@ type StoredRule = { metadata: { name: string; annotations?: Record<string, strin
 
 /** The PrometheusRule rule-sync writes for AppMonitor `WORKLOAD_NS/<name>`, or undefined. */
 async function ruleOf(name: string): Promise<StoredRule | undefined> {
-  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const custom = stack().kc.makeApiClient(k8s.CustomObjectsApi);
   return (custom.getNamespacedCustomObject({ group: "monitoring.coreos.com", version: "v1", namespace: WORKLOAD_NS, plural: "prometheusrules", name }) as Promise<StoredRule>)
     .catch((error: { code?: number }) => {
       if (error.code === 404) return undefined;
@@ -213,6 +133,7 @@ async function ruleOf(name: string): Promise<StoredRule | undefined> {
 const appMonitorSubject = (name: string) => `/apis/kubedemo.com/v1/namespaces/${WORKLOAD_NS}/appmonitors/${name}`;
 
 test("editing an AppMonitor re-applies its PrometheusRule and deleting it deletes the rule, the update and delete events coming through the ApiServerSource and the Broker's Triggers", { timeout: 180_000 }, async (t) => {
+  const { kc } = stack();
   // The filter logs each event it is handed from now on: the proof that the events went through the Broker.
   await logFilterReceipts(kc);
   const name = "edited-through-the-source";

@@ -47,6 +47,7 @@ function echoEvents(state: EventState): FunctionDefinition<{ suffix: string }> {
           handled.inc();
           if (received.type === "com.example.permanent") throw new HttpError(422, "cannot handle", { details: ["reason one"] });
           if (received.type === "com.example.bug") throw new Error("secret internal detail");
+          if (received.type === "com.example.verbose") throw new HttpError(400, "too much to say", { details: Array.from({ length: 40 }, (_, i) => `schema error number ${i}`) });
           if (received.type === "com.example.sentence") return { outcome: "not one word" };
           state.received.push({ id: received.id, type: received.type, data: received.data, suffix: config.suffix });
           return { outcome: "echoed", reason: "Asked" };
@@ -166,9 +167,28 @@ describe("CloudEvent functions", async () => {
     assert.equal(response.headers.get("x-appmonitor-outcome"), null);
   });
 
-  it("serves CloudEvents at POST / only", async () => {
+  it("keeps an error answer within 768 bytes (Knative's dead-letter path crashes on a longer one), the details in full in the log", async () => {
+    const message = HTTP.binary(event.cloneWith({ id: "evt-verbose", type: "com.example.verbose" }));
+    const response = await fetch(server.url, { method: "POST", headers: message.headers as Record<string, string>, body: message.body as string });
+    assert.equal(response.status, 400);
+    const text = await response.text();
+    assert.ok(Buffer.byteLength(text) <= 768, `${Buffer.byteLength(text)} bytes`);
+    const body = JSON.parse(text) as { error: string; details: string[]; detailsOmitted: number };
+    assert.equal(body.error, "too much to say");
+    assert.equal(body.details[0], "schema error number 0");
+    assert.equal(body.details.length + body.detailsOmitted, 40);
+    const line = lines.find((l) => l.msg === "request refused" && l.reason === "too much to say");
+    assert.equal((line?.details as unknown[] | undefined)?.length, 40);
+  });
+
+  it("serves CloudEvents at POST / only: another method 405, a POST elsewhere 400 (a 404 would be retried by Knative)", async () => {
     assert.equal((await fetch(server.url)).status, 405);
-    assert.equal((await fetch(`${server.url}/elsewhere`, { method: "POST" })).status, 404);
+    assert.equal((await fetch(`${server.url}/elsewhere`)).status, 405);
+    const message = HTTP.binary(event.cloneWith({ id: "evt-elsewhere" }));
+    const elsewhere = await fetch(`${server.url}/elsewhere`, { method: "POST", headers: message.headers as Record<string, string>, body: message.body as string });
+    assert.equal(elsewhere.status, 400);
+    assert.match(String((await json(elsewhere)).error), /POSTed to \/, not to \/elsewhere/);
+    assert.ok(!state.received.some((e) => e.id === "evt-elsewhere"), "not handled");
   });
 
   it("refuses a body over 1 MiB with 413 and accepts one of exactly 1 MiB", async () => {
@@ -207,11 +227,18 @@ describe("CloudEvent functions", async () => {
     assert.match(text, /^appmonitor_http_requests_total\{route="function",method="POST",code="204",function="echo-events"\} [1-9]/m);
   });
 
-  it("logs JSON lines: requests at info with a handled event's outcome, probes at debug", () => {
+  it("logs JSON lines: requests at info with the event's id and type and a handled event's outcome, probes at debug", () => {
     const requests = lines.filter((line) => line.msg === "request");
     assert.ok(requests.some((line) => line.level === "info" && line.path === "/" && line.function === "echo-events"));
     assert.ok(requests.some((line) => line.status === 204 && line.outcome === "echoed" && line.reason === "Asked"), JSON.stringify(requests));
     assert.ok(requests.filter((line) => line.status !== 204).every((line) => line.outcome === undefined));
+    // Each delivery of an event has its line by the event's id, failed ones too: a retried event's attempts can be counted.
+    assert.ok(requests.some((line) => line.status === 204 && line.eventId === "evt-1" && line.eventType === "com.example.test"), JSON.stringify(requests));
+    for (const [type, status] of [["com.example.permanent", 422], ["com.example.bug", 500]] as const) {
+      assert.ok(requests.some((line) => line.status === status && line.eventType === type && typeof line.eventId === "string"), `${type}: ${JSON.stringify(requests)}`);
+    }
+    assert.ok(requests.some((line) => line.status === 400 && line.eventId === undefined), "an event that could not be decoded has no id to name");
+    assert.ok(requests.some((line) => line.status === 400 && line.eventId === "evt-verbose"), "one the function refused has");
     const probes = requests.filter((line) => line.path === "/health/liveness");
     assert.ok(probes.length > 0);
     assert.ok(probes.every((line) => line.level === "debug"));

@@ -1,9 +1,10 @@
 /**
  * Knative Eventing running on the stack's real node: its images imported into the node's
- * containerd, its rendered install (`eventing-source.ts`) placed on the node
- * (`eventing-placement.ts`) and applied, its webhook configurations applied only once the webhook
- * serves (with failurePolicy Fail, an earlier one would make the API server refuse Eventing's own
- * ConfigMaps), and every Deployment of the install with replicas waited for until Available.
+ * containerd (of every command built, event_display, the dead-letter sink's, included), its
+ * rendered install (`eventing-source.ts`) placed on the node (`eventing-placement.ts`) and
+ * applied, its webhook configurations applied only once the webhook serves (with failurePolicy
+ * Fail, an earlier one would make the API server refuse Eventing's own ConfigMaps), and every
+ * Deployment of the install with replicas waited for until Available.
  *
  * The API server reaches the webhook at its Pod IP (`--enable-aggregator-routing`, stack.ts); the
  * Pods Eventing's controller makes later are placed by namespace annotations
@@ -56,29 +57,32 @@ async function applyObjects(state: StackState, objects: readonly object[], file:
 
 /**
  * Polls `check` every 500 ms until it returns true.
- * @throws StackStepError after `timeoutMs` with `describe()`'s account of what is missing.
+ * @throws StackStepError of `step` after `timeoutMs` with `describe()`'s account of what is missing.
  */
-async function until(check: () => Promise<boolean>, timeoutMs: number, describe: () => Promise<string>): Promise<void> {
+async function until(check: () => Promise<boolean>, timeoutMs: number, describe: () => Promise<string>, step = STEP): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new StackStepError(STEP, `${await describe()} after ${timeoutMs / 1000} s`);
+    if (Date.now() > deadline) throw new StackStepError(step, `${await describe()} after ${timeoutMs / 1000} s`);
     await new Promise((r) => setTimeout(r, 500));
   }
 }
 
-/** Waits until Deployment `name` of Eventing's namespace is Available; the error names its Pods' states. */
-async function waitAvailable(kc: k8s.KubeConfig, name: string, timeoutMs: number): Promise<void> {
+/**
+ * Waits until Deployment `name` of `namespace` (default Eventing's) is Available.
+ * @throws StackStepError of `step` naming its Pods' states.
+ */
+export async function waitAvailable(kc: k8s.KubeConfig, name: string, timeoutMs: number, namespace = EVENTING_NAMESPACE, step = STEP): Promise<void> {
   const apps = kc.makeApiClient(k8s.AppsV1Api);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   await until(async () => {
-    const d = await apps.readNamespacedDeployment({ name, namespace: EVENTING_NAMESPACE });
+    const d = await apps.readNamespacedDeployment({ name, namespace });
     return (d.status?.conditions?.some((c) => c.type === "Available" && c.status === "True") ?? false) && (d.status?.readyReplicas ?? 0) >= 1;
   }, timeoutMs, async () => {
-    const pods = await core.listNamespacedPod({ namespace: EVENTING_NAMESPACE });
+    const pods = await core.listNamespacedPod({ namespace });
     const mine = pods.items.filter((p) => p.metadata?.name?.startsWith(`${name}-`));
     const states = mine.map((p) => `${p.metadata?.name}: ${p.status?.phase} ${JSON.stringify(p.status?.containerStatuses?.map((c) => c.state) ?? p.status?.conditions ?? {})}`);
-    return `Deployment ${EVENTING_NAMESPACE}/${name} not Available (${states.join("; ") || "no Pods"})`;
-  });
+    return `Deployment ${namespace}/${name} not Available (${states.join("; ") || "no Pods"})`;
+  }, step);
 }
 
 /**

@@ -9,7 +9,7 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
-import { placeNamespace, stackKubectl } from "./eventing-install.ts";
+import { placeNamespace, stackKubectl, waitAvailable } from "./eventing-install.ts";
 import { FUNCTIONS_NAMESPACE } from "./function-pods-install.ts";
 import { repoRoot, StackStepError } from "./paths.ts";
 import type { StackState } from "./stack.ts";
@@ -23,6 +23,13 @@ export const EVENTING_OVERLAY_DIR = path.join(repoRoot, "test", "eventing-overla
 export const BROKER = { name: "default", namespace: FUNCTIONS_NAMESPACE, ingressPath: `/${FUNCTIONS_NAMESPACE}/default` } as const;
 
 /**
+ * The dead-letter sink of the Broker and every Trigger: knative/eventing/dead-letter.yaml's
+ * Knative Service, which the overlay runs as a Deployment of Knative's event_display and a `v1`
+ * Service, both of this name; its Pods carry the label `app.kubernetes.io/name=<name>`.
+ */
+export const DEAD_LETTER_SINK = { name: "appmonitor-dead-letter", namespace: FUNCTIONS_NAMESPACE } as const;
+
+/**
  * The overlay rendered (`kubectl kustomize`, kustomize being built into the stack's kubectl). Its
  * resources are the shipped files outside its directory, hence LoadRestrictionsNone.
  * @throws StackStepError with kubectl's message.
@@ -33,9 +40,11 @@ export async function renderOverlay(state: StackState): Promise<string> {
 
 /**
  * Applies knative/namespace.yaml (annotated with the real node's placement), the AppMonitor CRD and the overlay, and
- * waits until the Broker is Ready (its address known: the channel and the ingress serve).
+ * waits until the Broker is Ready (its address known: the channel and the ingress serve) and the
+ * dead-letter sink's Deployment is Available (its image, event_display, is imported with
+ * Eventing's by `installEventing`).
  * @returns the Broker's address as Eventing reports it (`http://broker-ingress.knative-eventing.svc.cluster.local/appmonitor/default`).
- * @throws StackStepError when kubectl fails or the Broker is not Ready within `timeoutMs` (default 120 000).
+ * @throws StackStepError when kubectl fails, or the Broker is not Ready or the sink not Available within `timeoutMs` (default 120 000).
  */
 export async function applyAppmonitorEventing(state: StackState, timeoutMs = 120_000): Promise<string> {
   if (!state.realNode) throw new StackStepError(STEP, "the stack has no real node");
@@ -57,7 +66,10 @@ export async function applyAppmonitorEventing(state: StackState, timeoutMs = 120
       status?: { conditions?: { type: string; status: string; reason?: string; message?: string }[]; address?: { url?: string } };
     };
     const ready = broker.status?.conditions?.find((c) => c.type === "Ready");
-    if (ready?.status === "True" && broker.status?.address?.url) return broker.status.address.url;
+    if (ready?.status === "True" && broker.status?.address?.url) {
+      await waitAvailable(kc, DEAD_LETTER_SINK.name, Math.max(deadline - Date.now(), 1_000), DEAD_LETTER_SINK.namespace, STEP);
+      return broker.status.address.url;
+    }
     if (Date.now() > deadline) throw new StackStepError(STEP, `Broker ${BROKER.namespace}/${BROKER.name} not Ready after ${timeoutMs / 1000} s: ${JSON.stringify(broker.status?.conditions ?? [])}`);
     await new Promise((r) => setTimeout(r, 500));
   }

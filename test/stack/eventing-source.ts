@@ -29,6 +29,14 @@ export interface EventingModule {
 const EVENTING_MODULE = "knative.dev/eventing";
 
 /**
+ * Commands of the tool block that no file of the install names, with what they are built for.
+ * Their images are imported with the install's all the same (`installEventing`).
+ */
+export const EVENTING_SINK_COMMANDS: Readonly<Record<string, string>> = {
+  event_display: "Knative's event_display, the dead-letter sink of knative/eventing/dead-letter.yaml, run by test/eventing-overlay",
+};
+
+/**
  * The packages of a go.mod's `tool` directives, single-line or in a block, in file order.
  */
 export function goModTools(goMod: string): string[] {

@@ -11,6 +11,7 @@
 import { randomUUID } from "node:crypto";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent, HTTP } from "cloudevents";
+import { readJsonLog, type PodRef } from "./function-logs.ts";
 import { alertEvent } from "./memory-scaler.ts";
 
 /** Where the two paths start: `http://<Pod IP>:<port><path>` of the ingress and of memory-scaler. */
@@ -42,13 +43,10 @@ async function post(url: string, event: CloudEvent<unknown>): Promise<number> {
 }
 
 /** memory-scaler's log lines since `sinceSeconds` ago, by event id: the first line's `time` (ISO, ms), as ms since the epoch. */
-async function loggedTimes(core: k8s.CoreV1Api, pod: { name: string; namespace: string }, sinceSeconds: number): Promise<Map<string, number>> {
-  const log = await core.readNamespacedPodLog({ name: pod.name, namespace: pod.namespace, sinceSeconds });
+async function loggedTimes(core: k8s.CoreV1Api, pod: PodRef, sinceSeconds: number): Promise<Map<string, number>> {
   const times = new Map<string, number>();
-  for (const line of log.split("\n")) {
-    if (!line.startsWith("{")) continue;
-    // The runtime binds `eventId` to every line logged while the event is handled (invoke.ts).
-    const { time, eventId } = JSON.parse(line) as { time?: string; eventId?: string };
+  // The runtime binds `eventId` to every line logged while the event is handled (invoke.ts).
+  for (const { time, eventId } of await readJsonLog(core, pod, sinceSeconds)) {
     if (eventId && time && !times.has(eventId)) times.set(eventId, Date.parse(time));
   }
   return times;
@@ -59,7 +57,7 @@ async function loggedTimes(core: k8s.CoreV1Api, pod: { name: string; namespace: 
  * @returns the ms from the POST to that line, or undefined when it did not come in time.
  * @throws Error when the POST is refused.
  */
-async function probe(core: k8s.CoreV1Api, url: string, pod: { name: string; namespace: string }, timeoutMs: number): Promise<number | undefined> {
+async function probe(core: k8s.CoreV1Api, url: string, pod: PodRef, timeoutMs: number): Promise<number | undefined> {
   const id = randomUUID();
   const event = alertEvent({ namespace: "broker-hop", pod: "none", alertname: "BrokerHopProbe", id });
   const sent = Date.now();
@@ -81,7 +79,7 @@ async function probe(core: k8s.CoreV1Api, url: string, pod: { name: string; name
  * to the channel. One probe every 2 s.
  * @throws Error when none arrives within `timeoutMs` (default 60 000), with the last refusal if any.
  */
-export async function waitForDelivery(core: k8s.CoreV1Api, url: string, pod: { name: string; namespace: string }, timeoutMs = 60_000): Promise<void> {
+export async function waitForDelivery(core: k8s.CoreV1Api, url: string, pod: PodRef, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let refused: Error | undefined;
   for (;;) {
@@ -105,7 +103,7 @@ export async function waitForDelivery(core: k8s.CoreV1Api, url: string, pod: { n
  * @param pod memory-scaler's Pod, whose log shows each event's arrival.
  * @throws Error when a POST is refused or an event does not reach memory-scaler within 10 s.
  */
-export async function measurePath(core: k8s.CoreV1Api, url: string, pod: { name: string; namespace: string }, count: number): Promise<PathLatency> {
+export async function measurePath(core: k8s.CoreV1Api, url: string, pod: PodRef, count: number): Promise<PathLatency> {
   const samples: number[] = [];
   for (let i = 0; i < count; i++) {
     const latency = await probe(core, url, pod, 10_000);

@@ -2,8 +2,9 @@
  * What test/eventing-overlay may change in the shipped knative/ files it renders, and the check
  * that it changes nothing else: Knative Serving cannot run on the stack's real node, so each
  * reference to a Serving `Service` (a Trigger's subscriber, a delivery's dead-letter sink, the
- * SinkBinding's subject) may name what stands in for it instead, under the same name; every other
- * field must be byte-for-byte what users install.
+ * SinkBinding's subject) may name what stands in for it instead, under the same name, and a shipped
+ * Knative Service may run as a Deployment of the same name and Pod template (its image the same
+ * Knative command built here); every other field must be byte-for-byte what users install.
  */
 import { readFile } from "node:fs/promises";
 import path from "node:path";
@@ -85,6 +86,43 @@ export function servingReferences(value: unknown, at = ""): string[] {
 /** `apiVersion kind namespace/name` of an object, which identifies it in a rendered install. */
 export function objectKey(o: Manifest): string {
   return `${o.apiVersion} ${o.kind} ${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+}
+
+/** Where the stack's images of Knative's own commands are named (`test/bins/eventing.sh`), a tag being the pinned module's version. */
+const LOCAL_KNATIVE_IMAGE = /^localhost\/appmonitor\/knative-eventing\/([\w.-]+):v\d+\.\d+\.\d+$/;
+
+/** Whether a shipped object is itself a Knative Service (which the overlay runs as a Deployment). */
+export function isServingService(o: Manifest): boolean {
+  return o.apiVersion === SERVING_SERVICE.apiVersion && o.kind === SERVING_SERVICE.kind;
+}
+
+/** The key of the object the overlay renders for a shipped one: a Knative Service's Deployment of the same name, else the same key. */
+export function renderedKey(o: Manifest): string {
+  return isServingService(o) ? objectKey({ ...o, apiVersion: "apps/v1", kind: "Deployment" }) : objectKey(o);
+}
+
+type PodTemplateOwner = { spec?: { template?: { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec?: { containers?: { image?: string }[] } } } };
+
+/**
+ * The differences between a shipped Knative Service and the Deployment standing in for it, other
+ * than those the stand-in needs: `apiVersion`/`kind` apps/v1 Deployment, `spec.replicas` its
+ * `autoscaling.knative.dev/min-scale` (1 without one), `spec.selector` its template's
+ * `app.kubernetes.io/name` label, and each container's image the same Knative command's image
+ * built here (`localhost/appmonitor/knative-eventing/<command>:<version>` for `…/cmd/<command>`).
+ * Everything else, the whole Pod template included, must be as shipped.
+ */
+export function servingServiceStandInDifferences(shipped: Manifest, rendered: unknown): OverlayDifference[] {
+  const expected = structuredClone(shipped) as Manifest & PodTemplateOwner & { spec: Record<string, unknown> };
+  const template = expected.spec.template;
+  Object.assign(expected, { apiVersion: "apps/v1", kind: "Deployment" });
+  expected.spec.replicas = Number(template?.metadata?.annotations?.["autoscaling.knative.dev/min-scale"] ?? 1);
+  expected.spec.selector = { matchLabels: { "app.kubernetes.io/name": template?.metadata?.labels?.["app.kubernetes.io/name"] } };
+  const renderedContainers = (rendered as PodTemplateOwner | undefined)?.spec?.template?.spec?.containers ?? [];
+  for (const [i, container] of (template?.spec?.containers ?? []).entries()) {
+    const image = renderedContainers[i]?.image ?? "";
+    if (LOCAL_KNATIVE_IMAGE.exec(image)?.[1] === container.image?.split("/").pop()) container.image = image;
+  }
+  return overlayDifferences(expected, rendered);
 }
 
 /**

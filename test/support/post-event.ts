@@ -3,6 +3,7 @@
  * handled event is 204 with the outcome in headers and no body (the runtime's `acknowledge`),
  * a refused or failed one has a JSON error body.
  */
+import assert from "node:assert/strict";
 import { HTTP, type CloudEvent } from "cloudevents";
 import { OUTCOME_HEADER, REASON_HEADER } from "../../functions/lib/runtime/cloudevent.ts";
 
@@ -52,4 +53,18 @@ export async function postEvent(url: string, event: CloudEvent<unknown>, mode: "
 /** `answer` in one line, for assertion messages. */
 export function describeAnswer(answer: EventAnswer): string {
   return `${answer.status} ${answer.outcome ?? "-"}/${answer.reason ?? "-"} ${answer.text.slice(0, 500)}`;
+}
+
+/**
+ * Asserts that `answer` is a handled event's and carries nothing a Knative Broker would take for
+ * a reply event to route again (knative/eventing pkg/kncloudevents/event_dispatcher.go sends any
+ * response message it can read back to the Broker): 204, no body, no content type (a CloudEvents
+ * one would make a structured event of it), no `ce-*` header (a binary one).
+ */
+export function assertNoReplyEvent(answer: EventAnswer): void {
+  assert.equal(answer.status, 204, describeAnswer(answer));
+  assert.equal(answer.text, "", "no body");
+  assert.equal(answer.headers.get("content-type"), null, "no content type (a CloudEvents one would make it a structured reply event)");
+  assert.ok((answer.headers.get("content-length") ?? "0") === "0", "no content length");
+  assert.deepEqual([...answer.headers.keys()].filter((name) => name.startsWith("ce-")), [], "no ce-* header (it would make it a binary reply event)");
 }

@@ -2,8 +2,9 @@
  * The machine-wide lock on the stack's real node (one per machine: fixed interface, bridge,
  * iptables chain and cgroup names). Test files that bring up a real node take it first, so
  * `npm test`'s concurrent files run them one after the other instead of one failing. The lock is
- * util-linux `flock` on {@link REAL_NODE_LOCK}, the file a person also wraps a manual run in
- * (`flock /tmp/appmonitor-real-node.lock npm run test:real-node`).
+ * util-linux `flock` on {@link REAL_NODE_LOCK}, the file a person wraps a manual run of anything
+ * else that starts a real node in (`flock /tmp/appmonitor-real-node.lock node test/bench/broker-hop.ts`);
+ * not a test file that takes it itself, which would then wait for its own wrapper forever.
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";

@@ -9,7 +9,7 @@ import {
   EVENTING_IMAGE_REPOSITORY, EVENTING_LEFT_OUT, EVENTING_NAMESPACE, eventingImage, parseEventingFile, renderEventing, selectEventingFiles,
   type EventingFile, type EventingObject,
 } from "../stack/eventing-manifests.ts";
-import { eventingFiles, eventingImageArchive, eventingModule, goModTools, type EventingModule } from "../stack/eventing-source.ts";
+import { EVENTING_SINK_COMMANDS, eventingFiles, eventingImageArchive, eventingModule, goModTools, type EventingModule } from "../stack/eventing-source.ts";
 
 let module: EventingModule;
 let files: EventingFile[];
@@ -32,12 +32,13 @@ function strings(value: unknown): string[] {
 const named = (kind: string): string[] => objects.filter((o) => o.kind === kind).map((o) => o.metadata.name);
 
 describe("the pinned module", () => {
-  test("is Eventing v0.50.0, and its tool block names the commands the install runs", () => {
+  test("is Eventing v0.50.0, and its tool block names the commands the install runs and the dead-letter sink's", () => {
     assert.equal(module.version, "v0.50.0");
     assert.deepEqual([...module.commands].sort(), [
-      "apiserver_receive_adapter", "auth_proxy", "broker/filter", "broker/ingress", "controller",
+      "apiserver_receive_adapter", "auth_proxy", "broker/filter", "broker/ingress", "controller", "event_display",
       "in_memory/channel_controller", "in_memory/channel_dispatcher", "mtchannel_broker", "mtping", "webhook",
     ]);
+    assert.deepEqual(Object.keys(EVENTING_SINK_COMMANDS), ["event_display"]);
   });
 
   test("each command's binary name is unique, so its image archive is too", () => {
@@ -48,11 +49,12 @@ describe("the pinned module", () => {
 });
 
 describe("ko:// references", () => {
-  test("none is left, and every built command's image is named", () => {
+  test("none is left, and every built command's image is named but the dead-letter sink's", () => {
     const all = strings(objects);
     assert.deepEqual(all.filter((s) => s.includes("ko://")), []);
     const images = new Set(all.filter((s) => s.startsWith(`${EVENTING_IMAGE_REPOSITORY}/`)));
-    assert.deepEqual([...images].sort(), module.commands.map((c) => eventingImage(c, module.version)).sort());
+    const installed = module.commands.filter((c) => !(c in EVENTING_SINK_COMMANDS));
+    assert.deepEqual([...images].sort(), installed.map((c) => eventingImage(c, module.version)).sort());
   });
 
   test("nothing else differs from Eventing's YAML: the text with its references substituted parses to the same objects", () => {

@@ -9,7 +9,7 @@ import { EVENTING_OVERLAY_DIR } from "../stack/eventing-objects.ts";
 import { repoRoot } from "../stack/paths.ts";
 import path from "node:path";
 import {
-  objectKey, objectsOf, overlayDifferences, overlaySources, servingReferences,
+  isServingService, objectKey, objectsOf, overlayDifferences, overlaySources, renderedKey, servingReferences, servingServiceStandInDifferences,
   type OverlayDifference, type OverlaySources,
 } from "../support/eventing-overlay.ts";
 import { kustomize, type Manifest } from "../support/knative.ts";
@@ -70,15 +70,52 @@ describe("overlayDifferences", () => {
   });
 });
 
+describe("servingServiceStandInDifferences", () => {
+  const ksvc = {
+    apiVersion: "serving.knative.dev/v1", kind: "Service", metadata: { name: "sink", namespace: "appmonitor" },
+    spec: { template: {
+      metadata: { labels: { "app.kubernetes.io/name": "sink" }, annotations: { "autoscaling.knative.dev/min-scale": "1" } },
+      spec: { containers: [{ name: "c", image: "gcr.io/knative-releases/knative.dev/eventing/cmd/event_display" }] },
+    } },
+  };
+  type Stand = typeof ksvc & { spec: { replicas?: number; selector?: { matchLabels: Record<string, string> }; template: { spec: { automountServiceAccountToken?: boolean } } } };
+  const deployment = (change: (d: Stand) => void = () => {}) => {
+    const d: Stand = structuredClone({ ...ksvc, apiVersion: "apps/v1", kind: "Deployment" });
+    d.spec.replicas = 1;
+    d.spec.selector = { matchLabels: { "app.kubernetes.io/name": "sink" } };
+    d.spec.template.spec.containers = [{ name: "c", image: "localhost/appmonitor/knative-eventing/event_display:v0.50.0" }];
+    change(d);
+    return d;
+  };
+  test("its Deployment: same Pod template, replicas its min-scale, the same command built here", () => {
+    assert.deepEqual(servingServiceStandInDifferences(ksvc, deployment()), []);
+  });
+  const image = (d: Stand, to: string) => { d.spec.template.spec.containers = [{ name: "c", image: to }]; };
+  const cases: [string, (d: Stand) => void, string][] = [
+    ["another command's image", (d) => image(d, "localhost/appmonitor/knative-eventing/controller:v0.50.0"), "/spec/template/spec/containers/0/image"],
+    ["an image from elsewhere", (d) => image(d, "example.com/event_display:v0.50.0"), "/spec/template/spec/containers/0/image"],
+    ["more replicas than min-scale", (d) => { d.spec.replicas = 2; }, "/spec/replicas"],
+    ["a Pod template field changed", (d) => { d.spec.template.spec.automountServiceAccountToken = true; }, "/spec/template/spec/automountServiceAccountToken"],
+    ["a selector beyond the template's name label", (d) => { d.spec.selector = { matchLabels: { "app.kubernetes.io/name": "sink", extra: "x" } }; }, "/spec/selector/matchLabels/extra"],
+  ];
+  for (const [name, change, where] of cases) {
+    test(name, () => assert.deepEqual(servingServiceStandInDifferences(ksvc, deployment(change)).map((d) => d.path), [where]));
+  }
+});
+
 describe("test/eventing-overlay rendered", () => {
   test("renders shipped files from knative/ and adds only its own stand-ins", () => {
     assert.ok(sources.shipped.length > 0 && sources.shipped.every((f) => f.startsWith(path.join(repoRoot, "knative") + path.sep)), sources.shipped.join(", "));
-    const expected = [...shipped, ...own].map(objectKey).sort();
+    const expected = [...shipped.map(renderedKey), ...own.map(objectKey)].sort();
     assert.deepEqual([...rendered.keys()].sort(), expected);
   });
 
   test("differs from the shipped objects only by Serving references replaced by their stand-ins of the same name", () => {
-    const differences = shipped.flatMap((o) => overlayDifferences(o, rendered.get(objectKey(o))).map((d) => `${objectKey(o)} ${d.path}: ${JSON.stringify(d.shipped)} → ${JSON.stringify(d.rendered)}`));
+    const differences = shipped.flatMap((o) => {
+      const out = rendered.get(renderedKey(o));
+      const found = isServingService(o) ? servingServiceStandInDifferences(o, out) : overlayDifferences(o, out);
+      return found.map((d) => `${objectKey(o)} ${d.path}: ${JSON.stringify(d.shipped)} → ${JSON.stringify(d.rendered)}`);
+    });
     assert.deepEqual(differences, []);
   });
 

@@ -21,6 +21,7 @@ import {
   type KnativeService,
   type Manifest,
 } from "../support/knative.ts";
+import { backoffSeconds, type DeliverySpec } from "../support/knative-delivery.ts";
 
 let objects: Manifest[] = [];
 let services: Record<FunctionName, KnativeService>;
@@ -270,7 +271,7 @@ describe("eventing", () => {
       assert.equal(delivery.backoffPolicy, "exponential", where);
       assert.match(delivery.backoffDelay ?? "", /^PT\d+(\.\d+)?S$/, `${where}: an ISO 8601 duration`);
       // Knative waits backoffDelay × 2^i before retry i+1: the sum must outlast an API server restart (a minute or more).
-      const total = Number(/[\d.]+/.exec(delivery.backoffDelay ?? "")?.[0]) * (2 ** (delivery.retry ?? 0) - 1);
+      const total = backoffSeconds(delivery as DeliverySpec).reduce((a, b) => a + b, 0);
       assert.ok(total >= 120, `${where}: retries span ${total} s`);
     }
     assert.deepEqual([...sinks], [`serving.knative.dev/v1 Service ${INSTALL_NAMESPACE}/appmonitor-dead-letter`], "one sink for all");

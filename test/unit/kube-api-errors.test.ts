@@ -17,6 +17,7 @@ import {
   type ApiErrorClass,
 } from "../../functions/lib/kube-api-errors.ts";
 import { HttpError } from "../../functions/lib/runtime/errors.ts";
+import { knativeRetries } from "../support/knative-delivery.ts";
 
 /** An error as the client throws it: the HTTP status, a `Status` body (as text), headers. */
 const api = (code: number, status: Record<string, unknown>, headers: Record<string, string> = {}) =>
@@ -25,8 +26,6 @@ const api = (code: number, status: Record<string, unknown>, headers: Record<stri
 const RBAC_NAMESPACED = 'deployments.apps "web" is forbidden: User "system:serviceaccount:appmonitor:memory-scaler" cannot patch resource "deployments" in API group "apps" in the namespace "team-a"';
 const RBAC_CLUSTER = 'appmonitors.kubedemo.com is forbidden: User "system:serviceaccount:appmonitor:rule-sync" cannot list resource "appmonitors" in API group "kubedemo.com" at the cluster scope';
 
-/** Knative's `SelectiveRetry` (knative/eventing pkg/kncloudevents/retries.go). */
-const knativeRetries = (status: number): boolean => status >= 500 || [404, 408, 409, 429].includes(status);
 
 const cases: { name: string; error: unknown; kind: ApiErrorClass; status: number; retryAfter?: string; reason: RegExp }[] = [
   { name: "a Pod that is gone (404 naming it)", error: api(404, { reason: "NotFound", message: 'pods "p" not found', details: { name: "p", kind: "pods" } }), kind: "NotFound", status: 503, reason: /deleted meanwhile/ },

@@ -6,12 +6,15 @@
  * - `GET /health/liveness`, `GET /health/readiness` — see `health.ts`; other methods → 405.
  * - `GET /metrics` — Prometheus text format of the function's registry; other methods → 405.
  * - anything else → the function (`invoke.ts`): the body is read raw, at most 1 MiB (413
- *   beyond, logged as a warning with the body's size and sender: no sender retries it), an `HttpError` becomes its status with `{ error, details? }`, any other error
- *   500 `{ "error": "internal error" }` (logged with its stack, never sent). A handled
- *   CloudEvent is answered 204 without a body (`cloudevent.ts`, `acknowledge`).
+ *   beyond, logged as a warning with the body's size and sender: no sender retries it), an
+ *   `HttpError` becomes its status with `{ error, details? }` (for a CloudEvent function at most
+ *   768 bytes: `errorBody` in response.ts; the details in full in the log line), any other error 500
+ *   `{ "error": "internal error" }` (logged with its stack, never sent). A handled CloudEvent is
+ *   answered 204 without a body (`cloudevent.ts`, `acknowledge`).
  *
- * One access log line per request (`msg: "request"`), with the outcome and reason of a handled
- * CloudEvent when there is one.
+ * One access log line per request (`msg: "request"`), with the id and type of the CloudEvent it
+ * carried once decoded (so each delivery of an event a Broker retries has its own line, failed
+ * ones included) and the outcome and reason of a handled one.
  */
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
@@ -26,7 +29,7 @@ import { Drainer } from "./drain.ts";
 import { HttpError, toHttpError } from "./errors.ts";
 import { LIVENESS_PATH, READINESS_PATH, liveness, readiness } from "./health.ts";
 import { invoke } from "./invoke.ts";
-import type { Invocable } from "./invoke.ts";
+import type { EventName, Invocable } from "./invoke.ts";
 import { createLogger } from "./logger.ts";
 import { createRuntimeMetrics } from "./metrics.ts";
 import type { RouteLabel } from "./metrics.ts";
@@ -76,6 +79,8 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
       ? { kind: "cloudevent", instance: await definition.init(config, deps) }
       : { kind: "http", instance: await definition.init(config, deps) };
 
+  // A CloudEvent function's failed answer is read by a Knative dispatcher: kept within 768 bytes.
+  const bounded = fn.kind === "cloudevent";
   const app = express();
   app.disable("x-powered-by");
   app.disable("etag");
@@ -97,7 +102,11 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       metrics.requests.inc({ route, method: req.method, code });
       metrics.duration.observe({ route, code }, seconds);
-      const line = { requestId, method: req.method, path: req.path, status: res.statusCode, durationMs: Math.round(seconds * 1e4) / 10, ...outcomeOf(res) };
+      const event = res.locals.event as EventName | undefined;
+      const line = {
+        requestId, method: req.method, path: req.path, status: res.statusCode, durationMs: Math.round(seconds * 1e4) / 10,
+        ...(event === undefined ? {} : { eventId: event.id, eventType: event.type }), ...outcomeOf(res),
+      };
       // Probes and scrapes arrive every few seconds: keep them out of the info stream.
       if (route === "health" || route === "metrics") log.debug(line, "request");
       else log.info(line, "request");
@@ -122,9 +131,9 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
     const requestId = String(res.locals.requestId);
     const context: FunctionContext = { log: log.child({ requestId }), requestId };
     try {
-      writeResponse(res, (await invoke(fn, context, toFunctionRequest(req))) ?? undefined);
+      writeResponse(res, (await invoke(fn, context, toFunctionRequest(req), (event) => (res.locals.event = event))) ?? undefined);
     } catch (error) {
-      fail(context.log, res, error);
+      fail(context.log, res, error, bounded);
     }
   });
   // Errors raised before the function runs: body too large, bad content-encoding, aborted upload.
@@ -136,7 +145,7 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
         "request body over the limit: refused with 413, which senders do not retry, so its content is lost",
       );
     }
-    fail(log, res, error);
+    fail(log, res, error, bounded);
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -167,11 +176,14 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
   return { url, port, log, registry: metrics.registry, close };
 }
 
-function fail(log: Logger, res: Response, error: unknown): void {
+/** Answers `error` (its body within 768 bytes when `bounded`: response.ts, `errorBody`) and logs it. */
+function fail(log: Logger, res: Response, error: unknown, bounded: boolean): void {
   const httpError = toHttpError(error);
-  if (httpError.status >= 500) log.error({ err: httpError.cause ?? httpError, status: httpError.status }, httpError.reason);
-  else log.info({ status: httpError.status, reason: httpError.reason }, "request refused");
-  writeError(res, httpError);
+  // The details in full here: a CloudEvent function's answer keeps what fits in 768 bytes.
+  const details = httpError.details === undefined ? {} : { details: httpError.details };
+  if (httpError.status >= 500) log.error({ err: httpError.cause ?? httpError, status: httpError.status, ...details }, httpError.reason);
+  else log.info({ status: httpError.status, reason: httpError.reason, ...details }, "request refused");
+  writeError(res, httpError, bounded);
 }
 
 /** The outcome headers a handled CloudEvent's answer carries, for the access line; `{}` otherwise. */

@@ -1,6 +1,7 @@
 // Pins Knative Eventing: the stack builds its commands (the tool block: each one the config/
 // YAML of the core, the in-memory channel and the multi-tenant channel-based broker names with
-// ko://) and reads that YAML from this module's directory in the Go module cache.
+// ko://, and event_display, the dead-letter sink of knative/eventing/dead-letter.yaml) and reads
+// that YAML from this module's directory in the Go module cache.
 module appmonitor.local/bins/eventing
 
 go 1.26.0
@@ -119,6 +120,7 @@ tool (
 	knative.dev/eventing/cmd/broker/filter
 	knative.dev/eventing/cmd/broker/ingress
 	knative.dev/eventing/cmd/controller
+	knative.dev/eventing/cmd/event_display
 	knative.dev/eventing/cmd/in_memory/channel_controller
 	knative.dev/eventing/cmd/in_memory/channel_dispatcher
 	knative.dev/eventing/cmd/mtchannel_broker

@@ -1,0 +1,147 @@
+/**
+ * A stack of a test file's own with Knative Eventing running for real on its real node, for tests
+ * that send events through the real data plane (ingress → in-memory channel → filter → Trigger →
+ * subscriber): one kwok Node and the real node in a temporary state directory, Eventing installed
+ * (test/stack/eventing-install.ts), appmonitor's own Eventing objects applied through
+ * test/eventing-overlay (only the Knative Serving references substituted; the dead-letter sink is
+ * Knative's event_display), the functions as Pods with alert-receiver's K_SINK injected by the
+ * SinkBinding, and memhog with the AppMonitor `mymonitor` (threshold 75, multiplier 2) in a
+ * workload namespace placed on the real node. One real node per machine: the file waits for the
+ * machine-wide lock first (`real-node-lock.ts`).
+ */
+import { after, before } from "node:test";
+import { mkdtemp } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import * as k8s from "@kubernetes/client-node";
+import { HTTP, type CloudEvent } from "cloudevents";
+import { buildImages } from "../images/build.ts";
+import { EVENTING_NAMESPACE } from "../stack/eventing-manifests.ts";
+import { installEventing, placeNamespace, type EventingInstallation } from "../stack/eventing-install.ts";
+import { applyAppmonitorEventing, BROKER } from "../stack/eventing-objects.ts";
+import { deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE } from "../stack/function-pods-install.ts";
+import { REAL_NODE } from "../stack/real-node-config.ts";
+import { down, up, type StackState } from "../stack/stack.ts";
+import { createAppMonitor, memhogManifest } from "./memory-scaler.ts";
+import { acquireRealNodeLock } from "./real-node-lock.ts";
+import { waitFor } from "./stack.ts";
+
+/** What {@link useEventingStack} brought up. */
+export interface EventingStack {
+  readonly state: StackState;
+  readonly installation: EventingInstallation;
+  /** The Broker's address as Eventing reports it (in-cluster). */
+  readonly brokerUrl: string;
+  readonly kc: k8s.KubeConfig;
+  readonly core: k8s.CoreV1Api;
+  readonly apps: k8s.AppsV1Api;
+  /** Where memhog and the AppMonitor `mymonitor` that governs it live. */
+  readonly workloadNamespace: string;
+}
+
+/** What the file's stack is called and where its workload goes. */
+export interface EventingStackOptions {
+  /** Prefix of the temporary state directory, e.g. `appmonitor-eventing-`. */
+  readonly stateDirPrefix: string;
+  readonly workloadNamespace: string;
+}
+
+/**
+ * Registers the file's `before` (bring the stack up, up to 20 minutes) and `after` (take it
+ * down, release the lock) hooks.
+ * @returns the stack, for the tests to call once `before` has run.
+ */
+export function useEventingStack(options: EventingStackOptions): () => EventingStack {
+  let stack: EventingStack | undefined;
+  let stateDir = "";
+  let state: StackState | undefined;
+  let releaseLock: (() => Promise<void>) | undefined;
+
+  before(async () => {
+    // One real node per machine: wait for any other test file's to be down first.
+    releaseLock = await acquireRealNodeLock();
+    stateDir = await mkdtemp(path.join(os.tmpdir(), options.stateDirPrefix));
+    const images = await buildImages(["memhog", ...FUNCTION_POD_NAMES]);
+    const archive = (name: string) => images.find((i) => i.name === name)?.archive ?? "";
+    const t0 = Date.now();
+    state = await up({ stateDir, nodes: 1, realNode: true, memhogArchive: archive("memhog"), progress: (line) => process.stderr.write(`# stack: ${line}\n`) });
+    process.stderr.write(`# stack with the real node up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+    process.env.APPMONITOR_STACK_DIR = stateDir;
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(state.kubeconfig);
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    const apps = kc.makeApiClient(k8s.AppsV1Api);
+
+    const installation = await installEventing(state);
+    process.stderr.write(`# Eventing ${installation.version} installed and Available in ${installation.seconds.toFixed(1)} s\n`);
+    const t1 = Date.now();
+    const brokerUrl = await applyAppmonitorEventing(state);
+    process.stderr.write(`# Broker Ready at ${brokerUrl}, dead-letter sink Available, in ${((Date.now() - t1) / 1000).toFixed(1)} s\n`);
+
+    // memhog on the real node too, placed by its namespace as the ApiServerSource's adapter is.
+    const workloadNamespace = options.workloadNamespace;
+    await core.createNamespace({ body: { metadata: { name: workloadNamespace } } });
+    await placeNamespace(state, workloadNamespace);
+    await apps.createNamespacedDeployment({ namespace: workloadNamespace, body: await memhogManifest() });
+    await createAppMonitor(workloadNamespace, "mymonitor", { memThresholdPercent: 75, memMultiplier: 2 });
+    const archives = Object.fromEntries(FUNCTION_POD_NAMES.map((name) => [name, archive(name)]));
+    await deployFunctionPods(state, { archives, sink: "sinkbinding" });
+    stack = { state, installation, brokerUrl, kc, core, apps, workloadNamespace };
+  }, { timeout: 20 * 60_000 });
+
+  after(async () => {
+    if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
+    await releaseLock?.();
+  });
+
+  return () => {
+    if (stack === undefined) throw new Error("the Eventing stack is not up (its before hook failed or has not run)");
+    return stack;
+  };
+}
+
+/** The first Ready Pod of `namespace` whose name starts with `prefix` (waits up to 60 s). */
+export async function readyPod(core: k8s.CoreV1Api, namespace: string, prefix: string): Promise<k8s.V1Pod & { metadata: k8s.V1ObjectMeta & { name: string } }> {
+  const pod = await waitFor(`a Ready Pod ${namespace}/${prefix}*`, async () => (await core.listNamespacedPod({ namespace })).items.find((p) =>
+    p.metadata?.name?.startsWith(prefix) && p.metadata.deletionTimestamp === undefined && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")), 60_000, 200);
+  return pod as k8s.V1Pod & { metadata: k8s.V1ObjectMeta & { name: string } };
+}
+
+/** memhog's Pod, Running on the real node (waits up to 120 s). */
+export function runningMemhog(core: k8s.CoreV1Api, namespace: string): Promise<k8s.V1Pod> {
+  return waitFor("memhog Running on the real node", async () => (await core.listNamespacedPod({ namespace, labelSelector: "name=memhog" }))
+    .items.find((p) => p.status?.phase === "Running" && p.metadata?.deletionTimestamp === undefined && p.spec?.nodeName === REAL_NODE.name), 120_000, 200);
+}
+
+/** `http://<Pod IP>:8080<path>` of the Broker ingress's Pod: where a Pod's request to the Broker's address arrives (the host routes to Pod IPs). */
+export async function brokerIngressUrl(core: k8s.CoreV1Api): Promise<string> {
+  const ingress = await readyPod(core, EVENTING_NAMESPACE, "mt-broker-ingress-");
+  return `http://${ingress.status?.podIP}:8080${BROKER.ingressPath}`;
+}
+
+/**
+ * POSTs `event` (binary mode) to the Broker ingress; its HTTP status (202: accepted). With the
+ * in-memory channel the ingress answers once the event's deliveries are over (its fan-out is
+ * synchronous), so this waits for them, retries included, unless `signal` aborts first.
+ */
+export async function postToBroker(core: k8s.CoreV1Api, event: CloudEvent<unknown>, signal?: AbortSignal): Promise<number> {
+  const message = HTTP.binary(event);
+  const res = await fetch(await brokerIngressUrl(core), { method: "POST", headers: message.headers as Record<string, string>, body: message.body as string, ...(signal === undefined ? {} : { signal }) });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+/** memory-scaler's `appmonitor_memory_scaler_events_total` samples (series → value), read from its Pod. */
+export async function scalerEvents(core: k8s.CoreV1Api): Promise<Record<string, number>> {
+  const pod = await readyPod(core, FUNCTIONS_NAMESPACE, "memory-scaler-");
+  const text = await (await fetch(`http://${pod.status?.podIP}:8080/metrics`)).text();
+  return Object.fromEntries(text.split("\n").filter((l) => l.startsWith("appmonitor_memory_scaler_events_total{")).map((l) => {
+    const [series, value] = l.split(" ");
+    return [series ?? "", Number(value)];
+  }));
+}
+
+/** The last `lines` lines of the first Ready Pod `namespace/prefix*`'s log, for a failure message. */
+export async function logTail(core: k8s.CoreV1Api, namespace: string, prefix: string, lines = 15): Promise<string> {
+  return core.readNamespacedPodLog({ name: (await readyPod(core, namespace, prefix)).metadata.name, namespace, tailLines: lines });
+}
