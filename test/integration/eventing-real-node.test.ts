@@ -13,15 +13,18 @@
 // lock `/tmp/appmonitor-real-node.lock` first.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import type { CloudEvent } from "cloudevents";
 import { EVENTING_NAMESPACE } from "../stack/eventing-manifests.ts";
-import { BROKER } from "../stack/eventing-objects.ts";
+import { BROKER, EVENTING_OVERLAY_DIR } from "../stack/eventing-objects.ts";
 import { FUNCTIONS_NAMESPACE } from "../stack/function-pods-install.ts";
+import { repoRoot } from "../stack/paths.ts";
 import { REAL_NODE } from "../stack/real-node-config.ts";
 import { logFilterReceipts, readFilterReceipts } from "../support/broker-filter-log.ts";
 import { waitForDelivery } from "../support/broker-hop.ts";
 import { brokerIngressUrl, logTail, postToBroker, readyPod, runningMemhog, scalerEvents, useEventingStack } from "../support/eventing-stack.ts";
+import { kustomize } from "../support/knative.ts";
 import { alertEvent, createAppMonitor } from "../support/memory-scaler.ts";
 import { waitFor } from "../support/stack.ts";
 
@@ -175,3 +178,77 @@ test("editing an AppMonitor re-applies its PrometheusRule and deleting it delete
   t.diagnostic(`rule-sync: ${attempts.map((l) => `${l.eventType} ${l.result}`).join(", ")}`);
 });
 
+
+type Named = { metadata: { name: string; uid?: string; generation?: number; ownerReferences?: { uid: string }[] } };
+type Channel = Named & { spec?: { subscribers?: { uid: string }[] }; status?: { subscribers?: { uid: string }[] } };
+
+test("an AppMonitor whose add event is lost while rule-sync is down gets its PrometheusRule from the next PingSource resync once rule-sync is back, with no change to the AppMonitor", { timeout: 600_000 }, async (t) => {
+  const { kc, core, apps } = stack();
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const name = "made-while-down";
+  const addTrigger = { group: "eventing.knative.dev", version: "v1", namespace: FUNCTIONS_NAMESPACE, plural: "triggers", name: "rule-sync-appmonitor-add" };
+  const ping = { group: "sources.knative.dev", version: "v1", namespace: FUNCTIONS_NAMESPACE, plural: "pingsources", name: "rule-sync-resync" };
+  const channels = { group: "messaging.knative.dev", version: "v1", namespace: FUNCTIONS_NAMESPACE, plural: "inmemorychannels" };
+  const mergePatch = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch);
+  const strategic = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.StrategicMergePatch);
+  const shippedSchedule = (await custom.getNamespacedCustomObject(ping) as { spec: { schedule: string } }).spec.schedule;
+  const shippedTrigger = (await kustomize(path.relative(repoRoot, EVENTING_OVERLAY_DIR), ["--load-restrictor=LoadRestrictionsNone"]))
+    .find((o) => o.kind === "Trigger" && o.metadata.name === addTrigger.name);
+  assert.ok(shippedTrigger, "the overlay renders the add Trigger");
+  const ruleSyncPods = async () => (await core.listNamespacedPod({ namespace: FUNCTIONS_NAMESPACE, labelSelector: "app.kubernetes.io/name=rule-sync" })).items;
+  const triggerExists = async () => custom.getNamespacedCustomObject(addTrigger).then(() => true, (error: { code?: number }) => {
+    if (error.code === 404) return false;
+    throw error;
+  });
+  try {
+    // Every 10 s instead of every 10 minutes (the adapter's cron takes seconds), so the test need not wait for the shipped tick.
+    await custom.patchNamespacedCustomObject({ ...ping, body: { spec: { schedule: "*/10 * * * * *" } } }, mergePatch);
+    // Down; and back without its start-up resync, which would repair the rule before any tick.
+    await apps.patchNamespacedDeployment({
+      name: "rule-sync", namespace: FUNCTIONS_NAMESPACE,
+      body: { spec: { replicas: 0, template: { spec: { containers: [{ name: "rule-sync", env: [{ name: "RESYNC_ON_START", value: "false" }] }] } } } },
+    }, strategic);
+    await waitFor("no rule-sync Pod", async () => (await ruleSyncPods()).length === 0, 120_000, 500);
+
+    // The add event must be lost for good, as an event is when its retries run out: the Trigger
+    // would retry it into rule-sync's return. So its Trigger goes, and the event is created only
+    // once the Broker's channel says (in its status, written by its dispatcher after it changed
+    // its fan-out) that the Trigger's subscription is no longer among its subscribers.
+    const trigger = await custom.getNamespacedCustomObject(addTrigger) as Named;
+    const subscriptions = await custom.listNamespacedCustomObject({ group: "messaging.knative.dev", version: "v1", namespace: FUNCTIONS_NAMESPACE, plural: "subscriptions" }) as { items: Named[] };
+    const subscription = subscriptions.items.find((s) => s.metadata.ownerReferences?.some((o) => o.uid === trigger.metadata.uid));
+    assert.ok(subscription?.metadata.uid, "the add Trigger's Subscription");
+    await custom.deleteNamespacedCustomObject(addTrigger);
+    await waitFor("the channel's dispatcher without the add Trigger's subscription", async () => {
+      const list = await custom.listNamespacedCustomObject(channels) as { items: Channel[] };
+      const uids = list.items.flatMap((c) => [...(c.spec?.subscribers ?? []), ...(c.status?.subscribers ?? [])].map((s) => s.uid));
+      return list.items.length > 0 && !uids.includes(subscription.metadata.uid ?? "");
+    }, 60_000, 500);
+
+    await createAppMonitor(WORKLOAD_NS, name, { memThresholdPercent: 70, memMultiplier: 2 });
+    await custom.createNamespacedCustomObject({ ...addTrigger, body: shippedTrigger });
+    assert.equal(await ruleOf(name), undefined, "no rule while rule-sync was down");
+
+    await apps.patchNamespacedDeployment({ name: "rule-sync", namespace: FUNCTIONS_NAMESPACE, body: { spec: { replicas: 1 } } }, mergePatch);
+    const back = await waitFor("rule-sync Ready again", async () => (await ruleSyncPods()).find((p) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")), 120_000, 500);
+    assert.equal(back.spec?.containers[0]?.env?.find((e) => e.name === "RESYNC_ON_START")?.value, "false");
+    const rule = await waitFor(`the PrometheusRule of ${name}`, () => ruleOf(name), 120_000, 500);
+    assert.ok(rule.metadata.ownerReferences?.some((o) => o.kind === "AppMonitor" && o.name === name));
+
+    const lines = await ruleSyncLog();
+    const applied = lines.find((l) => l.msg === "PrometheusRule applied" && l.namespace === WORKLOAD_NS && l.name === name);
+    assert.equal(applied?.eventType, "dev.knative.sources.ping", `created by a PingSource resync: ${JSON.stringify(applied)}`);
+    assert.equal(applied?.result, "created");
+    assert.ok(!lines.some((l) => l.eventType === "dev.knative.apiserver.resource.add" && l.name === name), "no add event for it reached rule-sync");
+    const appMonitor = await custom.getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace: WORKLOAD_NS, plural: "appmonitors", name }) as Named;
+    assert.equal(appMonitor.metadata.generation, 1, "the AppMonitor was not changed");
+    t.diagnostic(`rule-sync: ${JSON.stringify(applied)}`);
+  } finally {
+    if (!(await triggerExists())) await custom.createNamespacedCustomObject({ ...addTrigger, body: shippedTrigger }).catch(() => undefined);
+    await custom.patchNamespacedCustomObject({ ...ping, body: { spec: { schedule: shippedSchedule } } }, mergePatch).catch(() => undefined);
+    await apps.patchNamespacedDeployment({
+      name: "rule-sync", namespace: FUNCTIONS_NAMESPACE,
+      body: { spec: { replicas: 1, template: { spec: { containers: [{ name: "rule-sync", env: [{ name: "RESYNC_ON_START", $patch: "delete" }] }] } } } },
+    }, strategic).catch(() => undefined);
+  }
+});
