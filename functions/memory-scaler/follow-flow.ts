@@ -23,7 +23,7 @@ import { APPMONITOR_API_VERSION, APPMONITOR_KIND } from "../lib/appmonitor.ts";
 import { toHttpFailure } from "../lib/kube-api-errors.ts";
 import { formatTimestamp } from "../lib/rfc3339.ts";
 import type { Cluster, WorkloadKind, WorkloadObject } from "./cluster.ts";
-import type { EventRecorder } from "./events.ts";
+import type { EventRecorder } from "./kube-events.ts";
 import { decideFollowUp, type FollowUp, type PendingRollout, type PodView, type WorkloadView } from "./follow-up.ts";
 import { APPS_V1 } from "./owners.ts";
 import { pendingRollouts, withRolloutFollowedUp, type RolloutConditionChange } from "./rollout-status.ts";

@@ -14,7 +14,7 @@
  * | 204, outcome `skipped`, reason `NoAppMonitor` \| `NotCovered` \| `AppMonitorNotGoverning` | the AppMonitor the alert names is not in the namespace, or does not cover the workload's Pod template |
  * | 204, outcome `ignored`, reason `Resolved` | a resolved alert: nothing to undo |
  * | 204, outcome `idle` \| `followed`, reason `NoPendingRollout` \| `RolloutsPending` \| `RolloutsEnded` | a PingSource tick (`dev.knative.sources.ping`): the pending rollouts were followed (`follow-flow.ts`); with none pending, one LIST and nothing else |
- * | 400 `{ error, details }` | not a CloudEvent, another event type, `data` not matching `schemas/alert-event.schema.json`, subject or status contradicting `data` (the runtime or `event.ts`) |
+ * | 400 `{ error, details }` | not a CloudEvent, another event type, `data` not matching `schemas/alert-event.schema.json`, subject or status contradicting `data` (the runtime or `incoming-event.ts`) |
  * | 413 / 415 | body over 1 MiB; a batch (`application/cloudevents-batch+json`) — the runtime |
  * | 422 | the API server refused a write no step expected it to refuse; never retried (dead-lettered) |
  * | 429 | the API server throttled memory-scaler |
@@ -29,7 +29,7 @@ import type { CloudEvent } from "cloudevents";
 import type { AlertEventDataValidator } from "../lib/alert-event.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
 import type { CloudEventOutcome, FunctionContext } from "../lib/runtime/types.ts";
-import { readAlertEvent, type AlertEvent } from "./event.ts";
+import { readAlertEvent, type AlertEvent } from "./incoming-event.ts";
 import type { MemoryScalerMetrics } from "./metrics.ts";
 import { followRollouts, type FollowDeps } from "./follow-flow.ts";
 import { handleFiring, type FlowDeps } from "./scale-flow.ts";

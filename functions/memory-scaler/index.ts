@@ -19,7 +19,7 @@ import { loadKubeConfig } from "../lib/kubeconfig.ts";
 import type { CloudEventFunctionDefinition, ReadinessResult } from "../lib/runtime/types.ts";
 import { createCluster } from "./cluster.ts";
 import { readConfig, type MemoryScalerConfig } from "./config.ts";
-import { createEventRecorder } from "./events.ts";
+import { createEventRecorder } from "./kube-events.ts";
 import { createHandler } from "./handler.ts";
 import { createMetrics } from "./metrics.ts";
 import { createStatusWriter } from "./status-writer.ts";

@@ -22,7 +22,7 @@
  *    a re-delivery, a `Cooldown` skip — and never counted twice. Failures are warnings.
  * 4. `decideScale` (skip reasons there; `AtCap` and `LimitNotInTemplate` also warn on the
  *    workload and the AppMonitor; `AtCap` at most once per workload per `cooldownSeconds`
- *    window, `events.ts` `windowedKey`). A `Cooldown` or `RolloutUnderWay` skip of a StatefulSet or
+ *    window, `kube-events.ts` `windowedKey`). A `Cooldown` or `RolloutUnderWay` skip of a StatefulSet or
  *    DaemonSet with `updateStrategy: OnDelete` whose alerting Pod runs less memory than the
  *    template becomes `RolloutWaitsForDelete`, whose message says to delete the Pod.
  * 5. A threshold event, with a verifier: drop containers whose working set is below the
@@ -65,7 +65,7 @@ import { HttpError } from "../lib/runtime/errors.ts";
 import { podForAdmission } from "./admission-pod.ts";
 import type { Cluster } from "./cluster.ts";
 import { decideScale, kindOf, type ContainerChange, type ContainerKind, type ContainerMemory, type SkipReason } from "./decide.ts";
-import { windowedKey, type EventRecorder, type EventSpec } from "./events.ts";
+import { windowedKey, type EventRecorder, type EventSpec } from "./kube-events.ts";
 import { alertOrigin, governingAppMonitor, namedAppMonitor, validAppMonitors, type NoneGoverns, type ValidAppMonitor } from "./governing.ts";
 import { APPS_V1, resolveWorkload, type Workload } from "./owners.ts";
 import { checkOOMKilled } from "./oom.ts";

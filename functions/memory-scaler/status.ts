@@ -143,7 +143,7 @@ export interface ScaleRecordAnnotation {
   readonly time: string;
   /** The AppMonitor that scaled the workload. */
   readonly appmonitor: string;
-  /** The CloudEvent id the `Scaled` Events are named after (`events.ts`). */
+  /** The CloudEvent id the `Scaled` Events are named after (`kube-events.ts`). */
   readonly event: string;
   /** `spec.memMultiplier` at the time, for the Events' note. */
   readonly multiplier: number;

@@ -28,11 +28,11 @@ export type DeleteOutcome = "deleted" | "gone" | "changed";
 /** The calls rule-sync makes; tests substitute a fake. Errors are the client's, unchanged. */
 export interface Cluster {
   /** The AppMonitor, or undefined on 404. */
-  getAppMonitor(namespace: string, name: string): Promise<ObservedAppMonitor | undefined>;
+  readAppMonitor(namespace: string, name: string): Promise<ObservedAppMonitor | undefined>;
   /** Every AppMonitor in scope (all pages). */
   listAppMonitors(scope: NamespaceScope): Promise<ObservedAppMonitor[]>;
   /** The PrometheusRule, or undefined on 404. */
-  getRule(namespace: string, name: string): Promise<ObservedRule | undefined>;
+  readRule(namespace: string, name: string): Promise<ObservedRule | undefined>;
   /** Every PrometheusRule in scope labelled as rule-sync's (all pages). */
   listManagedRules(scope: NamespaceScope): Promise<ObservedRule[]>;
   /** Server-side apply (create or replace our fields), forced; returns the object as stored. */
@@ -78,7 +78,7 @@ export function createCluster(kc: k8s.KubeConfig, fieldManager: string): Cluster
     listIn<ObservedRule>(rules, namespace, limit, all, labelSelector);
 
   return {
-    async getAppMonitor(namespace, name) {
+    async readAppMonitor(namespace, name) {
       try {
         return (await custom.getNamespacedCustomObject({ ...am, namespace, name })) as ObservedAppMonitor;
       } catch (error) {
@@ -92,7 +92,7 @@ export function createCluster(kc: k8s.KubeConfig, fieldManager: string): Cluster
       return lists.flat();
     },
 
-    async getRule(namespace, name) {
+    async readRule(namespace, name) {
       try {
         return (await objects.read({ apiVersion: PROMETHEUS_RULE_API_VERSION, kind: PROMETHEUS_RULE_KIND, metadata: { namespace, name } })) as ObservedRule;
       } catch (error) {

@@ -29,7 +29,7 @@
 import { HttpError } from "../lib/runtime/errors.ts";
 import type { CloudEventOutcome, FunctionContext } from "../lib/runtime/types.ts";
 import { inScope } from "./config.ts";
-import { EventInputError, readTrigger, type EventLike, type Trigger } from "./events.ts";
+import { EventInputError, readTrigger, type EventLike, type Trigger } from "./incoming-event.ts";
 import { runResync } from "./resync.ts";
 import { syncOne, type SyncDeps } from "./sync.ts";
 

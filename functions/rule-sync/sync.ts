@@ -66,8 +66,8 @@ export interface ResyncResult {
 export async function syncOne(deps: SyncDeps, namespace: string, name: string, known?: ObservedAppMonitor): Promise<SyncResult> {
   const { cluster, metrics } = deps;
   const where = `${namespace}/${name}`;
-  const monitor = known ?? (await call(() => cluster.getAppMonitor(namespace, name), `read AppMonitor ${where}`));
-  const existing = await call(() => cluster.getRule(namespace, name), `read PrometheusRule ${where}`);
+  const monitor = known ?? (await call(() => cluster.readAppMonitor(namespace, name), `read AppMonitor ${where}`));
+  const existing = await call(() => cluster.readRule(namespace, name), `read PrometheusRule ${where}`);
   const plan = planSync(monitor, existing, deps.config.rule);
   let condition: DesiredCondition | undefined = plan.condition;
   let outcome: RuleOutcome = "kept";
@@ -178,7 +178,7 @@ async function reportStatus(deps: SyncDeps, read: ObservedAppMonitor, condition:
       if (written === "gone") deps.log.info({ namespace, name }, "AppMonitor gone before its status was written");
       return;
     }
-    const fresh = await call(() => deps.cluster.getAppMonitor(namespace, name), `read AppMonitor ${where}`);
+    const fresh = await call(() => deps.cluster.readAppMonitor(namespace, name), `read AppMonitor ${where}`);
     if (fresh === undefined || fresh.metadata.uid !== uid || fresh.metadata.generation !== generation) {
       deps.log.info({ namespace, name }, "AppMonitor changed before its status was written; its own event reports");
       return;

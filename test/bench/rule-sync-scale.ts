@@ -28,7 +28,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import * as k8s from "@kubernetes/client-node";
 import { stringify } from "yaml";
-import { RESYNC_EVENT_TYPE } from "../../functions/rule-sync/events.ts";
+import { RESYNC_EVENT_TYPE } from "../../functions/rule-sync/incoming-event.ts";
 import { benchStack } from "./bench-stack.ts";
 import { apiserverRequests, countVerbs, requestsBetween } from "../support/apiserver-requests.ts";
 import { describeAnswer } from "../support/post-event.ts";

@@ -19,7 +19,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent } from "cloudevents";
 import { FIRING_TYPE } from "../../functions/lib/alert-event.ts";
-import { RESYNC_EVENT_TYPE } from "../../functions/rule-sync/events.ts";
+import { RESYNC_EVENT_TYPE } from "../../functions/rule-sync/incoming-event.ts";
 import { EVENTING_NAMESPACE, eventingImage } from "../stack/eventing-manifests.ts";
 import { BROKER, DEAD_LETTER_SINK } from "../stack/eventing-objects.ts";
 import { FUNCTIONS_NAMESPACE } from "../stack/function-pods-install.ts";

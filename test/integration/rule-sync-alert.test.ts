@@ -10,7 +10,7 @@ import * as k8s from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { usageMemoryAnnotation } from "../stack/config-files.ts";
 import { ALERT_NAME } from "../../functions/rule-sync/rule.ts";
-import { RESOURCE_EVENT_PREFIX } from "../../functions/rule-sync/events.ts";
+import { RESOURCE_EVENT_PREFIX } from "../../functions/rule-sync/incoming-event.ts";
 import { describeAnswer } from "../support/post-event.ts";
 import { createAppMonitor, installRuleSync, readRule, startRuleSync } from "../support/rule-sync.ts";
 import { adminKubeConfig, freshNamespace, stack, waitFor } from "../support/stack.ts";

@@ -12,7 +12,7 @@ import { parse } from "yaml";
 import { forEachLimit } from "../../functions/lib/worker-pool.ts";
 import { ALERT_NAME, GENERATION_ANNOTATION } from "../../functions/rule-sync/rule.ts";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "../../functions/rule-sync/rule-config.ts";
-import { REF_EVENT_PREFIX, RESOURCE_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../functions/rule-sync/events.ts";
+import { REF_EVENT_PREFIX, RESOURCE_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../functions/rule-sync/incoming-event.ts";
 import { repoRoot } from "../stack/paths.ts";
 import { freePort } from "../support/free-port.ts";
 import { describeAnswer } from "../support/post-event.ts";

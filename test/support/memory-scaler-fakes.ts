@@ -8,7 +8,7 @@ import * as k8s from "@kubernetes/client-node";
 import { pino } from "pino";
 import type { AlertEventData } from "../../functions/lib/alert-event.ts";
 import type { Cluster, WorkloadKind, WorkloadObject } from "../../functions/memory-scaler/cluster.ts";
-import { createEventRecorder } from "../../functions/memory-scaler/events.ts";
+import { createEventRecorder } from "../../functions/memory-scaler/kube-events.ts";
 import type { JsonPatchOperation } from "../../functions/memory-scaler/patch.ts";
 import type { FlowDeps } from "../../functions/memory-scaler/scale-flow.ts";
 import { createStatusWriter } from "../../functions/memory-scaler/status-writer.ts";

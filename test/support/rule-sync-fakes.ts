@@ -44,16 +44,16 @@ export class FakeCluster implements Cluster {
     });
   }
 
-  async getAppMonitor(namespace: string, name: string) {
-    this.maybeFail("getAppMonitor");
+  async readAppMonitor(namespace: string, name: string) {
+    this.maybeFail("readAppMonitor");
     return this.monitors.get(`${namespace}/${name}`);
   }
   async listAppMonitors() {
     this.maybeFail("listAppMonitors");
     return [...this.monitors.values()];
   }
-  async getRule(namespace: string, name: string) {
-    this.maybeFail("getRule");
+  async readRule(namespace: string, name: string) {
+    this.maybeFail("readRule");
     return this.rules.get(`${namespace}/${name}`);
   }
   async listManagedRules() {

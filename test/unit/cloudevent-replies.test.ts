@@ -22,7 +22,7 @@ import { createMetrics as createScalerMetrics } from "../../functions/memory-sca
 import type { FlowDeps } from "../../functions/memory-scaler/scale-flow.ts";
 import type { Verifier } from "../../functions/memory-scaler/verify.ts";
 import { readConfig as readRuleSyncConfig } from "../../functions/rule-sync/config.ts";
-import { PING_EVENT_TYPE, REF_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../functions/rule-sync/events.ts";
+import { PING_EVENT_TYPE, REF_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../functions/rule-sync/incoming-event.ts";
 import { createHandler as createRuleSyncHandler } from "../../functions/rule-sync/handler.ts";
 import { createMetrics as createRuleSyncMetrics } from "../../functions/rule-sync/metrics.ts";
 import { syncOne, type SyncDeps } from "../../functions/rule-sync/sync.ts";

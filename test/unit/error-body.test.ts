@@ -8,7 +8,7 @@ import { CloudEvent } from "cloudevents";
 import { FIRING_TYPE, validateAlertEventData } from "../../functions/lib/alert-event.ts";
 import { HttpError } from "../../functions/lib/runtime/errors.ts";
 import { errorBody, MAX_ERROR_BODY_BYTES } from "../../functions/lib/runtime/response.ts";
-import { readAlertEvent } from "../../functions/memory-scaler/event.ts";
+import { readAlertEvent } from "../../functions/memory-scaler/incoming-event.ts";
 
 /** Knative's limit on `knativeerrordata`, base64 characters (`KnativeErrorDataExtensionMaxLength`). */
 const KNATIVE_ERROR_DATA_MAX = 1024;

@@ -9,7 +9,7 @@ import { pino } from "pino";
 import { Registry } from "prom-client";
 import { HttpError } from "../../functions/lib/runtime/errors.ts";
 import { readConfig } from "../../functions/rule-sync/config.ts";
-import { REF_EVENT_PREFIX, RESOURCE_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../functions/rule-sync/events.ts";
+import { REF_EVENT_PREFIX, RESOURCE_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../functions/rule-sync/incoming-event.ts";
 import { createHandler } from "../../functions/rule-sync/handler.ts";
 import { createMetrics } from "../../functions/rule-sync/metrics.ts";
 import { REASONS, RULE_READY } from "../../functions/rule-sync/plan.ts";
@@ -140,7 +140,7 @@ describe("add and update events", () => {
     it(`answer ${status} for ${what}`, async () => {
       const { cluster, handle, registry } = setup();
       cluster.addMonitor("mymonitor", spec);
-      cluster.fail.getAppMonitor = error;
+      cluster.fail.readAppMonitor = error;
       await rejectsWith(handle(context, { type: `${REF_EVENT_PREFIX}update`, data: ref("mymonitor") }), status, reason);
       assert.equal(await metric(registry, "appmonitor_rule_sync_events_total", { type: "update", outcome: "failed" }), 1);
     });
@@ -148,7 +148,7 @@ describe("add and update events", () => {
 
   it("pass Retry-After on through a 429", async () => {
     const { cluster, handle } = setup();
-    cluster.fail.getAppMonitor = () => apiError(429, {}, { "retry-after": "7" });
+    cluster.fail.readAppMonitor = () => apiError(429, {}, { "retry-after": "7" });
     await assert.rejects(handle(context, { type: `${REF_EVENT_PREFIX}update`, data: ref("m") }), (error: HttpError) => error.headers["retry-after"] === "7");
   });
 });

@@ -1,8 +1,8 @@
-/** rule-sync's reading of CloudEvents (functions/rule-sync/events.ts): ApiServerSource payloads of both modes, resync, refusals. */
+/** rule-sync's reading of CloudEvents (functions/rule-sync/incoming-event.ts): ApiServerSource payloads of both modes, resync, refusals. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { CloudEvent } from "cloudevents";
-import { EventInputError, PING_EVENT_TYPE, readTrigger, REF_EVENT_PREFIX, RESOURCE_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../functions/rule-sync/events.ts";
+import { EventInputError, PING_EVENT_TYPE, readTrigger, REF_EVENT_PREFIX, RESOURCE_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../functions/rule-sync/incoming-event.ts";
 
 /** An AppMonitor as the ApiServerSource puts it into `data` in Resource mode. */
 const object = {
