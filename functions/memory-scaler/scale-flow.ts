@@ -1,6 +1,9 @@
 /**
- * What memory-scaler does with one firing alert, reconcile-style: read the world from the API
- * server, decide from plain data (`decide.ts`), write once (compare-and-swap, `patch.ts`), report.
+ * What memory-scaler does with one firing alert, reconcile-style, each step in a module of its
+ * own: observe (`observe.ts`: read the world from the API server), plan (`plan.ts`, pure: from
+ * plain data, with `decide.ts`), write once (`write.ts`: compare-and-swap, `patch.ts`), report
+ * (`report.ts`, pure: the Events and status entries of each outcome, as one table). This module
+ * runs them in order and is the only one that does I/O through the adapters in {@link FlowDeps}.
  *
  * 0. Only an AppMonitor rule's alert is acted on: alertname `AppMonitorMemoryHigh` (trigger
  *    `threshold`) or `AppMonitorOOMKilled` (trigger `oomKilled`) with an `appmonitor` label, whose `namespace`/`pod` name the measured Pod (`governing.ts`
@@ -57,93 +60,27 @@
  */
 import type * as k8s from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { AlertEventData, AlertTrigger } from "../lib/alert-event.ts";
-import { APPMONITOR_API_VERSION, APPMONITOR_KIND, LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION, type AppMonitorStatus } from "../lib/appmonitor.ts";
-import { apiStatus, isPatchConflict, isRefusal, toHttpFailure } from "../lib/kube-api-errors.ts";
+import type { AlertEventData } from "../lib/alert-event.ts";
+import { APPMONITOR_API_VERSION, APPMONITOR_KIND } from "../lib/appmonitor.ts";
 import { formatTimestamp } from "../lib/rfc3339.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
 import { podForAdmission } from "./admission-pod.ts";
 import type { Cluster } from "./cluster.ts";
-import { decideScale, kindOf, type ContainerChange, type ContainerKind, type ContainerMemory, type SkipReason } from "./decide.ts";
-import { windowedKey, type EventRecorder, type EventSpec } from "./kube-events.ts";
-import { alertOrigin, governingAppMonitor, namedAppMonitor, validAppMonitors, type NoneGoverns, type ValidAppMonitor } from "./governing.ts";
-import { APPS_V1, resolveWorkload, type Workload } from "./owners.ts";
-import { checkOOMKilled } from "./oom.ts";
-import { buildTemplatePatch } from "./patch.ts";
 import type { PendingRollout } from "./follow-up.ts";
-import { decideQuota, type QuotaView, type RolloutShape } from "./quota.ts";
-import { decideFit, onDeleteScaledNote, podMemoryLimit, podMemoryRequest, waitingForDelete, waitsForDelete, type RolloutStrategy } from "./rollout.ts";
-import { pendingRollouts, withRolloutStarted } from "./rollout-status.ts";
-import { formatScaleRecord, repairOf, withScales } from "./status.ts";
+import { alertOrigin, type ValidAppMonitor } from "./governing.ts";
+import type { EventRecorder } from "./kube-events.ts";
+import { observeFiring } from "./observe.ts";
+import { checkOOMKilled } from "./oom.ts";
+import type { Outcome } from "./outcome.ts";
+import { APPS_V1, type Workload } from "./owners.ts";
+import { buildTemplatePatch } from "./patch.ts";
+import { afterCheck, planFiring, type Scale, type Skip } from "./plan.ts";
+import { describeChanges, eventsOf, repairedStatus, scaledNote, scaledStatus, type ObjectRef, type Reported, type Subjects } from "./report.ts";
+import { onDeleteScaledNote, waitsForDelete } from "./rollout.ts";
+import { formatScaleRecord } from "./status.ts";
 import type { StatusWriter } from "./status-writer.ts";
 import { checkThreshold, type Verifier } from "./verify.ts";
-
-/**
- * Why the flow ended as it did; CamelCase, also used as Event reasons and metric labels (the
- * README's "Skip reasons" table lists each with its Warning Events). Besides `decideScale`'s
- * {@link SkipReason}s and the governing ones ({@link NoneGoverns}):
- * - `PodGone`, `UnsupportedOwner`, `OwnerGone`: no workload to scale (step 1–2);
- * - `BelowThreshold`, `NotMeasured`: Prometheus does not confirm the alert (step 5);
- * - `NotOOMKilled`: an OOM-kill event whose containers the Pod does not show OOM-killed
- *   recently (step 5, `oom.ts` `checkOOMKilled`);
- * - `AdmissionRefused`: the dry run of the patch or of the scaled Pod was refused (step 7);
- * - `Unschedulable`: the scaled Pod would request more memory than any Node's
- *   `status.allocatable.memory` (`rollout.ts` `decideFit`): no patch, Warning Events (step 7);
- * - `RolloutExceedsQuota`: the rollout's peak (all new Pods, and a Deployment's `maxSurge` old
- *   ones beside them) would pass a ResourceQuota's `requests.memory` or `limits.memory`
- *   (`quota.ts` `decideQuota`): no patch, Warning Events (step 7);
- * - `RolloutWaitsForDelete`: a StatefulSet or DaemonSet with `updateStrategy: OnDelete` whose
- *   alerting Pod still runs less memory than the template (a `Cooldown` or `RolloutUnderWay`
- *   skip otherwise): it gets the new memory only when deleted (`rollout.ts` `waitingForDelete`);
- *   also any alert of such a workload while the rollout of its last scale is pending in the
- *   AppMonitor's `status.rollouts` (Pods still on the old revision): no scale on top of one that
- *   has not reached its Pods.
- *   After the patch of such a workload the outcome stays `Scaled`, with a `RolloutWaitsForDelete`
- *   Warning Event on the workload and the AppMonitor saying to delete the Pods;
- * - `Scaled`, `DryRun`: patched, or would have been.
- */
-export type OutcomeReason =
-  | SkipReason
-  | NoneGoverns["reason"]
-  | "PodGone"
-  | "UnsupportedOwner"
-  | "OwnerGone"
-  | "BelowThreshold"
-  | "NotMeasured"
-  | "NotOOMKilled"
-  | "AdmissionRefused"
-  | "Unschedulable"
-  | "RolloutExceedsQuota"
-  | "RolloutWaitsForDelete"
-  | "Scaled"
-  | "DryRun";
-
-/** A container left unchanged, and why. */
-export interface SkippedContainer {
-  readonly container: string;
-  readonly reason: string;
-  readonly message: string;
-}
-
-/** What happened to one firing alert: logged in full; `outcome` and `reason` also answer the sender (`handler.ts`). */
-export interface Outcome {
-  /** `scaled`: the workload was patched; `dry-run`: it would have been; `skipped`: nothing to do. */
-  readonly outcome: "scaled" | "dry-run" | "skipped";
-  readonly reason: OutcomeReason;
-  readonly message: string;
-  /** `<namespace>/<pod>` from the event. */
-  readonly pod: string;
-  /** Name of the governing AppMonitor, once known. */
-  readonly appmonitor?: string;
-  readonly workload?: { readonly kind: string; readonly name: string };
-  /** For `scaled` and `dry-run`: each container's memory before and after. */
-  readonly changes?: readonly ContainerChange[];
-  readonly skipped?: readonly SkippedContainer[];
-  /** Follow-up writes (Events, status) that failed after the outcome was reached. */
-  readonly warnings?: readonly string[];
-  /** Rounds of read–decide–write (more than 1 after a lost compare-and-swap; 0 for `NotAppMonitorAlert`, decided before any read). */
-  readonly attempts: number;
-}
+import { writeWorkload } from "./write.ts";
 
 /** What the flow needs; adapters, so tests can substitute them. */
 export interface FlowDeps {
@@ -159,60 +96,23 @@ export interface FlowDeps {
   readonly onConflict?: () => void;
 }
 
-/**
- * The label a StatefulSet or DaemonSet controller puts on each Pod: the ControllerRevision its
- * template came from (https://kubernetes.io/docs/reference/labels-annotations-taints/#controller-revision-hash).
- */
-const CONTROLLER_REVISION_LABEL = "controller-revision-hash";
-
-/** Skip reasons of `decideScale` that also warn on the workload and the AppMonitor: someone has to act. */
-const WARNING_SKIPS: ReadonlySet<SkipReason> = new Set(["AtCap", "LimitNotInTemplate"]);
-
-/**
- * The memory a Pod spec sets, as the decision reads it: `containers`, then `initContainers`
- * (a native sidecar when its `restartPolicy` is `Always`), each in spec order.
- */
-export function memoryOf(spec: k8s.V1PodSpec | undefined): ContainerMemory[] {
-  const one = (c: k8s.V1Container, kind: ContainerKind): ContainerMemory => {
-    const memory: ContainerMemory = { name: c.name, kind };
-    const request = c.resources?.requests?.memory;
-    const limit = c.resources?.limits?.memory;
-    if (request !== undefined) memory.request = request;
-    if (limit !== undefined) memory.limit = limit;
-    return memory;
-  };
-  return [
-    ...(spec?.containers ?? []).map((c) => one(c, "container")),
-    ...(spec?.initContainers ?? []).map((c) => one(c, c.restartPolicy === "Always" ? "sidecar" : "init")),
-  ];
-}
-
-type Ref = k8s.V1ObjectReference & { name: string; namespace: string };
-
-function appMonitorRef(am: ValidAppMonitor): Ref {
-  const ref: Ref = { apiVersion: APPMONITOR_API_VERSION, kind: APPMONITOR_KIND, name: am.metadata.name, namespace: am.metadata.namespace };
+function appMonitorRef(am: ValidAppMonitor): ObjectRef {
+  const ref: ObjectRef = { apiVersion: APPMONITOR_API_VERSION, kind: APPMONITOR_KIND, name: am.metadata.name, namespace: am.metadata.namespace };
   if (am.metadata.uid !== undefined) ref.uid = am.metadata.uid;
   return ref;
 }
 
-function workloadRef(workload: Workload): Ref {
-  const ref: Ref = { apiVersion: APPS_V1, kind: workload.kind, name: workload.name, namespace: workload.namespace };
+function workloadRef(workload: Workload): ObjectRef {
+  const ref: ObjectRef = { apiVersion: APPS_V1, kind: workload.kind, name: workload.name, namespace: workload.namespace };
   const uid = workload.object.metadata?.uid;
   if (uid !== undefined) ref.uid = uid;
   return ref;
 }
 
-/** The note of the `Scaled` Events; one caused by an OOM-kill alert says so. */
-function scaledNote(workload: Workload, multiplier: number, changes: readonly ContainerChange[], trigger: AlertTrigger = "threshold"): string {
-  const cause = trigger === "oomKilled" ? " after an OOM kill" : "";
-  return `scaled ${workload.kind} ${workload.name} by ${multiplier}${cause}: ${describeChanges(changes)}`;
-}
-
-/** "memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi; …" */
-export function describeChanges(changes: readonly ContainerChange[]): string {
-  return changes
-    .map((c) => `${c.container}: limit ${c.from.limit} → ${c.to.limit}${c.from.request === undefined ? "" : `, request ${c.from.request} → ${c.to.request ?? c.from.request}`}`)
-    .join("; ");
+function podRef(pod: k8s.V1Pod, namespace: string, name: string): ObjectRef {
+  const ref: ObjectRef = { apiVersion: "v1", kind: "Pod", name, namespace };
+  if (pod.metadata?.uid !== undefined) ref.uid = pod.metadata.uid;
+  return ref;
 }
 
 /**
@@ -223,210 +123,80 @@ export function describeChanges(changes: readonly ContainerChange[]): string {
  * compare-and-swap lost `maxAttempts` times in a row.
  */
 export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertEventData, log: Logger): Promise<Outcome> {
-  const { cluster } = deps;
-  const podKey = `${data.namespace}/${data.pod}`;
-  const base = { pod: podKey };
+  const base = { pod: `${data.namespace}/${data.pod}` };
   const warnings: string[] = [];
-  const notify = async (specs: Omit<EventSpec, "key">[], key = eventId): Promise<void> => {
-    const results = await Promise.all(specs.map((spec) => deps.events.record({ ...spec, key })));
+  const withWarnings = <T extends object>(outcome: T): T & { warnings?: string[] } => (warnings.length > 0 ? { ...outcome, warnings } : outcome);
+  const keepWarning = (error: unknown): void => {
+    warnings.push((error as Error).message);
+  };
+  const report = async (reported: Reported, subjects: Subjects, now: Date): Promise<void> => {
+    const results = await Promise.all(eventsOf(reported, subjects, eventId, now).map((spec) => deps.events.record(spec)));
     for (const problem of results) if (problem !== undefined) warnings.push(problem);
   };
-  const withWarnings = <T extends object>(outcome: T): T & { warnings?: string[] } => (warnings.length > 0 ? { ...outcome, warnings } : outcome);
 
   const origin = alertOrigin(data);
   if (origin.result === "none") return { ...base, outcome: "skipped", reason: origin.reason, message: origin.message, attempts: 0 };
 
   for (let attempt = 1; ; attempt += 1) {
-    const [pod, items] = await Promise.all([
-      cluster.readPod(data.namespace, data.pod).catch((error: unknown) => {
-        throw toHttpFailure(error, `read Pod ${podKey}`);
-      }),
-      cluster.listAppMonitors(data.namespace).catch((error: unknown) => {
-        throw toHttpFailure(error, `list AppMonitors in namespace ${data.namespace}`);
-      }),
-    ]);
-    if (pod === undefined) return { ...base, outcome: "skipped", reason: "PodGone", message: `Pod ${podKey} no longer exists`, attempts: attempt };
-
-    const monitors = validAppMonitors(data.namespace, items);
-    for (const rejected of monitors.rejected) log.warn({ appmonitor: rejected.name, problem: rejected.problem }, "ignoring an AppMonitor with an invalid spec");
-    const named = namedAppMonitor(monitors, origin.name);
-    if (named.result === "none") return { ...base, outcome: "skipped", reason: named.reason, message: named.message, attempts: attempt };
-
-    // The owner before coverage: coverage is judged on the workload's Pod template, not on the
-    // live Pod, whose annotations and labels anyone allowed to edit that one Pod can set.
-    const resolution = await resolveWorkload(cluster, pod).catch((error: unknown) => {
-      throw toHttpFailure(error, `read the owner of Pod ${podKey}`);
-    });
-    if (resolution.result === "gone") return { ...base, outcome: "skipped", reason: "OwnerGone", message: resolution.message, attempts: attempt };
-    if (resolution.result === "unsupported") {
+    // Observe.
+    const observation = await observeFiring(deps.cluster, { namespace: data.namespace, pod: data.pod, appmonitor: origin.name }, log);
+    if (observation.result === "ended") return { ...base, outcome: "skipped", reason: observation.reason, message: observation.message, attempts: attempt };
+    if (observation.result === "unsupported") {
       // No template to judge, so never scaled; warn so whoever opted this Pod in learns why.
-      const podRef: Ref = { apiVersion: "v1", kind: "Pod", name: data.pod, namespace: data.namespace };
-      if (pod.metadata?.uid !== undefined) podRef.uid = pod.metadata.uid;
-      await notify([{ type: "Warning", reason: "UnsupportedOwner", note: `not scaled: ${resolution.message}`, regarding: podRef, related: appMonitorRef(named.appMonitor) }]);
-      return withWarnings({ ...base, outcome: "skipped", reason: "UnsupportedOwner", message: resolution.message, attempts: attempt });
+      await report({ reason: "UnsupportedOwner", message: observation.message }, { pod: podRef(observation.pod, data.namespace, data.pod), appMonitor: appMonitorRef(observation.named), cooldownSeconds: observation.named.spec.cooldownSeconds }, deps.now());
+      return withWarnings({ ...base, outcome: "skipped", reason: "UnsupportedOwner", message: observation.message, attempts: attempt });
     }
-    const workload = resolution.workload;
+    const { workload, pod } = observation;
     const withOwner = { ...base, workload: { kind: workload.kind, name: workload.name } };
 
-    const governing = governingAppMonitor({ kind: workload.kind, name: workload.name, template: workload.object.spec.template }, monitors, named.appMonitor);
-    if (governing.result === "none") return { ...withOwner, outcome: "skipped", reason: governing.reason, message: governing.message, attempts: attempt };
-    const am = governing.appMonitor;
-    const amRef = appMonitorRef(am);
-    const wlRef = workloadRef(workload);
+    // Plan.
+    const now = deps.now();
+    const plan = planFiring({ observation, alert: data, now, statusLimit: deps.status.limit });
+    if (!plan.governed) return { ...withOwner, outcome: "skipped", reason: plan.reason, message: plan.message, attempts: attempt };
+    const am = plan.appMonitor;
+    const amRef = { namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid };
+    const subjects: Subjects = { pod: podRef(pod, data.namespace, data.pod), appMonitor: appMonitorRef(am), cooldownSeconds: am.spec.cooldownSeconds, workload: workloadRef(workload) };
     const withWorkload = { ...withOwner, appmonitor: am.metadata.name };
-    const templateContainers = memoryOf(workload.object.spec.template.spec);
-    const podContainers = memoryOf(pod.spec);
-    const annotations = workload.object.metadata?.annotations;
-    const strategy: RolloutStrategy = {
-      kind: workload.kind,
-      name: workload.name,
-      updateStrategy: workload.object.spec.updateStrategy?.type,
-      updateRevision: workload.object.status?.updateRevision,
-      replicas: workload.object.spec.replicas,
-    };
+    const skip = (s: Skip) => withWarnings({ ...withWorkload, outcome: "skipped" as const, reason: s.reason, message: s.message, ...(s.skipped === undefined ? {} : { skipped: s.skipped }), attempts: attempt });
 
-    const repair = repairOf({
-      lastScale: annotations?.[LAST_SCALE_ANNOTATION],
-      record: annotations?.[LAST_SCALE_RECORD_ANNOTATION],
-      workload,
-      appmonitor: am.metadata.name,
-      status: am.raw.status as AppMonitorStatus | undefined,
-      limit: deps.status.limit,
-    });
-    if (repair.action === "repair") {
-      const note = scaledNote(workload, repair.record.multiplier, repair.record.changes, repair.record.trigger);
-      const { entry } = repair;
+    // The last scale's Events and status entry, made sure of whatever this alert comes to.
+    if (plan.repair.action === "repair") {
+      const { record, entry } = plan.repair;
       if (entry !== undefined) log.info({ workload: `${workload.kind}/${workload.name}`, time: entry.time }, "recording a scale the AppMonitor status does not list");
       await Promise.all([
-        notify(
-          [
-            { type: "Normal", reason: "Scaled", note, regarding: wlRef, related: amRef },
-            { type: "Normal", reason: "Scaled", note, regarding: amRef, related: wlRef },
-          ],
-          repair.record.event,
-        ),
+        report({ reason: "Scaled", changes: record.changes, multiplier: record.multiplier, trigger: record.trigger ?? "threshold", key: record.event }, subjects, now),
         entry === undefined
           ? undefined
-          : deps.status
-              .update(
-                { namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid },
-                (status) => {
-                  // A scale counted only now had its rollout unrecorded too: follow it from the
-                  // generation the workload has now, which includes the patch.
-                  const scaled = withScales(status, [entry], deps.status.limit);
-                  const generation = workload.object.metadata?.generation;
-                  const counted = (scaled.scaleCount ?? 0) > (status?.scaleCount ?? 0);
-                  if (!counted || workload.kind === "ReplicaSet" || generation === undefined) return scaled;
-                  const rollout = { workload: entry.workload, generation, startedAt: entry.time, event: repair.record.event };
-                  return withRolloutStarted(scaled, rollout, `${workload.kind} ${workload.name}: rolling out generation ${generation} (${describeChanges(entry.changes)})`, entry.time);
-                },
-                am.raw,
-              )
-              .catch((error: unknown) => {
-                warnings.push((error as Error).message);
-              }),
+          : deps.status.update(amRef, repairedStatus(entry, { kind: workload.kind, generation: workload.object.metadata?.generation }, record.event, deps.status.limit), am.raw).catch(keepWarning),
       ]);
     }
 
-    const now = deps.now();
-    // OnDelete: the last scale's rollout is pending until every Pod was deleted and replaced (the
-    // follow-up ends it); until then no scale goes on top of one no Pod has.
-    const unreplaced = waitsForDelete(strategy) ? pendingRollouts(am.raw.status).find((r) => r.workload.kind === workload.kind && r.workload.name === workload.name) : undefined;
-
-    const lastScaleTime = annotations?.[LAST_SCALE_ANNOTATION];
-    const decision = decideScale({
-      podContainers,
-      templateContainers,
-      now,
-      spec: am.spec,
-      ...(lastScaleTime === undefined ? {} : { lastScaleTime }),
-      ...(data.container === undefined ? {} : { alertContainer: data.container }),
-    });
-    if (decision.action === "skip") {
-      // An OnDelete workload's Pod behind its template is not in a rollout: nothing will replace
-      // it until it is deleted, which only the user can do; say that, not Cooldown or RolloutUnderWay.
-      const waiting =
-        decision.reason === "Cooldown" || decision.reason === "RolloutUnderWay"
-          ? waitingForDelete({
-              workload: strategy,
-              pod: { name: data.pod, revision: pod.metadata?.labels?.[CONTROLLER_REVISION_LABEL] },
-              limits: templateContainers
-                .filter((c) => kindOf(c) !== "init" && (data.container === undefined || c.name === data.container))
-                .map((c) => ({ container: c.name, template: c.limit, pod: podContainers.find((p) => p.name === c.name)?.limit })),
-            })
-          : undefined;
-      if (waiting !== undefined) {
-        return withWarnings({ ...withWorkload, outcome: "skipped", reason: "RolloutWaitsForDelete", message: waiting, skipped: decision.skipped, attempts: attempt });
-      }
-      if (unreplaced !== undefined && (decision.reason === "Cooldown" || decision.reason === "RolloutUnderWay")) {
-        return withWarnings({ ...withWorkload, outcome: "skipped", reason: "RolloutWaitsForDelete", message: unreplacedNote(workload, unreplaced), skipped: decision.skipped, attempts: attempt });
-      }
-      if (WARNING_SKIPS.has(decision.reason)) {
-        // A workload at the cap alerts until its memory use drops: one AtCap Warning per
-        // workload per cooldown window says it, the deterministic name turns the rest into 409s.
-        const capped = decision.reason === "AtCap";
-        const key = capped ? windowedKey(`${workload.kind}/${workload.name}/${wlRef.uid ?? ""}`, now, am.spec.cooldownSeconds, eventId) : eventId;
-        const note = `not scaled: ${decision.message}${capped && key !== eventId ? ` (this Warning is written at most once every ${am.spec.cooldownSeconds}s)` : ""}`;
-        await notify(
-          [
-            { type: "Warning", reason: decision.reason, note, regarding: wlRef, related: amRef },
-            { type: "Warning", reason: decision.reason, note: `${workload.kind} ${workload.name}: ${note}`, regarding: amRef, related: wlRef },
-          ],
-          key,
-        );
-      }
-      return withWarnings({ ...withWorkload, outcome: "skipped", reason: decision.reason, message: decision.message, skipped: decision.skipped, attempts: attempt });
+    if (plan.decision.action === "skip") {
+      await report({ reason: plan.decision.reason, message: plan.decision.message }, subjects, now);
+      return skip(plan.decision);
     }
 
-    if (unreplaced !== undefined) {
-      return withWarnings({ ...withWorkload, outcome: "skipped", reason: "RolloutWaitsForDelete", message: unreplacedNote(workload, unreplaced), skipped: decision.skipped, attempts: attempt });
-    }
-
-    let changes = decision.changes;
-    const skipped: SkippedContainer[] = [...decision.skipped];
+    // The alert's evidence: an OOM kill in the Pod read above (Prometheus would show the
+    // restarted container's low working set), or the working set measured against the threshold.
+    let checked: Skip | Scale = plan.decision;
     if (origin.trigger === "oomKilled") {
-      // The Pod read above is the evidence: Prometheus would show the restarted container's low working set.
       const statuses = [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])];
-      const checked = checkOOMKilled(changes, statuses, now);
-      skipped.push(...checked.skipped);
-      changes = checked.keep;
-      if (changes.length === 0) {
-        return { ...withWorkload, outcome: "skipped", reason: "NotOOMKilled", message: checked.skipped.map((s) => s.message).join("; "), skipped, attempts: attempt };
-      }
+      checked = afterCheck(plan.decision, origin.trigger, checkOOMKilled(plan.decision.changes, statuses, now));
     } else if (deps.verifier !== undefined) {
-      const measured = await deps.verifier.workingSets(data.namespace, data.pod, changes.map((c) => c.container));
-      const checked = checkThreshold(changes, podContainers, measured, am.spec.memThresholdPercent);
-      skipped.push(...checked.skipped);
-      changes = checked.keep;
-      if (changes.length === 0) {
-        const first = checked.skipped.find((s) => s.reason === "BelowThreshold") ?? checked.skipped[0];
-        return {
-          ...withWorkload,
-          outcome: "skipped",
-          reason: first?.reason ?? "NotMeasured",
-          message: checked.skipped.map((s) => s.message).join("; "),
-          skipped,
-          attempts: attempt,
-        };
-      }
+      const measured = await deps.verifier.workingSets(data.namespace, data.pod, plan.decision.changes.map((c) => c.container));
+      checked = afterCheck(plan.decision, origin.trigger, checkThreshold(plan.decision.changes, plan.podContainers, measured, am.spec.memThresholdPercent));
     }
+    if (checked.action === "skip") return skip(checked);
+    const { changes, skipped } = checked;
     const summary = describeChanges(changes);
     const entry = { time: formatTimestamp(now), workload: { kind: workload.kind, name: workload.name }, event: eventId, changes };
 
-    if (decision.dryRun) {
-      const note = `DryRun: would scale ${workload.kind} ${workload.name}${origin.trigger === "oomKilled" ? " after an OOM kill" : ""}: ${summary}`;
-      await Promise.all([
-        notify([
-          { type: "Normal", reason: "DryRun", note, regarding: wlRef, related: amRef },
-          { type: "Normal", reason: "DryRun", note, regarding: amRef, related: wlRef },
-        ]),
-        deps.status.add({ namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid }, { ...entry, dryRun: true }, am.raw).catch((error: unknown) => {
-          warnings.push((error as Error).message);
-        }),
-      ]);
+    if (checked.dryRun) {
+      await Promise.all([report({ reason: "DryRun", changes, trigger: origin.trigger }, subjects, now), deps.status.add(amRef, { ...entry, dryRun: true }, am.raw).catch(keepWarning)]);
       return withWarnings({ ...withWorkload, outcome: "dry-run", reason: "DryRun", message: `would scale: ${summary}`, changes, skipped, attempts: attempt });
     }
 
+    // Write.
     const record = formatScaleRecord({
       time: entry.time,
       appmonitor: am.metadata.name,
@@ -435,8 +205,8 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
       changes,
       ...(origin.trigger === "oomKilled" ? { trigger: origin.trigger } : {}),
     });
-    const patch = buildTemplatePatch({ templateContainers, changes, annotations, time: now, record });
-    const write = await writeWorkload(cluster, workload, patch, podForAdmission(workload, changes), (message) => {
+    const patch = buildTemplatePatch({ templateContainers: plan.templateContainers, changes, annotations: workload.object.metadata?.annotations, time: now, record });
+    const write = await writeWorkload(deps.cluster, workload, patch, podForAdmission(workload, changes), (message) => {
       log.warn({ workload: `${workload.kind}/${workload.name}` }, message);
       warnings.push(message);
     });
@@ -450,143 +220,25 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
       }
       continue;
     }
-    if (write.result === "refused") {
-      const note = `not scaled (${summary}): the API server refused it: ${write.message}`;
-      await notify([
-        { type: "Warning", reason: "AdmissionRefused", note, regarding: wlRef, related: amRef },
-        { type: "Warning", reason: "AdmissionRefused", note: `${workload.kind} ${workload.name}: ${note}`, regarding: amRef, related: wlRef },
-      ]);
-      return withWarnings({ ...withWorkload, outcome: "skipped", reason: "AdmissionRefused", message: write.message, changes, skipped, attempts: attempt });
-    }
-    if (write.result === "overQuota" || write.result === "unschedulable") {
-      const reason = write.result === "overQuota" ? "RolloutExceedsQuota" : "Unschedulable";
-      const note = `not scaled (${summary}): ${write.message}`;
-      await notify([
-        { type: "Warning", reason, note, regarding: wlRef, related: amRef },
-        { type: "Warning", reason, note: `${workload.kind} ${workload.name}: ${note}`, regarding: amRef, related: wlRef },
-      ]);
+    if (write.result !== "written") {
+      const reason = ({ refused: "AdmissionRefused", overQuota: "RolloutExceedsQuota", unschedulable: "Unschedulable" } as const)[write.result];
+      await report({ reason, message: write.message, changes }, subjects, now);
       return withWarnings({ ...withWorkload, outcome: "skipped", reason, message: write.message, changes, skipped, attempts: attempt });
     }
 
-    const note = scaledNote(workload, am.spec.memMultiplier, changes, origin.trigger);
-    // Followed until it ends (`follow-flow.ts`); a bare ReplicaSet never replaces its Pods, so it has no rollout.
+    // Report: followed until it ends (`follow-flow.ts`); a bare ReplicaSet never replaces its Pods, so it has no rollout.
     const rollout: PendingRollout | undefined =
       workload.kind === "ReplicaSet" || write.generation === undefined
         ? undefined
         : { workload: { kind: workload.kind, name: workload.name }, generation: write.generation, startedAt: entry.time, event: eventId };
     // OnDelete: the patch is what the user's strategy asks for, but it reached no Pod; say so.
-    const onDelete = waitsForDelete(strategy) ? onDeleteScaledNote(strategy, data.pod, summary) : undefined;
+    const onDelete = waitsForDelete(plan.strategy) ? onDeleteScaledNote(plan.strategy, data.pod, summary) : undefined;
+    const scaled: Reported = { reason: "Scaled", changes, multiplier: am.spec.memMultiplier, trigger: origin.trigger, onDelete };
     await Promise.all([
-      notify([
-        { type: "Normal", reason: "Scaled", note, regarding: wlRef, related: amRef },
-        { type: "Normal", reason: "Scaled", note, regarding: amRef, related: wlRef },
-        ...(onDelete === undefined
-          ? []
-          : ([
-              { type: "Warning", reason: "RolloutWaitsForDelete", note: onDelete, regarding: wlRef, related: amRef },
-              { type: "Warning", reason: "RolloutWaitsForDelete", note: onDelete, regarding: amRef, related: wlRef },
-            ] as const)),
-      ]),
-      deps.status
-        .update(
-          { namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid },
-          (status) => {
-            const scaled = withScales(status, [{ ...entry, dryRun: false }], deps.status.limit);
-            return rollout === undefined ? scaled : withRolloutStarted(scaled, rollout, `${workload.kind} ${workload.name}: rolling out generation ${rollout.generation} (${summary})`, entry.time);
-          },
-          am.raw,
-        )
-        .catch((error: unknown) => {
-          warnings.push((error as Error).message);
-        }),
+      report(scaled, subjects, now),
+      deps.status.update(amRef, scaledStatus({ ...entry, dryRun: false }, rollout, deps.status.limit), am.raw).catch(keepWarning),
     ]);
+    const note = scaledNote(workload, am.spec.memMultiplier, changes, origin.trigger);
     return withWarnings({ ...withWorkload, outcome: "scaled", reason: "Scaled", message: onDelete ?? note, changes, skipped, attempts: attempt });
-  }
-}
-
-type WriteResult =
-  | { result: "written"; generation: number | undefined }
-  | { result: "conflict"; message: string }
-  | { result: "refused"; message: string }
-  | { result: "overQuota"; message: string }
-  | { result: "unschedulable"; message: string };
-
-/** The note of a `RolloutWaitsForDelete` skip while the last scale's OnDelete rollout is pending. */
-function unreplacedNote(workload: Workload, rollout: PendingRollout): string {
-  const pods = rollout.waitingPods ?? [];
-  const which = pods.length > 0 ? `Pod${pods.length === 1 ? "" : "s"} ${pods.join(", ")} still run${pods.length === 1 ? "s" : ""} the old revision` : "its Pods still run the old revision";
-  return `${workload.kind} ${workload.name} has updateStrategy OnDelete and its last scale (generation ${rollout.generation}, ${rollout.startedAt}) has not reached every Pod: ${which}; no further scale until they are deleted and replaced`;
-}
-
-/** The peak of a rollout depends on these (`quota.ts`). */
-function shapeOf(workload: Workload): RolloutShape {
-  const spec = workload.object.spec;
-  return { kind: workload.kind, name: workload.name, replicas: spec.replicas ?? 1, strategy: spec.strategy?.type, maxSurge: spec.strategy?.rollingUpdate?.maxSurge };
-}
-
-function quotaView(quota: k8s.V1ResourceQuota): QuotaView {
-  return {
-    name: quota.metadata?.name ?? "",
-    scoped: (quota.spec?.scopes?.length ?? 0) > 0 || quota.spec?.scopeSelector !== undefined,
-    hard: quota.status?.hard ?? {},
-    used: quota.status?.used ?? {},
-  };
-}
-
-/**
- * Dry-runs the patch and the Pod it would produce, and lists the Nodes, all three in parallel
- * (the Node list costs no round trip of its own); then, when the patch and the Pod pass and the
- * Pod fits some Node (`rollout.ts` `decideFit`), writes the patch. Failures are reported in this
- * order: the patch's (a lost race makes the rest moot), the Pod's admission, the fit. A Node list
- * that fails — forbidden by RBAC that predates it, the API server unavailable — or that says
- * nothing (no Node, none reporting allocatable memory) never blocks the scale: `onWarning` hears
- * why and the write goes on.
- */
-async function writeWorkload(
-  cluster: Cluster,
-  workload: Workload,
-  patch: ReturnType<typeof buildTemplatePatch>,
-  pod: k8s.V1Pod,
-  onWarning: (message: string) => void,
-): Promise<WriteResult> {
-  const { kind, name, namespace } = workload;
-  const classify = (error: unknown, doing: string): WriteResult => {
-    if (isPatchConflict(error)) return { result: "conflict", message: apiStatus(error).message };
-    if (isRefusal(error)) return { result: "refused", message: apiStatus(error).message };
-    throw toHttpFailure(error, doing);
-  };
-  const [patchTrial, podTrial, nodes, quotas] = await Promise.allSettled([
-    cluster.patchWorkload(kind, namespace, name, patch, true),
-    cluster.dryRunCreatePod(namespace, pod),
-    cluster.listNodeAllocatableMemory(),
-    cluster.listResourceQuotas(namespace),
-  ]);
-  if (patchTrial.status === "rejected") return classify(patchTrial.reason, `dry-run the patch of ${kind} ${namespace}/${name}`);
-  if (podTrial.status === "rejected") return classify(podTrial.reason, `dry-run a Pod of ${kind} ${namespace}/${name}`);
-  if (quotas.status === "rejected") {
-    onWarning(`could not list ResourceQuotas to check that the rollout fits them (scaling anyway): ${apiStatus(quotas.reason).message}`);
-  } else if (quotas.value.length > 0) {
-    const before = workload.object.spec.template.spec ?? { containers: [] };
-    const after = pod.spec ?? { containers: [] };
-    const fit = decideQuota(
-      shapeOf(workload),
-      { request: podMemoryRequest(before), limit: podMemoryLimit(before) },
-      { request: podMemoryRequest(after), limit: podMemoryLimit(after) },
-      quotas.value.map(quotaView),
-    );
-    if (fit.result === "refused") return { result: "overQuota", message: fit.message };
-  }
-  if (nodes.status === "rejected") {
-    onWarning(`could not list Nodes to check that the scaled Pod fits one (scaling anyway): ${apiStatus(nodes.reason).message}`);
-  } else {
-    const fit = decideFit(podMemoryRequest(pod.spec ?? { containers: [] }), nodes.value);
-    if (fit.result === "unschedulable") return { result: "unschedulable", message: fit.message };
-    if (fit.result === "unknown") onWarning(`${fit.message} (scaling anyway)`);
-  }
-  try {
-    const { generation } = await cluster.patchWorkload(kind, namespace, name, patch, false);
-    return { result: "written", generation };
-  } catch (error) {
-    return classify(error, `patch ${kind} ${namespace}/${name}`);
   }
 }

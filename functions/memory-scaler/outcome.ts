@@ -1,0 +1,75 @@
+/**
+ * What one firing alert came to: the outcome memory-scaler logs, counts and answers with
+ * (`handler.ts`: 204 with `X-Appmonitor-Outcome` and `X-Appmonitor-Reason`). Its steps are
+ * `scale-flow.ts`'s; which reasons write Events is `report.ts`'s table.
+ */
+import type { ContainerChange, SkipReason } from "./decide.ts";
+import type { NoneGoverns } from "./governing.ts";
+
+/**
+ * Why the flow ended as it did; CamelCase, also used as Event reasons and metric labels (the
+ * README's "Skip reasons" table lists each with its Warning Events). Besides `decideScale`'s
+ * {@link SkipReason}s and the governing ones ({@link NoneGoverns}):
+ * - `PodGone`, `UnsupportedOwner`, `OwnerGone`: no workload to scale (step 1–2);
+ * - `BelowThreshold`, `NotMeasured`: Prometheus does not confirm the alert (step 5);
+ * - `NotOOMKilled`: an OOM-kill event whose containers the Pod does not show OOM-killed
+ *   recently (step 5, `oom.ts` `checkOOMKilled`);
+ * - `AdmissionRefused`: the dry run of the patch or of the scaled Pod was refused (step 7);
+ * - `Unschedulable`: the scaled Pod would request more memory than any Node's
+ *   `status.allocatable.memory` (`rollout.ts` `decideFit`): no patch, Warning Events (step 7);
+ * - `RolloutExceedsQuota`: the rollout's peak (all new Pods, and a Deployment's `maxSurge` old
+ *   ones beside them) would pass a ResourceQuota's `requests.memory` or `limits.memory`
+ *   (`quota.ts` `decideQuota`): no patch, Warning Events (step 7);
+ * - `RolloutWaitsForDelete`: a StatefulSet or DaemonSet with `updateStrategy: OnDelete` whose
+ *   alerting Pod still runs less memory than the template (a `Cooldown` or `RolloutUnderWay`
+ *   skip otherwise): it gets the new memory only when deleted (`rollout.ts` `waitingForDelete`);
+ *   also any alert of such a workload while the rollout of its last scale is pending in the
+ *   AppMonitor's `status.rollouts` (Pods still on the old revision): no scale on top of one that
+ *   has not reached its Pods.
+ *   After the patch of such a workload the outcome stays `Scaled`, with a `RolloutWaitsForDelete`
+ *   Warning Event on the workload and the AppMonitor saying to delete the Pods;
+ * - `Scaled`, `DryRun`: patched, or would have been.
+ */
+export type OutcomeReason =
+  | SkipReason
+  | NoneGoverns["reason"]
+  | "PodGone"
+  | "UnsupportedOwner"
+  | "OwnerGone"
+  | "BelowThreshold"
+  | "NotMeasured"
+  | "NotOOMKilled"
+  | "AdmissionRefused"
+  | "Unschedulable"
+  | "RolloutExceedsQuota"
+  | "RolloutWaitsForDelete"
+  | "Scaled"
+  | "DryRun";
+
+/** A container left unchanged, and why. */
+export interface SkippedContainer {
+  readonly container: string;
+  readonly reason: string;
+  readonly message: string;
+}
+
+/** What happened to one firing alert: logged in full; `outcome` and `reason` also answer the sender (`handler.ts`). */
+export interface Outcome {
+  /** `scaled`: the workload was patched; `dry-run`: it would have been; `skipped`: nothing to do. */
+  readonly outcome: "scaled" | "dry-run" | "skipped";
+  readonly reason: OutcomeReason;
+  readonly message: string;
+  /** `<namespace>/<pod>` from the event. */
+  readonly pod: string;
+  /** Name of the governing AppMonitor, once known. */
+  readonly appmonitor?: string;
+  readonly workload?: { readonly kind: string; readonly name: string };
+  /** For `scaled` and `dry-run`: each container's memory before and after. */
+  readonly changes?: readonly ContainerChange[];
+  readonly skipped?: readonly SkippedContainer[];
+  /** Follow-up writes (Events, status) that failed after the outcome was reached. */
+  readonly warnings?: readonly string[];
+  /** Rounds of read–decide–write (more than 1 after a lost compare-and-swap; 0 for `NotAppMonitorAlert`, decided before any read). */
+  readonly attempts: number;
+}
+

@@ -1,0 +1,176 @@
+/**
+ * What memory-scaler tells users about an outcome (`scale-flow.ts` steps 2, 4, 6, 7 and 9),
+ * pure: the Kubernetes Events it writes, as one table, and the AppMonitor status changes a
+ * scale makes. The README's "Skip reasons" table says the same to users.
+ *
+ * | reported | Events (`regarding` → `related`) | note |
+ * | --- | --- | --- |
+ * | `UnsupportedOwner` | Warning on the Pod → the AppMonitor | `not scaled: <message>` |
+ * | `AtCap` | Warning on the workload → the AppMonitor, and on the AppMonitor → the workload; at most one per workload per `cooldownSeconds` (`windowedKey`) | `not scaled: <message>` (+ how often it is written) |
+ * | `LimitNotInTemplate` | the same pair | `not scaled: <message>` |
+ * | `AdmissionRefused` | the same pair | `not scaled (<changes>): the API server refused it: <message>` |
+ * | `RolloutExceedsQuota`, `Unschedulable` | the same pair | `not scaled (<changes>): <message>` |
+ * | `DryRun` | Normal pair | `DryRun: would scale <kind> <name>[ after an OOM kill]: <changes>` |
+ * | `Scaled` | Normal pair, and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill]: <changes>` |
+ * | anything else | none: the outcome is logged and counted only | |
+ *
+ * A Warning on the AppMonitor names the workload first (`<kind> <name>: <note>`); a Normal one
+ * carries the same note on both. Each Event is keyed by the CloudEvent's id (`kube-events.ts`:
+ * its name is derived from the key, so a re-delivery writes nothing new), a repaired scale's by
+ * the id of the event that scaled.
+ */
+import type * as k8s from "@kubernetes/client-node";
+import type { AlertTrigger } from "../lib/alert-event.ts";
+import type { AppMonitorStatus } from "../lib/appmonitor.ts";
+import type { ContainerChange } from "./decide.ts";
+import type { PendingRollout } from "./follow-up.ts";
+import { windowedKey, type EventSpec } from "./kube-events.ts";
+import { withRolloutStarted } from "./rollout-status.ts";
+import { withScales, type ScaleEntry } from "./status.ts";
+
+/** A reference an Event can regard: with a name and a namespace. */
+export type ObjectRef = k8s.V1ObjectReference & { name: string; namespace: string };
+
+/** What an outcome's Events are about. */
+export interface Subjects {
+  /** The alerting Pod. */
+  readonly pod: ObjectRef;
+  /** The governing AppMonitor (for `UnsupportedOwner`, the one the alert names). */
+  readonly appMonitor: ObjectRef;
+  /** Its `spec.cooldownSeconds`: the window of its `AtCap` Warnings. */
+  readonly cooldownSeconds: number;
+  /** The workload, once resolved (every reason but `UnsupportedOwner`). */
+  readonly workload?: ObjectRef;
+}
+
+/** An outcome as reported: its reason and what its note says. */
+export type Reported =
+  | { readonly reason: "UnsupportedOwner" | "AtCap" | "LimitNotInTemplate"; readonly message: string }
+  | { readonly reason: "AdmissionRefused" | "RolloutExceedsQuota" | "Unschedulable"; readonly message: string; readonly changes: readonly ContainerChange[] }
+  | { readonly reason: "DryRun"; readonly changes: readonly ContainerChange[]; readonly trigger: AlertTrigger }
+  | {
+      readonly reason: "Scaled";
+      readonly changes: readonly ContainerChange[];
+      readonly multiplier: number;
+      readonly trigger: AlertTrigger;
+      /** For an OnDelete workload: the note of its `RolloutWaitsForDelete` Warnings. */
+      readonly onDelete?: string | undefined;
+      /** The key of its Events when not the current event's (a repaired scale: the event that scaled). */
+      readonly key?: string;
+    }
+  | { readonly reason: string };
+
+/** "memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi; …" */
+export function describeChanges(changes: readonly ContainerChange[]): string {
+  return changes
+    .map((c) => `${c.container}: limit ${c.from.limit} → ${c.to.limit}${c.from.request === undefined ? "" : `, request ${c.from.request} → ${c.to.request ?? c.from.request}`}`)
+    .join("; ");
+}
+
+const afterOOMKill = (trigger: AlertTrigger): string => (trigger === "oomKilled" ? " after an OOM kill" : "");
+
+/** The note of the `Scaled` Events; one caused by an OOM-kill alert says so. */
+export function scaledNote(workload: { readonly kind?: string; readonly name: string }, multiplier: number, changes: readonly ContainerChange[], trigger: AlertTrigger = "threshold"): string {
+  return `scaled ${workload.kind ?? ""} ${workload.name} by ${multiplier}${afterOOMKill(trigger)}: ${describeChanges(changes)}`;
+}
+
+/**
+ * The Events of an outcome (the module's table), keyed for `EventRecorder.record`.
+ * @param eventId the CloudEvent's id; @param now for the `AtCap` window.
+ * @throws Error when a reason that regards the workload comes without one (a bug of the caller).
+ */
+export function eventsOf(reported: Reported, subjects: Subjects, eventId: string, now: Date): EventSpec[] {
+  const am = subjects.appMonitor;
+  const workload = (): ObjectRef => {
+    if (subjects.workload === undefined) throw new Error(`${reported.reason} is reported on a workload, and none was given`);
+    return subjects.workload;
+  };
+  const warningPair = (reason: string, note: string, key = eventId): EventSpec[] => {
+    const wl = workload();
+    return [
+      { type: "Warning", reason, note, regarding: wl, related: am, key },
+      { type: "Warning", reason, note: `${wl.kind ?? ""} ${wl.name}: ${note}`, regarding: am, related: wl, key },
+    ];
+  };
+  const normalPair = (reason: string, note: string, key = eventId): EventSpec[] => [
+    { type: "Normal", reason, note, regarding: workload(), related: am, key },
+    { type: "Normal", reason, note, regarding: am, related: workload(), key },
+  ];
+  const r = reported as Reported & Record<string, unknown>;
+  switch (reported.reason) {
+    case "UnsupportedOwner":
+      return [{ type: "Warning", reason: "UnsupportedOwner", note: `not scaled: ${String(r.message)}`, regarding: subjects.pod, related: am, key: eventId }];
+    case "AtCap": {
+      // A workload at the cap alerts until its memory use drops: one AtCap Warning per workload
+      // per cooldown window says it, the deterministic name turns the rest into 409s.
+      const wl = workload();
+      const key = windowedKey(`${wl.kind ?? ""}/${wl.name}/${wl.uid ?? ""}`, now, subjects.cooldownSeconds, eventId);
+      const often = key === eventId ? "" : ` (this Warning is written at most once every ${subjects.cooldownSeconds}s)`;
+      return warningPair("AtCap", `not scaled: ${String(r.message)}${often}`, key);
+    }
+    case "LimitNotInTemplate":
+      return warningPair("LimitNotInTemplate", `not scaled: ${String(r.message)}`);
+    case "AdmissionRefused":
+      return warningPair("AdmissionRefused", `not scaled (${describeChanges(r.changes as ContainerChange[])}): the API server refused it: ${String(r.message)}`);
+    case "RolloutExceedsQuota":
+    case "Unschedulable":
+      return warningPair(reported.reason, `not scaled (${describeChanges(r.changes as ContainerChange[])}): ${String(r.message)}`);
+    case "DryRun": {
+      const wl = workload();
+      return normalPair("DryRun", `DryRun: would scale ${wl.kind ?? ""} ${wl.name}${afterOOMKill(r.trigger as AlertTrigger)}: ${describeChanges(r.changes as ContainerChange[])}`);
+    }
+    case "Scaled": {
+      const scaled = reported as Extract<Reported, { reason: "Scaled"; multiplier: number }>;
+      const key = scaled.key ?? eventId;
+      const note = scaledNote(workload(), scaled.multiplier, scaled.changes, scaled.trigger);
+      const onDelete = scaled.onDelete;
+      return [
+        ...normalPair("Scaled", note, key),
+        ...(onDelete === undefined
+          ? []
+          : ([
+              { type: "Warning", reason: "RolloutWaitsForDelete", note: onDelete, regarding: workload(), related: am, key },
+              { type: "Warning", reason: "RolloutWaitsForDelete", note: onDelete, regarding: am, related: workload(), key },
+            ] as const)),
+      ];
+    }
+    default:
+      return [];
+  }
+}
+
+/** The message of a started rollout's `RolledOut` condition. */
+function rolloutMessage(workload: { readonly kind: string; readonly name: string }, generation: number, changes: readonly ContainerChange[]): string {
+  return `${workload.kind} ${workload.name}: rolling out generation ${generation} (${describeChanges(changes)})`;
+}
+
+/**
+ * The status change of a scale (step 9): its `recentScales` entry, and the rollout the patch
+ * started pending in `status.rollouts` (none for a bare ReplicaSet, which replaces no Pod).
+ */
+export function scaledStatus(entry: ScaleEntry, rollout: PendingRollout | undefined, limit: number): (status: AppMonitorStatus | undefined) => AppMonitorStatus {
+  return (status) => {
+    const scaled = withScales(status, [entry], limit);
+    return rollout === undefined ? scaled : withRolloutStarted(scaled, rollout, rolloutMessage(rollout.workload, rollout.generation, entry.changes), entry.time);
+  };
+}
+
+/**
+ * The status change of a repair (step 3a): the scale's missing `recentScales` entry and, when
+ * that counted it only now, its rollout too, followed from the generation the workload has now
+ * (which includes the patch). A bare ReplicaSet, or a workload without a generation, has none.
+ */
+export function repairedStatus(
+  entry: ScaleEntry,
+  workload: { readonly kind: string; readonly generation: number | undefined },
+  event: string,
+  limit: number,
+): (status: AppMonitorStatus | undefined) => AppMonitorStatus {
+  return (status) => {
+    const scaled = withScales(status, [entry], limit);
+    const counted = (scaled.scaleCount ?? 0) > (status?.scaleCount ?? 0);
+    if (!counted || workload.kind === "ReplicaSet" || workload.generation === undefined) return scaled;
+    const rollout = { workload: entry.workload, generation: workload.generation, startedAt: entry.time, event };
+    return withRolloutStarted(scaled, rollout, rolloutMessage(entry.workload, workload.generation, entry.changes), entry.time);
+  };
+}

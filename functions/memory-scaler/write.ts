@@ -1,0 +1,99 @@
+/**
+ * The write step of a scale (`scale-flow.ts` steps 7–8): the JSON Patch and the Pod it would make
+ * dry-run by the API server, the Nodes and the namespace's ResourceQuotas read, all in parallel;
+ * then, when admission, the quotas (`quota.ts`) and some Node (`rollout.ts` `decideFit`) allow
+ * it, the one real write: the compare-and-swap patch (`patch.ts`). A lost compare-and-swap is a
+ * result, not an error: the flow reads again.
+ */
+import type * as k8s from "@kubernetes/client-node";
+import { apiStatus, isPatchConflict, isRefusal, toHttpFailure } from "../lib/kube-api-errors.ts";
+import type { Cluster } from "./cluster.ts";
+import type { Workload } from "./owners.ts";
+import type { buildTemplatePatch } from "./patch.ts";
+import { decideQuota, type QuotaView, type RolloutShape } from "./quota.ts";
+import { decideFit, podMemoryLimit, podMemoryRequest } from "./rollout.ts";
+
+/** How the write step ended: written (with the generation the patch gave the workload) or why not. */
+export type WriteResult =
+  | { result: "written"; generation: number | undefined }
+  | { result: "conflict"; message: string }
+  | { result: "refused"; message: string }
+  | { result: "overQuota"; message: string }
+  | { result: "unschedulable"; message: string };
+
+/** The peak of a rollout depends on these (`quota.ts`). */
+function shapeOf(workload: Workload): RolloutShape {
+  const spec = workload.object.spec;
+  return { kind: workload.kind, name: workload.name, replicas: spec.replicas ?? 1, strategy: spec.strategy?.type, maxSurge: spec.strategy?.rollingUpdate?.maxSurge };
+}
+
+function quotaView(quota: k8s.V1ResourceQuota): QuotaView {
+  return {
+    name: quota.metadata?.name ?? "",
+    scoped: (quota.spec?.scopes?.length ?? 0) > 0 || quota.spec?.scopeSelector !== undefined,
+    hard: quota.status?.hard ?? {},
+    used: quota.status?.used ?? {},
+  };
+}
+
+/**
+ * Dry-runs the patch and the Pod it would produce, and lists the Nodes and the namespace's
+ * ResourceQuotas, all four in parallel (the lists cost no round trip of their own); then, when
+ * the patch and the Pod pass, the rollout fits the quotas and the Pod fits some Node, writes the
+ * patch. Failures are reported in this order: the patch's (a lost race makes the rest moot), the
+ * Pod's admission, the quotas, the fit. A Node or quota list that fails — forbidden by RBAC that
+ * predates it, the API server unavailable — or a Node list that says nothing (no Node, none
+ * reporting allocatable memory) never blocks the scale: `onWarning` hears why and the write goes on.
+ * @returns `written` with the workload's new `metadata.generation`, or `conflict` (a `test`
+ * operation failed: the workload changed since it was read), `refused` (admission, with the API
+ * server's message), `overQuota` or `unschedulable`, each with a message.
+ * @throws HttpError for any other API failure (`toHttpFailure`), before anything was written.
+ */
+export async function writeWorkload(
+  cluster: Cluster,
+  workload: Workload,
+  patch: ReturnType<typeof buildTemplatePatch>,
+  pod: k8s.V1Pod,
+  onWarning: (message: string) => void,
+): Promise<WriteResult> {
+  const { kind, name, namespace } = workload;
+  const classify = (error: unknown, doing: string): WriteResult => {
+    if (isPatchConflict(error)) return { result: "conflict", message: apiStatus(error).message };
+    if (isRefusal(error)) return { result: "refused", message: apiStatus(error).message };
+    throw toHttpFailure(error, doing);
+  };
+  const [patchTrial, podTrial, nodes, quotas] = await Promise.allSettled([
+    cluster.patchWorkload(kind, namespace, name, patch, true),
+    cluster.dryRunCreatePod(namespace, pod),
+    cluster.listNodeAllocatableMemory(),
+    cluster.listResourceQuotas(namespace),
+  ]);
+  if (patchTrial.status === "rejected") return classify(patchTrial.reason, `dry-run the patch of ${kind} ${namespace}/${name}`);
+  if (podTrial.status === "rejected") return classify(podTrial.reason, `dry-run a Pod of ${kind} ${namespace}/${name}`);
+  if (quotas.status === "rejected") {
+    onWarning(`could not list ResourceQuotas to check that the rollout fits them (scaling anyway): ${apiStatus(quotas.reason).message}`);
+  } else if (quotas.value.length > 0) {
+    const before = workload.object.spec.template.spec ?? { containers: [] };
+    const after = pod.spec ?? { containers: [] };
+    const fit = decideQuota(
+      shapeOf(workload),
+      { request: podMemoryRequest(before), limit: podMemoryLimit(before) },
+      { request: podMemoryRequest(after), limit: podMemoryLimit(after) },
+      quotas.value.map(quotaView),
+    );
+    if (fit.result === "refused") return { result: "overQuota", message: fit.message };
+  }
+  if (nodes.status === "rejected") {
+    onWarning(`could not list Nodes to check that the scaled Pod fits one (scaling anyway): ${apiStatus(nodes.reason).message}`);
+  } else {
+    const fit = decideFit(podMemoryRequest(pod.spec ?? { containers: [] }), nodes.value);
+    if (fit.result === "unschedulable") return { result: "unschedulable", message: fit.message };
+    if (fit.result === "unknown") onWarning(`${fit.message} (scaling anyway)`);
+  }
+  try {
+    const { generation } = await cluster.patchWorkload(kind, namespace, name, patch, false);
+    return { result: "written", generation };
+  } catch (error) {
+    return classify(error, `patch ${kind} ${namespace}/${name}`);
+  }
+}
