@@ -13,6 +13,7 @@
  * | 204, outcome `skipped`, reason `NotAppMonitorAlert` | an alert no AppMonitor rule raised (another alertname, no `appmonitor` label, or `exported_namespace`/`exported_pod` labels): never acted on, nothing read |
  * | 204, outcome `skipped`, reason `NoAppMonitor` \| `NotCovered` \| `AppMonitorNotGoverning` | the AppMonitor the alert names is not in the namespace, or does not cover the workload's Pod template |
  * | 204, outcome `ignored`, reason `Resolved` | a resolved alert: nothing to undo |
+ * | 204, the outcome and reason of the first answer | a copy of a firing event (same `source` and `id`) this instance is handling, or scaled (or dry-ran) in the last 600 s: nothing read (`answers.ts`) |
  * | 204, outcome `idle` \| `followed`, reason `NoPendingRollout` \| `RolloutsPending` \| `RolloutsEnded` | a PingSource tick (`dev.knative.sources.ping`): the pending rollouts were followed (`follow-flow.ts`); with none pending, one LIST and nothing else |
  * | 400 `{ error, details }` | not a CloudEvent, another event type, `data` not matching `schemas/alert-event.schema.json`, subject or status contradicting `data` (the runtime or `incoming-event.ts`) |
  * | 413 / 415 | body over 1 MiB; a batch (`application/cloudevents-batch+json`) — the runtime |
@@ -23,10 +24,15 @@
  *
  * The API failures' mapping, and why: `functions/lib/kube-api-errors.ts`.
  *
+ * A copy of a firing event this instance is handling, or has scaled or dry-run (same `source` and `id`)
+ * gets that answer without a read (`answers.ts`); it is logged and counted as outcome
+ * `duplicate` with the answer's reason, so every scale is counted once.
+ *
  * One JSON log line per event with its id (bound by the runtime), outcome, reason and changes.
  */
 import type { CloudEvent } from "cloudevents";
 import type { AlertEventDataValidator } from "../lib/alert-event.ts";
+import type { AnswerMemory } from "./answers.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
 import type { CloudEventOutcome, FunctionContext } from "../lib/runtime/types.ts";
 import { readAlertEvent, type AlertEvent } from "./incoming-event.ts";
@@ -46,6 +52,8 @@ export interface HandlerDeps {
   readonly flow: FlowDeps;
   readonly follow: FollowDeps;
   readonly metrics: MemoryScalerMetrics;
+  /** The answers this instance gave to firing events, for their copies. */
+  readonly answers: AnswerMemory;
 }
 
 /** Builds `handle` for the runtime (a CloudEvent function). */
@@ -84,7 +92,15 @@ export function createHandler(deps: HandlerDeps): (context: FunctionContext, eve
       return { outcome: "ignored", reason: "Resolved" };
     }
     try {
-      const outcome = await handleFiring(deps.flow, event.id, event.data, context.log);
+      const answered = await deps.answers.answer(cloudEvent.source, cloudEvent.id, () => handleFiring(deps.flow, event.id, event.data, context.log));
+      if (answered.shared !== false) {
+        const { answer } = answered;
+        metrics.events.inc({ type: "firing", outcome: "duplicate", reason: answer.reason });
+        stopTimer({ outcome: "duplicate" });
+        context.log.info({ pod, outcome: "duplicate", answer: `${answer.outcome}/${answer.reason}`, of: answered.shared }, "a copy of an event this instance answered: the same answer, nothing read");
+        return { outcome: answer.outcome, reason: answer.reason };
+      }
+      const { outcome } = answered;
       metrics.events.inc({ type: "firing", outcome: outcome.outcome, reason: outcome.reason });
       if (outcome.outcome === "scaled" && outcome.workload !== undefined) metrics.scales.inc({ kind: outcome.workload.kind });
       stopTimer({ outcome: outcome.outcome });

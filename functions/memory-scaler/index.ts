@@ -20,6 +20,7 @@ import type { CloudEventFunctionDefinition, ReadinessResult } from "../lib/runti
 import { createCluster } from "./cluster.ts";
 import { readConfig, type MemoryScalerConfig } from "./config.ts";
 import { createEventRecorder } from "./kube-events.ts";
+import { createAnswerMemory } from "./answers.ts";
 import { createHandler } from "./handler.ts";
 import { createMetrics } from "./metrics.ts";
 import { createStatusWriter } from "./status-writer.ts";
@@ -46,6 +47,7 @@ export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
       handle: createHandler({
         validate: validateAlertEventData,
         metrics,
+        answers: createAnswerMemory(),
         follow: { cluster, events, status, now: () => new Date(), onEnded: (kind, result, reason) => metrics.rollouts.inc({ kind, result, reason }) },
         flow: {
           cluster,

@@ -373,7 +373,8 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
       { group: "kubedemo.com", version: "v1", plural: "appmonitors", namespace: ns, name: "m", body: { spec: { cooldownSeconds: 0 } } },
       k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
     );
-    const again = await deliver(scaler.url, event);
+    // A new alert for the same Pod.
+    const again = await deliver(scaler.url, alertEvent({ namespace: ns, pod: second.metadata?.name ?? "", container: "memhog", appmonitor: "m" }));
     assert.equal(again.outcome, "scaled", describeAnswer(again));
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("1536Mi", "1Gi") });
     assert.equal((await appMonitorStatus(ns, "m")).scaleCount, 2);
@@ -489,7 +490,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     const event = alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" });
     const answer = await deliver(scaler.url, event);
     assert.equal(answer.outcome, "dry-run", describeAnswer(answer));
-    assert.equal((await deliver(scaler.url, event)).outcome, "dry-run", "a re-delivery decides the same");
+    assert.equal((await deliver(scaler.url, event)).outcome, "dry-run", "a re-delivery gets the same answer");
     const deployment = await readDeployment(ns, "web");
     assert.equal(deployment.metadata?.generation, 1);
     assert.deepEqual(resourcesOf(deployment.spec?.template), { memhog: res("384Mi", "256Mi") });

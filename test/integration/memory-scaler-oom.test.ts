@@ -2,8 +2,8 @@
  * memory-scaler on an OOM-kill event (alertname AppMonitorOOMKilled, trigger oomKilled) on the
  * local stack, with a token of exactly its ServiceAccount: the original demo's Deployment, its
  * kwok Pod's status patched as the kubelet reports an OOM kill (kwok leaves a status written
- * through the API alone), scaled once without asking Prometheus; the same event again scales
- * nothing more; a Pod without that termination is skipped `NotOOMKilled`.
+ * through the API alone), scaled once without asking Prometheus; a copy of the event gets its
+ * answer and a new one scales nothing more; a Pod without that termination is skipped `NotOOMKilled`.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -63,7 +63,7 @@ describe("memory-scaler on an OOM-kill event", () => {
     await scaler?.stop();
   });
 
-  it("a Pod whose container status shows a recent OOM kill: scaled once, 384Mi → 768Mi, the Event says OOM kill; the same event again scales nothing", async (t) => {
+  it("a Pod whose container status shows a recent OOM kill: scaled once, 384Mi → 768Mi, the Event says OOM kill; a copy of the event gets its answer and a new one scales nothing", async (t) => {
     const ns = await freshNamespace(t);
     const pod = await originalDemo(ns);
     await reportTermination(ns, pod, 30);
@@ -81,7 +81,9 @@ describe("memory-scaler on an OOM-kill event", () => {
     assert.deepEqual(scaled.map((e) => e.reason), ["Scaled"]);
     assert.match(scaled[0]?.note ?? "", /^scaled Deployment memhog by 2 after an OOM kill: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi$/);
 
-    const again = await deliver(scaler.url, event, "structured");
+    const copy = await deliver(scaler.url, event, "structured");
+    assert.deepEqual([copy.status, copy.outcome, copy.reason], [204, "scaled", "Scaled"], describeAnswer(copy));
+    const again = await deliver(scaler.url, alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "mymonitor", alertname: "AppMonitorOOMKilled" }), "structured");
     assert.equal(again.status, 204, describeAnswer(again));
     assert.equal(again.outcome, "skipped", describeAnswer(again));
     // The template is ahead of the Pod (RolloutUnderWay), the scale is recent (Cooldown), or the Pod is already replaced.

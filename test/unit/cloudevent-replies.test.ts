@@ -17,6 +17,7 @@ import { LAST_SCALE_ANNOTATION } from "../../functions/lib/appmonitor.ts";
 import { acknowledge } from "../../functions/lib/runtime/cloudevent.ts";
 import type { RunningServer } from "../../functions/lib/runtime/server.ts";
 import type { CloudEventFunction } from "../../functions/lib/runtime/types.ts";
+import { createAnswerMemory } from "../../functions/memory-scaler/answers.ts";
 import { createHandler as createScalerHandler } from "../../functions/memory-scaler/handler.ts";
 import { createMetrics as createScalerMetrics } from "../../functions/memory-scaler/metrics.ts";
 import type { FlowDeps } from "../../functions/memory-scaler/scale-flow.ts";
@@ -132,7 +133,7 @@ describe("memory-scaler answers every handled event without a body", () => {
       const cluster = memhogCluster(c.spec);
       c.setup?.(cluster);
       const flow = flowDeps(cluster, c.flow);
-      fn.use(createScalerHandler({ validate, metrics: createScalerMetrics(new Registry()), flow, follow: { cluster, events: flow.events, status: flow.status, now: flow.now } }));
+      fn.use(createScalerHandler({ validate, metrics: createScalerMetrics(new Registry()), flow, follow: { cluster, events: flow.events, status: flow.status, now: flow.now }, answers: createAnswerMemory() }));
       const { namespace, pod, container, appmonitor } = alertData();
       const event = alertEvent({ namespace, pod, container, appmonitor, ...c.event });
       assertHandledWithoutBody(await postEvent(fn.server.url, event), c.outcome, c.reason);
