@@ -26,7 +26,7 @@ import { readConfig as readRuleSyncConfig } from "../../functions/rule-sync/conf
 import { RESYNC_EVENT_TYPE } from "../../functions/rule-sync/incoming-event.ts";
 import { createHandler as createRuleSyncHandler } from "../../functions/rule-sync/handler.ts";
 import { createMetrics as createRuleSyncMetrics } from "../../functions/rule-sync/metrics.ts";
-import { repoRoot } from "../stack/paths.ts";
+import { repoRoot } from "../harness/stack/paths.ts";
 import { backoffSeconds, durationSeconds, knativeVerdict, type DeliverySpec, type KnativeVerdict } from "../support/knative-delivery.ts";
 import { alertEvent } from "../support/memory-scaler.ts";
 import { alertData } from "../support/memory-scaler-fakes.ts";

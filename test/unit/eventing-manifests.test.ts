@@ -8,8 +8,8 @@ import { parseAllDocuments } from "yaml";
 import {
   EVENTING_IMAGE_REPOSITORY, EVENTING_LEFT_OUT, EVENTING_NAMESPACE, eventingImage, parseEventingFile, renderEventing, selectEventingFiles,
   type EventingFile, type EventingObject,
-} from "../stack/eventing-manifests.ts";
-import { EVENTING_SINK_COMMANDS, eventingFiles, eventingImageArchive, eventingModule, goModTools, type EventingModule } from "../stack/eventing-source.ts";
+} from "../harness/stack/eventing-manifests.ts";
+import { EVENTING_SINK_COMMANDS, eventingFiles, eventingImageArchive, eventingModule, goModTools, type EventingModule } from "../harness/stack/eventing-source.ts";
 
 let module: EventingModule;
 let files: EventingFile[];

@@ -1,12 +1,12 @@
-// test/eventing-overlay renders appmonitor's shipped Eventing objects for the stack's real node,
+// test/harness/eventing-overlay renders appmonitor's shipped Eventing objects for the stack's real node,
 // where Knative Serving cannot run. Rendered with kustomize (the stack's kubectl) and compared
 // with the shipped files it lists: the only differences are Serving references replaced by what
 // stands in for them under the same name, so a change to a shipped file that the overlay would
 // silently override fails here.
 import { before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { EVENTING_OVERLAY_DIR } from "../stack/eventing-objects.ts";
-import { repoRoot } from "../stack/paths.ts";
+import { EVENTING_OVERLAY_DIR } from "../harness/stack/eventing-objects.ts";
+import { repoRoot } from "../harness/stack/paths.ts";
 import path from "node:path";
 import {
   isServingService, objectKey, objectsOf, overlayDifferences, overlaySources, renderedKey, servingReferences, servingServiceStandInDifferences,
@@ -103,7 +103,7 @@ describe("servingServiceStandInDifferences", () => {
   }
 });
 
-describe("test/eventing-overlay rendered", () => {
+describe("test/harness/eventing-overlay rendered", () => {
   test("renders shipped files from knative/ and adds only its own stand-ins", () => {
     assert.ok(sources.shipped.length > 0 && sources.shipped.every((f) => f.startsWith(path.join(repoRoot, "knative") + path.sep)), sources.shipped.join(", "));
     const expected = [...shipped.map(renderedKey), ...own.map(objectKey)].sort();

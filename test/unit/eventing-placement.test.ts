@@ -3,10 +3,10 @@
 // step can be repeated.
 import { before, test } from "node:test";
 import assert from "node:assert/strict";
-import type { EventingObject } from "../stack/eventing-manifests.ts";
-import { DEFAULT_TOLERATIONS_ANNOTATION, NODE_SELECTOR_ANNOTATION, placementAnnotations, placePods } from "../stack/eventing-placement.ts";
-import { eventingInstall } from "../stack/eventing-source.ts";
-import { REAL_NODE, REAL_NODE_PLACEMENT } from "../stack/real-node-config.ts";
+import type { EventingObject } from "../harness/stack/eventing-manifests.ts";
+import { DEFAULT_TOLERATIONS_ANNOTATION, NODE_SELECTOR_ANNOTATION, placementAnnotations, placePods } from "../harness/stack/eventing-placement.ts";
+import { eventingInstall } from "../harness/stack/eventing-source.ts";
+import { REAL_NODE, REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
 
 let objects: EventingObject[];
 

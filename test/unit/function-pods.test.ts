@@ -6,9 +6,9 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { parse } from "yaml";
-import { repoRoot } from "../stack/paths.ts";
-import { FUNCTION_SELECTOR_LABEL, functionDeployment, functionService } from "../stack/function-pods.ts";
-import { REAL_NODE_PLACEMENT } from "../stack/real-node-config.ts";
+import { repoRoot } from "../harness/stack/paths.ts";
+import { FUNCTION_SELECTOR_LABEL, functionDeployment, functionService } from "../harness/stack/function-pods.ts";
+import { REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
 import { FUNCTION_NAMES, type KnativeService } from "../support/knative.ts";
 
 const services = Object.fromEntries(FUNCTION_NAMES.map((name) => [

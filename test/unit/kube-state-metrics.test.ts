@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { oomAlertExpression } from "../../functions/rule-sync/rule.ts";
-import { kubeStateMetricsArgs, kubeStateMetricsScrapeJob } from "../stack/kube-state-metrics.ts";
+import { kubeStateMetricsArgs, kubeStateMetricsScrapeJob } from "../harness/stack/kube-state-metrics.ts";
 
 const ports = { metrics: 18080, telemetry: 18081 };
 const flags = (args: string[]) => new Map(args.map((a) => {

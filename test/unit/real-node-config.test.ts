@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { parse } from "yaml";
 import {
   cniConflist, containerdConfig, kubeletConfig, kubeletScrapeJobs, podCgroupPath, REAL_NODE, realNodePaths, SERVICE_CIDR,
-} from "../stack/real-node-config.ts";
+} from "../harness/stack/real-node-config.ts";
 
 const paths = realNodePaths("/state");
 

@@ -2,8 +2,8 @@
 // what counts as the cluster, and that no query or kernel setting reaches beyond the stack.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { COREDNS_CLUSTER_ROLE, corefile, emptyTables, kubeChainRemoval, kubeProxyArgs } from "../stack/real-node-services-config.ts";
-import { REAL_NODE } from "../stack/real-node-config.ts";
+import { COREDNS_CLUSTER_ROLE, corefile, emptyTables, kubeChainRemoval, kubeProxyArgs } from "../harness/stack/real-node-services-config.ts";
+import { REAL_NODE } from "../harness/stack/real-node-config.ts";
 
 const flags = (args: string[]) => Object.fromEntries(args.map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 

@@ -5,11 +5,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { parse, parseAllDocuments } from "yaml";
-import { repoRoot } from "../stack/paths.ts";
-import { containerdConfig, REAL_NODE_PACKAGES, REAL_NODE_PLACEMENT, realNodePaths } from "../stack/real-node-config.ts";
-import { realNodeKustomization } from "../stack/real-node-overlay.ts";
-import { hostsDirName, hostsToml, mirroredHosts, mirroredReference, parseReference, REGISTRY_ENV, registryConfig } from "../stack/registry-config.ts";
-import { servedImages } from "../stack/registry.ts";
+import { repoRoot } from "../harness/stack/paths.ts";
+import { containerdConfig, REAL_NODE_PACKAGES, REAL_NODE_PLACEMENT, realNodePaths } from "../harness/stack/real-node-config.ts";
+import { realNodeKustomization } from "../harness/stack/real-node-overlay.ts";
+import { hostsDirName, hostsToml, mirroredHosts, mirroredReference, parseReference, REGISTRY_ENV, registryConfig } from "../harness/stack/registry-config.ts";
+import { servedImages } from "../harness/stack/registry.ts";
 
 const address = "127.0.0.1:40123";
 
