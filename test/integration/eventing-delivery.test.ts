@@ -8,7 +8,7 @@
 //     dead-letter sink with Knative's error extensions;
 //   - no answer of memory-scaler or rule-sync is a reply event, so nothing of ours goes back into
 //     the Broker: a catch-all Trigger sees each event once and nothing after.
-// The statuses of every failure class against Knative's retry table: test/unit/delivery-retries.test.ts.
+// The statuses of every failure class against Knative's retry table: test/unit/knative/delivery-retries.test.ts.
 //
 // Starts its own stack (one kwok Node, the real node, Eventing) in a temporary state directory
 // (test/support/eventing-stack.ts); one real node per machine, so it waits for the machine-wide
