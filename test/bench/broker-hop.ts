@@ -2,7 +2,7 @@
  * Benchmark of the Broker hop on the real node (a script, not a test): the same firing CloudEvent
  * posted, one at a time, straight to memory-scaler's Pod and to the Broker ingress's Pod (ingress
  * → in-memory channel → filter → Trigger → memory-scaler), each event timed from its POST to
- * memory-scaler's log line for it (`test/support/broker-hop.ts`); prints p50 and p99 of each path.
+ * memory-scaler's log line for it (`test/harness/lib/broker-hop.ts`); prints p50 and p99 of each path.
  *
  * Uses the stack named by APPMONITOR_STACK_DIR when it runs Eventing (`npm run stack -- up
  * --real-node --eventing`), else starts one with the real node and Eventing in a temporary
