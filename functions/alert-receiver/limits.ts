@@ -19,7 +19,7 @@
  *   (which repeats those names) and `value`; `generatorURL` = Prometheus's external URL and the
  *   rule's expression, URL-encoded; times and fingerprint. With the longest names Kubernetes
  *   allows, the kube-state-metrics source, five 63-character names in `spec.containers` and a
- *   selector of four 63/63-character labels: 3.8 KiB (test/unit/alert-limits.test.ts builds it
+ *   selector of four 63/63-character labels: 3.8 KiB (test/unit/alert-receiver/limits.test.ts builds it
  *   from the real rule). Prometheus's own label limits bound nothing here: `label_limit` and
  *   `label_value_length_limit` are 0 (unlimited) by default, and apply to scrapes, not to
  *   `external_labels` or alert relabelling, which add labels to every alert.

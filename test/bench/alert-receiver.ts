@@ -19,9 +19,9 @@ import { createServer } from "node:http";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { HTTP } from "cloudevents";
 import { startProcess, tailOf } from "../support/child-process.ts";
-import { freePort } from "../support/free-port.ts";
-import { waitUntil } from "../support/wait-until.ts";
-import { repoRoot } from "../stack/paths.ts";
+import { freePort } from "../harness/lib/free-port.ts";
+import { waitUntil } from "../harness/lib/wait-until.ts";
+import { repoRoot } from "../harness/stack/paths.ts";
 
 const ALERTS_PER_WEBHOOK = 100;
 const TOKEN = "bench-token";

@@ -2,12 +2,12 @@
  * Benchmark of the Broker hop on the real node (a script, not a test): the same firing CloudEvent
  * posted, one at a time, straight to memory-scaler's Pod and to the Broker ingress's Pod (ingress
  * → in-memory channel → filter → Trigger → memory-scaler), each event timed from its POST to
- * memory-scaler's log line for it (`test/support/broker-hop.ts`); prints p50 and p99 of each path.
+ * memory-scaler's log line for it (`test/harness/lib/broker-hop.ts`); prints p50 and p99 of each path.
  *
  * Uses the stack named by APPMONITOR_STACK_DIR when it runs Eventing (`npm run stack -- up
  * --real-node --eventing`), else starts one with the real node and Eventing in a temporary
  * directory and stops it at the end; either way it applies appmonitor's Eventing objects
- * (test/eventing-overlay) and the functions as Pods. Root; the real node is one per machine, so
+ * (test/harness/eventing-overlay) and the functions as Pods. Root; the real node is one per machine, so
  * run it as `flock /tmp/appmonitor-real-node.lock node test/bench/broker-hop.ts`.
  *
  * Usage: node test/bench/broker-hop.ts [events=200]
@@ -16,12 +16,12 @@ import { mkdtemp } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
-import { installEventing } from "../stack/eventing-install.ts";
-import { applyAppmonitorEventing, BROKER } from "../stack/eventing-objects.ts";
-import { EVENTING_NAMESPACE } from "../stack/eventing-manifests.ts";
-import { deployFunctionPods, FUNCTIONS_NAMESPACE } from "../stack/function-pods-install.ts";
-import { down, readState, up, type StackState } from "../stack/stack.ts";
-import { measurePath, waitForDelivery } from "../support/broker-hop.ts";
+import { installEventing } from "../harness/stack/eventing-install.ts";
+import { applyAppmonitorEventing, BROKER } from "../harness/stack/eventing-objects.ts";
+import { EVENTING_NAMESPACE } from "../harness/stack/eventing-manifests.ts";
+import { deployFunctionPods, FUNCTIONS_NAMESPACE } from "../harness/stack/function-pods-install.ts";
+import { down, readState, up, type StackState } from "../harness/stack/stack.ts";
+import { measurePath, waitForDelivery } from "../harness/lib/broker-hop.ts";
 
 const events = Number(process.argv[2] ?? 200);
 const named = process.env.APPMONITOR_STACK_DIR ? await readState(process.env.APPMONITOR_STACK_DIR) : undefined;

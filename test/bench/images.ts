@@ -21,11 +21,12 @@ import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import { Writable } from "node:stream";
 import { createGzip } from "node:zlib";
-import { buildImages, FUNCTION_IMAGES, type BuiltImage } from "../images/build.ts";
-import { down, readState, up } from "../stack/stack.ts";
-import { runContainer, serviceAccountCredentials, type InClusterCredentials } from "../support/container.ts";
+import { buildImages, FUNCTION_IMAGES, type BuiltImage } from "../harness/images/build.ts";
+import { down, readState, up } from "../harness/stack/stack.ts";
+import { runContainer, serviceAccountCredentials, type InClusterCredentials } from "../harness/lib/container.ts";
 import { installMemoryScaler } from "../support/install.ts";
 import { installRuleSync } from "../support/rule-sync.ts";
+import { adminKubeConfig } from "../support/stack.ts";
 
 const runs = Number(process.argv[2] ?? 6);
 /** The bare server: any path answers 200, so the readiness poll sees it as soon as it listens. */
@@ -77,10 +78,11 @@ async function main(): Promise<void> {
     const built = new Map<string, BuiltImage>((await buildImages(Object.keys(FUNCTION_IMAGES) as (keyof typeof FUNCTION_IMAGES)[])).map((b) => [b.name, b]));
     const api = new URL(state.apiserverUrl);
     const address = { host: api.hostname, port: Number(api.port) };
+    const admin = await adminKubeConfig();
     const setups: Record<keyof typeof FUNCTION_IMAGES, { env: Record<string, string>; credentials?: InClusterCredentials }> = {
       "alert-receiver": { env: { WEBHOOK_AUTH: "none", K_SINK: "http://127.0.0.1:9/" } },
-      "memory-scaler": { env: {}, credentials: await serviceAccountCredentials("appmonitor", "memory-scaler", work, address) },
-      "rule-sync": { env: { RESYNC_ON_START: "false" }, credentials: await serviceAccountCredentials("appmonitor", "rule-sync", work, address) },
+      "memory-scaler": { env: {}, credentials: await serviceAccountCredentials(admin, "appmonitor", "memory-scaler", work, address) },
+      "rule-sync": { env: { RESYNC_ON_START: "false" }, credentials: await serviceAccountCredentials(admin, "appmonitor", "rule-sync", work, address) },
     };
     console.log(`cold start in the image, median of ${runs} (start → ready, resident memory when ready), beside a bare Node HTTP server in the same image`);
     for (const [name, tag] of Object.entries(FUNCTION_IMAGES) as [keyof typeof FUNCTION_IMAGES, string][]) {

@@ -9,7 +9,7 @@ import { readFileSync, readdirSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { down, up } from "../stack/stack.ts";
+import { down, up } from "../harness/stack/stack.ts";
 
 function rssKiB(pid: number): number {
   try {

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { runChain, type ChainResult } from "./chain.ts";
+import { runChain, type ChainResult } from "../harness/demo/chain.ts";
 import { stack } from "../support/stack.ts";
 
 for (const containers of [false, true]) {

@@ -8,7 +8,7 @@
 //     dead-letter sink with Knative's error extensions;
 //   - no answer of memory-scaler or rule-sync is a reply event, so nothing of ours goes back into
 //     the Broker: a catch-all Trigger sees each event once and nothing after.
-// The statuses of every failure class against Knative's retry table: test/unit/delivery-retries.test.ts.
+// The statuses of every failure class against Knative's retry table: test/unit/knative/delivery-retries.test.ts.
 //
 // Starts its own stack (one kwok Node, the real node, Eventing) in a temporary state directory
 // (test/support/eventing-stack.ts); one real node per machine, so it waits for the machine-wide
@@ -20,14 +20,14 @@ import * as k8s from "@kubernetes/client-node";
 import { CloudEvent } from "cloudevents";
 import { FIRING_TYPE } from "../../functions/lib/alert-event.ts";
 import { RESYNC_EVENT_TYPE } from "../../functions/rule-sync/incoming-event.ts";
-import { EVENTING_NAMESPACE, eventingImage } from "../stack/eventing-manifests.ts";
-import { BROKER, DEAD_LETTER_SINK } from "../stack/eventing-objects.ts";
-import { FUNCTIONS_NAMESPACE } from "../stack/function-pods-install.ts";
-import { REAL_NODE } from "../stack/real-node-config.ts";
-import { waitForDelivery } from "../support/broker-hop.ts";
+import { EVENTING_NAMESPACE, eventingImage } from "../harness/stack/eventing-manifests.ts";
+import { BROKER, DEAD_LETTER_SINK } from "../harness/stack/eventing-objects.ts";
+import { FUNCTIONS_NAMESPACE } from "../harness/stack/function-pods-install.ts";
+import { REAL_NODE } from "../harness/stack/real-node-config.ts";
+import { waitForDelivery } from "../harness/lib/broker-hop.ts";
 import { displayedEvents, type DisplayedEvent } from "../support/event-display.ts";
 import { brokerIngressUrl, logTail, postToBroker, readyPod, runningMemhog, useEventingStack } from "../support/eventing-stack.ts";
-import { deliveriesOf, readJsonLog, type PodRef } from "../support/function-logs.ts";
+import { deliveriesOf, readJsonLog, type PodRef } from "../harness/lib/function-logs.ts";
 import { backoffSeconds, type DeliverySpec } from "../support/knative-delivery.ts";
 import { alertEvent, appMonitorStatus, eventsRegarding } from "../support/memory-scaler.ts";
 import { assertNoReplyEvent, postEvent } from "../support/post-event.ts";

@@ -1,6 +1,6 @@
-// The Knative Eventing images test/bins/build.sh makes (cached; the stack's start runs it too),
+// The Knative Eventing images test/harness/bins/build.sh makes (cached; the stack's start runs it too),
 // read back from their OCI archives: each is named as the rendered install names it (or, for
-// event_display, as test/eventing-overlay names the dead-letter sink's image), holds its
+// event_display, as test/harness/eventing-overlay names the dead-letter sink's image), holds its
 // command's static binary alone where ko would put it, and runs as the non-root user 65532.
 import { before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -8,10 +8,10 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { parse } from "yaml";
-import { eventingImage } from "../stack/eventing-manifests.ts";
-import { EVENTING_OVERLAY_DIR } from "../stack/eventing-objects.ts";
-import { EVENTING_SINK_COMMANDS, eventingImageArchive, eventingInstall, type EventingModule } from "../stack/eventing-source.ts";
-import { buildBinaries } from "../stack/paths.ts";
+import { eventingImage } from "../harness/stack/eventing-manifests.ts";
+import { EVENTING_OVERLAY_DIR } from "../harness/stack/eventing-objects.ts";
+import { EVENTING_SINK_COMMANDS, eventingImageArchive, eventingInstall, type EventingModule } from "../harness/stack/eventing-source.ts";
+import { buildBinaries } from "../harness/stack/paths.ts";
 import { runCommand } from "../support/run-command.ts";
 
 let binDir: string;

@@ -1,6 +1,6 @@
 // Knative Eventing for real on the stack's real node: its controller, webhook, Broker ingress and
-// filter, and in-memory channel run there as Pods (test/stack/eventing-install.ts), appmonitor's
-// own Eventing objects are applied through test/eventing-overlay (only the Knative Serving
+// filter, and in-memory channel run there as Pods (test/harness/stack/eventing-install.ts), appmonitor's
+// own Eventing objects are applied through test/harness/eventing-overlay (only the Knative Serving
 // references substituted), and the functions run as Pods with alert-receiver's K_SINK injected
 // by the SinkBinding. Events go through the real data plane: ingress → channel → filter →
 // Trigger → memory-scaler.
@@ -16,13 +16,13 @@ import assert from "node:assert/strict";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import type { CloudEvent } from "cloudevents";
-import { EVENTING_NAMESPACE } from "../stack/eventing-manifests.ts";
-import { BROKER, EVENTING_OVERLAY_DIR } from "../stack/eventing-objects.ts";
-import { FUNCTIONS_NAMESPACE } from "../stack/function-pods-install.ts";
-import { repoRoot } from "../stack/paths.ts";
-import { REAL_NODE } from "../stack/real-node-config.ts";
-import { logFilterReceipts, readFilterReceipts } from "../support/broker-filter-log.ts";
-import { waitForDelivery } from "../support/broker-hop.ts";
+import { EVENTING_NAMESPACE } from "../harness/stack/eventing-manifests.ts";
+import { BROKER, EVENTING_OVERLAY_DIR } from "../harness/stack/eventing-objects.ts";
+import { FUNCTIONS_NAMESPACE } from "../harness/stack/function-pods-install.ts";
+import { repoRoot } from "../harness/stack/paths.ts";
+import { REAL_NODE } from "../harness/stack/real-node-config.ts";
+import { logFilterReceipts, readFilterReceipts } from "../harness/lib/broker-filter-log.ts";
+import { waitForDelivery } from "../harness/lib/broker-hop.ts";
 import { brokerIngressUrl, logTail, postToBroker, readyPod, runningMemhog, scalerEvents, useEventingStack } from "../support/eventing-stack.ts";
 import { kustomize } from "../support/knative.ts";
 import { alertEvent, createAppMonitor } from "../support/memory-scaler.ts";

@@ -1,4 +1,4 @@
-// The function images, built for real by `npm run image` (test/images/build.ts) from the
+// The function images, built for real by `npm run image` (test/harness/images/build.ts) from the
 // repository's Dockerfile and run with podman as Knative runs their containers: read-only root
 // file system, user 1000, no capabilities, no privilege escalation, `PORT` from the runtime,
 // the env of knative/services/*.yaml. Each becomes ready, serves its probes and metrics, handles
@@ -13,10 +13,10 @@ import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent } from "cloudevents";
-import { buildImages, FUNCTION_IMAGES, MEMHOG_IMAGES, type BuiltImage } from "../images/build.ts";
-import { podman } from "../images/podman.ts";
+import { buildImages, FUNCTION_IMAGES, MEMHOG_IMAGES, type BuiltImage } from "../harness/images/build.ts";
+import { podman } from "../harness/images/podman.ts";
 import { startSink, type TestSink } from "../support/cloudevent-sink.ts";
-import { runContainer, SERVICE_ACCOUNT_MOUNT, serviceAccountCredentials, type FunctionContainer, type InClusterCredentials } from "../support/container.ts";
+import { runContainer, SERVICE_ACCOUNT_MOUNT, serviceAccountCredentials, type FunctionContainer, type InClusterCredentials } from "../harness/lib/container.ts";
 import { installMemoryScaler } from "../support/install.ts";
 import { containerOf, FUNCTION_NAMES, kustomize, servicesByFunction, type FunctionName, type KnativeService } from "../support/knative.ts";
 import { alertEvent, deliver, SCALER_NAMESPACE, SCALER_SERVICE_ACCOUNT } from "../support/memory-scaler.ts";
@@ -58,8 +58,8 @@ function serviceEnv(name: FunctionName): Record<string, string> {
 }
 
 /** memory-scaler's or rule-sync's in-cluster credentials; their API calls go through the proxy. */
-function credentials(namespace: string, name: string): Promise<InClusterCredentials> {
-  return serviceAccountCredentials(namespace, name, dir.path, { host: "127.0.0.1", port: apiProxy.port });
+async function credentials(namespace: string, name: string): Promise<InClusterCredentials> {
+  return serviceAccountCredentials(await adminKubeConfig(), namespace, name, dir.path, { host: "127.0.0.1", port: apiProxy.port });
 }
 
 /** Starts the function's image with its Service's env and what the cluster would give it. */

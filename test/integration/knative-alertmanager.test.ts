@@ -12,7 +12,7 @@ import { fn as alertReceiver } from "../../functions/alert-receiver/index.ts";
 import { FIRING_TYPE } from "../../functions/lib/alert-event.ts";
 import type { RunningServer } from "../../functions/lib/runtime/server.ts";
 import { ALERT_NAME, OOM_ALERT_NAME } from "../../functions/rule-sync/rule.ts";
-import { repoRoot } from "../stack/paths.ts";
+import { repoRoot } from "../harness/stack/paths.ts";
 import { startAlertmanager, type TestAlertmanager } from "../support/alertmanager.ts";
 import { startSink, type TestSink } from "../support/cloudevent-sink.ts";
 import { startFunction } from "../support/function-server.ts";
@@ -21,7 +21,7 @@ import { scrape } from "../support/prometheus-text.ts";
 import { runCommand } from "../support/run-command.ts";
 import { tailOf } from "../support/child-process.ts";
 import { tempDir, type TempDir } from "../support/temp-dir.ts";
-import { waitUntil } from "../support/wait-until.ts";
+import { waitUntil } from "../harness/lib/wait-until.ts";
 
 const SNIPPET = "knative/alertmanager/alertmanager.yml";
 const AMTOOL = process.env.AMTOOL_BIN ?? "/usr/bin/amtool";

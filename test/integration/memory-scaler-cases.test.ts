@@ -13,8 +13,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import * as k8s from "@kubernetes/client-node";
-import { usageMemoryAnnotation } from "../stack/config-files.ts";
-import { freePort } from "../support/free-port.ts";
+import { usageMemoryAnnotation } from "../harness/stack/config-files.ts";
+import { freePort } from "../harness/lib/free-port.ts";
 import { installMemoryScaler } from "../support/install.ts";
 import { describeAnswer } from "../support/post-event.ts";
 import {
@@ -321,7 +321,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     const ns = await freshNamespace(t);
     const nodes = (await (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api).listNode()).items;
     // 200Gi fits them, 200Gi × 1.5 = 300Gi does not.
-    assert.deepEqual([...new Set(nodes.map((n) => n.status?.allocatable?.memory))], ["256Gi"], "the stack's kwok Nodes (test/stack/stack.ts fakeNode) allocate 256Gi each");
+    assert.deepEqual([...new Set(nodes.map((n) => n.status?.allocatable?.memory))], ["256Gi"], "the stack's kwok Nodes (test/harness/stack/stack.ts fakeNode) allocate 256Gi each");
     await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 1.5 });
     await createDeployment(ns, "big", [{ name: "memhog", limit: "200Gi", request: "200Gi" }]);
     const pod = await onlyRunningPod(ns, "app=big");

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { down, up } from "../stack/stack.ts";
+import { down, up } from "../harness/stack/stack.ts";
 import { apiserverRequests, requestsBetween } from "../support/apiserver-requests.ts";
 import { installMemoryScaler } from "../support/install.ts";
 import { createAppMonitor, startScaler, type ScalerUnderTest } from "../support/memory-scaler.ts";

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import * as k8s from "@kubernetes/client-node";
-import { freePort } from "../support/free-port.ts";
+import { freePort } from "../harness/lib/free-port.ts";
 import { installMemoryScaler } from "../support/install.ts";
 import { describeAnswer } from "../support/post-event.ts";
 import { alertEvent, deliver, eventsRegarding, exampleAppMonitor, memhogManifest, onlyRunningPod, startScaler, type ScalerUnderTest } from "../support/memory-scaler.ts";

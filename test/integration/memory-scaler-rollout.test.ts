@@ -18,7 +18,7 @@ import { after, before, describe, it } from "node:test";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent } from "cloudevents";
 import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, onlyRunningPod, scalerForSuite } from "../support/memory-scaler.ts";
-import { down, up } from "../stack/stack.ts";
+import { down, up } from "../harness/stack/stack.ts";
 import { describeAnswer } from "../support/post-event.ts";
 import { adminKubeConfig, freshNamespace, waitFor } from "../support/stack.ts";
 

@@ -8,7 +8,7 @@ import path from "node:path";
 import { before, test } from "node:test";
 import * as k8s from "@kubernetes/client-node";
 import { stringify } from "yaml";
-import { usageMemoryAnnotation } from "../stack/config-files.ts";
+import { usageMemoryAnnotation } from "../harness/stack/config-files.ts";
 import { ALERT_NAME } from "../../functions/rule-sync/rule.ts";
 import { RESOURCE_EVENT_PREFIX } from "../../functions/rule-sync/incoming-event.ts";
 import { describeAnswer } from "../support/post-event.ts";

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as k8s from "@kubernetes/client-node";
-import { usageMemoryAnnotation } from "../stack/config-files.ts";
+import { usageMemoryAnnotation } from "../harness/stack/config-files.ts";
 import { adminKubeConfig, freshNamespace, promQuery, serviceAccountKubeConfig, stack, waitFor } from "../support/stack.ts";
 
 function deployment(name: string, request: string, limit: string): k8s.V1Deployment {

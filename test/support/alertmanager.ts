@@ -9,9 +9,9 @@ import path from "node:path";
 import { stringify } from "yaml";
 import { startProcess, tailOf } from "./child-process.ts";
 import type { TestProcess } from "./child-process.ts";
-import { freePort } from "./free-port.ts";
+import { freePort } from "../harness/lib/free-port.ts";
 import { tempDir } from "./temp-dir.ts";
-import { waitUntil } from "./wait-until.ts";
+import { waitUntil } from "../harness/lib/wait-until.ts";
 
 /** The binary; `ALERTMANAGER_BIN` overrides it. */
 export const ALERTMANAGER_BIN = process.env.ALERTMANAGER_BIN ?? "/usr/bin/prometheus-alertmanager";

@@ -12,7 +12,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import * as k8s from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
-import { repoRoot } from "../stack/paths.ts";
+import { repoRoot } from "../harness/stack/paths.ts";
 import { applyFiles } from "./install.ts";
 import { adminKubeConfig, stack, waitFor } from "./stack.ts";
 
@@ -20,8 +20,8 @@ import { adminKubeConfig, stack, waitFor } from "./stack.ts";
 export const PROMETHEUS_RULE_CRD_FILE_NAME = "monitoring.coreos.com_prometheusrules.yaml";
 
 /**
- * The PrometheusRule CRD that `test/bins/build.sh` generates with controller-gen from the
- * prometheus-operator API module pinned in `test/bins/crds/go.mod`: `crds/` beside the stack's
+ * The PrometheusRule CRD that `test/harness/bins/build.sh` generates with controller-gen from the
+ * prometheus-operator API module pinned in `test/harness/bins/crds/go.mod`: `crds/` beside the stack's
  * kubectl (build.sh's output directory). When the stack's binaries came from
  * `KUBEBUILDER_ASSETS` instead, build.sh is run (cached by go.mod and go.sum) and its printed
  * directory used.
@@ -30,9 +30,9 @@ export const PROMETHEUS_RULE_CRD_FILE_NAME = "monitoring.coreos.com_prometheusru
 export async function prometheusRuleCrdFile(): Promise<string> {
   const beside = path.join(path.dirname((await stack()).binaries.kubectl), "crds", PROMETHEUS_RULE_CRD_FILE_NAME);
   if (existsSync(beside)) return beside;
-  const { stdout } = await promisify(execFile)("bash", [path.join(repoRoot, "test", "bins", "build.sh")], { maxBuffer: 16 << 20, timeout: 60 * 60 * 1000 });
+  const { stdout } = await promisify(execFile)("bash", [path.join(repoRoot, "test", "harness", "bins", "build.sh")], { maxBuffer: 16 << 20, timeout: 60 * 60 * 1000 });
   const built = path.join(stdout.trim().split("\n").pop() ?? "", "crds", PROMETHEUS_RULE_CRD_FILE_NAME);
-  if (!existsSync(built)) throw new Error(`test/bins/build.sh did not produce ${built}`);
+  if (!existsSync(built)) throw new Error(`test/harness/bins/build.sh did not produce ${built}`);
   return built;
 }
 

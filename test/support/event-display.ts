@@ -23,7 +23,7 @@
  * was printed.
  */
 import type * as k8s from "@kubernetes/client-node";
-import type { PodRef } from "./function-logs.ts";
+import type { PodRef } from "../harness/lib/function-logs.ts";
 
 /** One event event_display printed. */
 export interface DisplayedEvent {

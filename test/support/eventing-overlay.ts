@@ -1,5 +1,5 @@
 /**
- * What test/eventing-overlay may change in the shipped knative/ files it renders, and the check
+ * What test/harness/eventing-overlay may change in the shipped knative/ files it renders, and the check
  * that it changes nothing else: Knative Serving cannot run on the stack's real node, so each
  * reference to a Serving `Service` (a Trigger's subscriber, a delivery's dead-letter sink, the
  * SinkBinding's subject) may name what stands in for it instead, under the same name, and a shipped
@@ -88,7 +88,7 @@ export function objectKey(o: Manifest): string {
   return `${o.apiVersion} ${o.kind} ${o.metadata.namespace ?? ""}/${o.metadata.name}`;
 }
 
-/** Where the stack's images of Knative's own commands are named (`test/bins/eventing.sh`), a tag being the pinned module's version. */
+/** Where the stack's images of Knative's own commands are named (`test/harness/bins/eventing.sh`), a tag being the pinned module's version. */
 const LOCAL_KNATIVE_IMAGE = /^localhost\/appmonitor\/knative-eventing\/([\w.-]+):v\d+\.\d+\.\d+$/;
 
 /** Whether a shipped object is itself a Knative Service (which the overlay runs as a Deployment). */

@@ -2,8 +2,8 @@
  * A stack of a test file's own with Knative Eventing running for real on its real node, for tests
  * that send events through the real data plane (ingress → in-memory channel → filter → Trigger →
  * subscriber): one kwok Node and the real node in a temporary state directory, Eventing installed
- * (test/stack/eventing-install.ts), appmonitor's own Eventing objects applied through
- * test/eventing-overlay (only the Knative Serving references substituted; the dead-letter sink is
+ * (test/harness/stack/eventing-install.ts), appmonitor's own Eventing objects applied through
+ * test/harness/eventing-overlay (only the Knative Serving references substituted; the dead-letter sink is
  * Knative's event_display), the functions as Pods with alert-receiver's K_SINK injected by the
  * SinkBinding, and memhog with the AppMonitor `mymonitor` (threshold 75, multiplier 2) in a
  * workload namespace placed on the real node. One real node per machine: the file waits for the
@@ -15,13 +15,13 @@ import os from "node:os";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { HTTP, type CloudEvent } from "cloudevents";
-import { buildImages } from "../images/build.ts";
-import { EVENTING_NAMESPACE } from "../stack/eventing-manifests.ts";
-import { installEventing, placeNamespace, type EventingInstallation } from "../stack/eventing-install.ts";
-import { applyAppmonitorEventing, BROKER } from "../stack/eventing-objects.ts";
-import { deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE } from "../stack/function-pods-install.ts";
-import { REAL_NODE } from "../stack/real-node-config.ts";
-import { down, up, type StackState } from "../stack/stack.ts";
+import { buildImages } from "../harness/images/build.ts";
+import { EVENTING_NAMESPACE } from "../harness/stack/eventing-manifests.ts";
+import { installEventing, placeNamespace, type EventingInstallation } from "../harness/stack/eventing-install.ts";
+import { applyAppmonitorEventing, BROKER } from "../harness/stack/eventing-objects.ts";
+import { deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE } from "../harness/stack/function-pods-install.ts";
+import { REAL_NODE } from "../harness/stack/real-node-config.ts";
+import { down, up, type StackState } from "../harness/stack/stack.ts";
 import { createAppMonitor, memhogManifest } from "./memory-scaler.ts";
 import { acquireRealNodeLock } from "./real-node-lock.ts";
 import { waitFor } from "./stack.ts";

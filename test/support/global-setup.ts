@@ -5,9 +5,9 @@
  * `ALERTMANAGER_URL`, and read the rest through `test/support/stack.ts`.
  */
 import path from "node:path";
-import { ensureDebianPackages } from "../stack/debian-packages.ts";
-import { repoRoot } from "../stack/paths.ts";
-import { down, envLines, up } from "../stack/stack.ts";
+import { ensureDebianPackages } from "../harness/stack/debian-packages.ts";
+import { repoRoot } from "../harness/stack/paths.ts";
+import { down, envLines, up } from "../harness/stack/stack.ts";
 
 const stateDir = path.resolve(process.env.APPMONITOR_TEST_STACK_DIR ?? path.join(repoRoot, ".stack-test"));
 

@@ -11,7 +11,7 @@ import { promisify } from "node:util";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
-import { repoRoot } from "../stack/paths.ts";
+import { repoRoot } from "../harness/stack/paths.ts";
 import { adminKubeConfig, stack, waitFor } from "./stack.ts";
 
 /** Field manager of the tests' applies. */

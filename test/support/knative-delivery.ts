@@ -1,6 +1,6 @@
 /**
  * Knative's delivery of an event to a subscriber, as the pinned knative.dev/eventing (v0.50.0,
- * test/bins/eventing) does it, for tests to hold the functions' answers and the shipped delivery
+ * test/harness/bins/eventing) does it, for tests to hold the functions' answers and the shipped delivery
  * spec against. Pure.
  *
  * - What an answer leads to: `pkg/kncloudevents/event_dispatcher.go` (`isFailure`: anything

@@ -10,8 +10,9 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { parseAllDocuments } from "yaml";
-import { repoRoot, resolveBinaries } from "../stack/paths.ts";
-import { readState } from "../stack/stack.ts";
+import { repoRoot, resolveBinaries } from "../harness/stack/paths.ts";
+import { readState } from "../harness/stack/stack.ts";
+import type { KnativeService, Manifest, ServiceContainer } from "../harness/lib/knative-service.ts";
 
 /** The functions, each a folder under `functions/` and a Knative Service of the same name. */
 export const FUNCTION_NAMES = ["alert-receiver", "memory-scaler", "rule-sync"] as const;
@@ -22,55 +23,12 @@ export type FunctionName = (typeof FUNCTION_NAMES)[number];
 /** The namespace everything of the install lives in (`knative/namespace.yaml`). */
 export const INSTALL_NAMESPACE = "appmonitor";
 
-/** A manifest as parsed from YAML: plain data, typed only as far as every object goes. */
-export interface Manifest {
-  readonly apiVersion: string;
-  readonly kind: string;
-  readonly metadata: { readonly name: string; readonly namespace?: string; readonly labels?: Record<string, string>; readonly annotations?: Record<string, string> };
-  readonly [field: string]: unknown;
-}
-
-/** The container of a Knative Service's template, as far as the tests read it. */
-export interface ServiceContainer {
-  readonly name?: string;
-  readonly image: string;
-  readonly ports?: { name?: string; containerPort: number }[];
-  readonly env?: { name: string; value?: string; valueFrom?: unknown }[];
-  readonly volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
-  readonly readinessProbe?: { httpGet?: { path?: string; port?: number | string } };
-  readonly livenessProbe?: { httpGet?: { path?: string; port?: number | string } };
-  readonly resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
-  readonly securityContext?: {
-    runAsNonRoot?: boolean;
-    runAsUser?: number;
-    readOnlyRootFilesystem?: boolean;
-    allowPrivilegeEscalation?: boolean;
-    capabilities?: { drop?: string[]; add?: string[] };
-    seccompProfile?: { type?: string };
-  };
-  readonly [field: string]: unknown;
-}
-
-/** A serving.knative.dev/v1 Service, as far as the tests read it. */
-export interface KnativeService extends Manifest {
-  readonly spec: {
-    readonly template: {
-      readonly metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
-      readonly spec: {
-        readonly serviceAccountName?: string;
-        readonly automountServiceAccountToken?: boolean;
-        readonly timeoutSeconds?: number;
-        readonly containers: ServiceContainer[];
-        readonly volumes?: { name: string; secret?: { secretName: string; items?: { key: string; path: string }[] } }[];
-        readonly [field: string]: unknown;
-      };
-    };
-  };
-}
+/** The shapes of a manifest and a Knative Service live with the harness, which reads them too. */
+export type { KnativeService, Manifest, ServiceContainer };
 
 /**
  * The kubectl to use: the running test stack's own (what `npm test`'s global setup puts first on
- * PATH), else the one `test/stack/paths.ts` finds or builds (cached after the first build).
+ * PATH), else the one `test/harness/stack/paths.ts` finds or builds (cached after the first build).
  */
 export async function kubectlBinary(): Promise<string> {
   const dir = process.env.APPMONITOR_STACK_DIR;

@@ -4,14 +4,12 @@
  * mode with the CloudEvents SDK (its answer: `post-event.ts`), and the cluster objects the
  * tests look at.
  */
-import { randomUUID } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent } from "cloudevents";
 import { after, before } from "node:test";
 import { fn } from "../../functions/memory-scaler/index.ts";
-import { FIRING_TYPE, RESOLVED_TYPE, triggerOf, type AlertEventData } from "../../functions/lib/alert-event.ts";
 import type { RunningServer } from "../../functions/lib/runtime/server.ts";
 import type { Env } from "../../functions/lib/runtime/types.ts";
 import { startFunction } from "./function-server.ts";
@@ -19,6 +17,9 @@ import { installMemoryScaler, manifests } from "./install.ts";
 import { postEvent, type EventAnswer } from "./post-event.ts";
 import { adminKubeConfig, serviceAccountKubeConfig, waitFor } from "./stack.ts";
 import { tempDir } from "./temp-dir.ts";
+
+/** The alert CloudEvent lives with the harness, whose delivery probes send it too. */
+export { alertEvent, type AlertEventOptions } from "../harness/lib/alert-event.ts";
 
 /** Namespace of memory-scaler's ServiceAccount (knative/rbac/memory-scaler.yaml). */
 export const SCALER_NAMESPACE = "appmonitor";
@@ -89,60 +90,6 @@ export function scalerForSuite(env: Env = {}): () => ScalerUnderTest {
     if (scaler === undefined) throw new Error("memory-scaler has not started");
     return scaler;
   };
-}
-
-/** Options of {@link alertEvent}. */
-export interface AlertEventOptions {
-  readonly namespace: string;
-  readonly pod: string;
-  readonly container?: string;
-  /** The `appmonitor` label the generated rules set; absent: an alert no AppMonitor rule raised. */
-  readonly appmonitor?: string;
-  /** Default `AppMonitorMemoryHigh`, the generated rules' threshold alert; `AppMonitorOOMKilled` is their OOM-kill alert. */
-  readonly alertname?: string;
-  /** More labels of the alert, e.g. `exported_namespace` (they do not change `namespace`/`pod`). */
-  readonly labels?: Readonly<Record<string, string>>;
-  /** Default: a random id (a new alert occurrence). */
-  readonly id?: string;
-  readonly status?: "firing" | "resolved";
-}
-
-/** A memory-threshold CloudEvent as alert-receiver makes it (DESIGN.md "The memory-threshold CloudEvent"). */
-export function alertEvent(options: AlertEventOptions): CloudEvent<AlertEventData> {
-  const status = options.status ?? "firing";
-  const startsAt = new Date(Date.now() - 60_000).toISOString();
-  const alertname = options.alertname ?? "AppMonitorMemoryHigh";
-  const trigger = triggerOf(alertname);
-  const labels: Record<string, string> = { ...options.labels, alertname, namespace: options.namespace, pod: options.pod };
-  if (options.container !== undefined) labels.container = options.container;
-  if (options.appmonitor !== undefined) labels.appmonitor = options.appmonitor;
-  const data: AlertEventData = {
-    alertname,
-    status,
-    namespace: options.namespace,
-    pod: options.pod,
-    ...(options.container === undefined ? {} : { container: options.container }),
-    ...(options.appmonitor === undefined ? {} : { appmonitor: options.appmonitor }),
-    trigger,
-    // The OOM-kill rule sets no value annotation: a kill measures no percent.
-    ...(trigger === "oomKilled" ? {} : { value: 81.25 }),
-    fingerprint: "0123456789abcdef",
-    startsAt,
-    endsAt: status === "resolved" ? new Date().toISOString() : null,
-    labels,
-    annotations: { summary: `${options.pod} is near its memory limit` },
-    generatorURL: "http://prometheus.test:9090/graph",
-  };
-  return new CloudEvent<AlertEventData>({
-    specversion: "1.0",
-    id: options.id ?? randomUUID(),
-    type: status === "firing" ? FIRING_TYPE : RESOLVED_TYPE,
-    source: "http://alertmanager.test:9093",
-    subject: `namespaces/${options.namespace}/pods/${options.pod}`,
-    time: startsAt,
-    datacontenttype: "application/json",
-    data,
-  });
 }
 
 /** memory-scaler's answer to one event: 204 with `outcome` and `reason` when handled, else a JSON error body. */

@@ -11,8 +11,8 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import type * as k8s from "@kubernetes/client-node";
-import { KUBERNETES_SERVICE_IP, podCgroupPath } from "../stack/real-node-config.ts";
-import { memoryCgroupDir } from "../stack/real-node.ts";
+import { KUBERNETES_SERVICE_IP, podCgroupPath } from "../harness/stack/real-node-config.ts";
+import { memoryCgroupDir } from "../harness/stack/real-node.ts";
 
 const run = promisify(execFile);
 

@@ -9,14 +9,14 @@ import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent } from "cloudevents";
 import type { IPrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
-import { repoRoot } from "../stack/paths.ts";
+import { repoRoot } from "../harness/stack/paths.ts";
 import { startProcess, tailOf, type TestProcess } from "./child-process.ts";
 import { installCrdFiles, prometheusRuleCrdFile } from "./crds.ts";
 import { postEvent, type EventAnswer } from "./post-event.ts";
 import { applyFiles } from "./install.ts";
 import { adminKubeConfig, serviceAccountKubeConfig, stack } from "./stack.ts";
 import { tempDir } from "./temp-dir.ts";
-import { waitUntil } from "./wait-until.ts";
+import { waitUntil } from "../harness/lib/wait-until.ts";
 
 /** Namespace and name of rule-sync's ServiceAccount (knative/rbac/rule-sync.yaml). */
 export const RULE_SYNC_NAMESPACE = "appmonitor";

@@ -5,8 +5,9 @@
 import { randomBytes } from "node:crypto";
 import type { TestContext } from "node:test";
 import * as k8s from "@kubernetes/client-node";
-import { readState, type StackState } from "../stack/stack.ts";
-import { waitUntil } from "./wait-until.ts";
+import { readState, type StackState } from "../harness/stack/stack.ts";
+import { tokenKubeConfig } from "../harness/lib/service-account.ts";
+import { waitUntil } from "../harness/lib/wait-until.ts";
 
 let cached: StackState | undefined;
 
@@ -58,24 +59,10 @@ export async function freshNamespace(t: TestContext): Promise<string> {
 
 /**
  * A KubeConfig that authenticates as ServiceAccount `namespace/name` with a short-lived token
- * from the TokenRequest API (https://kubernetes.io/docs/reference/kubernetes-api/authentication-resources/token-request-v1/).
+ * from the TokenRequest API ({@link tokenKubeConfig} with the stack's admin credential).
  */
 export async function serviceAccountKubeConfig(namespace: string, name: string, seconds = 3600): Promise<k8s.KubeConfig> {
-  const admin = await adminKubeConfig();
-  const core = admin.makeApiClient(k8s.CoreV1Api);
-  const res = await core.createNamespacedServiceAccountToken({ name, namespace, body: { spec: { expirationSeconds: seconds, audiences: [] } } });
-  const token = res.status?.token;
-  if (!token) throw new Error(`TokenRequest for ${namespace}/${name} returned no token`);
-  const cluster = admin.getCurrentCluster();
-  if (!cluster) throw new Error("admin kubeconfig has no current cluster");
-  const kc = new k8s.KubeConfig();
-  kc.loadFromOptions({
-    clusters: [cluster],
-    users: [{ name: `${namespace}-${name}`, token }],
-    contexts: [{ name: "sa", cluster: cluster.name, user: `${namespace}-${name}` }],
-    currentContext: "sa",
-  });
-  return kc;
+  return tokenKubeConfig(await adminKubeConfig(), namespace, name, seconds);
 }
 
 /** One sample of a Prometheus instant-query vector result: labels and value. */

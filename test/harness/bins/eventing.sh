@@ -1,0 +1,24 @@
+# Sourced by build.sh (uses its $here, $out and build_set). Knative Eventing from the pinned
+# module in eventing/: the commands of its go.mod tool block, built into knative-eventing/ (their
+# own names, such as controller and webhook, would be ambiguous beside the kube binaries), and one
+# image per command, knative-eventing/<binary>.oci.tar, named
+# localhost/appmonitor/knative-eventing/<path under cmd/>:<eventing version>, the name the
+# rendered install (test/harness/stack/eventing-manifests.ts) puts where Eventing's YAML says ko://, or,
+# for event_display (Knative's dead-letter sink of knative/eventing/dead-letter.yaml, which no
+# install file names), the one test/harness/eventing-overlay gives that sink.
+# -tags=timetzdata: a PingSource's `timezone` needs the zone database, which the upstream base
+# image carries and FROM scratch does not.
+eventing_out="$out/knative-eventing"
+mkdir -p "$eventing_out"
+GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=timetzdata" BUILD_OUT="$eventing_out" build_set eventing "" tool
+eventing_version=$(cd "$here/eventing" && go list -m -f '{{.Version}}' knative.dev/eventing)
+for pkg in $(cd "$here/eventing" && go list tool); do
+  cmd=${pkg#knative.dev/eventing/cmd/}
+  bin="$eventing_out/$(basename "$cmd")"
+  # Remade when the binary or the image recipe is newer than the archive.
+  if [ ! "$bin.oci.tar" -nt "$bin" ] || [ ! "$bin.oci.tar" -nt "$here/oci-image.sh" ]; then
+    # As ko, which Knative releases with, lays it out: /ko-app/<binary>, user 65532 (non-root,
+    # so a Pod's runAsNonRoot passes without a runAsUser of its own).
+    oci_image "$bin" "localhost/appmonitor/knative-eventing/$cmd:$eventing_version" "$bin.oci.tar" 65532:65532 ko-app
+  fi
+done

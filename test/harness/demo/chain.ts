@@ -1,0 +1,736 @@
+/**
+ * The main job, end to end, on the local stack: the original demo's AppMonitor and memhog
+ * Deployment; rule-sync turns the AppMonitor into a PrometheusRule, delivered to Prometheus the
+ * way prometheus-operator would (its groups written to a rule file, Prometheus reloaded); the
+ * Pod's usage rises past the threshold; Prometheus fires, Alertmanager calls alert-receiver,
+ * whose CloudEvent reaches memory-scaler, which scales the Deployment; the new Pod runs.
+ *
+ * Every hop is observed from outside (API server, Prometheus and Alertmanager HTTP APIs, the
+ * functions' JSON logs) and time-stamped, so a failure names the hop that did not happen.
+ *
+ * On a kwok Node the usage is an annotation; with `realNode`, memhog runs on the stack's real
+ * node and allocates for real (320Mi at 32Mi/s), the crossing is read from memhog's own log lines
+ * (the kubelet's timestamps), cAdvisor reports the working set, and the new Pod's limit is read
+ * back from its container's memory cgroup.
+ *
+ * With `eventing` (function Pods only) the events go through Knative Eventing on the real node as
+ * in a Knative install: the AppMonitor's add event from the ApiServerSource through the Broker to
+ * rule-sync, the alert's CloudEvent from alert-receiver to the Broker ingress, through the
+ * in-memory channel and the filter, to memory-scaler by its Trigger; the Broker's hop is read from
+ * the filter's own log (`broker-filter-log.ts`).
+ *
+ * With `oomKill` the Pod is OOM-killed instead of crossing the threshold, and the rule's second
+ * alert, AppMonitorOOMKilled (no `for`), carries it to memory-scaler. On a kwok Node the kubelet's
+ * report of the kill is written into its status and kwok's cAdvisor emulation counts it. On the
+ * real node the kernel kills memhog for real (its growing mode under a 128Mi limit), rule-sync
+ * reads kube-state-metrics (cAdvisor misses the kill of a container's PID 1), and the chain goes
+ * on after the scale until the new container is killed at its new limit too and memory-scaler
+ * skips that kill's alert: one scale per cooldown, read from the kernel's own enforcement.
+ */
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import * as k8s from "@kubernetes/client-node";
+import { CloudEvent, HTTP } from "cloudevents";
+import { parseAllDocuments, stringify } from "yaml";
+import { LAST_SCALE_RECORD_ANNOTATION } from "../../../functions/lib/appmonitor.ts";
+import { compare, floor, multiply, parseQuantity, rational } from "../../../functions/lib/quantity.ts";
+import { buildImages, FUNCTION_IMAGES } from "../images/build.ts";
+import { oomEventsAnnotation, usageMemoryAnnotation } from "../stack/config-files.ts";
+import { repoRoot } from "../stack/paths.ts";
+import { memoryCgroupDir } from "../stack/real-node.ts";
+import { podCgroupPath, REAL_NODE_PLACEMENT } from "../stack/real-node-config.ts";
+import type { StackState } from "../stack/stack.ts";
+import { readFilterReceipts, type FilterReceipt } from "../lib/broker-filter-log.ts";
+import { serviceAccountCredentials } from "../lib/container.ts";
+import { waitUntil } from "../lib/wait-until.ts";
+import { podFunctions } from "./function-pods.ts";
+import { startFunction, type FunctionProcess, type LogLine } from "./processes.ts";
+
+/**
+ * Writes the memhog container's status as the kubelet reports it after an OOM kill just now:
+ * restarted once, running again, the kill in `lastState.terminated` (exit code 137, SIGKILL).
+ * The admin writes the status subresource; kwok leaves it alone (its stages match other states).
+ */
+async function reportOOMKill(core: k8s.CoreV1Api, namespace: string, name: string): Promise<void> {
+  const pod = await core.readNamespacedPod({ name, namespace });
+  const now = new Date();
+  pod.status = {
+    ...pod.status,
+    containerStatuses: (pod.status?.containerStatuses ?? []).map((s) => ({
+      ...s,
+      restartCount: s.restartCount + 1,
+      state: { running: { startedAt: now } },
+      lastState: { terminated: { reason: "OOMKilled", exitCode: 137, startedAt: pod.status?.startTime ?? now, finishedAt: now } },
+    })),
+  };
+  await core.replaceNamespacedPodStatus({ name, namespace, body: pod });
+}
+
+/** One hop of the chain: what happened and when (ms since the epoch). */
+export interface Hop {
+  name: string;
+  at: number;
+  detail?: string;
+}
+
+/** Memory request and limit of the memhog container, as quantities. */
+export interface Memory {
+  request?: string;
+  limit?: string;
+}
+
+/** What a successful run observed. */
+export interface ChainResult {
+  namespace: string;
+  /** In order; the first is the moment the usage crossed the threshold. */
+  hops: Hop[];
+  before: Memory;
+  after: Memory;
+  oldPod: string;
+  newPod: string;
+  /**
+   * What memory-scaler recorded: the AppMonitor's `status.scaleCount`, the trigger in the
+   * Deployment's last-scale record (`oomKilled`; absent for a threshold scale), the Deployment's
+   * `Scaled` Events' notes.
+   */
+  recorded: { scaleCount?: number; trigger?: string; scaledEvents: string[] };
+  /** Every decision memory-scaler logged, in order: Pod, outcome and reason. */
+  decisions: { pod: string; outcome: string; reason: string }[];
+}
+
+/** The hop that did not happen: its name, and why. */
+export class HopError extends Error {
+  readonly hop: string;
+  readonly hops: Hop[];
+  constructor(hop: string, message: string, hops: Hop[]) {
+    super(`hop "${hop}" failed: ${message}`);
+    this.hop = hop;
+    this.hops = hops;
+  }
+}
+
+/** Options of {@link runChain}. */
+export interface ChainOptions {
+  /** Namespace for the example objects; created, and deleted at the end unless `keep`. */
+  namespace: string;
+  /** Called once per hop as it happens. */
+  onHop?: (hop: Hop) => void;
+  /** Leave the namespace, rule file and Alertmanager route in place. */
+  keep?: boolean;
+  /** Memory usage to set on the Pod (default 300Mi: 78% of 384Mi). */
+  usage?: string;
+  /** Run the functions from their images (`npm run image`, built first if needed) instead of from the sources. */
+  containers?: boolean;
+  /**
+   * Run memhog on the stack's real node (`up({ realNode: true })`): its memory is real, `usage` is
+   * not used, and the new Pod's limit is read from its cgroup.
+   */
+  realNode?: boolean;
+  /**
+   * Run the three functions as Pods on the real node (`function-pods.ts`; needs `realNode` and
+   * `npm run image`'s archives): Alertmanager calls alert-receiver at its Pod IP, alert-receiver
+   * reaches memory-scaler through its ClusterIP Service, and the functions read the API with their
+   * projected ServiceAccount tokens.
+   */
+  functionPods?: boolean;
+  /**
+   * With `functionPods`: Knative Eventing runs on the real node (installed unless the stack has
+   * it) with appmonitor's Broker, Triggers and sources; alert-receiver sends to the Broker and
+   * rule-sync hears of the AppMonitor from the ApiServerSource, both through the Broker.
+   */
+  eventing?: boolean;
+  /**
+   * The Pod is OOM-killed rather than its usage raised. On a kwok Node its container status gets
+   * `lastState.terminated.reason: OOMKilled` (what the kubelet reports after the kill) and the
+   * cAdvisor emulation one OOM event (`kwok.x-k8s.io/oom-events`). With `realNode` memhog runs in
+   * its growing mode under {@link REAL_OOM_MEMORY} and the kernel kills it; rule-sync reads
+   * kube-state-metrics (`metricSource`), and after the scale the chain waits for the new
+   * container's own kill at its new limit and memory-scaler's refusal to scale again (`Cooldown`).
+   */
+  oomKill?: boolean;
+  /**
+   * rule-sync's `METRIC_SOURCE`; default `cadvisor`, and `kube-state-metrics` for an OOM kill on
+   * the real node (the stack's kube-state-metrics beside it), where cAdvisor's counter misses it.
+   */
+  metricSource?: "cadvisor" | "kube-state-metrics";
+}
+
+/**
+ * memhog's memory for a real OOM kill (`oomKill` with `realNode`): a 128Mi limit (request 64Mi),
+ * growing at 8Mi/s, so it is killed about 16 s after it starts, and the scaled container (256Mi)
+ * about 32 s after it starts: time enough to read its cgroup while it runs.
+ */
+export const REAL_OOM_MEMORY = { limit: "128Mi", request: "64Mi", rate: "8Mi" } as const;
+
+const FIELD_MANAGER = "appmonitor-demo";
+
+/**
+ * `kubectl apply --server-side` of YAML text: kubectl sends the objects as written, where the
+ * typed client would drop fields its models do not know (a CRD schema's `enum`, `default`,
+ * `x-kubernetes-*`).
+ */
+async function apply(state: StackState, yamlText: string, namespace?: string): Promise<void> {
+  const args = ["apply", "--server-side", "--force-conflicts", `--field-manager=${FIELD_MANAGER}`, `--kubeconfig=${state.kubeconfig}`, "-f", "-"];
+  if (namespace) args.push(`--namespace=${namespace}`);
+  await new Promise<void>((resolve, reject) => {
+    const child = execFile(state.binaries.kubectl, args, { timeout: 60_000 }, (error, _stdout, stderr) =>
+      error ? reject(new Error(`kubectl apply failed: ${stderr || error.message}`)) : resolve());
+    child.stdin?.end(yamlText);
+  });
+}
+
+async function file(relativePath: string): Promise<string> {
+  return readFile(path.isAbsolute(relativePath) ? relativePath : path.join(repoRoot, relativePath), "utf8");
+}
+
+/** Waits for a hop; what did not happen in time becomes a HopError naming it. */
+async function until<T>(hop: string, hops: Hop[], timeoutMs: number, check: () => Promise<T | undefined | false>): Promise<T> {
+  try {
+    return await waitUntil(hop, check, { timeoutMs, intervalMs: 100 });
+  } catch (error) {
+    const cause = (error as Error).cause as Error | undefined;
+    throw new HopError(hop, `not observed within ${timeoutMs / 1000} s${cause ? ` (${cause.message ?? String(cause)})` : ""}`, hops);
+  }
+}
+
+async function getJson<T>(url: string, init?: RequestInit): Promise<T> {
+  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(5000) });
+  if (!res.ok) throw new Error(`${init?.method ?? "GET"} ${url}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
+/** A kubeconfig file that authenticates as ServiceAccount `appmonitor/<name>` (TokenRequest). */
+async function serviceAccountKubeconfig(admin: k8s.KubeConfig, name: string, dir: string): Promise<string> {
+  const core = admin.makeApiClient(k8s.CoreV1Api);
+  const token = (await core.createNamespacedServiceAccountToken({ name, namespace: "appmonitor", body: { spec: { expirationSeconds: 3600, audiences: [] } } })).status?.token;
+  const cluster = admin.getCurrentCluster();
+  if (!token || !cluster) throw new Error(`no token for ServiceAccount appmonitor/${name}`);
+  const kc = new k8s.KubeConfig();
+  kc.loadFromOptions({ clusters: [cluster], users: [{ name, token }], contexts: [{ name, cluster: cluster.name, user: name }], currentContext: name });
+  const file = path.join(dir, `${name}.kubeconfig`);
+  await writeFile(file, kc.exportConfig(), { mode: 0o600 });
+  return file;
+}
+
+/**
+ * The original memhog manifest with the real node's nodeSelector and toleration added to its Pod
+ * template; with `oom`, memhog also grows without end ({@link REAL_OOM_MEMORY}) until the kernel kills it.
+ */
+function onRealNode(yamlText: string, oom = false): string {
+  return parseAllDocuments(yamlText).map((doc) => {
+    const obj = doc.toJS() as k8s.V1Deployment;
+    const spec = obj.kind === "Deployment" ? obj.spec?.template.spec : undefined;
+    if (spec) Object.assign(spec, REAL_NODE_PLACEMENT);
+    const memhog = spec?.containers.find((c) => c.name === "memhog");
+    if (oom && memhog) {
+      memhog.env = [{ name: "MEMHOG_MODE", value: "grow" }, { name: "MEMHOG_RATE", value: REAL_OOM_MEMORY.rate }];
+      memhog.resources = { limits: { memory: REAL_OOM_MEMORY.limit }, requests: { memory: REAL_OOM_MEMORY.request } };
+    }
+    return stringify(obj);
+  }).join("---\n");
+}
+
+/** The memhog container's last termination, when it was an OOM kill (the kubelet's report of the kernel's kill). */
+function oomKilled(pod: k8s.V1Pod): k8s.V1ContainerStateTerminated | undefined {
+  const terminated = pod.status?.containerStatuses?.find((c) => c.name === "memhog")?.lastState?.terminated;
+  return terminated?.reason === "OOMKilled" ? terminated : undefined;
+}
+
+/** `memory.limit_in_bytes` of a real-node Pod's memhog container, read from its cgroup; undefined when that cgroup is gone. */
+function cgroupLimit(pod: k8s.V1Pod): bigint | undefined {
+  const id = pod.status?.containerStatuses?.find((c) => c.name === "memhog")?.containerID?.replace(/^containerd:\/\//, "");
+  const dir = memoryCgroupDir(podCgroupPath({ uid: pod.metadata?.uid ?? "", qosClass: pod.status?.qosClass ?? "" }, id));
+  try {
+    return BigInt(readFileSync(path.join(dir, "memory.limit_in_bytes"), "utf8").trim());
+  } catch {
+    return undefined;
+  }
+}
+
+function memoryOf(containers: k8s.V1Container[] | undefined): Memory {
+  const c = containers?.find((x) => x.name === "memhog");
+  return { request: c?.resources?.requests?.memory, limit: c?.resources?.limits?.memory };
+}
+
+/** A log line's time in ms since the epoch (pino writes epoch ms, or ISO 8601 with isoTime). */
+function logTime(line: LogLine): number {
+  return typeof line.time === "number" ? line.time : Date.parse(String(line.time));
+}
+
+function firstLog(fp: FunctionProcess, match: (l: LogLine) => boolean): LogLine | undefined {
+  return fp.logs.find(match);
+}
+
+/** `hh:mm:ss.mmm` (UTC) of a time in ms since the epoch, for a hop's detail. */
+function clock(at: number | undefined): string {
+  return at === undefined ? "?" : new Date(at).toISOString().slice(11, 23);
+}
+
+/**
+ * The Broker filter's receipt of event `eventId` for Trigger `appmonitor/<trigger>`, from its log,
+ * with the ingress's arrival time: the proof that the event went through the Broker.
+ * @throws HopError when the filter has not logged it within 10 s.
+ */
+async function brokerReceipt(admin: k8s.KubeConfig, hops: Hop[], trigger: string, eventId: string): Promise<FilterReceipt & { arrivedAt: number }> {
+  return until(`the Broker filter hands event ${eventId} to Trigger ${trigger}`, hops, 10_000, async () =>
+    (await readFilterReceipts(admin)).find((r): r is FilterReceipt & { arrivedAt: number } => r.trigger === `appmonitor/${trigger}` && r.eventId === eventId && r.arrivedAt !== undefined));
+}
+
+/** What every step of one run shares: the stack, the options, the admin's clients and the hops so far. */
+interface Run {
+  readonly state: StackState;
+  readonly options: ChainOptions;
+  readonly namespace: string;
+  /** The alert the run expects: the threshold alert, or the OOM-kill alert with `oomKill`. */
+  readonly alertname: string;
+  readonly hops: Hop[];
+  /** Records a hop (now, unless `at` is given) and tells `options.onHop`. */
+  readonly hop: (name: string, at?: number, detail?: string) => void;
+  readonly admin: k8s.KubeConfig;
+  readonly core: k8s.CoreV1Api;
+  readonly apps: k8s.AppsV1Api;
+  readonly custom: k8s.CustomObjectsApi;
+  /** Kubeconfigs and credentials of the functions; removed at the end. */
+  readonly tmp: string;
+}
+
+/** The three functions as they run, and the token alert-receiver wants on Alertmanager's webhook. */
+interface RunningFunctions {
+  readonly scaler: FunctionProcess;
+  readonly receiver: FunctionProcess;
+  readonly ruleSync: FunctionProcess;
+  readonly webhookToken: string;
+}
+
+/** A memhog Pod as read once Running (the old one, or the one the scale replaced it with), its name and its container's memory. */
+interface MemhogPod {
+  readonly pod: k8s.V1Pod;
+  readonly name: string;
+  readonly memory: Memory;
+}
+
+/** The decisions memory-scaler logs: scaled, skipped, or a dry run. */
+const DECISIONS = ["scaled", "skipped", "dry-run"];
+
+/** The AppMonitor's `memThresholdPercent` and `forSeconds` as the API server stored them (its defaults applied). */
+type StoredAppMonitor = k8s.KubernetesObject & { spec?: { memThresholdPercent?: number; forSeconds?: number } };
+
+/** The value of an instant query's first series, as Prometheus writes it; undefined when it has none. */
+async function promValue(state: StackState, query: string): Promise<string | undefined> {
+  const body = await getJson<{ data: { result: { value: [number, string] }[] } }>(`${state.prometheusUrl}/api/v1/query?${new URLSearchParams({ query })}`);
+  return body.data.result[0]?.value[1];
+}
+
+/**
+ * Installs, idempotently (server-side apply), the AppMonitor and PrometheusRule CRDs, the
+ * functions' namespace, ServiceAccounts and RBAC, and creates the run's namespace.
+ */
+async function installPrerequisites(run: Run): Promise<void> {
+  const { state, namespace, hops, core } = run;
+  const ext = run.admin.makeApiClient(k8s.ApiextensionsV1Api);
+  const promRuleCrd = path.join(path.dirname(state.binaries.kubectl), "crds", "monitoring.coreos.com_prometheusrules.yaml");
+  for (const f of ["knative/namespace.yaml", "knative/crd/appmonitor.yaml", promRuleCrd, "knative/rbac/memory-scaler.yaml", "knative/rbac/rule-sync.yaml"]) {
+    await apply(state, await file(f));
+  }
+  for (const name of ["appmonitors.kubedemo.com", "prometheusrules.monitoring.coreos.com"]) {
+    await until(`install CRD ${name}`, hops, 30_000, async () =>
+      (await ext.readCustomResourceDefinition({ name })).status?.conditions?.some((c) => c.type === "Established" && c.status === "True"));
+  }
+  await core.createNamespace({ body: { metadata: { name: namespace } } }).catch((e: { code?: number }) => {
+    if (e.code !== 409) throw e;
+  });
+  await until("namespace ready", hops, 30_000, () => core.readNamespacedServiceAccount({ name: "default", namespace }));
+}
+
+/**
+ * Starts the three functions as Knative would run them: as Pods on the real node
+ * (`functionPods`), else on the host as processes with a kubeconfig of their ServiceAccount, or
+ * as their images with its token mounted as in a Pod (`containers`). Each is pushed on
+ * `functions` as soon as it runs, so the run stops whatever started, even when a later one fails.
+ */
+async function startFunctions(run: Run, functions: FunctionProcess[]): Promise<RunningFunctions> {
+  const { state, options, namespace, hops, hop, admin, tmp } = run;
+  const token = randomBytes(24).toString("hex");
+  const start = async (name: keyof typeof FUNCTION_IMAGES, env: Record<string, string>, serviceAccount: boolean): Promise<FunctionProcess> => {
+    if (!options.containers) {
+      return startFunction(name, serviceAccount ? { ...env, KUBECONFIG: await serviceAccountKubeconfig(admin, name, tmp) } : env);
+    }
+    const api = new URL(state.apiserverUrl);
+    const credentials = serviceAccount ? await serviceAccountCredentials(admin, "appmonitor", name, tmp, { host: api.hostname, port: Number(api.port) }) : undefined;
+    return startFunction(name, env, 60_000, { image: FUNCTION_IMAGES[name], ...(credentials === undefined ? {} : { credentials }) });
+  };
+  if (options.containers) {
+    await buildImages(Object.keys(FUNCTION_IMAGES) as (keyof typeof FUNCTION_IMAGES)[]).catch((error: unknown) => {
+      throw new HopError("images built (npm run image)", (error as Error).message, hops);
+    });
+  }
+  if (options.functionPods) {
+    const pods = await podFunctions(state, { eventing: options.eventing ?? false }).catch((error: unknown) => {
+      throw new HopError(options.eventing ? "the functions run as Pods on the real node behind the Broker" : "the functions run as Pods on the real node", (error as Error).message, hops);
+    });
+    const { "memory-scaler": scaler, "alert-receiver": receiver, "rule-sync": ruleSync } = pods.functions;
+    functions.push(scaler, receiver, ruleSync);
+    hop("functions Ready as Pods on the real node", Date.now(), `memory-scaler ${scaler.url}, alert-receiver ${receiver.url}, rule-sync ${ruleSync.url}`);
+    if (pods.broker) {
+      const installed = pods.broker.installSeconds === undefined ? "" : `Eventing installed in ${pods.broker.installSeconds.toFixed(1)} s; `;
+      const { brokerReadySeconds: ready, firstDeliverySeconds: first } = pods.broker;
+      hop("Broker Ready, a probe delivered through it", Date.now(), `${installed}Broker, Triggers, ApiServerSource, PingSource, SinkBinding applied, Broker Ready in ${ready.toFixed(1)} s, first probe through ${first.toFixed(1)} s after the Pods ran; alert-receiver's K_SINK ${pods.broker.url} (SinkBinding)`);
+    }
+    return { scaler, receiver, ruleSync, webhookToken: pods.installed.webhookToken };
+  }
+  const scaler = await start("memory-scaler", { PROMETHEUS_URL: state.prometheusUrl }, true);
+  functions.push(scaler);
+  const receiver = await start("alert-receiver", { K_SINK: scaler.url, WEBHOOK_TOKEN: token }, false);
+  functions.push(receiver);
+  const ruleSync = await start("rule-sync", { WATCH_NAMESPACES: namespace, METRIC_SOURCE: options.metricSource ?? "cadvisor" }, true);
+  functions.push(ruleSync);
+  return { scaler, receiver, ruleSync, webhookToken: token };
+}
+
+/** Routes the namespace's alerts in Alertmanager to alert-receiver, with bearer auth, and reloads it. */
+async function routeAlerts(run: Run, receiverUrl: string, webhookToken: string): Promise<void> {
+  const { state, namespace, hops } = run;
+  await writeFile(state.alertmanagerConfig, stringify({
+    route: {
+      receiver: "null",
+      group_wait: "1s", group_interval: "1s", repeat_interval: "1h",
+      routes: [{
+        receiver: "appmonitor", matchers: [`namespace="${namespace}"`],
+        group_by: ["namespace", "pod", "container"], group_wait: "1s", group_interval: "5s", repeat_interval: "1m",
+      }],
+    },
+    receivers: [
+      { name: "null" },
+      { name: "appmonitor", webhook_configs: [{ url: `${receiverUrl}/`, send_resolved: true, http_config: { authorization: { type: "Bearer", credentials: webhookToken } } }] },
+    ],
+  }));
+  const amReload = await fetch(`${state.alertmanagerUrl}/-/reload`, { method: "POST" });
+  if (!amReload.ok) throw new HopError("configure Alertmanager", `reload answered ${amReload.status}: ${await amReload.text()}`, hops);
+}
+
+/**
+ * Applies the original demo's AppMonitor, unchanged, in the namespace; rule-sync hears of it
+ * through the Broker from the ApiServerSource (`eventing`), else by the event an ApiServerSource
+ * would send, posted to it; waits for the PrometheusRule it writes.
+ * @returns the AppMonitor as stored and the PrometheusRule's groups.
+ */
+async function syncRule(run: Run, ruleSync: FunctionProcess): Promise<{ stored: StoredAppMonitor; groups: { name: string }[] }> {
+  const { state, options, namespace, hops, hop, admin, custom } = run;
+  await apply(state, await file("knative/examples/appmonitor.yaml"), namespace);
+  const stored = (await custom.getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace, plural: "appmonitors", name: "mymonitor" })) as StoredAppMonitor;
+  if (options.eventing) {
+    // The ApiServerSource's adapter sees the new object and sends its add event to the Broker.
+    const reconciled = await until("rule-sync receives the AppMonitor's add event from the ApiServerSource", hops, 60_000, async () =>
+      firstLog(ruleSync, (l) => l.msg === "AppMonitor reconciled" && l.eventType === "dev.knative.apiserver.resource.add" && l.namespace === namespace && l.name === "mymonitor"));
+    const receipt = await brokerReceipt(admin, hops, "rule-sync-appmonitor-add", String(reconciled.eventId));
+    hop("AppMonitor add event through the Broker to rule-sync", logTime(reconciled), `ApiServerSource appmonitors → Broker (ingress ${clock(receipt.arrivedAt)}, filter ${clock(receipt.at)}) → Trigger rule-sync-appmonitor-add`);
+  } else {
+    // What an ApiServerSource in Resource mode sends for the new object.
+    const message = HTTP.binary(new CloudEvent({
+      type: "dev.knative.apiserver.resource.add",
+      source: state.apiserverUrl,
+      subject: `/apis/kubedemo.com/v1/namespaces/${namespace}/appmonitors/mymonitor`,
+      datacontenttype: "application/json",
+      data: stored,
+      kind: "AppMonitor",
+      name: "mymonitor",
+      namespace,
+    }));
+    const res = await fetch(ruleSync.url, { method: "POST", headers: message.headers as Record<string, string>, body: message.body as string });
+    if (!res.ok) throw new HopError("rule-sync", `answered ${res.status}: ${await res.text()}`, hops);
+  }
+  const rule = await until("rule-sync writes the PrometheusRule", hops, 20_000, async () =>
+    (await custom.getNamespacedCustomObject({ group: "monitoring.coreos.com", version: "v1", namespace, plural: "prometheusrules", name: "mymonitor" })) as { spec: { groups: { name: string }[] } });
+  hop("PrometheusRule written by rule-sync");
+  return { stored, groups: rule.spec.groups };
+}
+
+/**
+ * What prometheus-operator does with a PrometheusRule: its groups into a rule file, then a
+ * reload; waits until Prometheus has loaded them and knows Alertmanager again.
+ */
+async function loadRule(run: Run, ruleFile: string, groups: { name: string }[]): Promise<void> {
+  const { state, hops, hop } = run;
+  await writeFile(ruleFile, stringify({ groups }));
+  const reload = await fetch(`${state.prometheusUrl}/-/reload`, { method: "POST" });
+  if (!reload.ok) throw new HopError("load the rule into Prometheus", `reload answered ${reload.status}: ${await reload.text()}`, hops);
+  const groupNames = groups.map((g) => g.name);
+  await until("Prometheus loads the rule", hops, 20_000, async () => {
+    const body = await getJson<{ data: { groups: { name: string }[] } }>(`${state.prometheusUrl}/api/v1/rules`);
+    return groupNames.every((n) => body.data.groups.some((g) => g.name === n));
+  });
+  hop("rule loaded by Prometheus");
+  // Before Prometheus 2.55 a reload empties the list of Alertmanagers until discovery fills it
+  // again, and an alert sent meanwhile is dropped, re-sent only a minute later
+  // (prometheus/prometheus#13064; Debian's is 2.42): the OOM-kill alert, with no `for`, fires
+  // within seconds of the reload.
+  await until("Prometheus finds Alertmanager again after the reload", hops, 20_000, async () =>
+    (await getJson<{ data: { activeAlertmanagers: unknown[] } }>(`${state.prometheusUrl}/api/v1/alertmanagers`)).data.activeAlertmanagers.length > 0);
+}
+
+/** Applies the original memhog Deployment (placed on the real node with `realNode`) and waits for its one Running Pod. */
+async function startMemhog(run: Run): Promise<MemhogPod> {
+  const { state, options, namespace, hops, hop, core } = run;
+  const manifest = await file("knative/examples/memhog.yaml");
+  await apply(state, options.realNode ? onRealNode(manifest, options.oomKill) : manifest, namespace);
+  const pod = await until("memhog Pod Running", hops, 60_000, async () => {
+    const pods = (await core.listNamespacedPod({ namespace, labelSelector: "name=memhog" })).items.filter((p) => p.status?.phase === "Running");
+    return pods.length === 1 ? pods[0] : undefined;
+  });
+  const name = pod.metadata?.name ?? "";
+  const memory = memoryOf(pod.spec?.containers);
+  hop("memhog Pod Running", Date.now(), `${name}: requests ${memory.request}, limits ${memory.limit}`);
+  return { pod, name, memory };
+}
+
+/**
+ * Makes the alert's cause happen and waits until Prometheus has scraped it: the kernel's OOM kill
+ * on the real node (`oomKill` with `realNode`), memhog's own allocation past the threshold on the
+ * real node, a reported OOM kill on a kwok Node (`oomKill`), or else the usage annotation set
+ * past the threshold (the AppMonitor's percent of the limit).
+ */
+async function causeAlert(run: Run, old: MemhogPod, stored: StoredAppMonitor): Promise<void> {
+  const { state, options, namespace, hops, hop, core } = run;
+  const oomSeries = `container_oom_events_total{namespace="${namespace}",pod="${old.name}",container="memhog"}`;
+  // The crossing: the working set reaches the AppMonitor's percent of the limit.
+  const percent = stored.spec?.memThresholdPercent ?? 75;
+  const threshold = floor(multiply(parseQuantity(old.memory.limit ?? "0"), rational(BigInt(Math.round(percent * 100)), 10_000n)));
+  const realKill = options.realNode && options.oomKill;
+  if (realKill) {
+    // The kernel kills memhog at its limit; the kubelet reports it when it restarts the container.
+    const killed = await until("the kernel OOM-kills memhog", hops, 60_000, async () =>
+      oomKilled(await core.readNamespacedPod({ name: old.name, namespace })));
+    hop("container OOM-killed by the kernel", killed.finishedAt ? new Date(killed.finishedAt).getTime() : Date.now(),
+      `lastState.terminated: ${killed.reason}, exit code ${killed.exitCode} (its finishedAt, whole seconds)`);
+  } else if (options.realNode) {
+    // memhog writes "memhog: holding N bytes" as it allocates; the kubelet time-stamps each line.
+    const crossing = await until("memhog's working set crosses the threshold", hops, 60_000, async () => {
+      const log = await core.readNamespacedPodLog({ name: old.name, namespace, container: "memhog", timestamps: true });
+      return log.split("\n").map((l) => /^(\S+) memhog: holding (\d+) bytes/.exec(l)).find((m): m is RegExpExecArray => m !== null && BigInt(m[2] ?? "0") >= threshold);
+    });
+    hop("usage crossed the threshold", Date.parse(crossing[1] ?? ""), `memhog holds ${(Number(crossing[2]) / 2 ** 20).toFixed(0)}Mi of limit ${old.memory.limit} (its log)`);
+  } else if (options.oomKill) {
+    // increase() needs a sample from before the kill, as a real cAdvisor's counter has one.
+    await until("Prometheus scrapes the OOM counter at 0", hops, 60_000, async () => (await promValue(state, oomSeries)) === "0");
+    await reportOOMKill(core, namespace, old.name);
+    await core.patchNamespacedPod(
+      { name: old.name, namespace, body: { metadata: { annotations: { [oomEventsAnnotation]: "1" } } } },
+      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+    );
+    hop("container OOM-killed", Date.now(), "lastState.terminated.reason OOMKilled; cAdvisor counts 1 OOM event");
+  } else {
+    const usage = options.usage ?? "300Mi";
+    await core.patchNamespacedPod(
+      { name: old.name, namespace, body: { metadata: { annotations: { [usageMemoryAnnotation]: usage } } } },
+      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+    );
+    hop("usage crossed the threshold", Date.now(), `working set ${usage} of limit ${old.memory.limit}`);
+  }
+
+  if (realKill) {
+    const reason = `kube_pod_container_status_last_terminated_reason{namespace="${namespace}",pod="${old.name}",container="memhog",reason="OOMKilled"}`;
+    await until("Prometheus scrapes the OOM kill from kube-state-metrics", hops, 60_000, async () => (await promValue(state, reason)) === "1");
+    hop("OOM kill scraped by Prometheus", Date.now(), "kube-state-metrics: last terminated reason OOMKilled");
+  } else if (options.oomKill) {
+    await until("Prometheus scrapes the OOM event", hops, 60_000, async () => Number(await promValue(state, oomSeries)) >= 1);
+    hop("OOM event scraped by Prometheus");
+  } else {
+    const series = `container_memory_working_set_bytes{namespace="${namespace}",pod="${old.name}",container="memhog"}`;
+    await until("Prometheus scrapes the new working set", hops, 60_000, async () => {
+      const value = await promValue(state, series);
+      return value !== undefined && compare(parseQuantity(value), rational(threshold)) >= 0;
+    });
+    hop("working set scraped by Prometheus");
+  }
+}
+
+/** Waits for the alert on the old Pod: pending (the threshold alert's `for`), firing in Prometheus, then in Alertmanager. */
+async function alertFires(run: Run, oldName: string, stored: StoredAppMonitor): Promise<void> {
+  const { state, options, namespace, alertname, hops, hop } = run;
+  type PromAlert = { labels: Record<string, string>; state: string; activeAt: string };
+  const alertFor = async (wanted: string) => {
+    const body = await getJson<{ data: { alerts: PromAlert[] } }>(`${state.prometheusUrl}/api/v1/alerts`);
+    return body.data.alerts.find((a) => a.labels.namespace === namespace && a.labels.pod === oldName && a.labels.alertname === alertname && a.state === wanted);
+  };
+  // The OOM-kill alert has no `for`: it fires at its first evaluation, never pending.
+  if (!options.oomKill) {
+    const pending = await until("the alert goes pending in Prometheus", hops, 30_000, () => alertFor("pending"));
+    hop("alert pending in Prometheus", Date.parse(pending.activeAt), `${pending.labels.alertname}{appmonitor="${pending.labels.appmonitor}"}, for ${stored.spec?.forSeconds ?? 60} s`);
+  }
+  await until("the alert fires in Prometheus", hops, 180_000, () => alertFor("firing"));
+  hop("alert firing in Prometheus");
+  await until("Alertmanager receives the alert", hops, 30_000, async () => {
+    const alerts = await getJson<unknown[]>(`${state.alertmanagerUrl}/api/v2/alerts?${new URLSearchParams({ filter: `namespace="${namespace}"` })}`);
+    return alerts.length > 0;
+  });
+  hop("alert in Alertmanager");
+}
+
+/**
+ * Reads the alert's way through the functions back from their JSON logs: memory-scaler's
+ * decision for the old Pod, the request that carried it (the runtime's access line, written when
+ * the request ends, after durationMs), the Broker's receipt (`eventing`), and the webhook request
+ * to alert-receiver that was in flight when the event was sent.
+ * @throws HopError when memory-scaler did not scale.
+ */
+async function observeScale(run: Run, fns: RunningFunctions, oldName: string): Promise<void> {
+  const { options, namespace, hops, hop, admin } = run;
+  const { scaler, receiver } = fns;
+  const podKey = `${namespace}/${oldName}`;
+  const decided = await until("memory-scaler decides on the alerting Pod", hops, 30_000, async () =>
+    firstLog(scaler, (l) => l.pod === podKey && DECISIONS.includes(String(l.outcome))));
+  const span = (line: LogLine) => ({ end: logTime(line), start: logTime(line) - Number(line.durationMs ?? 0) });
+  const scalerRequest = await until("memory-scaler's request log", hops, 5_000, async () =>
+    firstLog(scaler, (l) => l.msg === "request" && l.requestId === decided.requestId));
+  const eventArrived = span(scalerRequest).start;
+  // Straight to memory-scaler, its request arrives while alert-receiver's webhook request is
+  // in flight; through the Broker, the ingress accepts the event then (alert-receiver waits for
+  // its 202) and the filter delivers it a little later.
+  const receipt = options.eventing ? await brokerReceipt(admin, hops, "memory-scaler-alert-firing", String(decided.eventId)) : undefined;
+  const sent = receipt?.arrivedAt ?? eventArrived;
+  const webhook = await until("alert-receiver's webhook request log", hops, 5_000, async () =>
+    firstLog(receiver, (l) => l.msg === "request" && l.path === "/" && span(l).start <= sent && sent <= span(l).end));
+  hop("webhook received by alert-receiver", span(webhook).start);
+  if (receipt?.arrivedAt !== undefined) {
+    hop("CloudEvent accepted by the Broker ingress", receipt.arrivedAt, `event ${receipt.eventId}, its knativearrivaltime`);
+    hop("CloudEvent handed to Trigger memory-scaler-alert-firing by the Broker filter", receipt.at, "through the in-memory channel (the filter's log)");
+  }
+  hop("CloudEvent received by memory-scaler", eventArrived);
+  if (decided.outcome !== "scaled") throw new HopError("memory-scaler scales the Deployment", `${decided.outcome}: ${decided.reason} ${decided.msg ?? ""}`, hops);
+  hop("Deployment patched by memory-scaler", logTime(decided), String(decided.msg ?? ""));
+}
+
+/**
+ * Waits until the new Pod runs and the old one is gone; on the real node, checks the new
+ * container's cgroup limit (and that the old cgroup is gone), and with `oomKill` waits for the
+ * new container's own kill at its new limit and memory-scaler's decision on it.
+ */
+async function awaitMemhogPod(run: Run, scaler: FunctionProcess, old: MemhogPod): Promise<MemhogPod> {
+  const { options, namespace, hops, hop, core } = run;
+  const pod = await until("the new Pod runs and the old one is gone", hops, 60_000, async () => {
+    const pods = (await core.listNamespacedPod({ namespace, labelSelector: "name=memhog" })).items;
+    const running = pods.filter((p) => p.status?.phase === "Running" && p.metadata?.name !== old.name);
+    return running.length === 1 && !pods.some((p) => p.metadata?.name === old.name) ? running[0] : undefined;
+  });
+  const memory = memoryOf(pod.spec?.containers);
+  hop("new Pod Running, old Pod gone", Date.now(), `${pod.metadata?.name}: requests ${memory.request}, limits ${memory.limit}`);
+  if (options.realNode) {
+    const limit = cgroupLimit(pod);
+    const wanted = floor(parseQuantity(memory.limit ?? "0"));
+    if (limit !== wanted) throw new HopError("the new container's cgroup limit", `memory.limit_in_bytes is ${limit}, not ${wanted} (${memory.limit})`, hops);
+    if (cgroupLimit(old.pod) !== undefined) throw new HopError("the new container's cgroup limit", `the old container's cgroup is still there`, hops);
+    hop("new container's cgroup limit", Date.now(), `memory.limit_in_bytes ${limit} (${memory.limit}); the old container's cgroup is gone`);
+  }
+  const name = pod.metadata?.name ?? "";
+  if (options.realNode && options.oomKill) {
+    // The new limit holds in the kernel: the new container grows until it is killed at it, and
+    // that kill's alert is refused (one scale per cooldown), not a second scale.
+    const killed = await until("the kernel OOM-kills the new container at its new limit", hops, 120_000, async () =>
+      oomKilled(await core.readNamespacedPod({ name, namespace })));
+    hop("new container OOM-killed by the kernel", killed.finishedAt ? new Date(killed.finishedAt).getTime() : Date.now(), `at its limit ${memory.limit}`);
+    const again = await until("memory-scaler decides on the new Pod's OOM alert", hops, 120_000, async () =>
+      firstLog(scaler, (l) => l.pod === `${namespace}/${name}` && DECISIONS.includes(String(l.outcome))));
+    hop("memory-scaler decides on the new Pod's kill", logTime(again), `${again.outcome}: ${again.reason}`);
+  }
+  return { pod, name, memory };
+}
+
+/**
+ * What memory-scaler recorded of the scale: the AppMonitor's `status.scaleCount`, the trigger in
+ * the Deployment's last-scale record, the Deployment's `Scaled` Events' notes.
+ * @throws HopError when the new Pod's resources differ from the Deployment's template.
+ */
+async function recordedScale(run: Run, after: Memory): Promise<ChainResult["recorded"]> {
+  const { namespace, hops, admin, apps, custom } = run;
+  const deployment = await apps.readNamespacedDeployment({ name: "memhog", namespace });
+  const template = memoryOf(deployment.spec?.template.spec?.containers);
+  if (template.limit !== after.limit || template.request !== after.request) {
+    throw new HopError("new Pod Running", `the Pod's resources ${JSON.stringify(after)} differ from the template's ${JSON.stringify(template)}`, hops);
+  }
+  const monitor = (await custom.getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace, plural: "appmonitors", name: "mymonitor" })) as
+    { status?: { scaleCount?: number } };
+  const record = JSON.parse(deployment.metadata?.annotations?.[LAST_SCALE_RECORD_ANNOTATION] ?? "{}") as { trigger?: string };
+  const events = (await admin.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace })).items
+    .filter((e) => e.regarding?.kind === "Deployment" && e.regarding.name === "memhog" && e.reason === "Scaled");
+  return {
+    ...(monitor.status?.scaleCount === undefined ? {} : { scaleCount: monitor.status.scaleCount }),
+    ...(record.trigger === undefined ? {} : { trigger: record.trigger }),
+    scaledEvents: events.map((e) => e.note ?? ""),
+  };
+}
+
+/**
+ * Stops the functions and removes the scratch directory; unless `keep`, also puts Alertmanager's
+ * configuration back, removes the rule file (reloading both) and deletes the namespace.
+ */
+async function cleanUp(run: Run, functions: readonly FunctionProcess[], ruleFile: string, amConfigBefore: string): Promise<void> {
+  const { state, options, namespace, core, tmp } = run;
+  await Promise.all(functions.map((f) => f.stop()));
+  await rm(tmp, { recursive: true, force: true });
+  if (!options.keep) {
+    await writeFile(state.alertmanagerConfig, amConfigBefore);
+    await fetch(`${state.alertmanagerUrl}/-/reload`, { method: "POST" }).catch(() => undefined);
+    await rm(ruleFile, { force: true });
+    await fetch(`${state.prometheusUrl}/-/reload`, { method: "POST" }).catch(() => undefined);
+    await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+  }
+}
+
+/**
+ * Runs the whole chain on `state`'s stack. Installs (idempotently, by server-side apply) the
+ * AppMonitor CRD, the PrometheusRule CRD, the functions' namespace and RBAC; starts the three
+ * functions under their own ServiceAccounts; routes the namespace's alerts in Alertmanager to
+ * alert-receiver; then drives and observes every hop.
+ * @throws HopError naming the hop that did not happen (with the hops that did).
+ */
+export async function runChain(state: StackState, options: ChainOptions): Promise<ChainResult> {
+  const { namespace } = options;
+  if (options.eventing && !options.functionPods) throw new Error("eventing needs functionPods: the Broker delivers to the functions' Services");
+  const hops: Hop[] = [];
+  const admin = new k8s.KubeConfig();
+  admin.loadFromFile(state.kubeconfig);
+  const run: Run = {
+    state,
+    options,
+    namespace,
+    alertname: options.oomKill ? "AppMonitorOOMKilled" : "AppMonitorMemoryHigh",
+    hops,
+    hop: (name, at = Date.now(), detail) => {
+      const h: Hop = detail === undefined ? { name, at } : { name, at, detail };
+      hops.push(h);
+      options.onHop?.(h);
+    },
+    admin,
+    core: admin.makeApiClient(k8s.CoreV1Api),
+    apps: admin.makeApiClient(k8s.AppsV1Api),
+    custom: admin.makeApiClient(k8s.CustomObjectsApi),
+    tmp: await mkdtemp(path.join(os.tmpdir(), "appmonitor-demo-")),
+  };
+  const functions: FunctionProcess[] = [];
+  const ruleFile = path.join(state.rulesDir, `${namespace}-mymonitor.yml`);
+  const amConfigBefore = await readFile(state.alertmanagerConfig, "utf8");
+
+  try {
+    await installPrerequisites(run);
+    const fns = await startFunctions(run, functions);
+    await routeAlerts(run, fns.receiver.url, fns.webhookToken);
+    const { stored, groups } = await syncRule(run, fns.ruleSync);
+    await loadRule(run, ruleFile, groups);
+    const old = await startMemhog(run);
+    await causeAlert(run, old, stored);
+    await alertFires(run, old.name, stored);
+    await observeScale(run, fns, old.name);
+    const fresh = await awaitMemhogPod(run, fns.scaler, old);
+    const recorded = await recordedScale(run, fresh.memory);
+    // The decision lines name the Pod; the runtime's access lines carry the outcome too, without it.
+    const decisions = fns.scaler.logs.filter((l) => l.pod !== undefined && DECISIONS.includes(String(l.outcome)))
+      .map((l) => ({ pod: String(l.pod), outcome: String(l.outcome), reason: String(l.reason) }));
+    return { namespace, hops, before: old.memory, after: fresh.memory, oldPod: old.name, newPod: fresh.name, recorded, decisions };
+  } finally {
+    await cleanUp(run, functions, ruleFile, amConfigBefore);
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * The functions running as Pods on the stack's real node (`deployFunctionPods`), seen the way the
+ * chain sees a function process: a URL (the Pod's IP, which the host reaches through the Pods'
+ * bridge) and its JSON log lines (the container's log, read through the API server every half
+ * second while the chain runs).
+ *
+ * With `eventing`, Knative Eventing runs there too (installed unless the stack has it) with
+ * appmonitor's Broker, Triggers and sources (test/harness/eventing-overlay), and alert-receiver's
+ * `K_SINK` is the Broker's address, injected by the SinkBinding: the functions are wired as in a
+ * Knative install.
+ */
+import * as k8s from "@kubernetes/client-node";
+import { EVENTING_NAMESPACE } from "../stack/eventing-manifests.ts";
+import { installEventing } from "../stack/eventing-install.ts";
+import { applyAppmonitorEventing, BROKER } from "../stack/eventing-objects.ts";
+import { deployFunctionPods, FUNCTIONS_NAMESPACE, type FunctionPodName, type FunctionPods } from "../stack/function-pods-install.ts";
+import { saveState, type StackState } from "../stack/stack.ts";
+import { logFilterReceipts } from "../lib/broker-filter-log.ts";
+import { waitForDelivery } from "../lib/broker-hop.ts";
+import type { FunctionProcess, LogLine } from "./processes.ts";
+
+/** The Broker the functions' events go through, when Eventing runs. */
+export interface BrokerInUse {
+  /** The Broker's address as Eventing reports it, alert-receiver's `K_SINK`. */
+  url: string;
+  /** Seconds Eventing's install took, when this call installed it; undefined when the stack had it. */
+  installSeconds?: number;
+  /** Seconds from applying appmonitor's Eventing objects to the Broker Ready. */
+  brokerReadySeconds: number;
+  /** Seconds from the function Pods Running to a probe event posted to the ingress reaching memory-scaler. */
+  firstDeliverySeconds: number;
+}
+
+/** The three function Pods as chain functions, the webhook token alert-receiver requires, and the Broker when there is one. */
+export interface PodFunctions {
+  functions: Record<FunctionPodName, FunctionProcess>;
+  installed: FunctionPods;
+  broker?: BrokerInUse;
+}
+
+/**
+ * Installs Eventing on the stack's real node unless it is there (recorded in the stack's state,
+ * so `status` shows it and `down` removes it), applies appmonitor's Eventing objects and makes
+ * the Broker filter log each event it is handed (`broker-filter-log.ts`).
+ * @returns the Broker's address and the install's seconds (undefined when it was there).
+ * @throws StackStepError from the install or the apply.
+ */
+async function eventingForFunctions(state: StackState, kc: k8s.KubeConfig): Promise<{ url: string; installSeconds?: number; brokerReadySeconds: number }> {
+  let installSeconds: number | undefined;
+  if (!state.eventing) {
+    const installed = await installEventing(state);
+    state.eventing = { version: installed.version, deployments: installed.deployments };
+    await saveState(state);
+    installSeconds = installed.seconds;
+  }
+  const t0 = Date.now();
+  const url = await applyAppmonitorEventing(state);
+  const brokerReadySeconds = (Date.now() - t0) / 1000;
+  await logFilterReceipts(kc);
+  return installSeconds === undefined ? { url, brokerReadySeconds } : { url, installSeconds, brokerReadySeconds };
+}
+
+/**
+ * Deploys the functions on the real node (images from `npm run image`), then follows each one's
+ * Pod: `url` is `http://<Pod IP>:8080`, `logs` is refreshed from its container log until `stop()`,
+ * which stops the following and leaves the Deployments running. With `eventing`, first Eventing
+ * and the Broker (above); returns once alert-receiver's `K_SINK` is the Broker's address and a
+ * probe event posted to the Broker ingress has reached memory-scaler (a Trigger's subscription
+ * reaches the in-memory channel's dispatcher a little after the Trigger is Ready).
+ * @throws StackStepError from the install or deployment; Error when a function has no Running
+ *   Pod, alert-receiver's `K_SINK` is not the Broker's, or no probe gets through.
+ */
+export async function podFunctions(state: StackState, options: { eventing?: boolean } = {}): Promise<PodFunctions> {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(state.kubeconfig);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const eventing = options.eventing ? await eventingForFunctions(state, kc) : undefined;
+  const installed = await deployFunctionPods(state, eventing ? { sink: "sinkbinding" } : {});
+  const followed: Partial<Record<FunctionPodName, k8s.V1Pod>> = {};
+  const follow = async (name: FunctionPodName): Promise<FunctionProcess> => {
+    const pods = (await core.listNamespacedPod({ namespace: FUNCTIONS_NAMESPACE, labelSelector: `app.kubernetes.io/name=${name}` })).items;
+    const pod = pods.find((p) => p.status?.phase === "Running" && !p.metadata?.deletionTimestamp);
+    if (!pod?.status?.podIP || !pod.metadata?.name) throw new Error(`${name}: no Running Pod in ${FUNCTIONS_NAMESPACE}`);
+    followed[name] = pod;
+    const podName = pod.metadata.name;
+    const fp: FunctionProcess = { name, url: `http://${pod.status.podIP}:8080`, logs: [], text: [], stop: async () => {} };
+    const read = async () => {
+      const log = await core.readNamespacedPodLog({ name: podName, namespace: FUNCTIONS_NAMESPACE, container: name });
+      const lines: LogLine[] = [];
+      const text: string[] = [];
+      for (const line of log.split("\n").filter((l) => l.trim())) {
+        try {
+          lines.push(JSON.parse(line) as LogLine);
+        } catch {
+          text.push(line);
+        }
+      }
+      // In place: the chain holds these arrays.
+      fp.logs.splice(0, fp.logs.length, ...lines);
+      fp.text.splice(0, fp.text.length, ...text);
+    };
+    await read();
+    const timer = setInterval(() => void read().catch(() => undefined), 500);
+    fp.stop = async () => {
+      clearInterval(timer);
+      await read().catch(() => undefined);
+    };
+    return fp;
+  };
+  const [scaler, receiver, ruleSync] = await Promise.all((["memory-scaler", "alert-receiver", "rule-sync"] as const).map(follow));
+  const functions = { "memory-scaler": scaler as FunctionProcess, "alert-receiver": receiver as FunctionProcess, "rule-sync": ruleSync as FunctionProcess };
+  if (!eventing) return { functions, installed };
+  const stopAll = () => Promise.all(Object.values(functions).map((f) => f.stop()));
+  const t0 = Date.now();
+  try {
+    const sink = followed["alert-receiver"]?.spec?.containers.find((c) => c.name === "alert-receiver")?.env?.find((e) => e.name === "K_SINK")?.value;
+    if (sink !== eventing.url) throw new Error(`alert-receiver's K_SINK is ${sink ?? "unset"}, not the Broker's address ${eventing.url} (the SinkBinding injects it)`);
+    const ingress = (await core.listNamespacedPod({ namespace: EVENTING_NAMESPACE })).items.find((p) => p.metadata?.name?.startsWith("mt-broker-ingress-") && p.status?.phase === "Running" && p.status.podIP);
+    const scalerName = followed["memory-scaler"]?.metadata?.name;
+    if (!ingress || !scalerName) throw new Error("no Running Broker ingress Pod");
+    await waitForDelivery(core, `http://${ingress.status?.podIP}:8080${BROKER.ingressPath}`, { name: scalerName, namespace: FUNCTIONS_NAMESPACE });
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+  return { functions, installed, broker: { ...eventing, firstDeliverySeconds: (Date.now() - t0) / 1000 } };
+}

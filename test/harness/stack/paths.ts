@@ -1,0 +1,125 @@
+/**
+ * Where the local stack keeps its state and where its binaries come from.
+ *
+ * State: `APPMONITOR_STACK_DIR`, else `<repo>/.stack` (ignored by git).
+ * Binaries: `KUBEBUILDER_ASSETS` (controller-runtime envtest's convention) when it holds a binary,
+ * else the set that `test/harness/bins/build.sh` compiles into `~/.cache/appmonitor/bin`.
+ */
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+/** Absolute path of the repository root. */
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+
+/** The stack's default state directory: `APPMONITOR_STACK_DIR` or `<repo>/.stack`. */
+export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
+  return path.resolve(env.APPMONITOR_STACK_DIR ?? path.join(repoRoot, ".stack"));
+}
+
+/** Binaries the stack runs, by role: absolute paths. */
+export interface Binaries {
+  etcd: string;
+  kubeApiserver: string;
+  kubeControllerManager: string;
+  kubeScheduler: string;
+  kubectl: string;
+  kwok: string;
+  prometheus: string;
+  promtool: string;
+  alertmanager: string;
+  amtool: string;
+  /** Directory to put first on PATH so `kubectl` is the stack's own. */
+  kubectlDir: string;
+}
+
+const goBuilt = {
+  etcd: "etcd",
+  kubeApiserver: "kube-apiserver",
+  kubeControllerManager: "kube-controller-manager",
+  kubeScheduler: "kube-scheduler",
+  kubectl: "kubectl",
+  kwok: "kwok",
+} as const;
+
+const debian = {
+  prometheus: "prometheus",
+  promtool: "promtool",
+  alertmanager: "prometheus-alertmanager",
+  amtool: "amtool",
+} as const;
+
+/** Error raised when one step of finding or building the binaries fails; `step` names it. */
+export class StackStepError extends Error {
+  readonly step: string;
+  constructor(step: string, message: string, options?: { cause?: unknown }) {
+    super(`${step}: ${message}`, options);
+    this.step = step;
+  }
+}
+
+/** The first `name` on `env.PATH`, or undefined. */
+export function which(name: string, env: NodeJS.ProcessEnv): string | undefined {
+  for (const dir of (env.PATH ?? "").split(path.delimiter)) {
+    if (dir && existsSync(path.join(dir, name))) return path.join(dir, name);
+  }
+  return undefined;
+}
+
+/**
+ * Runs test/harness/bins/build.sh: builds whatever Go-built binary set is not cached yet (minutes when
+ * cold, well under a second when warm) and returns the directory that holds them all.
+ * @throws StackStepError "build Kubernetes binaries" with the tail of the script's output.
+ */
+export async function buildBinaries(env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  try {
+    const { stdout } = await promisify(execFile)("bash", [path.join(repoRoot, "test/harness/bins/build.sh")], {
+      env,
+      maxBuffer: 16 << 20,
+      timeout: 60 * 60 * 1000,
+    });
+    return stdout.trim().split("\n").pop() ?? "";
+  } catch (error) {
+    const stderr = (error as { stderr?: string }).stderr ?? "";
+    throw new StackStepError(
+      "build Kubernetes binaries",
+      `test/harness/bins/build.sh failed:\n${stderr.trim().split("\n").slice(-15).join("\n")}`,
+      { cause: error },
+    );
+  }
+}
+
+/**
+ * Finds every binary the stack needs, building the Go-built ones when they are not cached.
+ * A cold build takes minutes (kube-apiserver is large); a warm one returns at once.
+ * @throws StackStepError naming the step: a missing Debian package, no Go toolchain, a failed build.
+ */
+export async function resolveBinaries(env: NodeJS.ProcessEnv = process.env): Promise<Binaries> {
+  const found: Partial<Record<keyof typeof goBuilt, string>> = {};
+  const assets = env.KUBEBUILDER_ASSETS;
+  if (assets) {
+    for (const [role, file] of Object.entries(goBuilt) as [keyof typeof goBuilt, string][]) {
+      if (existsSync(path.join(assets, file))) found[role] = path.join(assets, file);
+    }
+  }
+  const built = Object.keys(goBuilt).some((role) => !found[role as keyof typeof goBuilt]) ? await buildBinaries(env) : undefined;
+  const result: Record<string, string> = {};
+  for (const [role, file] of Object.entries(goBuilt) as [keyof typeof goBuilt, string][]) {
+    const p = found[role] ?? (built ? path.join(built, file) : undefined);
+    if (!p || !existsSync(p)) throw new StackStepError("find Kubernetes binaries", `${file} is missing (looked in ${assets ?? ""} ${built ?? ""})`);
+    result[role] = p;
+  }
+  for (const [role, file] of Object.entries(debian)) {
+    const p = which(file, env) ?? (existsSync(`/usr/bin/${file}`) ? `/usr/bin/${file}` : undefined);
+    if (!p) {
+      throw new StackStepError(
+        "find Prometheus and Alertmanager",
+        `${file} is not installed; run: apt-get install prometheus prometheus-alertmanager (or bash scripts/install-debian.sh)`,
+      );
+    }
+    result[role] = p;
+  }
+  return { ...(result as Omit<Binaries, "kubectlDir">), kubectlDir: path.dirname(result.kubectl as string) };
+}

@@ -1,0 +1,175 @@
+// functions/<name>/func.yaml: valid Knative Functions project files that name the function of
+// their folder and carry the same deploy facts as the Service, ServiceAccount and Triggers of
+// knative/, so `func deploy` and `kubectl apply -k knative/` deploy the same thing.
+import { before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { Ajv } from "ajv";
+import { parse } from "yaml";
+import { LIVENESS_PATH, READINESS_PATH } from "../../../functions/lib/runtime/health.ts";
+import type { FunctionModule } from "../../../functions/lib/runtime/types.ts";
+import { repoRoot } from "../../harness/stack/paths.ts";
+import { FUNCTION_NAMES, INSTALL_NAMESPACE, containerOf, kustomize, servicesByFunction, type FunctionName, type KnativeService, type Manifest } from "../../support/knative.ts";
+
+/**
+ * The func.yaml fields this project uses, with the types and closed objects of Knative
+ * Functions' published schema (knative/func schema/func_yaml-schema.json), so a misspelt key
+ * fails here instead of being ignored by `func`.
+ */
+const env = { type: "object", additionalProperties: false, required: ["value"], properties: { name: { type: "string", pattern: "^[-._a-zA-Z][-._a-zA-Z0-9]*$" }, value: { type: "string" } } };
+const quantities = { type: "object", additionalProperties: false, properties: { cpu: { type: "string" }, memory: { type: "string" } } };
+const FUNC_YAML_SCHEMA = {
+  type: "object",
+  additionalProperties: false,
+  required: ["specVersion", "name", "runtime", "created"],
+  properties: {
+    specVersion: { type: "string", pattern: "^\\d+\\.\\d+\\.\\d+$" },
+    name: { type: "string", pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" },
+    runtime: { type: "string" },
+    registry: { type: "string" },
+    image: { type: "string" },
+    namespace: { type: "string" },
+    created: { type: "string", format: "date-time" },
+    invoke: { enum: ["http", "cloudevent"] },
+    build: { type: "object", additionalProperties: false, properties: { builder: { enum: ["pack", "s2i", "host"] }, buildEnvs: { type: "array", items: env } } },
+    run: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        envs: { type: "array", items: env },
+        volumes: {
+          type: "array",
+          items: { type: "object", additionalProperties: false, required: ["path"], properties: { secret: { type: "string" }, configMap: { type: "string" }, path: { type: "string" } } },
+        },
+      },
+    },
+    deploy: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        namespace: { type: "string" },
+        image: { type: "string" },
+        annotations: { type: "object", additionalProperties: { type: "string" } },
+        labels: { type: "array", items: { type: "object", additionalProperties: false, required: ["key"], properties: { key: { type: "string" }, value: { type: "string" } } } },
+        healthEndpoints: { type: "object", additionalProperties: false, properties: { liveness: { type: "string" }, readiness: { type: "string" } } },
+        serviceAccountName: { type: "string" },
+        options: {
+          type: "object",
+          additionalProperties: false,
+          properties: {
+            scale: { type: "object", additionalProperties: false, properties: { min: { type: "integer", minimum: 0 }, max: { type: "integer", minimum: 0 }, metric: { enum: ["concurrency", "rps"] }, target: { type: "number" }, utilization: { type: "number" } } },
+            resources: { type: "object", additionalProperties: false, properties: { requests: quantities, limits: { ...quantities, properties: { ...quantities.properties, concurrency: { type: "integer" } } } } },
+          },
+        },
+        subscriptions: {
+          type: "array",
+          items: { type: "object", additionalProperties: false, required: ["source"], properties: { source: { type: "string" }, filters: { type: "object", additionalProperties: { type: "string" } } } },
+        },
+      },
+    },
+  },
+} as const;
+
+/** The parts of func.yaml the assertions read. */
+interface FuncYaml {
+  name: string;
+  runtime: string;
+  image?: string;
+  namespace?: string;
+  created: string;
+  invoke?: string;
+  run?: { envs?: { name: string; value: string }[]; volumes?: { secret?: string; path: string }[] };
+  deploy?: {
+    namespace?: string;
+    labels?: { key: string; value?: string }[];
+    healthEndpoints?: { liveness?: string; readiness?: string };
+    serviceAccountName?: string;
+    options?: { scale?: { min?: number; max?: number }; resources?: { requests?: Record<string, string>; limits?: Record<string, string> } };
+    subscriptions?: { source: string; filters?: Record<string, string> }[];
+  };
+}
+
+const ajv = new Ajv({ allErrors: true, strict: true });
+ajv.addFormat("date-time", (value: string) => !Number.isNaN(Date.parse(value)) && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(value));
+const validateFuncYaml = ajv.compile(FUNC_YAML_SCHEMA);
+
+async function readFuncYaml(name: string): Promise<FuncYaml> {
+  return parse(await readFile(path.join(repoRoot, "functions", name, "func.yaml"), "utf8")) as FuncYaml;
+}
+
+let objects: Manifest[] = [];
+let services: Record<FunctionName, KnativeService>;
+
+before(async () => {
+  objects = await kustomize("knative");
+  services = servicesByFunction(objects);
+});
+
+test("the func.yaml schema refuses a misspelt or mistyped field", () => {
+  const good = { specVersion: "0.36.0", name: "x", runtime: "typescript", created: "2026-11-29T00:00:00Z" };
+  assert.ok(validateFuncYaml(good));
+  assert.ok(!validateFuncYaml({ ...good, deploy: { healthEndpoint: { liveness: "/" } } }));
+  assert.ok(!validateFuncYaml({ ...good, deploy: { options: { scale: { min: "1" } } } }));
+  assert.ok(!validateFuncYaml({ ...good, run: { env: [] } }));
+});
+
+for (const name of FUNCTION_NAMES) {
+  describe(`functions/${name}/func.yaml`, () => {
+    test("parses, is a valid func.yaml and names this folder's function", async () => {
+      const func = await readFuncYaml(name);
+      assert.equal(validateFuncYaml(func), true, JSON.stringify(validateFuncYaml.errors));
+      assert.equal(func.name, name);
+      assert.equal(func.runtime, "typescript");
+      const entry = path.join(repoRoot, "functions", name, "index.ts");
+      assert.ok(existsSync(entry), `${entry} exists`);
+      const { fn } = (await import(pathToFileURL(entry).href)) as FunctionModule;
+      assert.equal(fn.name, name, "the function's own name");
+      assert.equal(func.invoke, fn.kind === "http" ? "http" : "cloudevent", "invoke matches the function's kind");
+    });
+
+    test("deploys what the Knative Service of knative/ deploys", async () => {
+      const func = await readFuncYaml(name);
+      const service = services[name];
+      const container = containerOf(service);
+      const annotations = service.spec.template.metadata?.annotations ?? {};
+      assert.equal(func.image, container.image);
+      assert.equal(func.namespace, INSTALL_NAMESPACE);
+      assert.equal(func.deploy?.namespace, INSTALL_NAMESPACE);
+      assert.equal(func.deploy?.serviceAccountName, service.spec.template.spec.serviceAccountName);
+      assert.deepEqual(func.deploy?.healthEndpoints, { liveness: LIVENESS_PATH, readiness: READINESS_PATH });
+      assert.deepEqual(func.deploy?.options?.scale, { min: Number(annotations["autoscaling.knative.dev/min-scale"]), max: Number(annotations["autoscaling.knative.dev/max-scale"]) });
+      assert.deepEqual(func.deploy?.options?.resources, container.resources);
+      assert.ok(func.deploy?.labels?.some((l) => l.key === "networking.knative.dev/visibility" && l.value === "cluster-local"), "cluster-local");
+      assert.deepEqual(func.run?.envs ?? [], (container.env ?? []).map((e) => ({ name: e.name, value: e.value })));
+    });
+
+    test("mounts the same Secrets at the same paths", async () => {
+      const func = await readFuncYaml(name);
+      const podSpec = services[name].spec.template.spec;
+      const mounts = (containerOf(services[name]).volumeMounts ?? []).map((m) => {
+        const volume = podSpec.volumes?.find((v) => v.name === m.name);
+        return { secret: volume?.secret?.secretName, path: m.mountPath };
+      });
+      assert.deepEqual(func.run?.volumes ?? [], mounts);
+    });
+
+    test("subscribes to exactly the events the Triggers send to the Service", async () => {
+      const func = await readFuncYaml(name);
+      const triggers = objects
+        .filter((o) => o.kind === "Trigger" && (o.spec as { subscriber: { ref: { name: string } } }).subscriber.ref.name === name)
+        .map((o) => {
+          const s = o.spec as { broker: string; filter?: { attributes?: Record<string, string> } };
+          return { source: s.broker, filters: s.filter?.attributes ?? {} };
+        });
+      const subscriptions = (func.deploy?.subscriptions ?? []).map((s) => ({ source: s.source, filters: s.filters ?? {} }));
+      const sort = (list: { source: string; filters: Record<string, string> }[]): string[] =>
+        list.map((x) => `${x.source}: ${Object.entries(x.filters).sort().map(([k, v]) => `${k}=${v}`).join(", ")}`).sort();
+      assert.deepEqual(sort(subscriptions), sort(triggers));
+      if (name === "alert-receiver") assert.equal(subscriptions.length, 0, "alert-receiver is called by Alertmanager, not the Broker");
+      else assert.ok(subscriptions.length > 0);
+    });
+  });
+}

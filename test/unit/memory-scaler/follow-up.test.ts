@@ -1,0 +1,309 @@
+// The follow-up of a scale's rollout, from plain data (functions/memory-scaler/follow-up.ts,
+// rollout-status.ts, quota.ts), and through the flow on an in-memory cluster (follow-flow.ts):
+// where a rollout stands, how the AppMonitor's status records it, and which rollout surge a
+// ResourceQuota cannot hold.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import pino from "pino";
+import type * as k8s from "@kubernetes/client-node";
+import { decideFollowUp, ROLLOUT_DEADLINE_SECONDS, type FollowUp, type PendingRollout, type PodView, type WorkloadView } from "../../../functions/memory-scaler/follow-up.ts";
+import { followRollouts, selectorString } from "../../../functions/memory-scaler/follow-flow.ts";
+import { decideQuota, resolveMaxSurge, rolloutPeak, type QuotaView, type RolloutShape } from "../../../functions/memory-scaler/quota.ts";
+import { podMemoryLimit } from "../../../functions/memory-scaler/rollout.ts";
+import { pendingRollouts, withRolloutFollowedUp, withRolloutStarted } from "../../../functions/memory-scaler/rollout-status.ts";
+import { handleFiring } from "../../../functions/memory-scaler/scale-flow.ts";
+import { alertData, flowDeps, memhogCluster, NS } from "../../support/memory-scaler-fakes.ts";
+
+const log = pino({ level: "silent" });
+const Mi = 1024n * 1024n;
+const START = "2026-12-01T10:00:00Z";
+const rollout: PendingRollout = { workload: { kind: "Deployment", name: "web" }, generation: 2, startedAt: START, event: "e1" };
+const sts: PendingRollout = { ...rollout, workload: { kind: "StatefulSet", name: "db" } };
+
+function deployment(over: Partial<WorkloadView> = {}): WorkloadView {
+  return {
+    kind: "Deployment",
+    name: "web",
+    uid: "u1",
+    generation: 2,
+    observedGeneration: 2,
+    desired: 3,
+    current: 3,
+    updated: 3,
+    available: 3,
+    updateStrategy: undefined,
+    partition: 0,
+    updateRevision: undefined,
+    currentRevision: undefined,
+    conditions: [{ type: "Progressing", status: "True", reason: "NewReplicaSetAvailable" }],
+    ...over,
+  };
+}
+const statefulSet = (over: Partial<WorkloadView> = {}): WorkloadView =>
+  deployment({ kind: "StatefulSet", name: "db", desired: 2, current: 2, updated: 2, available: 2, updateRevision: "db-new", currentRevision: "db-new", conditions: [], ...over });
+const pod = (name: string, over: Partial<PodView> = {}): PodView => ({ name, uid: `uid-${name}`, revision: "db-new", deleting: false, unschedulable: undefined, crashLoopingOOM: [], ...over });
+
+/** A one-Pod StatefulSet whose old Pod crash-loops after OOM kills. */
+const blocked = () => ({ rollout: sts, workload: statefulSet({ updated: 0, available: 1, currentRevision: "db-old" }), pods: [pod("db-0", { revision: "db-old", crashLoopingOOM: ["memhog"] })] });
+
+describe("decideFollowUp", () => {
+  const at = (seconds: number) => new Date(Date.parse(START) + seconds * 1000);
+  const cases: {
+    name: string;
+    rollout?: PendingRollout;
+    workload: WorkloadView | undefined;
+    pods?: PodView[];
+    stuckRollout?: "Report" | "DeletePod";
+    uid?: string;
+    now?: Date;
+    want: FollowUp["result"];
+    reason?: string;
+    message?: RegExp;
+  }[] = [
+    { name: "workload gone", workload: undefined, want: "gone" },
+    { name: "another workload of that name (another uid)", workload: deployment({ uid: "u2" }), uid: "u1", want: "gone" },
+    { name: "a generation below the recorded one: recreated", workload: deployment({ generation: 1, observedGeneration: 1 }), want: "gone" },
+    { name: "the controller has not observed the generation", workload: deployment({ observedGeneration: 1 }), want: "progressing", message: /not yet seen generation 2/ },
+    { name: "every replica updated and available", workload: deployment(), want: "rolledOut", message: /rolled out generation 2: 3 of 3 Pods updated and available/ },
+    { name: "a later generation (edited since) rolled out counts", workload: deployment({ generation: 3, observedGeneration: 3 }), want: "rolledOut" },
+    { name: "old Pods still there", workload: deployment({ current: 4 }), want: "progressing" },
+    { name: "updated but not all available", workload: deployment({ available: 2 }), want: "progressing", message: /3 of 3 updated, 2 available/ },
+    {
+      name: "ReplicaFailure: FailedCreate with the quota's message",
+      workload: deployment({ updated: 0, conditions: [{ type: "ReplicaFailure", status: "True", reason: "FailedCreate", message: 'pods "web-1" is forbidden: exceeded quota: mem' }] }),
+      want: "failed",
+      reason: "FailedCreate",
+      message: /cannot create its Pods: .*exceeded quota: mem/,
+    },
+    {
+      name: "ProgressDeadlineExceeded, with the Pod the scheduler left Pending",
+      workload: deployment({ updated: 1, available: 3, current: 4, conditions: [{ type: "Progressing", status: "False", reason: "ProgressDeadlineExceeded", message: 'ReplicaSet "web-2" has timed out progressing.' }] }),
+      pods: [pod("web-2-a", { unschedulable: "0/3 nodes are available: 3 Insufficient memory." }), pod("web-1-a")],
+      want: "failed",
+      reason: "ProgressDeadlineExceeded",
+      message: /timed out progressing\.; Pod web-2-a Pending, unschedulable: 0\/3 nodes are available: 3 Insufficient memory\./,
+    },
+    { name: "Progressing False for another reason is not a failure", workload: deployment({ available: 2, conditions: [{ type: "Progressing", status: "False", reason: "Other" }] }), want: "progressing" },
+    {
+      name: "StatefulSet OnDelete: Pods on the old revision are named",
+      rollout: sts,
+      workload: statefulSet({ updateStrategy: "OnDelete", updated: 1, currentRevision: "db-old" }),
+      pods: [pod("db-0", { revision: "db-old" }), pod("db-1")],
+      want: "progressing",
+      message: /OnDelete: Pod db-0 still runs the old revision; delete it/,
+    },
+    { name: "StatefulSet OnDelete: every Pod replaced (currentRevision stays behind)", rollout: sts, workload: statefulSet({ updateStrategy: "OnDelete", currentRevision: "db-old" }), pods: [pod("db-0"), pod("db-1")], want: "rolledOut" },
+    {
+      name: "StatefulSet RollingUpdate: an old Pod crash-looping after OOM kills, Report",
+      rollout: sts,
+      workload: statefulSet({ updated: 0, available: 1, currentRevision: "db-old" }),
+      pods: [pod("db-0", { revision: "db-old", crashLoopingOOM: ["memhog"] }), pod("db-1", { revision: "db-old" })],
+      stuckRollout: "Report",
+      want: "failed",
+      reason: "CrashLoopingPod",
+      message: /Pod db-0 of the old revision is crash-looping after OOM kills \(memhog\).*kubectl delete pod db-0/,
+    },
+    { name: "the same, stuckRollout absent: Report", ...blocked(), want: "failed", reason: "CrashLoopingPod" },
+    { name: "the same, DeletePod", ...blocked(), stuckRollout: "DeletePod", want: "deletePod" },
+    {
+      name: "a crash-looping Pod already on the new revision does not block the old-Pod rule",
+      rollout: sts,
+      workload: statefulSet({ available: 1 }),
+      pods: [pod("db-0", { crashLoopingOOM: ["memhog"] }), pod("db-1")],
+      want: "progressing",
+    },
+    {
+      name: "StatefulSet: a Pod Pending unschedulable within the deadline",
+      rollout: sts,
+      workload: statefulSet({ updated: 1, available: 1, currentRevision: "db-old" }),
+      pods: [pod("db-1", { unschedulable: "Insufficient memory" })],
+      now: at(ROLLOUT_DEADLINE_SECONDS - 1),
+      want: "progressing",
+    },
+    {
+      name: "StatefulSet: a Pod Pending unschedulable past the deadline",
+      rollout: sts,
+      workload: statefulSet({ updated: 1, available: 1, currentRevision: "db-old" }),
+      pods: [pod("db-1", { unschedulable: "Insufficient memory" })],
+      now: at(ROLLOUT_DEADLINE_SECONDS + 1),
+      want: "failed",
+      reason: "PodUnschedulable",
+    },
+    { name: "StatefulSet RollingUpdate: updated and ready but currentRevision not moved on yet", rollout: sts, workload: statefulSet({ currentRevision: "db-old" }), want: "progressing" },
+    {
+      name: "StatefulSet RollingUpdate still short of its Pods past the deadline (a Pod a quota refuses)",
+      rollout: sts,
+      workload: statefulSet({ updated: 1, available: 1, currentRevision: "db-old" }),
+      now: at(ROLLOUT_DEADLINE_SECONDS + 1),
+      want: "failed",
+      reason: "ProgressDeadlineExceeded",
+      message: /has not rolled out generation 2 600s after the scale: 1 of 2 updated, 1 ready/,
+    },
+    { name: "StatefulSet OnDelete past the deadline: still waiting for the user", rollout: sts, workload: statefulSet({ updateStrategy: "OnDelete", updated: 1 }), pods: [pod("db-0", { revision: "db-old" })], now: at(ROLLOUT_DEADLINE_SECONDS + 1), want: "progressing" },
+    { name: "StatefulSet with a partition: only the Pods above it", rollout: sts, workload: statefulSet({ partition: 1, updated: 1, available: 2, currentRevision: "db-old" }), want: "rolledOut" },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const got = decideFollowUp({ rollout: c.rollout ?? rollout, uid: c.uid, workload: c.workload, pods: c.pods ?? [], stuckRollout: c.stuckRollout, now: c.now ?? at(60) });
+      assert.equal(got.result, c.want, got.message);
+      if (c.reason !== undefined) assert.equal((got as { reason?: string }).reason, c.reason);
+      if (c.message !== undefined) assert.match(got.message, c.message);
+    });
+  }
+});
+
+describe("the rollouts in the AppMonitor status", () => {
+  const t0 = "2026-12-01T10:00:00Z";
+  const t1 = "2026-12-01T10:05:00Z";
+  it("a start lists the rollout (replacing the workload's earlier one) and sets the condition Unknown", () => {
+    const first = withRolloutStarted({ scaleCount: 1 }, rollout, "rolling", t0);
+    const again = withRolloutStarted(first, { ...rollout, generation: 3 }, "rolling again", t1);
+    assert.deepEqual(pendingRollouts(again).map((r) => r.generation), [3]);
+    assert.deepEqual(again.conditions, [{ type: "RolledOut", status: "Unknown", reason: "RolloutProgressing", message: "rolling again", lastTransitionTime: t0 }]);
+    assert.equal(again.scaleCount, 1);
+  });
+  it("an end removes only its own generation's entry and sets the condition; the transition time moves with the status", () => {
+    const started = withRolloutStarted({ conditions: [{ type: "RuleReady", status: "True", reason: "Ok", message: "", lastTransitionTime: t0 }] }, rollout, "rolling", t0);
+    assert.equal(withRolloutFollowedUp(started, { ...rollout, generation: 1 }, { end: { status: "True", reason: "RolledOut", message: "done" } }, t1), started, "another generation: unchanged");
+    const ended = withRolloutFollowedUp(started, rollout, { end: { status: "False", reason: "FailedCreate", message: "quota" } }, t1);
+    assert.deepEqual(pendingRollouts(ended), []);
+    assert.deepEqual(ended?.conditions?.map((c) => [c.type, c.status, c.reason, c.lastTransitionTime]), [
+      ["RuleReady", "True", "Ok", t0],
+      ["RolledOut", "False", "FailedCreate", t1],
+    ]);
+  });
+  it("waiting Pods are written only when they change", () => {
+    const started = withRolloutStarted(undefined, sts, "rolling", t0);
+    const waiting = withRolloutFollowedUp(started, sts, { waitingPods: ["db-0"] }, t1);
+    assert.deepEqual(pendingRollouts(waiting)[0]?.waitingPods, ["db-0"]);
+    assert.equal(withRolloutFollowedUp(waiting, sts, { waitingPods: ["db-0"] }, t1), waiting);
+  });
+});
+
+describe("a rollout's surge against the ResourceQuotas", () => {
+  const from = { request: 256n * Mi, limit: 384n * Mi };
+  const to = { request: 512n * Mi, limit: 768n * Mi };
+  const shape = (over: Partial<RolloutShape> = {}): RolloutShape => ({ kind: "Deployment", name: "web", replicas: 3, strategy: undefined, maxSurge: undefined, ...over });
+  const quota = (hard: Record<string, string>, used: Record<string, string>, scoped = false): QuotaView => ({ name: "q", scoped, hard, used });
+
+  it("maxSurge: a percent of replicas rounded up, a count, 25% when unset", () => {
+    assert.deepEqual([resolveMaxSurge(undefined, 3), resolveMaxSurge("25%", 10), resolveMaxSurge(2, 3), resolveMaxSurge("0%", 3), resolveMaxSurge("3", 3)], [1, 3, 2, 0, 3]);
+  });
+  const peaks: { name: string; shape: RolloutShape; request: bigint | undefined }[] = [
+    { name: "Deployment RollingUpdate: all new Pods beside maxSurge old ones", shape: shape(), request: 3n * 512n * Mi + 256n * Mi },
+    { name: "maxSurge above replicas: every old Pod", shape: shape({ replicas: 1, maxSurge: 5 }), request: 512n * Mi + 256n * Mi },
+    { name: "Recreate: the new Pods alone", shape: shape({ strategy: "Recreate" }), request: 3n * 512n * Mi },
+    { name: "StatefulSet: a Pod is deleted before its replacement", shape: shape({ kind: "StatefulSet" }), request: 3n * 512n * Mi },
+    { name: "DaemonSet: not judged", shape: shape({ kind: "DaemonSet" }), request: undefined },
+  ];
+  for (const p of peaks) it(`peak, ${p.name}`, () => assert.equal(rolloutPeak(p.shape, from, to)?.request, p.request));
+
+  const fits: { name: string; quotas: QuotaView[]; shape?: RolloutShape; want: "fits" | "refused"; message?: RegExp }[] = [
+    { name: "no quota", quotas: [], want: "fits" },
+    { name: "room for the peak", quotas: [quota({ "requests.memory": "2Gi" }, { "requests.memory": "768Mi" })], want: "fits" },
+    {
+      name: "room for one more Pod but not the peak (requests.memory)",
+      quotas: [quota({ "requests.memory": "1536Mi" }, { "requests.memory": "768Mi" })],
+      want: "refused",
+      message: /needs 1Gi more requests\.memory at its peak \(3 new Pods at 512Mi beside 1 old Pod still running \(maxSurge\)\), but ResourceQuota q has 768Mi of 1536Mi used/,
+    },
+    { name: "`memory` is requests.memory", quotas: [quota({ memory: "1536Mi" }, { memory: "768Mi" })], want: "refused", message: /more memory at its peak/ },
+    { name: "limits.memory", quotas: [quota({ "limits.memory": "2Gi" }, { "limits.memory": "1152Mi" })], want: "refused", message: /needs 1536Mi more limits\.memory .* at 768Mi/ },
+    { name: "a scoped quota is not judged", quotas: [quota({ "requests.memory": "1Gi" }, { "requests.memory": "768Mi" }, true)], want: "fits" },
+    { name: "a quota without used yet is not judged", quotas: [quota({ "requests.memory": "1Gi" }, {})], want: "fits" },
+    { name: "a StatefulSet needs only the new Pods", quotas: [quota({ "requests.memory": "1536Mi" }, { "requests.memory": "768Mi" })], shape: shape({ kind: "StatefulSet" }), want: "fits" },
+  ];
+  for (const f of fits) {
+    it(`quota: ${f.name}`, () => {
+      const got = decideQuota(f.shape ?? shape(), from, to, f.quotas);
+      assert.equal(got.result, f.want);
+      if (f.message !== undefined) assert.match((got as { message: string }).message, f.message);
+    });
+  }
+  it("a Pod's limit as the quota counts it: containers and sidecars, or the largest init container", () => {
+    const c = (name: string, limit: string, restartPolicy?: "Always"): k8s.V1Container => ({ name, resources: { limits: { memory: limit } }, ...(restartPolicy ? { restartPolicy } : {}) });
+    assert.equal(podMemoryLimit({ containers: [c("app", "384Mi")], initContainers: [c("proxy", "64Mi", "Always"), c("seed", "1Gi")] }), 1024n * Mi + 64n * Mi);
+  });
+});
+
+describe("selectorString", () => {
+  it("matchLabels and matchExpressions in the API's syntax", () => {
+    assert.equal(
+      selectorString({ matchLabels: { app: "web" }, matchExpressions: [{ key: "tier", operator: "In", values: ["a", "b"] }, { key: "x", operator: "Exists" }, { key: "y", operator: "DoesNotExist" }] }),
+      "app=web,tier in (a,b),x,!y",
+    );
+    assert.equal(selectorString({}), undefined);
+  });
+});
+
+describe("the flow records the rollout a scale starts, the follow-up ends it", () => {
+  it("a scale lists the rollout at the patch's generation; a tick with the workload rolled out ends it RolledOut, with Events", async () => {
+    const cluster = memhogCluster();
+    const deps = flowDeps(cluster);
+    const outcome = await handleFiring(deps, "e1", alertData(), log);
+    assert.equal(outcome.outcome, "scaled");
+    const status = () => cluster.appMonitors.get(`${NS}/mymonitor`)?.status as { rollouts?: PendingRollout[]; conditions?: { type: string; status: string; reason: string }[] };
+    assert.deepEqual(status().rollouts?.map((r) => [r.workload.kind, r.workload.name, r.generation, r.event]), [["Deployment", "memhog", 2, "e1"]]);
+
+    const follow = { cluster, events: deps.events, status: deps.status, now: deps.now };
+    assert.deepEqual(await followRollouts(follow, log), { checked: 1, ended: 0, pending: 1 }, "the controller has not observed generation 2");
+    const workload = cluster.workloads.get(`Deployment/${NS}/memhog`);
+    assert.ok(workload);
+    workload.spec = { ...workload.spec, replicas: 1, selector: { matchLabels: { name: "memhog" } } };
+    workload.status = { observedGeneration: 2, replicas: 1, updatedReplicas: 1, availableReplicas: 1 };
+    const ended: string[] = [];
+    assert.deepEqual(await followRollouts({ ...follow, onEnded: (kind, result, reason) => ended.push(`${kind} ${result} ${reason}`) }, log), { checked: 1, ended: 1, pending: 0 });
+    assert.deepEqual(ended, ["Deployment RolledOut RolledOut"]);
+    assert.deepEqual(status().rollouts, []);
+    assert.deepEqual(status().conditions?.map((c) => [c.type, c.status, c.reason]), [["RolledOut", "True", "RolledOut"]]);
+    assert.deepEqual(cluster.events.filter((e) => e.reason === "RolledOut").map((e) => [e.type, e.regarding?.kind]).sort(), [["Normal", "AppMonitor"], ["Normal", "Deployment"]]);
+    assert.deepEqual(await followRollouts(follow, log), { checked: 0, ended: 0, pending: 0 }, "nothing pending: nothing more read");
+  });
+
+  it("a tick with nothing pending makes one API call, the LIST of AppMonitors", async () => {
+    const cluster = memhogCluster();
+    const calls: string[] = [];
+    const counted = new Proxy(cluster, {
+      get(target, property, receiver) {
+        const value: unknown = Reflect.get(target, property, receiver);
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          calls.push(String(property));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const deps = flowDeps(cluster);
+    assert.deepEqual(await followRollouts({ cluster: counted, events: deps.events, status: deps.status, now: deps.now }, log), { checked: 0, ended: 0, pending: 0 });
+    assert.deepEqual(calls, ["listAllAppMonitors"]);
+  });
+
+  it("a ResourceQuota that cannot hold the surge: RolloutExceedsQuota, no patch, no rollout", async () => {
+    const cluster = memhogCluster();
+    cluster.quotas.push({ metadata: { name: "mem", namespace: NS }, status: { hard: { "requests.memory": "700Mi" }, used: { "requests.memory": "256Mi" } } });
+    const outcome = await handleFiring(flowDeps(cluster), "e1", alertData(), log);
+    assert.deepEqual([outcome.outcome, outcome.reason], ["skipped", "RolloutExceedsQuota"]);
+    assert.equal(cluster.writes.length, 0);
+    assert.deepEqual(cluster.events.map((e) => [e.type, e.reason]), [["Warning", "RolloutExceedsQuota"], ["Warning", "RolloutExceedsQuota"]]);
+  });
+
+  it("DeletePod: the crash-looping old Pod is deleted with its uid, the rollout stays pending", async () => {
+    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, stuckRollout: "DeletePod" });
+    const am = cluster.appMonitors.get(`${NS}/mymonitor`);
+    assert.ok(am);
+    am.status = withRolloutStarted(undefined, sts, "rolling", START);
+    cluster.workloads.set(`StatefulSet/${NS}/db`, {
+      metadata: { name: "db", namespace: NS, uid: "s1", generation: 2 },
+      spec: { replicas: 1, selector: { matchLabels: { app: "db" } } },
+      status: { observedGeneration: 2, replicas: 1, updatedReplicas: 0, readyReplicas: 0, updateRevision: "db-new", currentRevision: "db-old" },
+    });
+    cluster.pods.set(`${NS}/db-0`, {
+      metadata: { name: "db-0", namespace: NS, uid: "p0", labels: { app: "db", "controller-revision-hash": "db-old" } },
+      status: { containerStatuses: [{ name: "memhog", image: "i", imageID: "", ready: false, restartCount: 4, state: { waiting: { reason: "CrashLoopBackOff" } }, lastState: { terminated: { reason: "OOMKilled", exitCode: 137 } } }] },
+    });
+    const deps = flowDeps(cluster);
+    assert.deepEqual(await followRollouts({ cluster, events: deps.events, status: deps.status, now: deps.now }, log), { checked: 1, ended: 0, pending: 1 });
+    assert.deepEqual(cluster.deletedPods, ["db-0"]);
+    assert.deepEqual(cluster.events.map((e) => e.reason), ["DeletedStuckPod", "DeletedStuckPod"]);
+  });
+});

@@ -1,0 +1,72 @@
+/** rule-sync's start-up configuration (functions/rule-sync/config.ts): defaults, overrides, errors naming the variable. */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { DEFAULT_FIELD_MANAGER, inScope, readConfig } from "../../../functions/rule-sync/config.ts";
+import { ConfigError } from "../../../functions/lib/runtime/env.ts";
+import { DEFAULT_METRIC_SOURCE, DEFAULT_SEVERITY } from "../../../functions/rule-sync/rule-config.ts";
+
+describe("readConfig", () => {
+  it("applies the defaults", () => {
+    const config = readConfig({});
+    assert.deepEqual(config.rule, { metricSource: DEFAULT_METRIC_SOURCE, ruleLabels: {}, severity: DEFAULT_SEVERITY });
+    assert.equal(config.rule.metricSource, "cadvisor");
+    assert.equal(config.fieldManager, DEFAULT_FIELD_MANAGER);
+    assert.deepEqual(config.scope, { all: true });
+    assert.equal(config.resyncOnStart, true);
+    assert.equal(config.kubeconfig, undefined);
+  });
+
+  it("reads every override", () => {
+    const config = readConfig({
+      METRIC_SOURCE: "kube-state-metrics",
+      RULE_LABELS: " release=prometheus , team=platform,empty= ",
+      ALERT_SEVERITY: "critical",
+      FIELD_MANAGER: "my-manager",
+      WATCH_NAMESPACES: "a, b,,a",
+      RESYNC_ON_START: "false",
+      KUBECONFIG: "/tmp/kc",
+    });
+    assert.deepEqual(config.rule, { metricSource: "kube-state-metrics", ruleLabels: { release: "prometheus", team: "platform", empty: "" }, severity: "critical" });
+    assert.equal(config.fieldManager, "my-manager");
+    assert.deepEqual(config.scope, { all: false, namespaces: ["a", "b"] });
+    assert.equal(config.resyncOnStart, false);
+    assert.equal(config.kubeconfig, "/tmp/kc");
+  });
+
+  it("treats empty values as unset", () => {
+    const config = readConfig({ METRIC_SOURCE: "", RULE_LABELS: "", WATCH_NAMESPACES: " , ", ALERT_SEVERITY: "" });
+    assert.deepEqual(config.scope, { all: true });
+    assert.equal(config.rule.severity, DEFAULT_SEVERITY);
+  });
+
+  const refused: [Record<string, string>, string, RegExp][] = [
+    [{ METRIC_SOURCE: "prometheus" }, "METRIC_SOURCE", /must be one of cadvisor, kube-state-metrics/],
+    [{ RULE_LABELS: "release" }, "RULE_LABELS", /key=value/],
+    [{ RULE_LABELS: "=x" }, "RULE_LABELS", /key=value/],
+    [{ RULE_LABELS: "a=1,a=2" }, "RULE_LABELS", /given twice/],
+    [{ RULE_LABELS: "bad key=x" }, "RULE_LABELS", /not a valid Kubernetes label key/],
+    [{ RULE_LABELS: "release=not valid" }, "RULE_LABELS", /not a valid Kubernetes label value/],
+    [{ RULE_LABELS: "app.kubernetes.io/managed-by=me" }, "RULE_LABELS", /set by rule-sync itself/],
+    [{ ALERT_SEVERITY: "{{ $value }}" }, "ALERT_SEVERITY", /1-63 characters/],
+    [{ FIELD_MANAGER: "x".repeat(129) }, "FIELD_MANAGER", /1-128 printable/],
+    [{ FIELD_MANAGER: "tab\there" }, "FIELD_MANAGER", /1-128 printable/],
+    [{ WATCH_NAMESPACES: "ok,Not_A_Namespace" }, "WATCH_NAMESPACES", /not a namespace name/],
+    [{ RESYNC_ON_START: "yes" }, "RESYNC_ON_START", /true or false/],
+  ];
+  for (const [env, variable, message] of refused) {
+    it(`refuses ${JSON.stringify(env)} naming ${variable}`, () => {
+      assert.throws(
+        () => readConfig(env),
+        (error: unknown) => error instanceof ConfigError && error.variable === variable && error.message.startsWith(`${variable}: `) && message.test(error.message),
+      );
+    });
+  }
+});
+
+describe("inScope", () => {
+  it("admits every namespace, or only the listed ones", () => {
+    assert.equal(inScope({ all: true }, "anything"), true);
+    assert.equal(inScope({ all: false, namespaces: ["a", "b"] }, "b"), true);
+    assert.equal(inScope({ all: false, namespaces: ["a", "b"] }, "c"), false);
+  });
+});

@@ -1,0 +1,311 @@
+/**
+ * rule-sync's handler, reconcile shell and resync against an in-memory Cluster: what is written,
+ * and which HTTP status each kind of API failure becomes (DESIGN.md: 2xx handled, 4xx never,
+ * 5xx/429 retry).
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { pino } from "pino";
+import { Registry } from "prom-client";
+import { HttpError } from "../../../functions/lib/runtime/errors.ts";
+import { readConfig } from "../../../functions/rule-sync/config.ts";
+import { REF_EVENT_PREFIX, RESOURCE_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../../functions/rule-sync/incoming-event.ts";
+import { createHandler } from "../../../functions/rule-sync/handler.ts";
+import { createMetrics } from "../../../functions/rule-sync/metrics.ts";
+import { REASONS, RULE_READY } from "../../../functions/rule-sync/plan.ts";
+import { resyncUntilDone } from "../../../functions/rule-sync/resync.ts";
+import { syncOne, type SyncDeps } from "../../../functions/rule-sync/sync.ts";
+import { apiError, FakeCluster, ref } from "../../support/rule-sync-fakes.ts";
+
+const silent = pino({ level: "silent" });
+
+function setup(env: Record<string, string> = {}): { cluster: FakeCluster; deps: SyncDeps; registry: Registry; handle: ReturnType<typeof createHandler> } {
+  const cluster = new FakeCluster();
+  const registry = new Registry();
+  const deps: SyncDeps = { cluster, config: readConfig(env), metrics: createMetrics(registry), log: silent, now: () => new Date("2026-05-01T00:00:00Z") };
+  return { cluster, deps, registry, handle: createHandler(deps) };
+}
+
+const context = { log: silent, requestId: "r1" };
+const spec = { memThresholdPercent: 75, memMultiplier: 2 };
+
+async function rejectsWith(promise: Promise<unknown>, status: number, reason?: RegExp): Promise<void> {
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(error instanceof HttpError, String(error));
+    assert.equal(error.status, status, error.reason);
+    if (reason) assert.match(error.reason, reason);
+    return true;
+  });
+}
+
+async function metric(registry: Registry, name: string, labels: Record<string, string>): Promise<number> {
+  const found = (await registry.getSingleMetric(name)?.get())?.values.find((v) => Object.entries(labels).every(([k, val]) => v.labels[k] === val));
+  return found?.value ?? 0;
+}
+
+describe("add and update events", () => {
+  it("create the rule and report RuleReady True with observedGeneration", async () => {
+    const { cluster, handle, registry } = setup();
+    cluster.addMonitor("mymonitor", spec);
+    const response = await handle(context, { type: `${RESOURCE_EVENT_PREFIX}add`, data: { ...ref("mymonitor"), metadata: { name: "mymonitor", namespace: "demo" } } });
+    assert.deepEqual(response, { outcome: "created", reason: REASONS.applied });
+    assert.ok(cluster.rules.has("demo/mymonitor"));
+    assert.equal(cluster.statusWrites.length, 1);
+    const condition = cluster.statusWrites[0]?.status.conditions[0];
+    assert.equal(condition?.type, RULE_READY);
+    assert.equal(condition?.status, "True");
+    assert.match(condition?.message ?? "", /PrometheusRule demo\/mymonitor/);
+    assert.equal(cluster.statusWrites[0]?.status.observedGeneration, 1);
+    assert.equal(await metric(registry, "appmonitor_rule_sync_rule_writes_total", { result: "created" }), 1);
+    assert.equal(await metric(registry, "appmonitor_rule_sync_events_total", { type: "add", outcome: "handled" }), 1);
+  });
+
+  it("repeated, apply again without a change and write no status", async () => {
+    const { cluster, handle } = setup();
+    cluster.addMonitor("mymonitor", spec);
+    await handle(context, { type: `${REF_EVENT_PREFIX}update`, data: ref("mymonitor") });
+    const second = await handle(context, { type: `${REF_EVENT_PREFIX}update`, data: ref("mymonitor") });
+    assert.equal(second.outcome, "unchanged");
+    assert.equal(cluster.statusWrites.length, 1);
+  });
+
+  it("for an invalid AppMonitor answer handled (2xx) with RuleReady False and write no rule", async () => {
+    const { cluster, handle } = setup();
+    cluster.addMonitor("bad", { ...spec, selector: { matchLabels: { "no spaces": "x" } } });
+    const response = await handle(context, { type: `${REF_EVENT_PREFIX}add`, data: ref("bad") });
+    assert.deepEqual(response, { outcome: "kept", reason: REASONS.invalid });
+    assert.equal(cluster.rules.size, 0);
+    assert.deepEqual(
+      { status: cluster.statusWrites[0]?.status.conditions[0]?.status, reason: cluster.statusWrites[0]?.status.conditions[0]?.reason },
+      { status: "False", reason: REASONS.invalid },
+    );
+  });
+
+  it("report a rule the API server refuses as RuleRejected, handled (2xx)", async () => {
+    const { cluster, handle } = setup();
+    cluster.addMonitor("mymonitor", spec);
+    cluster.fail.applyRule = () => apiError(422, { reason: "Invalid", message: "PrometheusRule.monitoring.coreos.com \"mymonitor\" is invalid: spec.groups: bad" });
+    const response = await handle(context, { type: `${REF_EVENT_PREFIX}add`, data: ref("mymonitor") });
+    assert.deepEqual(response, { outcome: "rejected", reason: REASONS.rejected });
+    const condition = cluster.statusWrites[0]?.status.conditions[0];
+    assert.equal(condition?.reason, REASONS.rejected);
+    assert.match(condition?.message ?? "", /is invalid: spec\.groups: bad/);
+  });
+
+  it("leave someone else's rule of that name alone and report RuleConflict", async () => {
+    const { cluster, handle } = setup();
+    cluster.addMonitor("mymonitor", spec);
+    cluster.addRule("mymonitor", false, undefined);
+    const before = structuredClone(cluster.rules.get("demo/mymonitor"));
+    await handle(context, { type: `${REF_EVENT_PREFIX}add`, data: ref("mymonitor") });
+    assert.deepEqual(cluster.rules.get("demo/mymonitor"), before);
+    assert.equal(cluster.statusWrites[0]?.status.conditions[0]?.reason, REASONS.conflict);
+    assert.ok(!cluster.calls.includes("applyRule"));
+  });
+
+  it("replace a rule left by an earlier AppMonitor of the same name", async () => {
+    const { cluster, handle } = setup();
+    cluster.addMonitor("mymonitor", spec, "demo", "uid-new");
+    cluster.addRule("mymonitor", true, "uid-old");
+    const oldUid = cluster.rules.get("demo/mymonitor")?.metadata.uid;
+    await handle(context, { type: `${REF_EVENT_PREFIX}add`, data: ref("mymonitor") });
+    const now = cluster.rules.get("demo/mymonitor");
+    assert.notEqual(now?.metadata.uid, oldUid);
+    assert.equal(now?.metadata.ownerReferences?.[0]?.uid, "uid-new");
+  });
+
+  it("write the status again against a fresh read when only the resourceVersion moved, and stop when the generation did", async () => {
+    const { cluster, deps } = setup();
+    const m = cluster.addMonitor("mymonitor", spec);
+    // The AppMonitor was touched (e.g. a label) after the read: same generation, new resourceVersion.
+    cluster.monitors.set("demo/mymonitor", { ...m, metadata: { ...m.metadata, resourceVersion: "9999" } });
+    await syncOne(deps, "demo", "mymonitor", m);
+    assert.equal(cluster.statusWrites.length, 1);
+    assert.equal(cluster.statusWrites[0]?.metadata.resourceVersion, "9999");
+
+    const m2 = cluster.addMonitor("other", spec);
+    cluster.monitors.set("demo/other", { ...m2, metadata: { ...m2.metadata, resourceVersion: "9998", generation: 2 } });
+    await syncOne(deps, "demo", "other", m2);
+    assert.equal(cluster.statusWrites.length, 1, "a newer generation reports through its own event");
+  });
+
+  const failures: [string, () => unknown, number, RegExp][] = [
+    ["a refused connection", () => Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:6443"), { code: "ECONNREFUSED" }), 503, /API server unavailable/],
+    ["a 500", () => apiError(500, { message: "etcdserver: request timed out" }), 503, /etcdserver/],
+    ["a missing CRD (404 without an object name)", () => apiError(404, { reason: "NotFound", message: "the server could not find the requested resource" }), 503, /CRD installed/],
+    ["throttling", () => apiError(429, { reason: "TooManyRequests" }, { "retry-after": "3" }), 429, /throttled/],
+    ["an RBAC denial", () => apiError(403, { reason: "Forbidden", message: 'appmonitors.kubedemo.com "m" is forbidden: User "system:serviceaccount:appmonitor:rule-sync" cannot get resource "appmonitors"' }), 500, /not allowed/],
+  ];
+  for (const [what, error, status, reason] of failures) {
+    it(`answer ${status} for ${what}`, async () => {
+      const { cluster, handle, registry } = setup();
+      cluster.addMonitor("mymonitor", spec);
+      cluster.fail.readAppMonitor = error;
+      await rejectsWith(handle(context, { type: `${REF_EVENT_PREFIX}update`, data: ref("mymonitor") }), status, reason);
+      assert.equal(await metric(registry, "appmonitor_rule_sync_events_total", { type: "update", outcome: "failed" }), 1);
+    });
+  }
+
+  it("pass Retry-After on through a 429", async () => {
+    const { cluster, handle } = setup();
+    cluster.fail.readAppMonitor = () => apiError(429, {}, { "retry-after": "7" });
+    await assert.rejects(handle(context, { type: `${REF_EVENT_PREFIX}update`, data: ref("m") }), (error: HttpError) => error.headers["retry-after"] === "7");
+  });
+});
+
+describe("delete events", () => {
+  it("delete our rule when the AppMonitor is gone", async () => {
+    const { cluster, handle } = setup();
+    cluster.addRule("mymonitor", true, "uid-mymonitor");
+    const response = await handle(context, { type: `${RESOURCE_EVENT_PREFIX}delete`, data: { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", metadata: { name: "mymonitor", namespace: "demo", uid: "uid-mymonitor" } } });
+    assert.deepEqual(response, { outcome: "deleted" });
+    assert.equal(cluster.rules.size, 0);
+  });
+
+  it("leave a rule that is not ours", async () => {
+    const { cluster, handle } = setup();
+    cluster.addRule("mymonitor", false, undefined);
+    await handle(context, { type: `${REF_EVENT_PREFIX}delete`, data: ref("mymonitor") });
+    assert.equal(cluster.rules.size, 1);
+  });
+
+  it("keep the rule of an AppMonitor re-created under the same name (the event is stale)", async () => {
+    const { cluster, handle } = setup();
+    cluster.addMonitor("mymonitor", spec, "demo", "uid-2");
+    cluster.addRule("mymonitor", true, "uid-2");
+    await handle(context, { type: `${RESOURCE_EVENT_PREFIX}delete`, data: { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", metadata: { name: "mymonitor", namespace: "demo", uid: "uid-1" } } });
+    assert.equal(cluster.rules.get("demo/mymonitor")?.metadata.ownerReferences?.[0]?.uid, "uid-2");
+  });
+
+  // A delete it could not carry out is never acknowledged: the rule of an AppMonitor deleted with
+  // propagationPolicy=Orphan has no garbage collector to remove it, so the Broker must retry.
+  const deleteFailures: [string, () => unknown, number, RegExp][] = [
+    ["the connection dropped", () => new Error("socket hang up"), 503, /API server unavailable/],
+    ["the API server answered 500", () => apiError(500, { message: "etcdserver: request timed out" }), 503, /etcdserver/],
+    ["throttled", () => apiError(429, {}, { "retry-after": "2" }), 429, /throttled/],
+    ["RBAC lacks delete", () => apiError(403, { reason: "Forbidden", message: 'prometheusrules.monitoring.coreos.com "mymonitor" is forbidden: User "system:serviceaccount:appmonitor:rule-sync" cannot delete resource "prometheusrules" in API group "monitoring.coreos.com" in the namespace "demo"' }), 500, /not allowed to delete PrometheusRule/],
+  ];
+  for (const [what, error, status, reason] of deleteFailures) {
+    it(`answer ${status}, not 2xx, when ${what}`, async () => {
+      const { cluster, handle, registry } = setup();
+      cluster.addRule("mymonitor", true, "uid-mymonitor");
+      cluster.fail.deleteRule = error;
+      await rejectsWith(handle(context, { type: `${REF_EVENT_PREFIX}delete`, data: ref("mymonitor") }), status, reason);
+      assert.ok(cluster.rules.has("demo/mymonitor"));
+      assert.equal(await metric(registry, "appmonitor_rule_sync_events_total", { type: "delete", outcome: "failed" }), 1);
+    });
+  }
+
+  it("answer 503 when the rule changed since it was read (its precondition failed), and delete it on the retry", async () => {
+    const { cluster, handle } = setup();
+    cluster.addRule("mymonitor", true, "uid-mymonitor");
+    const stale = cluster.rules.get("demo/mymonitor");
+    assert.ok(stale);
+    // Someone wrote the rule between rule-sync's read and its delete: a new resourceVersion.
+    cluster.fail.deleteRule = (attempt) => {
+      if (attempt === 1) cluster.rules.set("demo/mymonitor", { ...stale, metadata: { ...stale.metadata, resourceVersion: "9999" } });
+      return undefined;
+    };
+    await assert.rejects(handle(context, { type: `${REF_EVENT_PREFIX}delete`, data: ref("mymonitor") }), (error: unknown) => {
+      assert.ok(error instanceof HttpError);
+      assert.equal(error.status, 503);
+      assert.equal(error.headers["retry-after"], "1");
+      return true;
+    });
+    assert.deepEqual(await handle(context, { type: `${REF_EVENT_PREFIX}delete`, data: ref("mymonitor") }), { outcome: "deleted" });
+    assert.equal(cluster.rules.size, 0);
+  });
+});
+
+describe("scope and refusals", () => {
+  it("skip an AppMonitor outside WATCH_NAMESPACES without calling the API server", async () => {
+    const { cluster, handle } = setup({ WATCH_NAMESPACES: "demo" });
+    const response = await handle(context, { type: `${REF_EVENT_PREFIX}add`, data: ref("m", "elsewhere") });
+    assert.deepEqual(response, { outcome: "skipped", reason: "NamespaceNotWatched" });
+    assert.deepEqual(cluster.calls, []);
+  });
+
+  it("answer 400 for an event that can never be handled", async () => {
+    const { cluster, handle } = setup();
+    await rejectsWith(handle(context, { type: "com.example.unknown", data: {} }), 400, /unsupported event type/);
+    await rejectsWith(handle(context, { type: `${REF_EVENT_PREFIX}add`, data: { apiVersion: "v1", kind: "Pod", name: "p", namespace: "demo" } }), 400, /not kubedemo\.com\/v1 AppMonitor/);
+    assert.deepEqual(cluster.calls, []);
+  });
+});
+
+describe("resync", () => {
+  it("creates missing rules, re-applies, deletes orphans, keeps others' rules and reports", async () => {
+    const { cluster, handle, registry } = setup();
+    cluster.addMonitor("a", spec);
+    cluster.addMonitor("b", spec);
+    cluster.addMonitor("bad", { ...spec, selector: { matchExpressions: [{ key: "bad key", operator: "Exists" }] } });
+    cluster.addRule("b", true, "uid-b");
+    cluster.addRule("ghost", true, "uid-ghost");
+    cluster.addRule("orphaned", true, undefined);
+    cluster.addRule("theirs", false, undefined);
+    const response = await handle(context, { type: RESYNC_EVENT_TYPE });
+    assert.deepEqual(response, { outcome: "resynced" });
+    assert.deepEqual([...cluster.rules.keys()].sort(), ["demo/a", "demo/b", "demo/theirs"]);
+    assert.equal(await metric(registry, "appmonitor_rule_sync_rule_writes_total", { result: "created" }), 1);
+    assert.equal(await metric(registry, "appmonitor_rule_sync_rule_writes_total", { result: "deleted" }), 2);
+    assert.deepEqual(
+      cluster.statusWrites.filter((w) => w.status.conditions[0]?.status === "False").map((w) => [w.metadata.name, w.status.conditions[0]?.reason]),
+      [["bad", REASONS.invalid]],
+    );
+    assert.equal(await metric(registry, "appmonitor_rule_sync_appmonitors", { reason: REASONS.applied }), 2);
+    assert.equal(await metric(registry, "appmonitor_rule_sync_appmonitors", { reason: REASONS.invalid }), 1);
+    assert.equal(await metric(registry, "appmonitor_rule_sync_resyncs_total", { trigger: "event", outcome: "ok" }), 1);
+    assert.ok((await metric(registry, "appmonitor_rule_sync_last_resync_timestamp_seconds", {})) > 0);
+  });
+
+  it("lists the rules before the AppMonitors", async () => {
+    const { cluster, handle } = setup();
+    await handle(context, { type: RESYNC_EVENT_TYPE });
+    assert.deepEqual(cluster.calls.slice(0, 2), ["listManagedRules", "listAppMonitors"]);
+  });
+
+  it("goes on after one AppMonitor fails, then answers 503 with the summary", async () => {
+    const { cluster, handle } = setup();
+    cluster.addMonitor("a", spec);
+    cluster.addMonitor("b", spec);
+    cluster.fail.applyRule = (attempt) => (attempt === 1 ? apiError(503, { message: "overloaded" }) : undefined);
+    await assert.rejects(handle(context, { type: RESYNC_EVENT_TYPE }), (error: unknown) => {
+      assert.ok(error instanceof HttpError);
+      assert.equal(error.status, 503);
+      const details = error.details as { failed: { name: string }[]; rules: { created: number } };
+      assert.equal(details.failed.length, 1);
+      assert.equal(details.rules.created, 1);
+      return true;
+    });
+    assert.equal(cluster.rules.size, 1);
+  });
+
+  it("answers 503 when the API server cannot list", async () => {
+    const { cluster, handle } = setup();
+    cluster.fail.listManagedRules = () => new Error("connect ECONNREFUSED");
+    await rejectsWith(handle(context, { type: RESYNC_EVENT_TYPE }), 503);
+  });
+});
+
+describe("the start-up resync", () => {
+  it("retries until it succeeds once", async () => {
+    const { cluster, deps, registry } = setup();
+    cluster.addMonitor("a", spec);
+    cluster.fail.listManagedRules = (attempt) => (attempt === 1 ? new Error("connect ECONNREFUSED") : undefined);
+    await resyncUntilDone(deps, new AbortController().signal);
+    assert.ok(cluster.rules.has("demo/a"));
+    assert.equal(await metric(registry, "appmonitor_rule_sync_resyncs_total", { trigger: "startup", outcome: "failed" }), 1);
+    assert.equal(await metric(registry, "appmonitor_rule_sync_resyncs_total", { trigger: "startup", outcome: "ok" }), 1);
+  });
+
+  it("stops when aborted while waiting to retry", async () => {
+    const { cluster, deps } = setup();
+    cluster.fail.listManagedRules = () => new Error("connect ECONNREFUSED");
+    const stop = new AbortController();
+    const running = resyncUntilDone(deps, stop.signal);
+    while (!cluster.calls.includes("listManagedRules")) await new Promise((resolve) => setImmediate(resolve));
+    stop.abort();
+    await running;
+    assert.equal(cluster.calls.filter((c) => c === "listManagedRules").length, 1);
+  });
+});
