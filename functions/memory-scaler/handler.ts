@@ -32,6 +32,7 @@
  */
 import type { CloudEvent } from "cloudevents";
 import type { AlertEventDataValidator } from "../lib/alert-event.ts";
+import { PING_EVENT_TYPE } from "../lib/ping-event.ts";
 import type { AnswerMemory } from "./answers.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
 import type { CloudEventOutcome, FunctionContext } from "../lib/runtime/types.ts";
@@ -40,11 +41,6 @@ import type { MemoryScalerMetrics } from "./metrics.ts";
 import { followRollouts, type FollowDeps } from "./follow-flow.ts";
 import { handleFiring, type FlowDeps } from "./scale-flow.ts";
 
-/**
- * CloudEvent type of a PingSource's tick (https://knative.dev/docs/eventing/sources/ping-source/):
- * memory-scaler follows its pending rollouts (`follow-flow.ts`).
- */
-export const PING_EVENT_TYPE = "dev.knative.sources.ping";
 
 /** What the handler needs; adapters, so tests can substitute them. */
 export interface HandlerDeps {

@@ -18,6 +18,7 @@
  * Knative PingSource pointed at rule-sync, whose events have the fixed type
  * {@link PING_EVENT_TYPE} (https://knative.dev/docs/eventing/sources/ping-source/).
  */
+import { PING_EVENT_TYPE } from "../lib/ping-event.ts";
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND } from "../lib/appmonitor.ts";
 import { isRecord } from "../lib/is-record.ts";
 import { isDnsLabel, isDnsSubdomain } from "../lib/kube-names.ts";
@@ -28,8 +29,6 @@ export const RESOURCE_EVENT_PREFIX = "dev.knative.apiserver.resource.";
 export const REF_EVENT_PREFIX = "dev.knative.apiserver.ref.";
 /** Our own event type that asks for a reconcile of every AppMonitor in scope. */
 export const RESYNC_EVENT_TYPE = "com.kubedemo.appmonitor.resync";
-/** The type of every event a Knative PingSource sends; treated as a resync. */
-export const PING_EVENT_TYPE = "dev.knative.sources.ping";
 
 /** What changed, per the ApiServerSource event type's last segment. */
 export type ObjectAction = "add" | "update" | "delete";

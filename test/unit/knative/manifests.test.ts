@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND } from "../../../functions/lib/appmonitor.ts";
 import { LIVENESS_PATH, READINESS_PATH } from "../../../functions/lib/runtime/health.ts";
 import { FIRING_TYPE } from "../../../functions/lib/alert-event.ts";
-import { PING_EVENT_TYPE, RESOURCE_EVENT_PREFIX, RESYNC_EVENT_TYPE, readTrigger } from "../../../functions/rule-sync/incoming-event.ts";
+import { PING_EVENT_TYPE } from "../../../functions/lib/ping-event.ts";
+import { RESOURCE_EVENT_PREFIX, RESYNC_EVENT_TYPE, readTrigger } from "../../../functions/rule-sync/incoming-event.ts";
 import {
   FUNCTION_NAMES,
   INSTALL_NAMESPACE,

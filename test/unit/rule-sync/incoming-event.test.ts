@@ -2,7 +2,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { CloudEvent } from "cloudevents";
-import { EventInputError, PING_EVENT_TYPE, readTrigger, REF_EVENT_PREFIX, RESOURCE_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../../functions/rule-sync/incoming-event.ts";
+import { PING_EVENT_TYPE } from "../../../functions/lib/ping-event.ts";
+import { EventInputError, readTrigger, REF_EVENT_PREFIX, RESOURCE_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../../functions/rule-sync/incoming-event.ts";
 
 /** An AppMonitor as the ApiServerSource puts it into `data` in Resource mode. */
 const object = {

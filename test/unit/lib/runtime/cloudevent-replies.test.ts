@@ -23,7 +23,8 @@ import { createMetrics as createScalerMetrics } from "../../../../functions/memo
 import type { FlowDeps } from "../../../../functions/memory-scaler/scale-flow.ts";
 import type { Verifier } from "../../../../functions/memory-scaler/verify.ts";
 import { readConfig as readRuleSyncConfig } from "../../../../functions/rule-sync/config.ts";
-import { PING_EVENT_TYPE, REF_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../../../functions/rule-sync/incoming-event.ts";
+import { PING_EVENT_TYPE } from "../../../../functions/lib/ping-event.ts";
+import { REF_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../../../functions/rule-sync/incoming-event.ts";
 import { createHandler as createRuleSyncHandler } from "../../../../functions/rule-sync/handler.ts";
 import { createMetrics as createRuleSyncMetrics } from "../../../../functions/rule-sync/metrics.ts";
 import { syncOne, type SyncDeps } from "../../../../functions/rule-sync/sync.ts";
