@@ -77,6 +77,20 @@ const statusSchema: Schema = {
         },
       },
     },
+    capped: {
+      type: "array",
+      description: "workloads whose memory limit is at spec.maxMemory, so an alert of theirs scales nothing (the AtMaxMemory condition); a workload leaves when it is scaled again",
+      maxItems: 50,
+      items: {
+        type: "object",
+        properties: {
+          workload: { type: "object", properties: { kind: { type: "string" }, name: { type: "string" } } },
+          containers: { type: "array", items: { type: "string" } },
+          maxMemory: { type: "string", description: "spec.maxMemory when the workload was found at it" },
+          since: { type: "string", format: "date-time" },
+        },
+      },
+    },
     scaleCount: { type: "integer", format: "int64", minimum: 0 },
     recentScales: {
       type: "array",
@@ -120,6 +134,7 @@ export function appMonitorCrd(): Schema {
           { name: "Scales", type: "integer", jsonPath: ".status.scaleCount" },
           { name: "Last Scale", type: "date", jsonPath: ".status.lastScaleTime" },
           { name: "Rollout", type: "string", jsonPath: '.status.conditions[?(@.type=="RolledOut")].reason', description: "how the last rollout a scale started stands" },
+          { name: "At Max", type: "string", jsonPath: '.status.conditions[?(@.type=="AtMaxMemory")].status', description: "True while a workload is at spec.maxMemory (status.capped)" },
           { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
         ],
         schema: {

@@ -3,8 +3,10 @@
  * Trigger `memory-scaler-rollouts-ping`, knative/eventing/triggers.yaml): level-based, so a lost
  * or repeated tick costs nothing but latency.
  *
- * 1. One LIST of the AppMonitors of every namespace, from the API server's watch cache. None
- *    with `status.rollouts`: done, nothing else is read.
+ * 1. One LIST of the AppMonitors of every namespace, from the API server's watch cache. An
+ *    AppMonitor whose `status.capped` lists workloads at a cap other than its `spec.maxMemory`
+ *    now drops them (`capped-status.ts`; a status write, no read). None with `status.rollouts`:
+ *    done, nothing else is read.
  * 2. For each pending rollout: GET the workload and LIST its Pods (by its selector), in
  *    parallel; `decideFollowUp` (`follow-up.ts`, pure) says where it stands.
  * 3. Ended: the condition `RolledOut` on the AppMonitor (True, or False with the failure's
@@ -19,10 +21,11 @@
  */
 import type * as k8s from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { APPMONITOR_API_VERSION, APPMONITOR_KIND } from "../lib/appmonitor.ts";
+import { APPMONITOR_API_VERSION, APPMONITOR_KIND, type AppMonitorStatus } from "../lib/appmonitor.ts";
 import { toHttpFailure } from "../lib/kube-api-errors.ts";
 import { formatTimestamp } from "../lib/rfc3339.ts";
 import type { Cluster, WorkloadKind, WorkloadObject } from "./cluster.ts";
+import { withCapsOf } from "./capped-status.ts";
 import type { EventRecorder } from "./kube-events.ts";
 import { decideFollowUp, type FollowUp, type PendingRollout, type PodView, type WorkloadView } from "./follow-up.ts";
 import { APPS_V1 } from "./owners.ts";
@@ -115,16 +118,20 @@ export async function followRollouts(deps: FollowDeps, log: Logger): Promise<Fol
   const items = await cluster.listAllAppMonitors().catch((error: unknown) => {
     throw toHttpFailure(error, "list AppMonitors");
   });
+  const stale = await uncapStale(deps, items);
   const work = items.flatMap((item) => {
     const am = item as { metadata?: { name?: string; namespace?: string; uid?: string }; spec?: { stuckRollout?: "Report" | "DeletePod" }; status?: unknown };
     const { name, namespace } = am.metadata ?? {};
     if (name === undefined || namespace === undefined) return [];
     return pendingRollouts(am.status).map((rollout) => ({ am: { name, namespace, uid: am.metadata?.uid, raw: item as Record<string, unknown>, stuckRollout: am.spec?.stuckRollout }, rollout }));
   });
-  if (work.length === 0) return { checked: 0, ended: 0, pending: 0 };
+  if (work.length === 0) {
+    if (stale !== undefined) throw toHttpFailure(stale, "update the capped workloads of an AppMonitor");
+    return { checked: 0, ended: 0, pending: 0 };
+  }
 
   let ended = 0;
-  const failures: unknown[] = [];
+  const failures: unknown[] = stale === undefined ? [] : [stale];
   await Promise.all(
     work.map(async ({ am, rollout }) => {
       try {
@@ -136,6 +143,22 @@ export async function followRollouts(deps: FollowDeps, log: Logger): Promise<Fol
   );
   if (failures.length > 0) throw toHttpFailure(failures[0], `follow ${failures.length} of ${work.length} pending rollouts`);
   return { checked: work.length, ended, pending: work.length - ended };
+}
+
+/**
+ * Drops from each AppMonitor's `status.capped` the workloads listed at a cap other than its
+ * `spec.maxMemory` now (`withCapsOf`); returns the first write's failure, if any, once all were tried.
+ */
+async function uncapStale(deps: FollowDeps, items: readonly unknown[]): Promise<unknown> {
+  const now = formatTimestamp(deps.now());
+  const writes = items.flatMap((item) => {
+    const am = item as { metadata?: { name?: string; namespace?: string; uid?: string }; spec?: { maxMemory?: string }; status?: AppMonitorStatus };
+    const { name, namespace, uid } = am.metadata ?? {};
+    if (name === undefined || namespace === undefined || withCapsOf(am.status, am.spec?.maxMemory, now) === am.status) return [];
+    return [deps.status.update({ name, namespace, uid }, (status) => withCapsOf(status, am.spec?.maxMemory, now), item as Record<string, unknown>)];
+  });
+  const results = await Promise.allSettled(writes);
+  return results.find((r): r is PromiseRejectedResult => r.status === "rejected")?.reason;
 }
 
 /** Follows one rollout; true when it ended (or its workload is gone). */

@@ -25,6 +25,8 @@ import type { AppMonitorStatus } from "../lib/appmonitor.ts";
 import type { ContainerChange } from "./decide.ts";
 import type { PendingRollout } from "./follow-up.ts";
 import { windowedKey, type EventSpec } from "./kube-events.ts";
+import { withCapped, withoutCapped } from "./capped-status.ts";
+import type { SkippedContainer } from "./outcome.ts";
 import { withRolloutStarted } from "./rollout-status.ts";
 import { withScales, type ScaleEntry } from "./status.ts";
 
@@ -145,14 +147,32 @@ function rolloutMessage(workload: { readonly kind: string; readonly name: string
 }
 
 /**
- * The status change of a scale (step 9): its `recentScales` entry, and the rollout the patch
- * started pending in `status.rollouts` (none for a bare ReplicaSet, which replaces no Pod).
+ * The status change of a scale (step 9): its `recentScales` entry, the rollout the patch
+ * started pending in `status.rollouts` (none for a bare ReplicaSet, which replaces no Pod), and
+ * the workload out of `status.capped` (`capped-status.ts`): scaled, it is below the cap.
  */
 export function scaledStatus(entry: ScaleEntry, rollout: PendingRollout | undefined, limit: number): (status: AppMonitorStatus | undefined) => AppMonitorStatus {
   return (status) => {
     const scaled = withScales(status, [entry], limit);
-    return rollout === undefined ? scaled : withRolloutStarted(scaled, rollout, rolloutMessage(rollout.workload, rollout.generation, entry.changes), entry.time);
+    const started = rollout === undefined ? scaled : withRolloutStarted(scaled, rollout, rolloutMessage(rollout.workload, rollout.generation, entry.changes), entry.time);
+    return withoutCapped(started, entry.workload, entry.time) ?? started;
   };
+}
+
+/**
+ * The status change of an `AtCap` skip (step 4): the workload listed in `status.capped` with the
+ * containers skipped at the cap, and the `AtMaxMemory` condition `True`. Unchanged (nothing
+ * written) when it is already listed so, however often it alerts.
+ * @param maxMemory `spec.maxMemory`, a quantity; `now` RFC 3339.
+ */
+export function cappedStatus(
+  workload: { readonly kind: string; readonly name: string },
+  skipped: readonly SkippedContainer[],
+  maxMemory: string,
+  now: string,
+): (status: AppMonitorStatus | undefined) => AppMonitorStatus | undefined {
+  const containers = [...new Set(skipped.filter((s) => s.reason === "AtCap").map((s) => s.container))].sort();
+  return (status) => withCapped(status, { workload: { kind: workload.kind, name: workload.name }, containers, maxMemory, since: now }, now);
 }
 
 /**

@@ -25,7 +25,8 @@
  *    a re-delivery, a `Cooldown` skip — and never counted twice. Failures are warnings.
  * 4. `decideScale` (skip reasons there; `AtCap` and `LimitNotInTemplate` also warn on the
  *    workload and the AppMonitor; `AtCap` at most once per workload per `cooldownSeconds`
- *    window, `kube-events.ts` `windowedKey`). A `Cooldown` or `RolloutUnderWay` skip of a StatefulSet or
+ *    window, `kube-events.ts` `windowedKey`, and lists the workload in `status.capped` with the
+ *    `AtMaxMemory` condition, written once: `capped-status.ts`). A `Cooldown` or `RolloutUnderWay` skip of a StatefulSet or
  *    DaemonSet with `updateStrategy: OnDelete` whose alerting Pod runs less memory than the
  *    template becomes `RolloutWaitsForDelete`, whose message says to delete the Pod.
  * 5. A threshold event, with a verifier: drop containers whose working set is below the
@@ -75,7 +76,7 @@ import type { Outcome } from "./outcome.ts";
 import { APPS_V1, type Workload } from "./owners.ts";
 import { buildTemplatePatch } from "./patch.ts";
 import { afterCheck, planFiring, type Scale, type Skip } from "./plan.ts";
-import { describeChanges, eventsOf, repairedStatus, scaledNote, scaledStatus, type ObjectRef, type Reported, type Subjects } from "./report.ts";
+import { cappedStatus, describeChanges, eventsOf, repairedStatus, scaledNote, scaledStatus, type ObjectRef, type Reported, type Subjects } from "./report.ts";
 import { onDeleteScaledNote, waitsForDelete } from "./rollout.ts";
 import { formatScaleRecord } from "./status.ts";
 import type { StatusWriter } from "./status-writer.ts";
@@ -172,8 +173,14 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
     }
 
     if (plan.decision.action === "skip") {
-      await report({ reason: plan.decision.reason, message: plan.decision.message }, subjects, now);
-      return skip(plan.decision);
+      const { decision } = plan;
+      await Promise.all([
+        report({ reason: decision.reason, message: decision.message }, subjects, now),
+        decision.reason === "AtCap"
+          ? deps.status.update(amRef, cappedStatus(workload, decision.skipped ?? [], am.spec.maxMemory ?? "", formatTimestamp(now)), am.raw).catch(keepWarning)
+          : undefined,
+      ]);
+      return skip(decision);
     }
 
     // The alert's evidence: an OOM kill in the Pod read above (Prometheus would show the

@@ -19,11 +19,13 @@ import { installMemoryScaler } from "../support/install.ts";
 import { describeAnswer } from "../support/post-event.ts";
 import {
   alertEvent,
+  appMonitorResourceVersion,
   appMonitorStatus,
   createAppMonitor,
   deliver,
   eventsRegarding,
   onlyRunningPod,
+  patchAppMonitorSpec,
   runningPods,
   startScaler,
   type Answer,
@@ -55,6 +57,12 @@ function podTemplate(app: string, containers: ContainerSpec[], annotated: boolea
     metadata: { labels: { app }, ...(annotated ? { annotations: MONITOR } : {}) },
     spec: { containers: containers.map(container), ...(initContainers.length > 0 ? { initContainers: initContainers.map(container) } : {}) },
   };
+}
+
+/** The condition of `type` in an AppMonitor's status, as read. */
+function conditionOf(status: Record<string, unknown>, type: string): { status?: string; reason?: string; message?: string } | undefined {
+  const conditions = status.conditions as { type?: string; status?: string; reason?: string; message?: string }[] | undefined;
+  return conditions?.find((c) => c.type === type);
 }
 
 const memhog: ContainerSpec = { name: "memhog", limit: "384Mi", request: "256Mi" };
@@ -315,6 +323,25 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     const warnings = (await eventsRegarding(ns, "Deployment", "web")).filter((e) => e.type === "Warning");
     assert.deepEqual(warnings.map((e) => e.reason), ["AtCap"]);
     assert.deepEqual((await eventsRegarding(ns, "AppMonitor", "m")).filter((e) => e.type === "Warning").map((e) => e.reason), ["AtCap"]);
+
+    // The status says so too: the workload in status.capped, the AtMaxMemory condition True.
+    const atMax = await appMonitorStatus(ns, "m");
+    const listed = atMax.capped as { workload: unknown; containers: unknown; maxMemory: unknown; since: unknown }[] | undefined;
+    assert.deepEqual(listed?.map(({ workload, containers, maxMemory }) => ({ workload, containers, maxMemory })), [{ workload: { kind: "Deployment", name: "web" }, containers: ["memhog"], maxMemory: "400Mi" }]);
+    assert.equal(conditionOf(atMax, "AtMaxMemory")?.status, "True");
+    assert.match(conditionOf(atMax, "AtMaxMemory")?.message ?? "", /at spec\.maxMemory 400Mi, not scaled further: Deployment web \(memhog\)/);
+
+    // maxMemory raised: the next alert scales, and the workload leaves the list.
+    await patchAppMonitorSpec(ns, "m", { maxMemory: "800Mi" });
+    const raised = await deliver(scaler.url, alertEvent({ namespace: ns, pod: second.metadata?.name ?? "", container: "memhog", appmonitor: "m" }));
+    assert.equal(raised.outcome, "scaled", describeAnswer(raised));
+    assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("800Mi", "559240534") });
+    const below = await appMonitorStatus(ns, "m");
+    assert.equal(below.capped, undefined);
+    assert.deepEqual(
+      [conditionOf(below, "AtMaxMemory")?.status, conditionOf(below, "AtMaxMemory")?.reason],
+      ["False", "BelowMaxMemory"],
+    );
   });
 
   it("a scaled request larger than every Node's allocatable memory: Unschedulable, no patch, Warnings naming both", async (t) => {
@@ -344,8 +371,15 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, maxMemory: "384Mi", cooldownSeconds: 315_360_000 });
     await createDeployment(ns, "web");
     const pod = await onlyRunningPod(ns, "app=web");
-    for (let i = 0; i < 3; i += 1) assertSkipped(await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" })), "AtCap");
+    const versions: (string | undefined)[] = [];
+    for (let i = 0; i < 3; i += 1) {
+      assertSkipped(await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" })), "AtCap");
+      versions.push(await appMonitorResourceVersion(ns, "m"));
+    }
     assert.equal((await readDeployment(ns, "web")).metadata?.generation, 1);
+    // The first alert listed the workload in status.capped; the others found it listed and wrote nothing.
+    assert.equal(new Set(versions).size, 1, `the AppMonitor's resourceVersion after each alert: ${versions.join(", ")}`);
+    assert.equal(conditionOf(await appMonitorStatus(ns, "m"), "AtMaxMemory")?.status, "True");
     for (const [kind, name] of [["Deployment", "web"], ["AppMonitor", "m"]] as const) {
       const events = await eventsRegarding(ns, kind, name);
       assert.deepEqual(events.map((e) => [e.type, e.reason]), [["Warning", "AtCap"]], kind);

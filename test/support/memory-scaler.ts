@@ -126,6 +126,23 @@ export async function createAppMonitor(namespace: string, name: string, spec: Re
   });
 }
 
+/** Merges `spec` into an AppMonitor's spec (a JSON merge patch), as the admin; returns its new resourceVersion. */
+export async function patchAppMonitorSpec(namespace: string, name: string, spec: Record<string, unknown>): Promise<string | undefined> {
+  const custom = (await adminKubeConfig()).makeApiClient(k8s.CustomObjectsApi);
+  const patched = (await custom.patchNamespacedCustomObject(
+    { group: "kubedemo.com", version: "v1", plural: "appmonitors", namespace, name, body: { spec } },
+    k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+  )) as { metadata?: { resourceVersion?: string } };
+  return patched.metadata?.resourceVersion;
+}
+
+/** An AppMonitor's `metadata.resourceVersion`, as the admin reads it: it moves with every write, status included. */
+export async function appMonitorResourceVersion(namespace: string, name: string): Promise<string | undefined> {
+  const custom = (await adminKubeConfig()).makeApiClient(k8s.CustomObjectsApi);
+  const object = (await custom.getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", plural: "appmonitors", namespace, name })) as { metadata?: { resourceVersion?: string } };
+  return object.metadata?.resourceVersion;
+}
+
 /** An AppMonitor's status, as the admin reads it. */
 export async function appMonitorStatus(namespace: string, name: string): Promise<Record<string, unknown> & { scaleCount?: number; lastScaleTime?: string; recentScales?: Record<string, unknown>[] }> {
   const custom = (await adminKubeConfig()).makeApiClient(k8s.CustomObjectsApi);
