@@ -142,7 +142,7 @@ gen_vpa_crd() {
     exit 1
   fi
   mkdir -p "$out/crds"
-  cp -f "$dir/deploy/vpa-v1-crd-gen.yaml" "$out/crds/$VPA_CRD_FILE"
+  install -m 0644 "$dir/deploy/vpa-v1-crd-gen.yaml" "$out/crds/$VPA_CRD_FILE"
   rm -f "$out/crds/.vpa-"*
   touch "$stamp"
 }
