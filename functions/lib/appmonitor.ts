@@ -31,7 +31,8 @@ export const LAST_SCALE_ANNOTATION = "app-monitor.kubedemo.com/last-scale";
  * Annotation on the workload metadata describing its last scale, written in the same
  * compare-and-swap patch as {@link LAST_SCALE_ANNOTATION} and the new resources, so it holds
  * exactly when the scale did: JSON `{time, appmonitor, event, multiplier, changes}`, plus
- * `trigger: "oomKilled"` for a scale an OOM-kill alert caused. It is the
+ * `trigger: "oomKilled"` for a scale an OOM-kill alert caused and `earlier` (`[{time, event}]`,
+ * the workload's scales in the hour before, for the revert budget) when there were any. It is the
  * authority the AppMonitor status and the `Scaled` Events are repaired from when writing them
  * failed (`functions/memory-scaler/status.ts`, `repairOf`).
  */

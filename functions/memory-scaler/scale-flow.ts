@@ -9,7 +9,8 @@
  *    `threshold`) or `AppMonitorOOMKilled` (trigger `oomKilled`) with an `appmonitor` label, whose `namespace`/`pod` name the measured Pod (`governing.ts`
  *    `alertOrigin`); anything else → skip `NotAppMonitorAlert`, before any read.
  * 1. Read the Pod (gone → skip `PodGone`) and the AppMonitors of its namespace (the one the
- *    alert names is not there, or invalid → skip `NoAppMonitor`).
+ *    alert names is not there, or invalid → skip `NoAppMonitor`); beside them, the namespace's
+ *    HPAs and VPAs (an API not served counts as none).
  * 2. Walk the Pod's owners to the workload (`owners.ts`; a Job, bare Pod, unknown owner → skip
  *    `UnsupportedOwner` and a Warning Event on the Pod; an owner deleted meanwhile → `OwnerGone`).
  *    This comes before coverage: an unsupported owner has no template to judge and is never
@@ -22,7 +23,9 @@
  *    its `Scaled` Events written again (deterministic names: a no-op once written) and its
  *    status entry added when `recentScales` does not list it (`repairOf` in `status.ts`), so a
  *    scale whose Event or status write failed is recorded by the next event for the workload —
- *    a re-delivery, a `Cooldown` skip — and never counted twice. Failures are warnings.
+ *    a re-delivery, a `Cooldown` skip — and never counted twice. Failures are warnings. When the
+ *    template's memory is below what that scale set (`reverts.ts`), `Reverted` Warnings say so,
+ *    once per reverted scale.
  * 4. `decideScale` (skip reasons there; `AtCap` and `LimitNotInTemplate` also warn on the
  *    workload and the AppMonitor; `AtCap` at most once per workload per `cooldownSeconds`
  *    window, `kube-events.ts` `windowedKey`). A `Cooldown` or `RolloutUnderWay` skip of a StatefulSet or
@@ -33,6 +36,11 @@
  *    event: no Prometheus query (the restarted container's working set is low again); drop
  *    containers whose status in the Pod read at step 1 shows no OOM kill within
  *    `OOM_KILL_RECENT_SECONDS` (`oom.ts`, `NotOOMKilled`).
+ * 5a. Who else manages the workload (`plan.ts` `gateScale`): an HPA on memory → `HPAOnMemory`, a
+ *    VPA not `Off` → `VPAControlled` (Warnings, once per cooldown window); a GitOps tool with
+ *    `spec.gitOpsManaged` `Skip` → `GitOpsManaged` (Warnings and a `held` status entry naming the
+ *    manifest values); a reverted workload whose `spec.revertBudgetPerHour` is used → `Reverted`
+ *    (a `held` status entry). With `Patch`, the scale goes on with `GitOpsManaged` Warnings.
  * 6. `DryRun` AppMonitor → Events and a `recentScales` entry marked `dryRun`, no patch.
  * 7. Server-side dry run of the JSON Patch and of the Pod the scaled template makes
  *    (`admission-pod.ts`); refused by admission → skip `AdmissionRefused` and a Warning Event
@@ -44,7 +52,8 @@
  *    `maxSurge` old ones) passes one (`quota.ts`) → skip `RolloutExceedsQuota` and Warning Events.
  * 8. The patch: `test` operations on the values decided from make it a compare-and-swap, and it
  *    writes the last-scale annotation that the cooldown reads, and the last-scale record (the
- *    AppMonitor, the event id, the changes) that step 3a repairs from. A lost race (the `test` failed)
+ *    AppMonitor, the event id, the changes, and the hour's earlier scales the revert budget
+ *    counts) that step 3a repairs from. A lost race (the `test` failed)
  *    starts again at 1, at most `maxAttempts` rounds; the next round sees the new template and
  *    skips (`Cooldown` / `RolloutUnderWay`), so concurrent deliveries never compound.
  * 9. Normal `Scaled` Events on the workload and the AppMonitor (and, for an OnDelete workload,
