@@ -142,6 +142,7 @@ describe("memory-scaler beside the workload's other managers", { concurrency: 4 
     const byReason = new Map<string, number>();
     for (const a of answers) byReason.set(`${a.status} ${a.reason ?? ""}`, (byReason.get(`${a.status} ${a.reason ?? ""}`) ?? 0) + 1);
     const summary = JSON.stringify([...byReason]);
+    t.diagnostic(`storm answers (status reason → count): ${summary}`);
     assert.ok(answers.every((a) => a.status === 204 || a.status === 503), summary);
     const scaledInStorm = answers.filter((a) => a.reason === "Scaled").length;
     assert.ok(2 + scaledInStorm <= 3, `${2 + scaledInStorm} patches with a budget of 3: ${summary}`);
