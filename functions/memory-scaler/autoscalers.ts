@@ -10,6 +10,9 @@
  *   `Auto` in the VPA's API) rewrites the Pods' requests at admission from its own
  *   recommendation, so a template memory-scaler raised is not what the Pods run, and the two
  *   disagree on every rollout (https://github.com/kubernetes/autoscaler/tree/master/vertical-pod-autoscaler#quick-start).
+ *   Unless its `resourcePolicy.containerPolicies` leave the memory of every container being
+ *   scaled alone: the container's own policy (else the `*` one) with `mode: Off`, or with
+ *   `controlledResources` that lack `memory` (absent: cpu and memory).
  * An object targets the workload when its target's kind and name are the workload's and its
  * `apiVersion`, when given, is of the `apps` group.
  */
@@ -21,6 +24,8 @@ export interface VerticalPodAutoscalerView {
   readonly targetRef?: { readonly apiVersion?: string; readonly kind?: string; readonly name?: string };
   /** `spec.updatePolicy.updateMode`: `Off`, `Initial`, `Recreate`, `InPlaceOrRecreate`, `Auto`; absent: `Auto`. */
   readonly updateMode?: string;
+  /** `spec.resourcePolicy.containerPolicies`: per container (`*` for the rest), `mode` (`Auto` or `Off`) and `controlledResources`. */
+  readonly containerPolicies?: readonly { readonly containerName?: string; readonly mode?: string; readonly controlledResources?: readonly string[] }[];
 }
 
 /** The verdict: no conflict, or the skip and its message. */
@@ -28,12 +33,31 @@ export type AutoscalerVerdict = { readonly result: "none" } | { readonly result:
 
 /** The fields of a raw VPA object {@link classifyAutoscalers} reads; anything malformed reads as absent. */
 export function vpaView(raw: unknown): VerticalPodAutoscalerView {
-  const object = (typeof raw === "object" && raw !== null ? raw : {}) as { metadata?: { name?: unknown }; spec?: { targetRef?: unknown; updatePolicy?: { updateMode?: unknown } } };
+  const object = (typeof raw === "object" && raw !== null ? raw : {}) as {
+    metadata?: { name?: unknown };
+    spec?: { targetRef?: unknown; updatePolicy?: { updateMode?: unknown }; resourcePolicy?: { containerPolicies?: unknown } };
+  };
   const target = (typeof object.spec?.targetRef === "object" && object.spec.targetRef !== null ? object.spec.targetRef : {}) as Record<string, unknown>;
   const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
   const targetRef = { apiVersion: str(target.apiVersion), kind: str(target.kind), name: str(target.name) };
   const updateMode = str(object.spec?.updatePolicy?.updateMode);
-  return { name: str(object.metadata?.name) ?? "", targetRef, ...(updateMode === undefined ? {} : { updateMode }) };
+  const policies = object.spec?.resourcePolicy?.containerPolicies;
+  const containerPolicies = (Array.isArray(policies) ? (policies as unknown[]) : []).map((p) => {
+    const policy = (typeof p === "object" && p !== null ? p : {}) as Record<string, unknown>;
+    const controlled = Array.isArray(policy.controlledResources) ? (policy.controlledResources as unknown[]).filter((r): r is string => typeof r === "string") : undefined;
+    const containerName = str(policy.containerName);
+    const mode = str(policy.mode);
+    return { ...(containerName === undefined ? {} : { containerName }), ...(mode === undefined ? {} : { mode }), ...(controlled === undefined ? {} : { controlledResources: controlled }) };
+  });
+  return { name: str(object.metadata?.name) ?? "", targetRef, ...(updateMode === undefined ? {} : { updateMode }), ...(containerPolicies.length > 0 ? { containerPolicies } : {}) };
+}
+
+/** Whether `vpa` sets the memory of `container`: its own policy, else the `*` one, else the default (it does). */
+function controlsMemory(vpa: VerticalPodAutoscalerView, container: string): boolean {
+  const policies = vpa.containerPolicies ?? [];
+  const policy = policies.find((p) => p.containerName === container) ?? policies.find((p) => p.containerName === "*");
+  if (policy?.mode === "Off") return false;
+  return (policy?.controlledResources ?? ["cpu", "memory"]).includes("memory");
 }
 
 function targets(ref: { readonly apiVersion?: string | undefined; readonly kind?: string | undefined; readonly name?: string | undefined } | undefined, workload: { readonly kind: string; readonly name: string }): boolean {
@@ -57,7 +81,8 @@ function memoryMetrics(hpa: k8s.V2HorizontalPodAutoscaler, containers: readonly 
 /**
  * Whether an HPA or a VPA of the namespace acts on the memory of `workload` whose `containers`
  * memory-scaler would raise. The first HPA on memory wins (`HPAOnMemory`), then the first VPA not
- * `Off` (`VPAControlled`); an HPA on CPU alone, a VPA with `updateMode: Off`, or one targeting
+ * `Off` that controls the memory of one of `containers` (`VPAControlled`); an HPA on CPU alone, a
+ * VPA with `updateMode: Off` or whose container policies leave that memory alone, or one targeting
  * another workload → `none`.
  */
 export function classifyAutoscalers(
@@ -80,7 +105,7 @@ export function classifyAutoscalers(
   for (const vpa of vpas) {
     if (!targets(vpa.targetRef, workload)) continue;
     const mode = vpa.updateMode ?? "Auto";
-    if (mode === "Off") continue;
+    if (mode === "Off" || !containers.some((c) => controlsMemory(vpa, c))) continue;
     return {
       result: "conflict",
       reason: "VPAControlled",

@@ -12,8 +12,15 @@ const hpa = (metrics: k8s.V2MetricSpec[] | undefined, target: Partial<k8s.V2Cros
 });
 const resource = (name: string): k8s.V2MetricSpec => ({ type: "Resource", resource: { name, target: { type: "Utilization", averageUtilization: 80 } } });
 const containerResource = (name: string, container: string): k8s.V2MetricSpec => ({ type: "ContainerResource", containerResource: { name, container, target: { type: "Utilization", averageUtilization: 80 } } });
-const vpa = (updateMode: string | undefined, target: Record<string, string> = {}): VerticalPodAutoscalerView =>
-  vpaView({ metadata: { name: "web-vpa" }, spec: { targetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web", ...target }, ...(updateMode === undefined ? {} : { updatePolicy: { updateMode } }) } });
+const vpa = (updateMode: string | undefined, target: Record<string, string> = {}, containerPolicies?: unknown[]): VerticalPodAutoscalerView =>
+  vpaView({
+    metadata: { name: "web-vpa" },
+    spec: {
+      targetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web", ...target },
+      ...(updateMode === undefined ? {} : { updatePolicy: { updateMode } }),
+      ...(containerPolicies === undefined ? {} : { resourcePolicy: { containerPolicies } }),
+    },
+  });
 
 describe("classifyAutoscalers", () => {
   const cases: { name: string; hpas?: k8s.V2HorizontalPodAutoscaler[]; vpas?: VerticalPodAutoscalerView[]; want: string }[] = [
@@ -35,6 +42,10 @@ describe("classifyAutoscalers", () => {
     { name: "a VPA in InPlaceOrRecreate", vpas: [vpa("InPlaceOrRecreate")], want: "VPAControlled" },
     { name: "a VPA Off (recommendations only)", vpas: [vpa("Off")], want: "none" },
     { name: "a VPA of another workload", vpas: [vpa("Auto", { name: "api" })], want: "none" },
+    { name: "a VPA whose policy for the container is mode Off", vpas: [vpa("Auto", {}, [{ containerName: "app", mode: "Off" }])], want: "none" },
+    { name: "a VPA whose * policy controls cpu only", vpas: [vpa("Auto", {}, [{ containerName: "*", controlledResources: ["cpu"] }])], want: "none" },
+    { name: "a VPA whose * policy is Off but the container's own controls memory", vpas: [vpa("Auto", {}, [{ containerName: "*", mode: "Off" }, { containerName: "app", controlledResources: ["memory"] }])], want: "VPAControlled" },
+    { name: "a VPA whose policy leaves only another container alone", vpas: [vpa("Auto", {}, [{ containerName: "sidecar", mode: "Off" }])], want: "VPAControlled" },
     { name: "an HPA on memory before a VPA", hpas: [hpa([resource("memory")])], vpas: [vpa("Auto")], want: "HPAOnMemory" },
     { name: "an HPA on CPU beside a VPA Off", hpas: [hpa([resource("cpu")])], vpas: [vpa("Off")], want: "none" },
   ];
