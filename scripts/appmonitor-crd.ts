@@ -105,6 +105,12 @@ const statusSchema: Schema = {
           from: memory,
           to: memory,
           dryRun: { type: "boolean" },
+          held: {
+            type: "string",
+            enum: ["GitOpsManaged", "Reverted"],
+            description: "not applied: the value a scale would set, held because a GitOps tool manages the workload (spec.gitOpsManaged Skip) or its revert budget is used; set it in the manifest",
+          },
+          reverted: { type: "boolean", description: "this scale applied again memory something had lowered after an earlier scale" },
         },
       },
     },

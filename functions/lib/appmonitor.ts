@@ -31,7 +31,8 @@ export const LAST_SCALE_ANNOTATION = "app-monitor.kubedemo.com/last-scale";
  * Annotation on the workload metadata describing its last scale, written in the same
  * compare-and-swap patch as {@link LAST_SCALE_ANNOTATION} and the new resources, so it holds
  * exactly when the scale did: JSON `{time, appmonitor, event, multiplier, changes}`, plus
- * `trigger: "oomKilled"` for a scale an OOM-kill alert caused. It is the
+ * `trigger: "oomKilled"` for a scale an OOM-kill alert caused and `earlier` (`[{time, event}]`,
+ * the workload's scales in the hour before, for the revert budget) when there were any. It is the
  * authority the AppMonitor status and the `Scaled` Events are repaired from when writing them
  * failed (`functions/memory-scaler/status.ts`, `repairOf`).
  */
@@ -82,7 +83,22 @@ export interface AppMonitorSpec {
    * or `DeletePod` (memory-scaler deletes it; `functions/memory-scaler/follow-up.ts`).
    */
   stuckRollout?: "Report" | "DeletePod";
+  /**
+   * A workload a GitOps tool manages (`functions/memory-scaler/gitops.ts`): `Skip` (also when
+   * absent) reports the manifest value to change and patches nothing; `Patch` patches and warns
+   * that the tool may revert it.
+   */
+  gitOpsManaged?: "Skip" | "Patch";
+  /**
+   * Once the memory memory-scaler set on a workload was lowered by another writer (a revert), at
+   * most this many patches of that workload per hour, integer 0–10; absent:
+   * {@link DEFAULT_REVERT_BUDGET_PER_HOUR} (`functions/memory-scaler/reverts.ts`).
+   */
+  revertBudgetPerHour?: number;
 }
+
+/** `spec.revertBudgetPerHour` when absent: three patches of a reverted workload per hour. */
+export const DEFAULT_REVERT_BUDGET_PER_HOUR = 3;
 
 /**
  * An {@link AppMonitorSpec} that passed `validateAppMonitorSpec` (`appmonitor-spec.ts`): valid,
@@ -128,6 +144,10 @@ export interface ScaleRecord {
   container: string;
   from: MemoryResources;
   to: MemoryResources;
+  /** Not applied, and why: `to` is what a scale would set (`GitOpsManaged`: set it in the manifest; `Reverted`: the revert budget is used). */
+  held?: "GitOpsManaged" | "Reverted";
+  /** This scale applied again memory another writer had lowered after an earlier scale. */
+  reverted?: boolean;
 }
 
 /** `status` of an AppMonitor (DESIGN.md "The API", Status). */

@@ -13,6 +13,9 @@ import type { JsonPatchOperation } from "./patch.ts";
 /** Field manager recorded in `managedFields` for memory-scaler's writes. */
 export const FIELD_MANAGER = "appmonitor-memory-scaler";
 
+/** The VerticalPodAutoscaler resource (https://github.com/kubernetes/autoscaler/tree/master/vertical-pod-autoscaler). */
+export const VERTICAL_POD_AUTOSCALERS = { group: "autoscaling.k8s.io", version: "v1", plural: "verticalpodautoscalers" } as const;
+
 /** The workload kinds memory-scaler scales, all `apps/v1` and all with `spec.template`. */
 export type WorkloadKind = "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet";
 
@@ -72,6 +75,13 @@ export interface Cluster {
   listNodeAllocatableMemory(): Promise<(string | undefined)[]>;
   /** LIST resourcequotas in `namespace`. */
   listResourceQuotas(namespace: string): Promise<k8s.V1ResourceQuota[]>;
+  /** LIST autoscaling/v2 horizontalpodautoscalers in `namespace`. */
+  listHorizontalPodAutoscalers(namespace: string): Promise<k8s.V2HorizontalPodAutoscaler[]>;
+  /**
+   * LIST autoscaling.k8s.io/v1 verticalpodautoscalers in `namespace`: the raw objects (a custom
+   * resource; a 404 without an object name when its CRD is not installed).
+   */
+  listVerticalPodAutoscalers(namespace: string): Promise<unknown[]>;
   /** LIST pods in `namespace` matching `labelSelector` (the selector's string form). */
   listPods(namespace: string, labelSelector: string): Promise<k8s.V1Pod[]>;
   /** DELETE pods/{name} with `uid` as precondition (409 when it is another Pod now); a Pod already gone is no error. */
@@ -100,6 +110,7 @@ export function createCluster(kc: k8s.KubeConfig): Cluster {
   const apps = kc.makeApiClient(k8s.AppsV1Api);
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const events = kc.makeApiClient(k8s.EventsV1Api);
+  const autoscaling = kc.makeApiClient(k8s.AutoscalingV2Api);
   const jsonPatch = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch);
   const appMonitors = { group: APPMONITOR_GROUP, version: APPMONITOR_VERSION, plural: APPMONITOR_PLURAL };
 
@@ -139,6 +150,15 @@ export function createCluster(kc: k8s.KubeConfig): Cluster {
 
     async listResourceQuotas(namespace) {
       return (await core.listNamespacedResourceQuota({ namespace })).items;
+    },
+
+    async listHorizontalPodAutoscalers(namespace) {
+      return (await autoscaling.listNamespacedHorizontalPodAutoscaler({ namespace })).items;
+    },
+
+    async listVerticalPodAutoscalers(namespace) {
+      const list = (await custom.listNamespacedCustomObject({ ...VERTICAL_POD_AUTOSCALERS, namespace })) as { items?: unknown };
+      return Array.isArray(list.items) ? (list.items as unknown[]) : [];
     },
 
     async listPods(namespace, labelSelector) {

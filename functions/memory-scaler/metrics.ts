@@ -23,6 +23,12 @@ export interface MemoryScalerMetrics {
    * (`ProgressDeadlineExceeded`, `FailedCreate`, `PodUnschedulable`, `CrashLoopingPod`).
    */
   readonly rollouts: Counter<"kind" | "result" | "reason">;
+  /**
+   * `appmonitor_memory_scaler_reverts_total{kind,result}`: firing alerts of a workload whose last
+   * scale something lowered (a revert, `reverts.ts`). result: `Repatched` (patched again, within
+   * `spec.revertBudgetPerHour`) or `Held` (the budget is used: skipped as `Reverted`).
+   */
+  readonly reverts: Counter<"kind" | "result">;
   /** `appmonitor_memory_scaler_write_conflicts_total`: compare-and-swap writes that lost a race and were decided again. */
   readonly conflicts: Counter;
   /** `appmonitor_memory_scaler_event_duration_seconds{outcome}`: time to handle one event, in seconds. */
@@ -48,6 +54,12 @@ export function createMetrics(registry: Registry): MemoryScalerMetrics {
       name: "appmonitor_memory_scaler_rollouts_total",
       help: "Rollouts started by a scale and followed to their end, by workload kind, result and reason.",
       labelNames: ["kind", "result", "reason"] as const,
+      registers: [registry],
+    }),
+    reverts: new Counter({
+      name: "appmonitor_memory_scaler_reverts_total",
+      help: "Firing alerts of a workload whose last scale another writer lowered, by workload kind and result (Repatched, or Held by the revert budget).",
+      labelNames: ["kind", "result"] as const,
       registers: [registry],
     }),
     conflicts: new Counter({

@@ -1,12 +1,18 @@
 /**
- * The read step of a firing alert (`scale-flow.ts` steps 1–2): the Pod and its namespace's
- * AppMonitors in parallel, then the Pod's owners up to the workload. It reads only as far as the
- * alert can still lead to a scale: no owner is read for a Pod that is gone or for an alert whose
- * AppMonitor is not there. Plain data out, for the pure plan (`plan.ts`).
+ * The read step of a firing alert (`scale-flow.ts` steps 1–2): the Pod, its namespace's
+ * AppMonitors, HorizontalPodAutoscalers and VerticalPodAutoscalers in parallel (the two lists cost
+ * no round trip of their own), then the Pod's owners up to the workload. It reads only as far as
+ * the alert can still lead to a scale: no owner is read for a Pod that is gone or for an alert
+ * whose AppMonitor is not there. Plain data out, for the pure plan (`plan.ts`).
+ *
+ * An autoscaler list whose resource type is not served (a 404 without an object: the VPA's CRD not
+ * installed) reads as none; any other failure fails the event like every read, since scaling
+ * without knowing whether an autoscaler fights it is what the lists are there to prevent.
  */
 import type * as k8s from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { toHttpFailure } from "../lib/kube-api-errors.ts";
+import { classifyApiError, toHttpFailure } from "../lib/kube-api-errors.ts";
+import { vpaView, type VerticalPodAutoscalerView } from "./autoscalers.ts";
 import type { Cluster } from "./cluster.ts";
 import { namedAppMonitor, validAppMonitors, type NamespaceAppMonitors, type NoneGoverns, type ValidAppMonitor } from "./governing.ts";
 import { resolveWorkload, type Workload } from "./owners.ts";
@@ -25,7 +31,21 @@ export type Observation =
       /** The AppMonitor the alert names, valid. */
       readonly named: ValidAppMonitor;
       readonly workload: Workload;
+      /** The namespace's HorizontalPodAutoscalers (autoscaling/v2). */
+      readonly hpas: readonly k8s.V2HorizontalPodAutoscaler[];
+      /** The namespace's VerticalPodAutoscalers; none when the API is not served. */
+      readonly vpas: readonly VerticalPodAutoscalerView[];
     };
+
+/** `list`, or none when its resource type is not served; `doing` names it in any other failure. */
+async function listOrNone<T>(list: Promise<T[]>, doing: string): Promise<T[]> {
+  try {
+    return await list;
+  } catch (error) {
+    if (classifyApiError(error) === "NotServed") return [];
+    throw toHttpFailure(error, doing);
+  }
+}
 
 /**
  * Reads what the plan needs for the alert on Pod `namespace/pod` from AppMonitor `appmonitor`.
@@ -33,13 +53,15 @@ export type Observation =
  */
 export async function observeFiring(cluster: Cluster, alert: { readonly namespace: string; readonly pod: string; readonly appmonitor: string }, log: Logger): Promise<Observation> {
   const podKey = `${alert.namespace}/${alert.pod}`;
-  const [pod, items] = await Promise.all([
+  const [pod, items, hpas, vpas] = await Promise.all([
     cluster.readPod(alert.namespace, alert.pod).catch((error: unknown) => {
       throw toHttpFailure(error, `read Pod ${podKey}`);
     }),
     cluster.listAppMonitors(alert.namespace).catch((error: unknown) => {
       throw toHttpFailure(error, `list AppMonitors in namespace ${alert.namespace}`);
     }),
+    listOrNone(cluster.listHorizontalPodAutoscalers(alert.namespace), `list HorizontalPodAutoscalers in namespace ${alert.namespace}`),
+    listOrNone(cluster.listVerticalPodAutoscalers(alert.namespace), `list VerticalPodAutoscalers in namespace ${alert.namespace}`),
   ]);
   if (pod === undefined) return { result: "ended", reason: "PodGone", message: `Pod ${podKey} no longer exists` };
 
@@ -55,5 +77,5 @@ export async function observeFiring(cluster: Cluster, alert: { readonly namespac
   });
   if (resolution.result === "gone") return { result: "ended", reason: "OwnerGone", message: resolution.message };
   if (resolution.result === "unsupported") return { result: "unsupported", message: resolution.message, pod, named: named.appMonitor };
-  return { result: "observed", pod, monitors, named: named.appMonitor, workload: resolution.workload };
+  return { result: "observed", pod, monitors, named: named.appMonitor, workload: resolution.workload, hpas, vpas: vpas.map(vpaView) };
 }

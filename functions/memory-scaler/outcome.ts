@@ -28,6 +28,13 @@ import type { NoneGoverns } from "./governing.ts";
  *   has not reached its Pods.
  *   After the patch of such a workload the outcome stays `Scaled`, with a `RolloutWaitsForDelete`
  *   Warning Event on the workload and the AppMonitor saying to delete the Pods;
+ * - `HPAOnMemory`, `VPAControlled`: a HorizontalPodAutoscaler scales the workload on memory, or a
+ *   VerticalPodAutoscaler not `Off` sets its Pods' resources (`autoscalers.ts`): Warning Events;
+ * - `GitOpsManaged`: a GitOps tool manages the workload and `spec.gitOpsManaged` is `Skip`
+ *   (`gitops.ts`): Warning Events and a held `recentScales` entry naming the manifest values;
+ * - `Reverted`: something lowered the memory memory-scaler set, and the revert budget
+ *   (`spec.revertBudgetPerHour` patches of the workload per hour, `reverts.ts`) is used: a held
+ *   `recentScales` entry (the revert's Warning Events are written once, when it is first seen);
  * - `Scaled`, `DryRun`: patched, or would have been.
  */
 export type OutcomeReason =
@@ -43,6 +50,10 @@ export type OutcomeReason =
   | "Unschedulable"
   | "RolloutExceedsQuota"
   | "RolloutWaitsForDelete"
+  | "HPAOnMemory"
+  | "VPAControlled"
+  | "GitOpsManaged"
+  | "Reverted"
   | "Scaled"
   | "DryRun";
 
@@ -69,6 +80,11 @@ export interface Outcome {
   readonly skipped?: readonly SkippedContainer[];
   /** Follow-up writes (Events, status) that failed after the outcome was reached. */
   readonly warnings?: readonly string[];
+  /**
+   * Set when the workload's last scale was found reverted: `Repatched` when this event patched it
+   * again, `Held` when the revert budget stopped it (`appmonitor_memory_scaler_reverts_total`).
+   */
+  readonly revert?: "Repatched" | "Held";
   /** Rounds of read–decide–write (more than 1 after a lost compare-and-swap; 0 for `NotAppMonitorAlert`, decided before any read). */
   readonly attempts: number;
 }

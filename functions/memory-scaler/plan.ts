@@ -8,15 +8,19 @@
 import type * as k8s from "@kubernetes/client-node";
 import type { AlertTrigger } from "../lib/alert-event.ts";
 import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION, type AppMonitorStatus } from "../lib/appmonitor.ts";
+import { classifyAutoscalers } from "./autoscalers.ts";
+import { FIELD_MANAGER } from "./cluster.ts";
 import { decideScale, kindOf, type ContainerChange, type ContainerKind, type ContainerMemory } from "./decide.ts";
 import type { PendingRollout } from "./follow-up.ts";
+import { gitOpsOwner, type GitOpsOwner } from "./gitops.ts";
 import { governingAppMonitor, type NoneGoverns, type ValidAppMonitor } from "./governing.ts";
 import type { Observation } from "./observe.ts";
 import type { OutcomeReason, SkippedContainer } from "./outcome.ts";
 import type { Workload } from "./owners.ts";
 import { waitingForDelete, waitsForDelete, type RolloutStrategy } from "./rollout.ts";
 import { pendingRollouts } from "./rollout-status.ts";
-import { repairOf, type Repair } from "./status.ts";
+import { budgetUse, describeRevert, detectRevert, type BudgetUse, type Revert } from "./reverts.ts";
+import { parseScaleRecord, repairOf, type RecordedScale, type Repair } from "./status.ts";
 
 /**
  * The label a StatefulSet or DaemonSet controller puts on each Pod: the ControllerRevision its
@@ -72,6 +76,12 @@ export type FiringPlan =
       readonly templateContainers: readonly ContainerMemory[];
       readonly podContainers: readonly ContainerMemory[];
       readonly strategy: RolloutStrategy;
+      /** The GitOps tool that manages the workload (`gitops.ts`), if any. */
+      readonly gitOps: GitOpsOwner | undefined;
+      /** The revert of the workload's last scale (`reverts.ts`), if its template memory is below what that scale set. */
+      readonly revert: Revert | undefined;
+      /** memory-scaler's scales of the workload in the last hour, against `spec.revertBudgetPerHour`. */
+      readonly budget: BudgetUse;
     };
 
 /** What the plan reads: an observed alert, the time, and how many scales the status keeps. */
@@ -118,7 +128,16 @@ export function planFiring(input: PlanInput): FiringPlan {
     status: am.raw.status as AppMonitorStatus | undefined,
     limit: input.statusLimit,
   });
-  const planned = { governed: true, appMonitor: am, repair, templateContainers, podContainers, strategy } as const;
+  const revert = detectRevert({ lastScale: annotations?.[LAST_SCALE_ANNOTATION], record: annotations?.[LAST_SCALE_RECORD_ANNOTATION], templateContainers });
+  const budget = budgetUse({
+    workload,
+    record: parseScaleRecord(annotations?.[LAST_SCALE_RECORD_ANNOTATION]),
+    recent: ((am.raw.status as AppMonitorStatus | undefined)?.recentScales ?? []) as RecordedScale[],
+    now,
+    budget: am.spec.revertBudgetPerHour,
+  });
+  const gitOps = gitOpsOwner(workload.object.metadata);
+  const planned = { governed: true, appMonitor: am, repair, templateContainers, podContainers, strategy, gitOps, revert, budget } as const;
 
   // OnDelete: the last scale's rollout is pending until every Pod was deleted and replaced (the
   // follow-up ends it); until then no scale goes on top of one no Pod has.
@@ -180,4 +199,87 @@ function unreplacedNote(workload: Workload, rollout: PendingRollout): string {
   const pods = rollout.waitingPods ?? [];
   const which = pods.length > 0 ? `Pod${pods.length === 1 ? "" : "s"} ${pods.join(", ")} still run${pods.length === 1 ? "s" : ""} the old revision` : "its Pods still run the old revision";
   return `${workload.kind} ${workload.name} has updateStrategy OnDelete and its last scale (generation ${rollout.generation}, ${rollout.startedAt}) has not reached every Pod: ${which}; no further scale until they are deleted and replaced`;
+}
+
+/** Why a scale decided and checked is not written: another manager of the workload (`gateScale`). */
+export type GateReason = "HPAOnMemory" | "VPAControlled" | "GitOpsManaged" | "Reverted";
+
+/** What `gateScale` lets through, or holds and why. */
+export type Gate =
+  | {
+      readonly action: "skip";
+      readonly reason: GateReason;
+      readonly message: string;
+      /** Listed in `status.recentScales` with the values it would set (`GitOpsManaged`, `Reverted`); an autoscaler conflict is not. */
+      readonly held?: "GitOpsManaged" | "Reverted";
+    }
+  | {
+      readonly action: "scale";
+      /** Set with `spec.gitOpsManaged: Patch`: the tool to warn about. */
+      readonly gitOps?: GitOpsOwner;
+      /** True when the scale applies again what a revert lowered. */
+      readonly reverted: boolean;
+    };
+
+/** "container memhog: resources.limits.memory 768Mi, resources.requests.memory 512Mi; …": what to write in a manifest. */
+export function manifestValues(changes: readonly ContainerChange[]): string {
+  return changes
+    .map((c) => `container ${c.container}: resources.limits.memory ${c.to.limit}${c.to.request === undefined ? "" : `, resources.requests.memory ${c.to.request}`}`)
+    .join("; ");
+}
+
+/**
+ * The note of the `GitOpsManaged` Warnings that come with a scale under `spec.gitOpsManaged:
+ * Patch`: the tool's next sync may put the manifest's memory back (a revert, then bounded by
+ * `spec.revertBudgetPerHour`), and how to keep the scale.
+ */
+export function gitOpsPatchedNote(workload: { readonly kind: string; readonly name: string }, gitOps: GitOpsOwner, changes: readonly ContainerChange[]): string {
+  return (
+    `scaled ${workload.kind} ${workload.name}, which ${gitOps.tool} manages (${gitOps.owner}, ${gitOps.signal}): its next sync may put the manifest's memory back; ` +
+    `to keep the scale, set in the manifest: ${manifestValues(changes)}, or have ${gitOps.tool} leave the fields of field manager ${FIELD_MANAGER} alone (README, "Workloads other tools manage")`
+  );
+}
+
+/**
+ * The last gate before a checked scale is written (`scale-flow.ts` step 5a): who else manages
+ * the workload. In order:
+ * 1. an HPA scaling it on memory → `HPAOnMemory`, a VPA not `Off` → `VPAControlled`
+ *    (`autoscalers.ts`; these fight every scale, whatever the spec says);
+ * 2. a GitOps tool manages it (`gitops.ts`) and `spec.gitOpsManaged` is `Skip` or absent →
+ *    `GitOpsManaged`, held: the values to set in the manifest are reported instead;
+ * 3. its last scale was reverted and the last hour's scales reach `spec.revertBudgetPerHour` →
+ *    `Reverted`, held (`reverts.ts`).
+ * Otherwise the scale goes on, with the GitOps tool to warn about under `Patch` and whether it
+ * re-applies a reverted value.
+ */
+export function gateScale(input: {
+  readonly workload: { readonly kind: string; readonly name: string };
+  readonly changes: readonly ContainerChange[];
+  readonly gitOpsManaged: "Skip" | "Patch" | undefined;
+  readonly gitOps: GitOpsOwner | undefined;
+  readonly revert: Revert | undefined;
+  readonly budget: BudgetUse;
+  readonly autoscalers: Pick<Extract<Observation, { result: "observed" }>, "hpas" | "vpas">;
+}): Gate {
+  const { workload, changes, gitOps, revert, budget } = input;
+  const autoscaler = classifyAutoscalers(workload, changes.map((c) => c.container), input.autoscalers.hpas, input.autoscalers.vpas);
+  if (autoscaler.result === "conflict") return { action: "skip", reason: autoscaler.reason, message: `not scaled: ${autoscaler.message}` };
+  if (gitOps !== undefined && input.gitOpsManaged !== "Patch") {
+    return {
+      action: "skip",
+      reason: "GitOpsManaged",
+      held: "GitOpsManaged",
+      message: `not scaled: ${workload.kind} ${workload.name} is managed by ${gitOps.tool} (${gitOps.owner}, ${gitOps.signal}) and spec.gitOpsManaged is Skip; set in its manifest: ${manifestValues(changes)}`,
+    };
+  }
+  if (revert !== undefined && budget.exhausted) {
+    const oldest = budget.scales.at(-1)?.time;
+    return {
+      action: "skip",
+      reason: "Reverted",
+      held: "Reverted",
+      message: `not scaled: the memory memory-scaler set on ${workload.kind} ${workload.name} at ${revert.record.time} was lowered (${describeRevert(revert)}) and the revert budget of ${budget.budget} patches per hour is used (${budget.scales.length} since ${oldest ?? "–"}); the workload's managedFields name the writer: set in its source: ${manifestValues(changes)}`,
+    };
+  }
+  return { action: "scale", ...(gitOps === undefined ? {} : { gitOps }), reverted: revert !== undefined };
 }

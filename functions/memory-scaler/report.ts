@@ -10,8 +10,10 @@
  * | `LimitNotInTemplate` | the same pair | `not scaled: <message>` |
  * | `AdmissionRefused` | the same pair | `not scaled (<changes>): the API server refused it: <message>` |
  * | `RolloutExceedsQuota`, `Unschedulable` | the same pair | `not scaled (<changes>): <message>` |
+ * | `HPAOnMemory`, `VPAControlled`, `GitOpsManaged` (skipped) | the same pair, at most one per workload per `cooldownSeconds` (`windowedKey`) | `<message>` (it starts `not scaled:`) |
+ * | `Reverted` | the same pair, once per reverted scale (keyed by the id of the event that scaled) | `<message>` |
  * | `DryRun` | Normal pair | `DryRun: would scale <kind> <name>[ after an OOM kill]: <changes>` |
- * | `Scaled` | Normal pair, and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill]: <changes>` |
+ * | `Scaled` | Normal pair, and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill]: <changes>` |
  * | anything else | none: the outcome is logged and counted only | |
  *
  * A Warning on the AppMonitor names the workload first (`<kind> <name>: <note>`); a Normal one
@@ -49,6 +51,10 @@ export interface Subjects {
 export type Reported =
   | { readonly reason: "UnsupportedOwner" | "AtCap" | "LimitNotInTemplate"; readonly message: string }
   | { readonly reason: "AdmissionRefused" | "RolloutExceedsQuota" | "Unschedulable"; readonly message: string; readonly changes: readonly ContainerChange[] }
+  /** Another manager of the workload holds the scale (`plan.ts` `gateScale`); `Reverted` there writes no Event of its own (the detection's below says it). */
+  | { readonly reason: "HPAOnMemory" | "VPAControlled" | "GitOpsManaged"; readonly message: string }
+  /** The revert of a scale, reported once: `key` is the id of the event that made that scale. */
+  | { readonly reason: "Reverted"; readonly message: string; readonly key: string }
   | { readonly reason: "DryRun"; readonly changes: readonly ContainerChange[]; readonly trigger: AlertTrigger }
   | {
       readonly reason: "Scaled";
@@ -57,6 +63,8 @@ export type Reported =
       readonly trigger: AlertTrigger;
       /** For an OnDelete workload: the note of its `RolloutWaitsForDelete` Warnings. */
       readonly onDelete?: string | undefined;
+      /** For a workload a GitOps tool manages (`spec.gitOpsManaged: Patch`): the note of its `GitOpsManaged` Warnings. */
+      readonly gitOps?: string | undefined;
       /** The key of its Events when not the current event's (a repaired scale: the event that scaled). */
       readonly key?: string;
     }
@@ -112,6 +120,15 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
     }
     case "LimitNotInTemplate":
       return warningPair("LimitNotInTemplate", `not scaled: ${String(r.message)}`);
+    case "HPAOnMemory":
+    case "VPAControlled":
+    case "GitOpsManaged": {
+      // Alerts keep firing while the other manager holds the workload: one pair per window.
+      const wl = workload();
+      return warningPair(reported.reason, String(r.message), windowedKey(`${reported.reason}/${wl.kind ?? ""}/${wl.name}/${wl.uid ?? ""}`, now, subjects.cooldownSeconds, eventId));
+    }
+    case "Reverted":
+      return warningPair("Reverted", String(r.message), `reverted/${String(r.key)}`);
     case "AdmissionRefused":
       return warningPair("AdmissionRefused", `not scaled (${describeChanges(r.changes as ContainerChange[])}): the API server refused it: ${String(r.message)}`);
     case "RolloutExceedsQuota":
@@ -126,8 +143,10 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
       const key = scaled.key ?? eventId;
       const note = scaledNote(workload(), scaled.multiplier, scaled.changes, scaled.trigger);
       const onDelete = scaled.onDelete;
+      const gitOps = scaled.gitOps;
       return [
         ...normalPair("Scaled", note, key),
+        ...(gitOps === undefined ? [] : warningPair("GitOpsManaged", gitOps, key)),
         ...(onDelete === undefined
           ? []
           : ([

@@ -9,7 +9,8 @@
  *    `threshold`) or `AppMonitorOOMKilled` (trigger `oomKilled`) with an `appmonitor` label, whose `namespace`/`pod` name the measured Pod (`governing.ts`
  *    `alertOrigin`); anything else → skip `NotAppMonitorAlert`, before any read.
  * 1. Read the Pod (gone → skip `PodGone`) and the AppMonitors of its namespace (the one the
- *    alert names is not there, or invalid → skip `NoAppMonitor`).
+ *    alert names is not there, or invalid → skip `NoAppMonitor`); beside them, the namespace's
+ *    HPAs and VPAs (an API not served counts as none).
  * 2. Walk the Pod's owners to the workload (`owners.ts`; a Job, bare Pod, unknown owner → skip
  *    `UnsupportedOwner` and a Warning Event on the Pod; an owner deleted meanwhile → `OwnerGone`).
  *    This comes before coverage: an unsupported owner has no template to judge and is never
@@ -22,7 +23,9 @@
  *    its `Scaled` Events written again (deterministic names: a no-op once written) and its
  *    status entry added when `recentScales` does not list it (`repairOf` in `status.ts`), so a
  *    scale whose Event or status write failed is recorded by the next event for the workload —
- *    a re-delivery, a `Cooldown` skip — and never counted twice. Failures are warnings.
+ *    a re-delivery, a `Cooldown` skip — and never counted twice. Failures are warnings. When the
+ *    template's memory is below what that scale set (`reverts.ts`), `Reverted` Warnings say so,
+ *    once per reverted scale.
  * 4. `decideScale` (skip reasons there; `AtCap` and `LimitNotInTemplate` also warn on the
  *    workload and the AppMonitor; `AtCap` at most once per workload per `cooldownSeconds`
  *    window, `kube-events.ts` `windowedKey`, and lists the workload in `status.capped` with the
@@ -34,6 +37,11 @@
  *    event: no Prometheus query (the restarted container's working set is low again); drop
  *    containers whose status in the Pod read at step 1 shows no OOM kill within
  *    `OOM_KILL_RECENT_SECONDS` (`oom.ts`, `NotOOMKilled`).
+ * 5a. Who else manages the workload (`plan.ts` `gateScale`): an HPA on memory → `HPAOnMemory`, a
+ *    VPA not `Off` → `VPAControlled` (Warnings, once per cooldown window); a GitOps tool with
+ *    `spec.gitOpsManaged` `Skip` → `GitOpsManaged` (Warnings and a `held` status entry naming the
+ *    manifest values); a reverted workload whose `spec.revertBudgetPerHour` is used → `Reverted`
+ *    (a `held` status entry). With `Patch`, the scale goes on with `GitOpsManaged` Warnings.
  * 6. `DryRun` AppMonitor → Events and a `recentScales` entry marked `dryRun`, no patch.
  * 7. Server-side dry run of the JSON Patch and of the Pod the scaled template makes
  *    (`admission-pod.ts`); refused by admission → skip `AdmissionRefused` and a Warning Event
@@ -45,7 +53,8 @@
  *    `maxSurge` old ones) passes one (`quota.ts`) → skip `RolloutExceedsQuota` and Warning Events.
  * 8. The patch: `test` operations on the values decided from make it a compare-and-swap, and it
  *    writes the last-scale annotation that the cooldown reads, and the last-scale record (the
- *    AppMonitor, the event id, the changes) that step 3a repairs from. A lost race (the `test` failed)
+ *    AppMonitor, the event id, the changes, and the hour's earlier scales the revert budget
+ *    counts) that step 3a repairs from. A lost race (the `test` failed)
  *    starts again at 1, at most `maxAttempts` rounds; the next round sees the new template and
  *    skips (`Cooldown` / `RolloutUnderWay`), so concurrent deliveries never compound.
  * 9. Normal `Scaled` Events on the workload and the AppMonitor (and, for an OnDelete workload,
@@ -75,8 +84,9 @@ import { checkOOMKilled } from "./oom.ts";
 import type { Outcome } from "./outcome.ts";
 import { APPS_V1, type Workload } from "./owners.ts";
 import { buildTemplatePatch } from "./patch.ts";
-import { afterCheck, planFiring, type Scale, type Skip } from "./plan.ts";
+import { afterCheck, gateScale, gitOpsPatchedNote, planFiring, type Scale, type Skip } from "./plan.ts";
 import { cappedStatus, describeChanges, eventsOf, repairedStatus, scaledNote, scaledStatus, type ObjectRef, type Reported, type Subjects } from "./report.ts";
+import { revertNote } from "./reverts.ts";
 import { onDeleteScaledNote, waitsForDelete } from "./rollout.ts";
 import { formatScaleRecord } from "./status.ts";
 import type { StatusWriter } from "./status-writer.ts";
@@ -160,15 +170,21 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
     const withWorkload = { ...withOwner, appmonitor: am.metadata.name };
     const skip = (s: Skip) => withWarnings({ ...withWorkload, outcome: "skipped" as const, reason: s.reason, message: s.message, ...(s.skipped === undefined ? {} : { skipped: s.skipped }), attempts: attempt });
 
-    // The last scale's Events and status entry, made sure of whatever this alert comes to.
-    if (plan.repair.action === "repair") {
-      const { record, entry } = plan.repair;
-      if (entry !== undefined) log.info({ workload: `${workload.kind}/${workload.name}`, time: entry.time }, "recording a scale the AppMonitor status does not list");
+    // The last scale's Events and status entry, made sure of whatever this alert comes to; and
+    // its revert, when something lowered what it set, told once (the Events are keyed by that scale).
+    const { revert } = plan;
+    if (revert !== undefined) log.info({ workload: `${workload.kind}/${workload.name}`, scaledAt: revert.record.time }, "the last scale was reverted");
+    if (plan.repair.action === "repair" || revert !== undefined) {
+      const repair = plan.repair.action === "repair" ? plan.repair : undefined;
+      if (repair?.entry !== undefined) log.info({ workload: `${workload.kind}/${workload.name}`, time: repair.entry.time }, "recording a scale the AppMonitor status does not list");
       await Promise.all([
-        report({ reason: "Scaled", changes: record.changes, multiplier: record.multiplier, trigger: record.trigger ?? "threshold", key: record.event }, subjects, now),
-        entry === undefined
+        repair === undefined
           ? undefined
-          : deps.status.update(amRef, repairedStatus(entry, { kind: workload.kind, generation: workload.object.metadata?.generation }, record.event, deps.status.limit), am.raw).catch(keepWarning),
+          : report({ reason: "Scaled", changes: repair.record.changes, multiplier: repair.record.multiplier, trigger: repair.record.trigger ?? "threshold", key: repair.record.event }, subjects, now),
+        repair?.entry === undefined
+          ? undefined
+          : deps.status.update(amRef, repairedStatus(repair.entry, { kind: workload.kind, generation: workload.object.metadata?.generation }, repair.record.event, deps.status.limit), am.raw).catch(keepWarning),
+        revert === undefined ? undefined : report({ reason: "Reverted", message: revertNote(workload, revert, plan.budget), key: revert.record.event }, subjects, now),
       ]);
     }
 
@@ -198,6 +214,18 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
     const summary = describeChanges(changes);
     const entry = { time: formatTimestamp(now), workload: { kind: workload.kind, name: workload.name }, event: eventId, changes };
 
+    // Who else manages the workload: an autoscaler on memory, a GitOps tool, a writer that reverts.
+    const gate = gateScale({ workload, changes, gitOpsManaged: am.spec.gitOpsManaged, gitOps: plan.gitOps, revert, budget: plan.budget, autoscalers: observation });
+    if (gate.action === "skip") {
+      const { held } = gate;
+      await Promise.all([
+        // A held revert's Events were written when it was first seen (above).
+        gate.reason === "Reverted" ? undefined : report({ reason: gate.reason, message: gate.message }, subjects, now),
+        held === undefined ? undefined : deps.status.add(amRef, { ...entry, dryRun: checked.dryRun, held }, am.raw).catch(keepWarning),
+      ]);
+      return withWarnings({ ...withWorkload, outcome: "skipped", reason: gate.reason, message: gate.message, changes, skipped, attempts: attempt, ...(gate.reason === "Reverted" ? { revert: "Held" as const } : {}) });
+    }
+
     if (checked.dryRun) {
       await Promise.all([report({ reason: "DryRun", changes, trigger: origin.trigger }, subjects, now), deps.status.add(amRef, { ...entry, dryRun: true }, am.raw).catch(keepWarning)]);
       return withWarnings({ ...withWorkload, outcome: "dry-run", reason: "DryRun", message: `would scale: ${summary}`, changes, skipped, attempts: attempt });
@@ -211,6 +239,7 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
       multiplier: am.spec.memMultiplier,
       changes,
       ...(origin.trigger === "oomKilled" ? { trigger: origin.trigger } : {}),
+      earlier: plan.budget.scales,
     });
     const patch = buildTemplatePatch({ templateContainers: plan.templateContainers, changes, annotations: workload.object.metadata?.annotations, time: now, record });
     const write = await writeWorkload(deps.cluster, workload, patch, podForAdmission(workload, changes), (message) => {
@@ -240,12 +269,13 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
         : { workload: { kind: workload.kind, name: workload.name }, generation: write.generation, startedAt: entry.time, event: eventId };
     // OnDelete: the patch is what the user's strategy asks for, but it reached no Pod; say so.
     const onDelete = waitsForDelete(plan.strategy) ? onDeleteScaledNote(plan.strategy, data.pod, summary) : undefined;
-    const scaled: Reported = { reason: "Scaled", changes, multiplier: am.spec.memMultiplier, trigger: origin.trigger, onDelete };
+    const gitOps = gate.gitOps === undefined ? undefined : gitOpsPatchedNote(workload, gate.gitOps, changes);
+    const scaled: Reported = { reason: "Scaled", changes, multiplier: am.spec.memMultiplier, trigger: origin.trigger, onDelete, gitOps };
     await Promise.all([
       report(scaled, subjects, now),
-      deps.status.update(amRef, scaledStatus({ ...entry, dryRun: false }, rollout, deps.status.limit), am.raw).catch(keepWarning),
+      deps.status.update(amRef, scaledStatus({ ...entry, dryRun: false, ...(gate.reverted ? { reverted: true } : {}) }, rollout, deps.status.limit), am.raw).catch(keepWarning),
     ]);
     const note = scaledNote(workload, am.spec.memMultiplier, changes, origin.trigger);
-    return withWarnings({ ...withWorkload, outcome: "scaled", reason: "Scaled", message: onDelete ?? note, changes, skipped, attempts: attempt });
+    return withWarnings({ ...withWorkload, outcome: "scaled", reason: "Scaled", message: onDelete ?? gitOps ?? note, changes, skipped, attempts: attempt, ...(gate.reverted ? { revert: "Repatched" as const } : {}) });
   }
 }

@@ -36,6 +36,19 @@ export interface ScaleEntry {
    * written: added only when {@link recordState} says `missing`, never when it is `unknown`.
    */
   readonly repair?: boolean;
+  /**
+   * Set for a scale memory-scaler did not apply (`GitOpsManaged`: a GitOps tool manages the
+   * workload and `spec.gitOpsManaged` is `Skip`; `Reverted`: the revert budget is used): listed
+   * with the values it would set, like a dry run, and not counted in `scaleCount`.
+   */
+  readonly held?: "GitOpsManaged" | "Reverted";
+  /** True for a scale that applied again memory another writer had lowered. */
+  readonly reverted?: boolean;
+}
+
+/** Whether `entry` is a scale memory-scaler applied (not a dry run, not held). */
+export function isApplied(entry: { readonly dryRun?: boolean | undefined; readonly held?: string | undefined }): boolean {
+  return entry.dryRun !== true && entry.held === undefined;
 }
 
 /** The status fields this module writes. */
@@ -74,7 +87,7 @@ export function recordState(
   const at = Date.parse(scale.time);
   const listed = recent.some(
     (r) =>
-      r.dryRun !== true &&
+      isApplied(r) &&
       r.workload.kind === scale.workload.kind &&
       r.workload.name === scale.workload.name &&
       Date.parse(r.time) === at &&
@@ -102,9 +115,9 @@ function inserted(recent: readonly RecordedScale[], records: readonly RecordedSc
  *   number of containers it changed;
  * - `lastScaleTime` becomes the latest real entry's time, if later than the current one;
  * - `recentScales` gets one record per changed container, ordered by time, newest first (a
- *   repaired scale goes where its time puts it), at most `limit` long. A dry-run record equal
- *   (workload, container, from, to) to a dry-run record already listed is left out: re-sent
- *   alerts of a DryRun AppMonitor report the same decision once.
+ *   repaired scale goes where its time puts it), at most `limit` long. A dry-run or held record
+ *   equal (workload, container, from, to, and the same `dryRun` and `held`) to one already listed
+ *   is left out: re-sent alerts report the same decision once.
  * Returns the whole new status (other fields unchanged); the input is not modified.
  */
 export function withScales(status: AppMonitorStatus | undefined, entries: readonly ScaleEntry[], limit: number): AppMonitorStatus {
@@ -114,7 +127,7 @@ export function withScales(status: AppMonitorStatus | undefined, entries: readon
   let lastScaleTime = current.lastScaleTime;
   const ordered = [...entries].sort((a, b) => Date.parse(a.time) - Date.parse(b.time));
   for (const entry of ordered) {
-    if (!entry.dryRun) {
+    if (isApplied(entry)) {
       const state = recordState(recent, entry, limit);
       if (state === "recorded" || (entry.repair === true && state === "unknown")) continue;
       scaleCount += 1;
@@ -128,8 +141,11 @@ export function withScales(status: AppMonitorStatus | undefined, entries: readon
       from: { ...change.from },
       to: { ...change.to },
       ...(entry.dryRun ? { dryRun: true } : {}),
+      ...(entry.held === undefined ? {} : { held: entry.held }),
+      ...(entry.reverted === true ? { reverted: true } : {}),
     }));
-    const fresh = entry.dryRun ? records.filter((r) => !recent.some((old) => old.dryRun === true && sameScale(old, r))) : records;
+    // What was not applied is listed once however often it is decided again (re-sent alerts).
+    const fresh = isApplied(entry) ? records : records.filter((r) => !recent.some((old) => old.dryRun === r.dryRun && old.held === r.held && sameScale(old, r)));
     recent = inserted(recent, fresh, entry.time);
   }
   const next: AppMonitorStatus = { ...current, scaleCount, recentScales: recent.slice(0, limit) };
@@ -150,13 +166,29 @@ export interface ScaleRecordAnnotation {
   readonly changes: readonly ContainerChange[];
   /** `oomKilled` when an OOM-kill alert caused the scale, for the Events' note; absent: a threshold alert. */
   readonly trigger?: "oomKilled";
+  /**
+   * memory-scaler's earlier scales of this workload within the hour before this one (newest
+   * first, at most {@link MAX_EARLIER}): written in the same compare-and-swap as the scale, so
+   * the revert budget (`reverts.ts`) counts every patch even while a status write lags.
+   */
+  readonly earlier?: readonly ScaleMark[];
 }
+
+/** One scale's identity in the last-scale record's `earlier`: its time (RFC 3339) and event id. */
+export interface ScaleMark {
+  readonly time: string;
+  readonly event?: string;
+}
+
+/** At most this many `earlier` scales are kept in the record: the largest `spec.revertBudgetPerHour`. */
+export const MAX_EARLIER = 10;
 
 /** The annotation's value for `record`. */
 export function formatScaleRecord(record: ScaleRecordAnnotation): string {
   // A threshold scale's record stays exactly what it was before OOM kills were a trigger.
   const trigger = record.trigger === "oomKilled" ? { trigger: record.trigger } : {};
-  return JSON.stringify({ time: record.time, appmonitor: record.appmonitor, event: record.event, multiplier: record.multiplier, changes: record.changes, ...trigger });
+  const earlier = record.earlier === undefined || record.earlier.length === 0 ? {} : { earlier: record.earlier.slice(0, MAX_EARLIER) };
+  return JSON.stringify({ time: record.time, appmonitor: record.appmonitor, event: record.event, multiplier: record.multiplier, changes: record.changes, ...trigger, ...earlier });
 }
 
 const isString = (v: unknown): v is string => typeof v === "string";
@@ -178,7 +210,7 @@ export function parseScaleRecord(value: string | undefined): ScaleRecordAnnotati
     return undefined;
   }
   if (typeof parsed !== "object" || parsed === null) return undefined;
-  const { time, appmonitor, event, multiplier, changes, trigger } = parsed as Record<string, unknown>;
+  const { time, appmonitor, event, multiplier, changes, trigger, earlier } = parsed as Record<string, unknown>;
   if (!isString(time) || Number.isNaN(Date.parse(time)) || !isString(appmonitor) || !isString(event) || typeof multiplier !== "number" || !Array.isArray(changes)) return undefined;
   const parsedChanges: ContainerChange[] = [];
   for (const change of changes as unknown[]) {
@@ -189,7 +221,12 @@ export function parseScaleRecord(value: string | undefined): ScaleRecordAnnotati
     parsedChanges.push({ container, from: f, to: t });
   }
   if (parsedChanges.length === 0) return undefined;
-  return { time, appmonitor, event, multiplier, changes: parsedChanges, ...(trigger === "oomKilled" ? { trigger } : {}) };
+  // `earlier` is a hint for the revert budget: entries that do not read are left out, not fatal.
+  const marks: ScaleMark[] = (Array.isArray(earlier) ? (earlier as unknown[]) : []).flatMap((m) => {
+    const { time: t, event: e } = (typeof m === "object" && m !== null ? m : {}) as Record<string, unknown>;
+    return isString(t) && !Number.isNaN(Date.parse(t)) ? [isString(e) ? { time: t, event: e } : { time: t }] : [];
+  });
+  return { time, appmonitor, event, multiplier, changes: parsedChanges, ...(trigger === "oomKilled" ? { trigger } : {}), ...(marks.length > 0 ? { earlier: marks } : {}) };
 }
 
 /** What a later event for a workload does about its last scale's status entry and Events. */

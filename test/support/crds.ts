@@ -19,21 +19,41 @@ import { adminKubeConfig, stack, waitFor } from "./stack.ts";
 /** File name of the generated PrometheusRule CRD in build.sh's `crds/` directory. */
 export const PROMETHEUS_RULE_CRD_FILE_NAME = "monitoring.coreos.com_prometheusrules.yaml";
 
+/** File name of the VerticalPodAutoscaler CRDs (the VPA and its checkpoints) in build.sh's `crds/` directory. */
+export const VERTICAL_POD_AUTOSCALER_CRD_FILE_NAME = "autoscaling.k8s.io_verticalpodautoscalers.yaml";
+
 /**
- * The PrometheusRule CRD that `test/harness/bins/build.sh` generates with controller-gen from the
- * prometheus-operator API module pinned in `test/harness/bins/crds/go.mod`: `crds/` beside the stack's
- * kubectl (build.sh's output directory). When the stack's binaries came from
- * `KUBEBUILDER_ASSETS` instead, build.sh is run (cached by go.mod and go.sum) and its printed
- * directory used.
+ * `fileName` in the `crds/` directory `test/harness/bins/build.sh` writes beside the stack's kubectl
+ * (its output directory). When the stack's binaries came from `KUBEBUILDER_ASSETS` instead,
+ * build.sh is run (cached) and its printed directory used.
  * @throws Error when build.sh fails or produces no such file.
  */
-export async function prometheusRuleCrdFile(): Promise<string> {
-  const beside = path.join(path.dirname((await stack()).binaries.kubectl), "crds", PROMETHEUS_RULE_CRD_FILE_NAME);
+async function builtCrdFile(fileName: string): Promise<string> {
+  const beside = path.join(path.dirname((await stack()).binaries.kubectl), "crds", fileName);
   if (existsSync(beside)) return beside;
   const { stdout } = await promisify(execFile)("bash", [path.join(repoRoot, "test", "harness", "bins", "build.sh")], { maxBuffer: 16 << 20, timeout: 60 * 60 * 1000 });
-  const built = path.join(stdout.trim().split("\n").pop() ?? "", "crds", PROMETHEUS_RULE_CRD_FILE_NAME);
+  const built = path.join(stdout.trim().split("\n").pop() ?? "", "crds", fileName);
   if (!existsSync(built)) throw new Error(`test/harness/bins/build.sh did not produce ${built}`);
   return built;
+}
+
+/**
+ * The PrometheusRule CRD that build.sh generates with controller-gen from the prometheus-operator
+ * API module pinned in `test/harness/bins/crds/go.mod`.
+ * @throws Error when build.sh fails or produces no such file.
+ */
+export function prometheusRuleCrdFile(): Promise<string> {
+  return builtCrdFile(PROMETHEUS_RULE_CRD_FILE_NAME);
+}
+
+/**
+ * The VerticalPodAutoscaler CRDs (`verticalpodautoscalers` and `verticalpodautoscalercheckpoints`
+ * of autoscaling.k8s.io) as the VPA project ships them, which build.sh takes from the pinned
+ * k8s.io/autoscaler/vertical-pod-autoscaler module (`deploy/vpa-v1-crd-gen.yaml`).
+ * @throws Error when build.sh fails or produces no such file.
+ */
+export function verticalPodAutoscalerCrdFile(): Promise<string> {
+  return builtCrdFile(VERTICAL_POD_AUTOSCALER_CRD_FILE_NAME);
 }
 
 /** Waits until CRD `name` (e.g. `prometheusrules.monitoring.coreos.com`) has condition Established=True. */

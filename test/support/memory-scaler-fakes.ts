@@ -50,6 +50,10 @@ export class FakeCluster implements Cluster {
   dryRuns = 0;
   /** ResourceQuotas, any namespace. */
   quotas: k8s.V1ResourceQuota[] = [];
+  /** HorizontalPodAutoscalers, any namespace. */
+  hpas: k8s.V2HorizontalPodAutoscaler[] = [];
+  /** VerticalPodAutoscalers (raw objects), any namespace; undefined: the CRD is not installed (a 404 on the resource type). */
+  vpas: Record<string, unknown>[] | undefined = [];
   /** Names of the Pods deleted through {@link deletePod}. */
   deletedPods: string[] = [];
   /** Set to make every call fail this way (e.g. a refused connection). */
@@ -101,6 +105,15 @@ export class FakeCluster implements Cluster {
   async listResourceQuotas(namespace: string) {
     await this.#enter();
     return this.quotas.filter((q) => q.metadata?.namespace === namespace).map((q) => structuredClone(q));
+  }
+  async listHorizontalPodAutoscalers(namespace: string) {
+    await this.#enter();
+    return this.hpas.filter((h) => h.metadata?.namespace === namespace).map((h) => structuredClone(h));
+  }
+  async listVerticalPodAutoscalers(namespace: string) {
+    await this.#enter();
+    if (this.vpas === undefined) throw new k8s.ApiException(404, "error", JSON.stringify({ kind: "Status", code: 404, reason: "NotFound", message: "the server could not find the requested resource" }), {});
+    return this.vpas.filter((v) => (v.metadata as { namespace?: string } | undefined)?.namespace === namespace).map((v) => structuredClone(v));
   }
   async listPods(namespace: string, labelSelector: string) {
     await this.#enter();

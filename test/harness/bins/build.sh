@@ -8,7 +8,8 @@
 # builds nothing. node/ also yields the real node's sandbox image, pause.oci.tar (FROM scratch:
 # our static pause program alone). Prints the directory that holds all binaries, beside
 # which kwok-stages/ holds kwok's lifecycle stages from the same pinned module and crds/ the
-# upstream PrometheusRule CRD, generated from prometheus-operator's API module (crds/), and
+# upstream PrometheusRule CRD, generated from prometheus-operator's API module (crds/), and the
+# VerticalPodAutoscaler CRDs from the pinned vertical-pod-autoscaler module (gen_vpa_crd), and
 # knative-eventing/ Knative Eventing's commands and their images (eventing.sh, eventing/).
 #
 # Environment: APPMONITOR_CACHE (default ~/.cache/appmonitor).
@@ -126,5 +127,25 @@ gen_crds() {
   echo "build-bins: CRD generated in $((SECONDS - t0)) s" >&2
 }
 gen_crds
+
+# The VerticalPodAutoscaler CRDs as the VPA project ships them: deploy/vpa-v1-crd-gen.yaml of the
+# pinned k8s.io/autoscaler/vertical-pod-autoscaler module (its zip carries deploy/), fetched with
+# `go mod download`, which checks it against the checksum database. Cached by the version.
+VPA_MODULE=k8s.io/autoscaler/vertical-pod-autoscaler@v1.8.1
+VPA_CRD_FILE=autoscaling.k8s.io_verticalpodautoscalers.yaml
+gen_vpa_crd() {
+  local stamp="$out/crds/.vpa-${VPA_MODULE##*@}" dir
+  [ -f "$stamp" ] && return 0
+  echo "build-bins: fetching the VerticalPodAutoscaler CRD from $VPA_MODULE ..." >&2
+  if ! dir=$(cd "$here/crds" && go mod download -json "$VPA_MODULE" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p') || [ ! -f "$dir/deploy/vpa-v1-crd-gen.yaml" ]; then
+    echo "build-bins: step 'go mod download $VPA_MODULE' failed or gave no deploy/vpa-v1-crd-gen.yaml; check Go module proxy access (GOPROXY=$(go env GOPROXY))" >&2
+    exit 1
+  fi
+  mkdir -p "$out/crds"
+  install -m 0644 "$dir/deploy/vpa-v1-crd-gen.yaml" "$out/crds/$VPA_CRD_FILE"
+  rm -f "$out/crds/.vpa-"*
+  touch "$stamp"
+}
+gen_vpa_crd
 . "$here/eventing.sh"
 echo "$out"

@@ -1,6 +1,8 @@
 // The sequential API round trips of memory-scaler's flow (scale-flow.ts): calls made while
 // another is pending belong to the same round trip, so the count is the latency floor of one
-// event in API server answers. A scale takes five: read, owners, checks, write, records.
+// event in API server answers. A scale takes five: read, owners, checks, write, records. The
+// HorizontalPodAutoscaler and VerticalPodAutoscaler lists join the first: two more requests, no
+// more round trips.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { pino } from "pino";
@@ -34,12 +36,12 @@ function countingRoundTrips(cluster: FakeCluster): { cluster: FakeCluster; round
 }
 
 describe("sequential API round trips of one event", () => {
-  test("a scale: five (the Pod and the AppMonitors; the owners; the dry runs and lists; the compare-and-swap patch; the Events and the status)", async () => {
+  test("a scale: five (the Pod, the AppMonitors, the HPAs and the VPAs; the owners; the dry runs and lists; the compare-and-swap patch; the Events and the status)", async () => {
     const { cluster, roundTrips } = countingRoundTrips(memhogCluster());
     const outcome = await handleFiring(flowDeps(cluster), "e1", alertData(), silent);
     assert.equal(outcome.outcome, "scaled");
     assert.deepEqual(roundTrips.map((r) => [...r].sort()), [
-      ["listAppMonitors", "readPod"],
+      ["listAppMonitors", "listHorizontalPodAutoscalers", "listVerticalPodAutoscalers", "readPod"],
       ["readWorkload Deployment", "readWorkload ReplicaSet"],
       ["dryRunCreatePod", "listNodeAllocatableMemory", "listResourceQuotas", "patchWorkload (dry run)"],
       ["patchWorkload"],
@@ -47,7 +49,7 @@ describe("sequential API round trips of one event", () => {
     ]);
   });
 
-  test("a skip in the cooldown: two (the Pod and the AppMonitors; the owners), nothing written", async () => {
+  test("a skip in the cooldown: two (the Pod, the AppMonitors, the HPAs and the VPAs; the owners), nothing written", async () => {
     const fake = memhogCluster();
     const deployment = fake.workloads.get(`Deployment/${NS}/memhog`);
     if (deployment?.metadata === undefined) throw new Error("no memhog Deployment");
@@ -55,7 +57,7 @@ describe("sequential API round trips of one event", () => {
     const { cluster, roundTrips } = countingRoundTrips(fake);
     const outcome = await handleFiring(flowDeps(cluster), "e1", alertData(), silent);
     assert.deepEqual([outcome.outcome, outcome.reason], ["skipped", "Cooldown"]);
-    assert.deepEqual(roundTrips.map((r) => [...r].sort()), [["listAppMonitors", "readPod"], ["readWorkload Deployment", "readWorkload ReplicaSet"]]);
+    assert.deepEqual(roundTrips.map((r) => [...r].sort()), [["listAppMonitors", "listHorizontalPodAutoscalers", "listVerticalPodAutoscalers", "readPod"], ["readWorkload Deployment", "readWorkload ReplicaSet"]]);
   });
 
   test("an alert no AppMonitor rule raised: none", async () => {

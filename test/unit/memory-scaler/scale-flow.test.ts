@@ -531,3 +531,113 @@ describe("status writer", () => {
   });
 });
 
+
+describe("handleFiring: who else manages the workload", () => {
+  const deployment = (cluster: FakeCluster) => {
+    const d = cluster.workloads.get(`Deployment/${NS}/memhog`);
+    if (d?.metadata === undefined) throw new Error("no memhog Deployment");
+    return d as typeof d & { metadata: k8s.V1ObjectMeta };
+  };
+  const statusOf = (cluster: FakeCluster) => cluster.appMonitors.get(`${NS}/mymonitor`)?.status as { scaleCount?: number; recentScales?: Record<string, unknown>[] } | undefined;
+  /** Another writer puts the original memory back in the template (and the ReplicaSet's Pod keeps it): what a GitOps sync does. */
+  const revert = (cluster: FakeCluster): void => {
+    const d = deployment(cluster);
+    const template = structuredClone(d.spec?.template);
+    const c = template?.spec?.containers[0];
+    if (c === undefined || template === undefined) throw new Error("no container");
+    c.resources = { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } };
+    cluster.workloads.set(`Deployment/${NS}/memhog`, { ...d, spec: { ...d.spec, template } });
+  };
+
+  it("an Argo CD-tracked Deployment: GitOpsManaged by default, Warnings and a held entry naming the manifest values, no write", async () => {
+    const cluster = memhogCluster();
+    deployment(cluster).metadata.annotations = { "argocd.argoproj.io/tracking-id": "shop:apps/Deployment:team-a/memhog" };
+    for (const id of ["e1", "e2"]) {
+      const outcome = await handleFiring(deps(cluster), id, data(), silent);
+      assert.deepEqual([outcome.outcome, outcome.reason], ["skipped", "GitOpsManaged"]);
+    }
+    assert.equal(cluster.writes.length, 0);
+    assert.deepEqual(cluster.events.map((e) => [e.type, e.reason, e.regarding?.kind]), [["Warning", "GitOpsManaged", "Deployment"], ["Warning", "GitOpsManaged", "AppMonitor"]], "one pair per cooldown window");
+    assert.match(cluster.events[0]?.note ?? "", /set in its manifest: container memhog: resources\.limits\.memory 768Mi, resources\.requests\.memory 512Mi/);
+    const status = statusOf(cluster);
+    assert.equal(status?.scaleCount ?? 0, 0);
+    assert.deepEqual(status?.recentScales?.map((r) => [r.held, r.container, r.to]), [["GitOpsManaged", "memhog", { limit: "768Mi", request: "512Mi" }]], "listed once");
+  });
+
+  it("a Flux-managed Deployment with gitOpsManaged Patch: scaled, with GitOpsManaged Warnings saying it may be reverted", async () => {
+    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, gitOpsManaged: "Patch" });
+    deployment(cluster).metadata.labels = { "kustomize.toolkit.fluxcd.io/name": "apps", "kustomize.toolkit.fluxcd.io/namespace": "flux-system" };
+    const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.deepEqual([outcome.outcome, outcome.reason], ["scaled", "Scaled"]);
+    assert.equal(cluster.writes.length, 1);
+    assert.deepEqual(cluster.events.map((e) => [e.type, e.reason]).sort(), [["Normal", "Scaled"], ["Normal", "Scaled"], ["Warning", "GitOpsManaged"], ["Warning", "GitOpsManaged"]]);
+    assert.match(cluster.events.find((e) => e.type === "Warning")?.note ?? "", /Flux manages \(Kustomization flux-system\/apps.*may put the manifest's memory back.*appmonitor-memory-scaler/);
+  });
+
+  it("reverted by another writer: a Reverted Warning pair once, re-patched within the budget, then held", async () => {
+    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 0, revertBudgetPerHour: 2 });
+    let clock = Date.parse("2025-06-01T12:00:00Z");
+    const d = deps(cluster, { now: () => new Date(clock) });
+    const answers: string[] = [];
+    for (let i = 0; i < 5; i += 1) {
+      answers.push((await handleFiring(d, `e${i}`, data(), silent)).reason);
+      revert(cluster);
+      clock += 60_000;
+    }
+    assert.deepEqual(answers, ["Scaled", "Scaled", "Reverted", "Reverted", "Reverted"]);
+    assert.equal(cluster.writes.length, 2, "two patches: the budget");
+    const reverted = cluster.events.filter((e) => e.reason === "Reverted");
+    assert.equal(reverted.length, 4, "a pair for each reverted scale (two), however many alerts see it");
+    assert.match(reverted[0]?.note ?? "", /was lowered by another writer \(memhog: limit 768Mi → 384Mi, request 512Mi → 256Mi\); its metadata\.managedFields name the writer/);
+    const status = statusOf(cluster);
+    assert.equal(status?.scaleCount, 2);
+    assert.deepEqual(status?.recentScales?.map((r) => [r.held ?? (r.reverted === true ? "reverted" : "scaled")]), [["Reverted"], ["reverted"], ["scaled"]]);
+    // Past the hour the budget is free again.
+    clock += 3_600_000;
+    assert.equal((await handleFiring(d, "late", data(), silent)).reason, "Scaled");
+  });
+
+  it("a storm of concurrent alerts while a writer keeps reverting: never more patches than the budget", async () => {
+    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 0 });
+    const d = deps(cluster);
+    let stop = false;
+    const reverter = (async () => {
+      while (!stop) {
+        if (templateMemory(cluster) !== undefined && JSON.stringify(templateMemory(cluster)).includes("768Mi")) revert(cluster);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    })();
+    const outcomes = await Promise.all(Array.from({ length: 200 }, (_, i) => handleFiring(d, `s${i}`, data(), silent).catch((error: unknown) => ({ reason: String((error as HttpError).status) }))));
+    stop = true;
+    await reverter;
+    assert.ok(cluster.writes.length <= 3, `${cluster.writes.length} patches`);
+    assert.ok(outcomes.some((o) => o.reason === "Reverted"));
+  });
+
+  it("an HPA on memory: HPAOnMemory, Warnings; an HPA on CPU: scaled", async () => {
+    const cluster = memhogCluster();
+    const hpa = (metric: string): k8s.V2HorizontalPodAutoscaler => ({
+      metadata: { name: "memhog", namespace: NS },
+      spec: { scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "memhog" }, maxReplicas: 4, metrics: [{ type: "Resource", resource: { name: metric, target: { type: "Utilization", averageUtilization: 70 } } }] },
+    });
+    cluster.hpas = [hpa("memory")];
+    const skipped = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.deepEqual([skipped.outcome, skipped.reason], ["skipped", "HPAOnMemory"]);
+    assert.equal(cluster.writes.length, 0);
+    assert.deepEqual(cluster.events.map((e) => e.reason), ["HPAOnMemory", "HPAOnMemory"]);
+    cluster.hpas = [hpa("cpu")];
+    assert.equal((await handleFiring(deps(cluster), "e2", data(), silent)).reason, "Scaled");
+  });
+
+  it("a VPA not Off: VPAControlled; the VPA API not served: scaled; another failure of its list: the event fails", async () => {
+    const cluster = memhogCluster();
+    cluster.vpas = [{ metadata: { name: "memhog", namespace: NS }, spec: { targetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "memhog" }, updatePolicy: { updateMode: "Recreate" } } }];
+    assert.equal((await handleFiring(deps(cluster), "e1", data(), silent)).reason, "VPAControlled");
+    cluster.vpas = undefined;
+    assert.equal((await handleFiring(deps(cluster), "e2", data(), silent)).reason, "Scaled");
+    const failing = memhogCluster();
+    failing.listVerticalPodAutoscalers = () => Promise.reject(apiError(403, 'verticalpodautoscalers.autoscaling.k8s.io is forbidden: User "system:serviceaccount:appmonitor:memory-scaler" cannot list resource "verticalpodautoscalers" in API group "autoscaling.k8s.io" in the namespace "team-a"'));
+    await assert.rejects(handleFiring(deps(failing), "e3", data(), silent), (error: unknown) => error instanceof HttpError && error.status === 500);
+    assert.equal(failing.writes.length, 0);
+  });
+});
