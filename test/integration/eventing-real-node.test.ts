@@ -163,13 +163,19 @@ test("editing an AppMonitor re-applies its PrometheusRule and deleting it delete
   await custom.deleteNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace: WORKLOAD_NS, plural: "appmonitors", name, propagationPolicy: "Orphan" });
   await waitFor(`the PrometheusRule of ${name} deleted`, async () => (await ruleOf(name)) === undefined, 60_000, 200);
 
-  const lines = await ruleSyncLog();
+  // The rule may go on the update event (below), before the delete event has reached rule-sync.
   for (const action of ["update", "delete"] as const) {
     const type = `dev.knative.apiserver.resource.${action}`;
-    assert.ok(lines.some((l) => l.msg === "AppMonitor reconciled" && l.eventType === type && l.namespace === WORKLOAD_NS && l.name === name), `rule-sync reconciled ${name} on its ${action} event`);
+    await waitFor(
+      `rule-sync reconciled ${name} on its ${action} event`,
+      async () => (await ruleSyncLog()).some((l) => l.msg === "AppMonitor reconciled" && l.eventType === type && l.namespace === WORKLOAD_NS && l.name === name),
+      60_000,
+      200,
+    );
     const receipts = (await readFilterReceipts(kc)).filter((r) => r.trigger === `${FUNCTIONS_NAMESPACE}/rule-sync-appmonitor-${action}` && r.eventType === type && r.subject === appMonitorSubject(name));
     assert.ok(receipts.length >= 1 && receipts.every((r) => r.arrivedAt !== undefined), `the Broker filter handed the ${action} event to Trigger rule-sync-appmonitor-${action}: ${JSON.stringify(receipts)}`);
   }
+  const lines = await ruleSyncLog();
   // The delete marks the AppMonitor (its orphan finalizer: an update event) before it goes (the
   // delete event); rule-sync deletes the rule on whichever finds the AppMonitor deleting or gone,
   // after a lost compare-and-swap ("changed") when the garbage collector was orphaning the rule.
