@@ -28,7 +28,10 @@ import type { NoneGoverns } from "./governing.ts";
  *   has not reached its Pods.
  *   After the patch of such a workload the outcome stays `Scaled`, with a `RolloutWaitsForDelete`
  *   Warning Event on the workload and the AppMonitor saying to delete the Pods;
- * - `Scaled`, `DryRun`: patched, or would have been.
+ * - `Scaled`, `DryRun`: patched, or would have been;
+ * - `Resized`: a bare Pod (no controller) resized in place through its `resize` subresource
+ *   (`resize-flow.ts`); `ResizeUnderWay`: its spec already asks for more memory than its
+ *   containers run with (the kubelet has not applied the last resize, or cannot).
  */
 export type OutcomeReason =
   | SkipReason
@@ -44,7 +47,9 @@ export type OutcomeReason =
   | "RolloutExceedsQuota"
   | "RolloutWaitsForDelete"
   | "Scaled"
-  | "DryRun";
+  | "DryRun"
+  | "Resized"
+  | "ResizeUnderWay";
 
 /** A container left unchanged, and why. */
 export interface SkippedContainer {
@@ -55,7 +60,7 @@ export interface SkippedContainer {
 
 /** What happened to one firing alert: logged in full; `outcome` and `reason` also answer the sender (`handler.ts`). */
 export interface Outcome {
-  /** `scaled`: the workload was patched; `dry-run`: it would have been; `skipped`: nothing to do. */
+  /** `scaled`: the workload was patched (a bare Pod resized in place); `dry-run`: it would have been; `skipped`: nothing to do. */
   readonly outcome: "scaled" | "dry-run" | "skipped";
   readonly reason: OutcomeReason;
   readonly message: string;
