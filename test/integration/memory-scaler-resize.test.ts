@@ -11,31 +11,13 @@
  * pending rollouts of every namespace, which would end other files' rollouts.
  */
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import * as k8s from "@kubernetes/client-node";
-import { CloudEvent } from "cloudevents";
-import { down, up } from "../harness/stack/stack.ts";
 import { describeAnswer } from "../support/post-event.ts";
-import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, onlyRunningPod, scalerForSuite, startScaler } from "../support/memory-scaler.ts";
+import { alertEvent, ownStackForFile, pingTick, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, onlyRunningPod, scalerForSuite, startScaler } from "../support/memory-scaler.ts";
 import { adminKubeConfig, freshNamespace, waitFor } from "../support/stack.ts";
 
-let stateDir = "";
-
-before(async () => {
-  stateDir = await mkdtemp(path.join(tmpdir(), "appmonitor-resize-"));
-  // Test files run in processes of their own: this one's support modules read this stack.
-  process.env.APPMONITOR_STACK_DIR = stateDir;
-  await up({ stateDir, nodes: 1 });
-}, { timeout: 5 * 60_000 });
-
-after(async () => {
-  await down(stateDir);
-  await rm(stateDir, { recursive: true, force: true });
-});
+ownStackForFile("resize");
 
 const MONITOR = { "app-monitor.kubedemo.com/monitor": "true" };
 
@@ -50,17 +32,6 @@ async function core(): Promise<k8s.CoreV1Api> {
   return (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api);
 }
 
-/** A tick of the resync PingSource, as Knative's PingSource sends it. */
-function tick(): CloudEvent<unknown> {
-  return new CloudEvent({
-    specversion: "1.0",
-    id: randomBytes(8).toString("hex"),
-    type: "dev.knative.sources.ping",
-    source: "/apis/v1/namespaces/appmonitor/pingsources/rule-sync-resync",
-    datacontenttype: "application/json",
-    data: { reason: "periodic resync" },
-  });
-}
 
 /** Creates the bare Pod `solo` (no owner), opted in by its own annotation, and waits for it to run. */
 async function createBarePod(ns: string, spec: Partial<k8s.V1PodSpec> = {}, resources: k8s.V1ResourceRequirements = { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } }): Promise<k8s.V1Pod> {
@@ -145,7 +116,7 @@ describe("memory-scaler resizes a bare Pod in place", { concurrency: 1 }, () => 
       const answer = await deliver(url(), alert(ns));
       assert.deepEqual([answer.outcome, answer.reason], ["scaled", "Resized"], describeAnswer(answer));
 
-      const idle = await deliver(url(), tick());
+      const idle = await deliver(url(), pingTick());
       assert.equal(idle.status, 204, describeAnswer(idle));
       const pending = (await appMonitorStatus(ns, "m")) as ResizeStatus;
       const progressing = pending.conditions?.find((c) => c.type === "RolledOut");
@@ -157,7 +128,7 @@ describe("memory-scaler resizes a bare Pod in place", { concurrency: 1 }, () => 
       else await reportAsKubelet(ns, OLD, [{ type: "PodResizePending", status: "True", reason: "Infeasible", message: "Node didn't have enough capacity: memory, requested: 536870912, capacity: 268435456", lastTransitionTime: new Date() }]);
 
       const ended = await waitFor("the resize to end", async () => {
-        await deliver(url(), tick());
+        await deliver(url(), pingTick());
         const status = (await appMonitorStatus(ns, "m")) as ResizeStatus;
         const condition = status.conditions?.find((c) => c.type === "RolledOut");
         return condition !== undefined && condition.status !== "Unknown" ? { status, condition } : undefined;

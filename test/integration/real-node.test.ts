@@ -26,7 +26,8 @@ import { memoryCgroupDir } from "../harness/stack/real-node.ts";
 import { podCgroupPath, REAL_NODE, REAL_NODE_PLACEMENT, SERVICE_CIDR } from "../harness/stack/real-node-config.ts";
 import { promQuery, waitFor } from "../support/stack.ts";
 import { missingImagesFailFast, originalManifestPullsFromRegistry } from "../support/registry-pulls.ts";
-import { alertEvent, createAppMonitor, memhogManifest } from "../support/memory-scaler.ts";
+import { alertEvent, appMonitorStatus, createAppMonitor, deliver as deliverEvent, memhogManifest, pingTick, startScaler } from "../support/memory-scaler.ts";
+import { installMemoryScaler } from "../support/install.ts";
 import { deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE, type FunctionPods } from "../harness/stack/function-pods-install.ts";
 import { acquireRealNodeLock } from "../support/real-node-lock.ts";
 
@@ -416,6 +417,46 @@ test("a Pod resolves memory-scaler.appmonitor.svc.cluster.local, posts an alert 
   const deployment = await kc.makeApiClient(k8s.AppsV1Api).readNamespacedDeployment({ name: "memhog", namespace: WORKLOAD_NS });
   const resources = deployment.spec?.template.spec?.containers[0]?.resources;
   assert.deepEqual({ limit: resources?.limits?.memory, request: resources?.requests?.memory }, { limit: "768Mi", request: "512Mi" });
+});
+
+test("a bare memhog Pod resized in place by memory-scaler: the kubelet applies the new limit to the running container (same container, no restart), and the follow-up ends the resize RolledOut", { timeout: 240_000 }, async (t) => {
+  await installMemoryScaler();
+  const scaler = await startScaler({ PROMETHEUS_URL: "" });
+  t.after(() => scaler.stop());
+  await createAppMonitor("default", "resize", { memThresholdPercent: 75, memMultiplier: 2, selector: { matchLabels: { app: "resize-memhog" } } });
+  const bare = memhogPod("resize-memhog", { MEMHOG_TARGET: "16Mi" }, "96Mi");
+  const name = await createPod(t, { ...bare, metadata: { ...bare.metadata, labels: { app: "resize-memhog" } } });
+  const before = await running(name);
+  const [was] = before.status?.containerStatuses ?? [];
+  const answer = await deliverEvent(scaler.url, alertEvent({ namespace: "default", pod: name, container: "memhog", appmonitor: "resize" }));
+  assert.deepEqual([answer.outcome, answer.reason], ["scaled", "Resized"], JSON.stringify(answer));
+
+  // The kubelet's answer: the container statuses show the new memory, or a resize condition says why not.
+  const resized = await waitFor("the kubelet to apply the resize or refuse it", async () => {
+    const pod = await core.readNamespacedPod({ name, namespace: "default" });
+    const refused = pod.status?.conditions?.find((c) => (c.type === "PodResizePending" || c.type === "PodResizeInProgress") && c.reason !== undefined && c.reason !== "");
+    const limit = pod.status?.containerStatuses?.[0]?.resources?.limits?.memory;
+    return refused?.reason === "Infeasible" || refused?.reason === "Error" || (limit !== undefined && limit !== "96Mi") ? pod : undefined;
+  }, 90_000, 250);
+  const conditions = (resized.status?.conditions ?? []).filter((c) => c.type.startsWith("PodResize"));
+  t.diagnostic(`resize conditions ${JSON.stringify(conditions)}; status resources ${JSON.stringify(resized.status?.containerStatuses?.[0]?.resources)}`);
+  assert.deepEqual(conditions, [], "no PodResizePending/PodResizeInProgress left");
+  const [now] = resized.status?.containerStatuses ?? [];
+  assert.deepEqual(now?.resources?.limits, { memory: "192Mi" });
+  assert.equal(now?.restartCount, was?.restartCount, "not restarted");
+  assert.equal(now?.containerID, was?.containerID, "the same container");
+  const limit = Number(readFileSync(path.join(cgroupOf(resized, containerId(resized)), "memory.limit_in_bytes"), "utf8"));
+  assert.equal(limit, 192 * Mi, "memory.limit_in_bytes of the running container's cgroup");
+
+  const ended = await waitFor("the follow-up to end the resize", async () => {
+    await deliverEvent(scaler.url, pingTick());
+    const status = (await appMonitorStatus("default", "resize")) as { conditions?: { type: string; status: string; reason: string; message: string }[] };
+    const condition = status.conditions?.find((c) => c.type === "RolledOut");
+    return condition !== undefined && condition.status !== "Unknown" ? condition : undefined;
+  }, 30_000, 500);
+  t.diagnostic(`RolledOut ${ended.status} ${ended.reason}: ${ended.message}; cgroup memory.limit_in_bytes ${limit}`);
+  assert.deepEqual([ended.status, ended.reason], ["True", "RolledOut"]);
+  assert.match(ended.message, /Pod resize-memhog resized in place .*memhog: limit 192Mi, request 192Mi, 0 restarts/);
 });
 
 test("down removes every container, network namespace, iptables rule, mount and cgroup the real node made", { timeout: 120_000 }, async (t) => {
