@@ -8,7 +8,8 @@
  * 2. For each pending rollout: GET the workload and LIST its Pods (by its selector), in
  *    parallel; `decideFollowUp` (`follow-up.ts`, pure) says where it stands. A bare Pod's
  *    in-place resize (kind `Pod`): GET the Pod; `decideResizeFollowUp` (`resize-follow-up.ts`)
- *    reads its `PodResizePending`/`PodResizeInProgress` conditions and container statuses.
+ *    reads its `PodResizePending`/`PodResizeInProgress` conditions and container statuses; while
+ *    it is pending, the condition's message says why (`withResizeProgress`).
  * 3. Ended: the condition `RolledOut` on the AppMonitor (True, or False with the failure's
  *    reason) and the entry removed from `status.rollouts`; an Event on the workload and one on the
  *    AppMonitor (Normal `RolledOut`, Warning `RolloutFailed`, named after the workload, the
@@ -29,6 +30,7 @@ import type { EventRecorder } from "./kube-events.ts";
 import { decideFollowUp, type FollowUp, type PendingRollout, type PodView, type WorkloadView } from "./follow-up.ts";
 import { APPS_V1 } from "./owners.ts";
 import { readPodResize } from "./resize-flow.ts";
+import { withResizeProgress } from "./resize-follow-up.ts";
 import { pendingRollouts, withRolloutFollowedUp, type RolloutConditionChange } from "./rollout-status.ts";
 import type { StatusWriter } from "./status-writer.ts";
 
@@ -194,6 +196,9 @@ async function followOne(
     return false;
   }
   log.info(line, follow.message);
+  if (resize !== undefined && follow.result === "progressing") {
+    await deps.status.update(ref, (status) => withResizeProgress(status, rollout, follow.message), am.raw);
+  }
   if (follow.result === "progressing" && follow.waitingPods !== undefined) {
     const waitingPods = follow.waitingPods;
     await deps.status.update(ref, (status) => withRolloutFollowedUp(status, rollout, { waitingPods }, stamp), am.raw);

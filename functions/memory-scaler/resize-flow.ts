@@ -81,6 +81,7 @@ export async function resizeBarePod(deps: FlowDeps, input: BarePodInput, log: Lo
     appMonitor: { apiVersion: APPMONITOR_API_VERSION, kind: APPMONITOR_KIND, name: am.metadata.name, namespace: am.metadata.namespace, ...(am.metadata.uid === undefined ? {} : { uid: am.metadata.uid }) },
     cooldownSeconds: am.spec.cooldownSeconds,
   };
+  const now = deps.now();
   const warnings: string[] = [];
   const keepWarning = (error: unknown): void => void warnings.push((error as Error).message);
   const report = async (reported: Reported): Promise<void> => {
@@ -89,7 +90,6 @@ export async function resizeBarePod(deps: FlowDeps, input: BarePodInput, log: Lo
   };
   const done = (outcome: Omit<Outcome, "pod" | "workload" | "attempts" | "appmonitor">): Outcome => ({ ...base, appmonitor: am.metadata.name, ...outcome, ...(warnings.length > 0 ? { warnings } : {}) });
 
-  const now = deps.now();
   const containers = memoryOf(pod.spec);
   const running = runningMemory(pod);
   const lastScaleTime = lastResizeTime(pod.metadata);

@@ -16,8 +16,10 @@
  *   shows the memory its spec asks for (and the kubelet observed the resize's generation, where
  *   it reports `status.observedGeneration`).
  */
+import type { AppMonitorStatus } from "../lib/appmonitor.ts";
 import { compare, parseQuantity } from "../lib/quantity.ts";
 import { ROLLOUT_DEADLINE_SECONDS, type FollowUp, type PendingRollout } from "./follow-up.ts";
+import { pendingRollouts, ROLLOUT_CONDITION } from "./rollout-status.ts";
 
 /** `type` of the Pod condition the kubelet sets while it cannot apply a resize yet or at all. */
 export const POD_RESIZE_PENDING = "PodResizePending";
@@ -89,4 +91,20 @@ export function decideResizeFollowUp(input: ResizeFollowUpInput): FollowUp {
   }
   const memory = pod.containers.map((c) => `${c.name}: limit ${c.actual?.limit ?? "none"}${c.actual?.request === undefined ? "" : `, request ${c.actual.request}`}, ${c.restartCount} restart${c.restartCount === 1 ? "" : "s"}`).join("; ");
   return { result: "rolledOut", message: `${subject} resized in place (generation ${pod.generation ?? rollout.generation}): ${memory}` };
+}
+
+/**
+ * `status` with the message of its `RolledOut` condition set to where the pending resize of
+ * `rollout` stands (`message`, from {@link decideResizeFollowUp}: the kubelet's `Deferred`
+ * reason, say), so that `kubectl describe appmonitor` shows it while it waits. Only while that
+ * resize is pending and the condition, `Unknown`, is about its Pod (its message starts with
+ * `Pod <name>:`; a later rollout of another workload keeps its own). Returns `status` itself when
+ * nothing changes, so the writer skips the write.
+ */
+export function withResizeProgress(status: AppMonitorStatus | undefined, rollout: PendingRollout, message: string): AppMonitorStatus | undefined {
+  const pending = pendingRollouts(status).some((r) => r.workload.kind === "Pod" && r.workload.name === rollout.workload.name && r.generation === rollout.generation);
+  const conditions = status?.conditions ?? [];
+  const current = conditions.find((c) => c.type === ROLLOUT_CONDITION);
+  if (!pending || current === undefined || current.status !== "Unknown" || current.message === message || !(current.message ?? "").startsWith(`Pod ${rollout.workload.name}:`)) return status;
+  return { ...status, conditions: conditions.map((c) => (c === current ? { ...c, message } : c)) };
 }

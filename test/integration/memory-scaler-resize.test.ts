@@ -120,7 +120,7 @@ describe("memory-scaler resizes a bare Pod in place", { concurrency: 1 }, () => 
       assert.equal(idle.status, 204, describeAnswer(idle));
       const pending = (await appMonitorStatus(ns, "m")) as ResizeStatus;
       const progressing = pending.conditions?.find((c) => c.type === "RolledOut");
-      assert.deepEqual([progressing?.status, progressing?.reason], ["Unknown", "RolloutProgressing"]);
+      assert.deepEqual([progressing?.status, progressing?.reason, progressing?.message], ["Unknown", "RolloutProgressing", "Pod solo: container memhog not yet running with the new memory"]);
       assert.equal(pending.rollouts?.length, 1, "the status still shows the old memory: pending");
 
       // What the kubelet writes next (pods/status): the applied memory, or the Infeasible condition.

@@ -508,6 +508,7 @@ test("resizes the real node cannot hold now or ever, and one whose resizePolicy 
   await deliverEvent(scaler.url, pingTick());
   const pending = (await appMonitorStatus("default", "resize-more")) as { conditions?: { type: string; reason: string; message: string }[] };
   t.diagnostic(`kubelet: PodResizePending Deferred: ${waiting.message}; follow-up: ${pending.conditions?.find((c) => c.type === "RolledOut")?.message}`);
+  assert.equal(pending.conditions?.find((c) => c.type === "RolledOut")?.message, `Pod ${deferred}: resize pending (Deferred): ${waiting.message ?? ""}`);
   await core.deleteNamespacedPod({ name: big, namespace: "default", gracePeriodSeconds: 0 });
   const done = await endOf(deferred);
   t.diagnostic(`after the 60% Pod left: ${done.status} ${done.reason}: ${done.message}`);

@@ -9,7 +9,8 @@ import type { ContainerMemory, ContainerChange } from "../../../functions/memory
 import { followRollouts } from "../../../functions/memory-scaler/follow-flow.ts";
 import type { PendingRollout } from "../../../functions/memory-scaler/follow-up.ts";
 import { buildResizePatch, lastResizeTime, runningMemory } from "../../../functions/memory-scaler/resize.ts";
-import { decideResizeFollowUp, type PodResizeView } from "../../../functions/memory-scaler/resize-follow-up.ts";
+import { decideResizeFollowUp, withResizeProgress, type PodResizeView } from "../../../functions/memory-scaler/resize-follow-up.ts";
+import type { AppMonitorStatus } from "../../../functions/lib/appmonitor.ts";
 import { handleFiring } from "../../../functions/memory-scaler/scale-flow.ts";
 import { alertData, apiError, editPod, flowDeps, memhogCluster, NS, type FakeCluster } from "../../support/memory-scaler-fakes.ts";
 
@@ -109,6 +110,29 @@ describe("decideResizeFollowUp", () => {
   }
 });
 
+describe("withResizeProgress", () => {
+  const rollout: PendingRollout = { workload: { kind: "Pod", name: "solo" }, generation: 2, startedAt: "2025-06-01T12:00:00Z" };
+  const deferred = "Pod solo: resize pending (Deferred): Node didn't have enough resource";
+  const status = (message: string, conditionStatus: "Unknown" | "True" = "Unknown", rollouts: PendingRollout[] = [rollout]): AppMonitorStatus =>
+    ({ rollouts, conditions: [{ type: "RuleReady", status: "True" }, { type: "RolledOut", status: conditionStatus, reason: "RolloutProgressing", message, lastTransitionTime: "2025-06-01T12:00:00Z" }] }) as AppMonitorStatus;
+  const cases: { name: string; before: AppMonitorStatus | undefined; changed: boolean }[] = [
+    { name: "the resize's own condition: its message becomes where the resize stands", before: status("Pod solo: resizing in place to generation 2 (…)"), changed: true },
+    { name: "the same message already: unchanged (no write)", before: status(deferred), changed: false },
+    { name: "the condition is about a later rollout of another workload: unchanged", before: status("Deployment web: rolling out generation 3 (…)"), changed: false },
+    { name: "the condition has ended: unchanged", before: status("Pod solo: resizing in place", "True"), changed: false },
+    { name: "the resize is no longer pending: unchanged", before: status("Pod solo: resizing in place", "Unknown", []), changed: false },
+    { name: "no status: unchanged", before: undefined, changed: false },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const after = withResizeProgress(c.before, rollout, deferred);
+      if (!c.changed) return assert.equal(after, c.before);
+      assert.deepEqual(after?.conditions?.map((x) => [x.type, x.status, x.message ?? ""]), [["RuleReady", "True", ""], ["RolledOut", "Unknown", deferred]]);
+      assert.equal(after?.conditions?.[1]?.lastTransitionTime, "2025-06-01T12:00:00Z", "the status did not change, nor its transition time");
+    });
+  }
+});
+
 /** The memhog Pod of {@link memhogCluster} made bare (no owner), with memory's status as the kubelet reports it. */
 function bareMemhog(spec: Record<string, unknown> = { memThresholdPercent: 75, memMultiplier: 2 }): FakeCluster {
   const cluster = memhogCluster(spec);
@@ -197,6 +221,8 @@ describe("a bare Pod covered by an AppMonitor is resized in place", () => {
       await handleFiring(deps, "e1", alertData(), log);
       const follow = { cluster, events: deps.events, status: deps.status, now: () => new Date("2025-06-01T12:00:10Z") };
       assert.deepEqual(await followRollouts(follow, log), { checked: 1, ended: 0, pending: 1 }, "not applied yet");
+      const waiting = (cluster.appMonitors.get(`${NS}/mymonitor`)?.status as Status).conditions?.find((c) => c.type === "RolledOut");
+      assert.equal(waiting?.message, "Pod memhog-5d8f-x2: container memhog not yet running with the new memory");
       const pod = cluster.pods.get(`${NS}/memhog-5d8f-x2`);
       assert.ok(pod?.status?.containerStatuses?.[0]);
       if (ending === "applied") pod.status.containerStatuses[0].resources = { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } };
