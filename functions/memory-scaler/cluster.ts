@@ -66,6 +66,13 @@ export interface Cluster {
    * https://kubernetes.io/docs/reference/using-api/api-concepts/#dry-run).
    */
   patchWorkload(kind: WorkloadKind, namespace: string, name: string, patch: readonly JsonPatchOperation[], dryRun: boolean): Promise<{ generation: number | undefined }>;
+  /**
+   * PATCH pods/{name}/resize with `application/json-patch+json`: a bare Pod's container resources
+   * changed in place (https://kubernetes.io/docs/tasks/configure-pod-container/resize-container-resources/).
+   * The API server accepts changes to `resources` (and `resizePolicy`) only through this
+   * subresource. Resolves the Pod's `metadata.generation` after the write.
+   */
+  resizePod(namespace: string, name: string, patch: readonly JsonPatchOperation[]): Promise<{ generation: number | undefined }>;
   /** POST pods?dryRun=All: admission of a Pod as the workload would create it, nothing persisted. */
   dryRunCreatePod(namespace: string, pod: k8s.V1Pod): Promise<void>;
   /**
@@ -145,6 +152,11 @@ export function createCluster(kc: k8s.KubeConfig): Cluster {
             return apps.patchNamespacedReplicaSet(param, jsonPatch);
         }
       })();
+      return { generation: written.metadata?.generation };
+    },
+
+    async resizePod(namespace, name, patch) {
+      const written = await core.patchNamespacedPodResize({ namespace, name, body: patch, fieldManager: FIELD_MANAGER }, jsonPatch);
       return { generation: written.metadata?.generation };
     },
 

@@ -8,7 +8,10 @@
  *    now drops them (`capped-status.ts`; a status write, no read). None with `status.rollouts`:
  *    done, nothing else is read.
  * 2. For each pending rollout: GET the workload and LIST its Pods (by its selector), in
- *    parallel; `decideFollowUp` (`follow-up.ts`, pure) says where it stands.
+ *    parallel; `decideFollowUp` (`follow-up.ts`, pure) says where it stands. A bare Pod's
+ *    in-place resize (kind `Pod`): GET the Pod; `decideResizeFollowUp` (`resize-follow-up.ts`)
+ *    reads its `PodResizePending`/`PodResizeInProgress` conditions and container statuses; while
+ *    it is pending, the condition's message says why (`withResizeProgress`).
  * 3. Ended: the condition `RolledOut` on the AppMonitor (True, or False with the failure's
  *    reason) and the entry removed from `status.rollouts`; an Event on the workload and one on the
  *    AppMonitor (Normal `RolledOut`, Warning `RolloutFailed`, named after the workload, the
@@ -29,6 +32,8 @@ import { withCapsOf } from "./capped-status.ts";
 import type { EventRecorder } from "./kube-events.ts";
 import { decideFollowUp, type FollowUp, type PendingRollout, type PodView, type WorkloadView } from "./follow-up.ts";
 import { APPS_V1 } from "./owners.ts";
+import { readPodResize } from "./resize-flow.ts";
+import { withResizeProgress } from "./resize-follow-up.ts";
 import { pendingRollouts, withRolloutFollowedUp, type RolloutConditionChange } from "./rollout-status.ts";
 import type { StatusWriter } from "./status-writer.ts";
 
@@ -173,10 +178,12 @@ async function followOne(
   const ref = { namespace: am.namespace, name: am.name, uid: am.uid };
   const now = deps.now();
   const stamp = formatTimestamp(now);
+  // A bare Pod's in-place resize: its own conditions and container statuses say how it ended.
+  const resize = kind === "Pod" ? await readPodResize(cluster, am.namespace, rollout, now) : undefined;
   const object = WORKLOAD_KINDS.has(kind) ? await cluster.readWorkload(kind as WorkloadKind, am.namespace, name) : undefined;
   const selector = selectorString(object?.spec?.selector);
   const pods = object === undefined || selector === undefined ? [] : await cluster.listPods(am.namespace, selector);
-  const follow = decideFollowUp({ rollout, workload: object === undefined ? undefined : workloadView(kind, object), pods: pods.map(podView), stuckRollout: am.stuckRollout, now });
+  const follow = resize?.follow ?? decideFollowUp({ rollout, workload: object === undefined ? undefined : workloadView(kind, object), pods: pods.map(podView), stuckRollout: am.stuckRollout, now });
   const line = { appmonitor: `${am.namespace}/${am.name}`, workload: `${kind}/${name}`, generation: rollout.generation, result: follow.result };
 
   if (follow.result === "gone") {
@@ -185,7 +192,7 @@ async function followOne(
     return true;
   }
   const amRef = { apiVersion: APPMONITOR_API_VERSION, kind: APPMONITOR_KIND, name: am.name, namespace: am.namespace, ...(am.uid === undefined ? {} : { uid: am.uid }) };
-  const wlRef = { apiVersion: APPS_V1, kind, name, namespace: am.namespace, ...(object?.metadata?.uid === undefined ? {} : { uid: object.metadata.uid }) };
+  const wlRef = resize?.ref ?? { apiVersion: APPS_V1, kind, name, namespace: am.namespace, ...(object?.metadata?.uid === undefined ? {} : { uid: object.metadata.uid }) };
   const end = ending(follow);
   if (end !== undefined) {
     log.info({ ...line, reason: end.reason }, follow.message);
@@ -212,6 +219,9 @@ async function followOne(
     return false;
   }
   log.info(line, follow.message);
+  if (resize !== undefined && follow.result === "progressing") {
+    await deps.status.update(ref, (status) => withResizeProgress(status, rollout, follow.message), am.raw);
+  }
   if (follow.result === "progressing" && follow.waitingPods !== undefined) {
     const waitingPods = follow.waitingPods;
     await deps.status.update(ref, (status) => withRolloutFollowedUp(status, rollout, { waitingPods }, stamp), am.raw);

@@ -93,8 +93,8 @@ export interface PodView {
  */
 export const ROLLOUT_DEADLINE_SECONDS = 600;
 
-/** Why a rollout failed (the condition's reason and the Event's note); see the module comment. */
-export type RolloutFailure = "ProgressDeadlineExceeded" | "FailedCreate" | "PodUnschedulable" | "CrashLoopingPod";
+/** Why a rollout failed (the condition's reason and the Event's note); see the module comment, and `resize-follow-up.ts` for a bare Pod's in-place resize (`Infeasible`, `ResizeError`). */
+export type RolloutFailure = "ProgressDeadlineExceeded" | "FailedCreate" | "PodUnschedulable" | "CrashLoopingPod" | "Infeasible" | "ResizeError";
 
 /** The result of {@link decideFollowUp}. */
 export type FollowUp =

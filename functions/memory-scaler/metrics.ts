@@ -15,12 +15,13 @@ export interface MemoryScalerMetrics {
    * reason: the outcome's CamelCase reason (`Scaled`, `Cooldown`, …) or, for `failed`, the HTTP status.
    */
   readonly events: Counter<"type" | "outcome" | "reason">;
-  /** `appmonitor_memory_scaler_scales_total{kind}`: workload patches written, by workload kind. */
+  /** `appmonitor_memory_scaler_scales_total{kind}`: workload patches written, by workload kind (`Pod`: a bare Pod resized in place). */
   readonly scales: Counter<"kind">;
   /**
    * `appmonitor_memory_scaler_rollouts_total{kind,result,reason}`: rollouts followed to their
-   * end. result: `RolledOut` or `RolloutFailed`; reason: `RolledOut`, or the failure
-   * (`ProgressDeadlineExceeded`, `FailedCreate`, `PodUnschedulable`, `CrashLoopingPod`).
+   * end (kind `Pod`: a bare Pod's in-place resize). result: `RolledOut` or `RolloutFailed`;
+   * reason: `RolledOut`, or the failure (`ProgressDeadlineExceeded`, `FailedCreate`,
+   * `PodUnschedulable`, `CrashLoopingPod`; a resize: `Infeasible`, `ResizeError`).
    */
   readonly rollouts: Counter<"kind" | "result" | "reason">;
   /**

@@ -15,14 +15,16 @@ import { classifyApiError, toHttpFailure } from "../lib/kube-api-errors.ts";
 import { vpaView, type VerticalPodAutoscalerView } from "./autoscalers.ts";
 import type { Cluster } from "./cluster.ts";
 import { namedAppMonitor, validAppMonitors, type NamespaceAppMonitors, type NoneGoverns, type ValidAppMonitor } from "./governing.ts";
-import { resolveWorkload, type Workload } from "./owners.ts";
+import { controllerOf, resolveWorkload, type Workload } from "./owners.ts";
 
 /** What the read step found. */
 export type Observation =
   /** Nothing to scale, and nothing to tell anyone: the Pod or its owner is gone, the alert's AppMonitor is not there. */
   | { readonly result: "ended"; readonly reason: "PodGone" | "OwnerGone" | NoneGoverns["reason"]; readonly message: string }
-  /** The Pod's owner has no Pod template memory-scaler can scale (a Job, a bare Pod, an unknown kind). */
+  /** The Pod's owner has no Pod template memory-scaler can scale (a Job, an unknown kind). */
   | { readonly result: "unsupported"; readonly message: string; readonly pod: k8s.V1Pod; readonly named: ValidAppMonitor }
+  /** A bare Pod (no controller owner reference): resized in place (`resize-flow.ts`). */
+  | { readonly result: "bare"; readonly pod: k8s.V1Pod; readonly monitors: NamespaceAppMonitors; readonly named: ValidAppMonitor }
   | {
       readonly result: "observed";
       readonly pod: k8s.V1Pod;
@@ -70,6 +72,7 @@ export async function observeFiring(cluster: Cluster, alert: { readonly namespac
   const named = namedAppMonitor(monitors, alert.appmonitor);
   if (named.result === "none") return { result: "ended", reason: named.reason, message: named.message };
 
+  if (controllerOf(pod.metadata) === undefined) return { result: "bare", pod, monitors, named: named.appMonitor };
   // The owner before coverage: coverage is judged on the workload's Pod template, not on the
   // live Pod, whose annotations and labels anyone allowed to edit that one Pod can set.
   const resolution = await resolveWorkload(cluster, pod).catch((error: unknown) => {

@@ -35,7 +35,10 @@ import type { NoneGoverns } from "./governing.ts";
  * - `Reverted`: something lowered the memory memory-scaler set, and the revert budget
  *   (`spec.revertBudgetPerHour` patches of the workload per hour, `reverts.ts`) is used: a held
  *   `recentScales` entry (the revert's Warning Events are written once, when it is first seen);
- * - `Scaled`, `DryRun`: patched, or would have been.
+ * - `Scaled`, `DryRun`: patched, or would have been;
+ * - `Resized`: a bare Pod (no controller) resized in place through its `resize` subresource
+ *   (`resize-flow.ts`); `ResizeUnderWay`: its spec already asks for more memory than its
+ *   containers run with (the kubelet has not applied the last resize, or cannot).
  */
 export type OutcomeReason =
   | SkipReason
@@ -55,7 +58,9 @@ export type OutcomeReason =
   | "GitOpsManaged"
   | "Reverted"
   | "Scaled"
-  | "DryRun";
+  | "DryRun"
+  | "Resized"
+  | "ResizeUnderWay";
 
 /** A container left unchanged, and why. */
 export interface SkippedContainer {
@@ -66,7 +71,7 @@ export interface SkippedContainer {
 
 /** What happened to one firing alert: logged in full; `outcome` and `reason` also answer the sender (`handler.ts`). */
 export interface Outcome {
-  /** `scaled`: the workload was patched; `dry-run`: it would have been; `skipped`: nothing to do. */
+  /** `scaled`: the workload was patched (a bare Pod resized in place); `dry-run`: it would have been; `skipped`: nothing to do. */
   readonly outcome: "scaled" | "dry-run" | "skipped";
   readonly reason: OutcomeReason;
   readonly message: string;

@@ -14,6 +14,7 @@
  * | `Reverted` | the same pair, once per reverted scale (keyed by the id of the event that scaled) | `<message>` |
  * | `DryRun` | Normal pair | `DryRun: would scale <kind> <name>[ after an OOM kill]: <changes>` |
  * | `Scaled` | Normal pair, and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill]: <changes>` |
+ * | `Resized` | Normal pair on the bare Pod (its `workload`) and the AppMonitor | `resized Pod <name> in place by <multiplier>[ after an OOM kill]: <changes>` |
  * | anything else | none: the outcome is logged and counted only | |
  *
  * A Warning on the AppMonitor names the workload first (`<kind> <name>: <note>`); a Normal one
@@ -68,6 +69,7 @@ export type Reported =
       /** The key of its Events when not the current event's (a repaired scale: the event that scaled). */
       readonly key?: string;
     }
+  | { readonly reason: "Resized"; readonly changes: readonly ContainerChange[]; readonly multiplier: number; readonly trigger: AlertTrigger }
   | { readonly reason: string };
 
 /** "memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi; …" */
@@ -155,6 +157,10 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
             ] as const)),
       ];
     }
+    case "Resized": {
+      const wl = workload();
+      return normalPair("Resized", `resized ${wl.kind ?? ""} ${wl.name} in place by ${String(r.multiplier)}${afterOOMKill(r.trigger as AlertTrigger)}: ${describeChanges(r.changes as ContainerChange[])}`);
+    }
     default:
       return [];
   }
@@ -162,6 +168,7 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
 
 /** The message of a started rollout's `RolledOut` condition. */
 function rolloutMessage(workload: { readonly kind: string; readonly name: string }, generation: number, changes: readonly ContainerChange[]): string {
+  if (workload.kind === "Pod") return `Pod ${workload.name}: resizing in place to generation ${generation} (${describeChanges(changes)})`;
   return `${workload.kind} ${workload.name}: rolling out generation ${generation} (${describeChanges(changes)})`;
 }
 

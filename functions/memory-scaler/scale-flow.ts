@@ -11,8 +11,9 @@
  * 1. Read the Pod (gone → skip `PodGone`) and the AppMonitors of its namespace (the one the
  *    alert names is not there, or invalid → skip `NoAppMonitor`); beside them, the namespace's
  *    HPAs and VPAs (an API not served counts as none).
- * 2. Walk the Pod's owners to the workload (`owners.ts`; a Job, bare Pod, unknown owner → skip
+ * 2. Walk the Pod's owners to the workload (`owners.ts`; a Job, unknown owner → skip
  *    `UnsupportedOwner` and a Warning Event on the Pod; an owner deleted meanwhile → `OwnerGone`).
+ *    A bare Pod (no controller) is resized in place instead (`resize-flow.ts`: reason `Resized`).
  *    This comes before coverage: an unsupported owner has no template to judge and is never
  *    scaled, whatever its Pod carries.
  * 3. The alert's AppMonitor must govern the workload: cover its Pod template — the template's
@@ -87,6 +88,7 @@ import { buildTemplatePatch } from "./patch.ts";
 import { afterCheck, gateScale, gitOpsPatchedNote, planFiring, type Scale, type Skip } from "./plan.ts";
 import { cappedStatus, describeChanges, eventsOf, repairedStatus, scaledNote, scaledStatus, type ObjectRef, type Reported, type Subjects } from "./report.ts";
 import { revertNote } from "./reverts.ts";
+import { resizeBarePod } from "./resize-flow.ts";
 import { onDeleteScaledNote, waitsForDelete } from "./rollout.ts";
 import { formatScaleRecord } from "./status.ts";
 import type { StatusWriter } from "./status-writer.ts";
@@ -152,6 +154,12 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
     // Observe.
     const observation = await observeFiring(deps.cluster, { namespace: data.namespace, pod: data.pod, appmonitor: origin.name }, log);
     if (observation.result === "ended") return { ...base, outcome: "skipped", reason: observation.reason, message: observation.message, attempts: attempt };
+    if (observation.result === "bare") {
+      // No controller: the Pod itself is resized in place (resize-flow.ts).
+      const resized = await resizeBarePod(deps, { eventId, data, trigger: origin.trigger, observation, attempt }, log);
+      if (resized === "conflict") continue;
+      return resized;
+    }
     if (observation.result === "unsupported") {
       // No template to judge, so never scaled; warn so whoever opted this Pod in learns why.
       await report({ reason: "UnsupportedOwner", message: observation.message }, { pod: podRef(observation.pod, data.namespace, data.pod), appMonitor: appMonitorRef(observation.named), cooldownSeconds: observation.named.spec.cooldownSeconds }, deps.now());

@@ -289,17 +289,17 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     assert.equal(answer.reason, "PodGone");
   });
 
-  it("a bare Pod: skipped with a Warning Event on the Pod", async (t) => {
+  it("a bare Pod on kwok: its in-place resize refused by the API server (kwok reports no container resources), a Warning Event on the Pod (memory-scaler-resize.test.ts: the resize itself)", async (t) => {
     const ns = await freshNamespace(t);
     await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
     const core = (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api);
     await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: "bare", labels: { app: "bare" }, annotations: MONITOR }, spec: podTemplate("bare", [memhog], true).spec } });
     await onlyRunningPod(ns, "app=bare");
     const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: "bare", container: "memhog", appmonitor: "m" }));
-    assert.equal(answer.reason, "UnsupportedOwner");
+    assert.equal(answer.reason, "AdmissionRefused", describeAnswer(answer));
     const [warning] = await eventsRegarding(ns, "Pod", "bare");
     assert.equal(warning?.type, "Warning");
-    assert.match(warning?.note ?? "", /no controller/);
+    assert.match(warning?.note ?? "", /Pod running on node without support for resize/);
   });
 
   it("maxMemory caps the limit keeping the request/limit ratio, and at the cap it warns instead of scaling", async (t) => {

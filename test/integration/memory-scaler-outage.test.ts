@@ -358,6 +358,12 @@ describe("memory-scaler's ServiceAccount has least privilege", () => {
     const apps = kc.makeApiClient(k8s.AppsV1Api);
     await assert.rejects(apps.deleteNamespacedDeployment({ namespace: ns, name: "anything" }), (error: unknown) => (error as { code?: number }).code === 403);
     await assert.rejects(core.listNamespacedSecret({ namespace: ns }), (error: unknown) => (error as { code?: number }).code === 403);
+    // It may change a Pod's resources only through the resize subresource (a bare Pod resized in
+    // place), never patch the Pod itself: the authorizer refuses the latter, not the former.
+    const jsonPatch = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch);
+    const probe = { namespace: ns, name: "anything", body: [{ op: "test", path: "/metadata/name", value: "anything" }] };
+    await assert.rejects(core.patchNamespacedPod(probe, jsonPatch), (error: unknown) => (error as { code?: number }).code === 403);
+    await assert.rejects(core.patchNamespacedPodResize(probe, jsonPatch), (error: unknown) => (error as { code?: number }).code === 404);
     // It may delete one Pod (spec.stuckRollout: DeletePod), never a collection of them.
     await assert.rejects(core.deleteCollectionNamespacedPod({ namespace: ns }), (error: unknown) => (error as { code?: number }).code === 403);
   });

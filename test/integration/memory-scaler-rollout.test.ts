@@ -11,30 +11,13 @@
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import * as k8s from "@kubernetes/client-node";
-import { CloudEvent } from "cloudevents";
-import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, onlyRunningPod, scalerForSuite } from "../support/memory-scaler.ts";
-import { down, up } from "../harness/stack/stack.ts";
+import { alertEvent, ownStackForFile, pingTick, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, onlyRunningPod, scalerForSuite } from "../support/memory-scaler.ts";
 import { describeAnswer } from "../support/post-event.ts";
 import { adminKubeConfig, freshNamespace, waitFor } from "../support/stack.ts";
 
-let stateDir = "";
-
-before(async () => {
-  stateDir = await mkdtemp(path.join(tmpdir(), "appmonitor-rollout-"));
-  // Test files run in processes of their own: this one's support modules read this stack.
-  process.env.APPMONITOR_STACK_DIR = stateDir;
-  await up({ stateDir, nodes: 1 });
-}, { timeout: 5 * 60_000 });
-
-after(async () => {
-  await down(stateDir);
-  await rm(stateDir, { recursive: true, force: true });
-});
+ownStackForFile("rollout");
 
 const MONITOR = { "app-monitor.kubedemo.com/monitor": "true" };
 const memhog = (limit = "384Mi", request = "256Mi"): k8s.V1Container => ({ name: "memhog", image: "registry.example/app:1", resources: { limits: { memory: limit }, requests: { memory: request } } });
@@ -45,18 +28,6 @@ interface RolloutStatus {
 }
 
 const rolledOut = (status: RolloutStatus) => status.conditions?.find((c) => c.type === "RolledOut");
-
-/** A tick of the resync PingSource, as Knative's PingSource sends it. */
-function tick(): CloudEvent<unknown> {
-  return new CloudEvent({
-    specversion: "1.0",
-    id: randomBytes(8).toString("hex"),
-    type: "dev.knative.sources.ping",
-    source: "/apis/v1/namespaces/appmonitor/pingsources/rule-sync-resync",
-    datacontenttype: "application/json",
-    data: { reason: "periodic resync" },
-  });
-}
 
 async function apps(): Promise<k8s.AppsV1Api> {
   return (await adminKubeConfig()).makeApiClient(k8s.AppsV1Api);
@@ -73,7 +44,7 @@ describe("memory-scaler follows each rollout to its end", { concurrency: 1 }, ()
   /** Ticks until the AppMonitor's RolledOut condition is no longer Unknown; returns the status. */
   async function tickUntilEnded(ns: string, name = "m", timeoutMs = 60_000): Promise<RolloutStatus> {
     return waitFor(`the rollout of AppMonitor ${ns}/${name} to end`, async () => {
-      const answer = await deliver(url(), tick());
+      const answer = await deliver(url(), pingTick());
       assert.equal(answer.status, 204, describeAnswer(answer));
       const status = (await appMonitorStatus(ns, name)) as RolloutStatus;
       const condition = rolledOut(status);
@@ -100,7 +71,7 @@ describe("memory-scaler follows each rollout to its end", { concurrency: 1 }, ()
     // Right after the CRD is installed the API server answers a LIST of it 429 (Retry-After)
     // while its cache of the new resource fills; memory-scaler passes the 429 on, and the Broker retries.
     const idle = await waitFor("a tick answered other than 429", async () => {
-      const answer = await deliver(url(), tick());
+      const answer = await deliver(url(), pingTick());
       return answer.status === 429 ? undefined : answer;
     });
     assert.deepEqual([idle.status, idle.outcome, idle.reason], [204, "idle", "NoPendingRollout"], describeAnswer(idle));
@@ -221,7 +192,7 @@ describe("memory-scaler follows each rollout to its end", { concurrency: 1 }, ()
     await scale(ns, "db-0");
 
     const waiting = await waitFor("the rollout to name both Pods", async () => {
-      await deliver(url(), tick());
+      await deliver(url(), pingTick());
       const status = (await appMonitorStatus(ns, "m")) as RolloutStatus;
       return status.rollouts?.[0]?.waitingPods?.length === 2 ? status : undefined;
     });

@@ -26,7 +26,9 @@ import { memoryCgroupDir } from "../harness/stack/real-node.ts";
 import { podCgroupPath, REAL_NODE, REAL_NODE_PLACEMENT, SERVICE_CIDR } from "../harness/stack/real-node-config.ts";
 import { promQuery, waitFor } from "../support/stack.ts";
 import { missingImagesFailFast, originalManifestPullsFromRegistry } from "../support/registry-pulls.ts";
-import { alertEvent, createAppMonitor, memhogManifest } from "../support/memory-scaler.ts";
+import { alertEvent, appMonitorStatus, createAppMonitor, deliver as deliverEvent, eventsRegarding, memhogManifest, pingTick, startScaler } from "../support/memory-scaler.ts";
+import { installMemoryScaler } from "../support/install.ts";
+import { floor, parseQuantity } from "../../functions/lib/quantity.ts";
 import { deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE, type FunctionPods } from "../harness/stack/function-pods-install.ts";
 import { acquireRealNodeLock } from "../support/real-node-lock.ts";
 
@@ -416,6 +418,113 @@ test("a Pod resolves memory-scaler.appmonitor.svc.cluster.local, posts an alert 
   const deployment = await kc.makeApiClient(k8s.AppsV1Api).readNamespacedDeployment({ name: "memhog", namespace: WORKLOAD_NS });
   const resources = deployment.spec?.template.spec?.containers[0]?.resources;
   assert.deepEqual({ limit: resources?.limits?.memory, request: resources?.requests?.memory }, { limit: "768Mi", request: "512Mi" });
+});
+
+test("a bare memhog Pod resized in place by memory-scaler: the kubelet applies the new limit to the running container (same container, no restart), and the follow-up ends the resize RolledOut", { timeout: 240_000 }, async (t) => {
+  await installMemoryScaler();
+  const scaler = await startScaler({ PROMETHEUS_URL: "" });
+  t.after(() => scaler.stop());
+  await createAppMonitor("default", "resize", { memThresholdPercent: 75, memMultiplier: 2, selector: { matchLabels: { app: "resize-memhog" } } });
+  const bare = memhogPod("resize-memhog", { MEMHOG_TARGET: "16Mi" }, "96Mi");
+  const name = await createPod(t, { ...bare, metadata: { ...bare.metadata, labels: { app: "resize-memhog" } } });
+  const before = await running(name);
+  const [was] = before.status?.containerStatuses ?? [];
+  const answer = await deliverEvent(scaler.url, alertEvent({ namespace: "default", pod: name, container: "memhog", appmonitor: "resize" }));
+  assert.deepEqual([answer.outcome, answer.reason], ["scaled", "Resized"], JSON.stringify(answer));
+
+  // The kubelet's answer: the container statuses show the new memory, or a resize condition says why not.
+  const resized = await waitFor("the kubelet to apply the resize or refuse it", async () => {
+    const pod = await core.readNamespacedPod({ name, namespace: "default" });
+    const refused = pod.status?.conditions?.find((c) => (c.type === "PodResizePending" || c.type === "PodResizeInProgress") && c.reason !== undefined && c.reason !== "");
+    const limit = pod.status?.containerStatuses?.[0]?.resources?.limits?.memory;
+    return refused?.reason === "Infeasible" || refused?.reason === "Error" || (limit !== undefined && limit !== "96Mi") ? pod : undefined;
+  }, 90_000, 250);
+  const conditions = (resized.status?.conditions ?? []).filter((c) => c.type.startsWith("PodResize"));
+  t.diagnostic(`resize conditions ${JSON.stringify(conditions)}; status resources ${JSON.stringify(resized.status?.containerStatuses?.[0]?.resources)}`);
+  assert.deepEqual(conditions, [], "no PodResizePending/PodResizeInProgress left");
+  const [now] = resized.status?.containerStatuses ?? [];
+  assert.deepEqual(now?.resources?.limits, { memory: "192Mi" });
+  assert.equal(now?.restartCount, was?.restartCount, "not restarted");
+  assert.equal(now?.containerID, was?.containerID, "the same container");
+  const limit = Number(readFileSync(path.join(cgroupOf(resized, containerId(resized)), "memory.limit_in_bytes"), "utf8"));
+  assert.equal(limit, 192 * Mi, "memory.limit_in_bytes of the running container's cgroup");
+
+  const ended = await waitFor("the follow-up to end the resize", async () => {
+    await deliverEvent(scaler.url, pingTick());
+    const status = (await appMonitorStatus("default", "resize")) as { conditions?: { type: string; status: string; reason: string; message: string }[] };
+    const condition = status.conditions?.find((c) => c.type === "RolledOut");
+    return condition !== undefined && condition.status !== "Unknown" ? condition : undefined;
+  }, 30_000, 500);
+  t.diagnostic(`RolledOut ${ended.status} ${ended.reason}: ${ended.message}; cgroup memory.limit_in_bytes ${limit}`);
+  assert.deepEqual([ended.status, ended.reason], ["True", "RolledOut"]);
+  assert.match(ended.message, /Pod resize-memhog resized in place .*memhog: limit 192Mi, request 192Mi, 0 restarts/);
+});
+
+test("resizes the real node cannot hold now or ever, and one whose resizePolicy restarts the container: refused by the API server beyond the node's allocatable memory, Deferred by the kubelet until another Pod leaves, RolledOut after one restart", { timeout: 300_000 }, async (t) => {
+  await installMemoryScaler();
+  const scaler = await startScaler({ PROMETHEUS_URL: "" });
+  t.after(() => scaler.stop());
+  await createAppMonitor("default", "resize-more", { memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 0, selector: { matchLabels: { app: "resize-more" } } });
+  const node = await core.readNode({ name: REAL_NODE.name });
+  const allocatable = Number(floor(parseQuantity(node.status?.allocatable?.memory ?? "0")));
+  const share = (fraction: number) => `${Math.floor((allocatable * fraction) / Mi)}Mi`;
+  const make = (name: string, limit: string, restart = false): k8s.V1Pod => {
+    const pod = memhogPod(name, { MEMHOG_TARGET: "8Mi" }, limit);
+    const [container] = pod.spec?.containers ?? [];
+    if (container !== undefined && restart) container.resizePolicy = [{ resourceName: "memory", restartPolicy: "RestartContainer" }];
+    return { ...pod, metadata: { ...pod.metadata, labels: { app: "resize-more" } } };
+  };
+  const resize = async (name: string) => {
+    const answer = await deliverEvent(scaler.url, alertEvent({ namespace: "default", pod: name, container: "memhog", appmonitor: "resize-more" }));
+    const notes = (await eventsRegarding("default", "Pod", name)).map((e) => e.note ?? "");
+    return { reason: answer.reason, notes };
+  };
+  /** Ticks until the AppMonitor no longer lists `name`'s resize as pending; its RolledOut condition then. */
+  const endOf = (name: string, timeoutMs = 90_000) =>
+    waitFor(`the follow-up to end the resize of ${name}`, async () => {
+      await deliverEvent(scaler.url, pingTick());
+      const status = (await appMonitorStatus("default", "resize-more")) as { conditions?: { type: string; status: string; reason: string; message: string }[]; rollouts?: { workload: { name: string } }[] };
+      const condition = status.conditions?.find((c) => c.type === "RolledOut");
+      return condition !== undefined && condition.status !== "Unknown" && !(status.rollouts ?? []).some((r) => r.workload.name === name) ? condition : undefined;
+    }, timeoutMs, 500);
+
+  // 60% of the node, doubled: more than the node can allocate at all. The API server refuses it.
+  const big = await createPod(t, make("resize-big", share(0.6)));
+  await running(big);
+  const refused = await resize(big);
+  t.diagnostic(`${share(0.6)} × 2 on allocatable ${(allocatable / Mi).toFixed(0)}Mi: ${refused.reason}: ${refused.notes.join("; ")}`);
+  assert.equal(refused.reason, "AdmissionRefused");
+  assert.match(refused.notes.join(" "), /node didn't have enough allocatable resources: memory/);
+  assert.equal((await core.readNamespacedPod({ name: big, namespace: "default" })).spec?.containers[0]?.resources?.limits?.memory, share(0.6), "unchanged");
+
+  // 25% doubled fits the node, but not beside the 60% Pod: the kubelet defers it until that Pod leaves.
+  const deferred = await createPod(t, make("resize-deferred", share(0.25)));
+  await running(deferred);
+  assert.equal((await resize(deferred)).reason, "Resized");
+  const waiting = await waitFor("the kubelet to defer the resize", async () => {
+    const pod = await core.readNamespacedPod({ name: deferred, namespace: "default" });
+    return pod.status?.conditions?.find((c) => c.type === "PodResizePending" && c.reason === "Deferred");
+  }, 60_000, 250);
+  await deliverEvent(scaler.url, pingTick());
+  const pending = (await appMonitorStatus("default", "resize-more")) as { conditions?: { type: string; reason: string; message: string }[] };
+  t.diagnostic(`kubelet: PodResizePending Deferred: ${waiting.message}; follow-up: ${pending.conditions?.find((c) => c.type === "RolledOut")?.message}`);
+  assert.equal(pending.conditions?.find((c) => c.type === "RolledOut")?.message, `Pod ${deferred}: resize pending (Deferred): ${waiting.message ?? ""}`);
+  await core.deleteNamespacedPod({ name: big, namespace: "default", gracePeriodSeconds: 0 });
+  const done = await endOf(deferred);
+  t.diagnostic(`after the 60% Pod left: ${done.status} ${done.reason}: ${done.message}`);
+  assert.deepEqual([done.status, done.reason], ["True", "RolledOut"]);
+  assert.match(done.message, new RegExp(`memhog: limit ${share(0.5).replace("Mi", "")}Mi`));
+
+  // resizePolicy RestartContainer: the kubelet restarts the container to apply the new limit.
+  const restarting = await createPod(t, make("resize-restart", "64Mi", true));
+  const before = await running(restarting);
+  assert.equal((await resize(restarting)).reason, "Resized");
+  const restarted = await endOf(restarting);
+  const [status] = (await core.readNamespacedPod({ name: restarting, namespace: "default" })).status?.containerStatuses ?? [];
+  t.diagnostic(`${restarted.status} ${restarted.reason}: ${restarted.message}; restartCount ${before.status?.containerStatuses?.[0]?.restartCount} → ${status?.restartCount}`);
+  assert.deepEqual([restarted.status, restarted.reason], ["True", "RolledOut"]);
+  assert.equal(status?.resources?.limits?.memory, "128Mi");
+  assert.equal(status?.restartCount, (before.status?.containerStatuses?.[0]?.restartCount ?? 0) + 1, "restarted once, as its resizePolicy asks");
 });
 
 test("down removes every container, network namespace, iptables rule, mount and cgroup the real node made", { timeout: 120_000 }, async (t) => {

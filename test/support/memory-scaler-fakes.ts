@@ -93,6 +93,25 @@ export class FakeCluster implements Cluster {
     this.writes.push({ kind, name, patch });
     return { generation };
   }
+  /** Pods resized in place through {@link resizePod}, with their patches. */
+  resizes: { name: string; patch: readonly JsonPatchOperation[] }[] = [];
+  /** Set to refuse every resize (the API server's validation or an admission plugin). */
+  resizeRefusal: Error | undefined;
+  async resizePod(namespace: string, name: string, patch: readonly JsonPatchOperation[]) {
+    await this.#enter();
+    if (this.resizeRefusal !== undefined) throw this.resizeRefusal;
+    const key = `${namespace}/${name}`;
+    const current = this.pods.get(key);
+    if (current === undefined) throw apiError(404, "not found");
+    const next = applyPatch(current as Json, patch) as k8s.V1Pod;
+    const generation = (current.metadata?.generation ?? 1) + 1;
+    const time = "2025-06-01T12:00:00Z";
+    const managedFields = [...(current.metadata?.managedFields ?? []).filter((f) => f.subresource !== "resize"), { manager: "appmonitor-memory-scaler", operation: "Update", subresource: "resize", time: time as unknown as Date }];
+    next.metadata = { ...next.metadata, generation, resourceVersion: String(Number(current.metadata?.resourceVersion ?? "1") + 1), managedFields };
+    this.pods.set(key, next);
+    this.resizes.push({ name, patch });
+    return { generation };
+  }
   async dryRunCreatePod() {
     await this.#enter();
     if (this.podRefusal !== undefined) throw this.podRefusal;

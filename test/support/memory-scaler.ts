@@ -4,7 +4,9 @@
  * mode with the CloudEvents SDK (its answer: `post-event.ts`), and the cluster objects the
  * tests look at.
  */
-import { writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent } from "cloudevents";
@@ -15,6 +17,7 @@ import type { Env } from "../../functions/lib/runtime/types.ts";
 import { startFunction } from "./function-server.ts";
 import { installMemoryScaler, manifests } from "./install.ts";
 import { postEvent, type EventAnswer } from "./post-event.ts";
+import { down, up } from "../harness/stack/stack.ts";
 import { adminKubeConfig, serviceAccountKubeConfig, waitFor } from "./stack.ts";
 import { tempDir } from "./temp-dir.ts";
 
@@ -90,6 +93,38 @@ export function scalerForSuite(env: Env = {}): () => ScalerUnderTest {
     if (scaler === undefined) throw new Error("memory-scaler has not started");
     return scaler;
   };
+}
+
+/**
+ * For the test file it is called in: a stack of its own (one kwok Node) in a temporary
+ * directory named after `prefix`, up before its tests and down after them. A file that posts
+ * PingSource ticks needs one: a tick follows the pending rollouts of every namespace, which
+ * would end other files' rollouts on the shared stack.
+ */
+export function ownStackForFile(prefix: string): void {
+  let stateDir = "";
+  before(async () => {
+    stateDir = await mkdtemp(path.join(tmpdir(), `appmonitor-${prefix}-`));
+    // Test files run in processes of their own: this one's support modules read this stack.
+    process.env.APPMONITOR_STACK_DIR = stateDir;
+    await up({ stateDir, nodes: 1 });
+  }, { timeout: 5 * 60_000 });
+  after(async () => {
+    await down(stateDir);
+    await rm(stateDir, { recursive: true, force: true });
+  });
+}
+
+/** A tick of the resync PingSource, as Knative's PingSource sends it (memory-scaler follows its rollouts on it). */
+export function pingTick(): CloudEvent<unknown> {
+  return new CloudEvent({
+    specversion: "1.0",
+    id: randomBytes(8).toString("hex"),
+    type: "dev.knative.sources.ping",
+    source: "/apis/v1/namespaces/appmonitor/pingsources/rule-sync-resync",
+    datacontenttype: "application/json",
+    data: { reason: "periodic resync" },
+  });
 }
 
 /** memory-scaler's answer to one event: 204 with `outcome` and `reason` when handled, else a JSON error body. */

@@ -225,6 +225,13 @@ describe("RBAC", () => {
     for (const name of ["memory-scaler", "rule-sync"]) assert.ok((granted.get(`appmonitor/${name}`)?.size ?? 0) > 0, `${name} has RBAC`);
   });
 
+  test("memory-scaler may patch a Pod only through its resize subresource (a bare Pod resized in place), never patch or update Pods themselves", () => {
+    const granted = grants().get("appmonitor/memory-scaler") ?? new Set<string>();
+    assert.ok(granted.has("/pods/resize:patch"));
+    for (const verb of ["patch", "update"]) assert.equal(granted.has(`/pods:${verb}`), false, verb);
+    assert.deepEqual([...granted].filter((g) => g.startsWith("/pods/")), ["/pods/resize:patch"], "no other Pod subresource");
+  });
+
   test("memory-scaler and rule-sync may create Events in their own namespace, for the PermissionDenied Warning on their ServiceAccount", () => {
     const granted = grants();
     for (const name of ["memory-scaler", "rule-sync"]) assert.ok(granted.get(`appmonitor/${name}`)?.has("events.k8s.io/events:create"), name);

@@ -1,0 +1,191 @@
+/**
+ * A firing alert on a bare Pod (no controller owner reference), resized in place through its
+ * `resize` subresource (https://kubernetes.io/docs/tasks/configure-pod-container/resize-container-resources/),
+ * and the follow-up's read of such a resize. `scale-flow.ts` hands an observed bare Pod here;
+ * the steps mirror a workload scale's:
+ *
+ * 1. The alert's AppMonitor must govern the Pod: cover its own labels and annotations (a bare Pod
+ *    is its own declaration; `governing.ts`), else `NotCovered` / `AppMonitorNotGoverning`.
+ * 2. `decideScale` with the Pod's spec as the template and the memory its containers run with
+ *    (`status.containerStatuses[*].resources`) as the Pod (`resize.ts` `runningMemory`), and as
+ *    last scale the time of memory-scaler's `managedFields` entry for the `resize` subresource
+ *    (`lastResizeTime`): the same multiplier, `maxMemory` cap and cooldown. A spec above what runs
+ *    (a resize not applied yet, or one the kubelet cannot apply) → `ResizeUnderWay`.
+ * 3. The alert's evidence, as for a workload: an OOM kill in the Pod's status, or the working set
+ *    against the threshold (Prometheus).
+ * 4. `DryRun` → Events and a `recentScales` entry marked `dryRun`.
+ * 5. The compare-and-swap JSON Patch of the `resize` subresource (`buildResizePatch`: `test` on
+ *    the resourceVersion and on each value decided from), field manager
+ *    `appmonitor-memory-scaler`. One request: the API server applies it whole or refuses it whole
+ *    (validation, e.g. a QoS class change; ResourceQuota or another admission plugin) →
+ *    `AdmissionRefused` and Warning Events, nothing written. A lost race → read again.
+ * 6. Normal `Resized` Events on the Pod and the AppMonitor; the status entry and the resize
+ *    pending in `status.rollouts` (kind `Pod`, the generation the resize gave the Pod), which the
+ *    follow-up (`follow-flow.ts` with {@link readPodResize}) follows to its end.
+ * A bare Pod's scale has no last-scale record on the object (the `resize` subresource writes
+ * container resources only), so a status or Event write that failed is not repaired later.
+ */
+import type * as k8s from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import type { AlertEventData, AlertTrigger } from "../lib/alert-event.ts";
+import { APPMONITOR_API_VERSION, APPMONITOR_KIND } from "../lib/appmonitor.ts";
+import { apiStatus, isPatchConflict, isRefusal, toHttpFailure } from "../lib/kube-api-errors.ts";
+import { formatTimestamp } from "../lib/rfc3339.ts";
+import { HttpError } from "../lib/runtime/errors.ts";
+import type { Cluster } from "./cluster.ts";
+import { decideScale } from "./decide.ts";
+import type { FollowUp, PendingRollout } from "./follow-up.ts";
+import { governingAppMonitor } from "./governing.ts";
+import type { Observation } from "./observe.ts";
+import { checkOOMKilled } from "./oom.ts";
+import type { Outcome } from "./outcome.ts";
+import { afterCheck, memoryOf, type Scale, type Skip } from "./plan.ts";
+import { eventsOf, scaledStatus, describeChanges, type ObjectRef, type Reported, type Subjects } from "./report.ts";
+import { buildResizePatch, lastResizeTime, runningMemory } from "./resize.ts";
+import { decideResizeFollowUp, type PodResizeView } from "./resize-follow-up.ts";
+import type { FlowDeps } from "./scale-flow.ts";
+import { checkThreshold } from "./verify.ts";
+
+/** What {@link resizeBarePod} needs of the alert and of the read step. */
+export interface BarePodInput {
+  /** The CloudEvent's id: the key of the Events and the status entry. */
+  readonly eventId: string;
+  readonly data: AlertEventData;
+  readonly trigger: AlertTrigger;
+  readonly observation: Extract<Observation, { result: "bare" }>;
+  /** This round of read–decide–write, from 1. */
+  readonly attempt: number;
+}
+
+/**
+ * Resizes the bare Pod the alert names, or says why not (module comment).
+ * @returns the outcome (`scaled`/`Resized`, `dry-run`, `skipped`), or `conflict` when the
+ * compare-and-swap lost (the Pod changed since it was read: read again).
+ * @throws HttpError when the API server or Prometheus failed before anything was written
+ * (`toHttpFailure` by class; 503 for Prometheus), or 503 when the compare-and-swap lost in round
+ * `deps.maxAttempts`.
+ */
+export async function resizeBarePod(deps: FlowDeps, input: BarePodInput, log: Logger): Promise<Outcome | "conflict"> {
+  const { eventId, data, trigger, observation, attempt } = input;
+  const { pod, monitors, named } = observation;
+  const name = data.pod;
+  const base = { pod: `${data.namespace}/${name}`, workload: { kind: "Pod", name }, attempts: attempt };
+  const governing = governingAppMonitor({ kind: "Pod", name, template: { metadata: pod.metadata ?? {} } }, monitors, named);
+  if (governing.result === "none") return { ...base, outcome: "skipped", reason: governing.reason, message: governing.message };
+  const am = governing.appMonitor;
+  const amRef = { namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid };
+  const podRef: ObjectRef = { apiVersion: "v1", kind: "Pod", name, namespace: data.namespace, ...(pod.metadata?.uid === undefined ? {} : { uid: pod.metadata.uid }) };
+  const subjects: Subjects = {
+    pod: podRef,
+    workload: podRef,
+    appMonitor: { apiVersion: APPMONITOR_API_VERSION, kind: APPMONITOR_KIND, name: am.metadata.name, namespace: am.metadata.namespace, ...(am.metadata.uid === undefined ? {} : { uid: am.metadata.uid }) },
+    cooldownSeconds: am.spec.cooldownSeconds,
+  };
+  const now = deps.now();
+  const warnings: string[] = [];
+  const keepWarning = (error: unknown): void => void warnings.push((error as Error).message);
+  const report = async (reported: Reported): Promise<void> => {
+    const results = await Promise.all(eventsOf(reported, subjects, eventId, now).map((spec) => deps.events.record(spec)));
+    for (const problem of results) if (problem !== undefined) warnings.push(problem);
+  };
+  const done = (outcome: Omit<Outcome, "pod" | "workload" | "attempts" | "appmonitor">): Outcome => ({ ...base, appmonitor: am.metadata.name, ...outcome, ...(warnings.length > 0 ? { warnings } : {}) });
+
+  const containers = memoryOf(pod.spec);
+  const running = runningMemory(pod);
+  const lastScaleTime = lastResizeTime(pod.metadata);
+  const decision = decideScale({
+    podContainers: running,
+    templateContainers: containers,
+    now,
+    spec: am.spec,
+    ...(lastScaleTime === undefined ? {} : { lastScaleTime }),
+    ...(data.container === undefined ? {} : { alertContainer: data.container }),
+  });
+  if (decision.action === "skip") {
+    // The spec (desired) above what the containers run with is a resize the kubelet has not applied.
+    const underWay = decision.reason === "RolloutUnderWay";
+    const reason = underWay ? "ResizeUnderWay" : decision.reason;
+    const message = underWay ? `Pod ${name} is being resized: its spec asks for more memory than its containers run with (${decision.message})` : decision.message;
+    await report({ reason, message });
+    return done({ outcome: "skipped", reason, message, skipped: decision.skipped });
+  }
+
+  // The alert's evidence, as for a workload (scale-flow.ts step 5).
+  const plan: Scale = { action: "scale", changes: decision.changes, skipped: decision.skipped, dryRun: decision.dryRun };
+  const statuses = [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])];
+  const measured = trigger === "oomKilled" || deps.verifier === undefined ? undefined : await deps.verifier.workingSets(data.namespace, name, plan.changes.map((c) => c.container));
+  const checked: Skip | Scale =
+    trigger === "oomKilled"
+      ? afterCheck(plan, trigger, checkOOMKilled(plan.changes, statuses, now))
+      : measured === undefined
+        ? plan
+        : afterCheck(plan, trigger, checkThreshold(plan.changes, running, measured, am.spec.memThresholdPercent));
+  if (checked.action === "skip") return done({ outcome: "skipped", reason: checked.reason, message: checked.message, ...(checked.skipped === undefined ? {} : { skipped: checked.skipped }) });
+  const { changes, skipped } = checked;
+  const entry = { time: formatTimestamp(now), workload: { kind: "Pod", name }, event: eventId, changes };
+  if (checked.dryRun) {
+    await Promise.all([report({ reason: "DryRun", changes, trigger }), deps.status.add(amRef, { ...entry, dryRun: true }, am.raw).catch(keepWarning)]);
+    return done({ outcome: "dry-run", reason: "DryRun", message: `would resize in place: ${describeChanges(changes)}`, changes, skipped });
+  }
+
+  let generation: number | undefined;
+  try {
+    ({ generation } = await deps.cluster.resizePod(data.namespace, name, buildResizePatch(containers, changes, pod.metadata?.resourceVersion)));
+  } catch (error) {
+    if (isPatchConflict(error)) {
+      deps.onConflict?.();
+      log.info({ attempt, pod: base.pod, detail: apiStatus(error).message }, "compare-and-swap of the resize lost: reading again");
+      if (attempt >= deps.maxAttempts) throw new HttpError(503, `Pod ${name} changed during each of ${attempt} attempts to resize it; retry later`, { headers: { "retry-after": "1" } });
+      return "conflict";
+    }
+    if (!isRefusal(error)) throw toHttpFailure(error, `resize Pod ${data.namespace}/${name}`);
+    const message = apiStatus(error).message;
+    await report({ reason: "AdmissionRefused", message, changes });
+    return done({ outcome: "skipped", reason: "AdmissionRefused", message, changes, skipped });
+  }
+
+  const rollout: PendingRollout | undefined = generation === undefined ? undefined : { workload: entry.workload, generation, startedAt: entry.time, event: eventId };
+  await Promise.all([
+    report({ reason: "Resized", changes, multiplier: am.spec.memMultiplier, trigger }),
+    deps.status.update(amRef, scaledStatus({ ...entry, dryRun: false }, rollout, deps.status.limit), am.raw).catch(keepWarning),
+  ]);
+  const after = trigger === "oomKilled" ? " after an OOM kill" : "";
+  return done({ outcome: "scaled", reason: "Resized", message: `resized Pod ${name} in place by ${am.spec.memMultiplier}${after}: ${describeChanges(changes)}`, changes, skipped });
+}
+
+/** The follow-up's view of a Pod as read (`resize-follow-up.ts`). */
+export function podResizeView(pod: k8s.V1Pod): PodResizeView {
+  const statuses = [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])];
+  return {
+    name: pod.metadata?.name ?? "",
+    generation: pod.metadata?.generation,
+    observedGeneration: pod.status?.observedGeneration,
+    conditions: pod.status?.conditions ?? [],
+    containers: memoryOf(pod.spec)
+      .filter((c) => c.kind !== "init")
+      .map((desired) => {
+        const status = statuses.find((s) => s.name === desired.name);
+        const actual = status?.resources;
+        return {
+          name: desired.name,
+          desired: { limit: desired.limit, request: desired.request },
+          actual: actual === undefined ? undefined : { limit: actual.limits?.memory, request: actual.requests?.memory },
+          restartCount: status?.restartCount ?? 0,
+        };
+      }),
+  };
+}
+
+/**
+ * The follow-up of a pending resize (`status.rollouts` entry of kind `Pod`): reads the Pod and
+ * decides where the resize stands (`decideResizeFollowUp`). `ref` is what the Events regard.
+ * @throws whatever the {@link Cluster} throws for a failed read (the follow-up classifies it).
+ */
+export async function readPodResize(cluster: Cluster, namespace: string, rollout: PendingRollout, now: Date): Promise<{ follow: FollowUp; ref: ObjectRef }> {
+  const pod = await cluster.readPod(namespace, rollout.workload.name);
+  const uid = pod?.metadata?.uid;
+  return {
+    follow: decideResizeFollowUp({ rollout, pod: pod === undefined ? undefined : podResizeView(pod), now }),
+    ref: { apiVersion: "v1", kind: "Pod", name: rollout.workload.name, namespace, ...(uid === undefined ? {} : { uid }) },
+  };
+}
