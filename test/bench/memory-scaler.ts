@@ -9,7 +9,8 @@
  *    event a different Deployment: the full path, dry runs, patch, Events, status), then a copy
  *    of each (same id: answered from memory, nothing read), then a new event for each (another
  *    id: read, then skipped in the cooldown); p50/p99 of the round trip seen by the sender, and
- *    each as a multiple of the API server's GET measured in the same run.
+ *    each as a multiple of the API server's GET measured in the same run (and a scale's p50 as a
+ *    multiple of one write's: a merge patch of a ConfigMap, measured in the same run too).
  * 3. The storm: 1,000 firing events for 100 Deployments, 10 deliveries of each Deployment's
  *    event, shuffled, 50 in flight, the Deployments paused (no rollouts). Counts the patches (the function's
  *    `appmonitor_memory_scaler_scales_total`, and each Deployment's `metadata.generation`, which
@@ -86,6 +87,26 @@ async function apiServerBaseline(): Promise<number[]> {
   for (let i = 0; i < 200; i += 1) {
     const t0 = performance.now();
     await core.readNamespace({ name: "default" });
+    if (i >= 20) times.push(performance.now() - t0);
+  }
+  kc.destroyAgents();
+  return times;
+}
+
+/**
+ * A second yardstick, for writes: sequential JSON merge patches of one annotation of a ConfigMap
+ * (each a new resourceVersion, so an etcd write), on one keep-alive connection. A scale makes two
+ * writes one after the other (the patch, then its Events and status), which a GET cannot stand for.
+ */
+async function apiServerWriteBaseline(namespace: string): Promise<number[]> {
+  const kc = loadKubeConfig(process.env.KUBECONFIG);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const name = "bench-write-yardstick";
+  await core.createNamespacedConfigMap({ namespace, body: { metadata: { name } } });
+  const times: number[] = [];
+  for (let i = 0; i < 120; i += 1) {
+    const t0 = performance.now();
+    await core.patchNamespacedConfigMap({ namespace, name, body: { metadata: { annotations: { n: String(i) } } } }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
     if (i >= 20) times.push(performance.now() - t0);
   }
   kc.destroyAgents();
@@ -177,7 +198,7 @@ function shuffle<T>(items: T[]): T[] {
 }
 
 /** What memory-scaler reads and writes, for the API server's request count. */
-const SCALER_RESOURCES = ["pods", "deployments", "replicasets", "appmonitors", "events", "resourcequotas", "nodes"] as const;
+const SCALER_RESOURCES = ["pods", "deployments", "replicasets", "appmonitors", "events", "resourcequotas", "nodes", "horizontalpodautoscalers", "verticalpodautoscalers"] as const;
 
 async function main(): Promise<void> {
   const suffix = Date.now().toString(36);
@@ -195,6 +216,12 @@ async function main(): Promise<void> {
     const getP50 = percentile(baseline, 50);
     const getP99 = percentile(baseline, 99);
     console.log(`  ${summary(baseline)}`);
+    const writeNs = `bench-write-${suffix}`;
+    await namespace(writeNs);
+    const writes = [...(await apiServerWriteBaseline(writeNs))].sort((a, b) => a - b);
+    console.log(`API server write yardstick, one merge patch (an etcd write) on a keep-alive connection:`);
+    console.log(`  ${summary(writes)}`);
+    await deleteNamespace(writeNs);
     const times = (values: number[], p: number, of: number): string => `${(percentile([...values].sort((a, b) => a - b), p) / of).toFixed(1)}×`;
 
     // 1. Cold start.
@@ -247,6 +274,7 @@ async function main(): Promise<void> {
     console.log(`per-event latency, sequential, sender's round trip (× the API server's GET, same percentile):`);
     console.log(`  scale (full path):          ${summary(scaleTimes)}`);
     console.log(`                              p50 ${times(scaleTimes, 50, getP50)}  p99 ${times(scaleTimes, 99, getP99)}   goal ≤ 4× each`);
+    console.log(`                              p50 ${times(scaleTimes, 50, percentile(writes, 50))} the write yardstick's p50 (a scale writes twice in sequence)`);
     console.log(`                              function CPU ${cpuPerScale.toFixed(1)} ms per scaled event (user + system)`);
     console.log(`  copy of a scaled event:     ${summary(copyTimes)}`);
     console.log(`                              p50 ${times(copyTimes, 50, getP50)}   (answered from memory, nothing read)`);
@@ -307,7 +335,7 @@ async function main(): Promise<void> {
     const rss = rssMiB(child.pid);
     console.log(`storm: ${queue.length} firing events for ${deployments} Deployments, ${duplicates} deliveries each, ${concurrency} in flight:`);
     console.log(`  patches written: ${patches} (scales_total)   goal exactly ${deployments}`);
-    console.log(`  Deployment generations: ${[...generations].map(([g, n]) => `${n} at ${g}`).join(", ")}   (created at 1; one spec change → 2)`);
+    console.log(`  Deployment generations: ${[...generations].map(([g, n]) => `${n} at ${g}`).join(", ")}   (created at 1, paused → 2, scaled once → 3)`);
     console.log(`  template limits: ${[...limits].map(([l, n]) => `${n} × ${l}`).join(", ")}`);
     console.log(`  answers: ${[...byOutcome].sort().map(([k, n]) => `${k} ${n}`).join(", ")}`);
     console.log(`  API requests served meanwhile: ${requestTotal} (${(requestTotal / deployments).toFixed(1)} per Deployment)   goal ≤ 3 × ${deployments} + a few`);

@@ -27,6 +27,7 @@ import {
   onlyRunningPod,
   patchAppMonitorSpec,
   runningPods,
+  waitForWatchCache,
   startScaler,
   type Answer,
   type ScalerUnderTest,
@@ -333,6 +334,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
 
     // maxMemory raised: the next alert scales, and the workload leaves the list.
     await patchAppMonitorSpec(ns, "m", { maxMemory: "800Mi" });
+    await waitForWatchCache({ group: "kubedemo.com", version: "v1", plural: "appmonitors" }, ns, "m", (o) => (o.spec as { maxMemory?: string }).maxMemory === "800Mi");
     const raised = await deliver(scaler.url, alertEvent({ namespace: ns, pod: second.metadata?.name ?? "", container: "memhog", appmonitor: "m" }));
     assert.equal(raised.outcome, "scaled", describeAnswer(raised));
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("800Mi", "559240534") });
@@ -407,6 +409,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
       { group: "kubedemo.com", version: "v1", plural: "appmonitors", namespace: ns, name: "m", body: { spec: { cooldownSeconds: 0 } } },
       k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
     );
+    await waitForWatchCache({ group: "kubedemo.com", version: "v1", plural: "appmonitors" }, ns, "m", (o) => (o.spec as { cooldownSeconds?: number }).cooldownSeconds === 0);
     // A new alert for the same Pod.
     const again = await deliver(scaler.url, alertEvent({ namespace: ns, pod: second.metadata?.name ?? "", container: "memhog", appmonitor: "m" }));
     assert.equal(again.outcome, "scaled", describeAnswer(again));

@@ -14,7 +14,7 @@ import * as k8s from "@kubernetes/client-node";
 import { forEachLimit } from "../../functions/lib/worker-pool.ts";
 import { installCrdFiles, verticalPodAutoscalerCrdFile } from "../support/crds.ts";
 import { describeAnswer } from "../support/post-event.ts";
-import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, onlyRunningPod, scalerForSuite, type Answer } from "../support/memory-scaler.ts";
+import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, onlyRunningPod, scalerForSuite, waitForWatchCache, type Answer } from "../support/memory-scaler.ts";
 import { adminKubeConfig, freshNamespace, waitFor } from "../support/stack.ts";
 
 const VPA_CRD = "verticalpodautoscalers.autoscaling.k8s.io";
@@ -79,6 +79,7 @@ describe("memory-scaler beside the workload's other managers", { concurrency: 4 
       { group: "kubedemo.com", version: "v1", plural: "appmonitors", namespace: ns, name: "m", body: { spec: { gitOpsManaged: "Patch" } } },
       k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
     );
+    await waitForWatchCache({ group: "kubedemo.com", version: "v1", plural: "appmonitors" }, ns, "m", (o) => (o.spec as { gitOpsManaged?: string }).gitOpsManaged === "Patch");
     assertAnswer(await deliver(scaler().url, alertOf(ns, pod.metadata.name)), "scaled", "Scaled");
     assert.deepEqual(await templateResources(ns, "web"), { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } });
     const events = await eventsRegarding(ns, "Deployment", "web");
@@ -173,6 +174,7 @@ describe("memory-scaler beside the workload's other managers", { concurrency: 4 
         },
       });
     }
+    for (const name of ["mem", "cpu"]) await waitForWatchCache({ group: "autoscaling", version: "v2", plural: "horizontalpodautoscalers" }, ns, name);
     const memPod = await onlyRunningPod(ns, "app=mem");
     assertAnswer(await deliver(scaler().url, alertOf(ns, memPod.metadata.name)), "skipped", "HPAOnMemory");
     assert.deepEqual(await templateResources(ns, "mem"), ORIGINAL);
@@ -227,6 +229,7 @@ describe("memory-scaler and VerticalPodAutoscalers", () => {
         body: { apiVersion: "autoscaling.k8s.io/v1", kind: "VerticalPodAutoscaler", metadata: { name }, spec: { targetRef: { apiVersion: "apps/v1", kind: "Deployment", name }, updatePolicy: { updateMode } } },
       });
     }
+    for (const name of ["web", "off"]) await waitForWatchCache({ group: "autoscaling.k8s.io", version: "v1", plural: "verticalpodautoscalers" }, ns, name);
     const pod = await onlyRunningPod(ns, "app=web");
     assertAnswer(await deliver(scaler().url, alertOf(ns, pod.metadata.name)), "skipped", "VPAControlled");
     assert.deepEqual(await templateResources(ns, "web"), ORIGINAL);

@@ -171,6 +171,24 @@ export async function patchAppMonitorSpec(namespace: string, name: string, spec:
   return patched.metadata?.resourceVersion;
 }
 
+/**
+ * Waits until a list served from the API server's watch cache (`resourceVersion=0`, as
+ * memory-scaler lists AppMonitors, HPAs and VPAs) shows the object `name` of `plural` in
+ * `namespace` and `check` holds for it: what a test wrote is then what memory-scaler reads.
+ */
+export async function waitForWatchCache(
+  resource: { group: string; version: string; plural: string },
+  namespace: string,
+  name: string,
+  check: (object: Record<string, unknown>) => boolean = () => true,
+): Promise<void> {
+  const custom = (await adminKubeConfig()).makeApiClient(k8s.CustomObjectsApi);
+  await waitFor(`${resource.plural} ${namespace}/${name} in the watch cache`, async () => {
+    const list = (await custom.listNamespacedCustomObject({ ...resource, namespace, resourceVersion: "0" })) as { items?: Record<string, unknown>[] };
+    return (list.items ?? []).some((o) => (o.metadata as { name?: string } | undefined)?.name === name && check(o));
+  }, 10_000, 20);
+}
+
 /** An AppMonitor's `metadata.resourceVersion`, as the admin reads it: it moves with every write, status included. */
 export async function appMonitorResourceVersion(namespace: string, name: string): Promise<string | undefined> {
   const custom = (await adminKubeConfig()).makeApiClient(k8s.CustomObjectsApi);
