@@ -10,6 +10,7 @@
 import { createHash } from "node:crypto";
 import { hostname } from "node:os";
 import * as k8s from "@kubernetes/client-node";
+import { LRUCache } from "lru-cache";
 import { apiStatus, isConflict } from "../lib/kube-api-errors.ts";
 import type { Cluster } from "./cluster.ts";
 
@@ -92,16 +93,33 @@ export function defaultReportingInstance(): string {
   return `memory-scaler-${hostname()}`;
 }
 
-/** An {@link EventRecorder} that creates Events through `cluster`. */
+/** Event names remembered as written, per process; the oldest is forgotten beyond this. */
+export const MAX_KNOWN_EVENTS = 10_000;
+
+/**
+ * An {@link EventRecorder} that creates Events through `cluster`. The names it created, or found
+ * already there (409), are remembered (at most {@link MAX_KNOWN_EVENTS}, least recently used
+ * forgotten first), and a report of a remembered name writes nothing: the repair of a last scale's
+ * `Scaled` Events (`scale-flow.ts` step 3a) runs for every later alert of the workload and would
+ * otherwise cost each of them a round trip of creates answered 409. An Event deleted since (its TTL)
+ * is not written again by this process; another instance, or this one after a restart, would.
+ */
 export function createEventRecorder(cluster: Cluster, reportingInstance = defaultReportingInstance(), now: () => Date = () => new Date()): EventRecorder {
+  const known = new LRUCache<string, true>({ max: MAX_KNOWN_EVENTS });
   return {
     async record(spec) {
       const event = buildEvent(spec, reportingInstance, now());
+      const name = `${spec.regarding.namespace}/${event.metadata?.name ?? ""}`;
+      if (known.has(name)) return undefined;
       try {
         await cluster.createEvent(spec.regarding.namespace, event);
+        known.set(name, true);
         return undefined;
       } catch (error) {
-        if (isConflict(error)) return undefined;
+        if (isConflict(error)) {
+          known.set(name, true);
+          return undefined;
+        }
         return `could not record ${spec.type} Event ${spec.reason} on ${spec.regarding.kind ?? "object"} ${spec.regarding.name}: ${apiStatus(error).message}`;
       }
     },

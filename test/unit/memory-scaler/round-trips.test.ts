@@ -60,6 +60,17 @@ describe("sequential API round trips of one event", () => {
     assert.deepEqual(roundTrips.map((r) => [...r].sort()), [["listAppMonitors", "listHorizontalPodAutoscalers", "listVerticalPodAutoscalers", "readPod"], ["readWorkload Deployment", "readWorkload ReplicaSet"]]);
   });
 
+  test("a new event in the cooldown after this instance's scale: two; the scale's Events, known written, are not created again", async () => {
+    const { cluster, roundTrips } = countingRoundTrips(memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 3600 }));
+    const deps = flowDeps(cluster);
+    assert.equal((await handleFiring(deps, "e1", alertData(), silent)).outcome, "scaled");
+    roundTrips.length = 0;
+    // Another alert of the same Pod: the record's repair finds the Scaled Events known and the status listing the scale.
+    const outcome = await handleFiring(deps, "e2", alertData(), silent);
+    assert.deepEqual([outcome.outcome, outcome.reason], ["skipped", "Cooldown"]);
+    assert.deepEqual(roundTrips.map((r) => [...r].sort()), [["listAppMonitors", "listHorizontalPodAutoscalers", "listVerticalPodAutoscalers", "readPod"], ["readWorkload Deployment", "readWorkload ReplicaSet"]]);
+  });
+
   test("an alert no AppMonitor rule raised: none", async () => {
     const { cluster, roundTrips } = countingRoundTrips(memhogCluster());
     const outcome = await handleFiring(flowDeps(cluster), "e1", alertData({ alertname: "SomethingElse" }), silent);
