@@ -14,7 +14,7 @@
  *    it is pending, the condition's message says why (`withResizeProgress`).
  * 3. Ended: the condition `RolledOut` on the AppMonitor (True, or False with the failure's
  *    reason) and the entry removed from `status.rollouts`; an Event on the workload and one on the
- *    AppMonitor (Normal `RolledOut`, Warning `RolloutFailed`, named after the workload, the
+ *    AppMonitor (Normal `RolledOut`, Warning `RolloutFailed`, named after the workload (and its uid), the
  *    generation and the result, so a repeated tick writes none); the metric
  *    `appmonitor_memory_scaler_rollouts_total{kind,result,reason}`. OnDelete still waiting: the
  *    entry names the Pods on the old revision. `stuckRollout: DeletePod`: the crash-looping Pod is
@@ -197,7 +197,10 @@ async function followOne(
   if (end !== undefined) {
     log.info({ ...line, reason: end.reason }, follow.message);
     const type = end.result === "RolledOut" ? "Normal" : "Warning";
-    const key = `rollout/${kind}/${name}/${rollout.generation}/${end.reason}`;
+    // The workload's uid too: one deleted and created again under its name reaches the same
+    // generations (a bare Pod's first resize is always generation 2), and the AppMonitor's Event,
+    // whose name is derived from this key and the AppMonitor, would be taken for the old one's.
+    const key = `rollout/${kind}/${name}/${wlRef.uid ?? ""}/${rollout.generation}/${end.reason}`;
     const note = end.result === "RolledOut" ? follow.message : `rollout failed (${end.reason}): ${follow.message}`;
     const problems = await Promise.all([
       deps.events.record({ type, reason: end.result, note, regarding: wlRef, related: amRef, key }),

@@ -244,4 +244,28 @@ describe("a bare Pod covered by an AppMonitor is resized in place", () => {
       assert.deepEqual(status.rollouts, []);
     }
   });
+
+  it("a bare Pod deleted and created again with the same name, resized again to the same generation: its RolledOut Events are written too, on the AppMonitor as on the Pod", async () => {
+    const cluster = bareMemhog();
+    const fresh = structuredClone(cluster.pods.get(`${NS}/memhog-5d8f-x2`));
+    assert.ok(fresh?.metadata);
+    const deps = flowDeps(cluster);
+    const applied = (): void => {
+      const status = cluster.pods.get(`${NS}/memhog-5d8f-x2`)?.status?.containerStatuses?.[0];
+      assert.ok(status);
+      status.resources = { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } };
+    };
+    assert.equal((await handleFiring(deps, "e1", alertData(), log)).reason, "Resized");
+    applied();
+    const follow = { cluster, events: deps.events, status: deps.status, now: () => new Date("2025-06-01T12:00:10Z") };
+    assert.deepEqual(await followRollouts(follow, log), { checked: 1, ended: 1, pending: 0 });
+    // The same Pod manifest applied again: a new uid, generation 1, the old memory.
+    cluster.pods.set(`${NS}/memhog-5d8f-x2`, { ...fresh, metadata: { ...fresh.metadata, uid: "p2" } });
+    const later = { ...deps, now: () => new Date("2025-06-01T12:30:00Z") };
+    assert.equal((await handleFiring(later, "e2", alertData(), log)).reason, "Resized");
+    applied();
+    assert.deepEqual(await followRollouts({ ...follow, now: () => new Date("2025-06-01T12:30:10Z") }, log), { checked: 1, ended: 1, pending: 0 });
+    const rolledOut = cluster.events.filter((e) => e.reason === "RolledOut");
+    assert.deepEqual(rolledOut.map((e) => `${e.regarding?.kind ?? ""} ${e.regarding?.uid ?? ""}`).sort(), ["AppMonitor a1", "AppMonitor a1", "Pod p1", "Pod p2"]);
+  });
 });
