@@ -13,6 +13,9 @@
  *    (a resize not applied yet, or one the kubelet cannot apply) → `ResizeUnderWay`.
  * 3. The alert's evidence, as for a workload: an OOM kill in the Pod's status, or the working set
  *    against the threshold (Prometheus).
+ * 3a. A Pod a GitOps tool applies (`gitops.ts`, on the Pod's own metadata): `spec.gitOpsManaged`
+ *    `Skip` → `GitOpsManaged` (Warnings and a `held` status entry), `Patch` → resized with
+ *    `GitOpsManaged` Warnings, as for a workload.
  * 4. `DryRun` → Events and a `recentScales` entry marked `dryRun`.
  * 5. The compare-and-swap JSON Patch of the `resize` subresource (`buildResizePatch`: `test` on
  *    the resourceVersion and on each value decided from), field manager
@@ -35,11 +38,12 @@ import { HttpError } from "../lib/runtime/errors.ts";
 import type { Cluster } from "./cluster.ts";
 import { decideScale } from "./decide.ts";
 import type { FollowUp, PendingRollout } from "./follow-up.ts";
+import { gitOpsOwner } from "./gitops.ts";
 import { governingAppMonitor } from "./governing.ts";
 import type { Observation } from "./observe.ts";
 import { checkOOMKilled } from "./oom.ts";
 import type { Outcome } from "./outcome.ts";
-import { afterCheck, memoryOf, type Scale, type Skip } from "./plan.ts";
+import { afterCheck, gateScale, gitOpsPatchedNote, memoryOf, type Scale, type Skip } from "./plan.ts";
 import { eventsOf, scaledStatus, describeChanges, type ObjectRef, type Reported, type Subjects } from "./report.ts";
 import { buildResizePatch, lastResizeTime, runningMemory } from "./resize.ts";
 import { decideResizeFollowUp, type PodResizeView } from "./resize-follow-up.ts";
@@ -123,6 +127,17 @@ export async function resizeBarePod(deps: FlowDeps, input: BarePodInput, log: Lo
   if (checked.action === "skip") return done({ outcome: "skipped", reason: checked.reason, message: checked.message, ...(checked.skipped === undefined ? {} : { skipped: checked.skipped }) });
   const { changes, skipped } = checked;
   const entry = { time: formatTimestamp(now), workload: { kind: "Pod", name }, event: eventId, changes };
+  // A Pod Argo CD or Flux applies is theirs as a workload is: their next sync finds the resources
+  // changed (and, forcing it, recreates the Pod with the manifest's memory), so `gitOpsManaged`
+  // decides here too (`plan.ts` `gateScale`; no HPA or VPA targets a bare Pod, no revert is kept).
+  const gitOps = gitOpsOwner(pod.metadata);
+  if (gitOps !== undefined) {
+    const gate = gateScale({ workload: entry.workload, changes, gitOpsManaged: am.spec.gitOpsManaged, gitOps, revert: undefined, budget: { budget: 0, scales: [], exhausted: false }, autoscalers: { hpas: [], vpas: [] } });
+    if (gate.action === "skip") {
+      await Promise.all([report({ reason: gate.reason, message: gate.message }), deps.status.add(amRef, { ...entry, dryRun: checked.dryRun, held: "GitOpsManaged" }, am.raw).catch(keepWarning)]);
+      return done({ outcome: "skipped", reason: gate.reason, message: gate.message, changes, skipped });
+    }
+  }
   if (checked.dryRun) {
     await Promise.all([report({ reason: "DryRun", changes, trigger }), deps.status.add(amRef, { ...entry, dryRun: true }, am.raw).catch(keepWarning)]);
     return done({ outcome: "dry-run", reason: "DryRun", message: `would resize in place: ${describeChanges(changes)}`, changes, skipped });
@@ -147,6 +162,7 @@ export async function resizeBarePod(deps: FlowDeps, input: BarePodInput, log: Lo
   const rollout: PendingRollout | undefined = generation === undefined ? undefined : { workload: entry.workload, generation, startedAt: entry.time, event: eventId };
   await Promise.all([
     report({ reason: "Resized", changes, multiplier: am.spec.memMultiplier, trigger }),
+    gitOps === undefined ? undefined : report({ reason: "GitOpsManaged", message: gitOpsPatchedNote(entry.workload, gitOps, changes) }),
     deps.status.update(amRef, scaledStatus({ ...entry, dryRun: false }, rollout, deps.status.limit), am.raw).catch(keepWarning),
   ]);
   const after = trigger === "oomKilled" ? " after an OOM kill" : "";

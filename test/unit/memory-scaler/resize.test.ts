@@ -205,6 +205,28 @@ describe("a bare Pod covered by an AppMonitor is resized in place", () => {
     assert.equal(cluster.resizes.length, 0);
   });
 
+  it("a bare Pod a GitOps tool applies (Argo CD's tracking annotation on the Pod): gitOpsManaged Skip holds the resize, Patch resizes and warns", async () => {
+    const tracked = (spec: Record<string, unknown>): FakeCluster => {
+      const cluster = bareMemhog(spec);
+      editPod(cluster, (meta) => ({ ...meta, annotations: { ...meta.annotations, "argocd.argoproj.io/tracking-id": "shop:/Pod:team-a/memhog-5d8f-x2" } }));
+      return cluster;
+    };
+    const skipped = tracked({ memThresholdPercent: 75, memMultiplier: 2 });
+    const outcome = await handleFiring(flowDeps(skipped), "e1", alertData(), log);
+    assert.deepEqual([outcome.outcome, outcome.reason], ["skipped", "GitOpsManaged"]);
+    assert.match(outcome.message, /Argo CD \(Application shop/);
+    assert.equal(skipped.resizes.length, 0);
+    assert.deepEqual(skipped.events.map((e) => [e.type, e.reason, e.regarding?.kind]).sort(), [["Warning", "GitOpsManaged", "AppMonitor"], ["Warning", "GitOpsManaged", "Pod"]]);
+    const held = (skipped.appMonitors.get(`${NS}/mymonitor`)?.status as { recentScales?: { held?: string; to: { limit: string } }[] }).recentScales;
+    assert.deepEqual(held?.map((r) => [r.held, r.to.limit]), [["GitOpsManaged", "768Mi"]]);
+
+    const patched = tracked({ memThresholdPercent: 75, memMultiplier: 2, gitOpsManaged: "Patch" });
+    const resized = await handleFiring(flowDeps(patched), "e1", alertData(), log);
+    assert.deepEqual([resized.outcome, resized.reason], ["scaled", "Resized"]);
+    assert.equal(patched.resizes.length, 1);
+    assert.deepEqual(patched.events.filter((e) => e.reason === "GitOpsManaged").map((e) => e.regarding?.kind).sort(), ["AppMonitor", "Pod"]);
+  });
+
   it("at the cap: AtCap; DryRun: Events and a dryRun entry, no resize", async () => {
     const capped = bareMemhog({ memThresholdPercent: 75, memMultiplier: 2, maxMemory: "384Mi" });
     assert.equal((await handleFiring(flowDeps(capped), "e1", alertData(), log)).reason, "AtCap");
