@@ -44,7 +44,7 @@ import type { Observation } from "./observe.ts";
 import { checkOOMKilled } from "./oom.ts";
 import type { Outcome } from "./outcome.ts";
 import { afterCheck, gateScale, gitOpsPatchedNote, memoryOf, type Scale, type Skip } from "./plan.ts";
-import { eventsOf, scaledStatus, describeChanges, type ObjectRef, type Reported, type Subjects } from "./report.ts";
+import { cappedStatus, eventsOf, scaledStatus, describeChanges, type ObjectRef, type Reported, type Subjects } from "./report.ts";
 import { buildResizePatch, lastResizeTime, runningMemory } from "./resize.ts";
 import { decideResizeFollowUp, type PodResizeView } from "./resize-follow-up.ts";
 import type { FlowDeps } from "./scale-flow.ts";
@@ -110,7 +110,11 @@ export async function resizeBarePod(deps: FlowDeps, input: BarePodInput, log: Lo
     const underWay = decision.reason === "RolloutUnderWay";
     const reason = underWay ? "ResizeUnderWay" : decision.reason;
     const message = underWay ? `Pod ${name} is being resized: its spec asks for more memory than its containers run with (${decision.message})` : decision.message;
-    await report({ reason, message });
+    await Promise.all([
+      report({ reason, message }),
+      // At the cap: listed in status.capped with the AtMaxMemory condition, as a workload is (scale-flow.ts step 4).
+      reason === "AtCap" ? deps.status.update(amRef, cappedStatus({ kind: "Pod", name }, decision.skipped, am.spec.maxMemory ?? "", formatTimestamp(now)), am.raw).catch(keepWarning) : undefined,
+    ]);
     return done({ outcome: "skipped", reason, message, skipped: decision.skipped });
   }
 

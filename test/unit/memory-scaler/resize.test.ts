@@ -230,6 +230,9 @@ describe("a bare Pod covered by an AppMonitor is resized in place", () => {
   it("at the cap: AtCap; DryRun: Events and a dryRun entry, no resize", async () => {
     const capped = bareMemhog({ memThresholdPercent: 75, memMultiplier: 2, maxMemory: "384Mi" });
     assert.equal((await handleFiring(flowDeps(capped), "e1", alertData(), log)).reason, "AtCap");
+    const cappedStatus = capped.appMonitors.get(`${NS}/mymonitor`)?.status as { capped?: { workload: { kind: string; name: string }; containers: string[] }[]; conditions?: { type: string; status: string }[] } | undefined;
+    assert.deepEqual(cappedStatus?.capped?.map((c) => [c.workload.kind, c.workload.name, c.containers]), [["Pod", "memhog-5d8f-x2", ["memhog"]]], "listed in status.capped, as a workload at the cap is");
+    assert.equal(cappedStatus?.conditions?.find((c) => c.type === "AtMaxMemory")?.status, "True");
     const dry = bareMemhog({ memThresholdPercent: 75, memMultiplier: 2, mode: "DryRun" });
     const outcome = await handleFiring(flowDeps(dry), "e1", alertData(), log);
     assert.deepEqual([outcome.outcome, outcome.reason], ["dry-run", "DryRun"]);
