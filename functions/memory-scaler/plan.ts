@@ -19,7 +19,7 @@ import type { OutcomeReason, SkippedContainer } from "./outcome.ts";
 import type { Workload } from "./owners.ts";
 import { waitingForDelete, waitsForDelete, type RolloutStrategy } from "./rollout.ts";
 import { pendingRollouts } from "./rollout-status.ts";
-import { budgetUse, describeRevert, detectRevert, type BudgetUse, type Revert } from "./reverts.ts";
+import { budgetUse, describeRevert, detectRevert, detectRevertFromStatus, type BudgetUse, type Revert } from "./reverts.ts";
 import { parseScaleRecord, repairOf, type RecordedScale, type Repair } from "./status.ts";
 
 /**
@@ -128,11 +128,16 @@ export function planFiring(input: PlanInput): FiringPlan {
     status: am.raw.status as AppMonitorStatus | undefined,
     limit: input.statusLimit,
   });
-  const revert = detectRevert({ lastScale: annotations?.[LAST_SCALE_ANNOTATION], record: annotations?.[LAST_SCALE_RECORD_ANNOTATION], templateContainers });
+  const recent = ((am.raw.status as AppMonitorStatus | undefined)?.recentScales ?? []) as RecordedScale[];
+  // A writer that replaced the whole workload took the annotations with the memory: the status's entries stand for the record.
+  const stripped = annotations?.[LAST_SCALE_ANNOTATION] === undefined && annotations?.[LAST_SCALE_RECORD_ANNOTATION] === undefined;
+  const revert =
+    detectRevert({ lastScale: annotations?.[LAST_SCALE_ANNOTATION], record: annotations?.[LAST_SCALE_RECORD_ANNOTATION], templateContainers }) ??
+    (stripped ? detectRevertFromStatus({ workload, appmonitor: am.metadata.name, multiplier: am.spec.memMultiplier, recent, now, templateContainers }) : undefined);
   const budget = budgetUse({
     workload,
     record: parseScaleRecord(annotations?.[LAST_SCALE_RECORD_ANNOTATION]),
-    recent: ((am.raw.status as AppMonitorStatus | undefined)?.recentScales ?? []) as RecordedScale[],
+    recent,
     now,
     budget: am.spec.revertBudgetPerHour,
   });

@@ -1,7 +1,9 @@
 /**
  * Reverts and the revert budget (pure). A revert: the workload's Pod template now gives a
  * container less memory than memory-scaler's last scale set, which the workload's last-scale
- * record (`status.ts`, written in the same compare-and-swap as the scale) says. Something put the
+ * record (`status.ts`, written in the same compare-and-swap as the scale) says, or, on a workload
+ * replaced whole without either annotation, its newest `status.recentScales` entries of the hour
+ * ({@link detectRevertFromStatus}). Something put the
  * old value back — a GitOps sync, `kubectl apply` of the old manifest, a CI pipeline — and will
  * likely do it again; patching each time would loop for ever. So a reverted workload is patched at
  * most `spec.revertBudgetPerHour` times within any hour (default
@@ -58,9 +60,45 @@ function lowered(set: string | undefined, now: string | undefined): boolean {
 export function detectRevert(input: { readonly lastScale: string | undefined; readonly record: string | undefined; readonly templateContainers: readonly ContainerMemory[] }): Revert | undefined {
   const record = parseScaleRecord(input.record);
   if (record === undefined || input.lastScale === undefined || Date.parse(input.lastScale) !== Date.parse(record.time)) return undefined;
+  return revertOf(record, input.templateContainers);
+}
+
+/**
+ * The revert of the workload's last scale as the AppMonitor's `status.recentScales` lists it, for
+ * a workload that carries neither the last-scale annotation nor its record: a writer replaced the
+ * whole object (`kubectl replace`, an Argo CD sync with `Replace=true`, a delete and create) and
+ * took them with the memory, so {@link detectRevert} sees nothing and the budget would never be
+ * asked. The newest applied entries of the workload within the last hour (one per container, of
+ * one scale) stand for the record; older ones are left alone, as the budget does.
+ */
+export function detectRevertFromStatus(input: {
+  readonly workload: { readonly kind: string; readonly name: string };
+  readonly appmonitor: string;
+  readonly multiplier: number;
+  readonly recent: readonly RecordedScale[];
+  readonly now: Date;
+  readonly templateContainers: readonly ContainerMemory[];
+}): Revert | undefined {
+  const since = input.now.getTime() - REVERT_WINDOW_MS;
+  const mine = input.recent.filter((r) => isApplied(r) && r.workload.kind === input.workload.kind && r.workload.name === input.workload.name && Date.parse(r.time) > since);
+  const newest = mine.reduce<RecordedScale | undefined>((a, r) => (a === undefined || Date.parse(r.time) > Date.parse(a.time) ? r : a), undefined);
+  if (newest === undefined) return undefined;
+  const scale = mine.filter((r) => Date.parse(r.time) === Date.parse(newest.time) && r.event === newest.event);
+  const record: ScaleRecordAnnotation = {
+    time: newest.time,
+    appmonitor: input.appmonitor,
+    event: newest.event ?? newest.time,
+    multiplier: input.multiplier,
+    changes: scale.map((r) => ({ container: r.container, from: r.from, to: r.to })),
+  };
+  return revertOf(record, input.templateContainers);
+}
+
+/** The containers `record` changed whose template memory is now below what it set, as a revert; undefined when none. */
+function revertOf(record: ScaleRecordAnnotation, templateContainers: readonly ContainerMemory[]): Revert | undefined {
   const containers: RevertedContainer[] = [];
   for (const change of record.changes) {
-    const now = input.templateContainers.find((c) => c.name === change.container);
+    const now = templateContainers.find((c) => c.name === change.container);
     if (now === undefined) continue;
     if (lowered(change.to.limit, now.limit) || lowered(change.to.request, now.request)) {
       containers.push({ container: change.container, set: change.to, now: { limit: now.limit, request: now.request } });

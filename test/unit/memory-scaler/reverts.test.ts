@@ -2,7 +2,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { ContainerMemory } from "../../../functions/memory-scaler/decide.ts";
-import { budgetUse, detectRevert, describeRevert } from "../../../functions/memory-scaler/reverts.ts";
+import { budgetUse, detectRevert, detectRevertFromStatus, describeRevert } from "../../../functions/memory-scaler/reverts.ts";
 import { formatScaleRecord, parseScaleRecord, type RecordedScale, type ScaleRecordAnnotation } from "../../../functions/memory-scaler/status.ts";
 
 const T = "2025-06-01T11:50:00Z";
@@ -37,6 +37,23 @@ describe("detectRevert", () => {
       assert.equal(revert === undefined ? undefined : describeRevert(revert), c.want);
     });
   }
+});
+
+describe("detectRevertFromStatus", () => {
+  const entry = (time: string, over: Partial<RecordedScale> = {}): RecordedScale => ({ time, workload: { kind: "Deployment", name: "web" }, event: `e-${time}`, container: "app", from: { limit: "1Gi" }, to: { limit: "2Gi" }, ...over });
+  const template = [{ name: "app", kind: "container" as const, limit: "1Gi" }];
+  const detect = (recent: RecordedScale[]) =>
+    detectRevertFromStatus({ workload: { kind: "Deployment", name: "web" }, appmonitor: "m", multiplier: 2, recent, now: new Date("2025-06-01T12:00:00Z"), templateContainers: template });
+  it("the newest applied entry of the workload within the hour stands for the record", () => {
+    const revert = detect([entry("2025-06-01T11:50:00Z", { held: "Reverted", to: { limit: "4Gi" } }), entry("2025-06-01T11:40:00Z"), entry("2025-06-01T11:30:00Z", { to: { limit: "1Gi" } })]);
+    assert.equal(revert === undefined ? undefined : `${revert.record.time} ${revert.record.event} ${describeRevert(revert)}`, "2025-06-01T11:40:00Z e-2025-06-01T11:40:00Z app: limit 2Gi → 1Gi");
+  });
+  it("none: an entry older than the hour, another workload's, a dry run, or memory the template still has", () => {
+    assert.equal(detect([entry("2025-06-01T10:59:59Z")]), undefined);
+    assert.equal(detect([entry("2025-06-01T11:40:00Z", { workload: { kind: "Deployment", name: "api" } })]), undefined);
+    assert.equal(detect([entry("2025-06-01T11:40:00Z", { dryRun: true })]), undefined);
+    assert.equal(detect([entry("2025-06-01T11:40:00Z", { to: { limit: "1Gi" } })]), undefined);
+  });
 });
 
 describe("budgetUse", () => {

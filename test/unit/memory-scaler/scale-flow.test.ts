@@ -597,6 +597,23 @@ describe("handleFiring: who else manages the workload", () => {
     assert.equal((await handleFiring(d, "late", data(), silent)).reason, "Scaled");
   });
 
+  it("reverted by a writer that also strips the workload's annotations (kubectl replace, a sync with Replace=true): the budget still holds, counted from status.recentScales", async () => {
+    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 0, revertBudgetPerHour: 2 });
+    let clock = Date.parse("2025-06-01T12:00:00Z");
+    const d = deps(cluster, { now: () => new Date(clock) });
+    const answers: string[] = [];
+    for (let i = 0; i < 5; i += 1) {
+      answers.push((await handleFiring(d, `e${i}`, data(), silent)).reason);
+      revert(cluster);
+      const reverted = deployment(cluster);
+      cluster.workloads.set(`Deployment/${NS}/memhog`, { ...reverted, metadata: { ...reverted.metadata, annotations: {} } });
+      clock += 60_000;
+    }
+    assert.deepEqual(answers, ["Scaled", "Scaled", "Reverted", "Reverted", "Reverted"]);
+    assert.equal(cluster.writes.length, 2, "two patches: the budget");
+    assert.equal(cluster.events.filter((e) => e.reason === "Reverted").length, 4, "a pair for each reverted scale");
+  });
+
   it("a storm of concurrent alerts while a writer keeps reverting: never more patches than the budget", async () => {
     const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 0 });
     const d = deps(cluster);
