@@ -11,8 +11,9 @@
  *    last scale the time of memory-scaler's `managedFields` entry for the `resize` subresource
  *    (`lastResizeTime`): the same multiplier, `maxMemory` cap and cooldown. A spec above what runs
  *    (a resize not applied yet, or one the kubelet cannot apply) → `ResizeUnderWay`.
- * 3. The alert's evidence, as for a workload: an OOM kill in the Pod's status, or the working set
- *    against the threshold (Prometheus).
+ * 3. The alert's evidence, as for a workload: an OOM kill in the Pod's status (one that ended after
+ *    memory-scaler's last resize of it: the container, and its `lastState`, outlive a resize), or the
+ *    working set against the threshold (Prometheus).
  * 3a. A Pod a GitOps tool applies (`gitops.ts`, on the Pod's own metadata): `spec.gitOpsManaged`
  *    `Skip` → `GitOpsManaged` (Warnings and a `held` status entry), `Patch` → resized with
  *    `GitOpsManaged` Warnings, as for a workload.
@@ -41,7 +42,7 @@ import type { FollowUp, PendingRollout } from "./follow-up.ts";
 import { gitOpsOwner } from "./gitops.ts";
 import { governingAppMonitor } from "./governing.ts";
 import type { Observation } from "./observe.ts";
-import { checkOOMKilled } from "./oom.ts";
+import { checkOOMKilled, OOM_KILL_RECENT_SECONDS } from "./oom.ts";
 import type { Outcome } from "./outcome.ts";
 import { afterCheck, gateScale, gitOpsPatchedNote, memoryOf, type Scale, type Skip } from "./plan.ts";
 import { cappedStatus, eventsOf, scaledStatus, describeChanges, type ObjectRef, type Reported, type Subjects } from "./report.ts";
@@ -124,7 +125,7 @@ export async function resizeBarePod(deps: FlowDeps, input: BarePodInput, log: Lo
   const measured = trigger === "oomKilled" || deps.verifier === undefined ? undefined : await deps.verifier.workingSets(data.namespace, name, plan.changes.map((c) => c.container));
   const checked: Skip | Scale =
     trigger === "oomKilled"
-      ? afterCheck(plan, trigger, checkOOMKilled(plan.changes, statuses, now))
+      ? afterCheck(plan, trigger, checkOOMKilled(plan.changes, statuses, now, oomWindow(lastScaleTime, now)))
       : measured === undefined
         ? plan
         : afterCheck(plan, trigger, checkThreshold(plan.changes, running, measured, am.spec.memThresholdPercent));
@@ -171,6 +172,18 @@ export async function resizeBarePod(deps: FlowDeps, input: BarePodInput, log: Lo
   ]);
   const after = trigger === "oomKilled" ? " after an OOM kill" : "";
   return done({ outcome: "scaled", reason: "Resized", message: `resized Pod ${name} in place by ${am.spec.memMultiplier}${after}: ${describeChanges(changes)}`, changes, skipped });
+}
+
+/**
+ * The seconds within which an OOM kill is evidence for a bare Pod: {@link OOM_KILL_RECENT_SECONDS},
+ * but no further back than memory-scaler's last resize of it (`lastResize`, RFC 3339). A workload's
+ * scale replaces its Pods, whose statuses start clean; a resize in place keeps the container, and
+ * with it the kill in `lastState`, so a later delivery past the cooldown would answer the same kill
+ * twice.
+ */
+function oomWindow(lastResize: string | undefined, now: Date): number {
+  const since = lastResize === undefined ? Number.NaN : Math.floor((now.getTime() - Date.parse(lastResize)) / 1000);
+  return Number.isNaN(since) ? OOM_KILL_RECENT_SECONDS : Math.max(0, Math.min(OOM_KILL_RECENT_SECONDS, since));
 }
 
 /** The follow-up's view of a Pod as read (`resize-follow-up.ts`). */

@@ -227,6 +227,26 @@ describe("a bare Pod covered by an AppMonitor is resized in place", () => {
     assert.deepEqual(patched.events.filter((e) => e.reason === "GitOpsManaged").map((e) => e.regarding?.kind).sort(), ["AppMonitor", "Pod"]);
   });
 
+  it("an OOM kill answered by a resize is not evidence again: a later delivery past the cooldown but within the kill's window resizes nothing; a kill after the resize does", async () => {
+    const cluster = bareMemhog();
+    const memhogStatus = (finishedAt: string, limit: string, request: string): void => {
+      const pod = cluster.pods.get(`${NS}/memhog-5d8f-x2`);
+      assert.ok(pod);
+      const terminated = { reason: "OOMKilled", exitCode: 137, startedAt: new Date(Date.parse(finishedAt) - 60_000), finishedAt: new Date(finishedAt) };
+      pod.status = { containerStatuses: [{ name: "memhog", image: "i", imageID: "", ready: true, restartCount: 1, lastState: { terminated }, resources: { limits: { memory: limit }, requests: { memory: request } } }] };
+    };
+    const oom = alertData({ alertname: "AppMonitorOOMKilled", trigger: "oomKilled", labels: { alertname: "AppMonitorOOMKilled", namespace: NS, pod: "memhog-5d8f-x2", container: "memhog", appmonitor: "mymonitor" } });
+    memhogStatus("2025-06-01T11:59:30Z", "384Mi", "256Mi");
+    assert.equal((await handleFiring(flowDeps(cluster), "k1", oom, log)).reason, "Resized");
+    // The kubelet applied it without a restart (resizePolicy NotRequired): the kill stays the container's lastState.
+    memhogStatus("2025-06-01T11:59:30Z", "768Mi", "512Mi");
+    const again = await handleFiring(flowDeps(cluster, { now: () => new Date("2025-06-01T12:06:00Z") }), "k2", oom, log);
+    assert.deepEqual([again.outcome, again.reason], ["skipped", "NotOOMKilled"]);
+    assert.equal(cluster.resizes.length, 1, "one resize for one kill");
+    memhogStatus("2025-06-01T12:05:00Z", "768Mi", "512Mi");
+    assert.equal((await handleFiring(flowDeps(cluster, { now: () => new Date("2025-06-01T12:06:00Z") }), "k3", oom, log)).reason, "Resized", "a kill at the new memory");
+  });
+
   it("at the cap: AtCap; DryRun: Events and a dryRun entry, no resize", async () => {
     const capped = bareMemhog({ memThresholdPercent: 75, memMultiplier: 2, maxMemory: "384Mi" });
     assert.equal((await handleFiring(flowDeps(capped), "e1", alertData(), log)).reason, "AtCap");
