@@ -6,9 +6,11 @@
  * Writes to one AppMonitor are coalesced: while one is in flight, new entries wait and the next
  * write carries them all. A burst of scales in one namespace (one AppMonitor, many workloads)
  * then costs a few writes instead of a storm of conflicting ones. The first try starts from the
- * object this writer last wrote (the API server's answer), else from the object the caller
- * listed, saving a read; a conflict with another writer (another replica, rule-sync's
- * conditions, a user's edit) is retried from a fresh read.
+ * object this writer last wrote (the API server's answer) when the caller listed that version,
+ * else from the object the caller listed when this writer wrote none, saving a read, else from a
+ * fresh read (the two differ: another writer may have come between, and a change that is a no-op
+ * on an old copy would never conflict); a conflict with another writer (another replica,
+ * rule-sync's conditions, a user's edit) is retried from a fresh read.
  */
 import type { Logger } from "pino";
 import type { AppMonitorStatus } from "../lib/appmonitor.ts";
@@ -59,6 +61,21 @@ interface Waiting {
   readonly reject: (error: Error) => void;
 }
 
+const resourceVersionOf = (object: Record<string, unknown>): unknown => (object.metadata as { resourceVersion?: unknown } | undefined)?.resourceVersion;
+
+/**
+ * The object a write starts from: the one this writer last wrote while the caller's listed copy
+ * is that very version (or the caller listed none), else the listed copy when nothing was written;
+ * when the two differ, a fresh read (undefined). Another writer (another replica) may have written
+ * since this one did, and a change that is a no-op on the remembered copy (the end of a rollout
+ * that replica recorded pending, which this one never saw) would write nothing and never conflict.
+ */
+function startFrom(remembered: Record<string, unknown> | undefined, listed: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (remembered === undefined) return listed;
+  if (listed === undefined || resourceVersionOf(listed) === resourceVersionOf(remembered)) return remembered;
+  return undefined;
+}
+
 /** A {@link StatusWriter} keeping at most `limit` entries in `recentScales`. */
 export function createStatusWriter(cluster: Cluster, limit: number, log: Logger, policy: RetryPolicy = STATUS_RETRY_POLICY): StatusWriter {
   const queues = new Map<string, { ref: AppMonitorRef; waiting: Waiting[] }>();
@@ -103,7 +120,7 @@ export function createStatusWriter(cluster: Cluster, limit: number, log: Logger,
       }
       const batch = queue.waiting.splice(0);
       try {
-        await write(key, queue.ref, batch.map((w) => w.apply), written.get(key) ?? batch[0]?.listed);
+        await write(key, queue.ref, batch.map((w) => w.apply), startFrom(written.get(key), batch.find((w) => w.listed !== undefined)?.listed));
         for (const w of batch) w.resolve();
       } catch (error) {
         const failure = new Error(`could not update status of AppMonitor ${queue.ref.namespace}/${queue.ref.name}: ${apiStatus(error).message}`, { cause: error });

@@ -290,6 +290,24 @@ describe("a bare Pod covered by an AppMonitor is resized in place", () => {
     }
   });
 
+  it("a replica whose last status write is older than another replica's: the follow-up it runs still ends the rollout the other one started", async () => {
+    const cluster = bareMemhog();
+    const mine = flowDeps(cluster);
+    const other = flowDeps(cluster);
+    // This replica wrote the AppMonitor's status last while nothing was pending (its writer remembers that object) …
+    await mine.status.update({ namespace: NS, name: "mymonitor", uid: "a1" }, (status) => ({ ...status, scaleCount: 0 }), cluster.appMonitors.get(`${NS}/mymonitor`));
+    // … then another replica resized the Pod and recorded the resize pending.
+    assert.equal((await handleFiring(other, "e1", alertData(), log)).reason, "Resized");
+    const status = cluster.pods.get(`${NS}/memhog-5d8f-x2`)?.status?.containerStatuses?.[0];
+    assert.ok(status);
+    status.resources = { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } };
+    // The ping reaches this replica.
+    assert.deepEqual(await followRollouts({ cluster, events: mine.events, status: mine.status, now: () => new Date("2025-06-01T12:00:10Z") }, log), { checked: 1, ended: 1, pending: 0 });
+    const after = cluster.appMonitors.get(`${NS}/mymonitor`)?.status as Status;
+    assert.deepEqual(after.rollouts, [], "the ended resize is no longer pending");
+    assert.equal(after.conditions?.find((c) => c.type === "RolledOut")?.status, "True");
+  });
+
   it("a bare Pod deleted and created again with the same name, resized again to the same generation: its RolledOut Events are written too, on the AppMonitor as on the Pod", async () => {
     const cluster = bareMemhog();
     const fresh = structuredClone(cluster.pods.get(`${NS}/memhog-5d8f-x2`));
