@@ -129,11 +129,11 @@ export function planFiring(input: PlanInput): FiringPlan {
     limit: input.statusLimit,
   });
   const recent = ((am.raw.status as AppMonitorStatus | undefined)?.recentScales ?? []) as RecordedScale[];
-  // A writer that replaced the whole workload took the annotations with the memory: the status's entries stand for the record.
-  const stripped = annotations?.[LAST_SCALE_ANNOTATION] === undefined && annotations?.[LAST_SCALE_RECORD_ANNOTATION] === undefined;
+  // A writer that replaced the whole workload, or applied an old copy of it, took the annotations
+  // back with the memory: a later scale the status lists stands for the record.
   const revert =
-    detectRevert({ lastScale: annotations?.[LAST_SCALE_ANNOTATION], record: annotations?.[LAST_SCALE_RECORD_ANNOTATION], templateContainers }) ??
-    (stripped ? detectRevertFromStatus({ workload, appmonitor: am.metadata.name, multiplier: am.spec.memMultiplier, recent, now, templateContainers }) : undefined);
+    detectRevertFromStatus({ workload, appmonitor: am.metadata.name, multiplier: am.spec.memMultiplier, recent, now, templateContainers, after: annotations?.[LAST_SCALE_ANNOTATION] }) ??
+    detectRevert({ lastScale: annotations?.[LAST_SCALE_ANNOTATION], record: annotations?.[LAST_SCALE_RECORD_ANNOTATION], templateContainers });
   const budget = budgetUse({
     workload,
     record: parseScaleRecord(annotations?.[LAST_SCALE_RECORD_ANNOTATION]),

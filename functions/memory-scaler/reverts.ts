@@ -1,9 +1,9 @@
 /**
  * Reverts and the revert budget (pure). A revert: the workload's Pod template now gives a
  * container less memory than memory-scaler's last scale set, which the workload's last-scale
- * record (`status.ts`, written in the same compare-and-swap as the scale) says, or, on a workload
- * replaced whole without either annotation, its newest `status.recentScales` entries of the hour
- * ({@link detectRevertFromStatus}). Something put the
+ * record (`status.ts`, written in the same compare-and-swap as the scale) says, or, when the
+ * AppMonitor's `status.recentScales` lists a later scale of it than its annotations name (replaced
+ * whole, or re-applied from an old export), those entries ({@link detectRevertFromStatus}). Something put the
  * old value back — a GitOps sync, `kubectl apply` of the old manifest, a CI pipeline — and will
  * likely do it again; patching each time would loop for ever. So a reverted workload is patched at
  * most `spec.revertBudgetPerHour` times within any hour (default
@@ -64,12 +64,14 @@ export function detectRevert(input: { readonly lastScale: string | undefined; re
 }
 
 /**
- * The revert of the workload's last scale as the AppMonitor's `status.recentScales` lists it, for
- * a workload that carries neither the last-scale annotation nor its record: a writer replaced the
- * whole object (`kubectl replace`, an Argo CD sync with `Replace=true`, a delete and create) and
- * took them with the memory, so {@link detectRevert} sees nothing and the budget would never be
- * asked. The newest applied entries of the workload within the last hour (one per container, of
- * one scale) stand for the record; older ones are left alone, as the budget does.
+ * The revert of the workload's last scale as the AppMonitor's `status.recentScales` lists it, when
+ * that scale is later than the one the workload's annotations name (`after`, its last-scale
+ * annotation; undefined: none): a writer replaced the whole object (`kubectl replace`, an Argo CD
+ * sync with `Replace=true`, a delete and create) and took them with the memory, or applied a copy
+ * exported after an earlier scale, annotations and all. {@link detectRevert} then sees nothing, or
+ * only that earlier scale, and the budget would never be asked. The newest applied entries of the
+ * workload within the last hour (one per container, of one scale) stand for the record; older
+ * ones are left alone, as the budget does.
  */
 export function detectRevertFromStatus(input: {
   readonly workload: { readonly kind: string; readonly name: string };
@@ -78,8 +80,9 @@ export function detectRevertFromStatus(input: {
   readonly recent: readonly RecordedScale[];
   readonly now: Date;
   readonly templateContainers: readonly ContainerMemory[];
+  readonly after?: string | undefined;
 }): Revert | undefined {
-  const since = input.now.getTime() - REVERT_WINDOW_MS;
+  const since = Math.max(input.now.getTime() - REVERT_WINDOW_MS, input.after === undefined || Number.isNaN(Date.parse(input.after)) ? -Infinity : Date.parse(input.after));
   const mine = input.recent.filter((r) => isApplied(r) && r.workload.kind === input.workload.kind && r.workload.name === input.workload.name && Date.parse(r.time) > since);
   const newest = mine.reduce<RecordedScale | undefined>((a, r) => (a === undefined || Date.parse(r.time) > Date.parse(a.time) ? r : a), undefined);
   if (newest === undefined) return undefined;

@@ -54,6 +54,11 @@ describe("detectRevertFromStatus", () => {
     assert.equal(detect([entry("2025-06-01T11:40:00Z", { dryRun: true })]), undefined);
     assert.equal(detect([entry("2025-06-01T11:40:00Z", { to: { limit: "1Gi" } })]), undefined);
   });
+  it("only a scale later than the one the workload's last-scale annotation names", () => {
+    const at = (after: string) => detectRevertFromStatus({ workload: { kind: "Deployment", name: "web" }, appmonitor: "m", multiplier: 2, recent: [entry("2025-06-01T11:40:00Z")], now: new Date("2025-06-01T12:00:00Z"), templateContainers: template, after });
+    assert.equal(at("2025-06-01T11:40:00Z"), undefined, "the annotations name that scale: the record says");
+    assert.equal(at("2025-06-01T11:30:00Z")?.record.time, "2025-06-01T11:40:00Z", "they name an earlier one");
+  });
 });
 
 describe("budgetUse", () => {

@@ -614,6 +614,26 @@ describe("handleFiring: who else manages the workload", () => {
     assert.equal(cluster.events.filter((e) => e.reason === "Reverted").length, 4, "a pair for each reverted scale");
   });
 
+  it("reverted by re-applying a copy of the workload exported after an earlier scale (its annotations name that scale): the budget still holds", async () => {
+    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 0, revertBudgetPerHour: 2 });
+    let clock = Date.parse("2025-06-01T12:00:00Z");
+    const d = deps(cluster, { now: () => new Date(clock) });
+    assert.equal((await handleFiring(d, "e0", data(), silent)).reason, "Scaled");
+    // The rollout: the Pod runs the scaled memory; someone exports the Deployment as it is now.
+    const pod = cluster.pods.get(`${NS}/memhog-5d8f-x2`);
+    assert.ok(pod?.spec);
+    cluster.pods.set(`${NS}/memhog-5d8f-x2`, { ...pod, spec: { ...pod.spec, containers: [{ ...pod.spec.containers[0], name: "memhog", resources: { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } } }] } });
+    const exported = structuredClone(deployment(cluster));
+    const answers: string[] = [];
+    for (let i = 1; i < 5; i += 1) {
+      clock += 600_000;
+      answers.push((await handleFiring(d, `e${i}`, data(), silent)).reason);
+      cluster.workloads.set(`Deployment/${NS}/memhog`, structuredClone(exported));
+    }
+    assert.deepEqual(answers, ["Scaled", "Reverted", "Reverted", "Reverted"]);
+    assert.equal(cluster.writes.length, 2, "two patches: the budget");
+  });
+
   it("a storm of concurrent alerts while a writer keeps reverting: never more patches than the budget", async () => {
     const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 0 });
     const d = deps(cluster);
