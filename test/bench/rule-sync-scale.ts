@@ -346,11 +346,11 @@ async function main(): Promise<void> {
       const cell = (c: RuleSetCost): string => `${ms(c.evalMs)}, ${c.cpuCores.toFixed(2)} cores, ${c.missed} missed`;
       promRows.push(`| ${size} | ${seriesSeen} | ${baseline.cpuCores.toFixed(2)} cores | ${cell(perMonitor)} | ${cell(slow)} | ${cell(joinedCost)} (alert group ${ms(alertMs)}) | ${perMonitor.series} |`);
       points.push(
-        { series: "rule-sync full resync", size, value: first.ms },
-        { series: "rule-sync resync, nothing changed", size, value: second.ms },
-        { series: "Prometheus eval: one group per AppMonitor, every 1 s", size, value: perMonitor.evalMs },
-        { series: `Prometheus eval: one group per AppMonitor, every ${slowInterval} s`, size, value: slow.evalMs },
-        { series: "Prometheus eval: joined (thresholds + one alert group)", size, value: joinedCost.evalMs },
+        { series: "rule-sync: full resync", size, value: first.ms },
+        { series: "rule-sync: resync, nothing changed", size, value: second.ms },
+        { series: "Prometheus eval: a group per AppMonitor, every 1 s", size, value: perMonitor.evalMs },
+        { series: `Prometheus eval: a group per AppMonitor, every ${slowInterval} s`, size, value: slow.evalMs },
+        { series: "Prometheus eval: joined (thresholds + 1 alert group)", size, value: joinedCost.evalMs },
       );
     }
     console.log("\n| AppMonitors | full resync | its API requests | rule-sync RSS / peak | 2nd resync, unchanged | its API requests | resourceVersions changed |");

@@ -32,7 +32,7 @@ export async function lineChartSvg(points: readonly ChartPoint[], labels: { titl
     encoding: {
       x: { field: "size", type: "quantitative", title: labels.x, scale: { type: "log" }, axis: { values: [...new Set(points.map((p) => p.size))] } },
       y: { field: "value", type: "quantitative", title: labels.y, scale: { type: "log" } },
-      color: { field: "series", type: "nominal", title: null, legend: { orient: "bottom", columns: 2, labelLimit: 400 } },
+      color: { field: "series", type: "nominal", title: null, legend: { orient: "bottom", columns: 1, labelLimit: 0 } },
     },
   };
   const view = new vega.View(vega.parse(compile(spec).spec), { renderer: "none" });
