@@ -12,10 +12,11 @@
  *    `resourceVersion` changed (0 means an identical server-side apply is a no-op on the server).
  * 3. What Prometheus pays to evaluate the rules, with `--pods` kwok Pods per namespace (bare Pods
  *    bound to the fake Node, 64Mi used of a 256Mi limit, so nothing fires) whose cAdvisor series
- *    Prometheus scrapes every second. Four rule sets, one after another, alone in Prometheus:
+ *    Prometheus scrapes every second. Five rule sets, one after another, alone in Prometheus:
  *    none (the baseline); every generated rule as prometheus-operator would load it (one rule file
  *    per PrometheusRule); the same groups with `interval: <--slow-interval>s`; and the joined form
- *    (test/support/joined-rules.ts: one threshold series per AppMonitor, one alert group). For
+ *    (test/support/joined-rules.ts: one threshold series per AppMonitor, one alert group), at the
+ *    global interval and at `--slow-interval`. For
  *    each: the sum of `prometheus_rule_group_last_duration_seconds` over its groups, the missed
  *    iterations (`prometheus_rule_group_iterations_missed_total`) and Prometheus's CPU
  *    (`process_cpu_seconds_total`) over `--window` seconds, all from Prometheus's own /metrics.
@@ -343,6 +344,9 @@ async function main(): Promise<void> {
       const alertMs = groupMs(`${filePrefix}c-alerts`);
       const thresholdsMs = groupMs(`${filePrefix}c-thresholds`);
       console.log(`  joined (thresholds + 1 alert group): ${cost(joinedCost)}; the alert group ${ms(alertMs)}, the thresholds group ${ms(thresholdsMs)}`);
+      const slowJoined = joinedRulesFiles(monitors, "appmonitor-joined", slowInterval);
+      const joinedSlow = await ruleSetCost(state.prometheusUrl, `${filePrefix}d`, new Map([[`${filePrefix}d-thresholds.yml`, slowJoined.thresholds], [`${filePrefix}d-alerts.yml`, slowJoined.alerts]]), 2, slowInterval);
+      console.log(`  the same, every ${slowInterval} s:${" ".repeat(Math.max(0, 17 - String(slowInterval).length))}${cost(joinedSlow)}`);
 
       const total = (m: Map<string, number>): number => [...m.values()].reduce((a, b) => a + b, 0);
       rows.push(
@@ -350,21 +354,22 @@ async function main(): Promise<void> {
           `${(second.ms / 1000).toFixed(2)} s | ${total(second.requests)} (${countVerbs(second.requests, WRITES)} writes) | ${rulesChanged + monitorsChanged} |`,
       );
       const cell = (c: RuleSetCost): string => `${ms(c.evalMs)}, ${c.cpuCores.toFixed(2)} cores, ${c.missed} missed`;
-      promRows.push(`| ${size} | ${seriesSeen} | ${baseline.cpuCores.toFixed(2)} cores | ${cell(perMonitor)} | ${cell(slow)} | ${cell(joinedCost)} (alert group ${ms(alertMs)}) | ${perMonitor.series} |`);
+      promRows.push(`| ${size} | ${seriesSeen} | ${baseline.cpuCores.toFixed(2)} cores | ${cell(perMonitor)} | ${cell(slow)} | ${cell(joinedCost)} (alert group ${ms(alertMs)}) | ${cell(joinedSlow)} | ${perMonitor.series} |`);
       points.push(
         { series: "rule-sync: full resync", size, value: first.ms },
         { series: "rule-sync: resync, nothing changed", size, value: second.ms },
         { series: "Prometheus eval: a group per AppMonitor, every 1 s", size, value: perMonitor.evalMs },
         { series: `Prometheus eval: a group per AppMonitor, every ${slowInterval} s`, size, value: slow.evalMs },
-        { series: "Prometheus eval: joined (thresholds + 1 alert group)", size, value: joinedCost.evalMs },
+        { series: "Prometheus eval: joined (thresholds + 1 alert group), every 1 s", size, value: joinedCost.evalMs },
+        { series: `Prometheus eval: joined (thresholds + 1 alert group), every ${slowInterval} s`, size, value: joinedSlow.evalMs },
       );
     }
     console.log("\n| AppMonitors | full resync | its API requests | rule-sync RSS / peak | 2nd resync, unchanged | its API requests | resourceVersions changed |");
     console.log("| --- | --- | --- | --- | --- | --- | --- |");
     for (const row of rows) console.log(row);
     console.log(`\nPrometheus, ${podsPerNamespace} Pods per namespace (eval: sum of the groups' last durations; cores: Prometheus's CPU over ${windowSeconds} s, scrapes included; missed iterations in that window):`);
-    console.log(`| AppMonitors | working-set series | no bench rules | one group per AppMonitor, every 1 s | the same, every ${slowInterval} s | joined: thresholds + one alert group | head series |`);
-    console.log("| --- | --- | --- | --- | --- | --- | --- |");
+    console.log(`| AppMonitors | working-set series | no bench rules | one group per AppMonitor, every 1 s | the same, every ${slowInterval} s | joined: thresholds + one alert group, every 1 s | the same, every ${slowInterval} s | head series |`);
+    console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
     for (const row of promRows) console.log(row);
     await writeFile(options.chart, await lineChartSvg(points, { title: "rule-sync and Prometheus cost against AppMonitors", x: "AppMonitors (one namespace each)", y: "ms" }));
     console.log(`\nchart: ${path.resolve(options.chart)}`);
