@@ -332,20 +332,22 @@ async function main(): Promise<void> {
         `kwok's cAdvisor scrapes up ${up} of ${nodes.length}, longest ${(Math.max(0, ...scrapes.map((x) => x.value)) * 1000).toFixed(0)} ms`);
 
       const monitors: JoinedMonitor[] = [...rulesAfter.values()].map((r) => ({ namespace: r.metadata?.namespace ?? "", name: r.metadata?.name ?? "", memThresholdPercent: MONITOR.memThresholdPercent, forSeconds: MONITOR.forSeconds }));
-      const joined = joinedRulesFiles(monitors, "appmonitor-joined");
+      const joinedSet = (letter: string, interval?: number): Map<string, string> => {
+        const files = joinedRulesFiles(monitors, "appmonitor-joined", interval);
+        return new Map([[`${filePrefix}${letter}-thresholds.yml`, files.thresholds], [`${filePrefix}${letter}-alerts.yml`, files.alerts]]);
+      };
       const baseline = await ruleSetCost(state.prometheusUrl, `${filePrefix}0`, new Map(), 0, 0);
       console.log(`  Prometheus, no bench rules:          ${baseline.cpuCores.toFixed(2)} cores, ${baseline.series} head series`);
       const perMonitor = await ruleSetCost(state.prometheusUrl, `${filePrefix}a`, perMonitorFiles(`${filePrefix}a`, rulesAfter), rulesAfter.size, 3);
       console.log(`  one group per AppMonitor, every 1 s: ${cost(perMonitor)}`);
       const slow = await ruleSetCost(state.prometheusUrl, `${filePrefix}b`, perMonitorFiles(`${filePrefix}b`, rulesAfter, slowInterval), rulesAfter.size, slowInterval);
       console.log(`  the same, every ${slowInterval} s:${" ".repeat(Math.max(0, 17 - String(slowInterval).length))}${cost(slow)}`);
-      const joinedCost = await ruleSetCost(state.prometheusUrl, `${filePrefix}c`, new Map([[`${filePrefix}c-thresholds.yml`, joined.thresholds], [`${filePrefix}c-alerts.yml`, joined.alerts]]), 2, 3);
+      const joinedCost = await ruleSetCost(state.prometheusUrl, `${filePrefix}c`, joinedSet("c"), 2, 3);
       const groupMs = (file: string): number => [...joinedCost.groupMs].find(([group]) => group.startsWith(file))?.[1] ?? Number.NaN;
       const alertMs = groupMs(`${filePrefix}c-alerts`);
       const thresholdsMs = groupMs(`${filePrefix}c-thresholds`);
       console.log(`  joined (thresholds + 1 alert group): ${cost(joinedCost)}; the alert group ${ms(alertMs)}, the thresholds group ${ms(thresholdsMs)}`);
-      const slowJoined = joinedRulesFiles(monitors, "appmonitor-joined", slowInterval);
-      const joinedSlow = await ruleSetCost(state.prometheusUrl, `${filePrefix}d`, new Map([[`${filePrefix}d-thresholds.yml`, slowJoined.thresholds], [`${filePrefix}d-alerts.yml`, slowJoined.alerts]]), 2, slowInterval);
+      const joinedSlow = await ruleSetCost(state.prometheusUrl, `${filePrefix}d`, joinedSet("d", slowInterval), 2, slowInterval);
       console.log(`  the same, every ${slowInterval} s:${" ".repeat(Math.max(0, 17 - String(slowInterval).length))}${cost(joinedSlow)}`);
 
       const total = (m: Map<string, number>): number => [...m.values()].reduce((a, b) => a + b, 0);
