@@ -10,19 +10,29 @@
  *    `appmonitors` and `prometheusrules`, which nothing else touches meanwhile).
  * 2. A second resync with nothing changed: its writes, and how many rules' and AppMonitors'
  *    `resourceVersion` changed (0 means an identical server-side apply is a no-op on the server).
- * 3. Every generated rule loaded into the stack's Prometheus as prometheus-operator would (one
- *    rule file per PrometheusRule, then a reload): the sum of
- *    `prometheus_rule_group_last_duration_seconds` over the generated groups, and the head series
- *    (`prometheus_tsdb_head_series`), both from Prometheus's own /metrics.
+ * 3. What Prometheus pays to evaluate the rules, with `--pods` kwok Pods per namespace (bare Pods
+ *    bound to the fake Node, 64Mi used of a 256Mi limit, so nothing fires) whose cAdvisor series
+ *    Prometheus scrapes every second. Five rule sets, one after another, alone in Prometheus:
+ *    none (the baseline); every generated rule as prometheus-operator would load it (one rule file
+ *    per PrometheusRule); the same groups with `interval: <--slow-interval>s`; and the joined form
+ *    (test/support/joined-rules.ts: one threshold series per AppMonitor, one alert group), at the
+ *    global interval and at `--slow-interval`. For
+ *    each: the sum of `prometheus_rule_group_last_duration_seconds` over its groups, the missed
+ *    iterations (`prometheus_rule_group_iterations_missed_total`) and Prometheus's CPU
+ *    (`process_cpu_seconds_total`) over `--window` seconds, all from Prometheus's own /metrics.
  *
- * Uses the stack named by APPMONITOR_STACK_DIR, else starts one (1 fake Node) in a temporary
- * directory and stops it at the end.
+ * At the end it writes an SVG chart of the times against the size (`--chart`, default a file in
+ * the temporary directory) and prints its path.
  *
- * Usage: node test/bench/rule-sync-scale.ts [--sizes 10,100,1000] [--concurrency 16]
+ * Uses the stack named by APPMONITOR_STACK_DIR, else starts one (`--nodes` fake Nodes, the
+ * namespaces' Pods spread over them) in a temporary directory and stops it at the end.
+ *
+ * Usage: node test/bench/rule-sync-scale.ts [--sizes 10,100,1000] [--concurrency 16] [--pods 10]
+ *   [--nodes 1] [--slow-interval 10] [--window 10] [--chart FILE.svg]
  */
 import { readFileSync } from "node:fs";
 import { rm, writeFile } from "node:fs/promises";
-import { cpus, loadavg } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
@@ -33,17 +43,33 @@ import { benchStack } from "./bench-stack.ts";
 import { apiserverRequests, countVerbs, requestsBetween } from "../support/apiserver-requests.ts";
 import { describeAnswer } from "../support/post-event.ts";
 import { APPMONITORS, createAppMonitor, installRuleSync, startRuleSync, type RuleSyncUnderTest } from "../support/rule-sync.ts";
+import { joinedRulesFiles, type JoinedMonitor } from "../support/joined-rules.ts";
 import { sampleSum } from "../support/prometheus-text.ts";
-import { adminKubeConfig, waitFor } from "../support/stack.ts";
+import { adminKubeConfig, promQuery, waitFor } from "../support/stack.ts";
+import { lineChartSvg, type ChartPoint } from "../support/svg-chart.ts";
 
 const { values: options } = parseArgs({
   options: {
     sizes: { type: "string", default: "10,100,1000" },
     concurrency: { type: "string", default: "16" },
+    pods: { type: "string", default: "10" },
+    nodes: { type: "string", default: "1" },
+    "slow-interval": { type: "string", default: "10" },
+    window: { type: "string", default: "10" },
+    chart: { type: "string", default: path.join(tmpdir(), `rule-sync-scale-${Date.now().toString(36)}.svg`) },
   },
 });
 const sizes = options.sizes.split(",").map(Number);
 const concurrency = Number(options.concurrency);
+const podsPerNamespace = Number(options.pods);
+const nodeCount = Number(options.nodes);
+const slowInterval = Number(options["slow-interval"]);
+const windowSeconds = Number(options.window);
+/** The bench's AppMonitor spec (forSeconds is the schema's default). */
+const MONITOR = { name: "m", memThresholdPercent: 75, memMultiplier: 2, forSeconds: 60 } as const;
+/** Bounds on the wait for the Pods' series: past either the bench goes on with what Prometheus has. */
+const SERIES_WAIT_MS = 10 * 60_000;
+const SERIES_STALL_MS = 60_000;
 const RESOURCES = ["appmonitors", "prometheusrules"];
 const WRITES = ["POST", "PUT", "PATCH", "APPLY", "DELETE"];
 
@@ -124,49 +150,137 @@ async function timedResync(fn: RuleSyncUnderTest, kc: k8s.KubeConfig): Promise<{
   }
 }
 
-/** Loads every rule into Prometheus (one file each, as prometheus-operator does) and reads what evaluating them costs. */
-async function prometheusCost(rulesDir: string, prometheusUrl: string, rules: ReadonlyMap<string, k8s.KubernetesObject & { spec?: { groups?: unknown[] } }>, written: Set<string>): Promise<{ evalMs: number; groups: number; series: number }> {
-  const list = [...rules.values()];
-  await pool(list.length, concurrency, async (i) => {
-    const rule = list[i];
-    if (rule === undefined) return;
-    const file = path.join(rulesDir, `${rule.metadata?.namespace}-${rule.metadata?.name}-${rule.metadata?.uid}.yml`);
-    written.add(file);
-    await writeFile(file, stringify({ groups: rule.spec?.groups ?? [] }));
-  });
-  const reload = await fetch(`${prometheusUrl}/-/reload`, { method: "POST" });
-  if (reload.status !== 200) throw new Error(`Prometheus reload: HTTP ${reload.status}: ${await reload.text()}`);
-  // The stack's Prometheus does not scrape itself: its own metrics are read from its /metrics.
-  const read = async (): Promise<{ durations: number[]; series: number }> => {
-    const text = await (await fetch(`${prometheusUrl}/metrics`)).text();
-    const durations = text
-      .split("\n")
-      .filter((line) => line.startsWith(`prometheus_rule_group_last_duration_seconds{rule_group="${rulesDir}/`))
-      .map((line) => Number(line.slice(line.lastIndexOf(" ") + 1)));
-    return { durations, series: sampleSum(text, "prometheus_tsdb_head_series") };
-  };
-  const groups = await waitFor(`Prometheus evaluating ${rules.size} rule groups`, async () => {
-    const { durations } = await read();
-    return durations.length >= rules.size && durations.every((d) => d > 0) ? durations.length : undefined;
-  }, 120_000, 1_000);
-  // A few more evaluation intervals, so every group's last duration is a steady one.
-  await new Promise((resolve) => setTimeout(resolve, 3_000));
-  const { durations, series } = await read();
-  const evalSeconds = durations.reduce((a, b) => a + b, 0);
-  return { evalMs: evalSeconds * 1000, groups, series };
+/** What evaluating one rule set costs Prometheus. */
+interface RuleSetCost {
+  /** Sum of the set's groups' last evaluation durations, in ms (one round of every group). */
+  evalMs: number;
+  /** Each group's last evaluation duration, in ms, by rule group (`<file>;<group>`). */
+  groupMs: Map<string, number>;
+  /** Groups Prometheus evaluated. */
+  groups: number;
+  /** Evaluations skipped because the previous one of the group was still running, in the window. */
+  missed: number;
+  /** Prometheus's CPU over the window, in cores (CPU seconds per second; scrapes included). */
+  cpuCores: number;
+  /** `prometheus_tsdb_head_series` at the end. */
+  series: number;
 }
+
+/** Prometheus's own /metrics (the stack's Prometheus does not scrape itself). */
+async function prometheusMetrics(prometheusUrl: string): Promise<string> {
+  return (await fetch(`${prometheusUrl}/metrics`)).text();
+}
+
+async function reload(prometheusUrl: string): Promise<void> {
+  const answer = await fetch(`${prometheusUrl}/-/reload`, { method: "POST" });
+  if (answer.status !== 200) throw new Error(`Prometheus reload: HTTP ${answer.status}: ${await answer.text()}`);
+}
+
+/** Values of `metric` by rule group (`<file>;<group>`), for the groups loaded from files whose path starts with `filePrefix`. */
+function groupSamples(text: string, metric: string, filePrefix: string): Map<string, number> {
+  const start = `${metric}{rule_group="${filePrefix}`;
+  return new Map(text.split("\n").filter((line) => line.startsWith(start)).map((line) => [line.slice(`${metric}{rule_group="`.length, line.indexOf('"}')), Number(line.slice(line.lastIndexOf(" ") + 1))]));
+}
+
+/**
+ * Loads `files` (path → rules file text, every path starting with `filePrefix`) alone into
+ * Prometheus, waits until each of the `groups` groups has been evaluated and then
+ * `settleSeconds`, reads the costs over {@link windowSeconds}, then removes the files again.
+ * With no files it measures the baseline (scrapes only).
+ */
+async function ruleSetCost(prometheusUrl: string, filePrefix: string, files: ReadonlyMap<string, string>, groups: number, settleSeconds: number): Promise<RuleSetCost> {
+  const paths = [...files.keys()];
+  await pool(paths.length, concurrency, async (i) => {
+    const file = paths[i];
+    if (file !== undefined) await writeFile(file, files.get(file) ?? "");
+  });
+  try {
+    await reload(prometheusUrl);
+    const evaluated = await waitFor(`Prometheus evaluating ${groups} rule groups`, async () => {
+      const durations = [...groupSamples(await prometheusMetrics(prometheusUrl), "prometheus_rule_group_last_duration_seconds", filePrefix).values()];
+      return durations.length >= groups && durations.every((d) => d > 0) ? durations.length : undefined;
+    }, 180_000, 1_000);
+    // A few more evaluation intervals, so every group's last duration is a steady one.
+    await sleep(settleSeconds * 1000);
+    const before = await prometheusMetrics(prometheusUrl);
+    const t0 = performance.now();
+    await sleep(windowSeconds * 1000);
+    const after = await prometheusMetrics(prometheusUrl);
+    const seconds = (performance.now() - t0) / 1000;
+    const sum = (xs: Iterable<number>): number => [...xs].reduce((a, b) => a + b, 0);
+    const missed = (text: string): number => sum(groupSamples(text, "prometheus_rule_group_iterations_missed_total", filePrefix).values());
+    const durations = groupSamples(after, "prometheus_rule_group_last_duration_seconds", filePrefix);
+    return {
+      evalMs: sum(durations.values()) * 1000,
+      groupMs: new Map([...durations].map(([group, seconds]) => [group, seconds * 1000])),
+      groups: evaluated,
+      missed: missed(after) - missed(before),
+      cpuCores: (sampleSum(after, "process_cpu_seconds_total") - sampleSum(before, "process_cpu_seconds_total")) / seconds,
+      series: sampleSum(after, "prometheus_tsdb_head_series"),
+    };
+  } finally {
+    await Promise.all(paths.map((file) => rm(file, { force: true })));
+    await reload(prometheusUrl);
+  }
+}
+
+/** The generated groups as prometheus-operator loads them: one rules file per PrometheusRule, optionally every group with `interval`. */
+function perMonitorFiles(filePrefix: string, rules: ReadonlyMap<string, k8s.KubernetesObject & { spec?: { groups?: unknown[] } }>, intervalSeconds?: number): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const rule of rules.values()) {
+    const groups = (rule.spec?.groups ?? []).map((g) => (intervalSeconds === undefined ? g : { ...(g as object), interval: `${intervalSeconds}s` }));
+    files.set(`${filePrefix}${rule.metadata?.namespace}-${rule.metadata?.name}-${rule.metadata?.uid}.yml`, stringify({ groups }));
+  }
+  return files;
+}
+
+/**
+ * Creates `count` bare kwok Pods `p-<k>` in `namespace`, bound to `node` (no scheduler, no
+ * controller): one container with a 256Mi limit whose working set kwok reports as 64Mi.
+ * Retries while the namespace's default ServiceAccount (which admission requires) is not there yet.
+ */
+async function createPods(core: k8s.CoreV1Api, namespace: string, count: number, node: string): Promise<void> {
+  for (let k = 0; k < count; k++) {
+    const body: k8s.V1Pod = {
+      metadata: { name: `p-${k}`, labels: { app: "bench" }, annotations: { "kwok.x-k8s.io/usage-memory": "64Mi", "app-monitor.kubedemo.com/monitor": "true" } },
+      spec: { nodeName: node, automountServiceAccountToken: false, containers: [{ name: "app", image: "registry.k8s.io/pause:3.10", resources: { limits: { memory: "256Mi" }, requests: { memory: "128Mi" } } }] },
+    };
+    await waitFor(`Pod ${namespace}/p-${k} created`, async () => {
+      try {
+        return await core.createNamespacedPod({ namespace, body });
+      } catch (err) {
+        if (err instanceof k8s.ApiException && err.code === 403 && String(err.body).includes("serviceaccount")) return undefined;
+        throw err;
+      }
+    }, 60_000, 250);
+  }
+}
+
+/** Prometheus's count of working-set series of the bench's namespaces. */
+async function workingSetSeries(prefix: string): Promise<number> {
+  const [sample] = await promQuery(`count(container_memory_working_set_bytes{namespace=~"${prefix}.*"})`);
+  return sample?.value ?? 0;
+}
+
+const ms = (x: number): string => `${x.toFixed(1)} ms`;
+const cost = (c: RuleSetCost): string => `${ms(c.evalMs)} (${c.groups} groups), ${c.cpuCores.toFixed(2)} cores, ${c.missed} missed`;
 
 async function main(): Promise<void> {
   const prefix = `rss-${Date.now().toString(36)}-`;
-  const stack = await benchStack("rule-sync", 1);
+  const stack = await benchStack("rule-sync", nodeCount);
   const { state } = stack;
   const ownStack = stack.own;
+  const { nodes } = state;
+  if (nodes.length === 0) throw new Error("the stack has no fake Node");
   const kc = await adminKubeConfig();
   const core = kc.makeApiClient(k8s.CoreV1Api);
   let fn: RuleSyncUnderTest | undefined;
   let created = 0;
-  const written = new Set<string>();
   const rows: string[] = [];
+  const promRows: string[] = [];
+  const points: ChartPoint[] = [];
+  // Every rules file the bench writes starts with this; one more letter tells the rule sets apart.
+  const filePrefix = path.join(state.rulesDir, prefix);
   try {
     await installRuleSync();
     fn = await startRuleSync({ RESYNC_ON_START: "false" });
@@ -177,7 +291,7 @@ async function main(): Promise<void> {
       await pool(size - from, concurrency, async (i) => {
         const namespace = `${prefix}${from + i}`;
         await core.createNamespace({ body: { metadata: { name: namespace } } });
-        await createAppMonitor(namespace, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+        await createAppMonitor(namespace, MONITOR.name, { memThresholdPercent: MONITOR.memThresholdPercent, memMultiplier: MONITOR.memMultiplier, forSeconds: MONITOR.forSeconds });
       });
       created = Math.max(created, size);
       console.log(`\n${size} AppMonitors (${size - from} namespaces created in ${((performance.now() - t0) / 1000).toFixed(1)} s, ${concurrency} at once)`);
@@ -198,25 +312,74 @@ async function main(): Promise<void> {
       console.log(`  2nd resync, nothing changed: ${(second.ms / 1000).toFixed(2)} s; API requests ${format(second.requests)}`);
       console.log(`    resourceVersion changed: ${rulesChanged} of ${rulesAfter.size} PrometheusRules, ${monitorsChanged} of ${monitorsAfter.size} AppMonitors`);
 
-      const prom = await prometheusCost(state.rulesDir, state.prometheusUrl, rulesAfter, written);
-      console.log(`  Prometheus: ${prom.groups} generated groups, evaluation ${prom.evalMs.toFixed(1)} ms summed per round, ${prom.series} head series`);
+      // Pods, so that the rules select series: the same number in every namespace.
+      const tPods = performance.now();
+      // Namespaces take turns on the Nodes: each Node is one scrape of kwok's cAdvisor emulation.
+      await pool(size - from, concurrency, async (i) => createPods(core, `${prefix}${from + i}`, podsPerNamespace, nodes[(from + i) % nodes.length] ?? ""));
+      const podsCreatedS = (performance.now() - tPods) / 1000;
+      const wanted = size * podsPerNamespace;
+      let seriesSeen = 0;
+      let grewAt = performance.now();
+      for (const t1 = performance.now(); seriesSeen < wanted && performance.now() - t1 < SERIES_WAIT_MS && performance.now() - grewAt < SERIES_STALL_MS;) {
+        await sleep(2_000);
+        const count = await workingSetSeries(prefix);
+        if (count > seriesSeen) grewAt = performance.now();
+        seriesSeen = count;
+      }
+      const scrapes = await promQuery('scrape_duration_seconds{job="kubelet-cadvisor"}');
+      const up = scrapes.length === 0 ? 0 : (await promQuery('sum(up{job="kubelet-cadvisor"})'))[0]?.value ?? 0;
+      console.log(`  Pods: ${wanted} created in ${podsCreatedS.toFixed(1)} s; ${seriesSeen} working-set series in Prometheus ${((performance.now() - tPods) / 1000).toFixed(1)} s after the first create; ` +
+        `kwok's cAdvisor scrapes up ${up} of ${nodes.length}, longest ${(Math.max(0, ...scrapes.map((x) => x.value)) * 1000).toFixed(0)} ms`);
+
+      const monitors: JoinedMonitor[] = [...rulesAfter.values()].map((r) => ({ namespace: r.metadata?.namespace ?? "", name: r.metadata?.name ?? "", memThresholdPercent: MONITOR.memThresholdPercent, forSeconds: MONITOR.forSeconds }));
+      const joinedSet = (letter: string, interval?: number): Map<string, string> => {
+        const files = joinedRulesFiles(monitors, "appmonitor-joined", interval);
+        return new Map([[`${filePrefix}${letter}-thresholds.yml`, files.thresholds], [`${filePrefix}${letter}-alerts.yml`, files.alerts]]);
+      };
+      const baseline = await ruleSetCost(state.prometheusUrl, `${filePrefix}0`, new Map(), 0, 0);
+      console.log(`  Prometheus, no bench rules:          ${baseline.cpuCores.toFixed(2)} cores, ${baseline.series} head series`);
+      const perMonitor = await ruleSetCost(state.prometheusUrl, `${filePrefix}a`, perMonitorFiles(`${filePrefix}a`, rulesAfter), rulesAfter.size, 3);
+      console.log(`  one group per AppMonitor, every 1 s: ${cost(perMonitor)}`);
+      const slow = await ruleSetCost(state.prometheusUrl, `${filePrefix}b`, perMonitorFiles(`${filePrefix}b`, rulesAfter, slowInterval), rulesAfter.size, slowInterval);
+      console.log(`  the same, every ${slowInterval} s:${" ".repeat(Math.max(0, 17 - String(slowInterval).length))}${cost(slow)}`);
+      const joinedCost = await ruleSetCost(state.prometheusUrl, `${filePrefix}c`, joinedSet("c"), 2, 3);
+      const groupMs = (file: string): number => [...joinedCost.groupMs].find(([group]) => group.startsWith(file))?.[1] ?? Number.NaN;
+      const alertMs = groupMs(`${filePrefix}c-alerts`);
+      const thresholdsMs = groupMs(`${filePrefix}c-thresholds`);
+      console.log(`  joined (thresholds + 1 alert group): ${cost(joinedCost)}; the alert group ${ms(alertMs)}, the thresholds group ${ms(thresholdsMs)}`);
+      const joinedSlow = await ruleSetCost(state.prometheusUrl, `${filePrefix}d`, joinedSet("d", slowInterval), 2, slowInterval);
+      console.log(`  the same, every ${slowInterval} s:${" ".repeat(Math.max(0, 17 - String(slowInterval).length))}${cost(joinedSlow)}`);
 
       const total = (m: Map<string, number>): number => [...m.values()].reduce((a, b) => a + b, 0);
       rows.push(
         `| ${size} | ${(first.ms / 1000).toFixed(2)} s | ${total(first.requests)} (${countVerbs(first.requests, WRITES)} writes) | ${memory.rss.toFixed(0)} / ${memory.peak.toFixed(0)} MiB | ` +
-          `${(second.ms / 1000).toFixed(2)} s | ${total(second.requests)} (${countVerbs(second.requests, WRITES)} writes) | ${rulesChanged + monitorsChanged} | ${prom.evalMs.toFixed(1)} ms | ${prom.series} |`,
+          `${(second.ms / 1000).toFixed(2)} s | ${total(second.requests)} (${countVerbs(second.requests, WRITES)} writes) | ${rulesChanged + monitorsChanged} |`,
+      );
+      const cell = (c: RuleSetCost): string => `${ms(c.evalMs)}, ${c.cpuCores.toFixed(2)} cores, ${c.missed} missed`;
+      promRows.push(`| ${size} | ${seriesSeen} | ${baseline.cpuCores.toFixed(2)} cores | ${cell(perMonitor)} | ${cell(slow)} | ${cell(joinedCost)} (alert group ${ms(alertMs)}) | ${cell(joinedSlow)} | ${perMonitor.series} |`);
+      points.push(
+        { series: "rule-sync: full resync", size, value: first.ms },
+        { series: "rule-sync: resync, nothing changed", size, value: second.ms },
+        { series: "Prometheus eval: a group per AppMonitor, every 1 s", size, value: perMonitor.evalMs },
+        { series: `Prometheus eval: a group per AppMonitor, every ${slowInterval} s`, size, value: slow.evalMs },
+        { series: "Prometheus eval: joined (thresholds + 1 alert group), every 1 s", size, value: joinedCost.evalMs },
+        { series: `Prometheus eval: joined (thresholds + 1 alert group), every ${slowInterval} s`, size, value: joinedSlow.evalMs },
       );
     }
-    console.log("\n| AppMonitors | full resync | its API requests | rule-sync RSS / peak | 2nd resync, unchanged | its API requests | resourceVersions changed | Prometheus eval, all groups | head series |");
-    console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    console.log("\n| AppMonitors | full resync | its API requests | rule-sync RSS / peak | 2nd resync, unchanged | its API requests | resourceVersions changed |");
+    console.log("| --- | --- | --- | --- | --- | --- | --- |");
     for (const row of rows) console.log(row);
+    console.log(`\nPrometheus, ${podsPerNamespace} Pods per namespace (eval: sum of the groups' last durations; cores: Prometheus's CPU over ${windowSeconds} s, scrapes included; missed iterations in that window):`);
+    console.log(`| AppMonitors | working-set series | no bench rules | one group per AppMonitor, every 1 s | the same, every ${slowInterval} s | joined: thresholds + one alert group, every 1 s | the same, every ${slowInterval} s | head series |`);
+    console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    for (const row of promRows) console.log(row);
+    await writeFile(options.chart, await lineChartSvg(points, { title: "rule-sync and Prometheus cost against AppMonitors", x: "AppMonitors (one namespace each)", y: "ms" }));
+    console.log(`\nchart: ${path.resolve(options.chart)}`);
   } finally {
     await fn?.stop();
     if (ownStack !== undefined) {
       await stack.release();
     } else {
-      for (const file of written) await rm(file, { force: true });
-      await fetch(`${state.prometheusUrl}/-/reload`, { method: "POST" }).catch(() => undefined);
       await pool(created, concurrency, async (i) => {
         await core.deleteNamespace({ name: `${prefix}${i}` }).catch(() => undefined);
       });
