@@ -125,6 +125,18 @@ export interface AppMonitorCondition {
   observedGeneration?: number;
 }
 
+/**
+ * `status` with the condition `change.type` set to `change`, the other conditions kept; its
+ * `lastTransitionTime` moves (to `now`, RFC 3339) only when its `status` does, as the API
+ * conventions ask of a condition (see {@link AppMonitorCondition}).
+ */
+export function withCondition<S extends AppMonitorStatus>(status: S, change: Omit<AppMonitorCondition, "lastTransitionTime">, now: string): S {
+  const conditions = status.conditions ?? [];
+  const old = conditions.find((c) => c.type === change.type);
+  const condition: AppMonitorCondition = { ...change, lastTransitionTime: old !== undefined && old.status === change.status ? old.lastTransitionTime : now };
+  return { ...status, conditions: [...conditions.filter((c) => c.type !== change.type), condition] };
+}
+
 /** Memory request and limit of one container, as Kubernetes quantity strings (bytes). */
 export interface MemoryResources {
   /** Absent when the container sets no memory request. */

@@ -8,7 +8,7 @@
  * writer applies these to the object it read, and writes nothing when they return it unchanged,
  * so a workload that keeps alerting at the cap costs no status write after the first.
  */
-import type { AppMonitorCondition, AppMonitorStatus } from "../lib/appmonitor.ts";
+import { withCondition, type AppMonitorCondition, type AppMonitorStatus } from "../lib/appmonitor.ts";
 
 /** `type` of the AppMonitor condition about workloads at `spec.maxMemory`. */
 export const CAPPED_CONDITION = "AtMaxMemory";
@@ -37,22 +37,14 @@ export function cappedWorkloads(status: unknown): CappedWorkload[] {
   return Array.isArray(capped) ? capped : [];
 }
 
-function conditionOf(capped: readonly CappedWorkload[]): Omit<AppMonitorCondition, "lastTransitionTime" | "type"> {
-  if (capped.length === 0) return { status: "False", reason: "BelowMaxMemory", message: "no workload is at spec.maxMemory" };
+function conditionOf(capped: readonly CappedWorkload[]): Omit<AppMonitorCondition, "lastTransitionTime"> {
+  if (capped.length === 0) return { type: CAPPED_CONDITION, status: "False", reason: "BelowMaxMemory", message: "no workload is at spec.maxMemory" };
   const named = capped.map((c) => `${c.workload.kind} ${c.workload.name} (${c.containers.join(", ")})`).join("; ");
-  return { status: "True", reason: "AtCap", message: `at spec.maxMemory ${capped[capped.length - 1]?.maxMemory ?? ""}, not scaled further: ${named}` };
+  return { type: CAPPED_CONDITION, status: "True", reason: "AtCap", message: `at spec.maxMemory ${capped[capped.length - 1]?.maxMemory ?? ""}, not scaled further: ${named}` };
 }
 
 function withList(status: WithCapped, capped: CappedWorkload[], now: string): WithCapped {
-  const conditions = status.conditions ?? [];
-  const old = conditions.find((c) => c.type === CAPPED_CONDITION);
-  const next = conditionOf(capped);
-  const condition: AppMonitorCondition = {
-    type: CAPPED_CONDITION,
-    ...next,
-    lastTransitionTime: old !== undefined && old.status === next.status ? old.lastTransitionTime : now,
-  };
-  const rest: WithCapped = { ...status, conditions: [...conditions.filter((c) => c.type !== CAPPED_CONDITION), condition] };
+  const rest = withCondition(status, conditionOf(capped), now);
   if (capped.length > 0) return { ...rest, capped };
   delete rest.capped;
   return rest;

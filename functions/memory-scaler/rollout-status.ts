@@ -5,7 +5,7 @@
  * reason), which `kubectl get appmonitors` shows in its Rollout column. Pure: the status writer
  * applies these to the object it read.
  */
-import type { AppMonitorCondition, AppMonitorStatus } from "../lib/appmonitor.ts";
+import { withCondition, type AppMonitorCondition, type AppMonitorStatus } from "../lib/appmonitor.ts";
 import type { PendingRollout } from "./follow-up.ts";
 
 /** `type` of the AppMonitor condition about rollouts. */
@@ -31,20 +31,6 @@ export function pendingRollouts(status: unknown): PendingRollout[] {
   return Array.isArray(rollouts) ? rollouts : [];
 }
 
-/** `status` with the condition {@link ROLLOUT_CONDITION} set; its `lastTransitionTime` moves only when its status does. */
-function withCondition(status: WithRollouts, change: RolloutConditionChange, now: string): WithRollouts {
-  const conditions = status.conditions ?? [];
-  const old = conditions.find((c) => c.type === ROLLOUT_CONDITION);
-  const condition: AppMonitorCondition = {
-    type: ROLLOUT_CONDITION,
-    status: change.status,
-    reason: change.reason,
-    message: change.message,
-    lastTransitionTime: old !== undefined && old.status === change.status ? old.lastTransitionTime : now,
-  };
-  return { ...status, conditions: [...conditions.filter((c) => c.type !== ROLLOUT_CONDITION), condition] };
-}
-
 /**
  * `status` with `rollout` pending (replacing any earlier pending rollout of the same workload:
  * the newer patch is the one to follow) and the condition `Unknown`/`RolloutProgressing`.
@@ -53,7 +39,7 @@ export function withRolloutStarted(status: AppMonitorStatus | undefined, rollout
   const current: WithRollouts = status ?? {};
   const others = pendingRollouts(current).filter((r) => !sameWorkload(r.workload, rollout.workload));
   const rollouts = [...others, rollout].slice(-MAX_PENDING_ROLLOUTS);
-  return withCondition({ ...current, rollouts }, { status: "Unknown", reason: "RolloutProgressing", message }, now);
+  return withCondition({ ...current, rollouts }, { type: ROLLOUT_CONDITION, status: "Unknown", reason: "RolloutProgressing", message }, now);
 }
 
 /**
@@ -74,7 +60,7 @@ export function withRolloutFollowedUp(
   const index = pending.findIndex((r) => sameWorkload(r.workload, rollout.workload) && r.generation === rollout.generation);
   if (index === -1) return status;
   if (update.end !== undefined) {
-    return withCondition({ ...current, rollouts: pending.filter((_, i) => i !== index) }, update.end, now);
+    return withCondition({ ...current, rollouts: pending.filter((_, i) => i !== index) }, { type: ROLLOUT_CONDITION, ...update.end }, now);
   }
   const waiting = update.waitingPods;
   const entry = pending[index];
