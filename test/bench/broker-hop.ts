@@ -7,7 +7,8 @@
  * Uses the stack named by APPMONITOR_STACK_DIR when it runs Eventing (`npm run stack -- up
  * --real-node --eventing`), else starts one with the real node and Eventing in a temporary
  * directory and stops it at the end; either way it applies appmonitor's Eventing objects
- * (test/harness/eventing-overlay) and the functions as Pods. Root; the real node is one per machine, so
+ * (test/harness/eventing-overlay) and the functions as Pods, from their images (built first when not
+ * cached). Root; the real node is one per machine, so
  * run it as `flock /tmp/appmonitor-real-node.lock node test/bench/broker-hop.ts`.
  *
  * Usage: node test/bench/broker-hop.ts [events=200]
@@ -19,11 +20,14 @@ import * as k8s from "@kubernetes/client-node";
 import { installEventing } from "../harness/stack/eventing-install.ts";
 import { applyAppmonitorEventing, BROKER } from "../harness/stack/eventing-objects.ts";
 import { EVENTING_NAMESPACE } from "../harness/stack/eventing-manifests.ts";
-import { deployFunctionPods, FUNCTIONS_NAMESPACE } from "../harness/stack/function-pods-install.ts";
+import { deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE } from "../harness/stack/function-pods-install.ts";
+import { buildImages } from "../harness/images/build.ts";
 import { down, readState, up, type StackState } from "../harness/stack/stack.ts";
 import { measurePath, waitForDelivery } from "../harness/lib/broker-hop.ts";
 
 const events = Number(process.argv[2] ?? 200);
+// The function Pods run the images `npm run image` builds: built here when not cached.
+await buildImages(FUNCTION_POD_NAMES, (line) => console.log(`images: ${line}`));
 const named = process.env.APPMONITOR_STACK_DIR ? await readState(process.env.APPMONITOR_STACK_DIR) : undefined;
 let state: StackState;
 let ownDir: string | undefined;

@@ -11,7 +11,7 @@ import { after, before, test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { copyFile, mkdtemp, rm } from "node:fs/promises";
+import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -22,7 +22,7 @@ import { buildImages, type ImageName } from "../harness/images/build.ts";
 import { archiveDir } from "../harness/images/paths.ts";
 import { repoRoot } from "../harness/stack/paths.ts";
 import { down, statusLines, up, type StackState } from "../harness/stack/stack.ts";
-import { memoryCgroupDir } from "../harness/stack/real-node.ts";
+import { HOST_SYSCTLS, memoryCgroupDir } from "../harness/stack/real-node.ts";
 import { podCgroupPath, REAL_NODE, REAL_NODE_PLACEMENT, SERVICE_CIDR } from "../harness/stack/real-node-config.ts";
 import { promQuery, waitFor } from "../support/stack.ts";
 import { missingImagesFailFast, originalManifestPullsFromRegistry } from "../support/registry-pulls.ts";
@@ -62,8 +62,17 @@ async function hostSnapshot(): Promise<Record<string, string[]>> {
     mounts: readFileSync("/proc/self/mountinfo", "utf8").split("\n").map((l) => l.split(" ")[4] ?? "").filter((m) => m && !podmanMount(m)).sort(),
     cgroups: cgroups.filter((d) => !d.includes("libpod") && !d.includes("/buildah-") && !d.includes("/process_api/")).sort(),
     links: (await lines("ip", ["-o", "link", "show"])).map((l) => l.split(":")[1]?.trim().split("@")[0] ?? "").filter((l) => !l.startsWith("veth")).sort(),
+    // The kernel settings the node may change, each as `name=value` (those this kernel has before `up`).
+    sysctls: sysctlsWatched.map((s) => `${s}=${existsSync(`/proc/sys/${s}`) ? readFileSync(`/proc/sys/${s}`, "utf8").trim() : "absent"}`),
+    nftTables: (await lines("nft", ["list", "tables"])).sort(),
   };
 }
+
+/** HOST_SYSCTLS that exist before `up`: a module loaded meanwhile (br_netfilter) may add the others. */
+const sysctlsWatched = HOST_SYSCTLS.filter((s) => existsSync(`/proc/sys/${s}`));
+const IP_FORWARD = "/proc/sys/net/ipv4/ip_forward";
+/** ip_forward as this machine had it before the test turned it off, to prove that `down` turns it off again. */
+let ipForwardBefore: string | undefined;
 
 let stateDir = "";
 let imagesDir = "";
@@ -93,6 +102,9 @@ let releaseLock: (() => Promise<void>) | undefined;
 before(async () => {
   // One real node per machine: wait for any other test file's to be down first.
   releaseLock = await acquireRealNodeLock();
+  // A host that does not forward: the node's bridge turns forwarding on, and `down` must turn it off.
+  ipForwardBefore = readFileSync(IP_FORWARD, "utf8").trim();
+  await writeFile(IP_FORWARD, "0");
   before_ = await hostSnapshot();
   stateDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-real-node-"));
   imagesDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-real-node-images-"));
@@ -112,6 +124,7 @@ after(async () => {
   // The last test takes the stack down and checks the host; this is the safety net when it did not run.
   if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
   if (imagesDir) await rm(imagesDir, { recursive: true, force: true });
+  if (ipForwardBefore !== undefined) await writeFile(IP_FORWARD, ipForwardBefore);
   await releaseLock?.();
 });
 
@@ -527,10 +540,12 @@ test("resizes the real node cannot hold now or ever, and one whose resizePolicy 
   assert.equal(status?.restartCount, (before.status?.containerStatuses?.[0]?.restartCount ?? 0) + 1, "restarted once, as its resizePolicy asks");
 });
 
-test("down removes every container, network namespace, iptables rule, mount and cgroup the real node made", { timeout: 120_000 }, async (t) => {
+test("down removes every container, network namespace, iptables rule, netfilter table, mount and cgroup the real node made, and puts back every kernel setting it changed", { timeout: 120_000 }, async (t) => {
   const memory = (await run("ps", ["-o", "rss=", "-p", (state as StackState).components.map((c) => c.pid).join(",")])).stdout
     .split("\n").filter(Boolean).reduce((sum, kb) => sum + Number(kb), 0);
   t.diagnostic(`resident memory of the stack's processes: ${(memory / 1024).toFixed(0)} MiB`);
+  // What `down` must undo: the Pods' bridge forwards (the test turned forwarding off before `up`).
+  assert.equal(readFileSync(IP_FORWARD, "utf8").trim(), "1", "the real node turned IPv4 forwarding on");
   const t0 = Date.now();
   await down(stateDir);
   state = undefined;

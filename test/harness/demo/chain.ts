@@ -48,6 +48,7 @@ import { readFilterReceipts, type FilterReceipt } from "../lib/broker-filter-log
 import { serviceAccountCredentials } from "../lib/container.ts";
 import { waitUntil } from "../lib/wait-until.ts";
 import { podFunctions } from "./function-pods.ts";
+import type { HopClock, TimelineHop } from "./timeline.ts";
 import { startFunction, type FunctionProcess, type LogLine } from "./processes.ts";
 
 /**
@@ -70,12 +71,19 @@ async function reportOOMKill(core: k8s.CoreV1Api, namespace: string, name: strin
   await core.replaceNamespacedPodStatus({ name, namespace, body: pod });
 }
 
-/** One hop of the chain: what happened and when (ms since the epoch). */
-export interface Hop {
-  name: string;
-  at: number;
-  detail?: string;
-}
+/** One hop of the chain: what happened, when (ms since the epoch) and by which clock ({@link TimelineHop}). */
+export type Hop = TimelineHop;
+
+/** The clock of a hop this run saw by polling (every 100 ms, `until`): it happened at most a poll before. */
+const POLLED: HopClock = { source: "seen by this run's poll", resolutionMs: 100 };
+/** The clock of something this run did itself. */
+const THIS_RUN: HopClock = { source: "this run's clock, when it did it", resolutionMs: 1 };
+/** A function's JSON log line (pino's epoch ms). */
+const logClock = (fn: string): HopClock => ({ source: `${fn}'s log`, resolutionMs: 1 });
+/** A Kubernetes timestamp, whole seconds. */
+const kubeClock = (field: string): HopClock => ({ source: field, resolutionMs: 1000 });
+/** A sample's own timestamp in Prometheus (the scrape that took it). */
+const SAMPLE: HopClock = { source: "the sample's timestamp in Prometheus", resolutionMs: 1 };
 
 /** Memory request and limit of the memhog container, as quantities. */
 export interface Memory {
@@ -117,8 +125,10 @@ export class HopError extends Error {
 export interface ChainOptions {
   /** Namespace for the example objects; created, and deleted at the end unless `keep`. */
   namespace: string;
-  /** Called once per hop as it happens. */
+  /** Called once per hop as it is observed (not in the order they happened: see `timeline.ts`). */
   onHop?: (hop: Hop) => void;
+  /** Hears one line per set-up step (the Eventing install, the function Deployments) while it runs. */
+  onProgress?: (line: string) => void;
   /** Leave the namespace, rule file and Alertmanager route in place. */
   keep?: boolean;
   /** Memory usage to set on the Pod (default 300Mi: 78% of 384Mi). */
@@ -288,8 +298,8 @@ interface Run {
   /** The alert the run expects: the threshold alert, or the OOM-kill alert with `oomKill`. */
   readonly alertname: string;
   readonly hops: Hop[];
-  /** Records a hop (now, unless `at` is given) and tells `options.onHop`. */
-  readonly hop: (name: string, at?: number, detail?: string) => void;
+  /** Records a hop (now and {@link POLLED}, unless `at` and its clock are given) and tells `options.onHop`. */
+  readonly hop: (name: string, at?: number, detail?: string, clock?: HopClock) => void;
   readonly admin: k8s.KubeConfig;
   readonly core: k8s.CoreV1Api;
   readonly apps: k8s.AppsV1Api;
@@ -323,6 +333,18 @@ type StoredAppMonitor = k8s.KubernetesObject & { spec?: { memThresholdPercent?: 
 async function promValue(state: StackState, query: string): Promise<string | undefined> {
   const body = await getJson<{ data: { result: { value: [number, string] }[] } }>(`${state.prometheusUrl}/api/v1/query?${new URLSearchParams({ query })}`);
   return body.data.result[0]?.value[1];
+}
+
+/**
+ * The timestamp (ms) of the first sample of `series` in the last 10 minutes whose value `holds`:
+ * when Prometheus scraped it, not when this run noticed.
+ * @throws Error when no such sample is stored (the caller has just seen one).
+ */
+async function firstSampleAt(state: StackState, series: string, holds: (value: number) => boolean): Promise<number> {
+  const body = await getJson<{ data: { result: { values: [number, string][] }[] } }>(`${state.prometheusUrl}/api/v1/query?${new URLSearchParams({ query: `${series}[10m]` })}`);
+  const sample = body.data.result.flatMap((r) => r.values).sort((a, b) => a[0] - b[0]).find(([, v]) => holds(Number(v)));
+  if (!sample) throw new Error(`no sample of ${series} in the last 10 minutes holds`);
+  return Math.round(sample[0] * 1000);
 }
 
 /**
@@ -369,7 +391,7 @@ async function startFunctions(run: Run, functions: FunctionProcess[]): Promise<R
     });
   }
   if (options.functionPods) {
-    const pods = await podFunctions(state, { eventing: options.eventing ?? false }).catch((error: unknown) => {
+    const pods = await podFunctions(state, { eventing: options.eventing ?? false, ...(options.onProgress ? { progress: options.onProgress } : {}) }).catch((error: unknown) => {
       throw new HopError(options.eventing ? "the functions run as Pods on the real node behind the Broker" : "the functions run as Pods on the real node", (error as Error).message, hops);
     });
     const { "memory-scaler": scaler, "alert-receiver": receiver, "rule-sync": ruleSync } = pods.functions;
@@ -427,7 +449,7 @@ async function syncRule(run: Run, ruleSync: FunctionProcess): Promise<{ stored: 
     const reconciled = await until("rule-sync receives the AppMonitor's add event from the ApiServerSource", hops, 60_000, async () =>
       firstLog(ruleSync, (l) => l.msg === "AppMonitor reconciled" && l.eventType === "dev.knative.apiserver.resource.add" && l.namespace === namespace && l.name === "mymonitor"));
     const receipt = await brokerReceipt(admin, hops, "rule-sync-appmonitor-add", String(reconciled.eventId));
-    hop("AppMonitor add event through the Broker to rule-sync", logTime(reconciled), `ApiServerSource appmonitors → Broker (ingress ${clock(receipt.arrivedAt)}, filter ${clock(receipt.at)}) → Trigger rule-sync-appmonitor-add`);
+    hop("AppMonitor add event through the Broker to rule-sync", logTime(reconciled), `ApiServerSource appmonitors → Broker (ingress ${clock(receipt.arrivedAt)}, filter ${clock(receipt.at)}) → Trigger rule-sync-appmonitor-add`, logClock("rule-sync"));
   } else {
     // What an ApiServerSource in Resource mode sends for the new object.
     const message = HTTP.binary(new CloudEvent({
@@ -505,14 +527,14 @@ async function causeAlert(run: Run, old: MemhogPod, stored: StoredAppMonitor): P
     const killed = await until("the kernel OOM-kills memhog", hops, 60_000, async () =>
       oomKilled(await core.readNamespacedPod({ name: old.name, namespace })));
     hop("container OOM-killed by the kernel", killed.finishedAt ? new Date(killed.finishedAt).getTime() : Date.now(),
-      `lastState.terminated: ${killed.reason}, exit code ${killed.exitCode} (its finishedAt, whole seconds)`);
+      `lastState.terminated: ${killed.reason}, exit code ${killed.exitCode}`, killed.finishedAt ? kubeClock("the kubelet's lastState.terminated.finishedAt") : POLLED);
   } else if (options.realNode) {
     // memhog writes "memhog: holding N bytes" as it allocates; the kubelet time-stamps each line.
     const crossing = await until("memhog's working set crosses the threshold", hops, 60_000, async () => {
       const log = await core.readNamespacedPodLog({ name: old.name, namespace, container: "memhog", timestamps: true });
       return log.split("\n").map((l) => /^(\S+) memhog: holding (\d+) bytes/.exec(l)).find((m): m is RegExpExecArray => m !== null && BigInt(m[2] ?? "0") >= threshold);
     });
-    hop("usage crossed the threshold", Date.parse(crossing[1] ?? ""), `memhog holds ${(Number(crossing[2]) / 2 ** 20).toFixed(0)}Mi of limit ${old.memory.limit} (its log)`);
+    hop("usage crossed the threshold", Date.parse(crossing[1] ?? ""), `memhog holds ${(Number(crossing[2]) / 2 ** 20).toFixed(0)}Mi of limit ${old.memory.limit} (its log)`, { source: "memhog's log line, the kubelet's timestamp", resolutionMs: 1 });
   } else if (options.oomKill) {
     // increase() needs a sample from before the kill, as a real cAdvisor's counter has one.
     await until("Prometheus scrapes the OOM counter at 0", hops, 60_000, async () => (await promValue(state, oomSeries)) === "0");
@@ -521,30 +543,30 @@ async function causeAlert(run: Run, old: MemhogPod, stored: StoredAppMonitor): P
       { name: old.name, namespace, body: { metadata: { annotations: { [oomEventsAnnotation]: "1" } } } },
       k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
     );
-    hop("container OOM-killed", Date.now(), "lastState.terminated.reason OOMKilled; cAdvisor counts 1 OOM event");
+    hop("container OOM-killed", Date.now(), "lastState.terminated.reason OOMKilled; cAdvisor counts 1 OOM event", THIS_RUN);
   } else {
     const usage = options.usage ?? "300Mi";
     await core.patchNamespacedPod(
       { name: old.name, namespace, body: { metadata: { annotations: { [usageMemoryAnnotation]: usage } } } },
       k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
     );
-    hop("usage crossed the threshold", Date.now(), `working set ${usage} of limit ${old.memory.limit}`);
+    hop("usage crossed the threshold", Date.now(), `working set ${usage} of limit ${old.memory.limit}`, THIS_RUN);
   }
 
   if (realKill) {
     const reason = `kube_pod_container_status_last_terminated_reason{namespace="${namespace}",pod="${old.name}",container="memhog",reason="OOMKilled"}`;
     await until("Prometheus scrapes the OOM kill from kube-state-metrics", hops, 60_000, async () => (await promValue(state, reason)) === "1");
-    hop("OOM kill scraped by Prometheus", Date.now(), "kube-state-metrics: last terminated reason OOMKilled");
+    hop("OOM kill scraped by Prometheus", await firstSampleAt(state, reason, (v) => v >= 1), "kube-state-metrics: last terminated reason OOMKilled", SAMPLE);
   } else if (options.oomKill) {
     await until("Prometheus scrapes the OOM event", hops, 60_000, async () => Number(await promValue(state, oomSeries)) >= 1);
-    hop("OOM event scraped by Prometheus");
+    hop("OOM event scraped by Prometheus", await firstSampleAt(state, oomSeries, (v) => v >= 1), undefined, SAMPLE);
   } else {
     const series = `container_memory_working_set_bytes{namespace="${namespace}",pod="${old.name}",container="memhog"}`;
     await until("Prometheus scrapes the new working set", hops, 60_000, async () => {
       const value = await promValue(state, series);
       return value !== undefined && compare(parseQuantity(value), rational(threshold)) >= 0;
     });
-    hop("working set scraped by Prometheus");
+    hop("working set scraped by Prometheus", await firstSampleAt(state, series, (v) => v >= Number(threshold)), undefined, SAMPLE);
   }
 }
 
@@ -559,7 +581,7 @@ async function alertFires(run: Run, oldName: string, stored: StoredAppMonitor): 
   // The OOM-kill alert has no `for`: it fires at its first evaluation, never pending.
   if (!options.oomKill) {
     const pending = await until("the alert goes pending in Prometheus", hops, 30_000, () => alertFor("pending"));
-    hop("alert pending in Prometheus", Date.parse(pending.activeAt), `${pending.labels.alertname}{appmonitor="${pending.labels.appmonitor}"}, for ${stored.spec?.forSeconds ?? 60} s`);
+    hop("alert pending in Prometheus", Date.parse(pending.activeAt), `${pending.labels.alertname}{appmonitor="${pending.labels.appmonitor}"}, for ${stored.spec?.forSeconds ?? 60} s`, { source: "Prometheus's activeAt of the alert", resolutionMs: 1 });
   }
   await until("the alert fires in Prometheus", hops, 180_000, () => alertFor("firing"));
   hop("alert firing in Prometheus");
@@ -594,14 +616,14 @@ async function observeScale(run: Run, fns: RunningFunctions, oldName: string): P
   const sent = receipt?.arrivedAt ?? eventArrived;
   const webhook = await until("alert-receiver's webhook request log", hops, 5_000, async () =>
     firstLog(receiver, (l) => l.msg === "request" && l.path === "/" && span(l).start <= sent && sent <= span(l).end));
-  hop("webhook received by alert-receiver", span(webhook).start);
+  hop("webhook received by alert-receiver", span(webhook).start, undefined, { source: "alert-receiver's access log, its end less durationMs", resolutionMs: 1 });
   if (receipt?.arrivedAt !== undefined) {
-    hop("CloudEvent accepted by the Broker ingress", receipt.arrivedAt, `event ${receipt.eventId}, its knativearrivaltime`);
-    hop("CloudEvent handed to Trigger memory-scaler-alert-firing by the Broker filter", receipt.at, "through the in-memory channel (the filter's log)");
+    hop("CloudEvent accepted by the Broker ingress", receipt.arrivedAt, `event ${receipt.eventId}`, { source: "the event's knativearrivaltime", resolutionMs: 1 });
+    hop("CloudEvent handed to Trigger memory-scaler-alert-firing by the Broker filter", receipt.at, "through the in-memory channel", logClock("the Broker filter"));
   }
-  hop("CloudEvent received by memory-scaler", eventArrived);
+  hop("CloudEvent received by memory-scaler", eventArrived, undefined, { source: "memory-scaler's access log, its end less durationMs", resolutionMs: 1 });
   if (decided.outcome !== "scaled") throw new HopError("memory-scaler scales the Deployment", `${decided.outcome}: ${decided.reason} ${decided.msg ?? ""}`, hops);
-  hop("Deployment patched by memory-scaler", logTime(decided), String(decided.msg ?? ""));
+  hop("Deployment patched by memory-scaler", logTime(decided), String(decided.msg ?? ""), logClock("memory-scaler"));
 }
 
 /**
@@ -623,7 +645,7 @@ async function awaitMemhogPod(run: Run, scaler: FunctionProcess, old: MemhogPod)
     const wanted = floor(parseQuantity(memory.limit ?? "0"));
     if (limit !== wanted) throw new HopError("the new container's cgroup limit", `memory.limit_in_bytes is ${limit}, not ${wanted} (${memory.limit})`, hops);
     if (cgroupLimit(old.pod) !== undefined) throw new HopError("the new container's cgroup limit", `the old container's cgroup is still there`, hops);
-    hop("new container's cgroup limit", Date.now(), `memory.limit_in_bytes ${limit} (${memory.limit}); the old container's cgroup is gone`);
+    hop("new container's cgroup limit", Date.now(), `memory.limit_in_bytes ${limit} (${memory.limit}); the old container's cgroup is gone`, THIS_RUN);
   }
   const name = pod.metadata?.name ?? "";
   if (options.realNode && options.oomKill) {
@@ -631,10 +653,11 @@ async function awaitMemhogPod(run: Run, scaler: FunctionProcess, old: MemhogPod)
     // that kill's alert is refused (one scale per cooldown), not a second scale.
     const killed = await until("the kernel OOM-kills the new container at its new limit", hops, 120_000, async () =>
       oomKilled(await core.readNamespacedPod({ name, namespace })));
-    hop("new container OOM-killed by the kernel", killed.finishedAt ? new Date(killed.finishedAt).getTime() : Date.now(), `at its limit ${memory.limit}`);
+    hop("new container OOM-killed by the kernel", killed.finishedAt ? new Date(killed.finishedAt).getTime() : Date.now(), `at its limit ${memory.limit}`,
+      killed.finishedAt ? kubeClock("the kubelet's lastState.terminated.finishedAt") : POLLED);
     const again = await until("memory-scaler decides on the new Pod's OOM alert", hops, 120_000, async () =>
       firstLog(scaler, (l) => l.pod === `${namespace}/${name}` && DECISIONS.includes(String(l.outcome))));
-    hop("memory-scaler decides on the new Pod's kill", logTime(again), `${again.outcome}: ${again.reason}`);
+    hop("memory-scaler decides on the new Pod's kill", logTime(again), `${again.outcome}: ${again.reason}`, logClock("memory-scaler"));
   }
   return { pod, name, memory };
 }
@@ -699,8 +722,8 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
     namespace,
     alertname: options.oomKill ? "AppMonitorOOMKilled" : "AppMonitorMemoryHigh",
     hops,
-    hop: (name, at = Date.now(), detail) => {
-      const h: Hop = detail === undefined ? { name, at } : { name, at, detail };
+    hop: (name, at = Date.now(), detail, clock = POLLED) => {
+      const h: Hop = detail === undefined ? { name, at, ...clock } : { name, at, detail, ...clock };
       hops.push(h);
       options.onHop?.(h);
     },

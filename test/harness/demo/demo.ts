@@ -1,14 +1,17 @@
 /**
  * `npm run demo -- [--kwok] [--containers] [--host-functions] [--no-eventing]`: the main job on the local stack,
- * from one command. Installs the Debian packages it needs when run as root (`debian-packages.ts`,
- * saying which and why; otherwise it names the command), starts the stack (or uses the one
- * already up in `APPMONITOR_STACK_DIR`/.stack), runs the chain (`chain.ts`) with the original
- * demo's AppMonitor and memhog Deployment, prints the timeline and the resources before and
+ * from one command on a fresh machine. Installs the Debian packages it needs when run as root
+ * (`debian-packages.ts`, saying which and why; otherwise it names the command), builds what it
+ * needs and has not cached (the Go-built binaries, the base, function and memhog images and their
+ * archives; one line per step with its cold time), starts the stack (or uses the one already up in
+ * `APPMONITOR_STACK_DIR`/.stack, pushing any image its registry lacks), runs the chain
+ * (`chain.ts`) with the original demo's AppMonitor and memhog Deployment, prints the timeline in
+ * the order things happened with each time's clock (`timeline.ts`) and the resources before and
  * after, and stops everything it started.
  *
  * By default memhog runs on the stack's real node (root; `npm run stack -- up --real-node`): real
  * memory, a real cgroup limit read back after the scale; the three functions run there too, as
- * Pods from `npm run image`'s images, unless `--host-functions` (or `--containers`) keeps them on
+ * Pods from the images it builds, unless `--host-functions` (or `--containers`) keeps them on
  * the host. With the function Pods, Knative Eventing runs on the real node too (installed unless
  * the stack has it, about 50 s): alert-receiver sends to the Broker, whose Trigger hands the alert
  * to memory-scaler, and rule-sync hears of the AppMonitor from the ApiServerSource through the
@@ -21,10 +24,21 @@
  * or a missing prerequisite (named, with the command that fixes it).
  */
 import { parseArgs } from "node:util";
+import { buildImages, FUNCTION_IMAGES, type ImageName } from "../images/build.ts";
 import { ensureDebianPackages } from "../stack/debian-packages.ts";
-import { defaultStateDir } from "../stack/paths.ts";
+import { defaultStateDir, resolveBinaries, StackStepError } from "../stack/paths.ts";
+import { pushImages, servedImages } from "../stack/registry.ts";
 import { down, readState, up } from "../stack/stack.ts";
-import { HopError, runChain, type Hop } from "./chain.ts";
+import { HopError, runChain } from "./chain.ts";
+import { timelineLines } from "./timeline.ts";
+
+/** The hop the timeline counts from. */
+const CROSSING = "usage crossed the threshold";
+/** The original AppMonitor's `memThresholdPercent` (knative/examples/appmonitor.yaml). */
+const THRESHOLD_PERCENT = 75;
+/** A cold set-up's parts on a fresh machine of two cores, minutes (build.sh's and buildImages' own lines give each step's). */
+const COLD_MINUTES = { binaries: 27, images: 3 } as const;
+const FUNCTION_NAMES = Object.keys(FUNCTION_IMAGES) as (keyof typeof FUNCTION_IMAGES)[];
 
 const usage = "usage: npm run demo -- [--kwok] [--containers] [--host-functions] [--no-eventing]";
 let containers = false;
@@ -60,37 +74,49 @@ try {
 }
 const stateDir = defaultStateDir();
 const existing = await readState(stateDir);
-let crossedAt: number | undefined;
-const line = (h: Hop) => {
-  if (h.name === "usage crossed the threshold") crossedAt = h.at;
-  const t = crossedAt === undefined ? "" : `+${((h.at - crossedAt) / 1000).toFixed(1).padStart(5)} s`;
-  console.log(`${t.padStart(9)}  ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
-};
+// On the real node the functions run there too, as Pods, unless asked to run on the host.
+const functionPods = realNode && !containers && !hostFunctions;
+// The Broker delivers to the functions' Services: only when they run as Pods.
+const eventing = functionPods && !noEventing;
+const say = (part: string) => (l: string) => console.log(`  ${part}: ${l}`);
 
 let code = 0;
 try {
-  console.log(existing ? `using the stack in ${stateDir}` : "starting the local stack ...");
-  const state = await up({ stateDir, realNode, progress: (l) => console.log(`  stack: ${l}`) });
-  console.log("\ntimeline (from the moment the usage crossed 75% of the limit):");
+  console.log(existing ? `using the stack in ${stateDir}` : `setting up: on a fresh machine about ${COLD_MINUTES.binaries} min of Go builds and ${COLD_MINUTES.images} min of images; once cached, seconds`);
+  // What the stack runs comes first: the binaries, then the images its registry serves (memhog)
+  // and the function Pods import; `up` finds both cached.
+  if (!existing) await resolveBinaries(process.env, say("binaries"));
+  const images: ImageName[] = [...(realNode ? ["memhog" as const] : []), ...(functionPods || containers ? FUNCTION_NAMES : [])];
+  if (images.length > 0) {
+    const t0 = Date.now();
+    await buildImages(images, say("images"));
+    say("images")(`${images.length} ready (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+  }
+  const state = await up({ stateDir, realNode, progress: say("stack") });
+  // A stack that was already up may lack an image, or serve an older one: push what differs.
+  if (existing && state.registry) await pushImages(state.registry.address, servedImages());
   if (containers) console.log("the functions run from their images (npm run image)");
   if (realNode) console.log("memhog runs on the real node: real memory, read from its log, cAdvisor and its cgroup");
-  // On the real node the functions run there too, as Pods, unless asked to run on the host.
-  const functionPods = realNode && !containers && !hostFunctions;
   if (functionPods) console.log("the functions run as Pods on the real node (Deployments rendered from knative/services)");
-  // The Broker delivers to the functions' Services: only when they run as Pods.
-  const eventing = functionPods && !noEventing;
   if (eventing) console.log("their events go through Knative Eventing on the real node: Broker, Triggers, ApiServerSource, PingSource, SinkBinding (knative/eventing)");
-  const result = await runChain(state, { namespace: "appmonitor-demo", onHop: line, containers, realNode, functionPods, eventing });
+  console.log("the chain, each hop as it is seen:");
+  const result = await runChain(state, {
+    namespace: "appmonitor-demo", containers, realNode, functionPods, eventing,
+    onHop: (h) => console.log(`  seen: ${h.name}`), onProgress: say("set-up"),
+  });
+  console.log(`\ntimeline, in the order it happened (from the moment the usage crossed ${THRESHOLD_PERCENT}% of the limit; ≈: a whole-second clock):`);
+  for (const l of timelineLines(result.hops, CROSSING)) console.log(l);
   console.log(`\nmemhog before: requests ${result.before.request}, limits ${result.before.limit}  (Pod ${result.oldPod})`);
   console.log(`memhog after:  requests ${result.after.request}, limits ${result.after.limit}  (Pod ${result.newPod})`);
-  const last = result.hops.at(-1);
-  if (crossedAt !== undefined && last) console.log(`reaction time (usage crossed → new Pod Running): ${((last.at - crossedAt) / 1000).toFixed(1)} s`);
+  const crossed = result.hops.find((h) => h.name === CROSSING);
+  const running = result.hops.find((h) => h.name === "new Pod Running, old Pod gone");
+  if (crossed && running) console.log(`reaction time (usage crossed → new Pod Running): ${((running.at - crossed.at) / 1000).toFixed(1)} s`);
 } catch (error) {
   code = 1;
-  console.error(`\ndemo failed: ${error instanceof HopError ? error.message : (error as Error).stack ?? String(error)}`);
+  console.error(`\ndemo failed: ${error instanceof HopError || error instanceof StackStepError ? error.message : (error as Error).stack ?? String(error)}`);
 } finally {
   if (!existing) {
-    await down(stateDir);
+    await down(stateDir).catch((error: unknown) => console.error(`stopping the local stack: ${(error as Error).message}`));
     console.log("stopped the local stack");
   }
 }

@@ -45,15 +45,16 @@ export interface PodFunctions {
  * @returns the Broker's address and the install's seconds (undefined when it was there).
  * @throws StackStepError from the install or the apply.
  */
-async function eventingForFunctions(state: StackState, kc: k8s.KubeConfig): Promise<{ url: string; installSeconds?: number; brokerReadySeconds: number }> {
+async function eventingForFunctions(state: StackState, kc: k8s.KubeConfig, progress: (line: string) => void): Promise<{ url: string; installSeconds?: number; brokerReadySeconds: number }> {
   let installSeconds: number | undefined;
   if (!state.eventing) {
-    const installed = await installEventing(state);
+    const installed = await installEventing(state, undefined, progress);
     state.eventing = { version: installed.version, deployments: installed.deployments };
     await saveState(state);
     installSeconds = installed.seconds;
   }
   const t0 = Date.now();
+  progress("Broker, Triggers and sources: applying, waiting for the Broker to be Ready");
   const url = await applyAppmonitorEventing(state);
   const brokerReadySeconds = (Date.now() - t0) / 1000;
   await logFilterReceipts(kc);
@@ -65,17 +66,18 @@ async function eventingForFunctions(state: StackState, kc: k8s.KubeConfig): Prom
  * Pod: `url` is `http://<Pod IP>:8080`, `logs` is refreshed from its container log until `stop()`,
  * which stops the following and leaves the Deployments running. With `eventing`, first Eventing
  * and the Broker (above); returns once alert-receiver's `K_SINK` is the Broker's address and a
- * probe event posted to the Broker ingress has reached memory-scaler (a Trigger's subscription
+ * probe event posted to the Broker ingress has reached memory-scaler (`progress` hears each step; a Trigger's subscription
  * reaches the in-memory channel's dispatcher a little after the Trigger is Ready).
  * @throws StackStepError from the install or deployment; Error when a function has no Running
  *   Pod, alert-receiver's `K_SINK` is not the Broker's, or no probe gets through.
  */
-export async function podFunctions(state: StackState, options: { eventing?: boolean } = {}): Promise<PodFunctions> {
+export async function podFunctions(state: StackState, options: { eventing?: boolean; progress?: (line: string) => void } = {}): Promise<PodFunctions> {
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(state.kubeconfig);
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  const eventing = options.eventing ? await eventingForFunctions(state, kc) : undefined;
-  const installed = await deployFunctionPods(state, eventing ? { sink: "sinkbinding" } : {});
+  const progress = options.progress ?? (() => {});
+  const eventing = options.eventing ? await eventingForFunctions(state, kc, progress) : undefined;
+  const installed = await deployFunctionPods(state, eventing ? { sink: "sinkbinding", progress } : { progress });
   const followed: Partial<Record<FunctionPodName, k8s.V1Pod>> = {};
   const follow = async (name: FunctionPodName): Promise<FunctionProcess> => {
     const pods = (await core.listNamespacedPod({ namespace: FUNCTIONS_NAMESPACE, labelSelector: `app.kubernetes.io/name=${name}` })).items;

@@ -34,6 +34,8 @@ const SOURCES = [
   `deb http://deb.debian.org/debian ${SUITE}-updates main`,
   `deb http://deb.debian.org/debian-security ${SUITE}-security main`,
 ];
+/** Seconds the base image took to build here (mmdebstrap's downloads most of it), for the progress line. */
+const COLD_BASE_SECONDS = 60;
 /** Bumped when the recipe below changes in a way the inputs do not show. */
 const RECIPE = 2;
 
@@ -92,7 +94,8 @@ async function dropDocs(root: string): Promise<void> {
 export async function ensureBaseImage(progress: (line: string) => void = () => {}): Promise<string> {
   const tag = baseImageTag();
   if (await imageExists(tag)) return tag;
-  progress(`building base image ${tag} (Debian ${SUITE}: ${PACKAGES.join(", ")}; Node ${pinnedNode().version}; npm ${NPM_VERSION})`);
+  progress(`base image ${tag}: building (Debian ${SUITE}: ${PACKAGES.join(", ")}; Node ${pinnedNode().version}; npm ${NPM_VERSION}; cold about ${COLD_BASE_SECONDS} s)`);
+  const t0 = Date.now();
   const work = await mkdtemp(path.join(os.tmpdir(), "appmonitor-base-"));
   try {
     const root = path.join(work, "root");
@@ -125,5 +128,6 @@ export async function ensureBaseImage(progress: (line: string) => void = () => {
   } finally {
     await rm(work, { recursive: true, force: true });
   }
+  progress(`base image: built in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   return tag;
 }

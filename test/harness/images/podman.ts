@@ -119,10 +119,10 @@ export interface PodmanResult {
 
 /**
  * Runs `podman args…` to completion with our containers.conf.
- * @param options.stream also copy podman's stderr to ours (long builds show progress).
+ * @param options.input piped to podman's standard input.
  * @throws Error naming the command, with the tail of its stderr, when it exits non-zero.
  */
-export async function podman(args: readonly string[], options: { stream?: boolean; input?: NodeJS.ReadableStream } = {}): Promise<PodmanResult> {
+export async function podman(args: readonly string[], options: { input?: NodeJS.ReadableStream } = {}): Promise<PodmanResult> {
   const env = await podmanEnv();
   return new Promise((resolve, reject) => {
     const child = spawn("podman", [...args], { env, cwd: podmanWorkDir(env), stdio: [options.input ? "pipe" : "ignore", "pipe", "pipe"] });
@@ -131,7 +131,6 @@ export async function podman(args: readonly string[], options: { stream?: boolea
     child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
     child.stderr?.on("data", (chunk: Buffer) => {
       stderr += chunk.toString("utf8");
-      if (options.stream) process.stderr.write(chunk);
     });
     if (options.input && child.stdin) {
       // podman may exit before reading all of its input: its exit status and stderr tell why.

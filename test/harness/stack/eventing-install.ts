@@ -99,16 +99,18 @@ export async function placeNamespace(state: StackState, name: string): Promise<v
  * Installs Knative Eventing (core, in-memory channel, channel-based Broker) on the stack's real
  * node and waits until it serves.
  * @param timeoutMs how long to wait for each Deployment and for the webhook's configurations (default 240 000).
+ * @param progress hears one line per step: the images imported, each Deployment Available (n of m).
  * @throws StackStepError when the stack has no real node, an import or apply fails, or a
  *   Deployment is not Available in time (the message names its Pods' states).
  */
-export async function installEventing(state: StackState, timeoutMs = 240_000): Promise<EventingInstallation> {
+export async function installEventing(state: StackState, timeoutMs = 240_000, progress: (line: string) => void = () => {}): Promise<EventingInstallation> {
   const node = state.realNode;
   if (!node) throw new StackStepError(STEP, "the stack has no real node; start it with 'npm run stack -- up --real-node'");
   const t0 = Date.now();
   const { module, objects } = await eventingInstall();
   const binDir = path.dirname(state.binaries.kubectl);
-  await importImages(node, module.commands.map((c) => eventingImageArchive(binDir, c)));
+  progress(`Knative Eventing ${module.version}: importing ${module.commands.length} images into the real node, then waiting for its Deployments (about 90 s in all)`);
+  await importImages(node, module.commands.map((c) => eventingImageArchive(binDir, c)), () => "bash test/harness/bins/build.sh");
 
   const placed = placePods(objects, REAL_NODE_PLACEMENT);
   const webhookConfigs = placed.filter((o) => WEBHOOK_CONFIG_KINDS.has(o.kind));
@@ -117,6 +119,7 @@ export async function installEventing(state: StackState, timeoutMs = 240_000): P
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(state.kubeconfig);
   await waitAvailable(kc, "eventing-webhook", timeoutMs);
+  progress(`Knative Eventing: eventing-webhook Available (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   await applyObjects(state, webhookConfigs, path.join(node.paths.dir, "eventing-webhooks.yaml"));
   // The webhook writes its own CA into each configuration; until then the API server cannot trust it.
   const reg = kc.makeApiClient(k8s.AdmissionregistrationV1Api);
@@ -136,7 +139,10 @@ export async function installEventing(state: StackState, timeoutMs = 240_000): P
     .filter((o): o is EventingObject & { spec?: { replicas?: number } } => o.kind === "Deployment" && o.metadata.namespace === EVENTING_NAMESPACE)
     .filter((o) => o.spec?.replicas !== 0)
     .map((o) => o.metadata.name);
-  for (const name of deployments) await waitAvailable(kc, name, timeoutMs);
+  for (const [i, name] of deployments.entries()) {
+    await waitAvailable(kc, name, timeoutMs);
+    progress(`Knative Eventing: [${i + 1}/${deployments.length}] ${name} Available (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+  }
   return { version: module.version, deployments, seconds: (Date.now() - t0) / 1000 };
 }
 

@@ -46,6 +46,8 @@ export interface DeployFunctionPodsOptions {
    * to inject the Broker's URL, as in a Knative install.
    */
   sink?: "memory-scaler" | "sinkbinding";
+  /** Hears one line per step: the images imported, each Deployment Available. */
+  progress?: (line: string) => void;
 }
 
 /** What {@link deployFunctionPods} made: the bearer token alert-receiver requires, and each function's in-cluster URL. */
@@ -76,6 +78,9 @@ export async function deployFunctionPods(state: StackState, options: DeployFunct
   const node = state.realNode;
   if (!node) throw new StackStepError("deploy the functions as Pods", "the stack has no real node; start it with 'npm run stack -- up --real-node'");
   const archives = FUNCTION_POD_NAMES.map((name) => options.archives?.[name] ?? path.join(archiveDir(), `${name}.oci.tar`));
+  const say = options.progress ?? (() => {});
+  const t0 = Date.now();
+  say(`functions: importing the images of ${FUNCTION_POD_NAMES.join(", ")} into the real node`);
   await importImages(node, archives);
 
   const kubectl = async (args: string[]) => {
@@ -121,6 +126,7 @@ export async function deployFunctionPods(state: StackState, options: DeployFunct
       }
       await new Promise((r) => setTimeout(r, 500));
     }
+    say(`functions: Deployment ${name} Available (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   }
   const urls = Object.fromEntries(FUNCTION_POD_NAMES.map((name) => [name, `http://${name}.${FUNCTIONS_NAMESPACE}.svc.${CLUSTER_DOMAIN}`])) as Record<FunctionPodName, string>;
   return { namespace: FUNCTIONS_NAMESPACE, webhookToken, urls };

@@ -4,6 +4,7 @@
  * so a registry the node pulls from can take its place.
  */
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import { StackStepError } from "./paths.ts";
@@ -11,12 +12,23 @@ import type { RealNodeState } from "./real-node.ts";
 
 const run = promisify(execFile);
 
+/** The command that makes `npm run image`'s archives (`<cache>/images/<image>.oci.tar`). */
+export function npmRunImage(archives: readonly string[]): string {
+  return `npm run image -- ${archives.map((a) => path.basename(a, ".oci.tar")).join(" ")}`;
+}
+
 /**
  * Imports each OCI archive (`podman save --format oci-archive`, `npm run image`) under the name its
  * index annotates (`org.opencontainers.image.ref.name`), e.g. `ghcr.io/kubedemo/appmonitor-memory-scaler:latest`.
- * @throws StackStepError naming the archive and ctr's message.
+ * @param maker the command that makes missing archives, for the error (default {@link npmRunImage}).
+ * @throws StackStepError naming each missing archive and the command that makes it, or an
+ *   archive and ctr's message.
  */
-export async function importImages(node: Pick<RealNodeState, "bins" | "paths">, archives: readonly string[]): Promise<void> {
+export async function importImages(node: Pick<RealNodeState, "bins" | "paths">, archives: readonly string[], maker = npmRunImage): Promise<void> {
+  const missing = archives.filter((a) => !existsSync(a));
+  if (missing.length > 0) {
+    throw new StackStepError("import images into the real node", `no image archive ${missing.join(", ")}: \`${maker(missing)}\` builds ${missing.length === 1 ? "it" : "them"}`);
+  }
   for (const archive of archives) {
     try {
       await run(node.bins.ctr, ["--address", node.paths.containerdSocket, "--namespace", "k8s.io", "images", "import", archive], { maxBuffer: 16 << 20 });

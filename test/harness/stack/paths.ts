@@ -5,11 +5,12 @@
  * Binaries: `KUBEBUILDER_ASSETS` (controller-runtime envtest's convention) when it holds a binary,
  * else the set that `test/harness/bins/build.sh` compiles into `~/.cache/appmonitor/bin`.
  */
-import { execFile } from "node:child_process";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { existsSync } from "node:fs";
 import path from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 
 /** Absolute path of the repository root. */
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
@@ -70,33 +71,39 @@ export function which(name: string, env: NodeJS.ProcessEnv): string | undefined 
 
 /**
  * Runs test/harness/bins/build.sh: builds whatever Go-built binary set is not cached yet (minutes when
- * cold, well under a second when warm) and returns the directory that holds them all.
+ * cold, well under a second when warm) and returns the directory that holds them all. The script's
+ * own step lines (`build-bins: …`: each set to build with n of m and its cold time, then its
+ * elapsed time) go to `progress` without the prefix as they come; Go's output is kept for errors.
  * @throws StackStepError "build Kubernetes binaries" with the tail of the script's output.
  */
-export async function buildBinaries(env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  try {
-    const { stdout } = await promisify(execFile)("bash", [path.join(repoRoot, "test/harness/bins/build.sh")], {
-      env,
-      maxBuffer: 16 << 20,
-      timeout: 60 * 60 * 1000,
-    });
-    return stdout.trim().split("\n").pop() ?? "";
-  } catch (error) {
-    const stderr = (error as { stderr?: string }).stderr ?? "";
+export async function buildBinaries(env: NodeJS.ProcessEnv = process.env, progress: (line: string) => void = () => {}): Promise<string> {
+  const script = path.join(repoRoot, "test/harness/bins/build.sh");
+  const child = spawn("bash", [script], { env, stdio: ["ignore", "pipe", "pipe"], timeout: 60 * 60 * 1000 });
+  let stdout = "";
+  const stderr: string[] = [];
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+  createInterface({ input: child.stderr }).on("line", (line) => {
+    stderr.push(line);
+    if (stderr.length > 200) stderr.shift();
+    if (line.startsWith("build-bins: ")) progress(line.slice("build-bins: ".length));
+  });
+  const [code, signal] = (await once(child, "close")) as [number | null, NodeJS.Signals | null];
+  if (code !== 0) {
     throw new StackStepError(
       "build Kubernetes binaries",
-      `test/harness/bins/build.sh failed:\n${stderr.trim().split("\n").slice(-15).join("\n")}`,
-      { cause: error },
+      `test/harness/bins/build.sh ${signal ? `was killed by ${signal}` : `exited ${code}`}:\n${stderr.slice(-15).join("\n")}`,
     );
   }
+  return stdout.trim().split("\n").pop() ?? "";
 }
 
 /**
- * Finds every binary the stack needs, building the Go-built ones when they are not cached.
+ * Finds every binary the stack needs, building the Go-built ones when they are not cached
+ * (`progress` hears of each set built, as {@link buildBinaries} says).
  * A cold build takes minutes (kube-apiserver is large); a warm one returns at once.
  * @throws StackStepError naming the step: a missing Debian package, no Go toolchain, a failed build.
  */
-export async function resolveBinaries(env: NodeJS.ProcessEnv = process.env): Promise<Binaries> {
+export async function resolveBinaries(env: NodeJS.ProcessEnv = process.env, progress?: (line: string) => void): Promise<Binaries> {
   const found: Partial<Record<keyof typeof goBuilt, string>> = {};
   const assets = env.KUBEBUILDER_ASSETS;
   if (assets) {
@@ -104,7 +111,7 @@ export async function resolveBinaries(env: NodeJS.ProcessEnv = process.env): Pro
       if (existsSync(path.join(assets, file))) found[role] = path.join(assets, file);
     }
   }
-  const built = Object.keys(goBuilt).some((role) => !found[role as keyof typeof goBuilt]) ? await buildBinaries(env) : undefined;
+  const built = Object.keys(goBuilt).some((role) => !found[role as keyof typeof goBuilt]) ? await buildBinaries(env, progress) : undefined;
   const result: Record<string, string> = {};
   for (const [role, file] of Object.entries(goBuilt) as [keyof typeof goBuilt, string][]) {
     const p = found[role] ?? (built ? path.join(built, file) : undefined);

@@ -135,16 +135,9 @@ export async function netfilterTables(): Promise<string[]> {
   return out.split("\n").filter((l) => l.startsWith("table ")).map((l) => l.slice("table ".length).trim());
 }
 
-/**
- * Removes every iptables rule, chain and table kube-proxy made (v4 and v6), after kube-proxy has
- * stopped: `kube-proxy --cleanup`; then the `KUBE-` chains it leaves on purpose, and any other
- * (see {@link kubeChainRemoval}); then each `ip`/`ip6` table that was not there before `up`
- * (`tablesBefore`, from {@link netfilterTables}) and is empty now.
- * @returns one message per step that failed (empty when all is clean).
- */
-export async function cleanUpKubeProxy(kubeProxy: string, tablesBefore: readonly string[]): Promise<string[]> {
-  const problems: string[] = [];
-  const attempt = async (file: string, args: string[], input?: string) => {
+/** Runs a command (`input` on its stdin); a failure is pushed on `problems` and gives undefined. */
+function attempter(problems: string[]) {
+  return async (file: string, args: string[], input?: string): Promise<string | undefined> => {
     try {
       const child = run(file, args, { maxBuffer: 64 << 20 });
       if (input !== undefined) child.child.stdin?.end(input);
@@ -154,18 +147,47 @@ export async function cleanUpKubeProxy(kubeProxy: string, tablesBefore: readonly
       return undefined;
     }
   };
+}
+
+/**
+ * Removes every iptables rule and chain kube-proxy made (v4 and v6), after kube-proxy has
+ * stopped: `kube-proxy --cleanup`; then the `KUBE-` chains it leaves on purpose, and any other
+ * (see {@link kubeChainRemoval}). The tables go later, with the node's own chain
+ * ({@link removeTablesMadeSince}).
+ * @returns one message per step that failed (empty when all is clean).
+ */
+export async function cleanUpKubeProxy(kubeProxy: string): Promise<string[]> {
+  const problems: string[] = [];
+  const attempt = attempter(problems);
   await attempt(kubeProxy, ["--cleanup", "--v=0"]);
-  for (const [family, tool] of [["ip", "iptables"], ["ip6", "ip6tables"]] as const) {
+  for (const tool of ["iptables", "ip6tables"] as const) {
     const save = await attempt(`${tool}-save`, []);
     if (save === undefined) continue;
     for (const script of Object.values(kubeChainRemoval(save))) await attempt(`${tool}-restore`, ["--noflush", "-w"], script);
     const after = await attempt(`${tool}-save`, []);
     if (after === undefined) continue;
-    for (const table of emptyTables(after).filter((t) => !tablesBefore.includes(`${family} ${t}`))) {
-      await attempt("nft", ["delete", "table", family, table]);
-    }
     const left = after.split("\n").filter((l) => l.startsWith(":KUBE-"));
     if (left.length > 0) problems.push(`${tool}: kube-proxy's chains left: ${left.map((l) => l.split(" ")[0]).join(", ")}`);
+  }
+  return problems;
+}
+
+/**
+ * Deletes each `ip`/`ip6` table that was not there before `up` (`tablesBefore`, from
+ * {@link netfilterTables}) and is empty now: an iptables call makes the table it names and the
+ * kernel keeps it, empty, after its last chain goes (kube-proxy's, and the node's own in `filter`).
+ * Run after every chain of the node is gone.
+ * @returns one message per step that failed (empty when all is clean).
+ */
+export async function removeTablesMadeSince(tablesBefore: readonly string[]): Promise<string[]> {
+  const problems: string[] = [];
+  const attempt = attempter(problems);
+  for (const [family, tool] of [["ip", "iptables"], ["ip6", "ip6tables"]] as const) {
+    const save = await attempt(`${tool}-save`, []);
+    if (save === undefined) continue;
+    for (const table of emptyTables(save).filter((t) => !tablesBefore.includes(`${family} ${t}`))) {
+      await attempt("nft", ["delete", "table", family, table]);
+    }
   }
   return problems;
 }

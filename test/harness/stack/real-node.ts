@@ -32,7 +32,7 @@ import { kubeconfig } from "./config-files.ts";
 import { buildBinaries, StackStepError, which } from "./paths.ts";
 import { alive, startProcess, stopAll, waitReady, type Started } from "./processes.ts";
 import { startKubeStateMetrics, type KubeStateMetricsPorts } from "./kube-state-metrics.ts";
-import { cleanUpKubeProxy, netfilterTables, resolveInCluster, startRealNodeServices } from "./real-node-services.ts";
+import { cleanUpKubeProxy, netfilterTables, removeTablesMadeSince, resolveInCluster, startRealNodeServices } from "./real-node-services.ts";
 import {
   CLUSTER_DOMAIN, cniConflist, containerdConfig, kubeletConfig, PROMETHEUS_SERVICE_ACCOUNT, REAL_NODE, REAL_NODE_PACKAGES, realNodePaths, type RealNodePaths,
 } from "./real-node-config.ts";
@@ -71,7 +71,7 @@ export interface RealNodeState {
   healthzUrl: string;
   paths: RealNodePaths;
   bins: NodeBinaries;
-  /** The kernel settings the kubelet rewrites, as they were before `up` (`/proc/sys` relative path → value). */
+  /** The kernel settings the node changes ({@link HOST_SYSCTLS}), as they were before `up` (`/proc/sys` relative path → value). */
   sysctlsBefore: Record<string, string>;
   /** Directories outside the state directory that `up` created; `down` removes them when empty. */
   createdDirs: string[];
@@ -79,8 +79,14 @@ export interface RealNodeState {
   tablesBefore: string[];
 }
 
-/** The kernel settings the kubelet sets at start (pkg/kubelet/cm setupKernelTunables). */
-const KUBELET_SYSCTLS = ["vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"];
+/**
+ * The kernel settings the node changes, which `down` puts back: those the kubelet sets at start
+ * (pkg/kubelet/cm setupKernelTunables), IPv4 forwarding (the CNI bridge plugin turns it on for its
+ * gateway), and the bridge netfilter and localnet routing switches kube-proxy may turn on; each
+ * one that this kernel has.
+ */
+export const HOST_SYSCTLS = ["vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes",
+  "net/ipv4/ip_forward", "net/ipv4/conf/all/forwarding", "net/ipv4/conf/all/route_localnet", "net/bridge/bridge-nf-call-iptables", "net/bridge/bridge-nf-call-ip6tables"];
 
 /** Where the kubelet links container logs, whatever its root directory (kubelet's ContainerLogsDir). */
 const CONTAINER_LOGS_DIR = "/var/log/containers";
@@ -119,8 +125,8 @@ async function tryCmd(file: string, args: string[]): Promise<string | undefined>
  * kube set's Go build cache is warm), and looks for Debian's containerd, ctr, runc and CNI plugins.
  * @throws StackStepError naming what is missing and the one command that installs it.
  */
-export async function resolveNodeBinaries(env: NodeJS.ProcessEnv = process.env): Promise<NodeBinaries> {
-  const built = await buildBinaries(env);
+export async function resolveNodeBinaries(env: NodeJS.ProcessEnv = process.env, progress?: (line: string) => void): Promise<NodeBinaries> {
+  const built = await buildBinaries(env, progress);
   const ours = {
     kubelet: path.join(built, "kubelet"), crireset: path.join(built, "crireset"), pauseImage: path.join(built, "pause.oci.tar"), registry: path.join(built, "registry"),
     kubeProxy: path.join(built, "kube-proxy"), coredns: path.join(built, "coredns"),
@@ -237,7 +243,7 @@ export async function startRealNode(input: StartRealNodeInput): Promise<RealNode
     healthzUrl: `http://127.0.0.1:${input.healthzPort}/healthz`,
     paths,
     bins,
-    sysctlsBefore: Object.fromEntries(KUBELET_SYSCTLS.map((s) => [s, readSysctl(s)])),
+    sysctlsBefore: Object.fromEntries(HOST_SYSCTLS.filter((s) => existsSync(`/proc/sys/${s}`)).map((s) => [s, readSysctl(s)])),
     createdDirs: FIXED_HOST_DIRS.filter((d) => !existsSync(d)),
     tablesBefore: await netfilterTables(),
   };
@@ -410,7 +416,7 @@ export async function stopRealNode(stateDir: string, node: RealNodeState, pids: 
   if (pids.kubeProxy) {
     // Stopped before its rules go, or its next sync would write them again.
     await stopAll([pids.kubeProxy], 5_000);
-    problems.push(...await cleanUpKubeProxy(node.bins.kubeProxy, node.tablesBefore));
+    problems.push(...await cleanUpKubeProxy(node.bins.kubeProxy));
   }
   if (pids.containerd && alive(pids.containerd) && existsSync(node.bins.crireset)) {
     note(await tryCmd(node.bins.crireset, [node.paths.containerdSocket]));
@@ -458,6 +464,7 @@ export async function stopRealNode(stateDir: string, node: RealNodeState, pids: 
     note(await tryCmd("iptables", ["-w", "-t", "filter", "-F", REAL_NODE.iptablesChain]));
     note(await tryCmd("iptables", ["-w", "-t", "filter", "-X", REAL_NODE.iptablesChain]));
   }
+  problems.push(...await removeTablesMadeSince(node.tablesBefore));
   for (const [name, value] of Object.entries(node.sysctlsBefore)) {
     try {
       if (readSysctl(name) !== value) await writeFile(`/proc/sys/${name}`, value);

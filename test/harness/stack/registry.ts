@@ -186,8 +186,21 @@ export async function registryStatusLines(registry: RegistryState): Promise<stri
     const digest = await registryDigest(image.mirrored).catch(() => undefined);
     lines.push(`${"registry image".padEnd(24)} ${digest === image.digest ? "present" : "MISSING"}  ${image.reference} ${image.digest.slice(0, 19)}`);
   }
-  if (registry.missing.length > 0) lines.push(`${"registry image".padEnd(24)} not served (no archive; npm run image): ${registry.missing.join(", ")}`);
+  if (registry.missing.length > 0) lines.push(`${"registry image".padEnd(24)} not served (no archive; \`npm run image -- ${registry.missing.join(" ")}\` makes them): ${registry.missing.join(", ")}`);
   return lines;
+}
+
+/**
+ * The progress line of a registry that `up` just filled, `ms` after it began: how many images it
+ * serves and how many of them it pushed, and each image without an archive, with the command that
+ * makes it (the real node cannot pull what the registry lacks).
+ */
+export function registryReadyLine(registry: Pick<RegistryState, "url" | "images" | "missing">, ms: number): string {
+  const pushed = registry.images.filter((i) => i.pushed).length;
+  const served = `${registry.images.length} image${registry.images.length === 1 ? "" : "s"} served (${pushed} pushed now)`;
+  const missing = registry.missing.length === 0 ? "" :
+    `; no archive for ${registry.missing.join(", ")}, which the real node cannot pull until \`npm run image -- ${registry.missing.join(" ")}\` makes ${registry.missing.length === 1 ? "it" : "them"} and the stack starts again`;
+  return `registry ready at ${registry.url}, ${served}${missing} (${(ms / 1000).toFixed(1)} s)`;
 }
 
 /**

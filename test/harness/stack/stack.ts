@@ -19,7 +19,7 @@ import { alive, ComponentError, startProcess, stopAll, tail, waitReady, type Sta
 import { checkRealNodeHost, realNodeStatusLines, resolveNodeBinaries, startRealNode, stopRealNode, type NodeBinaries, type RealNodeState } from "./real-node.ts";
 import { kubeStateMetricsScrapeJob, type KubeStateMetricsPorts } from "./kube-state-metrics.ts";
 import { kubeletScrapeJobs, REAL_NODE, realNodePaths, SERVICE_CIDR } from "./real-node-config.ts";
-import { registryStatusLines, serveImages, type RegistryState } from "./registry.ts";
+import { registryReadyLine, registryStatusLines, serveImages, type RegistryState } from "./registry.ts";
 
 /** Options of `up`. Intervals are Prometheus durations (`1s`, `500ms`). */
 export interface UpOptions {
@@ -317,7 +317,7 @@ async function startNode(launch: Launch, pki: Pki, nodeBins: NodeBinaries, nodeP
     ...(opts.memhogArchive === undefined ? {} : { memhogArchive: opts.memhogArchive }),
   });
   await writeFile(stateFile(dir), JSON.stringify(state, null, 2));
-  say(`registry ready at ${state.registry.url}, ${state.registry.images.filter((i) => i.pushed).length} of ${state.registry.images.length} images pushed (${((Date.now() - t1) / 1000).toFixed(1)} s)`);
+  say(registryReadyLine(state.registry, Date.now() - t1));
   await startRealNode({
     stateDir: dir, bins: nodeBins, pki, nodePki, apiserverUrl: state.apiserverUrl, kubeletPort: ports.kubelet, healthzPort: ports.kubeletHealthz,
     kubeStateMetricsPorts: ports.kubeStateMetrics, env, log, record,
@@ -394,11 +394,11 @@ export async function up(opts: UpOptions): Promise<StackState> {
   const existing = await runningStack(dir, opts);
   if (existing) return existing;
   const t0 = Date.now();
-  const bins = await resolveBinaries(env);
+  const bins = await resolveBinaries(env, (line) => say(`binaries: ${line}`));
   let nodeBins: NodeBinaries | undefined;
   if (opts.realNode) {
     await checkRealNodeHost(dir);
-    nodeBins = await resolveNodeBinaries(env);
+    nodeBins = await resolveNodeBinaries(env, (line) => say(`binaries: ${line}`));
   }
   say(`binaries ready (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   await mkdir(path.join(dir, "logs"), { recursive: true });
