@@ -29,14 +29,46 @@ out="$cache/bin"
 mkdir -p "$out"
 . "$here/oci-image.sh"
 
+# Every set in build order, and the seconds its build took on a fresh machine of two cores (an
+# empty Go build cache): the expectation each progress line gives.
+SETS=(etcd kwok kube node proxy dns registry ksm crds eventing)
+declare -A COLD_SECONDS=([etcd]=39 [kwok]=68 [kube]=452 [node]=45 [proxy]=14 [dns]=163 [registry]=145 [ksm]=300 [crds]=126 [eventing]=250)
+
+# The stamp a set leaves when built: keyed by its go.mod, go.sum and Go sources (crds: go.mod and
+# go.sum alone, since controller-gen's output follows from the pinned modules).
+stamp_of() {
+  local name=$1 dir="$here/$1" key
+  if [ "$name" = crds ]; then
+    key=$(cat "$dir/go.mod" "$dir/go.sum" | sha256sum | cut -c1-16)
+    echo "$out/crds/.crds-$key"
+  else
+    # A set without Go sources of its own keys on go.mod and go.sum alone.
+    key=$(find "$dir" -name '*.go' | LC_ALL=C sort | xargs cat "$dir/go.mod" "$dir/go.sum" | sha256sum | cut -c1-16)
+    echo "$out/.$name-$key"
+  fi
+}
+
+# "[n/m] name", n the set's place in SETS.
+step_of() {
+  local i
+  for i in "${!SETS[@]}"; do [ "${SETS[$i]}" = "$1" ] && echo "[$((i + 1))/${#SETS[@]}] $1"; done
+}
+
+# One line before a cold build: which sets are missing and about how long they take.
+pending=() pending_s=0
+for set in "${SETS[@]}"; do
+  if [ ! -f "$(stamp_of "$set")" ]; then pending+=("$set"); pending_s=$((pending_s + COLD_SECONDS[$set])); fi
+done
+if [ ${#pending[@]} -gt 0 ]; then
+  echo "build-bins: ${#pending[@]} of ${#SETS[@]} sets to build from the pinned Go modules (${pending[*]}): about $(((pending_s + 59) / 60)) min on two cores with an empty Go build cache, less with a warm one" >&2
+fi
+
 build_set() { # name, ldflags, packages... (into $BUILD_OUT when set, else the cache's bin/)
   local name=$1 ldflags=$2; shift 2
-  local dir="$here/$name" key stamp dest=${BUILD_OUT:-$out}
-  # A set without Go sources of its own keys on go.mod and go.sum alone.
-  key=$(find "$dir" -name '*.go' | LC_ALL=C sort | xargs cat "$dir/go.mod" "$dir/go.sum" | sha256sum | cut -c1-16)
-  stamp="$out/.$name-$key"
+  local dir="$here/$name" stamp dest=${BUILD_OUT:-$out}
+  stamp=$(stamp_of "$name")
   [ -f "$stamp" ] && return 0
-  echo "build-bins: building $name ($*) ..." >&2
+  echo "build-bins: $(step_of "$name"): building $* (cold about ${COLD_SECONDS[$name]} s) ..." >&2
   local t0=$SECONDS
   if ! (cd "$dir" && go mod download && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$dest/" "$@") >&2; then
     echo "build-bins: step 'go build $name' failed; check Go module proxy access (GOPROXY=$(go env GOPROXY)) and the log above" >&2
@@ -44,7 +76,7 @@ build_set() { # name, ldflags, packages... (into $BUILD_OUT when set, else the c
   fi
   rm -f "$out/.$name-"*
   touch "$stamp"
-  echo "build-bins: $name built in $((SECONDS - t0)) s" >&2
+  echo "build-bins: $(step_of "$name"): built in $((SECONDS - t0)) s" >&2
 }
 
 kver=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" { print $3 }' "$here/kube/go.mod")
@@ -105,11 +137,10 @@ done
 # crds/go.mod) over the pinned github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring
 # module's v1 types. Cached like the binaries, keyed by crds/go.mod and go.sum.
 gen_crds() {
-  local dir="$here/crds" key stamp api tmp
-  key=$(cat "$dir/go.mod" "$dir/go.sum" | sha256sum | cut -c1-16)
-  stamp="$out/crds/.crds-$key"
+  local dir="$here/crds" stamp api tmp
+  stamp=$(stamp_of crds)
   [ -f "$stamp" ] && return 0
-  echo "build-bins: generating the PrometheusRule CRD with controller-gen ..." >&2
+  echo "build-bins: $(step_of crds): generating the PrometheusRule CRD with controller-gen (cold about ${COLD_SECONDS[crds]} s) ..." >&2
   local t0=$SECONDS
   tmp=$(mktemp -d)
   if ! (cd "$dir" && go mod download &&
@@ -124,7 +155,7 @@ gen_crds() {
   rm -rf "$tmp"
   rm -f "$out/crds/.crds-"*
   touch "$stamp"
-  echo "build-bins: CRD generated in $((SECONDS - t0)) s" >&2
+  echo "build-bins: $(step_of crds): generated in $((SECONDS - t0)) s" >&2
 }
 gen_crds
 
