@@ -454,6 +454,7 @@ describe("alert-receiver's answers as a real Alertmanager takes them: refusals a
     const [requests, , givenUp] = await amCounts();
     const tooLarge = { route: "function", method: "POST", code: "413" };
     const refusedBefore = await metric("appmonitor_http_requests_total", tooLarge);
+    const [oversizeBefore, oversizeBytesBefore] = await Promise.all([metric("appmonitor_http_oversize_bodies_total"), metric("appmonitor_http_oversize_body_bytes_total")]);
     const startsAt = new Date().toISOString();
     await alertmanager.postAlerts(Array.from({ length: 130 }, (_, i) => budgetAlert("MemoryTooLarge", i, startsAt, { testroute: "earlier" })));
     await waitUntil("alert-receiver's runtime to answer 413", async () => (await metric("appmonitor_http_requests_total", tooLarge)) === refusedBefore + 1, { timeoutMs: 30_000 });
@@ -462,6 +463,10 @@ describe("alert-receiver's answers as a real Alertmanager takes them: refusals a
     const [requestsAfter] = await amCounts();
     assert.equal((requestsAfter ?? 0) - (requests ?? 0), 1, "a 4xx is not retried");
     assert.equal((await metric("appmonitor_http_requests_total", tooLarge)) - refusedBefore, 1);
+    // A trace of its own: the refused payload and its size, as Alertmanager declared it (130 alerts of 8 KiB and the envelope).
+    assert.equal((await metric("appmonitor_http_oversize_bodies_total")) - oversizeBefore, 1);
+    const refusedBytes = (await metric("appmonitor_http_oversize_body_bytes_total")) - oversizeBytesBefore;
+    assert.ok(refusedBytes > 130 * ALERT_BYTES && refusedBytes <= worstCasePayloadBytes(130), `${refusedBytes} bytes`);
     assert.equal(eventsOf(sink, "MemoryTooLarge").length, 0);
     const line = alertmanager.process.output().split("\n").find((l) => l.includes("Notify for alerts failed") && l.includes("earlier"));
     assert.ok(line !== undefined, tailOf(alertmanager.process));
