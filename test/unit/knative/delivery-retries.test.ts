@@ -49,6 +49,7 @@ const API_FAILURES: Readonly<Record<ApiErrorClass, { nature: Nature; why: string
   Refused: { nature: "permanent", why: "validation or admission refused the object this event leads to: the same event leads to it again" },
   Forbidden: { nature: "transient", why: "the function's RBAC lacks a grant: an operator grants it, not the event's fault" },
   Unauthorized: { nature: "transient", why: "a token being rotated: the kubelet writes a fresh one" },
+  TimedOut: { nature: "transient", why: "no complete answer within KUBE_API_TIMEOUT_MS: a silent connection, or an API server too slow" },
   Unavailable: { nature: "transient", why: "the API server down, overloaded or timed out" },
   Throttled: { nature: "transient", why: "API Priority and Fairness said wait" },
   Unexpected: { nature: "transient", why: "our request is malformed (a bug): retried like any 500, then dead-lettered for a replay once fixed" },
