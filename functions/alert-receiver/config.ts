@@ -13,11 +13,19 @@
  * | `DELIVERY_MAX_ATTEMPTS` | 4 | tries per event on a transient sink failure |
  * | `DELIVERY_BASE_DELAY_MS` | 100 | first backoff, doubled per retry |
  * | `DELIVERY_MAX_DELAY_MS` | 1600 | longest backoff |
- * | `DELIVERY_TIMEOUT_MS` | 2000 | per-request timeout to the sink |
+ * | `DELIVERY_TIMEOUT_MS` | 2000 | per-request timeout to the sink, from the request's start to the answer's last byte |
  * | `DELIVERY_CONCURRENCY` | 16 | events of one payload in flight at once |
+ * | `WEBHOOK_DEADLINE_MS` | 6000 | the whole webhook: once passed, no event is sent or retried, those in flight are stopped, and the answer is 504 |
  *
- * The defaults keep a payload's worst case (4 × 2 s + backoff ≈ 8.7 s) under Alertmanager's
- * minimum notification timeout of 10 s, so our 5xx reaches it before it gives up on the try.
+ * Alertmanager gives a whole notification max(`group_interval`, 10 s) (its dispatcher's
+ * context; its own retries of the webhook come out of the same time) and then closes the
+ * connection: an answer after that is lost, and the notification counts as failed without
+ * alert-receiver's details. Tries alone do not bound a webhook: a payload's events go
+ * `DELIVERY_CONCURRENCY` at a time, each up to `DELIVERY_MAX_ATTEMPTS` tries of
+ * `DELIVERY_TIMEOUT_MS` and its backoff (64 events to a sink that never answers took 34 s), so
+ * {@link DEFAULT_WEBHOOK_DEADLINE_MS} bounds it whatever the sink does. 6 s leaves 4 s of
+ * Alertmanager's 10: for the payload's read and the answer's write, a busy or paused process,
+ * and a first retry by Alertmanager (functions/alert-receiver/README.md, "Deadline").
  */
 import { ConfigError, readEnum, readHttpUrl, readInteger, readSecret, readString } from "../lib/runtime/env.ts";
 import type { Env } from "../lib/runtime/types.ts";
@@ -28,6 +36,10 @@ export const DEFAULT_DELIVERY_BASE_DELAY_MS = 100;
 export const DEFAULT_DELIVERY_MAX_DELAY_MS = 1_600;
 export const DEFAULT_DELIVERY_TIMEOUT_MS = 2_000;
 export const DEFAULT_DELIVERY_CONCURRENCY = 16;
+/** The whole webhook's deadline in ms, from when its payload has been read: well under Alertmanager's 10 s (see above). */
+export const DEFAULT_WEBHOOK_DEADLINE_MS = 6_000;
+/** The largest `WEBHOOK_DEADLINE_MS` accepted, in ms: Alertmanager's budget with a `group_interval` of a minute. */
+export const MAX_WEBHOOK_DEADLINE_MS = 60_000;
 
 /** How webhooks are authenticated; `bearer` and `basic` may both be set (e.g. during a migration). */
 export type AuthConfig =
@@ -45,9 +57,11 @@ export interface AlertReceiverConfig {
     readonly baseDelayMs: number;
     /** ms */
     readonly maxDelayMs: number;
-    /** ms */
+    /** Per request to the sink, headers and body, in ms. */
     readonly timeoutMs: number;
     readonly concurrency: number;
+    /** The whole webhook, in ms; ≥ `timeoutMs`. */
+    readonly deadlineMs: number;
   };
 }
 
@@ -55,12 +69,18 @@ export interface AlertReceiverConfig {
  * Reads the variables in the table above.
  * @throws ConfigError naming the variable: `K_SINK` missing or not an http(s) URL; no
  * credentials and no `WEBHOOK_AUTH=none`; `WEBHOOK_AUTH=none` together with credentials; half
- * of a basic-auth pair; a number out of range; a `_FILE` that cannot be read.
+ * of a basic-auth pair; a number out of range; a `_FILE` that cannot be read;
+ * `DELIVERY_TIMEOUT_MS` over `WEBHOOK_DEADLINE_MS` (a try the deadline always cuts short).
  */
 export function readConfig(env: Env): AlertReceiverConfig {
   const sink = readHttpUrl(env, "K_SINK");
   if (sink === undefined) throw new ConfigError("K_SINK", "is required: the URL CloudEvents are sent to (a Broker or memory-scaler)");
   const maxDelayMs = readInteger(env, "DELIVERY_MAX_DELAY_MS", DEFAULT_DELIVERY_MAX_DELAY_MS, { min: 0, max: 60_000 });
+  const deadlineMs = readInteger(env, "WEBHOOK_DEADLINE_MS", DEFAULT_WEBHOOK_DEADLINE_MS, { min: 100, max: MAX_WEBHOOK_DEADLINE_MS });
+  const timeoutMs = readInteger(env, "DELIVERY_TIMEOUT_MS", DEFAULT_DELIVERY_TIMEOUT_MS, { min: 1, max: 60_000 });
+  if (timeoutMs > deadlineMs) {
+    throw new ConfigError("DELIVERY_TIMEOUT_MS", `is ${timeoutMs} ms, over WEBHOOK_DEADLINE_MS (${deadlineMs} ms): a try could never use it; lower it or raise the deadline`);
+  }
   return {
     sink,
     mode: readEnum(env, "CE_MODE", ["binary", "structured"] as const, DEFAULT_CE_MODE),
@@ -69,8 +89,9 @@ export function readConfig(env: Env): AlertReceiverConfig {
       maxAttempts: readInteger(env, "DELIVERY_MAX_ATTEMPTS", DEFAULT_DELIVERY_MAX_ATTEMPTS, { min: 1, max: 20 }),
       baseDelayMs: readInteger(env, "DELIVERY_BASE_DELAY_MS", DEFAULT_DELIVERY_BASE_DELAY_MS, { min: 0, max: maxDelayMs }),
       maxDelayMs,
-      timeoutMs: readInteger(env, "DELIVERY_TIMEOUT_MS", DEFAULT_DELIVERY_TIMEOUT_MS, { min: 1, max: 60_000 }),
+      timeoutMs,
       concurrency: readInteger(env, "DELIVERY_CONCURRENCY", DEFAULT_DELIVERY_CONCURRENCY, { min: 1, max: 1_000 }),
+      deadlineMs,
     },
   };
 }

@@ -9,7 +9,12 @@
  * | 413 | body over 1 MiB (the runtime, before authentication; `limits.ts`: with the suggested `max_alerts` a payload stays under half of it) |
  * | 415 | content type is not `application/json` |
  * | 400 `{ error, details? }` | malformed JSON, no or another payload version, schema errors |
- * | 502 `{ error, details: { delivered, refused, failed: [{ id, fingerprint, error }] } }` | an event could not be delivered after retries (a transient failure, whatever happened to the others): Alertmanager retries the whole payload (webhook receivers treat 5xx as recoverable, https://prometheus.io/docs/alerting/latest/configuration/#webhook_config), and deterministic ids make the re-sent events harmless duplicates |
+ * | 502 `{ error, details: { delivered, refused, failed: [{ id, fingerprint, error, attempts }] } }` | an event could not be delivered after retries (a transient failure, whatever happened to the others): Alertmanager retries the whole payload (webhook receivers treat 5xx as recoverable, https://prometheus.io/docs/alerting/latest/configuration/#webhook_config), and deterministic ids make the re-sent events harmless duplicates |
+ * | 504 `{ error, details }` (as 502) | the webhook's deadline (`WEBHOOK_DEADLINE_MS`, 6 s) passed with events not delivered: those in flight were stopped, those not yet sent were not (`attempts: 0`); Alertmanager retries, as for a 502 |
+ * | 503 | the sender closed the connection before the answer (Alertmanager at its notification timeout): delivery stops, and nobody reads this answer; the runtime logs and counts the request as aborted |
+ *
+ * The deadline runs from when the payload has been read; `DELIVERY_TIMEOUT_MS` bounds each
+ * request to the sink within it, its answer's body included (sink.ts).
  */
 import type { Logger } from "pino";
 import { HttpError } from "../lib/runtime/errors.ts";
@@ -17,6 +22,7 @@ import type { FunctionContext, FunctionRequest, FunctionResponse } from "../lib/
 import type { RetryPolicy } from "../lib/retry.ts";
 import type { Authenticator } from "./auth.ts";
 import { deliverAll } from "./deliver.ts";
+import type { DeliveryHooks, DeliveryReport } from "./deliver.ts";
 import { LARGE_PAYLOAD_BYTES, WEBHOOK_BODY_LIMIT_BYTES } from "./limits.ts";
 import { mapWebhook } from "./mapping.ts";
 import type { AlertReceiverMetrics } from "./metrics.ts";
@@ -31,6 +37,8 @@ export interface HandlerDeps {
   readonly send: Send;
   readonly retryPolicy: RetryPolicy;
   readonly concurrency: number;
+  /** The whole webhook's deadline, in ms, from when its payload has been read. */
+  readonly deadlineMs: number;
   readonly metrics: AlertReceiverMetrics;
 }
 
@@ -77,7 +85,19 @@ export function createHandler(deps: HandlerDeps): (context: FunctionContext, req
     for (const alert of dropped) metrics.alertsDropped.inc({ reason: alert.reason });
     if (dropped.length > 0) context.log.info({ dropped }, "alerts without a usable namespace/pod or time: no event");
 
-    const { delivered, refused, failed } = await deliverAll(events, deps.send, deps.retryPolicy, deps.concurrency, hooks(context.log, metrics));
+    const { delivered, refused, failed, stopped } = await deliverWithin(deps, context, events, hooks(context.log, metrics));
+    if (stopped === "sender gone") {
+      metrics.webhooks.inc({ outcome: "aborted" });
+      throw new HttpError(503, `the sender closed the connection before the answer: delivery stopped with ${delivered} of ${events.length} events delivered`, {
+        details: { delivered, refused, failed },
+      });
+    }
+    if (failed.length > 0 && stopped === "deadline") {
+      metrics.webhooks.inc({ outcome: "deadline" });
+      throw new HttpError(504, `could not deliver ${failed.length} of ${events.length} events within the webhook deadline of ${deps.deadlineMs} ms`, {
+        details: { delivered, refused, failed },
+      });
+    }
     if (failed.length > 0) {
       metrics.webhooks.inc({ outcome: "undelivered" });
       throw new HttpError(502, `could not deliver ${failed.length} of ${events.length} events to the sink`, {
@@ -91,7 +111,32 @@ export function createHandler(deps: HandlerDeps): (context: FunctionContext, req
   };
 }
 
-function hooks(log: Logger, metrics: AlertReceiverMetrics): Parameters<typeof deliverAll>[4] {
+/**
+ * {@link deliverAll} within the webhook's deadline, stopped early if the sender goes away;
+ * `stopped` says which of the two ended it, if either did.
+ */
+async function deliverWithin(
+  deps: HandlerDeps,
+  context: FunctionContext,
+  events: Parameters<typeof deliverAll>[0],
+  deliveryHooks: DeliveryHooks,
+): Promise<DeliveryReport & { stopped: "deadline" | "sender gone" | undefined }> {
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(new Error(`the webhook deadline of ${deps.deadlineMs} ms passed`)), deps.deadlineMs);
+  const onGone = (): void => stop.abort(context.signal.reason);
+  if (context.signal.aborted) onGone();
+  else context.signal.addEventListener("abort", onGone, { once: true });
+  try {
+    const report = await deliverAll(events, deps.send, deps.retryPolicy, deps.concurrency, deliveryHooks, stop.signal);
+    const stopped = context.signal.aborted ? "sender gone" : stop.signal.aborted ? "deadline" : undefined;
+    return { ...report, stopped };
+  } finally {
+    clearTimeout(timer);
+    context.signal.removeEventListener("abort", onGone);
+  }
+}
+
+function hooks(log: Logger, metrics: AlertReceiverMetrics): DeliveryHooks {
   return {
     onRetry: (event, error, attempt, delayMs) => {
       metrics.deliveryRetries.inc();
@@ -105,9 +150,10 @@ function hooks(log: Logger, metrics: AlertReceiverMetrics): Parameters<typeof de
         "sink refused the event: not retried, and answered 2xx to Alertmanager, which could only send it again",
       );
     },
-    onFailed: (event, error) => {
+    onFailed: (event, error, attempts) => {
       metrics.deliveryFailures.inc();
-      log.error({ eventId: event.id, err: error }, "sink delivery failed");
+      // One never sent (the deadline came first) is in the webhook's own 504 line, with the others.
+      if (attempts > 0) log.error({ eventId: event.id, attempts, err: error }, "sink delivery failed");
     },
   };
 }

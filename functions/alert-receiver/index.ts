@@ -21,7 +21,7 @@ export const fn: HttpFunctionDefinition<AlertReceiverConfig> = {
       deps.log.warn("WEBHOOK_AUTH=none: accepting webhooks without authentication; use only on a trusted local network");
     }
     deps.log.info({ sink: config.sink.href, mode: config.mode, delivery: config.delivery }, "configured");
-    const { maxAttempts, baseDelayMs, maxDelayMs, timeoutMs, concurrency } = config.delivery;
+    const { maxAttempts, baseDelayMs, maxDelayMs, timeoutMs, concurrency, deadlineMs } = config.delivery;
     const sink = statusCheckingTransport(config.sink, timeoutMs);
     return {
       handle: createHandler({
@@ -30,6 +30,7 @@ export const fn: HttpFunctionDefinition<AlertReceiverConfig> = {
         send: createSender(sink.transport, config.mode),
         retryPolicy: { maxAttempts, baseDelayMs, maxDelayMs },
         concurrency,
+        deadlineMs,
         metrics: createMetrics(deps.registry),
       }),
       close: async () => sink.close(),

@@ -8,7 +8,11 @@ import type { Registry } from "prom-client";
 
 /** The function's counters. */
 export interface AlertReceiverMetrics {
-  /** Webhook requests by outcome: accepted, unauthorized, invalid, undelivered. */
+  /**
+   * Webhook requests by outcome: accepted, unauthorized, invalid, undelivered (502), deadline
+   * (504: the webhook's deadline passed with events not delivered), aborted (the sender closed
+   * the connection before the answer).
+   */
   readonly webhooks: Counter<"outcome">;
   /** Alerts in accepted payloads. */
   readonly alertsReceived: Counter;
@@ -36,7 +40,7 @@ export function createMetrics(registry: Registry): AlertReceiverMetrics {
   const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> =>
     new Counter<L>({ name: `appmonitor_alert_receiver_${name}`, help, labelNames, registers: [registry] });
   return {
-    webhooks: counter("webhooks_total", "Webhook requests, by outcome (accepted, unauthorized, invalid, undelivered).", ["outcome"]),
+    webhooks: counter("webhooks_total", "Webhook requests, by outcome (accepted, unauthorized, invalid, undelivered, deadline, aborted).", ["outcome"]),
     alertsReceived: counter("alerts_received_total", "Alerts in accepted webhook payloads."),
     eventsEmitted: counter("events_emitted_total", "CloudEvents delivered to the sink, by type.", ["type"]),
     alertsDropped: counter("alerts_dropped_total", "Alerts that gave no event, by reason.", ["reason"]),

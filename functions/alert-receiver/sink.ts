@@ -6,7 +6,9 @@
  * The transport is ours, not the SDK's `httpTransport`: that one resolves whatever the status
  * code (it does not report it), so a 503 from a broker would look delivered. Ours rejects
  * non-2xx answers with a {@link DeliveryError} that says whether a retry may help
- * ({@link isTransientStatus}), and bounds each request with a timeout.
+ * ({@link isTransientStatus}), bounds each request with a timeout that covers the whole answer
+ * (a sink that sends its headers and then trickles its body is cut off like one that never
+ * answers), and stops at once when the caller's signal aborts (the webhook's deadline).
  */
 import { CloudEvent, HTTP, Mode, emitterFor } from "cloudevents";
 import type { Message, TransportFunction } from "cloudevents";
@@ -55,43 +57,86 @@ export interface SinkTransport {
 /**
  * A TransportFunction that POSTs the encoded message to `sink` with `node:http(s)` over
  * kept-alive connections (about twice the throughput of `fetch` here) and resolves only on 2xx.
- * Rejects with a DeliveryError — transient for the statuses {@link isTransientStatus} names, a
- * socket idle for `timeoutMs` and network errors; permanent for other 4xx (the sink refused the
- * event itself).
+ *
+ * Each request has `timeoutMs` from its start to the last byte of the answer: headers and body
+ * (an answer's body is read to its end before a 2xx counts, as the sink may still fail it).
+ * `options.signal` (an AbortSignal, passed through the SDK's emit options) ends it at once.
+ *
+ * Rejects with a DeliveryError — transient for the statuses {@link isTransientStatus} names, no
+ * complete answer within `timeoutMs`, network errors, and a request stopped by the signal;
+ * permanent for other 4xx (the sink refused the event itself).
+ *
+ * @param sink `$K_SINK`.
+ * @param timeoutMs per request, in ms, ≥ 1.
  */
 export function statusCheckingTransport(sink: URL, timeoutMs: number): SinkTransport {
   const client = sink.protocol === "https:" ? https : http;
   const agent = new client.Agent({ keepAlive: true });
-  const transport = (message: Message): Promise<unknown> =>
+  const transport = (message: Message, options?: { signal?: AbortSignal }): Promise<unknown> =>
     new Promise((resolve, reject) => {
-      const request = client.request(sink, { method: "POST", headers: message.headers, agent, timeout: timeoutMs }, (response) => {
+      const signal = options?.signal;
+      if (signal?.aborted === true) return reject(new DeliveryError(`not sent: ${reasonOf(signal)}`, { transient: true, cause: signal.reason }));
+      let settled = false;
+      let ended = false;
+      let status: number | undefined;
+      const settle = (error: DeliveryError | undefined, value?: unknown): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        if (error === undefined) return resolve(value);
+        reject(error);
+        // An exchange cut off half-way leaves the socket unusable: it goes, not back to the pool.
+        if (!ended) request.destroy();
+      };
+      const onAbort = (): void =>
+        settle(new DeliveryError(`stopped: ${reasonOf(signal)}`, { transient: true, ...(status === undefined ? {} : { status }), cause: signal?.reason }));
+      const timer = setTimeout(() => {
+        const what = status === undefined ? `no answer within ${timeoutMs} ms` : `answer ${status} not complete within ${timeoutMs} ms`;
+        settle(new DeliveryError(what, { transient: true, ...(status === undefined ? {} : { status }) }));
+      }, timeoutMs);
+      const request = client.request(sink, { method: "POST", headers: message.headers, agent }, (response) => {
+        status = response.statusCode ?? 0;
         const chunks: Buffer[] = [];
         response.on("data", (chunk: Buffer) => chunks.push(chunk));
-        response.on("error", (error) => reject(new DeliveryError(`sink connection failed: ${error.message}`, { transient: true, cause: error })));
+        response.on("error", (error) => settle(new DeliveryError(`sink connection failed: ${error.message}`, { transient: true, cause: error })));
         response.on("end", () => {
-          const status = response.statusCode ?? 0;
-          if (status >= 200 && status < 300) return resolve({ status });
+          ended = true;
+          const code = response.statusCode ?? 0;
+          if (code >= 200 && code < 300) return settle(undefined, { status: code });
           const body = Buffer.concat(chunks).toString("utf8");
-          reject(new DeliveryError(`sink answered ${status}${body === "" ? "" : `: ${body.slice(0, 200)}`}`, { status, transient: isTransientStatus(status) }));
+          settle(new DeliveryError(`sink answered ${code}${body === "" ? "" : `: ${body.slice(0, 200)}`}`, { status: code, transient: isTransientStatus(code) }));
         });
       });
-      // No answer within the timeout: abort; the error handler below reports it as transient.
-      request.on("timeout", () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)));
       request.on("error", (error: NodeJS.ErrnoException) =>
-        reject(new DeliveryError(`sink unreachable: ${error.code ?? error.message}`, { transient: true, cause: error })),
+        settle(new DeliveryError(`sink unreachable: ${error.code ?? error.message}`, { transient: true, cause: error })),
       );
+      signal?.addEventListener("abort", onAbort, { once: true });
       request.end(message.body as string);
     });
   return { transport, close: () => agent.destroy() };
 }
 
-/** Sends one event; rejects with a {@link DeliveryError}. */
-export type Send = (attributes: AlertEventAttributes) => Promise<void>;
+/** Why `signal` aborted, in words: its reason's message when that is an Error, else the reason as text. */
+export function reasonOf(signal: AbortSignal | undefined): string {
+  const reason: unknown = signal?.reason;
+  return reason instanceof Error ? reason.message : String(reason ?? "aborted");
+}
 
-/** Builds the sender: attributes → SDK CloudEvent (validated) → HTTP message in `mode` → transport. */
+/**
+ * Sends one event; `signal`, when given, stops it (the transport rejects at once).
+ * @throws DeliveryError from the transport; the SDK's ValidationError (or TypeError) for an
+ * event it will not encode.
+ */
+export type Send = (attributes: AlertEventAttributes, signal?: AbortSignal) => Promise<void>;
+
+/**
+ * Builds the sender: attributes → SDK CloudEvent (validated) → HTTP message in `mode` →
+ * transport, the signal passed on in the emit options (`{ signal }`).
+ */
 export function createSender(transport: TransportFunction, mode: "binary" | "structured"): Send {
   const emit = emitterFor(transport, { binding: HTTP, mode: mode === "structured" ? Mode.STRUCTURED : Mode.BINARY });
-  return async (attributes) => {
-    await emit(new CloudEvent<AlertEventAttributes["data"]>({ specversion: "1.0", ...attributes }));
+  return async (attributes, signal) => {
+    await emit(new CloudEvent<AlertEventAttributes["data"]>({ specversion: "1.0", ...attributes }), signal === undefined ? undefined : { signal });
   };
 }

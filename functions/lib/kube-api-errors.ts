@@ -24,12 +24,40 @@
  * | `Refused` | 400, 422 Invalid, or admission's 403 (LimitRange, ResourceQuota, PodSecurity, a policy or webhook) | 422 | the object this event leads to is refused; the same event leads to the same object. Callers report it (a Warning Event, `RuleRejected`) and answer 204; one that escapes goes to the dead-letter sink at once, not retried |
  * | `Forbidden` | the authorizer's 403: `User "…" cannot <verb> resource "…"` | 500 | the function's own RBAC lacks a grant: not the event's fault, so not a 4xx (which would skip the retries and say the event is bad); retried — RBAC granted moments ago takes effect meanwhile — then dead-lettered for a replay once an operator grants it. The permission is named in a Warning Event and a metric (`kube-access-report.ts`) |
  * | `Unauthorized` | 401 | 503 | the credentials were refused even after reading them again and retrying at once (`kubeconfig.ts`): a token being rotated or revoked; the kubelet writes a fresh one, so a later retry may pass |
+ * | `TimedOut` | no complete answer within the client's timeout (`KUBE_API_TIMEOUT_MS`, {@link KubeApiTimeoutError}) | 503 | a connection that went silent (dropped without a reset) or an API server too slow to answer: retry, on a new connection |
  * | `Unavailable` | no answer (transport failure), any 5xx, 408 | 503 (with the API server's `Retry-After`, if any) | the API server is down, overloaded or timed out: retry |
  * | `Throttled` | 429 (API Priority and Fairness, max-in-flight) | 429 with the API server's `Retry-After` | Knative retries a 429; the delay is the server's to say |
  * | `Unexpected` | any other 4xx (405, 406, 410, 413, 415, …) | 500 | our request is malformed: a bug, retried then dead-lettered like any 500 |
  */
 import * as k8s from "@kubernetes/client-node";
 import { HttpError } from "./runtime/errors.ts";
+
+/**
+ * A Kubernetes API request that got no complete answer (status, headers and body) within the
+ * client's timeout, thrown by `FunctionKubeConfig` (`kubeconfig.ts`) instead of the transport's
+ * abort error; classified `TimedOut`. The request was abandoned and its connection closed: a
+ * write may or may not have been applied, which the functions' compare-and-swap writes make
+ * safe to retry.
+ */
+export class KubeApiTimeoutError extends Error {
+  /** The request, e.g. `GET https://10.96.0.1/api/v1/namespaces/a/pods/b`. */
+  readonly request: string;
+  /** The timeout that passed, in ms. */
+  readonly timeoutMs: number;
+
+  /**
+   * @param method HTTP method of the request.
+   * @param url its URL (without credentials: the client sends those in headers).
+   * @param timeoutMs the timeout, in ms.
+   * @param options `cause`: the transport's own error (node-fetch's AbortError).
+   */
+  constructor(method: string, url: string, timeoutMs: number, options?: { cause?: unknown }) {
+    super(`${method} ${url}: no complete answer within ${timeoutMs} ms`, options);
+    this.name = "KubeApiTimeoutError";
+    this.request = `${method} ${url}`;
+    this.timeoutMs = timeoutMs;
+  }
+}
 
 /** The parts of a failed call this module reads. */
 export interface ApiStatus {
@@ -79,6 +107,7 @@ export type ApiErrorClass =
   | "Refused"
   | "Forbidden"
   | "Unauthorized"
+  | "TimedOut"
   | "Unavailable"
   | "Throttled"
   | "Unexpected";
@@ -92,6 +121,7 @@ export const STATUS_OF_CLASS: Readonly<Record<ApiErrorClass, number>> = {
   Refused: 422,
   Forbidden: 500,
   Unauthorized: 503,
+  TimedOut: 503,
   Unavailable: 503,
   Throttled: 429,
   Unexpected: 500,
@@ -118,6 +148,7 @@ const AUTHORIZER_MESSAGE = /User "([^"]*)" cannot (\S+) resource "([^"]+)"(?: in
 
 /** Classifies what the client threw. */
 export function classifyApiError(error: unknown): ApiErrorClass {
+  if (error instanceof KubeApiTimeoutError) return "TimedOut";
   const { code, message, objectName } = apiStatus(error);
   if (code === undefined || code >= 500 || code === 408) return "Unavailable";
   if (code === 429) return "Throttled";
@@ -206,6 +237,7 @@ export function toHttpFailure(error: unknown, doing: string): HttpError {
     Refused: `could not ${doing}: the API server refused it: ${message}`,
     Forbidden: `not allowed to ${doing}: ${message}`,
     Unauthorized: `could not ${doing}: the API server refused the credentials (HTTP 401), also after reading them again`,
+    TimedOut: `Kubernetes API server did not answer in time: could not ${doing}: ${message}`,
     Unavailable: `Kubernetes API server unavailable: could not ${doing}: ${message}`,
     Throttled: `Kubernetes API server throttled: could not ${doing}`,
     Unexpected: `could not ${doing}: HTTP ${code ?? "?"}: ${message}`,

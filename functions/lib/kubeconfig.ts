@@ -4,8 +4,13 @@
  * a cluster (its ServiceAccount token) and from a laptop (`KUBECONFIG`, else `~/.kube/config`).
  * https://github.com/kubernetes-client/javascript#configuration
  *
- * {@link FunctionKubeConfig} adds three things to the client's `KubeConfig`:
+ * {@link FunctionKubeConfig} adds four things to the client's `KubeConfig`:
  *
+ * - A timeout on every API request, from its start to the last byte of its answer's body
+ *   ({@link DEFAULT_KUBE_API_TIMEOUT_MS}). The client sets none: a connection that went silent
+ *   (a dropped NAT entry, a node gone without a reset) held each call on it, and the event
+ *   behind it, until Knative gave up on the request. A request past it is abandoned, its
+ *   connection closed, and it fails with `KubeApiTimeoutError` (`kube-api-errors.ts`: 503).
  * - Pooled connections. @kubernetes/client-node 1.x builds a new `https.Agent` for every request
  *   (`KubeConfig.applySecurityAuthentication` → `createAgent`), i.e. a new TCP connection and TLS
  *   handshake per API call; here each distinct set of TLS options gets one keep-alive agent.
@@ -26,10 +31,38 @@ import http from "node:http";
 import https from "node:https";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
-import { deniedPermission, readStatus, type DeniedPermission } from "./kube-api-errors.ts";
+import { deniedPermission, KubeApiTimeoutError, readStatus, type DeniedPermission } from "./kube-api-errors.ts";
 
 /** Idle keep-alive connections kept per agent; enough for a burst of concurrent events. */
 const MAX_FREE_SOCKETS = 64;
+
+/**
+ * The longest one Kubernetes API request may take, headers and body, in ms (`KUBE_API_TIMEOUT_MS`
+ * overrides it in memory-scaler and rule-sync).
+ *
+ * Chosen against what waits for the functions' answers. The Broker's Triggers
+ * (knative/eventing/triggers.yaml) set retries and a backoff but no `delivery.timeout`, and
+ * Knative sets no per-request timeout without one (`kncloudevents.RetryConfig.RequestTimeout`
+ * stays 0), so a delivery lasts until Knative Serving ends the request at the Service's
+ * `timeoutSeconds`: 60 s for memory-scaler, 120 s for rule-sync (knative/services/). That is
+ * what a silent connection cost every event on it. 10 s is well below it, even for the few calls
+ * of an event that may each meet the timeout without failing it (memory-scaler's Node list,
+ * Events and status writes: 4 × 10 s < 60 s), so the 503 reaches the Broker and its retry comes
+ * on a new connection after 1 s, 2 s, 4 s… rather than after a minute. And it is above the
+ * slowest answer of a healthy API server: a write goes through admission webhooks, whose
+ * `timeoutSeconds` defaults to 10 s, and no read or paginated list of these functions is near it.
+ * A write cut short may have been applied; the compare-and-swap writes make the retry harmless.
+ */
+export const DEFAULT_KUBE_API_TIMEOUT_MS = 10_000;
+
+/** The range `KUBE_API_TIMEOUT_MS` is accepted in, in ms (memory-scaler's and rule-sync's config.ts read it). */
+export const KUBE_API_TIMEOUT_RANGE_MS = { min: 100, max: 60_000 } as const;
+
+/** Options of {@link FunctionKubeConfig} and {@link loadKubeConfig}. */
+export interface KubeClientOptions {
+  /** Per request, from its start to its answer's last byte, in ms (≥ 1); {@link DEFAULT_KUBE_API_TIMEOUT_MS} when absent. */
+  readonly timeoutMs?: number;
+}
 
 /** What the client layer tells its owner about the API server's answers; every method optional. */
 export interface KubeAccessObserver {
@@ -48,12 +81,22 @@ export class FunctionKubeConfig extends k8s.KubeConfig {
   #credentials: k8s.KubeConfig;
   #generation = 0;
   #observer: KubeAccessObserver = {};
+  readonly #timeoutMs: number;
 
-  /** @param load reads the configuration from its source; called now, and again on a 401. */
-  constructor(load: () => k8s.KubeConfig) {
+  /**
+   * @param load reads the configuration from its source; called now, and again on a 401.
+   * @param options the per-request timeout.
+   */
+  constructor(load: () => k8s.KubeConfig, options: KubeClientOptions = {}) {
     super();
     this.#load = load;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_KUBE_API_TIMEOUT_MS;
     this.#credentials = this.#adopt(load());
+  }
+
+  /** The per-request timeout, in ms. */
+  get timeoutMs(): number {
+    return this.#timeoutMs;
   }
 
   /** Sets who is told about refused credentials and permissions (replaces the previous observer). */
@@ -111,14 +154,16 @@ export class FunctionKubeConfig extends k8s.KubeConfig {
 
   async #send(request: k8s.RequestContext): Promise<k8s.ResponseContext> {
     const seen = this.#generation;
-    let response = await this.#transport.send(request).toPromise();
+    // The caller's own signal, if any: each try combines it with a timer of its own.
+    const given = request.getSignal();
+    let response = await this.#timed(request, given);
     if (response.httpStatusCode === 401) {
       await response.body.binary().catch(() => undefined);
       this.reloadCredentials(seen);
       // New credentials may be of another kind (a client certificate): no stale token may stay.
       delete request.getHeaders()["Authorization"];
       await this.applySecurityAuthentication(request);
-      response = await this.#transport.send(request).toPromise();
+      response = await this.#timed(request, given);
     }
     if (response.httpStatusCode === 403 && this.#observer.forbidden !== undefined) {
       // Read once here, handed on as a body that can be read again by the client's deserializer.
@@ -128,6 +173,41 @@ export class FunctionKubeConfig extends k8s.KubeConfig {
       response = new k8s.ResponseContext(response.httpStatusCode, response.headers, { text: async () => text, binary: async () => Buffer.from(text) });
     }
     return response;
+  }
+
+  /**
+   * One request within the timeout. The client reads the answer's body after this resolves, so
+   * the body it gets is read under the same timer: a request past the timeout is aborted wherever
+   * it is (connecting, waiting for headers, reading the body) and fails with KubeApiTimeoutError.
+   */
+  async #timed(request: k8s.RequestContext, given: AbortSignal | undefined): Promise<k8s.ResponseContext> {
+    const method = request.getHttpMethod().toString();
+    const url = request.getUrl();
+    const timer = new AbortController();
+    const handle = setTimeout(() => timer.abort(), this.#timeoutMs);
+    request.setSignal(given === undefined ? timer.signal : AbortSignal.any([given, timer.signal]));
+    const failed = (error: unknown): never => {
+      clearTimeout(handle);
+      if (timer.signal.aborted) throw new KubeApiTimeoutError(method, url, this.#timeoutMs, { cause: error });
+      throw error;
+    };
+    let response: k8s.ResponseContext;
+    try {
+      response = await this.#transport.send(request).toPromise();
+    } catch (error) {
+      return failed(error);
+    }
+    const { body } = response;
+    const read = async <T>(part: () => Promise<T>): Promise<T> => {
+      try {
+        return await part();
+      } catch (error) {
+        return failed(error);
+      } finally {
+        clearTimeout(handle);
+      }
+    };
+    return new k8s.ResponseContext(response.httpStatusCode, response.headers, { text: () => read(() => body.text()), binary: () => read(() => body.binary()) });
   }
 
   #adopt(loaded: k8s.KubeConfig): k8s.KubeConfig {
@@ -166,11 +246,12 @@ export class FunctionKubeConfig extends k8s.KubeConfig {
  *   they are loaded by the rule `loadFromDefault()` applies to `KUBECONFIG`: the first file, then
  *   the others merged into it (a later file's `current-context` wins, as there). A 401 loads
  *   them again the same way.
+ * @param options the per-request timeout ({@link DEFAULT_KUBE_API_TIMEOUT_MS} when absent).
  * @returns the configuration, with a current cluster; call `destroyAgents()` on shutdown.
  * @throws Error (with `cause`) when a file is not a valid kubeconfig, or when the result names
  *   no current cluster.
  */
-export function loadKubeConfig(kubeconfig: string | undefined): FunctionKubeConfig {
+export function loadKubeConfig(kubeconfig: string | undefined, options: KubeClientOptions = {}): FunctionKubeConfig {
   const load = (): k8s.KubeConfig => {
     const kc = new k8s.KubeConfig();
     if (kubeconfig === undefined || kubeconfig === process.env.KUBECONFIG) {
@@ -188,7 +269,7 @@ export function loadKubeConfig(kubeconfig: string | undefined): FunctionKubeConf
   };
   let kc: FunctionKubeConfig;
   try {
-    kc = new FunctionKubeConfig(load);
+    kc = new FunctionKubeConfig(load, options);
   } catch (error) {
     throw new Error(`cannot load the Kubernetes client configuration (KUBECONFIG=${kubeconfig ?? ""}): ${(error as Error).message}`, { cause: error });
   }

@@ -26,23 +26,26 @@ export function backoffDelay(policy: RetryPolicy, attempt: number, random: () =>
 
 /**
  * Runs `operation` until it resolves, it throws an error `isTransient` rejects, or
- * `maxAttempts` tries failed; `onRetry` is told about each retry before the backoff.
- * @throws the last error.
+ * `maxAttempts` tries failed; `onRetry` is told about each retry before the backoff. With
+ * `signal`, no try starts once it is aborted: a backoff it cuts short ends the loop.
+ * @throws the last error of `operation` (also when `signal` ended the loop).
  */
 export async function retry<T>(
   operation: (attempt: number) => Promise<T>,
   policy: RetryPolicy,
   isTransient: (error: unknown) => boolean,
   onRetry?: (error: unknown, attempt: number, delayMs: number) => void,
+  signal?: AbortSignal,
 ): Promise<T> {
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await operation(attempt);
     } catch (error) {
-      if (attempt >= policy.maxAttempts || !isTransient(error)) throw error;
+      if (attempt >= policy.maxAttempts || !isTransient(error) || signal?.aborted === true) throw error;
       const delayMs = backoffDelay(policy, attempt);
       onRetry?.(error, attempt, delayMs);
-      await sleep(delayMs);
+      const slept = await sleep(delayMs, true, signal === undefined ? undefined : { signal }).catch(() => false);
+      if (!slept) throw error;
     }
   }
 }

@@ -7,16 +7,23 @@
  * | --- | --- | --- |
  * | `KUBECONFIG` | unset | kubeconfig file(s), `:`-separated; unset: `~/.kube/config`, else in-cluster credentials |
  * | `PROMETHEUS_URL` | unset | verify each alert against Prometheus before scaling; unset: no check |
- * | `PROMETHEUS_TIMEOUT_MS` | 2000 | per-query timeout; a timeout counts as Prometheus unavailable (503) |
+ * | `KUBE_API_TIMEOUT_MS` | 10000 | per Kubernetes API request, headers and body (`DEFAULT_KUBE_API_TIMEOUT_MS` in functions/lib/kubeconfig.ts says why); past it, 503 |
+ * | `PROMETHEUS_TIMEOUT_MS` | 2000 | per query, headers and body; a timeout counts as Prometheus unavailable (503) |
  * | `SCALE_MAX_ATTEMPTS` | 5 | read–decide–write rounds when the compare-and-swap write loses a race |
  * | `RECENT_SCALES_LIMIT` | 10 | entries kept in an AppMonitor's `status.recentScales` (the CRD allows 20) |
  */
 import { accessSync, constants } from "node:fs";
 import path from "node:path";
+import { DEFAULT_KUBE_API_TIMEOUT_MS, KUBE_API_TIMEOUT_RANGE_MS } from "../lib/kubeconfig.ts";
 import { ConfigError, readHttpUrl, readInteger, readString } from "../lib/runtime/env.ts";
 import type { Env } from "../lib/runtime/types.ts";
 
-/** ms; well under Knative's request timeout, so a slow Prometheus answers 503 rather than hanging. */
+/**
+ * ms, the whole answer. One query per event, so its bound is the event's: well under the 60 s a
+ * Broker's delivery waits (the Service's `timeoutSeconds`; the Triggers set no delivery timeout,
+ * see `DEFAULT_KUBE_API_TIMEOUT_MS`), and a Prometheus that has not answered an instant query of
+ * one Pod's series in 2 s is not going to: 503, and the Broker retries.
+ */
 export const DEFAULT_PROMETHEUS_TIMEOUT_MS = 2_000;
 /** A lost race costs one round; five rounds outlast any realistic burst of concurrent writers. */
 export const DEFAULT_SCALE_MAX_ATTEMPTS = 5;
@@ -31,8 +38,10 @@ export interface MemoryScalerConfig {
   readonly kubeconfig: string | undefined;
   /** Prometheus's base URL, e.g. `http://prometheus:9090`; undefined → no verification. */
   readonly prometheusUrl: URL | undefined;
-  /** ms */
+  /** Per Prometheus query, the whole answer, in ms. */
   readonly prometheusTimeoutMs: number;
+  /** Per Kubernetes API request, headers and body, in ms. */
+  readonly kubeApiTimeoutMs: number;
   readonly scaleMaxAttempts: number;
   readonly recentScalesLimit: number;
 }
@@ -40,7 +49,7 @@ export interface MemoryScalerConfig {
 /**
  * Reads the variables in the table above.
  * @throws ConfigError naming the variable: a `KUBECONFIG` file that cannot be read, a
- * `PROMETHEUS_URL` that is not an http(s) URL, a number out of range.
+ * `PROMETHEUS_URL` that is not an http(s) URL, a number out of range (`KUBE_API_TIMEOUT_MS`: 100–60000).
  */
 export function readConfig(env: Env): MemoryScalerConfig {
   const kubeconfig = readString(env, "KUBECONFIG");
@@ -57,6 +66,7 @@ export function readConfig(env: Env): MemoryScalerConfig {
     kubeconfig,
     prometheusUrl: readHttpUrl(env, "PROMETHEUS_URL"),
     prometheusTimeoutMs: readInteger(env, "PROMETHEUS_TIMEOUT_MS", DEFAULT_PROMETHEUS_TIMEOUT_MS, { min: 1, max: 60_000 }),
+    kubeApiTimeoutMs: readInteger(env, "KUBE_API_TIMEOUT_MS", DEFAULT_KUBE_API_TIMEOUT_MS, KUBE_API_TIMEOUT_RANGE_MS),
     scaleMaxAttempts: readInteger(env, "SCALE_MAX_ATTEMPTS", DEFAULT_SCALE_MAX_ATTEMPTS, { min: 1, max: 20 }),
     recentScalesLimit: readInteger(env, "RECENT_SCALES_LIMIT", DEFAULT_RECENT_SCALES_LIMIT, { min: 1, max: MAX_RECENT_SCALES }),
   };

@@ -32,13 +32,13 @@ export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
   kind: "cloudevent",
   configure: readConfig,
   init(config, deps) {
-    const kc = loadKubeConfig(config.kubeconfig);
+    const kc = loadKubeConfig(config.kubeconfig, { timeoutMs: config.kubeApiTimeoutMs });
     reportKubeAccess(kc, { functionName: "memory-scaler", registry: deps.registry, log: deps.log });
     const cluster = createCluster(kc);
     const metrics = createMetrics(deps.registry);
     const verifier = config.prometheusUrl === undefined ? undefined : createPrometheusVerifier(config.prometheusUrl, config.prometheusTimeoutMs);
     deps.log.info(
-      { apiServer: kc.getCurrentCluster()?.server, prometheus: config.prometheusUrl?.href ?? null, scaleMaxAttempts: config.scaleMaxAttempts },
+      { apiServer: kc.getCurrentCluster()?.server, kubeApiTimeoutMs: kc.timeoutMs, prometheus: config.prometheusUrl?.href ?? null, prometheusTimeoutMs: config.prometheusTimeoutMs, scaleMaxAttempts: config.scaleMaxAttempts },
       verifier === undefined ? "configured; PROMETHEUS_URL unset: alerts are not verified against Prometheus" : "configured",
     );
     const events = createEventRecorder(cluster);

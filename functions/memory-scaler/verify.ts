@@ -39,15 +39,22 @@ export function workingSetQuery(namespace: string, pod: string, containers: read
   return `max by (container) (${WORKING_SET_METRIC}{namespace=${promqlString(namespace)},pod=${promqlString(pod)},container=~${promqlString(names)}})`;
 }
 
-/** A {@link Verifier} querying the Prometheus at `baseUrl` with axios. */
+/**
+ * A {@link Verifier} querying the Prometheus at `baseUrl` with axios.
+ *
+ * @param timeoutMs per query, from its start to the answer's last byte: axios's own `timeout`
+ *   is a socket's idle time, which an answer trickled a byte at a time never reaches, so an
+ *   abort signal bounds the whole of it. Past it, 503 "did not answer … within".
+ */
 export function createPrometheusVerifier(baseUrl: URL, timeoutMs: number, client: AxiosInstance = axios.create()): Verifier {
   const endpoint = new URL("api/v1/query", baseUrl.href.endsWith("/") ? baseUrl : new URL(`${baseUrl.href}/`)).href;
   return {
     async workingSets(namespace, pod, containers) {
       const query = workingSetQuery(namespace, pod, containers);
+      const deadline = AbortSignal.timeout(timeoutMs);
       let data: unknown;
       try {
-        const response = await client.get<unknown>(endpoint, { params: { query }, timeout: timeoutMs, validateStatus: () => true });
+        const response = await client.get<unknown>(endpoint, { params: { query }, timeout: timeoutMs, signal: deadline, validateStatus: () => true });
         if (response.status >= 500 || response.status === 429) {
           throw new HttpError(503, `Prometheus unavailable: HTTP ${response.status}`);
         }
@@ -55,6 +62,7 @@ export function createPrometheusVerifier(baseUrl: URL, timeoutMs: number, client
         data = response.data;
       } catch (error) {
         if (error instanceof HttpError) throw error;
+        if (deadline.aborted) throw new HttpError(503, `Prometheus unavailable: it did not answer the query within ${timeoutMs} ms`, { cause: error });
         throw new HttpError(503, `Prometheus unavailable: ${(error as Error).message}`, { cause: error });
       }
       return parseVector(data, query);

@@ -12,8 +12,10 @@
  * | `WATCH_NAMESPACES` | all namespaces | comma-separated namespaces whose AppMonitors are served; events for others are skipped |
  * | `RESYNC_ON_START` | `true` | reconcile every AppMonitor in scope once at start-up |
  * | `KUBECONFIG` | in-cluster credentials | kubeconfig file(s), as `KubeConfig.loadFromDefault()` reads them |
+ * | `KUBE_API_TIMEOUT_MS` | 10000 | per Kubernetes API request, headers and body (`DEFAULT_KUBE_API_TIMEOUT_MS` in functions/lib/kubeconfig.ts says why); past it, 503 |
  */
-import { ConfigError, readEnum, readString } from "../lib/runtime/env.ts";
+import { DEFAULT_KUBE_API_TIMEOUT_MS, KUBE_API_TIMEOUT_RANGE_MS } from "../lib/kubeconfig.ts";
+import { ConfigError, readEnum, readInteger, readString } from "../lib/runtime/env.ts";
 import type { Env } from "../lib/runtime/types.ts";
 import { isDnsLabel } from "../lib/kube-names.ts";
 import { DEFAULT_METRIC_SOURCE, DEFAULT_SEVERITY, METRIC_SOURCES, validateRuleConfig, type RuleConfig } from "./rule-config.ts";
@@ -37,6 +39,8 @@ export interface RuleSyncConfig {
   readonly resyncOnStart: boolean;
   /** `KUBECONFIG` of this environment; undefined → in-cluster or `~/.kube/config`. */
   readonly kubeconfig: string | undefined;
+  /** Per Kubernetes API request, headers and body, in ms. */
+  readonly kubeApiTimeoutMs: number;
 }
 
 /**
@@ -46,7 +50,8 @@ export interface RuleSyncConfig {
  * `app.kubernetes.io/managed-by`, which rule-sync sets itself); a severity outside
  * `[A-Za-z0-9_.-]{1,63}`; a field manager longer than 128 characters or with non-printable
  * characters (https://kubernetes.io/docs/reference/using-api/server-side-apply/#managers); a
- * namespace that is not a DNS label; `RESYNC_ON_START` other than true/false.
+ * namespace that is not a DNS label; `RESYNC_ON_START` other than true/false; a
+ * `KUBE_API_TIMEOUT_MS` that is not an integer in 100–60000.
  */
 export function readConfig(env: Env): RuleSyncConfig {
   const rule: RuleConfig = {
@@ -72,6 +77,7 @@ export function readConfig(env: Env): RuleSyncConfig {
     scope: readScope(env),
     resyncOnStart: readBoolean(env, "RESYNC_ON_START", DEFAULT_RESYNC_ON_START),
     kubeconfig: readString(env, "KUBECONFIG"),
+    kubeApiTimeoutMs: readInteger(env, "KUBE_API_TIMEOUT_MS", DEFAULT_KUBE_API_TIMEOUT_MS, KUBE_API_TIMEOUT_RANGE_MS),
   };
 }
 

@@ -32,7 +32,7 @@ export const fn: CloudEventFunctionDefinition<RuleSyncConfig> = {
   kind: "cloudevent",
   configure: readConfig,
   init(config, deps) {
-    const kc = loadKubeConfig(config.kubeconfig);
+    const kc = loadKubeConfig(config.kubeconfig, { timeoutMs: config.kubeApiTimeoutMs });
     reportKubeAccess(kc, { functionName: "rule-sync", registry: deps.registry, log: deps.log });
     const cluster = createCluster(kc, config.fieldManager);
     const sync = { cluster, config, metrics: createMetrics(deps.registry), log: deps.log };
@@ -40,6 +40,7 @@ export const fn: CloudEventFunctionDefinition<RuleSyncConfig> = {
       {
         server: kc.getCurrentCluster()?.server,
         user: kc.getCurrentUser()?.name,
+        kubeApiTimeoutMs: kc.timeoutMs,
         namespaces: config.scope.all ? "all" : config.scope.namespaces,
         metricSource: config.rule.metricSource,
         ruleLabels: config.rule.ruleLabels,

@@ -454,6 +454,7 @@ describe("alert-receiver's answers as a real Alertmanager takes them: refusals a
     const [requests, , givenUp] = await amCounts();
     const tooLarge = { route: "function", method: "POST", code: "413" };
     const refusedBefore = await metric("appmonitor_http_requests_total", tooLarge);
+    const [oversizeBefore, oversizeBytesBefore] = await Promise.all([metric("appmonitor_http_oversize_bodies_total"), metric("appmonitor_http_oversize_body_bytes_total")]);
     const startsAt = new Date().toISOString();
     await alertmanager.postAlerts(Array.from({ length: 130 }, (_, i) => budgetAlert("MemoryTooLarge", i, startsAt, { testroute: "earlier" })));
     await waitUntil("alert-receiver's runtime to answer 413", async () => (await metric("appmonitor_http_requests_total", tooLarge)) === refusedBefore + 1, { timeoutMs: 30_000 });
@@ -462,11 +463,164 @@ describe("alert-receiver's answers as a real Alertmanager takes them: refusals a
     const [requestsAfter] = await amCounts();
     assert.equal((requestsAfter ?? 0) - (requests ?? 0), 1, "a 4xx is not retried");
     assert.equal((await metric("appmonitor_http_requests_total", tooLarge)) - refusedBefore, 1);
+    // A trace of its own: the refused payload and its size, as Alertmanager declared it (130 alerts of 8 KiB and the envelope).
+    assert.equal((await metric("appmonitor_http_oversize_bodies_total")) - oversizeBefore, 1);
+    const refusedBytes = (await metric("appmonitor_http_oversize_body_bytes_total")) - oversizeBytesBefore;
+    assert.ok(refusedBytes > 130 * ALERT_BYTES && refusedBytes <= worstCasePayloadBytes(130), `${refusedBytes} bytes`);
     assert.equal(eventsOf(sink, "MemoryTooLarge").length, 0);
     const line = alertmanager.process.output().split("\n").find((l) => l.includes("Notify for alerts failed") && l.includes("earlier"));
     assert.ok(line !== undefined, tailOf(alertmanager.process));
     assert.match(line, /num_alerts=130/);
     assert.match(line, /413/);
+  });
+});
+
+/**
+ * A sink of this test's own: counts the requests it gets and the ones still open, and answers
+ * each as `answer` says (by default never: the request is held until the sender lets go).
+ */
+async function startRawSink(answer: (res: ServerResponse) => void = () => undefined): Promise<{ url: string; requests: () => number; open: () => number; stop: () => Promise<void> }> {
+  let requests = 0;
+  let open = 0;
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    requests += 1;
+    open += 1;
+    res.on("close", () => (open -= 1));
+    req.resume();
+    req.on("end", () => answer(res));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}/`,
+    requests: () => requests,
+    open: () => open,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** Answers 202 at once, then trickles its body a byte a second, never ending it. */
+function trickle(res: ServerResponse): void {
+  res.writeHead(202, { "content-type": "text/plain" });
+  const timer = setInterval(() => res.write("."), 1_000);
+  res.on("close", () => clearInterval(timer));
+}
+
+describe("alert-receiver's deadline: the webhook ends in time whatever the sink does", () => {
+  /** The 5xx answer's details. */
+  interface Failure {
+    error?: string;
+    details?: { delivered: number; refused: unknown[]; failed: { id: string; error: string; attempts: number }[] };
+  }
+  const post = (url: string, webhook: object, signal?: AbortSignal): Promise<Response> =>
+    fetch(url, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify(webhook), ...(signal === undefined ? {} : { signal }) });
+  const metric = (server: RunningServer, name: string, labels: Record<string, string> = {}): Promise<number> => scrape(`${server.url}/metrics`, name, labels);
+
+  it("a sink that answers 202 and trickles its body a byte a second: each try is cut at DELIVERY_TIMEOUT_MS, body included", async (t) => {
+    const sink = await startRawSink(trickle);
+    t.after(() => sink.stop());
+    const receiver = await startFunction(fn, { K_SINK: sink.url, WEBHOOK_TOKEN: token, DELIVERY_TIMEOUT_MS: "1500", DELIVERY_MAX_ATTEMPTS: "2", DELIVERY_BASE_DELAY_MS: "10", DELIVERY_MAX_DELAY_MS: "20", WEBHOOK_DEADLINE_MS: "20000" });
+    t.after(() => receiver.close());
+    const started = performance.now();
+    const answer = await post(receiver.url, validWebhook("MemoryTrickleTry"));
+    const elapsedMs = performance.now() - started;
+    assert.equal(answer.status, 502, "both tries failed before the deadline");
+    const body = (await answer.json()) as Failure;
+    assert.deepEqual(body.details?.failed.map((f) => [f.attempts, f.error]), [[2, "answer 202 not complete within 1500 ms"]]);
+    assert.equal(sink.requests(), 2);
+    assert.ok(elapsedMs < 20_000, `answered after ${Math.round(elapsedMs)} ms, not at the deadline`);
+    await waitUntil("the sink's connections closed by alert-receiver", () => sink.open() === 0);
+  });
+
+  it("the same sink with tries enough for half a minute: the webhook ends by WEBHOOK_DEADLINE_MS with 504", async (t) => {
+    const sink = await startRawSink(trickle);
+    t.after(() => sink.stop());
+    const deadlineMs = 3_000;
+    const receiver = await startFunction(fn, { K_SINK: sink.url, WEBHOOK_TOKEN: token, DELIVERY_TIMEOUT_MS: "1500", DELIVERY_MAX_ATTEMPTS: "20", DELIVERY_BASE_DELAY_MS: "10", DELIVERY_MAX_DELAY_MS: "20", WEBHOOK_DEADLINE_MS: String(deadlineMs) });
+    t.after(() => receiver.close());
+    const started = performance.now();
+    const answer = await post(receiver.url, validWebhook("MemoryTrickleDeadline", ["trickle-1", "trickle-2"]));
+    const elapsedMs = performance.now() - started;
+    assert.equal(answer.status, 504);
+    const body = (await answer.json()) as Failure;
+    assert.match(body.error ?? "", /could not deliver 2 of 2 events within the webhook deadline of 3000 ms/);
+    assert.ok(body.details?.failed.every((f) => f.attempts >= 2 && /stopped: the webhook deadline of 3000 ms passed/.test(f.error)), JSON.stringify(body.details));
+    // The deadline is the contract; the second is for writing the answer on a busy machine.
+    assert.ok(elapsedMs >= deadlineMs && elapsedMs < deadlineMs + 1_000, `answered after ${Math.round(elapsedMs)} ms`);
+    assert.equal(await metric(receiver, "appmonitor_alert_receiver_webhooks_total", { outcome: "deadline" }), 1);
+    await waitUntil("the tries in flight stopped: the sink's connections closed", () => sink.open() === 0);
+  });
+
+  it("a sink slow to answer each of 64 alerts: the webhook ends by the deadline with 504; what was not sent by then never is", async (t) => {
+    const sink = await startSink();
+    t.after(() => sink.stop());
+    sink.answerAfter(700);
+    const deadlineMs = 3_000;
+    const receiver = await startFunction(fn, { K_SINK: sink.url, WEBHOOK_TOKEN: token, DELIVERY_CONCURRENCY: "4", WEBHOOK_DEADLINE_MS: String(deadlineMs) });
+    t.after(() => receiver.close());
+    const pods = Array.from({ length: 64 }, (_, i) => `slow-${i}`);
+    const started = performance.now();
+    const answer = await post(receiver.url, validWebhook("MemorySlowSink", pods));
+    const elapsedMs = performance.now() - started;
+    assert.equal(answer.status, 504, "64 events, 4 at a time, 0.7 s each, would take 11 s");
+    assert.ok(elapsedMs >= deadlineMs && elapsedMs < deadlineMs + 1_000, `answered after ${Math.round(elapsedMs)} ms`);
+    const { details } = (await answer.json()) as Failure;
+    assert.ok(details !== undefined);
+    assert.ok(details.delivered >= 4 && details.delivered < 64, `delivered ${details.delivered}`);
+    assert.equal(details.delivered + details.failed.length, 64);
+    const unsent = details.failed.filter((f) => f.attempts === 0);
+    assert.ok(unsent.length > 0 && unsent.every((f) => /^not sent: the webhook deadline of 3000 ms passed$/.test(f.error)), JSON.stringify(details.failed.slice(0, 3)));
+    // Whatever reached the sink before the deadline has been answered (and kept) by now.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const reached = new Set(eventsOf(sink, "MemorySlowSink").map((received) => received.event.id));
+    assert.ok(unsent.every((f) => !reached.has(f.id)), "an event not sent by the deadline is not sent after it");
+    assert.equal(await metric(receiver, "appmonitor_alert_receiver_delivery_failures_total"), details.failed.length);
+  });
+
+  it("a sender that gives up before the answer: delivery stops, the request is logged and counted as aborted, not as answered", async (t) => {
+    const sink = await startRawSink();
+    t.after(() => sink.stop());
+    const logs: { msg?: string; aborted?: boolean; status?: number | null; requestId?: string; level?: string }[] = [];
+    const receiver = await startFunction(fn, { K_SINK: sink.url, WEBHOOK_TOKEN: token, LOG_LEVEL: "info" }, { logDestination: { write: (line: string) => void logs.push(JSON.parse(line) as (typeof logs)[number]) } });
+    t.after(() => receiver.close());
+    const sender = new AbortController();
+    const answer = post(receiver.url, validWebhook("MemorySenderGone"), sender.signal);
+    await waitUntil("the event to reach the sink", () => sink.open() === 1);
+    sender.abort();
+    await assert.rejects(answer);
+    await waitUntil("the request counted as aborted", async () => (await metric(receiver, "appmonitor_http_requests_aborted_total", { route: "function", method: "POST" })) === 1);
+    await waitUntil("the webhook counted as aborted", async () => (await metric(receiver, "appmonitor_alert_receiver_webhooks_total", { outcome: "aborted" })) === 1);
+    await waitUntil("the delivery in flight stopped", () => sink.open() === 0);
+    const access = logs.filter((line) => line.msg === "request");
+    assert.deepEqual(access.map((line) => [line.aborted, line.status, line.level]), [[true, null, "warn"]]);
+    assert.equal(await metric(receiver, "appmonitor_http_requests_total", { route: "function" }), 0, "no status counted for an answer nobody got");
+    assert.equal(sink.requests(), 1, "not tried again for a sender that is gone");
+  });
+});
+
+describe("alert-receiver's deadline as a real Alertmanager takes it", () => {
+  it("a sink that never answers: Alertmanager gets the 504 before its 10 s are up, and its own retry, cut at 10 s, is counted as aborted", async (t) => {
+    const sink = await startRawSink();
+    t.after(() => sink.stop());
+    const receiver = await startFunction(fn, { K_SINK: sink.url, WEBHOOK_TOKEN: token });
+    t.after(() => receiver.close());
+    // group_interval under 10 s: Alertmanager's budget for a notification is its minimum, 10 s.
+    const alertmanager = await startAlertmanager({
+      route: { receiver: "appmonitor", group_by: ["alertname"], group_wait: "0s", group_interval: "1s", repeat_interval: "1h" },
+      receivers: [{ name: "appmonitor", webhook_configs: [{ url: `${receiver.url}/`, http_config: { authorization: { type: "Bearer", credentials: token } } }] }],
+    });
+    t.after(() => alertmanager.stop());
+    await alertmanager.postAlerts([memoryAlert("MemoryNeverAnswered", "default", "memhog-1", minuteAgo())]);
+    const line = await waitUntil("Alertmanager to log the failed attempt", () =>
+      alertmanager.process.output().split("\n").find((l) => l.includes("Notify attempt failed")), { timeoutMs: 20_000 });
+    assert.match(line, /unexpected status code 504/, line);
+    assert.doesNotMatch(line, /context deadline exceeded/);
+    await waitUntil("Alertmanager's retry within the same 10 s, cut off by it, counted as aborted", async () =>
+      (await scrape(`${receiver.url}/metrics`, "appmonitor_http_requests_aborted_total", { route: "function", method: "POST" })) >= 1, { timeoutMs: 20_000 });
+    assert.ok((await scrape(`${receiver.url}/metrics`, "appmonitor_alert_receiver_webhooks_total", { outcome: "deadline" })) >= 1);
   });
 });
 

@@ -1,13 +1,14 @@
 /**
  * memory-scaler when things fail, on the local stack: the API server unreachable (503, nothing
  * written, not ready), the API server going away and coming back (503, then the same event
- * scales), its ServiceAccount token rotated and the old one revoked (the next event reads the
- * new token at once and scales; a revoked token with no new one is 503), a permission its RBAC
- * lacks (500, a Warning Event on the ServiceAccount naming it, a metric), its status and Event
- * writes failing after the patch (the next delivery records the scale, once), the launcher as a
- * child process, and the least privilege of its ServiceAccount.
+ * scales), its connections going silent without a reset (503 at KUBE_API_TIMEOUT_MS, then the
+ * same event scales), its ServiceAccount token rotated and the old one revoked (the next event
+ * reads the new token at once and scales; a revoked token with no new one is 503), a permission
+ * its RBAC lacks (500, a Warning Event on the ServiceAccount naming it, a metric), its status and
+ * Event writes failing after the patch (the next delivery records the scale, once), the launcher
+ * as a child process, and the least privilege of its ServiceAccount.
  * The shared stack is never stopped: the function is pointed at a closed port, or at a TCP
- * proxy to the API server that the test cuts.
+ * proxy to the API server that the test cuts or stalls.
  */
 import assert from "node:assert/strict";
 import path from "node:path";
@@ -161,6 +162,36 @@ describe("memory-scaler when the API server is unavailable or refuses it", () =>
 
     await proxy.resume();
     await waitFor("ready again", async () => (await fetch(`${server.url}/health/readiness`)).status === 200, 10_000);
+    const back = await deliver(server.url, event);
+    assert.equal(back.status, 204, describeAnswer(back));
+    assert.equal(back.outcome, "scaled");
+    assert.equal((await webDeployment(ns)).metadata?.generation, 2);
+  });
+
+  it("the API server's connections go silent (no reset, no answer): 503 within KUBE_API_TIMEOUT_MS, nothing written; answering again, the same event scales", async (t) => {
+    const ns = await freshNamespace(t);
+    const pod = await monitoredDeployment(ns);
+    const { host, port } = apiServerAddress(await adminKubeConfig());
+    const proxy = await startTcpProxy(host, port);
+    t.after(() => proxy.stop());
+    const kubeconfig = await writeKubeconfig(await scalerConfigFor(`https://127.0.0.1:${proxy.port}`), dir.path, "stalled");
+    const timeoutMs = 2_000;
+    const server = await startFunction(fn, { KUBECONFIG: kubeconfig, KUBE_API_TIMEOUT_MS: String(timeoutMs) });
+    t.after(() => server.close());
+    assert.equal((await fetch(`${server.url}/health/readiness`)).status, 200, "ready through the proxy: kept-alive connections to go silent");
+
+    proxy.stall();
+    const event = alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "m" });
+    const started = performance.now();
+    const stalled = await deliver(server.url, event);
+    const elapsedMs = performance.now() - started;
+    assert.equal(stalled.status, 503, describeAnswer(stalled));
+    assert.match(stalled.body.error ?? "", /Kubernetes API server did not answer in time: .*no complete answer within 2000 ms/);
+    // The timeout is the contract: its request given up at it, not at Knative's 60 s. Above it, the slack of a loaded machine.
+    assert.ok(elapsedMs >= timeoutMs && elapsedMs < timeoutMs + 1_500, `answered after ${Math.round(elapsedMs)} ms`);
+
+    proxy.unstall();
+    assert.equal((await webDeployment(ns)).metadata?.generation, 1, "nothing written");
     const back = await deliver(server.url, event);
     assert.equal(back.status, 204, describeAnswer(back));
     assert.equal(back.outcome, "scaled");

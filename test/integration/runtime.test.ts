@@ -10,11 +10,13 @@ import { after, describe, it } from "node:test";
 import { CloudEvent, HTTP } from "cloudevents";
 import { Counter } from "prom-client";
 import { ConfigError, readString } from "../../functions/lib/runtime/env.ts";
-import { HttpError } from "../../functions/lib/runtime/errors.ts";
+import { HttpError, RequestAbortedError } from "../../functions/lib/runtime/errors.ts";
 import { startServer } from "../../functions/lib/runtime/server.ts";
 import type { RunningServer } from "../../functions/lib/runtime/server.ts";
 import type { FunctionDefinition, FunctionRequest, ReadinessResult } from "../../functions/lib/runtime/types.ts";
 import { startFunction } from "../support/function-server.ts";
+import { scrape } from "../support/prometheus-text.ts";
+import { waitUntil } from "../harness/lib/wait-until.ts";
 
 const event = new CloudEvent({
   id: "evt-1",
@@ -61,16 +63,24 @@ function echoEvents(state: EventState): FunctionDefinition<{ suffix: string }> {
   };
 }
 
-/** An HTTP function that echoes the request; `/slow` answers after `release()`. */
-function echoHttp(state: { seen: FunctionRequest[]; slow: Promise<void>; closed: boolean }): FunctionDefinition<null> {
+/**
+ * An HTTP function that echoes the request; `/slow` answers after `release()`; `/until-gone`
+ * answers 200 once its client has closed the connection, and keeps the reason it was told.
+ */
+function echoHttp(state: { seen: FunctionRequest[]; slow: Promise<void>; closed: boolean; gone?: unknown }): FunctionDefinition<null> {
   return {
     name: "echo-http",
     kind: "http",
     configure: () => null,
     init: () => ({
-      handle: async (_context, req) => {
+      handle: async (context, req) => {
         state.seen.push(req);
         if (req.path === "/slow") await state.slow;
+        if (req.path === "/until-gone") {
+          await new Promise((resolve) => context.signal.addEventListener("abort", resolve, { once: true }));
+          state.gone = context.signal.reason;
+          return { status: 200, body: "too late" };
+        }
         if (req.path === "/nothing") return;
         return { status: 201, body: { method: req.method, path: req.path, q: req.query.get("q"), bytes: req.body.length } };
       },
@@ -191,18 +201,46 @@ describe("CloudEvent functions", async () => {
     assert.ok(!state.received.some((e) => e.id === "evt-elsewhere"), "not handled");
   });
 
-  it("refuses a body over 1 MiB with 413 and accepts one of exactly 1 MiB", async () => {
+  it("refuses a body over 1 MiB with 413, counts it and its bytes, and accepts one of exactly 1 MiB", async () => {
+    const [refusedBefore, bytesBefore] = await Promise.all(["appmonitor_http_oversize_bodies_total", "appmonitor_http_oversize_body_bytes_total"].map((name) => scrape(`${server.url}/metrics`, name)));
     const big = JSON.stringify({ pad: "x".repeat(1024 * 1024) });
     const over = HTTP.binary(event.cloneWith({ data: undefined }));
     const r1 = await fetch(server.url, { method: "POST", headers: over.headers as Record<string, string>, body: big });
     assert.equal(r1.status, 413);
     const lost = lines.find((line) => line.status === 413 && line.level === "warn");
     assert.equal(lost?.contentLength, Buffer.byteLength(big), "the refused body's size is logged");
+    assert.equal(lost?.bytesRead, 0, "a declared length over the limit is refused before the body is read");
     assert.equal(lost?.limitBytes, 1024 * 1024);
     assert.match(String(lost?.msg), /its content is lost/);
+    assert.equal((await scrape(`${server.url}/metrics`, "appmonitor_http_oversize_bodies_total")) - (refusedBefore ?? 0), 1);
+    assert.equal((await scrape(`${server.url}/metrics`, "appmonitor_http_oversize_body_bytes_total")) - (bytesBefore ?? 0), Buffer.byteLength(big));
     const exact = `"${"x".repeat(1024 * 1024 - 2)}"`;
     const r2 = await fetch(server.url, { method: "POST", headers: over.headers as Record<string, string>, body: exact });
     assert.equal(r2.status, 204);
+    assert.equal((await scrape(`${server.url}/metrics`, "appmonitor_http_oversize_bodies_total")) - (refusedBefore ?? 0), 1, "a body at the limit is not counted");
+  });
+
+  it("refuses a chunked body over 1 MiB with 413 and logs the bytes read when it passed the limit", async () => {
+    const [refusedBefore, bytesBefore] = await Promise.all(["appmonitor_http_oversize_bodies_total", "appmonitor_http_oversize_body_bytes_total"].map((name) => scrape(`${server.url}/metrics`, name)));
+    const over = HTTP.binary(event.cloneWith({ id: "evt-chunked", data: undefined }));
+    const chunk = Buffer.alloc(64 * 1024, "x");
+    const status = await new Promise<number>((resolve, reject) => {
+      // No Content-Length: Node sends the body chunked, as a streaming sender does.
+      const req = request(server.url, { method: "POST", headers: { ...(over.headers as Record<string, string>), "transfer-encoding": "chunked" } }, (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode ?? 0));
+      });
+      req.on("error", reject);
+      for (let i = 0; i < 20; i += 1) req.write(chunk);
+      req.end();
+    });
+    assert.equal(status, 413);
+    const lost = lines.filter((line) => line.status === 413 && line.level === "warn").at(-1);
+    assert.equal(lost?.contentLength, null, "a chunked upload declares no length");
+    const bytesRead = Number(lost?.bytesRead);
+    assert.ok(bytesRead > 1024 * 1024 && bytesRead <= 20 * chunk.length, `bytesRead ${String(lost?.bytesRead)}`);
+    assert.equal((await scrape(`${server.url}/metrics`, "appmonitor_http_oversize_bodies_total")) - (refusedBefore ?? 0), 1);
+    assert.equal((await scrape(`${server.url}/metrics`, "appmonitor_http_oversize_body_bytes_total")) - (bytesBefore ?? 0), bytesRead);
   });
 
   it("delegates readiness to the function and keeps liveness independent", async () => {
@@ -284,6 +322,38 @@ describe("HTTP functions", async () => {
     assert.equal(await inFlight, 201);
     await closing;
     assert.equal(state.closed, true);
+  });
+});
+
+describe("a request whose client gives up before the answer", async () => {
+  const lines: Record<string, unknown>[] = [];
+  const capture = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      for (const line of chunk.toString("utf8").split("\n").filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
+      callback();
+    },
+  });
+  const state: { seen: FunctionRequest[]; slow: Promise<void>; closed: boolean; gone?: unknown } = { seen: [], slow: Promise.resolve(), closed: false };
+  const server = await startFunction(echoHttp(state), { LOG_LEVEL: "info" }, { logDestination: capture });
+  after(() => server.close());
+
+  it("tells the function, logs the request as aborted and counts it so, not as the 200 the function returned", async () => {
+    const metric = (name: string, labels: Record<string, string>) => scrape(`${server.url}/metrics`, name, labels);
+    const answered200 = { route: "function", method: "POST", code: "200" };
+    const okBefore = await metric("appmonitor_http_requests_total", answered200);
+    const client = new AbortController();
+    const answer = fetch(`${server.url}/until-gone`, { method: "POST", headers: { "x-request-id": "given-up-1" }, body: "x", signal: client.signal });
+    while (!state.seen.some((req) => req.path === "/until-gone")) await new Promise((resolve) => setTimeout(resolve, 10));
+    client.abort();
+    await assert.rejects(answer);
+    const line = await waitUntil("the access line", () => lines.find((l) => l.msg === "request" && l.requestId === "given-up-1"));
+    assert.deepEqual([line.aborted, line.status, line.level, line.path], [true, null, "warn", "/until-gone"], JSON.stringify(line));
+    assert.ok(state.gone instanceof RequestAbortedError, String(state.gone));
+    assert.equal(await metric("appmonitor_http_requests_aborted_total", { route: "function", method: "POST" }), 1);
+    assert.equal((await metric("appmonitor_http_requests_total", answered200)) - okBefore, 0, "not counted as answered");
+    // An answer written in full is not aborted, whatever the client does afterwards.
+    assert.equal((await fetch(`${server.url}/hook`, { method: "POST", body: "x" })).status, 201);
+    assert.equal(await metric("appmonitor_http_requests_aborted_total", { route: "function", method: "POST" }), 1);
   });
 });
 

@@ -1,6 +1,6 @@
 /**
- * A TCP proxy a test can cut and restore, to take a server (the API server) away from a client
- * and give it back without touching the server, which other tests share.
+ * A TCP proxy a test can cut, stall and restore, to take a server (the API server) away from a
+ * client and give it back without touching the server, which other tests share.
  */
 import { createServer, connect } from "node:net";
 import type { Server, Socket } from "node:net";
@@ -20,6 +20,14 @@ export interface TcpProxy {
    * request through the proxy stays in flight long enough for a test to act meanwhile.
    */
   setLatency(ms: number): void;
+  /**
+   * Stops passing bytes either way and closes nothing: open connections stay open, new ones are
+   * accepted, what is written to them is taken and held. A server behind a dropped route or a
+   * lost NAT entry looks so to its client: no reset, no FIN, no answer, ever.
+   */
+  stall(): void;
+  /** Passes on what {@link TcpProxy.stall} held, in order, and everything after it. */
+  unstall(): void;
 }
 
 /** Starts a proxy from a free port on 127.0.0.1 to `host:port`. */
@@ -28,24 +36,48 @@ export async function startTcpProxy(host: string, port: number): Promise<TcpProx
   let server: Server | undefined;
   let listenPort = 0;
   let latencyMs = 0;
+  let stalled = false;
+  /** Chunks held while stalled, in arrival order, each with where it goes. */
+  let held: { to: Socket; chunk: Buffer }[] = [];
+  /** Connections accepted while stalled: their upstream is dialled on unstall, so the server cannot time them out meanwhile. */
+  let dialLater: (() => void)[] = [];
+
+  const pass = (to: Socket | undefined, chunk: Buffer, early: Buffer[]): void => {
+    if (to === undefined) early.push(chunk);
+    else if (stalled) held.push({ to, chunk });
+    else if (!to.destroyed) to.write(chunk);
+  };
+
+  const track = (socket: Socket): void => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => undefined);
+  };
 
   const listen = (): Promise<void> =>
     new Promise((resolve, reject) => {
       const s = createServer((client) => {
-        const upstream = connect(port, host);
-        for (const socket of [client, upstream]) {
-          sockets.add(socket);
-          socket.on("close", () => sockets.delete(socket));
-          socket.on("error", () => undefined);
-        }
+        track(client);
+        let upstream: Socket | undefined;
+        /** What the client sent before its upstream was dialled. */
+        const early: Buffer[] = [];
+        const dial = (): void => {
+          if (client.destroyed) return;
+          const socket = connect(port, host);
+          track(socket);
+          upstream = socket;
+          for (const chunk of early.splice(0)) socket.write(chunk);
+          socket.on("data", (chunk: Buffer) => pass(client, chunk, []));
+          socket.on("close", () => client.destroy());
+        };
         // Equal delays keep the chunks in order: timers of the same duration fire in the order set.
         client.on("data", (chunk: Buffer) => {
-          if (latencyMs === 0) upstream.write(chunk);
-          else setTimeout(() => upstream.write(chunk), latencyMs);
+          if (latencyMs === 0) pass(upstream, chunk, early);
+          else setTimeout(() => pass(upstream, chunk, early), latencyMs);
         });
-        upstream.pipe(client);
-        client.on("close", () => upstream.destroy());
-        upstream.on("close", () => client.destroy());
+        client.on("close", () => upstream?.destroy());
+        if (stalled) dialLater.push(dial);
+        else dial();
       });
       s.once("error", reject);
       s.listen(listenPort, "127.0.0.1", () => {
@@ -61,9 +93,27 @@ export async function startTcpProxy(host: string, port: number): Promise<TcpProx
     server = undefined;
     for (const socket of sockets) socket.destroy();
     sockets.clear();
+    held = [];
+    dialLater = [];
     if (s !== undefined) await new Promise<void>((resolve) => s.close(() => resolve()));
   };
 
   await listen();
-  return { port: listenPort, cut, resume: listen, stop: cut, setLatency: (ms) => (latencyMs = ms) };
+  return {
+    port: listenPort,
+    cut,
+    resume: listen,
+    stop: cut,
+    setLatency: (ms) => (latencyMs = ms),
+    stall: () => {
+      stalled = true;
+    },
+    unstall: () => {
+      stalled = false;
+      const flushing = held;
+      held = [];
+      for (const { to, chunk } of flushing) if (!to.destroyed) to.write(chunk);
+      for (const dial of dialLater.splice(0)) dial();
+    },
+  };
 }

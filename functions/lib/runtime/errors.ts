@@ -62,3 +62,15 @@ export function toHttpError(error: unknown): HttpError {
   }
   return new HttpError(500, INTERNAL_ERROR_REASON, { cause: error });
 }
+
+/**
+ * Why a request's `FunctionContext.signal` was aborted: its connection closed before the answer
+ * was written in full (the client gave up, or the connection was cut). Nobody reads an answer
+ * after it, whatever its status.
+ */
+export class RequestAbortedError extends Error {
+  constructor() {
+    super("the client closed the connection before the answer was written");
+    this.name = "RequestAbortedError";
+  }
+}

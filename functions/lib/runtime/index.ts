@@ -3,7 +3,7 @@
  * `types.ts`; the launcher is `functions/run.ts`.
  */
 export type * from "./types.ts";
-export { HttpError, toHttpError } from "./errors.ts";
+export { HttpError, RequestAbortedError, toHttpError } from "./errors.ts";
 export { HANDLED_STATUS, OUTCOME_HEADER, REASON_HEADER } from "./cloudevent.ts";
 export { ConfigError, readEnum, readHttpUrl, readInteger, readSecret, readString, requireString } from "./env.ts";
 export { BODY_LIMIT_BYTES, DEFAULT_PORT } from "./config.ts";

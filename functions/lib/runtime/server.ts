@@ -14,7 +14,13 @@
  *
  * One access log line per request (`msg: "request"`), with the id and type of the CloudEvent it
  * carried once decoded (so each delivery of an event a Broker retries has its own line, failed
- * ones included) and the outcome and reason of a handled one.
+ * ones included) and the outcome and reason of a handled one. A request whose connection closed
+ * before its answer was written in full (the client gave up) is logged at warn with
+ * `aborted: true` and `status` null (or the status of an answer cut off mid-way), counted in
+ * `appmonitor_http_requests_aborted_total` and not in the request counter or histogram, and the
+ * function's `context.signal` is aborted. A body over the limit is counted in
+ * `appmonitor_http_oversize_bodies_total` and `…_oversize_body_bytes_total`, and its warning
+ * names its `contentLength` or, for a chunked upload, the `bytesRead` when it passed the limit.
  */
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
@@ -26,7 +32,7 @@ import type { Registry } from "prom-client";
 import { BODY_LIMIT_BYTES, READINESS_TIMEOUT_MS, readRuntimeConfig } from "./config.ts";
 import { OUTCOME_HEADER, REASON_HEADER } from "./cloudevent.ts";
 import { Drainer } from "./drain.ts";
-import { HttpError, toHttpError } from "./errors.ts";
+import { HttpError, RequestAbortedError, toHttpError } from "./errors.ts";
 import { LIVENESS_PATH, READINESS_PATH, liveness, readiness } from "./health.ts";
 import { invoke } from "./invoke.ts";
 import type { EventName, Invocable } from "./invoke.ts";
@@ -93,20 +99,30 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
     const started = process.hrtime.bigint();
     // One id for the access line and the function's own lines, so a request's logs join up.
     const requestId = requestIdOf(req.headers["x-request-id"]);
+    const abort = new AbortController();
     res.locals.requestId = requestId;
+    res.locals.signal = abort.signal;
     if (drainer.draining) res.setHeader("connection", "close");
     res.once("close", () => {
       done();
       const route = routeOf(req.path);
-      const code = String(res.statusCode);
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const event = res.locals.event as EventName | undefined;
+      const named = event === undefined ? {} : { eventId: event.id, eventType: event.type };
+      const durationMs = Math.round(seconds * 1e4) / 10;
+      if (!res.writableFinished) {
+        // Closed before the answer was written in full: the client gave up (Alertmanager, a
+        // Broker at its timeout) or the connection was cut. Whatever status the function meant
+        // to answer, nobody got it: no `code` is counted, and the line says so.
+        abort.abort(new RequestAbortedError());
+        metrics.aborted.inc({ route, method: req.method });
+        log.warn({ requestId, method: req.method, path: req.path, status: res.headersSent ? res.statusCode : null, aborted: true, durationMs, ...named }, "request");
+        return;
+      }
+      const code = String(res.statusCode);
       metrics.requests.inc({ route, method: req.method, code });
       metrics.duration.observe({ route, code }, seconds);
-      const event = res.locals.event as EventName | undefined;
-      const line = {
-        requestId, method: req.method, path: req.path, status: res.statusCode, durationMs: Math.round(seconds * 1e4) / 10,
-        ...(event === undefined ? {} : { eventId: event.id, eventType: event.type }), ...outcomeOf(res),
-      };
+      const line = { requestId, method: req.method, path: req.path, status: res.statusCode, durationMs, ...named, ...outcomeOf(res) };
       // Probes and scrapes arrive every few seconds: keep them out of the info stream.
       if (route === "health" || route === "metrics") log.debug(line, "request");
       else log.info(line, "request");
@@ -129,7 +145,7 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
   app.use(express.raw({ type: () => true, limit: BODY_LIMIT_BYTES }));
   app.use(async (req: Request, res: Response) => {
     const requestId = String(res.locals.requestId);
-    const context: FunctionContext = { log: log.child({ requestId }), requestId };
+    const context: FunctionContext = { log: log.child({ requestId }), requestId, signal: res.locals.signal as AbortSignal };
     try {
       writeResponse(res, (await invoke(fn, context, toFunctionRequest(req), (event) => (res.locals.event = event))) ?? undefined);
     } catch (error) {
@@ -140,8 +156,11 @@ export async function startServer<C>(definition: FunctionDefinition<C>, env: Env
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     if (toHttpError(error).status === 413) {
       // A sender never retries a 4xx: what it sent is lost, so say what it was.
+      const { contentLength, bytesRead, bytes } = oversizeBody(req, error);
+      metrics.oversizeBodies.inc();
+      metrics.oversizeBodyBytes.inc(bytes);
       log.warn(
-        { status: 413, contentLength: Number(req.headers["content-length"] ?? NaN), limitBytes: BODY_LIMIT_BYTES, contentType: req.headers["content-type"], userAgent: req.headers["user-agent"], path: req.path },
+        { status: 413, contentLength, bytesRead, limitBytes: BODY_LIMIT_BYTES, contentType: req.headers["content-type"], userAgent: req.headers["user-agent"], path: req.path },
         "request body over the limit: refused with 413, which senders do not retry, so its content is lost",
       );
     }
@@ -184,6 +203,21 @@ function fail(log: Logger, res: Response, error: unknown, bounded: boolean): voi
   if (httpError.status >= 500) log.error({ err: httpError.cause ?? httpError, status: httpError.status, ...details }, httpError.reason);
   else log.info({ status: httpError.status, reason: httpError.reason, ...details }, "request refused");
   writeError(res, httpError, bounded);
+}
+
+/**
+ * What is known of a body refused as too large: its declared `Content-Length` (null for a
+ * chunked upload), the bytes read when the limit was passed (`received` of raw-body's
+ * `entity.too.large` error: 0 when a declared length was refused before reading, at least the
+ * limit + 1 for a chunked upload), and `bytes`, the better of the two, for the byte counter.
+ */
+function oversizeBody(req: Request, error: unknown): { contentLength: number | null; bytesRead: number; bytes: number } {
+  const header = req.headers["content-length"];
+  const declared = header === undefined ? Number.NaN : Number(header);
+  const contentLength = Number.isSafeInteger(declared) && declared >= 0 ? declared : null;
+  const received = (error as { received?: unknown }).received;
+  const bytesRead = typeof received === "number" && Number.isSafeInteger(received) ? received : 0;
+  return { contentLength, bytesRead, bytes: contentLength ?? bytesRead };
 }
 
 /** The outcome headers a handled CloudEvent's answer carries, for the access line; `{}` otherwise. */

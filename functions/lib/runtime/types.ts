@@ -48,7 +48,16 @@ export interface FunctionContext {
   readonly log: Logger;
   /** `X-Request-Id` when the caller sent one, else a random UUID. */
   readonly requestId: string;
+  /**
+   * Aborted when the connection closed before the answer was written in full: the sender gave
+   * up (Alertmanager at its notification timeout, a Broker at its delivery timeout) and will
+   * never read the answer. Its `reason` is a `RequestAbortedError` (`errors.ts`). Work whose only
+   * purpose is the answer can stop; the runtime logs and counts the request as aborted
+   * (`appmonitor_http_requests_aborted_total`), whatever the function returns.
+   */
+  readonly signal: AbortSignal;
 }
+
 
 /**
  * What an HTTP function receives: the request without express. Header names are lower-case

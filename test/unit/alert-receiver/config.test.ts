@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { DEFAULT_DELIVERY_MAX_ATTEMPTS, readConfig } from "../../../functions/alert-receiver/config.ts";
+import { DEFAULT_DELIVERY_MAX_ATTEMPTS, DEFAULT_DELIVERY_TIMEOUT_MS, DEFAULT_WEBHOOK_DEADLINE_MS, readConfig } from "../../../functions/alert-receiver/config.ts";
 import { ConfigError } from "../../../functions/lib/runtime/env.ts";
 import { tempDir } from "../../support/temp-dir.ts";
 import type { TempDir } from "../../support/temp-dir.ts";
@@ -25,6 +25,18 @@ describe("readConfig", () => {
     assert.equal(config.mode, "binary");
     assert.deepEqual(config.auth, { mode: "credentials", token: "t0ken" });
     assert.equal(config.delivery.maxAttempts, DEFAULT_DELIVERY_MAX_ATTEMPTS);
+    assert.equal(config.delivery.deadlineMs, DEFAULT_WEBHOOK_DEADLINE_MS);
+  });
+
+  it("keeps the default deadline well under Alertmanager's 10 s and over one try", () => {
+    // Alertmanager's notification budget is max(group_interval, 10 s); the README's "Deadline" says why 4 s are left.
+    assert.ok(DEFAULT_WEBHOOK_DEADLINE_MS <= 10_000 - 4_000, `${DEFAULT_WEBHOOK_DEADLINE_MS} ms`);
+    assert.ok(DEFAULT_WEBHOOK_DEADLINE_MS >= 2 * DEFAULT_DELIVERY_TIMEOUT_MS, "room for a retry of a timed-out try");
+  });
+
+  it("reads WEBHOOK_DEADLINE_MS, and a DELIVERY_TIMEOUT_MS up to it", () => {
+    const config = readConfig({ ...base, WEBHOOK_DEADLINE_MS: "3000", DELIVERY_TIMEOUT_MS: "3000" });
+    assert.deepEqual([config.delivery.deadlineMs, config.delivery.timeoutMs], [3000, 3000]);
   });
 
   it("reads overrides, the token file without its newline, and basic auth", () => {
@@ -59,6 +71,11 @@ describe("readConfig", () => {
     { name: "an unknown CE_MODE", env: { ...base, CE_MODE: "batch" }, variable: "CE_MODE", message: /binary, structured/ },
     { name: "zero attempts", env: { ...base, DELIVERY_MAX_ATTEMPTS: "0" }, variable: "DELIVERY_MAX_ATTEMPTS", message: /between 1 and 20/ },
     { name: "a fractional timeout", env: { ...base, DELIVERY_TIMEOUT_MS: "1.5" }, variable: "DELIVERY_TIMEOUT_MS", message: /integer/ },
+    { name: "a deadline that is not a number", env: { ...base, WEBHOOK_DEADLINE_MS: "6s" }, variable: "WEBHOOK_DEADLINE_MS", message: /integer/ },
+    { name: "a deadline under 100 ms", env: { ...base, WEBHOOK_DEADLINE_MS: "50" }, variable: "WEBHOOK_DEADLINE_MS", message: /between 100 and 60000/ },
+    { name: "a deadline over a minute", env: { ...base, WEBHOOK_DEADLINE_MS: "60001" }, variable: "WEBHOOK_DEADLINE_MS", message: /between 100 and 60000/ },
+    { name: "a per-try timeout over the deadline", env: { ...base, WEBHOOK_DEADLINE_MS: "1000", DELIVERY_TIMEOUT_MS: "1001" }, variable: "DELIVERY_TIMEOUT_MS", message: /over WEBHOOK_DEADLINE_MS \(1000 ms\)/ },
+    { name: "the default per-try timeout over a shorter deadline", env: { ...base, WEBHOOK_DEADLINE_MS: "1500" }, variable: "DELIVERY_TIMEOUT_MS", message: /is 2000 ms, over WEBHOOK_DEADLINE_MS/ },
   ];
   for (const testCase of refused) {
     it(`refuses ${testCase.name}, naming ${testCase.variable}`, () => {

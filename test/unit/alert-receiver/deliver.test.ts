@@ -78,15 +78,39 @@ describe("deliverAll", () => {
     });
     assert.equal(report.delivered, 2);
     assert.deepEqual(report.refused, [{ id: events[1]?.id, fingerprint: "fp-refused", status: 400, error: "sink answered 400: bad event" }]);
-    assert.deepEqual(report.failed.map((f) => [f.fingerprint, f.error]).sort(), [
-      ["fp-broken", "invalid CloudEvent"],
-      ["fp-down", "sink unreachable: ECONNREFUSED"],
+    assert.deepEqual(report.failed.map((f) => [f.fingerprint, f.error, f.attempts]).sort(), [
+      ["fp-broken", "invalid CloudEvent", 1],
+      ["fp-down", "sink unreachable: ECONNREFUSED", 3],
     ]);
     assert.deepEqual(Object.fromEntries(tries), { ok: 1, refused: 1, flaky: 3, down: 3, broken: 1 });
     assert.deepEqual(seen.delivered?.sort(), ["flaky", "ok"]);
     assert.deepEqual(seen.refused, ["refused:400"]);
     assert.deepEqual(seen.failed?.sort(), ["broken", "down"]);
     assert.deepEqual(seen.retried?.sort(), ["down", "down", "flaky", "flaky"]);
+  });
+
+  it("stops at the signal: the try in flight is stopped, no retry follows, the events not yet sent are never sent", async () => {
+    const stop = new AbortController();
+    const sent: string[] = [];
+    // Holds every event until the signal aborts, then fails it as the transport does.
+    const send = (event: AlertEventAttributes, signal?: AbortSignal): Promise<void> =>
+      new Promise((_resolve, reject) => {
+        sent.push(event.data.pod);
+        if (sent.length === 2) setImmediate(() => stop.abort(new Error("the webhook deadline of 50 ms passed")));
+        signal?.addEventListener("abort", () => reject(new DeliveryError("stopped: the webhook deadline of 50 ms passed", { transient: true })), { once: true });
+      });
+    const failedHooks: [string, number][] = [];
+    const report = await deliverAll(events, send, { maxAttempts: 5, baseDelayMs: 0, maxDelayMs: 0 }, 2, { onFailed: (event, _error, attempts) => failedHooks.push([event.data.pod, attempts]) }, stop.signal);
+    assert.deepEqual(sent, ["ok", "refused"], "two in flight, nothing tried again, nothing sent after the signal");
+    assert.equal(report.delivered, 0);
+    assert.deepEqual(report.failed.map((f) => [f.fingerprint, f.attempts, f.error]), [
+      ["fp-ok", 1, "stopped: the webhook deadline of 50 ms passed"],
+      ["fp-refused", 1, "stopped: the webhook deadline of 50 ms passed"],
+      ["fp-flaky", 0, "not sent: the webhook deadline of 50 ms passed"],
+      ["fp-down", 0, "not sent: the webhook deadline of 50 ms passed"],
+      ["fp-broken", 0, "not sent: the webhook deadline of 50 ms passed"],
+    ]);
+    assert.deepEqual(failedHooks, [["ok", 1], ["refused", 1], ["flaky", 0], ["down", 0], ["broken", 0]]);
   });
 
   it("reports nothing for no events", async () => {

@@ -133,3 +133,54 @@ describe("every place that suggests max_alerts says the same", () => {
     assert.deepEqual([...readme.matchAll(/^ +max_alerts: (\d+)/gm)].map((match) => Number(match[1])), [SUGGESTED_MAX_ALERTS]);
   });
 });
+
+describe("the figures the docs give beside max_alerts agree with the limit and the budget", () => {
+  const MIB = 1024 * KIB;
+  const worst = worstCasePayloadBytes(SUGGESTED_MAX_ALERTS);
+  /** Where the body limit, max_alerts and the payload budget are stated in words. */
+  const places = [
+    "functions/alert-receiver/README.md",
+    "functions/alert-receiver/limits.ts",
+    "functions/alert-receiver/handler.ts",
+    "knative/alertmanager/alertmanager.yml",
+    "knative/alertmanager/alertmanagerconfig.yaml",
+    "knative/README.md",
+    "README.md",
+  ];
+
+  it("every body limit they state is the runtime's", () => {
+    const stated = places.flatMap((place) =>
+      [...read(place).matchAll(/(?:body over|body limit is the shared runtime's,|of alert-receiver's|half of the) (\d+(?:\.\d+)?) MiB/g)].map((match) => [place, Number(match[1]) * MIB]),
+    );
+    assert.ok(stated.length >= 7, JSON.stringify(stated));
+    for (const [place, bytes] of stated) assert.equal(bytes, WEBHOOK_BODY_LIMIT_BYTES, String(place));
+  });
+
+  it("the README's and limits.ts's worst case: (max_alerts + 3) × alert budget + 1 KiB, its KiB and its share of the limit", () => {
+    for (const place of ["functions/alert-receiver/README.md", "functions/alert-receiver/limits.ts"]) {
+      const match = /\((\d+) \+ 3\) × (\d+) KiB \+ 1 KiB = (\d+) KiB, (\d+) % of (\d+) MiB/.exec(read(place));
+      assert.ok(match !== null, place);
+      const [, maxAlerts, alertKib, worstKib, percent, limitMib] = match.map(Number);
+      assert.deepEqual(
+        { maxAlerts, alertKib, worstKib, percent, limitMib },
+        { maxAlerts: SUGGESTED_MAX_ALERTS, alertKib: ALERT_BYTES / KIB, worstKib: worst / KIB, percent: Math.round((100 * worst) / WEBHOOK_BODY_LIMIT_BYTES), limitMib: WEBHOOK_BODY_LIMIT_BYTES / MIB },
+        place,
+      );
+    }
+  });
+
+  it("the README receiver's comment: payloads within the worst case, about half the limit", () => {
+    const match = /max_alerts: (\d+) +# payloads ≤ (\d+) KiB, half of the (\d+) MiB body limit/.exec(read("functions/alert-receiver/README.md"));
+    assert.ok(match !== null);
+    assert.deepEqual(match.slice(1).map(Number), [SUGGESTED_MAX_ALERTS, worst / KIB, WEBHOOK_BODY_LIMIT_BYTES / MIB]);
+    assert.ok(Math.abs(worst / WEBHOOK_BODY_LIMIT_BYTES - 0.5) < 0.05, "“half” holds within 5 %");
+  });
+
+  it("the Alertmanager configurations' comment: the alert budget they name is limits.ts's", () => {
+    for (const place of ["knative/alertmanager/alertmanager.yml", "knative/alertmanager/alertmanagerconfig.yaml"]) {
+      const match = /half of alert-receiver's (\d+) MiB body limit, even with alerts of\s*#?\s*(\d+) KiB/.exec(read(place));
+      assert.ok(match !== null, place);
+      assert.deepEqual(match.slice(1).map(Number), [WEBHOOK_BODY_LIMIT_BYTES / MIB, ALERT_BYTES / KIB], place);
+    }
+  });
+});

@@ -49,6 +49,7 @@ const API_FAILURES: Readonly<Record<ApiErrorClass, { nature: Nature; why: string
   Refused: { nature: "permanent", why: "validation or admission refused the object this event leads to: the same event leads to it again" },
   Forbidden: { nature: "transient", why: "the function's RBAC lacks a grant: an operator grants it, not the event's fault" },
   Unauthorized: { nature: "transient", why: "a token being rotated: the kubelet writes a fresh one" },
+  TimedOut: { nature: "transient", why: "no complete answer within KUBE_API_TIMEOUT_MS: a silent connection, or an API server too slow" },
   Unavailable: { nature: "transient", why: "the API server down, overloaded or timed out" },
   Throttled: { nature: "transient", why: "API Priority and Fairness said wait" },
   Unexpected: { nature: "transient", why: "our request is malformed (a bug): retried like any 500, then dead-lettered for a replay once fixed" },
@@ -82,7 +83,7 @@ const ANSWERS: { who: string; what: string; nature: Nature | "handled"; status: 
   { who: "both", what: "not a CloudEvent 1.0 (an attribute missing)", nature: "permanent", status: () => answered(() => decodeCloudEvent({ ...binary({}), "ce-type": undefined }, Buffer.from("{}"))) },
   { who: "both", what: "a batch of CloudEvents", nature: "permanent", status: () => answered(() => decodeCloudEvent({ "content-type": BATCH_MEDIA_TYPE }, Buffer.from("[]"))) },
   { who: "both", what: "a body over 1 MiB", nature: "permanent", status: () => answered(() => { throw Object.assign(new Error("request entity too large"), { status: 413, expose: true }); }) },
-  { who: "both", what: "an event POSTed to a path other than /", nature: "permanent", status: () => answered(() => invoke(noHandler, { log: silent, requestId: "r" }, { method: "POST", path: "/typo", query: new URLSearchParams(), headers: binary({}), body: Buffer.from("{}") })) },
+  { who: "both", what: "an event POSTed to a path other than /", nature: "permanent", status: () => answered(() => invoke(noHandler, { log: silent, requestId: "r", signal: new AbortController().signal }, { method: "POST", path: "/typo", query: new URLSearchParams(), headers: binary({}), body: Buffer.from("{}") })) },
   { who: "both", what: "a bug (anything unexpected thrown)", nature: "transient", status: () => answered(() => { throw new TypeError("x is undefined"); }) },
   { who: "memory-scaler", what: "another event type", nature: "permanent", status: () => answered(() => readAlertEvent(alertEvent({ namespace: "ns", pod: "p" }).cloneWith({ type: "com.example.other" }), validate)) },
   { who: "memory-scaler", what: "data not matching the alert schema", nature: "permanent", status: () => answered(() => readAlertEvent(new CloudEvent({ type: FIRING_TYPE, source: "/s", data: { not: "an alert" } }), validate)) },
@@ -90,15 +91,15 @@ const ANSWERS: { who: string; what: string; nature: Nature | "handled"; status: 
   { who: "memory-scaler", what: "Prometheus unreachable", nature: "transient", status: () => answered(() => prometheus(async () => { throw new Error("connect ECONNREFUSED"); }).workingSets("ns", "p", ["c"])) },
   { who: "memory-scaler", what: "Prometheus answering 503 or 429", nature: "transient", status: () => answered(() => prometheus(async () => ({ status: 503, data: "" })).workingSets("ns", "p", ["c"])) },
   { who: "memory-scaler", what: "Prometheus refusing our query (4xx: a bug of ours)", nature: "transient", status: () => answered(() => prometheus(async () => ({ status: 400, data: "" })).workingSets("ns", "p", ["c"])) },
-  { who: "rule-sync", what: "an event type it does not handle", nature: "permanent", status: () => answered(() => ruleSync()({ log: silent, requestId: "r" }, { type: "com.example.other" })) },
-  { who: "rule-sync", what: "data that is not an AppMonitor", nature: "permanent", status: () => answered(() => ruleSync()({ log: silent, requestId: "r" }, { type: "dev.knative.apiserver.resource.add", data: { kind: "Pod" } })) },
+  { who: "rule-sync", what: "an event type it does not handle", nature: "permanent", status: () => answered(() => ruleSync()({ log: silent, requestId: "r", signal: new AbortController().signal }, { type: "com.example.other" })) },
+  { who: "rule-sync", what: "data that is not an AppMonitor", nature: "permanent", status: () => answered(() => ruleSync()({ log: silent, requestId: "r", signal: new AbortController().signal }, { type: "dev.knative.apiserver.resource.add", data: { kind: "Pod" } })) },
   {
     who: "rule-sync", what: "a resync that left an AppMonitor unreconciled", nature: "transient",
     status: () => answered(() => {
       const cluster = new RuleCluster();
       cluster.addMonitor("a", { memThresholdPercent: 75, memMultiplier: 2 });
       cluster.fail.applyRule = () => ruleApiError(503, { reason: "ServiceUnavailable", message: "etcd down" });
-      return ruleSync(cluster)({ log: silent, requestId: "r" }, { type: RESYNC_EVENT_TYPE });
+      return ruleSync(cluster)({ log: silent, requestId: "r", signal: new AbortController().signal }, { type: RESYNC_EVENT_TYPE });
     }),
   },
 ];

@@ -13,6 +13,7 @@ import {
   isObjectNotFound,
   isPatchConflict,
   isRefusal,
+  KubeApiTimeoutError,
   toHttpFailure,
   type ApiErrorClass,
 } from "../../../functions/lib/kube-api-errors.ts";
@@ -46,6 +47,7 @@ const cases: { name: string; error: unknown; kind: ApiErrorClass; status: number
   { name: "overloaded (503 with Retry-After)", error: api(503, { reason: "ServiceUnavailable", message: "the server is currently unable to handle the request" }, { "retry-after": "2" }), kind: "Unavailable", status: 503, retryAfter: "2", reason: /unavailable/ },
   { name: "a server-side timeout (504)", error: api(504, { reason: "Timeout", message: "the server was unable to return a response in the time allotted" }), kind: "Unavailable", status: 503, reason: /unavailable/ },
   { name: "a request timeout (408)", error: new k8s.ApiException(408, "x", "", {}), kind: "Unavailable", status: 503, reason: /unavailable/ },
+  { name: "no complete answer within the client's timeout", error: new KubeApiTimeoutError("GET", "https://10.96.0.1/api/v1/namespaces/a/pods/p", 10_000), kind: "TimedOut", status: 503, reason: /did not answer in time: could not read it: GET https:\/\/10\.96\.0\.1\/api\/v1\/namespaces\/a\/pods\/p: no complete answer within 10000 ms/ },
   { name: "a refused connection", error: Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:6443"), { code: "ECONNREFUSED" }), kind: "Unavailable", status: 503, reason: /unavailable.*ECONNREFUSED/ },
   { name: "throttling (429 with Retry-After)", error: api(429, { reason: "TooManyRequests", message: "too many requests" }, { "retry-after": "3" }), kind: "Throttled", status: 429, retryAfter: "3", reason: /throttled/ },
   { name: "throttling with a Retry-After that is not seconds", error: api(429, {}, { "retry-after": "Fri, 31 Dec 1999 23:59:59 GMT" }), kind: "Throttled", status: 429, reason: /throttled/ },

@@ -1,7 +1,8 @@
 // functions/lib/kubeconfig.ts against a small in-process stand-in for the API server (plain
 // HTTP, bearer tokens): a 401 loads the credentials again at once and sends the request once
 // more, for each way a token reaches the client; a burst of 401s loads once; a token still
-// refused is the caller's 401; the authorizer's 403s are observed with the permission they name.
+// refused is the caller's 401; the authorizer's 403s are observed with the permission they name;
+// a request with no complete answer (none, or a body trickled in) is given up at the timeout.
 // The real API server, with a revoked token: test/integration/memory-scaler-outage.test.ts.
 import assert from "node:assert/strict";
 import { rename, writeFile } from "node:fs/promises";
@@ -10,9 +11,10 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import * as k8s from "@kubernetes/client-node";
-import { classifyApiError, type DeniedPermission } from "../../../functions/lib/kube-api-errors.ts";
-import { loadKubeConfig, type FunctionKubeConfig } from "../../../functions/lib/kubeconfig.ts";
+import { classifyApiError, KubeApiTimeoutError, toHttpFailure, type DeniedPermission } from "../../../functions/lib/kube-api-errors.ts";
+import { DEFAULT_KUBE_API_TIMEOUT_MS, loadKubeConfig, type FunctionKubeConfig, type KubeClientOptions } from "../../../functions/lib/kubeconfig.ts";
 import { tempDir, type TempDir } from "../../support/temp-dir.ts";
+import { waitUntil } from "../../harness/lib/wait-until.ts";
 
 interface Seen {
   readonly token: string;
@@ -25,6 +27,8 @@ interface Seen {
 class FakeApiServer {
   valid = new Set<string>();
   seen: Seen[] = [];
+  /** Answers not given (or not finished); each leaves the set when its connection closes. */
+  readonly held = new Set<import("node:http").ServerResponse>();
   readonly server: Server = createServer((req, res) => {
     let body = "";
     req.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
@@ -41,6 +45,23 @@ class FakeApiServer {
         return status(403, "Forbidden", 'pods "forbidden" is forbidden: User "system:serviceaccount:appmonitor:memory-scaler" cannot get resource "pods" in API group "" in the namespace "team-a"', { name: "forbidden", kind: "pods" });
       }
       if (url.includes("/pods/limited")) return status(403, "Forbidden", 'pods "limited" is forbidden: exceeded quota: compute, requested: memory=1Gi');
+      // A connection gone silent: no answer at all.
+      if (url.includes("/pods/stalls")) {
+        this.held.add(res);
+        res.on("close", () => this.held.delete(res));
+        return;
+      }
+      if (url.includes("/pods/trickles")) {
+        // Headers at once, then the Pod a byte every 100 ms: never idle for long, never done.
+        this.held.add(res);
+        res.on("close", () => this.held.delete(res));
+        res.writeHead(200, { "content-type": "application/json" });
+        const pod = JSON.stringify({ apiVersion: "v1", kind: "Pod", metadata: { name: "trickles", namespace: "team-a" } });
+        let sent = 0;
+        const timer = setInterval(() => res.write(pod[sent++] ?? " "), 100);
+        res.on("close", () => clearInterval(timer));
+        return;
+      }
       if (url === "/api/v1") {
         res.writeHead(200, { "content-type": "application/json" });
         return res.end(JSON.stringify({ kind: "APIResourceList", groupVersion: "v1", resources: [{ name: "pods", singularName: "pod", namespaced: true, kind: "Pod", verbs: ["get"] }] }));
@@ -69,6 +90,7 @@ before(async () => {
   dir = await tempDir("kubeconfig-test");
 });
 after(async () => {
+  api.server.closeAllConnections();
   await new Promise((resolve) => api.server.close(resolve));
   await dir.remove();
 });
@@ -115,10 +137,10 @@ interface Started {
 }
 
 /** The fake accepts only `token`; a client loaded from credentials holding it, observed. */
-async function start(source: TokenSource, token: string): Promise<Started> {
+async function start(source: TokenSource, token: string, options: KubeClientOptions = {}): Promise<Started> {
   api.valid = new Set([token]);
   const creds = await credentials(source, token);
-  const kc = loadKubeConfig(creds.kubeconfig);
+  const kc = loadKubeConfig(creds.kubeconfig, options);
   const seen = { reloads: [] as (Error | undefined)[], forbidden: [] as DeniedPermission[] };
   kc.observe({ credentialsReloaded: (error) => seen.reloads.push(error), forbidden: (p) => seen.forbidden.push(p) });
   return { creds, kc, core: kc.makeApiClient(k8s.CoreV1Api), seen };
@@ -220,6 +242,48 @@ describe("the authorizer's 403s are observed", () => {
     const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
     await assert.rejects(objects.read({ apiVersion: "v1", kind: "Pod", metadata: { namespace: "team-a", name: "forbidden" } }));
     assert.deepEqual(seen.forbidden.map((p) => [p.verb, p.resource]), [["get", "pods"]]);
+    kc.destroyAgents();
+  });
+});
+
+describe("every request has a timeout, its answer's body included", () => {
+  it("is 10 s unless configured", async () => {
+    const { kc } = await start("token-file", "t0");
+    assert.equal(kc.timeoutMs, DEFAULT_KUBE_API_TIMEOUT_MS);
+    assert.equal(DEFAULT_KUBE_API_TIMEOUT_MS, 10_000);
+    kc.destroyAgents();
+  });
+
+  for (const pod of ["stalls", "trickles"]) {
+    it(`an API server that ${pod === "stalls" ? "never answers" : "sends headers, then trickles the body"}: KubeApiTimeoutError at the timeout, 503, the connection closed`, async () => {
+      const timeoutMs = 500;
+      const { kc, core } = await start("token-file", `t-${pod}`, { timeoutMs });
+      assert.equal((await core.readNamespacedPod({ namespace: "team-a", name: "warm" })).metadata?.name, "warm", "a kept-alive connection to reuse");
+      const started = performance.now();
+      await assert.rejects(core.readNamespacedPod({ namespace: "team-a", name: pod }), (error: unknown) => {
+        assert.ok(error instanceof KubeApiTimeoutError, String(error));
+        assert.equal(error.message, `GET ${server}/api/v1/namespaces/team-a/pods/${pod}: no complete answer within 500 ms`);
+        assert.equal(classifyApiError(error), "TimedOut");
+        assert.equal(toHttpFailure(error, `read Pod team-a/${pod}`).status, 503);
+        return true;
+      });
+      // The timeout is the contract: not given up before it; after it, the slack of a loaded machine.
+      const elapsedMs = performance.now() - started;
+      assert.ok(elapsedMs >= timeoutMs - 5 && elapsedMs < timeoutMs + 1_500, `${Math.round(elapsedMs)} ms`);
+      await waitUntil("the held connection closed by the client", () => api.held.size === 0);
+      assert.equal((await core.readNamespacedPod({ namespace: "team-a", name: "after" })).metadata?.name, "after", "the next request is answered");
+      kc.destroyAgents();
+    });
+  }
+
+  it("a retry after a 401 gets a timeout of its own", async () => {
+    const { creds, kc, core } = await start("token-file", "t-401", { timeoutMs: 500 });
+    await creds.rotate("t-401-next");
+    api.valid = new Set(["t-401-next"]);
+    api.seen = [];
+    await assert.rejects(core.readNamespacedPod({ namespace: "team-a", name: "stalls" }), KubeApiTimeoutError);
+    assert.deepEqual(api.seen.map((s) => s.token), ["t-401", "t-401-next"]);
+    await waitUntil("the held connection closed by the client", () => api.held.size === 0);
     kc.destroyAgents();
   });
 });

@@ -72,4 +72,26 @@ describe("retry", () => {
     );
     assert.equal(calls, 1);
   });
+
+  it("starts no try once the signal is aborted, and a backoff it cuts short ends the loop with the last error", async () => {
+    const slow = { maxAttempts: 5, baseDelayMs: 60_000, maxDelayMs: 60_000 };
+    const stop = new AbortController();
+    let calls = 0;
+    const running = retry(
+      async () => {
+        calls += 1;
+        throw new Error("transient");
+      },
+      slow,
+      transient,
+      () => setImmediate(() => stop.abort()),
+      stop.signal,
+    );
+    await assert.rejects(running, /transient/);
+    assert.equal(calls, 1, "the backoff of a minute was cut short, and nothing tried after it");
+
+    let after = 0;
+    await assert.rejects(retry(async () => { after += 1; throw new Error("transient"); }, fast, transient, undefined, stop.signal), /transient/);
+    assert.equal(after, 1, "an aborted signal: the first try's failure is the answer");
+  });
 });

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { DEFAULT_FIELD_MANAGER, inScope, readConfig } from "../../../functions/rule-sync/config.ts";
+import { DEFAULT_KUBE_API_TIMEOUT_MS } from "../../../functions/lib/kubeconfig.ts";
 import { ConfigError } from "../../../functions/lib/runtime/env.ts";
 import { DEFAULT_METRIC_SOURCE, DEFAULT_SEVERITY } from "../../../functions/rule-sync/rule-config.ts";
 
@@ -14,6 +15,7 @@ describe("readConfig", () => {
     assert.deepEqual(config.scope, { all: true });
     assert.equal(config.resyncOnStart, true);
     assert.equal(config.kubeconfig, undefined);
+    assert.equal(config.kubeApiTimeoutMs, DEFAULT_KUBE_API_TIMEOUT_MS);
   });
 
   it("reads every override", () => {
@@ -25,12 +27,14 @@ describe("readConfig", () => {
       WATCH_NAMESPACES: "a, b,,a",
       RESYNC_ON_START: "false",
       KUBECONFIG: "/tmp/kc",
+      KUBE_API_TIMEOUT_MS: "4000",
     });
     assert.deepEqual(config.rule, { metricSource: "kube-state-metrics", ruleLabels: { release: "prometheus", team: "platform", empty: "" }, severity: "critical" });
     assert.equal(config.fieldManager, "my-manager");
     assert.deepEqual(config.scope, { all: false, namespaces: ["a", "b"] });
     assert.equal(config.resyncOnStart, false);
     assert.equal(config.kubeconfig, "/tmp/kc");
+    assert.equal(config.kubeApiTimeoutMs, 4000);
   });
 
   it("treats empty values as unset", () => {
@@ -41,6 +45,7 @@ describe("readConfig", () => {
 
   const refused: [Record<string, string>, string, RegExp][] = [
     [{ METRIC_SOURCE: "prometheus" }, "METRIC_SOURCE", /must be one of cadvisor, kube-state-metrics/],
+    [{ KUBE_API_TIMEOUT_MS: "60001" }, "KUBE_API_TIMEOUT_MS", /between 100 and 60000/],
     [{ RULE_LABELS: "release" }, "RULE_LABELS", /key=value/],
     [{ RULE_LABELS: "=x" }, "RULE_LABELS", /key=value/],
     [{ RULE_LABELS: "a=1,a=2" }, "RULE_LABELS", /given twice/],

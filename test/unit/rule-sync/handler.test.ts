@@ -26,7 +26,7 @@ function setup(env: Record<string, string> = {}): { cluster: FakeCluster; deps: 
   return { cluster, deps, registry, handle: createHandler(deps) };
 }
 
-const context = { log: silent, requestId: "r1" };
+const context = { log: silent, requestId: "r1", signal: new AbortController().signal };
 const spec = { memThresholdPercent: 75, memMultiplier: 2 };
 
 async function rejectsWith(promise: Promise<unknown>, status: number, reason?: RegExp): Promise<void> {

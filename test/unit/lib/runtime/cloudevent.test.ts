@@ -86,7 +86,7 @@ describe("invoke", () => {
         return { outcome: "handled" };
       },
     };
-    const answer = await invoke({ kind: "cloudevent", instance }, { log, requestId: "r1" }, {
+    const answer = await invoke({ kind: "cloudevent", instance }, { log, requestId: "r1", signal: new AbortController().signal }, {
       method: "POST",
       path: "/",
       query: new URLSearchParams(),
