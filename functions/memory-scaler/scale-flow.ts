@@ -58,8 +58,11 @@
  *    counts) that step 3a repairs from. A lost race (the `test` failed)
  *    starts again at 1, at most `maxAttempts` rounds; the next round sees the new template and
  *    skips (`Cooldown` / `RolloutUnderWay`), so concurrent deliveries never compound.
- * 9. Normal `Scaled` Events on the workload and the AppMonitor (and, for an OnDelete workload,
- *    `RolloutWaitsForDelete` Warnings: the patch reached no Pod); AppMonitor status, with the
+ * 9. Normal `Scaled` Events on the workload and the AppMonitor, whose note says that the Pods
+ *    are replaced (restarted) to get the new memory (`replacement.ts`), and `PodsReplaced`
+ *    Warnings when that loses what they likely hold (a single-replica Deployment, a StatefulSet,
+ *    an `emptyDir` volume); for an OnDelete workload also
+ *    `RolloutWaitsForDelete` Warnings: the patch reached no Pod; AppMonitor status, with the
  *    rollout the patch started (the generation it gave the workload) pending in
  *    `status.rollouts`, which `follow-flow.ts` follows to its end. Their failure
  *    is reported in `warnings` but does not fail the request: the scale is done, and a retry
@@ -188,7 +191,7 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
       await Promise.all([
         repair === undefined
           ? undefined
-          : report({ reason: "Scaled", changes: repair.record.changes, multiplier: repair.record.multiplier, trigger: repair.record.trigger ?? "threshold", key: repair.record.event }, subjects, now),
+          : report({ reason: "Scaled", changes: repair.record.changes, multiplier: repair.record.multiplier, trigger: repair.record.trigger ?? "threshold", key: repair.record.event, replacement: plan.replacement }, subjects, now),
         repair?.entry === undefined
           ? undefined
           : deps.status.update(amRef, repairedStatus(repair.entry, { kind: workload.kind, generation: workload.object.metadata?.generation }, repair.record.event, deps.status.limit), am.raw).catch(keepWarning),
@@ -278,12 +281,12 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
     // OnDelete: the patch is what the user's strategy asks for, but it reached no Pod; say so.
     const onDelete = waitsForDelete(plan.strategy) ? onDeleteScaledNote(plan.strategy, data.pod, summary) : undefined;
     const gitOps = gate.gitOps === undefined ? undefined : gitOpsPatchedNote(workload, gate.gitOps, changes);
-    const scaled: Reported = { reason: "Scaled", changes, multiplier: am.spec.memMultiplier, trigger: origin.trigger, onDelete, gitOps };
+    const scaled: Reported = { reason: "Scaled", changes, multiplier: am.spec.memMultiplier, trigger: origin.trigger, onDelete, gitOps, replacement: plan.replacement };
     await Promise.all([
       report(scaled, subjects, now),
       deps.status.update(amRef, scaledStatus({ ...entry, dryRun: false, ...(gate.reverted ? { reverted: true } : {}) }, rollout, deps.status.limit), am.raw).catch(keepWarning),
     ]);
-    const note = scaledNote(workload, am.spec.memMultiplier, changes, origin.trigger);
+    const note = scaledNote(workload, am.spec.memMultiplier, changes, origin.trigger, plan.replacement);
     return withWarnings({ ...withWorkload, outcome: "scaled", reason: "Scaled", message: onDelete ?? gitOps ?? note, changes, skipped, attempts: attempt, ...(gate.reverted ? { revert: "Repatched" as const } : {}) });
   }
 }

@@ -266,8 +266,8 @@ describe("memory-scaler when the API server is unavailable or refuses it", () =>
     ]);
     for (const [kind, name] of [["Deployment", "web"], ["AppMonitor", "m"]] as const) {
       const events = await eventsRegarding(ns, kind, name);
-      assert.deepEqual(events.map((e) => e.reason), ["Scaled"], `${kind} ${name}`);
-      assert.match(events[0]?.note ?? "", /^scaled Deployment web by 2: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi$/);
+      assert.deepEqual(events.map((e) => e.reason).sort(), ["PodsReplaced", "Scaled"], `${kind} ${name}`);
+      assert.match(events.find((e) => e.reason === "Scaled")?.note ?? "", /^scaled Deployment web by 2: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi; the rollout replaces \(restarts\) its Pods$/);
     }
     assert.equal((await webDeployment(ns)).metadata?.generation, generation, "patched once");
   });

@@ -45,7 +45,7 @@ describe("sequential API round trips of one event", () => {
       ["readWorkload Deployment", "readWorkload ReplicaSet"],
       ["dryRunCreatePod", "listNodeAllocatableMemory", "listResourceQuotas", "patchWorkload (dry run)"],
       ["patchWorkload"],
-      ["createEvent", "createEvent", "replaceAppMonitorStatus"],
+      ["createEvent", "createEvent", "createEvent", "createEvent", "replaceAppMonitorStatus"],
     ]);
   });
 
