@@ -29,6 +29,7 @@ import type { AppMonitorStatus } from "../lib/appmonitor.ts";
 import type { ContainerChange } from "./decide.ts";
 import type { PendingRollout } from "./follow-up.ts";
 import { windowedKey, type EventSpec } from "./kube-events.ts";
+import { withoutPendingScale } from "./pending-scales.ts";
 import { podsReplacedNote, replacementClause, type PodReplacement } from "./replacement.ts";
 import { withCapped, withoutCapped } from "./capped-status.ts";
 import type { SkippedContainer } from "./outcome.ts";
@@ -195,14 +196,17 @@ function rolloutMessage(workload: { readonly kind: string; readonly name: string
 
 /**
  * The status change of a scale (step 9): its `recentScales` entry, the rollout the patch
- * started pending in `status.rollouts` (none for a bare ReplicaSet, which replaces no Pod), and
- * the workload out of `status.capped` (`capped-status.ts`): scaled, it is below the cap.
+ * started pending in `status.rollouts` (none for a bare ReplicaSet, which replaces no Pod), the
+ * workload out of `status.capped` (`capped-status.ts`): scaled, it is below the cap, and the
+ * scale out of `status.pendingScales` (`pending-scales.ts`): recorded, no tick needs to.
  */
 export function scaledStatus(entry: ScaleEntry, rollout: PendingRollout | undefined, limit: number): (status: AppMonitorStatus | undefined) => AppMonitorStatus {
   return (status) => {
     const scaled = withScales(status, [entry], limit);
     const started = rollout === undefined ? scaled : withRolloutStarted(scaled, rollout, rolloutMessage(rollout.workload, rollout.generation, entry.changes), entry.time);
-    return withoutCapped(started, entry.workload, entry.time) ?? started;
+    const uncapped = withoutCapped(started, entry.workload, entry.time) ?? started;
+    // Never undefined: withScales set scaleCount.
+    return entry.event === undefined ? uncapped : (withoutPendingScale(uncapped, { workload: entry.workload, event: entry.event }) ?? uncapped);
   };
 }
 
@@ -223,9 +227,11 @@ export function cappedStatus(
 }
 
 /**
- * The status change of a repair (step 3a): the scale's missing `recentScales` entry and, when
- * that counted it only now, its rollout too, followed from the generation the workload has now
- * (which includes the patch). A bare ReplicaSet, or a workload without a generation, has none.
+ * The status change of a repair (step 3a, or a follow-up tick's from `status.pendingScales`): the
+ * scale's missing `recentScales` entry and, when that counted it only now, its rollout too,
+ * followed from the generation the workload has now (which includes the patch). A bare
+ * ReplicaSet, or a workload without a generation, has none. The scale (`entry.workload`, `event`)
+ * leaves `status.pendingScales` either way: it is recorded now.
  */
 export function repairedStatus(
   entry: ScaleEntry,
@@ -234,7 +240,9 @@ export function repairedStatus(
   limit: number,
 ): (status: AppMonitorStatus | undefined) => AppMonitorStatus {
   return (status) => {
-    const scaled = withScales(status, [entry], limit);
+    const counting = withScales(status, [entry], limit);
+    // Never undefined: withScales set scaleCount.
+    const scaled = withoutPendingScale(counting, { workload: entry.workload, event }) ?? counting;
     const counted = (scaled.scaleCount ?? 0) > (status?.scaleCount ?? 0);
     if (!counted || workload.kind === "ReplicaSet" || workload.generation === undefined) return scaled;
     const rollout = { workload: entry.workload, generation: workload.generation, startedAt: entry.time, event };
