@@ -77,6 +77,20 @@ const statusSchema: Schema = {
         },
       },
     },
+    pendingScales: {
+      type: "array",
+      description:
+        "scales memory-scaler is writing: each is listed before its workload is patched and taken off by the status write that records it; one still listed (that write failed) is recorded by the next follow-up tick from the workload's last-scale record",
+      maxItems: 50,
+      items: {
+        type: "object",
+        properties: {
+          workload: { type: "object", properties: { kind: { type: "string" }, name: { type: "string" } } },
+          time: { type: "string", format: "date-time", description: "the scale's time, which its patch writes in the last-scale annotation" },
+          event: { type: "string", description: "id of the CloudEvent that caused the scale" },
+        },
+      },
+    },
     capped: {
       type: "array",
       description: "workloads whose memory limit is at spec.maxMemory, so an alert of theirs scales nothing (the AtMaxMemory condition); a workload leaves when it is scaled again",

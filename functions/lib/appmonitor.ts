@@ -34,7 +34,9 @@ export const LAST_SCALE_ANNOTATION = "app-monitor.kubedemo.com/last-scale";
  * `trigger: "oomKilled"` for a scale an OOM-kill alert caused and `earlier` (`[{time, event}]`,
  * the workload's scales in the hour before, for the revert budget) when there were any. It is the
  * authority the AppMonitor status and the `Scaled` Events are repaired from when writing them
- * failed (`functions/memory-scaler/status.ts`, `repairOf`).
+ * failed (`functions/memory-scaler/status.ts`, `repairOf`), by a later event for the workload
+ * or by the follow-up tick, which finds the scale in `status.pendingScales`
+ * (`functions/memory-scaler/pending-scales.ts`).
  */
 export const LAST_SCALE_RECORD_ANNOTATION = "app-monitor.kubedemo.com/last-scale-record";
 

@@ -5,8 +5,17 @@
  *
  * 1. One LIST of the AppMonitors of every namespace, from the API server's watch cache. An
  *    AppMonitor whose `status.capped` lists workloads at a cap other than its `spec.maxMemory`
- *    now drops them (`capped-status.ts`; a status write, no read). None with `status.rollouts`:
- *    done, nothing else is read.
+ *    now drops them (`capped-status.ts`; a status write, no read). None with `status.rollouts`
+ *    or `status.pendingScales`: done, nothing else is read.
+ * 1a. For each scale still listed in `status.pendingScales` (`pending-scales.ts`: listed before
+ *    its patch, taken off by the status write that records it, so one listed here is a scale
+ *    whose status write failed, one in flight, or one that lost its compare-and-swap): GET its
+ *    workload; `decidePendingScale` says whether the workload's last-scale record is this scale's.
+ *    Then the scale is recorded from it (`repairedStatus`: its `recentScales` entry and
+ *    `scaleCount` unless listed already, its rollout pending from the generation the workload has
+ *    now, the entry off the list) and its `Scaled` Events (and `PodsReplaced`) written again under
+ *    the id of the event that scaled; or the entry is dropped (the patch never landed), or kept
+ *    for the next tick while the patch may still be in flight.
  * 2. For each pending rollout: GET the workload and LIST its Pods (by its selector), in
  *    parallel; `decideFollowUp` (`follow-up.ts`, pure) says where it stands. A bare Pod's
  *    in-place resize (kind `Pod`): GET the Pod; `decideResizeFollowUp` (`resize-follow-up.ts`)
@@ -24,7 +33,7 @@
  */
 import type * as k8s from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { APPMONITOR_API_VERSION, APPMONITOR_KIND, type AppMonitorStatus } from "../lib/appmonitor.ts";
+import { APPMONITOR_API_VERSION, APPMONITOR_KIND, LAST_SCALE_ANNOTATION, type AppMonitorStatus } from "../lib/appmonitor.ts";
 import { toHttpFailure } from "../lib/kube-api-errors.ts";
 import { formatTimestamp } from "../lib/rfc3339.ts";
 import type { Cluster, WorkloadKind, WorkloadObject } from "./cluster.ts";
@@ -32,6 +41,10 @@ import { withCapsOf } from "./capped-status.ts";
 import type { EventRecorder } from "./kube-events.ts";
 import { decideFollowUp, type FollowUp, type PendingRollout, type PodView, type WorkloadView } from "./follow-up.ts";
 import { APPS_V1 } from "./owners.ts";
+import { decidePendingScale, pendingScales, withoutPendingScale, type PendingScale } from "./pending-scales.ts";
+import { podReplacement } from "./replacement.ts";
+import { eventsOf, repairedStatus } from "./report.ts";
+import { recordState, type RecordedScale } from "./status.ts";
 import { readPodResize } from "./resize-flow.ts";
 import { withResizeProgress } from "./resize-follow-up.ts";
 import { pendingRollouts, withRolloutFollowedUp, type RolloutConditionChange } from "./rollout-status.ts";
@@ -47,14 +60,20 @@ export interface FollowDeps {
   readonly onEnded?: (kind: string, result: "RolledOut" | "RolloutFailed", reason: string) => void;
 }
 
-/** What one tick did: rollouts looked at, ended, still pending; every step is in the log. */
+/** What one tick did: rollouts looked at, ended, still pending; scales listed in `status.pendingScales` looked at and recorded; every step is in the log. */
 export interface FollowSummary {
   readonly checked: number;
   readonly ended: number;
   readonly pending: number;
+  /** Entries of `status.pendingScales` looked at (each cost a GET of its workload); absent when none was listed. */
+  readonly scales?: number;
+  /** Of those, the scales recorded from their workload's last-scale record (their status write had failed); absent when none was listed. */
+  readonly recorded?: number;
 }
 
 const WORKLOAD_KINDS: ReadonlySet<string> = new Set(["Deployment", "StatefulSet", "DaemonSet"]);
+/** The kinds a scale patches, so the kinds a `status.pendingScales` entry names. */
+const SCALED_KINDS: ReadonlySet<string> = new Set([...WORKLOAD_KINDS, "ReplicaSet"]);
 
 /** `matchLabels` and `matchExpressions` as the API's `labelSelector` string (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors). */
 export function selectorString(selector: k8s.V1LabelSelector | undefined): string | undefined {
@@ -124,30 +143,93 @@ export async function followRollouts(deps: FollowDeps, log: Logger): Promise<Fol
     throw toHttpFailure(error, "list AppMonitors");
   });
   const stale = await uncapStale(deps, items);
-  const work = items.flatMap((item) => {
+  const listed = items.flatMap((item) => {
     const am = item as { metadata?: { name?: string; namespace?: string; uid?: string }; spec?: { stuckRollout?: "Report" | "DeletePod" }; status?: unknown };
     const { name, namespace } = am.metadata ?? {};
     if (name === undefined || namespace === undefined) return [];
-    return pendingRollouts(am.status).map((rollout) => ({ am: { name, namespace, uid: am.metadata?.uid, raw: item as Record<string, unknown>, stuckRollout: am.spec?.stuckRollout }, rollout }));
+    const ref = { name, namespace, uid: am.metadata?.uid, raw: item as Record<string, unknown>, stuckRollout: am.spec?.stuckRollout };
+    return [{ am: ref, rollouts: pendingRollouts(am.status), scales: pendingScales(am.status) }];
   });
-  if (work.length === 0) {
+  const work = listed.flatMap(({ am, rollouts }) => rollouts.map((rollout) => ({ am, rollout })));
+  const marked = listed.flatMap(({ am, scales }) => scales.map((scale) => ({ am, scale })));
+  if (work.length === 0 && marked.length === 0) {
     if (stale !== undefined) throw toHttpFailure(stale, "update the capped workloads of an AppMonitor");
     return { checked: 0, ended: 0, pending: 0 };
   }
 
   let ended = 0;
+  let recorded = 0;
   const failures: unknown[] = stale === undefined ? [] : [stale];
-  await Promise.all(
-    work.map(async ({ am, rollout }) => {
+  await Promise.all([
+    ...work.map(async ({ am, rollout }) => {
       try {
         if (await followOne(deps, am, rollout, log)) ended += 1;
       } catch (error) {
         failures.push(error);
       }
     }),
+    ...marked.map(async ({ am, scale }) => {
+      try {
+        if (await recordPendingScale(deps, am, scale, log)) recorded += 1;
+      } catch (error) {
+        failures.push(error);
+      }
+    }),
+  ]);
+  if (failures.length > 0) throw toHttpFailure(failures[0], `follow ${failures.length} of ${work.length} pending rollouts and ${marked.length} pending scales`);
+  return { checked: work.length, ended, pending: work.length - ended, ...(marked.length === 0 ? {} : { scales: marked.length, recorded }) };
+}
+
+/**
+ * Looks at one entry of an AppMonitor's `status.pendingScales` (module comment, 1a): GETs its
+ * workload and records the scale from the workload's last-scale record, drops the entry, or keeps
+ * it. True when the scale was recorded now (the listed status did not list it).
+ * @throws whatever the {@link Cluster} or the status writer throws (the caller classifies it).
+ */
+async function recordPendingScale(
+  deps: FollowDeps,
+  am: { name: string; namespace: string; uid: string | undefined; raw: Record<string, unknown> },
+  scale: PendingScale,
+  log: Logger,
+): Promise<boolean> {
+  const { kind, name } = scale.workload;
+  const ref = { namespace: am.namespace, name: am.name, uid: am.uid };
+  const now = deps.now();
+  const object = SCALED_KINDS.has(kind) ? await deps.cluster.readWorkload(kind as WorkloadKind, am.namespace, name) : undefined;
+  const decision = decidePendingScale({ scale, appmonitor: am.name, workload: object === undefined ? undefined : { annotations: object.metadata?.annotations }, now });
+  const line = { appmonitor: `${am.namespace}/${am.name}`, workload: `${kind}/${name}`, event: scale.event, action: decision.action };
+  if (decision.action === "wait") {
+    log.info(line, decision.why);
+    return false;
+  }
+  if (decision.action === "drop") {
+    log.info(line, decision.why);
+    await deps.status.update(ref, (status) => withoutPendingScale(status, scale), am.raw);
+    return false;
+  }
+  const { record } = decision;
+  // Counted only when the listed status lacks it (another writer may have recorded it since; the write decides again).
+  const missing = recordState(((am.raw.status as AppMonitorStatus | undefined)?.recentScales ?? []) as RecordedScale[], { time: record.time, workload: scale.workload, event: record.event }, deps.status.limit) === "missing";
+  log.info(
+    { ...line, time: object?.metadata?.annotations?.[LAST_SCALE_ANNOTATION] },
+    missing ? "recording a scale whose status write failed, from the workload's last-scale record" : "the scale is recorded already: taking it off status.pendingScales",
   );
-  if (failures.length > 0) throw toHttpFailure(failures[0], `follow ${failures.length} of ${work.length} pending rollouts`);
-  return { checked: work.length, ended, pending: work.length - ended };
+  const amRef = { apiVersion: APPMONITOR_API_VERSION, kind: APPMONITOR_KIND, name: am.name, namespace: am.namespace, ...(am.uid === undefined ? {} : { uid: am.uid }) };
+  const wlRef = { apiVersion: APPS_V1, kind, name, namespace: am.namespace, ...(object?.metadata?.uid === undefined ? {} : { uid: object.metadata.uid }) };
+  const replacement = podReplacement({ kind, replicas: object?.spec?.replicas, updateStrategy: object?.spec?.updateStrategy?.type, volumes: object?.spec?.template?.spec?.volumes ?? [] });
+  const events = eventsOf(
+    { reason: "Scaled", changes: record.changes, multiplier: record.multiplier, trigger: record.trigger ?? "threshold", key: record.event, replacement },
+    { appMonitor: amRef, workload: wlRef, cooldownSeconds: 0 },
+    record.event,
+    now,
+  );
+  const entry = { time: record.time, workload: { kind, name }, event: record.event, changes: record.changes, dryRun: false, repair: true };
+  const [problems] = await Promise.all([
+    Promise.all(events.map((spec) => deps.events.record(spec))),
+    deps.status.update(ref, repairedStatus(entry, { kind, generation: object?.metadata?.generation }, record.event, deps.status.limit), am.raw),
+  ]);
+  for (const problem of problems) if (problem !== undefined) log.warn(line, problem);
+  return missing;
 }
 
 /**

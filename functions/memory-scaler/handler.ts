@@ -14,7 +14,7 @@
  * | 204, outcome `skipped`, reason `NoAppMonitor` \| `NotCovered` \| `AppMonitorNotGoverning` | the AppMonitor the alert names is not in the namespace, or does not cover the workload's Pod template |
  * | 204, outcome `ignored`, reason `Resolved` | a resolved alert: nothing to undo |
  * | 204, the outcome and reason of the first answer | a copy of a firing event (same `source` and `id`) this instance is handling, or scaled (or dry-ran) in the last 600 s: nothing read (`answers.ts`) |
- * | 204, outcome `idle` \| `followed`, reason `NoPendingRollout` \| `RolloutsPending` \| `RolloutsEnded` | a PingSource tick (`dev.knative.sources.ping`): the pending rollouts were followed (`follow-flow.ts`); with none pending, one LIST and nothing else |
+ * | 204, outcome `idle` \| `followed`, reason `NoPendingRollout` \| `RolloutsPending` \| `RolloutsEnded` \| `ScalesRecorded` | a PingSource tick (`dev.knative.sources.ping`): the pending rollouts were followed, and scales whose status write failed recorded from their workload's last-scale record (`ScalesRecorded`; `follow-flow.ts`); with none pending, one LIST and nothing else |
  * | 400 `{ error, details }` | not a CloudEvent, another event type, `data` not matching `schemas/alert-event.schema.json`, subject or status contradicting `data` (the runtime or `incoming-event.ts`) |
  * | 413 / 415 | body over 1 MiB; a batch (`application/cloudevents-batch+json`) — the runtime |
  * | 422 | the API server refused a write no step expected it to refuse; never retried (dead-lettered) |
@@ -60,8 +60,9 @@ export function createHandler(deps: HandlerDeps): (context: FunctionContext, eve
     if (cloudEvent.type === PING_EVENT_TYPE) {
       try {
         const summary = await followRollouts(deps.follow, context.log);
-        const outcome = summary.checked === 0 ? "idle" : "followed";
-        const reason = summary.checked === 0 ? "NoPendingRollout" : summary.pending > 0 ? "RolloutsPending" : "RolloutsEnded";
+        const idle = summary.checked === 0 && (summary.scales ?? 0) === 0;
+        const outcome = idle ? "idle" : "followed";
+        const reason = (summary.recorded ?? 0) > 0 ? "ScalesRecorded" : summary.pending > 0 ? "RolloutsPending" : summary.checked > 0 ? "RolloutsEnded" : "NoPendingRollout";
         metrics.events.inc({ type: "tick", outcome, reason });
         stopTimer({ outcome });
         context.log.info({ outcome, reason, ...summary }, "followed the pending rollouts");

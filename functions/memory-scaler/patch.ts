@@ -53,7 +53,8 @@ export function escapeJsonPointerToken(token: string): string {
  * from stale values fails as a whole (the API server answers 422/409) and two concurrent
  * deliveries can never compound. The same patch sets `app-monitor.kubedemo.com/last-scale` to
  * `time`, adding the `annotations` map when the workload has none, and testing the previous value
- * when there is one, and `app-monitor.kubedemo.com/last-scale-record` to `record` when given. Sources: DESIGN.md "Decisions that matter for correctness" (compare-and-swap);
+ * when there is one, and `app-monitor.kubedemo.com/last-scale-record` to `record` when given
+ * (testing the previous record too, which names its event: two scales in one second share a time). Sources: DESIGN.md "Decisions that matter for correctness" (compare-and-swap);
  * https://www.rfc-editor.org/rfc/rfc6902 (operations);
  * https://kubernetes.io/docs/tasks/manage-kubernetes-objects/update-api-object-kubectl-patch/
  * @throws {RangeError} when a change names a container not in `templateContainers` or an init
@@ -92,9 +93,14 @@ export function buildTemplatePatch(input: TemplatePatchInput): JsonPatchOperatio
     if (input.record !== undefined) value[LAST_SCALE_RECORD_ANNOTATION] = input.record;
     writes.push({ op: "add", path: "/metadata/annotations", value });
   } else {
-    // `add` of an existing member replaces it (RFC 6902, 4.1); the last-scale `test` below already
-    // makes the patch a compare-and-swap, so the record needs none of its own.
-    if (input.record !== undefined) writes.push({ op: "add", path: `/metadata/annotations/${escapeJsonPointerToken(LAST_SCALE_RECORD_ANNOTATION)}`, value: input.record });
+    // `add` of an existing member replaces it (RFC 6902, 4.1). The previous record is tested as
+    // well as the last-scale time: two scales within one second write the same time, and a patch
+    // read before the first of them, whose memory a revert has put back meanwhile, would pass the
+    // time and memory tests and write a record that does not count the first scale.
+    const recordPath = `/metadata/annotations/${escapeJsonPointerToken(LAST_SCALE_RECORD_ANNOTATION)}`;
+    const previousRecord = input.annotations[LAST_SCALE_RECORD_ANNOTATION];
+    if (input.record !== undefined && previousRecord !== undefined) ops.push({ op: "test", path: recordPath, value: previousRecord });
+    if (input.record !== undefined) writes.push({ op: "add", path: recordPath, value: input.record });
     const path = `/metadata/annotations/${escapeJsonPointerToken(LAST_SCALE_ANNOTATION)}`;
     const previous = input.annotations[LAST_SCALE_ANNOTATION];
     if (previous !== undefined) {

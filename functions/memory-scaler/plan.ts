@@ -17,6 +17,7 @@ import { governingAppMonitor, type NoneGoverns, type ValidAppMonitor } from "./g
 import type { Observation } from "./observe.ts";
 import type { OutcomeReason, SkippedContainer } from "./outcome.ts";
 import type { Workload } from "./owners.ts";
+import { podReplacement, type PodReplacement } from "./replacement.ts";
 import { waitingForDelete, waitsForDelete, type RolloutStrategy } from "./rollout.ts";
 import { pendingRollouts } from "./rollout-status.ts";
 import { budgetUse, describeRevert, detectRevert, detectRevertFromStatus, type BudgetUse, type Revert } from "./reverts.ts";
@@ -76,6 +77,8 @@ export type FiringPlan =
       readonly templateContainers: readonly ContainerMemory[];
       readonly podContainers: readonly ContainerMemory[];
       readonly strategy: RolloutStrategy;
+      /** Whether a scale replaces the workload's Pods and what that loses (`replacement.ts`): the `Scaled` note and the `PodsReplaced` Warning. */
+      readonly replacement: PodReplacement;
       /** The GitOps tool that manages the workload (`gitops.ts`), if any. */
       readonly gitOps: GitOpsOwner | undefined;
       /** The revert of the workload's last scale (`reverts.ts`), if its template memory is below what that scale set. */
@@ -98,7 +101,8 @@ export interface PlanInput {
  * Plans one alert (`scale-flow.ts` steps 3, 3a and 4):
  * 1. the alert's AppMonitor must govern the workload's Pod template (`governing.ts`), else
  *    `NotCovered` / `AppMonitorNotGoverning`;
- * 2. the repair of its last scale (`repairOf`);
+ * 2. the repair of its last scale (`repairOf`), and whether a scale replaces its Pods
+ *    (`podReplacement`);
  * 3. `decideScale`; a `Cooldown` or `RolloutUnderWay` skip of an OnDelete StatefulSet or DaemonSet
  *    whose alerting Pod runs less memory than its template, or any decision while that
  *    workload's last rollout is pending in `status.rollouts`, becomes `RolloutWaitsForDelete`
@@ -142,7 +146,13 @@ export function planFiring(input: PlanInput): FiringPlan {
     budget: am.spec.revertBudgetPerHour,
   });
   const gitOps = gitOpsOwner(workload.object.metadata);
-  const planned = { governed: true, appMonitor: am, repair, templateContainers, podContainers, strategy, gitOps, revert, budget } as const;
+  const replacement = podReplacement({
+    kind: workload.kind,
+    replicas: workload.object.spec.replicas,
+    updateStrategy: workload.object.spec.updateStrategy?.type,
+    volumes: workload.object.spec.template.spec?.volumes ?? [],
+  });
+  const planned = { governed: true, appMonitor: am, repair, templateContainers, podContainers, strategy, replacement, gitOps, revert, budget } as const;
 
   // OnDelete: the last scale's rollout is pending until every Pod was deleted and replaced (the
   // follow-up ends it); until then no scale goes on top of one no Pod has.

@@ -13,7 +13,8 @@
  * | `HPAOnMemory`, `VPAControlled`, `GitOpsManaged` (skipped) | the same pair, at most one per workload per `cooldownSeconds` (`windowedKey`) | `<message>` (it starts `not scaled:`) |
  * | `Reverted` | the same pair, once per reverted scale (keyed by the id of the event that scaled) | `<message>` |
  * | `DryRun` | Normal pair | `DryRun: would scale <kind> <name>[ after an OOM kill]: <changes>` |
- * | `Scaled` | Normal pair, and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill]: <changes>` |
+ * | `Scaled` | Normal pair, and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill]: <changes>[; the rollout replaces (restarts) its Pods]` (`replacement.ts` `replacementClause`) |
+ * | `PodsReplaced` (with `Scaled`) | Warning pair, when the replaced Pods likely keep state in memory or in `emptyDir` volumes (`replacement.ts`: a single-replica Deployment, any StatefulSet, an `emptyDir` volume in the Pod template); never for a bare Pod resized in place | `podsReplacedNote`: why, and that their memory and emptyDir contents are lost |
  * | `Resized` | Normal pair on the bare Pod (its `workload`) and the AppMonitor | `resized Pod <name> in place by <multiplier>[ after an OOM kill]: <changes>` |
  * | anything else | none: the outcome is logged and counted only | |
  *
@@ -28,6 +29,8 @@ import type { AppMonitorStatus } from "../lib/appmonitor.ts";
 import type { ContainerChange } from "./decide.ts";
 import type { PendingRollout } from "./follow-up.ts";
 import { windowedKey, type EventSpec } from "./kube-events.ts";
+import { withoutPendingScale } from "./pending-scales.ts";
+import { podsReplacedNote, replacementClause, type PodReplacement } from "./replacement.ts";
 import { withCapped, withoutCapped } from "./capped-status.ts";
 import type { SkippedContainer } from "./outcome.ts";
 import { withRolloutStarted } from "./rollout-status.ts";
@@ -38,8 +41,8 @@ export type ObjectRef = k8s.V1ObjectReference & { name: string; namespace: strin
 
 /** What an outcome's Events are about. */
 export interface Subjects {
-  /** The alerting Pod. */
-  readonly pod: ObjectRef;
+  /** The alerting Pod (every reason but a follow-up's repair; `UnsupportedOwner` regards it). */
+  readonly pod?: ObjectRef;
   /** The governing AppMonitor (for `UnsupportedOwner`, the one the alert names). */
   readonly appMonitor: ObjectRef;
   /** Its `spec.cooldownSeconds`: the window of its `AtCap` Warnings. */
@@ -68,6 +71,11 @@ export type Reported =
       readonly gitOps?: string | undefined;
       /** The key of its Events when not the current event's (a repaired scale: the event that scaled). */
       readonly key?: string;
+      /**
+       * How the new template reaches the Pods (`replacement.ts`): the note says the Pods are
+       * replaced, and a `PodsReplaced` Warning pair says what that loses. Absent: neither.
+       */
+      readonly replacement?: PodReplacement | undefined;
     }
   | { readonly reason: "Resized"; readonly changes: readonly ContainerChange[]; readonly multiplier: number; readonly trigger: AlertTrigger }
   | { readonly reason: string };
@@ -81,9 +89,18 @@ export function describeChanges(changes: readonly ContainerChange[]): string {
 
 const afterOOMKill = (trigger: AlertTrigger): string => (trigger === "oomKilled" ? " after an OOM kill" : "");
 
-/** The note of the `Scaled` Events; one caused by an OOM-kill alert says so. */
-export function scaledNote(workload: { readonly kind?: string; readonly name: string }, multiplier: number, changes: readonly ContainerChange[], trigger: AlertTrigger = "threshold"): string {
-  return `scaled ${workload.kind ?? ""} ${workload.name} by ${multiplier}${afterOOMKill(trigger)}: ${describeChanges(changes)}`;
+/**
+ * The note of the `Scaled` Events; one caused by an OOM-kill alert says so, and with a
+ * `replacement` it ends saying that the Pods are replaced (`replacementClause`).
+ */
+export function scaledNote(
+  workload: { readonly kind?: string; readonly name: string },
+  multiplier: number,
+  changes: readonly ContainerChange[],
+  trigger: AlertTrigger = "threshold",
+  replacement?: PodReplacement,
+): string {
+  return `scaled ${workload.kind ?? ""} ${workload.name} by ${multiplier}${afterOOMKill(trigger)}: ${describeChanges(changes)}${replacement === undefined ? "" : replacementClause(replacement)}`;
 }
 
 /**
@@ -110,8 +127,10 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
   ];
   const r = reported as Reported & Record<string, unknown>;
   switch (reported.reason) {
-    case "UnsupportedOwner":
+    case "UnsupportedOwner": {
+      if (subjects.pod === undefined) throw new Error("UnsupportedOwner is reported on a Pod, and none was given");
       return [{ type: "Warning", reason: "UnsupportedOwner", note: `not scaled: ${String(r.message)}`, regarding: subjects.pod, related: am, key: eventId }];
+    }
     case "AtCap": {
       // A workload at the cap alerts until its memory use drops: one AtCap Warning per workload
       // per cooldown window says it, the deterministic name turns the rest into 409s.
@@ -143,9 +162,11 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
     case "Scaled": {
       const scaled = reported as Extract<Reported, { reason: "Scaled"; multiplier: number }>;
       const key = scaled.key ?? eventId;
-      const note = scaledNote(workload(), scaled.multiplier, scaled.changes, scaled.trigger);
+      const wl = workload();
+      const note = scaledNote(wl, scaled.multiplier, scaled.changes, scaled.trigger, scaled.replacement);
       const onDelete = scaled.onDelete;
       const gitOps = scaled.gitOps;
+      const replaced = scaled.replacement === undefined ? undefined : podsReplacedNote({ kind: wl.kind ?? "", name: wl.name }, scaled.replacement);
       return [
         ...normalPair("Scaled", note, key),
         ...(gitOps === undefined ? [] : warningPair("GitOpsManaged", gitOps, key)),
@@ -155,6 +176,7 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
               { type: "Warning", reason: "RolloutWaitsForDelete", note: onDelete, regarding: workload(), related: am, key },
               { type: "Warning", reason: "RolloutWaitsForDelete", note: onDelete, regarding: am, related: workload(), key },
             ] as const)),
+        ...(replaced === undefined ? [] : warningPair("PodsReplaced", replaced, key)),
       ];
     }
     case "Resized": {
@@ -174,14 +196,17 @@ function rolloutMessage(workload: { readonly kind: string; readonly name: string
 
 /**
  * The status change of a scale (step 9): its `recentScales` entry, the rollout the patch
- * started pending in `status.rollouts` (none for a bare ReplicaSet, which replaces no Pod), and
- * the workload out of `status.capped` (`capped-status.ts`): scaled, it is below the cap.
+ * started pending in `status.rollouts` (none for a bare ReplicaSet, which replaces no Pod), the
+ * workload out of `status.capped` (`capped-status.ts`): scaled, it is below the cap, and the
+ * scale out of `status.pendingScales` (`pending-scales.ts`): recorded, no tick needs to.
  */
 export function scaledStatus(entry: ScaleEntry, rollout: PendingRollout | undefined, limit: number): (status: AppMonitorStatus | undefined) => AppMonitorStatus {
   return (status) => {
     const scaled = withScales(status, [entry], limit);
     const started = rollout === undefined ? scaled : withRolloutStarted(scaled, rollout, rolloutMessage(rollout.workload, rollout.generation, entry.changes), entry.time);
-    return withoutCapped(started, entry.workload, entry.time) ?? started;
+    const uncapped = withoutCapped(started, entry.workload, entry.time) ?? started;
+    // Never undefined: withScales set scaleCount.
+    return entry.event === undefined ? uncapped : (withoutPendingScale(uncapped, { workload: entry.workload, event: entry.event }) ?? uncapped);
   };
 }
 
@@ -202,9 +227,11 @@ export function cappedStatus(
 }
 
 /**
- * The status change of a repair (step 3a): the scale's missing `recentScales` entry and, when
- * that counted it only now, its rollout too, followed from the generation the workload has now
- * (which includes the patch). A bare ReplicaSet, or a workload without a generation, has none.
+ * The status change of a repair (step 3a, or a follow-up tick's from `status.pendingScales`): the
+ * scale's missing `recentScales` entry and, when that counted it only now, its rollout too,
+ * followed from the generation the workload has now (which includes the patch). A bare
+ * ReplicaSet, or a workload without a generation, has none. The scale (`entry.workload`, `event`)
+ * leaves `status.pendingScales` either way: it is recorded now.
  */
 export function repairedStatus(
   entry: ScaleEntry,
@@ -213,7 +240,9 @@ export function repairedStatus(
   limit: number,
 ): (status: AppMonitorStatus | undefined) => AppMonitorStatus {
   return (status) => {
-    const scaled = withScales(status, [entry], limit);
+    const counting = withScales(status, [entry], limit);
+    // Never undefined: withScales set scaleCount.
+    const scaled = withoutPendingScale(counting, { workload: entry.workload, event }) ?? counting;
     const counted = (scaled.scaleCount ?? 0) > (status?.scaleCount ?? 0);
     if (!counted || workload.kind === "ReplicaSet" || workload.generation === undefined) return scaled;
     const rollout = { workload: entry.workload, generation: workload.generation, startedAt: entry.time, event };

@@ -52,16 +52,24 @@
  *    fails or is empty does not block the scale (a warning in the log line). Also in parallel,
  *    the namespace's ResourceQuotas: when the rollout's peak (a Deployment's new Pods beside
  *    `maxSurge` old ones) passes one (`quota.ts`) → skip `RolloutExceedsQuota` and Warning Events.
+ *    Beside them, the scale is listed in the AppMonitor's `status.pendingScales`
+ *    (`pending-scales.ts`), awaited before the patch: the follow-up tick records from the
+ *    workload's last-scale record a scale whose status write (step 9) failed; a refused scale is
+ *    taken off the list.
  * 8. The patch: `test` operations on the values decided from make it a compare-and-swap, and it
  *    writes the last-scale annotation that the cooldown reads, and the last-scale record (the
  *    AppMonitor, the event id, the changes, and the hour's earlier scales the revert budget
  *    counts) that step 3a repairs from. A lost race (the `test` failed)
  *    starts again at 1, at most `maxAttempts` rounds; the next round sees the new template and
  *    skips (`Cooldown` / `RolloutUnderWay`), so concurrent deliveries never compound.
- * 9. Normal `Scaled` Events on the workload and the AppMonitor (and, for an OnDelete workload,
- *    `RolloutWaitsForDelete` Warnings: the patch reached no Pod); AppMonitor status, with the
+ * 9. Normal `Scaled` Events on the workload and the AppMonitor, whose note says that the Pods
+ *    are replaced (restarted) to get the new memory (`replacement.ts`), and `PodsReplaced`
+ *    Warnings when that loses what they likely hold (a single-replica Deployment, a StatefulSet,
+ *    an `emptyDir` volume); for an OnDelete workload also
+ *    `RolloutWaitsForDelete` Warnings: the patch reached no Pod; AppMonitor status, with the
  *    rollout the patch started (the generation it gave the workload) pending in
- *    `status.rollouts`, which `follow-flow.ts` follows to its end. Their failure
+ *    `status.rollouts`, which `follow-flow.ts` follows to its end, and the scale off
+ *    `status.pendingScales`. Their failure
  *    is reported in `warnings` but does not fail the request: the scale is done, and a retry
  *    would only skip.
  *
@@ -90,6 +98,7 @@ import { cappedStatus, describeChanges, eventsOf, repairedStatus, scaledNote, sc
 import { revertNote } from "./reverts.ts";
 import { resizeBarePod } from "./resize-flow.ts";
 import { onDeleteScaledNote, waitsForDelete } from "./rollout.ts";
+import { withPendingScale, withoutPendingScale } from "./pending-scales.ts";
 import { formatScaleRecord } from "./status.ts";
 import type { StatusWriter } from "./status-writer.ts";
 import { checkThreshold, type Verifier } from "./verify.ts";
@@ -188,7 +197,7 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
       await Promise.all([
         repair === undefined
           ? undefined
-          : report({ reason: "Scaled", changes: repair.record.changes, multiplier: repair.record.multiplier, trigger: repair.record.trigger ?? "threshold", key: repair.record.event }, subjects, now),
+          : report({ reason: "Scaled", changes: repair.record.changes, multiplier: repair.record.multiplier, trigger: repair.record.trigger ?? "threshold", key: repair.record.event, replacement: plan.replacement }, subjects, now),
         repair?.entry === undefined
           ? undefined
           : deps.status.update(amRef, repairedStatus(repair.entry, { kind: workload.kind, generation: workload.object.metadata?.generation }, repair.record.event, deps.status.limit), am.raw).catch(keepWarning),
@@ -250,10 +259,34 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
       earlier: plan.budget.scales,
     });
     const patch = buildTemplatePatch({ templateContainers: plan.templateContainers, changes, annotations: workload.object.metadata?.annotations, time: now, record });
-    const write = await writeWorkload(deps.cluster, workload, patch, podForAdmission(workload, changes), (message) => {
-      log.warn({ workload: `${workload.kind}/${workload.name}` }, message);
-      warnings.push(message);
-    });
+    // The scale listed in status.pendingScales before the patch (pending-scales.ts): should the
+    // status write after the patch fail, the follow-up tick finds the workload there and records
+    // the scale from its last-scale record. Written beside the dry runs (no round trip of its
+    // own), awaited before the patch; its failure (a status RBAC never granted) only loses that
+    // repair path, so the scale goes on. A lost compare-and-swap leaves it listed: the winning
+    // scale's status write removes it when it is the same event's, the next tick otherwise.
+    const pending = { workload: entry.workload, time: entry.time, event: eventId };
+    const listing = deps.status.update(amRef, (status) => withPendingScale(status, pending), am.raw).then(
+      () => true,
+      (error: unknown) => {
+        log.warn({ workload: `${workload.kind}/${workload.name}` }, `could not list the scale in status.pendingScales, scaling anyway: ${(error as Error).message}`);
+        return false;
+      },
+    );
+    const write = await writeWorkload(
+      deps.cluster,
+      workload,
+      patch,
+      podForAdmission(workload, changes),
+      (message) => {
+        log.warn({ workload: `${workload.kind}/${workload.name}` }, message);
+        warnings.push(message);
+      },
+      listing,
+    );
+    const inPending = await listing;
+    // Once listed, the writer's answer to that write is the status to start from (no read).
+    const statusFrom = inPending ? undefined : am.raw;
     if (write.result === "conflict") {
       deps.onConflict?.();
       log.info({ attempt, workload: `${workload.kind}/${workload.name}`, detail: write.message }, "compare-and-swap lost: reading again");
@@ -266,7 +299,11 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
     }
     if (write.result !== "written") {
       const reason = ({ refused: "AdmissionRefused", overQuota: "RolloutExceedsQuota", unschedulable: "Unschedulable" } as const)[write.result];
-      await report({ reason, message: write.message, changes }, subjects, now);
+      await Promise.all([
+        report({ reason, message: write.message, changes }, subjects, now),
+        // Nothing was patched: the listing goes (else the next tick drops it).
+        inPending ? deps.status.update(amRef, (status) => withoutPendingScale(status, pending), statusFrom).catch((error: unknown) => log.warn((error as Error).message)) : undefined,
+      ]);
       return withWarnings({ ...withWorkload, outcome: "skipped", reason, message: write.message, changes, skipped, attempts: attempt });
     }
 
@@ -278,12 +315,12 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
     // OnDelete: the patch is what the user's strategy asks for, but it reached no Pod; say so.
     const onDelete = waitsForDelete(plan.strategy) ? onDeleteScaledNote(plan.strategy, data.pod, summary) : undefined;
     const gitOps = gate.gitOps === undefined ? undefined : gitOpsPatchedNote(workload, gate.gitOps, changes);
-    const scaled: Reported = { reason: "Scaled", changes, multiplier: am.spec.memMultiplier, trigger: origin.trigger, onDelete, gitOps };
+    const scaled: Reported = { reason: "Scaled", changes, multiplier: am.spec.memMultiplier, trigger: origin.trigger, onDelete, gitOps, replacement: plan.replacement };
     await Promise.all([
       report(scaled, subjects, now),
-      deps.status.update(amRef, scaledStatus({ ...entry, dryRun: false, ...(gate.reverted ? { reverted: true } : {}) }, rollout, deps.status.limit), am.raw).catch(keepWarning),
+      deps.status.update(amRef, scaledStatus({ ...entry, dryRun: false, ...(gate.reverted ? { reverted: true } : {}) }, rollout, deps.status.limit), statusFrom).catch(keepWarning),
     ]);
-    const note = scaledNote(workload, am.spec.memMultiplier, changes, origin.trigger);
+    const note = scaledNote(workload, am.spec.memMultiplier, changes, origin.trigger, plan.replacement);
     return withWarnings({ ...withWorkload, outcome: "scaled", reason: "Scaled", message: onDelete ?? gitOps ?? note, changes, skipped, attempts: attempt, ...(gate.reverted ? { revert: "Repatched" as const } : {}) });
   }
 }

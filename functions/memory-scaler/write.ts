@@ -41,7 +41,9 @@ function quotaView(quota: k8s.V1ResourceQuota): QuotaView {
  * ResourceQuotas, all four in parallel (the lists cost no round trip of their own); then, when
  * the patch and the Pod pass, the rollout fits the quotas and the Pod fits some Node, writes the
  * patch. Failures are reported in this order: the patch's (a lost race makes the rest moot), the
- * Pod's admission, the quotas, the fit. A Node or quota list that fails — forbidden by RBAC that
+ * Pod's admission, the quotas, the fit. `before`, when given, is awaited after the checks pass and
+ * before the patch: the flow's listing of the scale in `status.pendingScales`, started beside the
+ * dry runs (`pending-scales.ts`), must be written before the patch it stands for. A Node or quota list that fails — forbidden by RBAC that
  * predates it, the API server unavailable — or a Node list that says nothing (no Node, none
  * reporting allocatable memory) never blocks the scale: `onWarning` hears why and the write goes on.
  * @returns `written` with the workload's new `metadata.generation`, or `conflict` (a `test`
@@ -55,6 +57,7 @@ export async function writeWorkload(
   patch: ReturnType<typeof buildTemplatePatch>,
   pod: k8s.V1Pod,
   onWarning: (message: string) => void,
+  before?: Promise<unknown>,
 ): Promise<WriteResult> {
   const { kind, name, namespace } = workload;
   const classify = (error: unknown, doing: string): WriteResult => {
@@ -90,6 +93,7 @@ export async function writeWorkload(
     if (fit.result === "unschedulable") return { result: "unschedulable", message: fit.message };
     if (fit.result === "unknown") onWarning(`${fit.message} (scaling anyway)`);
   }
+  await before;
   try {
     const { generation } = await cluster.patchWorkload(kind, namespace, name, patch, false);
     return { result: "written", generation };

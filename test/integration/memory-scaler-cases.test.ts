@@ -165,7 +165,8 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     const sts = await client.readNamespacedStatefulSet({ namespace: ns, name: "db" });
     assert.deepEqual(resourcesOf(sts.spec?.template), { memhog: res("768Mi", "512Mi") });
     assert.deepEqual(resourcesOf(await replacementPod(ns, "app=db", pod)), { memhog: res("768Mi", "512Mi") });
-    assert.deepEqual((await eventsRegarding(ns, "StatefulSet", "db")).map((e) => e.reason), ["Scaled"]);
+    // A StatefulSet's Pods keep state: its rollout's replacement of them is warned about (PodsReplaced).
+    assert.deepEqual((await eventsRegarding(ns, "StatefulSet", "db")).map((e) => e.reason).sort(), ["PodsReplaced", "Scaled"]);
   });
 
   it("a StatefulSet with updateStrategy OnDelete: patched with a Warning to delete the Pods; the old Pod's next alert says so; deleting it applies the memory", async (t) => {
@@ -179,8 +180,8 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     assert.deepEqual(resourcesOf((await client.readNamespacedStatefulSet({ namespace: ns, name: "db" })).spec?.template), { memhog: res("768Mi", "512Mi") });
     for (const [kind, name] of [["StatefulSet", "db"], ["AppMonitor", "m"]] as const) {
       const events = await eventsRegarding(ns, kind, name);
-      assert.deepEqual(events.map((e) => [e.type, e.reason]).sort(), [["Normal", "Scaled"], ["Warning", "RolloutWaitsForDelete"]], kind);
-      assert.match(events.find((e) => e.type === "Warning")?.note ?? "", /updateStrategy is OnDelete: no Pod gets the new memory until it is deleted, and Pod db-0 still run the old template; delete the Pods to apply it/);
+      assert.deepEqual(events.map((e) => [e.type, e.reason]).sort(), [["Normal", "Scaled"], ["Warning", "PodsReplaced"], ["Warning", "RolloutWaitsForDelete"]], kind);
+      assert.match(events.find((e) => e.reason === "RolloutWaitsForDelete")?.note ?? "", /updateStrategy is OnDelete: no Pod gets the new memory until it is deleted, and Pod db-0 still run the old template; delete the Pods to apply it/);
     }
 
     // The controller records the new revision and, OnDelete, leaves db-0 as it is.
@@ -321,9 +322,10 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     assert.equal(atCap.outcome, "skipped");
     assert.equal(atCap.reason, "AtCap");
     assert.equal((await readDeployment(ns, "web")).metadata?.generation, 2);
+    // The first scale replaced the single replica's Pod (PodsReplaced); the second alert is AtCap.
     const warnings = (await eventsRegarding(ns, "Deployment", "web")).filter((e) => e.type === "Warning");
-    assert.deepEqual(warnings.map((e) => e.reason), ["AtCap"]);
-    assert.deepEqual((await eventsRegarding(ns, "AppMonitor", "m")).filter((e) => e.type === "Warning").map((e) => e.reason), ["AtCap"]);
+    assert.deepEqual(warnings.map((e) => e.reason).sort(), ["AtCap", "PodsReplaced"]);
+    assert.deepEqual((await eventsRegarding(ns, "AppMonitor", "m")).filter((e) => e.type === "Warning").map((e) => e.reason).sort(), ["AtCap", "PodsReplaced"]);
 
     // The status says so too: the workload in status.capped, the AtMaxMemory condition True.
     const atMax = await appMonitorStatus(ns, "m");

@@ -83,7 +83,7 @@ describe("memory-scaler beside the workload's other managers", { concurrency: 4 
     assertAnswer(await deliver(scaler().url, alertOf(ns, pod.metadata.name)), "scaled", "Scaled");
     assert.deepEqual(await templateResources(ns, "web"), { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } });
     const events = await eventsRegarding(ns, "Deployment", "web");
-    assert.deepEqual(events.map((e) => [e.type, e.reason]).sort(), [["Normal", "Scaled"], ["Warning", "GitOpsManaged"], ["Warning", "GitOpsManaged"]]);
+    assert.deepEqual(events.map((e) => [e.type, e.reason]).sort(), [["Normal", "Scaled"], ["Warning", "GitOpsManaged"], ["Warning", "GitOpsManaged"], ["Warning", "PodsReplaced"]]);
     assert.ok(events.some((e) => /its next sync may put the manifest's memory back/.test(e.note ?? "")));
   });
 

@@ -78,8 +78,8 @@ describe("memory-scaler on an OOM-kill event", () => {
     assert.deepEqual(JSON.parse(JSON.stringify(deployment.spec?.template.spec?.containers[0]?.resources)), { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } });
     assert.equal(deployment.metadata?.generation, 2);
     const scaled = await eventsRegarding(ns, "Deployment", "memhog");
-    assert.deepEqual(scaled.map((e) => e.reason), ["Scaled"]);
-    assert.match(scaled[0]?.note ?? "", /^scaled Deployment memhog by 2 after an OOM kill: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi$/);
+    assert.deepEqual(scaled.map((e) => e.reason).sort(), ["PodsReplaced", "Scaled"]);
+    assert.match(scaled.find((e) => e.reason === "Scaled")?.note ?? "", /^scaled Deployment memhog by 2 after an OOM kill: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi; the rollout replaces \(restarts\) its Pods$/);
 
     const copy = await deliver(scaler.url, event, "structured");
     assert.deepEqual([copy.status, copy.outcome, copy.reason], [204, "scaled", "Scaled"], describeAnswer(copy));
@@ -89,7 +89,7 @@ describe("memory-scaler on an OOM-kill event", () => {
     // The template is ahead of the Pod (RolloutUnderWay), the scale is recent (Cooldown), or the Pod is already replaced.
     assert.ok(["Cooldown", "RolloutUnderWay", "PodGone"].includes(again.reason ?? ""), describeAnswer(again));
     assert.equal(await memhogGeneration(ns), 2);
-    assert.equal((await eventsRegarding(ns, "Deployment", "memhog")).length, 1);
+    assert.equal((await eventsRegarding(ns, "Deployment", "memhog")).length, 2, "Scaled and PodsReplaced, once");
   });
 
   it("a Pod never OOM-killed, or last terminated for another reason, or killed too long ago: skipped NotOOMKilled, nothing written", async (t) => {

@@ -33,27 +33,12 @@ import {
   appMonitorStatus,
   eventsRegarding,
   onlyRunningPod,
+  scalerKubeConfigAt,
   writeKubeconfig,
 } from "../support/memory-scaler.ts";
 import { adminKubeConfig, freshNamespace, serviceAccountForEventsOnly, serviceAccountKubeConfig, waitFor } from "../support/stack.ts";
 import { startTcpProxy } from "../support/tcp-proxy.ts";
 import { tempDir, type TempDir } from "../support/temp-dir.ts";
-
-/** memory-scaler's ServiceAccount credentials, sent to `server` instead of the API server's address. */
-async function scalerConfigFor(server: string): Promise<k8s.KubeConfig> {
-  const kc = await serviceAccountKubeConfig(SCALER_NAMESPACE, SCALER_SERVICE_ACCOUNT);
-  const cluster = kc.getCurrentCluster();
-  const user = kc.getCurrentUser();
-  if (cluster === null || user === null) throw new Error("ServiceAccount kubeconfig without cluster or user");
-  const moved = new k8s.KubeConfig();
-  moved.loadFromOptions({
-    clusters: [{ ...cluster, server }],
-    users: [user],
-    contexts: [{ name: "moved", cluster: cluster.name, user: user.name }],
-    currentContext: "moved",
-  });
-  return moved;
-}
 
 /** A memhog-like Deployment `web` (384Mi/256Mi, annotated) and an AppMonitor `m`; returns the Running Pod's name. */
 async function monitoredDeployment(ns: string): Promise<string> {
@@ -126,7 +111,7 @@ describe("memory-scaler when the API server is unavailable or refuses it", () =>
   it("nothing listens at the API server's address: not ready, 503, nothing written", async (t) => {
     const ns = await freshNamespace(t);
     const pod = await monitoredDeployment(ns);
-    const kubeconfig = await writeKubeconfig(await scalerConfigFor(`https://127.0.0.1:${await freePort()}`), dir.path, "closed-port");
+    const kubeconfig = await writeKubeconfig(await scalerKubeConfigAt(`https://127.0.0.1:${await freePort()}`), dir.path, "closed-port");
     const server = await startFunction(fn, { KUBECONFIG: kubeconfig });
     t.after(() => server.close());
 
@@ -148,7 +133,7 @@ describe("memory-scaler when the API server is unavailable or refuses it", () =>
     const { host, port } = apiServerAddress(await adminKubeConfig());
     const proxy = await startTcpProxy(host, port);
     t.after(() => proxy.stop());
-    const kubeconfig = await writeKubeconfig(await scalerConfigFor(`https://127.0.0.1:${proxy.port}`), dir.path, "proxied");
+    const kubeconfig = await writeKubeconfig(await scalerKubeConfigAt(`https://127.0.0.1:${proxy.port}`), dir.path, "proxied");
     const server = await startFunction(fn, { KUBECONFIG: kubeconfig });
     t.after(() => server.close());
     assert.equal((await fetch(`${server.url}/health/readiness`)).status, 200, "ready through the proxy");
@@ -297,8 +282,8 @@ describe("memory-scaler when the API server is unavailable or refuses it", () =>
     ]);
     for (const [kind, name] of [["Deployment", "web"], ["AppMonitor", "m"]] as const) {
       const events = await eventsRegarding(ns, kind, name);
-      assert.deepEqual(events.map((e) => e.reason), ["Scaled"], `${kind} ${name}`);
-      assert.match(events[0]?.note ?? "", /^scaled Deployment web by 2: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi$/);
+      assert.deepEqual(events.map((e) => e.reason).sort(), ["PodsReplaced", "Scaled"], `${kind} ${name}`);
+      assert.match(events.find((e) => e.reason === "Scaled")?.note ?? "", /^scaled Deployment web by 2: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi; the rollout replaces \(restarts\) its Pods$/);
     }
     assert.equal((await webDeployment(ns)).metadata?.generation, generation, "patched once");
   });

@@ -86,14 +86,14 @@ describe("memory-scaler with the original demo", () => {
     }, 60_000);
     assert.deepEqual(JSON.parse(JSON.stringify(next.spec?.containers[0]?.resources)), { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } });
 
+    // memhog has one replica: the rollout replaced its only Pod, which a PodsReplaced Warning says.
     const onDeployment = await eventsRegarding(ns, "Deployment", "memhog");
-    assert.equal(onDeployment.length, 1);
-    assert.equal(onDeployment[0]?.reason, "Scaled");
-    assert.equal(onDeployment[0]?.type, "Normal");
-    assert.match(onDeployment[0]?.note ?? "", /memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi/);
-    assert.equal(onDeployment[0]?.related?.kind, "AppMonitor");
+    assert.deepEqual(onDeployment.map((e) => [e.type, e.reason]).sort(), [["Normal", "Scaled"], ["Warning", "PodsReplaced"]]);
+    const scaledEvent = onDeployment.find((e) => e.reason === "Scaled");
+    assert.match(scaledEvent?.note ?? "", /memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi/);
+    assert.equal(scaledEvent?.related?.kind, "AppMonitor");
     const onMonitor = await eventsRegarding(ns, "AppMonitor", "mymonitor");
-    assert.deepEqual(onMonitor.map((e) => e.reason), ["Scaled"]);
+    assert.deepEqual(onMonitor.map((e) => e.reason).sort(), ["PodsReplaced", "Scaled"]);
 
     const status = await appMonitorStatus(ns, "mymonitor");
     assert.equal(status.scaleCount, 1);
@@ -121,7 +121,7 @@ describe("memory-scaler with the original demo", () => {
     assert.deepEqual(memoryOf(deployment), { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } });
     assert.equal(deployment.metadata?.generation, 2, "created at generation 1, one spec change");
     assert.equal(await scrape(`${scaler.url}/metrics`, "appmonitor_memory_scaler_scales_total") - scalesBefore, 1);
-    assert.equal((await eventsRegarding(ns, "Deployment", "memhog")).length, 1, "one Event, not one per delivery");
+    assert.equal((await eventsRegarding(ns, "Deployment", "memhog")).length, 2, "one Event per reason (Scaled, PodsReplaced), not one per delivery");
     assert.equal((await appMonitorStatus(ns, "mymonitor")).scaleCount, 1);
 
     await waitFor("the rollout to finish", async () => {

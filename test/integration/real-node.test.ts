@@ -318,7 +318,7 @@ test("a real kernel OOM kill goes through the whole chain: memhog growing under 
   assert.equal(result.recorded.scaleCount, 1);
   assert.equal(result.recorded.trigger, "oomKilled", "the Deployment's last-scale record says an OOM kill caused it");
   assert.equal(result.recorded.scaledEvents.length, 1);
-  assert.match(result.recorded.scaledEvents[0] ?? "", /^scaled Deployment memhog by 2 after an OOM kill: memhog: limit 128Mi → 256Mi, request 64Mi → 128Mi$/);
+  assert.match(result.recorded.scaledEvents[0] ?? "", /^scaled Deployment memhog by 2 after an OOM kill: memhog: limit 128Mi → 256Mi, request 64Mi → 128Mi; the rollout replaces \(restarts\) its Pods$/);
   const killed = result.hops.find((h) => h.name === "container OOM-killed by the kernel")?.at ?? 0;
   for (const h of result.hops) t.diagnostic(`${h.at >= killed ? `+${((h.at - killed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
   const patched = result.hops.find((h) => h.name === "Deployment patched by memory-scaler")?.at ?? 0;

@@ -36,6 +36,26 @@ export async function writeKubeconfig(kc: k8s.KubeConfig, dir: string, name = "k
   return file;
 }
 
+/**
+ * memory-scaler's ServiceAccount credentials, sent to `server` instead of the API server's address
+ * (a closed port, or a TCP proxy a test cuts: `tcp-proxy.ts`).
+ * @throws Error when the ServiceAccount's kubeconfig names no cluster or user.
+ */
+export async function scalerKubeConfigAt(server: string): Promise<k8s.KubeConfig> {
+  const kc = await serviceAccountKubeConfig(SCALER_NAMESPACE, SCALER_SERVICE_ACCOUNT);
+  const cluster = kc.getCurrentCluster();
+  const user = kc.getCurrentUser();
+  if (cluster === null || user === null) throw new Error("ServiceAccount kubeconfig without cluster or user");
+  const moved = new k8s.KubeConfig();
+  moved.loadFromOptions({
+    clusters: [{ ...cluster, server }],
+    users: [user],
+    contexts: [{ name: "moved", cluster: cluster.name, user: user.name }],
+    currentContext: "moved",
+  });
+  return moved;
+}
+
 /** A running memory-scaler and what it runs with. */
 export interface ScalerUnderTest {
   readonly server: RunningServer;

@@ -130,6 +130,16 @@ describe("buildTemplatePatch", () => {
     assert.deepEqual(rescaled.metadata.annotations, { [LAST_SCALE_ANNOTATION]: "2025-06-01T12:00:00Z", [LAST_SCALE_RECORD_ANNOTATION]: record });
   });
 
+  it("tests the previous last-scale record too: a patch read before another scale of the same second fails once that one is written, even after a revert", () => {
+    const first = { [LAST_SCALE_ANNOTATION]: "2025-06-01T12:00:00Z", [LAST_SCALE_RECORD_ANNOTATION]: '{"event":"e0"}' };
+    const ops = buildTemplatePatch({ templateContainers: [memhog], changes: changesFor([memhog]), annotations: first, time: TIME, record: '{"event":"e2"}' });
+    assert.ok(ops.some((op) => op.op === "test" && op.path === "/metadata/annotations/app-monitor.kubedemo.com~1last-scale-record" && op.value === '{"event":"e0"}'));
+    applyPatch(deployment([memhog], first), ops);
+    // Meanwhile e1 scaled in the same second and a revert put 384Mi/256Mi back: only the record differs.
+    const afterRevert = { [LAST_SCALE_ANNOTATION]: "2025-06-01T12:00:00Z", [LAST_SCALE_RECORD_ANNOTATION]: '{"event":"e1"}' };
+    assert.throws(() => applyPatch(deployment([memhog], afterRevert), ops), /test/);
+  });
+
   it("patches a native sidecar at its index among the init containers", () => {
     const migrate: ContainerMemory = { name: "migrate", request: "128Mi", limit: "256Mi", kind: "init" };
     const proxy: ContainerMemory = { name: "proxy", request: "32Mi", limit: "64Mi", kind: "sidecar" };

@@ -15,6 +15,9 @@ const workload = { apiVersion: "apps/v1", kind: "Deployment", name: "memhog", na
 const subjects: Subjects = { pod, appMonitor, cooldownSeconds: 300, workload };
 const now = new Date("2026-05-01T00:00:00Z");
 const summary = "memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi";
+const replacedNote =
+  "the rollout of this scale replaces (restarts) its Pods, and what they hold in memory and in emptyDir volumes is lost: Deployment memhog has a single replica, so no other Pod holds what its Pod holds; " +
+  "its Pod template has emptyDir volume cache. memory-scaler cannot yet give a workload's Pods more memory without replacing them (an in-place resize)";
 
 type Row = [type: string, reason: string, regarding: string, related: string, note: string, key: string];
 
@@ -57,10 +60,34 @@ describe("eventsOf: the Events of each outcome, one table", () => {
         ["Warning", "RolloutWaitsForDelete", "AppMonitor", "Deployment", "delete Pod memhog-1", "earlier"],
       ],
     },
+    {
+      // A single-replica Deployment with an emptyDir: the note says its Pods are replaced, and a PodsReplaced pair says what that loses.
+      reported: { reason: "Scaled", changes, multiplier: 2, trigger: "threshold", replacement: { how: "rollout", atRisk: ["SingleReplica", "EmptyDir"], emptyDirs: ["cache"] } },
+      events: [
+        ["Normal", "Scaled", "Deployment", "AppMonitor", `scaled Deployment memhog by 2: ${summary}; the rollout replaces (restarts) its Pods`, "e1"],
+        ["Normal", "Scaled", "AppMonitor", "Deployment", `scaled Deployment memhog by 2: ${summary}; the rollout replaces (restarts) its Pods`, "e1"],
+        ["Warning", "PodsReplaced", "Deployment", "AppMonitor", replacedNote, "e1"],
+        ["Warning", "PodsReplaced", "AppMonitor", "Deployment", `Deployment memhog: ${replacedNote}`, "e1"],
+      ],
+    },
+    {
+      // Three replicas, no emptyDir: replaced, nothing at risk, no Warning.
+      reported: { reason: "Scaled", changes, multiplier: 2, trigger: "threshold", replacement: { how: "rollout", atRisk: [], emptyDirs: [] } },
+      events: [
+        ["Normal", "Scaled", "Deployment", "AppMonitor", `scaled Deployment memhog by 2: ${summary}; the rollout replaces (restarts) its Pods`, "e1"],
+        ["Normal", "Scaled", "AppMonitor", "Deployment", `scaled Deployment memhog by 2: ${summary}; the rollout replaces (restarts) its Pods`, "e1"],
+      ],
+    },
+    {
+      // A bare Pod resized in place is not replaced: no PodsReplaced.
+      reported: { reason: "Resized", changes, multiplier: 2, trigger: "threshold" },
+      events: [["Normal", "Resized", "Deployment", "AppMonitor", `resized Deployment memhog in place by 2: ${summary}`, "e1"], ["Normal", "Resized", "AppMonitor", "Deployment", `resized Deployment memhog in place by 2: ${summary}`, "e1"]],
+    },
     ...["Cooldown", "RolloutUnderWay", "RolloutWaitsForDelete", "BelowThreshold", "NotMeasured", "NotOOMKilled", "NotCovered", "AppMonitorNotGoverning"].map((reason) => ({ reported: { reason, message: "m" }, events: [] })),
   ];
   for (const { reported, events } of cases) {
-    test(`${reported.reason}${"onDelete" in reported ? " (OnDelete, repaired)" : ""}`, () => {
+    const variant = "onDelete" in reported ? " (OnDelete, repaired)" : "replacement" in reported ? ` (Pods replaced, ${reported.replacement?.atRisk.length === 0 ? "nothing at risk" : "state at risk"})` : "";
+    test(`${reported.reason}${variant}`, () => {
       const got = eventsOf(reported, subjects, "e1", now).map((e): Row => [e.type, e.reason, e.regarding.kind ?? "", e.related?.kind ?? "", e.note, e.key]);
       assert.deepEqual(got, events);
     });
@@ -80,6 +107,10 @@ describe("eventsOf: the Events of each outcome, one table", () => {
 
   test("a reason reported on a workload without one is a caller's bug, named", () => {
     assert.throws(() => eventsOf({ reason: "LimitNotInTemplate", message: "m" }, { pod, appMonitor, cooldownSeconds: 300 }, "e1", now), /LimitNotInTemplate is reported on a workload/);
+  });
+
+  test("UnsupportedOwner without the Pod it regards is a caller's bug, named", () => {
+    assert.throws(() => eventsOf({ reason: "UnsupportedOwner", message: "m" }, { appMonitor, cooldownSeconds: 300, workload }, "e1", now), /UnsupportedOwner is reported on a Pod/);
   });
 });
 

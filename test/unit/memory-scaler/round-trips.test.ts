@@ -1,8 +1,9 @@
 // The sequential API round trips of memory-scaler's flow (scale-flow.ts): calls made while
 // another is pending belong to the same round trip, so the count is the latency floor of one
 // event in API server answers. A scale takes five: read, owners, checks, write, records. The
-// HorizontalPodAutoscaler and VerticalPodAutoscaler lists join the first: two more requests, no
-// more round trips.
+// HorizontalPodAutoscaler and VerticalPodAutoscaler lists join the first, and the scale's listing
+// in the AppMonitor's status.pendingScales (written before the patch) joins the checks: more
+// requests, no more round trips.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { pino } from "pino";
@@ -36,16 +37,16 @@ function countingRoundTrips(cluster: FakeCluster): { cluster: FakeCluster; round
 }
 
 describe("sequential API round trips of one event", () => {
-  test("a scale: five (the Pod, the AppMonitors, the HPAs and the VPAs; the owners; the dry runs and lists; the compare-and-swap patch; the Events and the status)", async () => {
+  test("a scale: five (the Pod, the AppMonitors, the HPAs and the VPAs; the owners; the dry runs and lists, and the pendingScales listing; the compare-and-swap patch; the Events and the status)", async () => {
     const { cluster, roundTrips } = countingRoundTrips(memhogCluster());
     const outcome = await handleFiring(flowDeps(cluster), "e1", alertData(), silent);
     assert.equal(outcome.outcome, "scaled");
     assert.deepEqual(roundTrips.map((r) => [...r].sort()), [
       ["listAppMonitors", "listHorizontalPodAutoscalers", "listVerticalPodAutoscalers", "readPod"],
       ["readWorkload Deployment", "readWorkload ReplicaSet"],
-      ["dryRunCreatePod", "listNodeAllocatableMemory", "listResourceQuotas", "patchWorkload (dry run)"],
+      ["dryRunCreatePod", "listNodeAllocatableMemory", "listResourceQuotas", "patchWorkload (dry run)", "replaceAppMonitorStatus"],
       ["patchWorkload"],
-      ["createEvent", "createEvent", "replaceAppMonitorStatus"],
+      ["createEvent", "createEvent", "createEvent", "createEvent", "replaceAppMonitorStatus"],
     ]);
   });
 

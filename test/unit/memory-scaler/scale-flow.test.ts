@@ -53,6 +53,11 @@ function addAppMonitor(cluster: FakeCluster, name: string, spec: Record<string, 
   cluster.appMonitors.set(`${NS}/${name}`, { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", metadata: { name, namespace: NS, uid: `uid-${name}`, resourceVersion: "1" }, spec });
 }
 
+/** The note of the PodsReplaced Warning on the memhog Deployment (one replica, no emptyDir). */
+const MEMHOG_REPLACED =
+  "the rollout of this scale replaces (restarts) its Pods, and what they hold in memory and in emptyDir volumes is lost: Deployment memhog has a single replica, so no other Pod holds what its Pod holds. " +
+  "memory-scaler cannot yet give a workload's Pods more memory without replacing them (an in-place resize)";
+
 const memhogContainer = (resources: k8s.V1ResourceRequirements): k8s.V1Container => ({ name: "memhog", image: "quay.io/metral/memhog:v0.0.1", resources });
 
 describe("handleFiring", () => {
@@ -65,7 +70,8 @@ describe("handleFiring", () => {
     assert.equal(cluster.writes.length, 1);
     assert.equal(cluster.dryRuns, 1, "the patch was dry-run first");
     assert.equal(cluster.workloads.get(`Deployment/${NS}/memhog`)?.metadata?.annotations?.[LAST_SCALE_ANNOTATION], "2025-06-01T12:00:00Z");
-    assert.deepEqual(cluster.events.map((e) => [e.reason, e.regarding?.kind]).sort(), [["Scaled", "AppMonitor"], ["Scaled", "Deployment"]]);
+    // memhog has one replica: its rollout replaces its only Pod, which PodsReplaced says.
+    assert.deepEqual(cluster.events.map((e) => [e.reason, e.regarding?.kind]).sort(), [["PodsReplaced", "AppMonitor"], ["PodsReplaced", "Deployment"], ["Scaled", "AppMonitor"], ["Scaled", "Deployment"]]);
     const status = cluster.appMonitors.get(`${NS}/mymonitor`)?.status as { scaleCount: number; lastScaleTime: string; recentScales: unknown[] };
     assert.equal(status.scaleCount, 1);
     assert.equal(status.lastScaleTime, "2025-06-01T12:00:00Z");
@@ -81,7 +87,7 @@ describe("handleFiring", () => {
     assert.ok(outcomes.every((o) => o.outcome === "scaled" || o.reason === "RolloutUnderWay"), JSON.stringify(outcomes.map((o) => o.reason)));
     assert.ok(outcomes.some((o) => o.attempts > 1), "some deliveries lost the race and decided again");
     assert.deepEqual(templateMemory(cluster), { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } });
-    assert.equal(cluster.events.length, 2, "one Event per object, not one per delivery");
+    assert.equal(cluster.events.length, 4, "one Event per object and reason (Scaled, PodsReplaced), not one per delivery");
     assert.equal((cluster.appMonitors.get(`${NS}/mymonitor`)?.status as { scaleCount: number }).scaleCount, 1, "counted once, though later rounds saw the record");
   });
 
@@ -92,7 +98,7 @@ describe("handleFiring", () => {
     cluster.createEvent = () => Promise.reject(down);
     const first = await handleFiring(deps(cluster), "e1", data(), silent);
     assert.equal(first.outcome, "scaled");
-    assert.equal(first.warnings?.length, 3, JSON.stringify(first.warnings));
+    assert.equal(first.warnings?.length, 5, JSON.stringify(first.warnings));
     assert.equal(cluster.appMonitors.get(`${NS}/mymonitor`)?.status, undefined);
     const record = JSON.parse(cluster.workloads.get(`Deployment/${NS}/memhog`)?.metadata?.annotations?.[LAST_SCALE_RECORD_ANNOTATION] ?? "{}") as unknown;
     assert.deepEqual(record, {
@@ -118,8 +124,10 @@ describe("handleFiring", () => {
     assert.deepEqual(status.recentScales, [{ time: "2025-06-01T12:00:00Z", workload: { kind: "Deployment", name: "memhog" }, event: "e1", container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } }]);
     assert.deepEqual((status as { rollouts?: unknown }).rollouts, [{ workload: { kind: "Deployment", name: "memhog" }, generation: 2, startedAt: "2025-06-01T12:00:00Z", event: "e1" }], "its rollout is followed too");
     assert.deepEqual(cluster.events.map((e) => [e.reason, e.regarding?.kind, e.note]).sort(), [
-      ["Scaled", "AppMonitor", "scaled Deployment memhog by 2: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi"],
-      ["Scaled", "Deployment", "scaled Deployment memhog by 2: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi"],
+      ["PodsReplaced", "AppMonitor", `Deployment memhog: ${MEMHOG_REPLACED}`],
+      ["PodsReplaced", "Deployment", MEMHOG_REPLACED],
+      ["Scaled", "AppMonitor", "scaled Deployment memhog by 2: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi; the rollout replaces (restarts) its Pods"],
+      ["Scaled", "Deployment", "scaled Deployment memhog by 2: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi; the rollout replaces (restarts) its Pods"],
     ]);
   });
 
@@ -199,6 +207,8 @@ describe("handleFiring", () => {
     assert.deepEqual(cluster.events.map((e) => [e.type, e.reason, e.regarding?.kind]).sort(), [
       ["Normal", "Scaled", "AppMonitor"],
       ["Normal", "Scaled", "StatefulSet"],
+      ["Warning", "PodsReplaced", "AppMonitor"],
+      ["Warning", "PodsReplaced", "StatefulSet"],
       ["Warning", "RolloutWaitsForDelete", "AppMonitor"],
       ["Warning", "RolloutWaitsForDelete", "StatefulSet"],
     ]);
@@ -219,7 +229,8 @@ describe("handleFiring", () => {
     const cluster = statefulSetCluster("RollingUpdate", { memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 0 });
     const outcome = await handleFiring(deps(cluster), "e1", data({ pod: "db-0" }), silent);
     assert.equal(outcome.outcome, "scaled");
-    assert.ok(cluster.events.every((e) => e.reason === "Scaled"), JSON.stringify(cluster.events.map((e) => e.reason)));
+    // A StatefulSet's Pods keep state: PodsReplaced beside Scaled, and no RolloutWaitsForDelete.
+    assert.deepEqual(cluster.events.map((e) => e.reason).sort(), ["PodsReplaced", "PodsReplaced", "Scaled", "Scaled"]);
     assert.equal((await handleFiring(deps(cluster), "e2", data({ pod: "db-0" }), silent)).reason, "RolloutUnderWay");
   });
 
@@ -570,7 +581,7 @@ describe("handleFiring: who else manages the workload", () => {
     const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
     assert.deepEqual([outcome.outcome, outcome.reason], ["scaled", "Scaled"]);
     assert.equal(cluster.writes.length, 1);
-    assert.deepEqual(cluster.events.map((e) => [e.type, e.reason]).sort(), [["Normal", "Scaled"], ["Normal", "Scaled"], ["Warning", "GitOpsManaged"], ["Warning", "GitOpsManaged"]]);
+    assert.deepEqual(cluster.events.map((e) => [e.type, e.reason]).sort(), [["Normal", "Scaled"], ["Normal", "Scaled"], ["Warning", "GitOpsManaged"], ["Warning", "GitOpsManaged"], ["Warning", "PodsReplaced"], ["Warning", "PodsReplaced"]]);
     assert.match(cluster.events.find((e) => e.type === "Warning")?.note ?? "", /Flux manages \(Kustomization flux-system\/apps.*may put the manifest's memory back.*appmonitor-memory-scaler/);
   });
 

@@ -1,0 +1,117 @@
+/**
+ * The record of a scale converges without a later alert, on the stack: the API server is cut
+ * (a TCP proxy between memory-scaler and it, `tcp-proxy.ts`) after the patch of the Deployment
+ * landed and before the status write that records the scale reached it; the scale is answered
+ * (204, the status and Event writes failed), and one follow-up tick (a PingSource tick, posted as
+ * Knative's PingSource sends it) records it from the Deployment's last-scale record: `scaleCount`,
+ * `recentScales`, the rollout, the Events. The file has a stack of its own: a tick follows the
+ * pending rollouts and scales of every namespace.
+ */
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { before, describe, it } from "node:test";
+import * as k8s from "@kubernetes/client-node";
+import { fn } from "../../functions/memory-scaler/index.ts";
+import { startFunction } from "../support/function-server.ts";
+import { installMemoryScaler } from "../support/install.ts";
+import { describeAnswer } from "../support/post-event.ts";
+import {
+  alertEvent,
+  appMonitorStatus,
+  createAppMonitor,
+  deliver,
+  eventsRegarding,
+  onlyRunningPod,
+  ownStackForFile,
+  pingTick,
+  scalerKubeConfigAt,
+  writeKubeconfig,
+} from "../support/memory-scaler.ts";
+import { adminKubeConfig, freshNamespace, waitFor } from "../support/stack.ts";
+import { startTcpProxy } from "../support/tcp-proxy.ts";
+
+ownStackForFile("record");
+
+/**
+ * How long the proxy holds each chunk from memory-scaler: the status write the flow sends right
+ * after the patch's answer is still held when the test, watching the Deployment directly, cuts.
+ */
+const HOLD_MS = 2_500;
+
+describe("the record of a scale converges after a fault", () => {
+  before(() => installMemoryScaler());
+
+  it("the API server cut after the patch and before the status write: one follow-up tick records the scale, once", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+    const admin = await adminKubeConfig();
+    const apps = admin.makeApiClient(k8s.AppsV1Api);
+    await apps.createNamespacedDeployment({
+      namespace: ns,
+      body: {
+        metadata: { name: "web" },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: { app: "web" } },
+          template: {
+            metadata: { labels: { app: "web" }, annotations: { "app-monitor.kubedemo.com/monitor": "true" } },
+            spec: { containers: [{ name: "memhog", image: "registry.example/app:1", resources: { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } } }] },
+          },
+        },
+      },
+    });
+    const pod = (await onlyRunningPod(ns, "app=web")).metadata.name;
+
+    const server = new URL(admin.getCurrentCluster()?.server ?? "");
+    const proxy = await startTcpProxy(server.hostname, Number(server.port));
+    t.after(() => proxy.stop());
+    const dir = await mkdtemp(path.join(tmpdir(), "appmonitor-record-"));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const scaler = await startFunction(fn, { KUBECONFIG: await writeKubeconfig(await scalerKubeConfigAt(`https://127.0.0.1:${proxy.port}`), dir) });
+    t.after(() => scaler.close());
+
+    // Every request held on its way in; the Deployment watched directly, and the proxy cut the
+    // moment the patch is on it: the records' writes, sent after the patch's answer, never arrive.
+    proxy.setLatency(HOLD_MS);
+    const event = alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "m" });
+    const answering = deliver(scaler.url, event);
+    const patched = await waitFor("the patch on the Deployment", async () => {
+      const d = await apps.readNamespacedDeployment({ namespace: ns, name: "web" });
+      return d.metadata?.annotations?.["app-monitor.kubedemo.com/last-scale"] === undefined ? undefined : d;
+    }, 120_000, 20);
+    await proxy.cut();
+    const answer = await answering;
+    assert.deepEqual([answer.status, answer.outcome, answer.reason], [204, "scaled", "Scaled"], describeAnswer(answer));
+    const time = patched.metadata?.annotations?.["app-monitor.kubedemo.com/last-scale"];
+    const cut = await appMonitorStatus(ns, "m");
+    assert.equal(cut.scaleCount, undefined, "the status write after the patch did not reach the API server");
+    assert.deepEqual(cut.pendingScales, [{ workload: { kind: "Deployment", name: "web" }, time, event: event.id }], "listed before the patch");
+    assert.deepEqual(await eventsRegarding(ns, "Deployment", "web"), []);
+
+    proxy.setLatency(0);
+    await proxy.resume();
+    const tick = await deliver(scaler.url, pingTick());
+    assert.deepEqual([tick.status, tick.outcome, tick.reason], [204, "followed", "ScalesRecorded"], describeAnswer(tick));
+
+    const status = await appMonitorStatus(ns, "m");
+    assert.equal(status.scaleCount, 1);
+    assert.equal(status.lastScaleTime, time);
+    assert.deepEqual(status.recentScales, [
+      { time, workload: { kind: "Deployment", name: "web" }, event: event.id, container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } },
+    ]);
+    assert.deepEqual((status.rollouts as { workload: unknown; generation: number }[] | undefined)?.map((r) => [r.workload, r.generation]), [[{ kind: "Deployment", name: "web" }, patched.metadata?.generation]]);
+    assert.equal(status.pendingScales, undefined);
+    for (const [kind, name] of [["Deployment", "web"], ["AppMonitor", "m"]] as const) {
+      assert.deepEqual((await eventsRegarding(ns, kind, name)).map((e) => e.reason).sort(), ["PodsReplaced", "Scaled"], `${kind} ${name}`);
+    }
+
+    // The next tick records nothing twice.
+    const again = await deliver(scaler.url, pingTick());
+    assert.equal(again.status, 204, describeAnswer(again));
+    assert.notEqual(again.reason, "ScalesRecorded");
+    assert.equal((await appMonitorStatus(ns, "m")).scaleCount, 1);
+    assert.equal((await apps.readNamespacedDeployment({ namespace: ns, name: "web" })).metadata?.generation, patched.metadata?.generation, "patched once");
+  });
+});
