@@ -50,7 +50,7 @@ test("`npm run demo` with only the Go-built binaries cached builds its images an
     assert.match(out, new RegExp(`images: ${name}: built in \\d+\\.\\d s`));
   }
   assert.match(out, /images: 4 ready/);
-  assert.match(out, /stack: registry ready at \S+, 4 images served \(4 pushed now\)/);
+  assert.match(out, /stack: registry ready at \S+ in \d+\.\d s \(its start and the pushes\), 4 images served \(4 pushed now\)/);
   assert.doesNotMatch(out, /no archive for/);
 
   // The scale, as the demo reports it.

@@ -74,8 +74,11 @@ async function reportOOMKill(core: k8s.CoreV1Api, namespace: string, name: strin
 /** One hop of the chain: what happened, when (ms since the epoch) and by which clock ({@link TimelineHop}). */
 export type Hop = TimelineHop;
 
-/** The clock of a hop this run saw by polling (every 100 ms, `until`): it happened at most a poll before. */
-const POLLED: HopClock = { source: "seen by this run's poll", resolutionMs: 100 };
+/**
+ * The clock of a hop this run saw by polling (every 100 ms, `until`): it happened at or before
+ * then. An upper bound: the poll for a hop begins once the chain has seen the hop before it.
+ */
+const POLLED: HopClock = { source: "seen by this run's poll: at or before", resolutionMs: 100 };
 /** The clock of something this run did itself. */
 const THIS_RUN: HopClock = { source: "this run's clock, when it did it", resolutionMs: 1 };
 /** A function's JSON log line (pino's epoch ms). */
@@ -386,7 +389,7 @@ async function startFunctions(run: Run, functions: FunctionProcess[]): Promise<R
     return startFunction(name, env, 60_000, { image: FUNCTION_IMAGES[name], ...(credentials === undefined ? {} : { credentials }) });
   };
   if (options.containers) {
-    await buildImages(Object.keys(FUNCTION_IMAGES) as (keyof typeof FUNCTION_IMAGES)[]).catch((error: unknown) => {
+    await buildImages(Object.keys(FUNCTION_IMAGES) as (keyof typeof FUNCTION_IMAGES)[], options.onProgress).catch((error: unknown) => {
       throw new HopError("images built (npm run image)", (error as Error).message, hops);
     });
   }
@@ -534,7 +537,7 @@ async function causeAlert(run: Run, old: MemhogPod, stored: StoredAppMonitor): P
       const log = await core.readNamespacedPodLog({ name: old.name, namespace, container: "memhog", timestamps: true });
       return log.split("\n").map((l) => /^(\S+) memhog: holding (\d+) bytes/.exec(l)).find((m): m is RegExpExecArray => m !== null && BigInt(m[2] ?? "0") >= threshold);
     });
-    hop("usage crossed the threshold", Date.parse(crossing[1] ?? ""), `memhog holds ${(Number(crossing[2]) / 2 ** 20).toFixed(0)}Mi of limit ${old.memory.limit} (its log)`, { source: "memhog's log line, the kubelet's timestamp", resolutionMs: 1 });
+    hop("usage crossed the threshold", Date.parse(crossing[1] ?? ""), `memhog holds ${(Number(crossing[2]) / 2 ** 20).toFixed(0)}Mi of limit ${old.memory.limit}`, { source: "memhog's log line, its CRI log timestamp (containerd's)", resolutionMs: 1 });
   } else if (options.oomKill) {
     // increase() needs a sample from before the kill, as a real cAdvisor's counter has one.
     await until("Prometheus scrapes the OOM counter at 0", hops, 60_000, async () => (await promValue(state, oomSeries)) === "0");
@@ -546,11 +549,13 @@ async function causeAlert(run: Run, old: MemhogPod, stored: StoredAppMonitor): P
     hop("container OOM-killed", Date.now(), "lastState.terminated.reason OOMKilled; cAdvisor counts 1 OOM event", THIS_RUN);
   } else {
     const usage = options.usage ?? "300Mi";
+    // Before the write: kwok's cAdvisor may serve the new usage to a scrape that began while it was under way.
+    const setAt = Date.now();
     await core.patchNamespacedPod(
       { name: old.name, namespace, body: { metadata: { annotations: { [usageMemoryAnnotation]: usage } } } },
       k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
     );
-    hop("usage crossed the threshold", Date.now(), `working set ${usage} of limit ${old.memory.limit}`, THIS_RUN);
+    hop("usage crossed the threshold", setAt, `working set ${usage} of limit ${old.memory.limit}`, { source: "this run's clock, as it began to set the usage", resolutionMs: 1 });
   }
 
   if (realKill) {
@@ -623,7 +628,8 @@ async function observeScale(run: Run, fns: RunningFunctions, oldName: string): P
   }
   hop("CloudEvent received by memory-scaler", eventArrived, undefined, { source: "memory-scaler's access log, its end less durationMs", resolutionMs: 1 });
   if (decided.outcome !== "scaled") throw new HopError("memory-scaler scales the Deployment", `${decided.outcome}: ${decided.reason} ${decided.msg ?? ""}`, hops);
-  hop("Deployment patched by memory-scaler", logTime(decided), String(decided.msg ?? ""), logClock("memory-scaler"));
+  // memory-scaler logs its decision once the scale is whole (patch, Events, status): the patch came before.
+  hop("Deployment patched by memory-scaler", logTime(decided), String(decided.msg ?? ""), { source: "memory-scaler's decision log line, written after the patch, its Events and status", resolutionMs: 1 });
 }
 
 /**

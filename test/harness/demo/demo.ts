@@ -30,7 +30,7 @@ import { defaultStateDir, resolveBinaries, StackStepError } from "../stack/paths
 import { pushImages, servedImages } from "../stack/registry.ts";
 import { down, readState, up } from "../stack/stack.ts";
 import { HopError, runChain } from "./chain.ts";
-import { timelineLines } from "./timeline.ts";
+import { hasWholeSecondClock, timelineLines } from "./timeline.ts";
 
 /** The hop the timeline counts from. */
 const CROSSING = "usage crossed the threshold";
@@ -80,13 +80,16 @@ const functionPods = realNode && !containers && !hostFunctions;
 const eventing = functionPods && !noEventing;
 const say = (part: string) => (l: string) => console.log(`  ${part}: ${l}`);
 
+const images: ImageName[] = [...(realNode ? ["memhog" as const] : []), ...(functionPods || containers ? FUNCTION_NAMES : [])];
+
 let code = 0;
 try {
-  console.log(existing ? `using the stack in ${stateDir}` : `setting up: on a fresh machine about ${COLD_MINUTES.binaries} min of Go builds and ${COLD_MINUTES.images} min of images; once cached, seconds`);
+  const cold = [...(existing ? [] : [`${COLD_MINUTES.binaries} min of Go builds`]), ...(images.length > 0 ? [`${COLD_MINUTES.images} min of images`] : [])];
+  console.log(existing ? `using the stack in ${stateDir} (left running at the end)` : "starting the local stack (stopped at the end)");
+  if (cold.length > 0) console.log(`on a fresh machine this first builds about ${cold.join(" and ")}; once cached, seconds`);
   // What the stack runs comes first: the binaries, then the images its registry serves (memhog)
   // and the function Pods import; `up` finds both cached.
   if (!existing) await resolveBinaries(process.env, say("binaries"));
-  const images: ImageName[] = [...(realNode ? ["memhog" as const] : []), ...(functionPods || containers ? FUNCTION_NAMES : [])];
   if (images.length > 0) {
     const t0 = Date.now();
     await buildImages(images, say("images"));
@@ -104,7 +107,8 @@ try {
     namespace: "appmonitor-demo", containers, realNode, functionPods, eventing,
     onHop: (h) => console.log(`  seen: ${h.name}`), onProgress: say("set-up"),
   });
-  console.log(`\ntimeline, in the order it happened (from the moment the usage crossed ${THRESHOLD_PERCENT}% of the limit; ≈: a whole-second clock):`);
+  const legend = hasWholeSecondClock(result.hops) ? "; ≈: a whole-second clock" : "";
+  console.log(`\ntimeline, in the order it happened (from the moment the usage crossed ${THRESHOLD_PERCENT}% of the limit${legend}):`);
   for (const l of timelineLines(result.hops, CROSSING)) console.log(l);
   console.log(`\nmemhog before: requests ${result.before.request}, limits ${result.before.limit}  (Pod ${result.oldPod})`);
   console.log(`memhog after:  requests ${result.after.request}, limits ${result.after.limit}  (Pod ${result.newPod})`);

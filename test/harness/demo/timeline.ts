@@ -12,9 +12,15 @@ export interface HopClock {
   /**
    * How finely the source writes time, ms: 1 for a log line's epoch ms, 1000 for a Kubernetes
    * timestamp in whole seconds, or the poll interval for a time this process saw by polling (the
-   * hop happened at most that long before).
+   * hop happened at or before it: an upper bound, since a poll may begin only once an earlier hop
+   * was seen).
    */
   readonly resolutionMs: number;
+}
+
+/** Whether any hop's clock writes whole seconds, so that the timeline's legend need explain `≈`. */
+export function hasWholeSecondClock(hops: readonly HopClock[]): boolean {
+  return hops.some((h) => h.resolutionMs >= 1000);
 }
 
 /** One hop as the timeline shows it. */
@@ -34,7 +40,9 @@ export function timelineLines(hops: readonly TimelineHop[], origin: string): str
   const zero = hops.find((h) => h.name === origin)?.at;
   const sorted = hops.map((h, i) => ({ h, i })).sort((a, b) => a.h.at - b.h.at || a.i - b.i).map(({ h }) => h);
   return sorted.map((h) => {
-    const offset = zero === undefined ? "" : `${h.at >= zero ? "+" : "-"}${(Math.abs(h.at - zero) / 1000).toFixed(1)} s`;
+    // The sign of the rounded figure: a hop 40 ms before the origin is "+0.0", never "-0.0".
+    const tenths = zero === undefined ? 0 : Math.round((h.at - zero) / 100);
+    const offset = zero === undefined ? "" : `${tenths >= 0 ? "+" : "-"}${(Math.abs(tenths) / 10).toFixed(1)} s`;
     const mark = h.resolutionMs >= 1000 ? "≈" : " ";
     return `${mark}${offset.padStart(9)}  ${h.name}${h.detail ? `: ${h.detail}` : ""}  (${h.source})`;
   });

@@ -1,7 +1,8 @@
 /**
  * `npm run stack -- up [--real-node] | down | status | env`: the local Kubernetes + Prometheus +
  * Alertmanager stack for users and tests. State lives in `APPMONITOR_STACK_DIR` (default
- * `<repo>/.stack`). `--real-node` adds the real node (containerd, runc, CNI, a kubelet; root only);
+ * `<repo>/.stack`). `--real-node` adds the real node (containerd, runc, CNI, a kubelet; root only)
+ * and first builds the memhog image its registry serves (cached; `npm run image`'s);
  * `--eventing` also installs Knative Eventing on it (`eventing-install.ts`); `down` removes it with the node.
  *
  * Exit codes: 0 done; 1 a step or component failed (the message names it); 2 usage.
@@ -27,7 +28,13 @@ async function main(command: string | undefined, flags: string[]): Promise<numbe
   const stateDir = defaultStateDir();
   switch (command) {
     case "up": {
-      if (await readState(stateDir)) console.error(`stack: already running in ${stateDir}`);
+      const running = await readState(stateDir);
+      if (running) console.error(`stack: already running in ${stateDir}`);
+      // The real node's registry serves memhog, which the original manifest names: built (cached) first.
+      if (flags.includes("--real-node") && !running) {
+        const { buildImages } = await import("../images/build.ts");
+        await buildImages(["memhog"], (line) => console.error(`stack: images: ${line}`));
+      }
       const state = await up({
         stateDir,
         nodes: Number(process.env.STACK_NODES ?? 2),
@@ -67,7 +74,7 @@ async function main(command: string | undefined, flags: string[]): Promise<numbe
     case "status": {
       const state = await readState(stateDir);
       if (!state) {
-        console.log(`no stack in ${stateDir}`);
+        console.log(`no stack in ${stateDir}; run 'npm run stack -- up' to start one`);
         return 1;
       }
       const lines = await statusLines(state);

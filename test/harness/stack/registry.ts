@@ -199,8 +199,8 @@ export function registryReadyLine(registry: Pick<RegistryState, "url" | "images"
   const pushed = registry.images.filter((i) => i.pushed).length;
   const served = `${registry.images.length} image${registry.images.length === 1 ? "" : "s"} served (${pushed} pushed now)`;
   const missing = registry.missing.length === 0 ? "" :
-    `; no archive for ${registry.missing.join(", ")}, which the real node cannot pull until \`npm run image -- ${registry.missing.join(" ")}\` makes ${registry.missing.length === 1 ? "it" : "them"} and the stack starts again`;
-  return `registry ready at ${registry.url}, ${served}${missing} (${(ms / 1000).toFixed(1)} s)`;
+    `; no archive for ${registry.missing.join(", ")}: the real node cannot pull ${registry.missing.length === 1 ? "it" : "them"} until \`npm run image -- ${registry.missing.join(" ")}\` makes ${registry.missing.length === 1 ? "it" : "them"} and the stack starts again (\`npm run demo\` pushes into a running stack itself)`;
+  return `registry ready at ${registry.url} in ${(ms / 1000).toFixed(1)} s (its start and the pushes), ${served}${missing}`;
 }
 
 /**

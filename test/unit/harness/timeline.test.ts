@@ -22,6 +22,11 @@ test("hops are listed in the order they happened, not the order they were observ
   ]);
 });
 
+test("a hop less than 50 ms before the origin is +0.0 s, never -0.0 s", () => {
+  const [line] = timelineLines([{ name: "seen", at: 960, ...ms("x") }, { name: "origin", at: 1_000, ...ms("y") }], "origin");
+  assert.equal(line?.trim(), "+0.0 s  seen  (x)");
+});
+
 test("hops at the same time keep the chain's order, and without the origin hop no offsets are shown", () => {
   const hops: TimelineHop[] = [
     { name: "b", at: 5, ...ms("x") },
