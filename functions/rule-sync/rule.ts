@@ -214,13 +214,15 @@ function coveredPodsOnly(lines: readonly string[], ns: string, selected: readonl
  * restarts (kube-state-metrics) in the window, extrapolated as `increase` does, so not always whole.
  *
  * - "cadvisor": `increase(container_oom_events_total[10m]) > 0` (cAdvisor's per-container OOM
- *   event counter, https://github.com/google/cadvisor/blob/master/docs/storage/prometheus.md).
+ *   event counter, https://github.com/google/cadvisor/blob/master/docs/storage/prometheus.md),
+ *   `or` the kube-state-metrics expression below without its narrowing to covered Pods.
  *   cAdvisor counts a kill from the kernel log and attributes it to a container it still
  *   tracks; when the container's PID 1 is the process killed, the container is gone and the
- *   counter does not move (google/cadvisor#3015; seen on this project's real node). So this
- *   source catches kills of other processes in the container, which memory-scaler then only
- *   acts on if the container did terminate OOMKilled; the kube-state-metrics source catches the
- *   PID 1 kills that make a crash loop.
+ *   counter does not move (google/cadvisor#3015; seen on this project's real node): that is
+ *   the kill that makes a crash loop, and kube-state-metrics (which kube-prometheus-stack
+ *   installs) sees it. Where kube-state-metrics is not scraped, that side selects nothing and
+ *   the counter alone remains. memory-scaler acts on either only if the container did
+ *   terminate OOMKilled and the AppMonitor covers it.
  * - "kube-state-metrics": the container restarted within the window
  *   (`increase(kube_pod_container_status_restarts_total[10m]) > 0`) and its last termination's
  *   reason is OOMKilled (`kube_pod_container_status_last_terminated_reason{reason="OOMKilled"}`,
@@ -237,16 +239,23 @@ export function oomAlertExpression(monitor: RuleInput, source: MetricSource): st
   const ns = `namespace=${promqlString(monitor.namespace)}`;
   const containers = containerMatchers(monitor);
   const window = promDuration(OOM_WINDOW_SECONDS);
-  if (source === "cadvisor") return `max by ${BY} (increase(container_oom_events_total{${ns}, ${containers}}[${window}])) > 0`;
-  return coveredPodsOnly(
-    [
-      `max by ${BY} (increase(kube_pod_container_status_restarts_total{${ns}, ${containers}}[${window}])) > 0`,
-      `  and on ${BY}`,
-      `max by ${BY} (kube_pod_container_status_last_terminated_reason{${ns}, reason="OOMKilled", ${containers}}) == 1`,
-    ],
-    ns,
-    selectedPods(monitor, ns),
-  );
+  const restartedOOMKilled = [
+    `max by ${BY} (increase(kube_pod_container_status_restarts_total{${ns}, ${containers}}[${window}])) > 0`,
+    `  and on ${BY}`,
+    `max by ${BY} (kube_pod_container_status_last_terminated_reason{${ns}, reason="OOMKilled", ${containers}}) == 1`,
+  ];
+  if (source === "cadvisor") {
+    return [
+      "(",
+      `  max by ${BY} (increase(container_oom_events_total{${ns}, ${containers}}[${window}])) > 0`,
+      ")",
+      "or",
+      "(",
+      ...restartedOOMKilled.map((line) => `  ${line}`),
+      ")",
+    ].join("\n");
+  }
+  return coveredPodsOnly(restartedOOMKilled, ns, selectedPods(monitor, ns));
 }
 
 /**

@@ -416,6 +416,20 @@ describe("promtool test rules: the OOM-kill alert", () => {
     });
   }
 
+  test("cadvisor: a kill cAdvisor does not count (the container's PID 1) fires from kube-state-metrics' restart and last-terminated reason", async () => {
+    // Only kube-state-metrics' series: cAdvisor's counter never moved for these kills.
+    const pods: Killed[] = [
+      { pod: "pid1", restartsAt: [3], reasons: ["OOMKilled"] },
+      { pod: "plain", restartsAt: [3], reasons: ["Error"] },
+    ];
+    await assertPromtoolTest(rulesFile([MONITOR], configFor("cadvisor")), [
+      { interval: "1m", input_series: oomSeries(pods, "kube-state-metrics"), alert_rule_test: [
+        { eval_time: "2m", alertname: OOM_ALERT_NAME, exp_alerts: [] },
+        { eval_time: "4m", alertname: OOM_ALERT_NAME, exp_alerts: [killed("pid1")] },
+      ] },
+    ]);
+  });
+
   test("kube-state-metrics: a killed Pod neither annotated nor selected does not fire", async () => {
     const pods: Killed[] = [
       { pod: "annotated", restartsAt: [3], reasons: ["OOMKilled"] },

@@ -160,14 +160,14 @@ export interface ChainOptions {
    * The Pod is OOM-killed rather than its usage raised. On a kwok Node its container status gets
    * `lastState.terminated.reason: OOMKilled` (what the kubelet reports after the kill) and the
    * cAdvisor emulation one OOM event (`kwok.x-k8s.io/oom-events`). With `realNode` memhog runs in
-   * its growing mode under {@link REAL_OOM_MEMORY} and the kernel kills it; rule-sync reads
-   * kube-state-metrics (`metricSource`), and after the scale the chain waits for the new
+   * its growing mode under {@link REAL_OOM_MEMORY} and the kernel kills it (its PID 1, which
+   * cAdvisor's counter misses: either metric source's rule fires from kube-state-metrics' series
+   * beside the node), and after the scale the chain waits for the new
    * container's own kill at its new limit and memory-scaler's refusal to scale again (`Cooldown`).
    */
   oomKill?: boolean;
   /**
-   * rule-sync's `METRIC_SOURCE`; default `cadvisor`, and `kube-state-metrics` for an OOM kill on
-   * the real node (the stack's kube-state-metrics beside it), where cAdvisor's counter misses it.
+   * rule-sync's `METRIC_SOURCE`; default `cadvisor`, as shipped.
    */
   metricSource?: "cadvisor" | "kube-state-metrics";
 }

@@ -371,8 +371,13 @@ describe("the OOM-kill alert, both sources", () => {
   const sources = [
     {
       source: "cadvisor" as const,
-      contains: ['max by (namespace, pod, container) (increase(container_oom_events_total{namespace="shop", container!="", container!="POD"}[600s])) > 0'],
-      absent: ["kube_", " and "],
+      // cAdvisor's counter, or kube-state-metrics' restart with the last reason OOMKilled (the PID 1 kill cAdvisor misses), unnarrowed.
+      contains: [
+        'max by (namespace, pod, container) (increase(container_oom_events_total{namespace="shop", container!="", container!="POD"}[600s])) > 0',
+        "\nor\n",
+        'max by (namespace, pod, container) (kube_pod_container_status_last_terminated_reason{namespace="shop", reason="OOMKilled", container!="", container!="POD"}) == 1',
+      ],
+      absent: ["kube_pod_annotations", "kube_pod_labels"],
     },
     {
       source: "kube-state-metrics" as const,
