@@ -27,6 +27,13 @@ command -v go >/dev/null 2>&1 || {
 
 out="$cache/bin"
 mkdir -p "$out"
+# One build of a cache at a time: two would compile the same sets twice over on two cores and
+# race on the files they move into place. The lock goes with this process, however it ends.
+exec 9>"$cache/.build.lock"
+if ! flock -n 9; then
+  echo "build-bins: another build of $cache is running; waiting for it" >&2
+  flock 9
+fi
 . "$here/oci-image.sh"
 
 # Every set in build order, and the seconds its build took on a fresh machine of two cores (an
