@@ -251,7 +251,7 @@ export function manifestValues(changes: readonly ContainerChange[]): string {
 export function gitOpsPatchedNote(workload: { readonly kind: string; readonly name: string }, gitOps: GitOpsOwner, changes: readonly ContainerChange[]): string {
   return (
     `scaled ${workload.kind} ${workload.name}, which ${gitOps.tool} manages (${gitOps.owner}, ${gitOps.signal}): its next sync may put the manifest's memory back; ` +
-    `to keep the scale, set in the manifest: ${manifestValues(changes)}, or have ${gitOps.tool} leave the fields of field manager ${FIELD_MANAGER} alone (README, "Workloads other tools manage")`
+    `to keep the scale, set in the manifest: ${manifestValues(changes)}, or have ${gitOps.tool} leave the fields of field manager ${FIELD_MANAGER} alone (docs/gitops.md)`
   );
 }
 

@@ -13,7 +13,11 @@ export const METRIC_SOURCES = ["cadvisor", "kube-state-metrics"] as const;
 /** Where the memory limit (and, for kube-state-metrics, the Pod selection) comes from. */
 export type MetricSource = (typeof METRIC_SOURCES)[number];
 
-/** Default metric source: cAdvisor, because every Kubernetes Prometheus setup scrapes it. */
+/**
+ * Default metric source: cAdvisor, which every Kubernetes Prometheus setup scrapes; not every one
+ * keeps its `container_spec_*` series (kube-prometheus-stack drops them by default, its values'
+ * kubelet.serviceMonitor.cAdvisorMetricRelabelings), and then only "kube-state-metrics" fires.
+ */
 export const DEFAULT_METRIC_SOURCE: MetricSource = "cadvisor";
 
 /** Default `severity` label of the alert. */

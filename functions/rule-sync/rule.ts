@@ -9,7 +9,10 @@
 //
 // - "cadvisor" (the default): working set `container_memory_working_set_bytes` and limit
 //   `container_spec_memory_limit_bytes`, both from the kubelet's cAdvisor endpoint, which every
-//   Kubernetes Prometheus setup scrapes. cAdvisor series carry only namespace, pod, container
+//   Kubernetes Prometheus setup scrapes, though not every one keeps the limit series:
+//   kube-prometheus-stack drops `container_spec_*` by default (its values'
+//   kubelet.serviceMonitor.cAdvisorMetricRelabelings), so there it must be kept or
+//   "kube-state-metrics" chosen. cAdvisor series carry only namespace, pod, container
 //   (and runtime ids, image), never Pod labels or annotations, so the rule can be limited to the
 //   AppMonitor's namespace and spec.containers but not to its annotated or selected Pods: it may fire for other Pods
 //   with a memory limit in that namespace. That is safe because memory-scaler reads the Pod and

@@ -2,7 +2,7 @@
  * kube-state-metrics beside the real node: the source of its OOM kills. cAdvisor counts a kill on
  * the killed container's cgroup, which goes away with the container when its PID 1 is the process
  * killed, so `container_oom_events_total` never moves for the kill that makes a crash loop
- * (google/cadvisor#3015; README, "The real node"). kube-state-metrics reads the kubelet's report of
+ * (google/cadvisor#3015; docs/development.md, "The real node"). kube-state-metrics reads the kubelet's report of
  * it from the API instead: `kube_pod_container_status_last_terminated_reason{reason="OOMKilled"}`
  * and the restart counter, which rule-sync's `kube-state-metrics` source reads.
  *
