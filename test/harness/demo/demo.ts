@@ -1,5 +1,5 @@
 /**
- * `npm run demo -- [--kwok] [--containers] [--host-functions] [--no-eventing]`: the main job on the local stack,
+ * `npm run demo -- [--real-node (default) [--host-functions] [--no-eventing] | --kwok] [--containers]`: the main job on the local stack,
  * from one command on a fresh machine. Installs the Debian packages it needs when run as root
  * (`debian-packages.ts`, saying which and why; otherwise it names the command), builds what it
  * needs and has not cached (the Go-built binaries, the base, function and memhog images and their
@@ -40,7 +40,7 @@ const THRESHOLD_PERCENT = 75;
 const COLD_MINUTES = { binaries: 27, images: 5 } as const;
 const FUNCTION_NAMES = Object.keys(FUNCTION_IMAGES) as (keyof typeof FUNCTION_IMAGES)[];
 
-const usage = "usage: npm run demo -- [--kwok] [--containers] [--host-functions] [--no-eventing]";
+const usage = "usage: npm run demo -- [--real-node (default) [--host-functions] [--no-eventing] | --kwok] [--containers]";
 let containers = false;
 let kwok = false;
 let hostFunctions = false;
@@ -57,6 +57,8 @@ try {
   });
   ({ containers, kwok, "host-functions": hostFunctions, "no-eventing": noEventing } = values);
   if (kwok && values["real-node"]) throw new Error("--kwok and --real-node exclude each other");
+  // Both choose where the functions run on the real node; on kwok they run on the host already.
+  for (const flag of ["host-functions", "no-eventing"] as const) if (kwok && values[flag]) throw new Error(`--${flag} applies to the real node's function Pods, not to --kwok`);
 } catch (error) {
   console.error(`${usage}: ${(error as Error).message}`);
   process.exit(2);

@@ -91,7 +91,7 @@ async function main(command: string | undefined, flags: string[]): Promise<numbe
       return 0;
     }
     default:
-      console.error(usage);
+      console.error(command === undefined ? usage : `${usage}\nunknown command: ${command}`);
       return 2;
   }
 }
