@@ -39,7 +39,8 @@ import type { CloudEventOutcome, FunctionContext } from "../lib/runtime/types.ts
 import { readAlertEvent, type AlertEvent } from "./incoming-event.ts";
 import type { MemoryScalerMetrics } from "./metrics.ts";
 import { followRollouts, type FollowDeps } from "./follow-flow.ts";
-import { handleFiring, type FlowDeps } from "./scale-flow.ts";
+import type { FlowDeps } from "./flow-deps.ts";
+import { handleFiring } from "./scale-flow.ts";
 
 
 /** What the handler needs; adapters, so tests can substitute them. */

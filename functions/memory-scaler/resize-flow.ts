@@ -48,7 +48,7 @@ import { afterCheck, gateScale, gitOpsPatchedNote, memoryOf, type Scale, type Sk
 import { cappedStatus, eventsOf, scaledStatus, describeChanges, type ObjectRef, type Reported, type Subjects } from "./report.ts";
 import { buildResizePatch, lastResizeTime, runningMemory } from "./resize.ts";
 import { decideResizeFollowUp, type PodResizeView } from "./resize-follow-up.ts";
-import type { FlowDeps } from "./scale-flow.ts";
+import type { FlowDeps } from "./flow-deps.ts";
 import { checkThreshold } from "./verify.ts";
 
 /** What {@link resizeBarePod} needs of the alert and of the read step. */

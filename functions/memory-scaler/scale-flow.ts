@@ -3,7 +3,7 @@
  * own: observe (`observe.ts`: read the world from the API server), plan (`plan.ts`, pure: from
  * plain data, with `decide.ts`), write once (`write.ts`: compare-and-swap, `patch.ts`), report
  * (`report.ts`, pure: the Events and status entries of each outcome, as one table). This module
- * runs them in order and is the only one that does I/O through the adapters in {@link FlowDeps}.
+ * runs them in order and is the only one that does I/O through the adapters in `FlowDeps` (`flow-deps.ts`).
  *
  * 0. Only an AppMonitor rule's alert is acted on: alertname `AppMonitorMemoryHigh` (trigger
  *    `threshold`) or `AppMonitorOOMKilled` (trigger `oomKilled`) with an `appmonitor` label, whose `namespace`/`pod` name the measured Pod (`governing.ts`
@@ -84,10 +84,8 @@ import { APPMONITOR_API_VERSION, APPMONITOR_KIND } from "../lib/appmonitor.ts";
 import { formatTimestamp } from "../lib/rfc3339.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
 import { podForAdmission } from "./admission-pod.ts";
-import type { Cluster } from "./cluster.ts";
 import type { PendingRollout } from "./follow-up.ts";
 import { alertOrigin, type ValidAppMonitor } from "./governing.ts";
-import type { EventRecorder } from "./kube-events.ts";
 import { observeFiring } from "./observe.ts";
 import { checkOOMKilled } from "./oom.ts";
 import type { Outcome } from "./outcome.ts";
@@ -100,23 +98,9 @@ import { resizeBarePod } from "./resize-flow.ts";
 import { onDeleteScaledNote, waitsForDelete } from "./rollout.ts";
 import { withPendingScale, withoutPendingScale } from "./pending-scales.ts";
 import { formatScaleRecord } from "./status.ts";
-import type { StatusWriter } from "./status-writer.ts";
-import { checkThreshold, type Verifier } from "./verify.ts";
+import { checkThreshold } from "./verify.ts";
+import type { FlowDeps } from "./flow-deps.ts";
 import { writeWorkload } from "./write.ts";
-
-/** What the flow needs; adapters, so tests can substitute them. */
-export interface FlowDeps {
-  readonly cluster: Cluster;
-  readonly events: EventRecorder;
-  readonly status: StatusWriter;
-  /** Absent: no Prometheus check (`PROMETHEUS_URL` unset). */
-  readonly verifier: Verifier | undefined;
-  /** Rounds allowed when the compare-and-swap loses; ≥ 1. */
-  readonly maxAttempts: number;
-  readonly now: () => Date;
-  /** Called once per lost compare-and-swap (for a metric). */
-  readonly onConflict?: () => void;
-}
 
 function appMonitorRef(am: ValidAppMonitor): ObjectRef {
   const ref: ObjectRef = { apiVersion: APPMONITOR_API_VERSION, kind: APPMONITOR_KIND, name: am.metadata.name, namespace: am.metadata.namespace };

@@ -28,45 +28,19 @@ import {
   SCALER_NAMESPACE,
   SCALER_SERVICE_ACCOUNT,
   alertEvent,
-  createAppMonitor,
   deliver,
   appMonitorStatus,
   eventsRegarding,
-  onlyRunningPod,
+  monitoredDeployment,
+  scalerBehindProxy,
   scalerKubeConfigAt,
   writeKubeconfig,
 } from "../support/memory-scaler.ts";
 import { adminKubeConfig, freshNamespace, serviceAccountForEventsOnly, serviceAccountKubeConfig, waitFor } from "../support/stack.ts";
-import { startTcpProxy } from "../support/tcp-proxy.ts";
 import { tempDir, type TempDir } from "../support/temp-dir.ts";
-
-/** A memhog-like Deployment `web` (384Mi/256Mi, annotated) and an AppMonitor `m`; returns the Running Pod's name. */
-async function monitoredDeployment(ns: string): Promise<string> {
-  await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
-  await (await adminKubeConfig()).makeApiClient(k8s.AppsV1Api).createNamespacedDeployment({
-    namespace: ns,
-    body: {
-      metadata: { name: "web" },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: { app: "web" } },
-        template: {
-          metadata: { labels: { app: "web" }, annotations: { "app-monitor.kubedemo.com/monitor": "true" } },
-          spec: { containers: [{ name: "memhog", image: "registry.example/app:1", resources: { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } } }] },
-        },
-      },
-    },
-  });
-  return (await onlyRunningPod(ns, "app=web")).metadata.name;
-}
 
 async function webDeployment(ns: string): Promise<k8s.V1Deployment> {
   return (await adminKubeConfig()).makeApiClient(k8s.AppsV1Api).readNamespacedDeployment({ namespace: ns, name: "web" });
-}
-
-function apiServerAddress(kc: k8s.KubeConfig): { host: string; port: number } {
-  const url = new URL(kc.getCurrentCluster()?.server ?? "");
-  return { host: url.hostname, port: Number(url.port) };
 }
 
 /**
@@ -130,12 +104,7 @@ describe("memory-scaler when the API server is unavailable or refuses it", () =>
   it("the API server goes away: 503 and nothing written; back again, the same event scales", async (t) => {
     const ns = await freshNamespace(t);
     const pod = await monitoredDeployment(ns);
-    const { host, port } = apiServerAddress(await adminKubeConfig());
-    const proxy = await startTcpProxy(host, port);
-    t.after(() => proxy.stop());
-    const kubeconfig = await writeKubeconfig(await scalerKubeConfigAt(`https://127.0.0.1:${proxy.port}`), dir.path, "proxied");
-    const server = await startFunction(fn, { KUBECONFIG: kubeconfig });
-    t.after(() => server.close());
+    const { proxy, server } = await scalerBehindProxy(t, dir.path, "proxied");
     assert.equal((await fetch(`${server.url}/health/readiness`)).status, 200, "ready through the proxy");
 
     await proxy.cut();
@@ -156,13 +125,8 @@ describe("memory-scaler when the API server is unavailable or refuses it", () =>
   it("the API server's connections go silent (no reset, no answer): 503 within KUBE_API_TIMEOUT_MS, nothing written; answering again, the same event scales", async (t) => {
     const ns = await freshNamespace(t);
     const pod = await monitoredDeployment(ns);
-    const { host, port } = apiServerAddress(await adminKubeConfig());
-    const proxy = await startTcpProxy(host, port);
-    t.after(() => proxy.stop());
-    const kubeconfig = await writeKubeconfig(await scalerKubeConfigAt(`https://127.0.0.1:${proxy.port}`), dir.path, "stalled");
     const timeoutMs = 2_000;
-    const server = await startFunction(fn, { KUBECONFIG: kubeconfig, KUBE_API_TIMEOUT_MS: String(timeoutMs) });
-    t.after(() => server.close());
+    const { proxy, server } = await scalerBehindProxy(t, dir.path, "stalled", { KUBE_API_TIMEOUT_MS: String(timeoutMs) });
     assert.equal((await fetch(`${server.url}/health/readiness`)).status, 200, "ready through the proxy: kept-alive connections to go silent");
 
     proxy.stall();

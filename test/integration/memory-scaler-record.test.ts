@@ -13,24 +13,19 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { before, describe, it } from "node:test";
 import * as k8s from "@kubernetes/client-node";
-import { fn } from "../../functions/memory-scaler/index.ts";
-import { startFunction } from "../support/function-server.ts";
 import { installMemoryScaler } from "../support/install.ts";
 import { describeAnswer } from "../support/post-event.ts";
 import {
   alertEvent,
   appMonitorStatus,
-  createAppMonitor,
   deliver,
   eventsRegarding,
-  onlyRunningPod,
+  monitoredDeployment,
   ownStackForFile,
   pingTick,
-  scalerKubeConfigAt,
-  writeKubeconfig,
+  scalerBehindProxy,
 } from "../support/memory-scaler.ts";
 import { adminKubeConfig, freshNamespace, waitFor } from "../support/stack.ts";
-import { startTcpProxy } from "../support/tcp-proxy.ts";
 
 ownStackForFile("record");
 
@@ -45,32 +40,11 @@ describe("the record of a scale converges after a fault", () => {
 
   it("the API server cut after the patch and before the status write: one follow-up tick records the scale, once", async (t) => {
     const ns = await freshNamespace(t);
-    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
-    const admin = await adminKubeConfig();
-    const apps = admin.makeApiClient(k8s.AppsV1Api);
-    await apps.createNamespacedDeployment({
-      namespace: ns,
-      body: {
-        metadata: { name: "web" },
-        spec: {
-          replicas: 1,
-          selector: { matchLabels: { app: "web" } },
-          template: {
-            metadata: { labels: { app: "web" }, annotations: { "app-monitor.kubedemo.com/monitor": "true" } },
-            spec: { containers: [{ name: "memhog", image: "registry.example/app:1", resources: { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } } }] },
-          },
-        },
-      },
-    });
-    const pod = (await onlyRunningPod(ns, "app=web")).metadata.name;
-
-    const server = new URL(admin.getCurrentCluster()?.server ?? "");
-    const proxy = await startTcpProxy(server.hostname, Number(server.port));
-    t.after(() => proxy.stop());
+    const pod = await monitoredDeployment(ns);
+    const apps = (await adminKubeConfig()).makeApiClient(k8s.AppsV1Api);
     const dir = await mkdtemp(path.join(tmpdir(), "appmonitor-record-"));
     t.after(() => rm(dir, { recursive: true, force: true }));
-    const scaler = await startFunction(fn, { KUBECONFIG: await writeKubeconfig(await scalerKubeConfigAt(`https://127.0.0.1:${proxy.port}`), dir) });
-    t.after(() => scaler.close());
+    const { proxy, server: scaler } = await scalerBehindProxy(t, dir, "kubeconfig");
 
     // Every request held on its way in; the Deployment watched directly, and the proxy cut the
     // moment the patch is on it: the records' writes, sent after the patch's answer, never arrive.

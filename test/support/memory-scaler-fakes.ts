@@ -10,7 +10,7 @@ import type { AlertEventData } from "../../functions/lib/alert-event.ts";
 import type { Cluster, WorkloadKind, WorkloadObject } from "../../functions/memory-scaler/cluster.ts";
 import { createEventRecorder } from "../../functions/memory-scaler/kube-events.ts";
 import type { JsonPatchOperation } from "../../functions/memory-scaler/patch.ts";
-import type { FlowDeps } from "../../functions/memory-scaler/scale-flow.ts";
+import type { FlowDeps } from "../../functions/memory-scaler/flow-deps.ts";
 import { createStatusWriter } from "../../functions/memory-scaler/status-writer.ts";
 
 const silent = pino({ level: "silent" });

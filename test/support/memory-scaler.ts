@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent } from "cloudevents";
-import { after, before } from "node:test";
+import { after, before, type TestContext } from "node:test";
 import { fn } from "../../functions/memory-scaler/index.ts";
 import type { RunningServer } from "../../functions/lib/runtime/server.ts";
 import type { Env } from "../../functions/lib/runtime/types.ts";
@@ -19,6 +19,7 @@ import { installMemoryScaler, manifests } from "./install.ts";
 import { postEvent, type EventAnswer } from "./post-event.ts";
 import { down, up } from "../harness/stack/stack.ts";
 import { adminKubeConfig, serviceAccountKubeConfig, waitFor } from "./stack.ts";
+import { startTcpProxy, type TcpProxy } from "./tcp-proxy.ts";
 import { tempDir } from "./temp-dir.ts";
 
 /** The alert CloudEvent lives with the harness, whose delivery probes send it too. */
@@ -54,6 +55,41 @@ export async function scalerKubeConfigAt(server: string): Promise<k8s.KubeConfig
     currentContext: "moved",
   });
   return moved;
+}
+
+/**
+ * memory-scaler in this process, its ServiceAccount's requests passing through a TCP proxy of the
+ * test's own in front of the API server (`tcp-proxy.ts`: cut, stall, hold), its kubeconfig
+ * written as `<dir>/<name>`. Both are stopped when the test ends.
+ */
+export async function scalerBehindProxy(t: TestContext, dir: string, name: string, env: Env = {}): Promise<{ proxy: TcpProxy; server: RunningServer }> {
+  const api = new URL((await adminKubeConfig()).getCurrentCluster()?.server ?? "");
+  const proxy = await startTcpProxy(api.hostname, Number(api.port));
+  t.after(() => proxy.stop());
+  const kubeconfig = await writeKubeconfig(await scalerKubeConfigAt(`https://127.0.0.1:${proxy.port}`), dir, name);
+  const server = await startFunction(fn, { ...env, KUBECONFIG: kubeconfig });
+  t.after(() => server.close());
+  return { proxy, server };
+}
+
+/** A memhog-like Deployment `web` (384Mi/256Mi, annotated) and an AppMonitor `m` in `ns`; returns the Running Pod's name. */
+export async function monitoredDeployment(ns: string): Promise<string> {
+  await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+  await (await adminKubeConfig()).makeApiClient(k8s.AppsV1Api).createNamespacedDeployment({
+    namespace: ns,
+    body: {
+      metadata: { name: "web" },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: "web" } },
+        template: {
+          metadata: { labels: { app: "web" }, annotations: { "app-monitor.kubedemo.com/monitor": "true" } },
+          spec: { containers: [{ name: "memhog", image: "registry.example/app:1", resources: { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } } }] },
+        },
+      },
+    },
+  });
+  return (await onlyRunningPod(ns, "app=web")).metadata.name;
 }
 
 /** A running memory-scaler and what it runs with. */

@@ -11,6 +11,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { cacheDir } from "../images/paths.ts";
 
 /** Absolute path of the repository root. */
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
@@ -69,14 +70,31 @@ export function which(name: string, env: NodeJS.ProcessEnv): string | undefined 
   return undefined;
 }
 
+/** This process's run of build.sh per cache directory: the stack, the real node and the demo each ask for it. */
+const builds = new Map<string, Promise<string>>();
+
 /**
- * Runs test/harness/bins/build.sh: builds whatever Go-built binary set is not cached yet (minutes when
- * cold, well under a second when warm) and returns the directory that holds them all. The script's
- * own step lines (`build-bins: …`: each set to build with n of m and its cold time, then its
- * elapsed time) go to `progress` without the prefix as they come; Go's output is kept for errors.
+ * Runs test/harness/bins/build.sh once per process and cache directory (`APPMONITOR_CACHE`, else
+ * `$XDG_CACHE_HOME/appmonitor`, else `~/.cache/appmonitor`, as the script resolves it): builds
+ * whatever Go-built binary set is not cached yet (minutes when cold, a second or two of hashing
+ * when warm) and returns the directory that holds them all. The script's own step lines
+ * (`build-bins: …`: each set to build with n of m and its cold time, then its elapsed time) go to
+ * the first caller's `progress` without the prefix as they come; Go's output is kept for errors.
+ * A failed run is forgotten, so a later call runs the script again.
  * @throws StackStepError "build Kubernetes binaries" with the tail of the script's output.
  */
-export async function buildBinaries(env: NodeJS.ProcessEnv = process.env, progress: (line: string) => void = () => {}): Promise<string> {
+export function buildBinaries(env: NodeJS.ProcessEnv = process.env, progress: (line: string) => void = () => {}): Promise<string> {
+  const cache = cacheDir(env);
+  let build = builds.get(cache);
+  if (build === undefined) {
+    build = runBuildScript(env, progress);
+    builds.set(cache, build);
+    build.catch(() => builds.delete(cache));
+  }
+  return build;
+}
+
+async function runBuildScript(env: NodeJS.ProcessEnv, progress: (line: string) => void): Promise<string> {
   const script = path.join(repoRoot, "test/harness/bins/build.sh");
   const child = spawn("bash", [script], { env, stdio: ["ignore", "pipe", "pipe"], timeout: 60 * 60 * 1000 });
   let stdout = "";

@@ -20,7 +20,7 @@ import type { CloudEventFunction } from "../../../../functions/lib/runtime/types
 import { createAnswerMemory } from "../../../../functions/memory-scaler/answers.ts";
 import { createHandler as createScalerHandler } from "../../../../functions/memory-scaler/handler.ts";
 import { createMetrics as createScalerMetrics } from "../../../../functions/memory-scaler/metrics.ts";
-import type { FlowDeps } from "../../../../functions/memory-scaler/scale-flow.ts";
+import type { FlowDeps } from "../../../../functions/memory-scaler/flow-deps.ts";
 import type { Verifier } from "../../../../functions/memory-scaler/verify.ts";
 import { readConfig as readRuleSyncConfig } from "../../../../functions/rule-sync/config.ts";
 import { PING_EVENT_TYPE } from "../../../../functions/lib/ping-event.ts";
