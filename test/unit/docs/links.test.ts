@@ -11,7 +11,12 @@
  * file's path. A relative link must resolve from the file it is in. Environment variables are
  * backticked upper-case names (`K_SINK`, `RULE_LABELS=release=prometheus`) and `$NAMES` in the
  * text or its code blocks; each must occur, as a whole word, in a tracked file under functions/,
- * test/harness/, scripts/ or knative/, or in the Dockerfile (its build arguments).
+ * test/harness/, scripts/ or knative/, or in the Dockerfile (its build arguments). The arguments
+ * after `npm run <script> --` must be the script's: each `--flag` occurs in the code under the
+ * folder of the file the script runs, and each lower-case word (a subcommand, a benchmark, an
+ * image) occurs there as a quoted string or is the name of a tracked file or folder. Every
+ * resource that `kubectl get|describe|delete|edit|patch|annotate|label|wait` is given is a
+ * resource Kubernetes serves (the list below) or a kind some tracked manifest declares or uses.
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -39,6 +44,20 @@ const ALLOWED_ENV: ReadonlyMap<string, string> = new Map([
   ["APPLY", "the API server's verb label for a server-side apply, not a variable"],
   ["STOPPED", "the state npm run stack -- status prints, not a variable"],
   ["EBADENGINE", "the code of npm's engine warning, not a variable"],
+]);
+
+/**
+ * Resource names of the built-in Kubernetes API the documentation may give kubectl, as kubectl
+ * accepts them (plural, singular, short name). A kind of another project (Knative,
+ * prometheus-operator, ours) passes when a tracked manifest names it as `kind:`.
+ */
+const BUILT_IN_RESOURCES = new Set([
+  "pods", "pod", "po", "deployments", "deployment", "deploy", "statefulsets", "statefulset", "sts", "daemonsets", "daemonset", "ds",
+  "replicasets", "replicaset", "rs", "jobs", "job", "events", "event", "ev", "nodes", "node", "no", "namespaces", "namespace", "ns",
+  "services", "service", "svc", "secrets", "secret", "configmaps", "configmap", "cm", "serviceaccounts", "serviceaccount", "sa",
+  "leases", "lease", "resourcequotas", "resourcequota", "quota", "horizontalpodautoscalers", "horizontalpodautoscaler", "hpa",
+  "customresourcedefinitions", "customresourcedefinition", "crd", "crds", "validatingadmissionpolicies", "validatingadmissionpolicy",
+  "clusterroles", "clusterrole", "roles", "role", "rolebindings", "rolebinding", "clusterrolebindings", "clusterrolebinding", "all",
 ]);
 
 /** Repository files, as git tracks them, plus the documentation itself if not yet committed. */
@@ -169,5 +188,60 @@ describe("the user documentation", () => {
       }
     }
     assert.deepEqual([...missing], []);
+  });
+
+  it("gives each npm script only the arguments it takes", () => {
+    const scripts = (JSON.parse(read("package.json")) as { scripts: Record<string, string> }).scripts;
+    const basenames = new Set([...fileSet, ...dirSet].map((path) => path.split("/").pop() ?? ""));
+    const missing: string[] = [];
+    let checked = 0;
+    for (const doc of docs()) {
+      const text = read(doc);
+      for (const match of text.matchAll(/\bnpm run(?: -s| --silent)? ([a-z][\w:-]*) -- ([^`\n#)]*)/g)) {
+        const entry = /\bnode (\S+\.ts)\b/.exec(scripts[match[1] ?? ""] ?? "")?.[1];
+        if (entry === undefined) continue;
+        const folder = dirname(entry);
+        const code = files.filter((file) => file.startsWith(`${folder}/`) && file.endsWith(".ts")).map((file) => read(file)).join("\n");
+        for (const arg of (match[2] ?? "").split(/\s+/)) {
+          const word = arg.replace(/[.,;:]$/, "");
+          if (/^--[a-z][\w-]*$/.test(word)) {
+            checked += 1;
+            if (!new RegExp(`${word}\\b`).test(code)) missing.push(`${doc}: npm run ${match[1]} -- ${word}`);
+          } else if (/^[a-z][a-z0-9-]*$/.test(word)) {
+            checked += 1;
+            const quoted = new RegExp(`["'\`]${word}["'\`]`).test(code);
+            if (!quoted && !basenames.has(word) && !basenames.has(`${word}.ts`)) missing.push(`${doc}: npm run ${match[1]} -- ${word}`);
+          } else if (/^[&|;>]/.test(word)) break;
+        }
+      }
+    }
+    assert.ok(checked > 0);
+    assert.deepEqual(missing, []);
+  });
+
+  it("gives kubectl only resources that exist", () => {
+    const kinds = new Set<string>();
+    for (const file of files.filter((path) => /\.(?:ya?ml|ts)$/.test(path) && !path.startsWith("test/unit/docs/"))) {
+      for (const match of read(file).matchAll(/\bkind: "?([A-Z][A-Za-z]+)"?/g)) kinds.add((match[1] ?? "").toLowerCase());
+    }
+    const known = (resource: string): boolean => {
+      const name = resource.split(".")[0] ?? "";
+      return BUILT_IN_RESOURCES.has(name) || kinds.has(name) || kinds.has(name.replace(/e?s$/, "")) || kinds.has(name.replace(/s$/, ""));
+    };
+    const missing: string[] = [];
+    let checked = 0;
+    for (const doc of docs()) {
+      for (const match of read(doc).matchAll(/\bkubectl((?: -[nA](?: [a-z0-9-]+)?)*) (get|describe|delete|edit|patch|annotate|label|wait)((?: -[-a-zA-Z]+(?:[ =][^ `]+)?)*) ([a-z][a-z0-9.,/-]*)/g)) {
+        // With -k or -f kubectl takes its objects from files, which the path checks cover.
+        if (/ -[kf]\b/.test(match[3] ?? "")) continue;
+        const target = match[4] ?? "";
+        for (const resource of target.split("/")[0]?.split(",") ?? []) {
+          checked += 1;
+          if (!known(resource)) missing.push(`${doc}: kubectl ${match[2]} ${resource}`);
+        }
+      }
+    }
+    assert.ok(checked > 0);
+    assert.deepEqual(missing, []);
   });
 });
