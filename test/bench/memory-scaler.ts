@@ -1,6 +1,7 @@
 /**
  * Benchmark of memory-scaler (a script, not a test). The function runs as
- * `node functions/run.ts memory-scaler` in a child process, exactly as Knative would run it,
+ * the function bundled as its image runs it (`scripts/bundle.ts`, V8's compile cache filled, `node
+ * main.mjs`; `--sources`: `node functions/run.ts memory-scaler` instead) in a child process,
  * with a token of its ServiceAccount, against the local stack's real API server.
  *
  * 1. Cold start: process spawned → first `GET /health/readiness` answering 200 (polled every
@@ -22,13 +23,19 @@
  * one with 4 fake Nodes in a temporary directory and stops it at the end.
  *
  * Usage: node test/bench/memory-scaler.ts [--deployments 100] [--duplicates 10]
- *        [--concurrency 50] [--latency 100] [--starts 5]
+ *        [--concurrency 50] [--latency 100] [--starts 5] [--node-options "<flags>"] [--sources]
+ * `--node-options` runs the function's process with these Node flags (NODE_OPTIONS), to compare
+ * heap settings under the same load.
  */
-import { readFileSync } from "node:fs";
-import { cpus, loadavg } from "node:os";
+import { execFile } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { mkdtemp } from "node:fs/promises";
+import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import * as k8s from "@kubernetes/client-node";
+import { parse as parseYaml } from "yaml";
+import { ceil, parseQuantity } from "../../functions/lib/quantity.ts";
 import { loadKubeConfig } from "../../functions/lib/kubeconfig.ts";
 import { repoRoot } from "../harness/stack/paths.ts";
 import { apiserverRequests, requestsBetween } from "../support/apiserver-requests.ts";
@@ -47,6 +54,8 @@ const { values: options } = parseArgs({
     concurrency: { type: "string", default: "50" },
     latency: { type: "string", default: "100" },
     starts: { type: "string", default: "5" },
+    "node-options": { type: "string", default: "" },
+    sources: { type: "boolean", default: false },
   },
 });
 const deployments = Number(options.deployments);
@@ -67,8 +76,9 @@ const summary = (values: number[]): string => {
   return `p50 ${ms(percentile(sorted, 50))}  p99 ${ms(percentile(sorted, 99))}  min ${ms(sorted[0] ?? Number.NaN)}  max ${ms(sorted.at(-1) ?? Number.NaN)}  (n=${sorted.length})`;
 };
 
-function rssMiB(pid: number): number {
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+/** VmRSS (resident now) or VmHWM (the peak since the process started) of `pid`, in MiB. */
+function rssMiB(pid: number, field: "VmRSS" | "VmHWM" = "VmRSS"): number {
+  const match = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return match ? Number(match[1]) / 1024 : Number.NaN;
 }
 
@@ -113,13 +123,75 @@ async function apiServerWriteBaseline(namespace: string): Promise<number[]> {
   return times;
 }
 
+/**
+ * The command that runs the function: the image's (the bundle and its compile cache, built once
+ * into a temporary folder, as the Dockerfile builds them), or the sources' with `--sources`.
+ */
+async function functionCommand(): Promise<{ args: string[]; env: Record<string, string> }> {
+  if (options.sources) return { args: [runTs, "memory-scaler"], env: {} };
+  if (bundled === undefined) {
+    const dir = await mkdtemp(path.join(tmpdir(), "bench-memory-scaler-"));
+    const env = { NODE_COMPILE_CACHE: path.join(dir, "compile-cache") };
+    await run(process.execPath, [path.join(repoRoot, "scripts", "bundle.ts"), "memory-scaler", dir]);
+    await run(process.execPath, ["--input-type=module", "-e", `await import(${JSON.stringify(path.join(dir, "function.mjs"))})`], { ...process.env, ...env });
+    bundled = { args: [path.join(dir, "main.mjs")], env };
+  }
+  return bundled;
+}
+let bundled: { args: string[]; env: Record<string, string> } | undefined;
+
+/** The memory limit memory-scaler's shipped manifest gives its container, in bytes. */
+function manifestMemoryLimit(): bigint {
+  const service = parseYaml(readFileSync(path.join(repoRoot, "knative", "services", "memory-scaler.yaml"), "utf8")) as {
+    spec: { template: { spec: { containers: { resources?: { limits?: { memory?: string } } }[] } } };
+  };
+  const limit = service.spec.template.spec.containers[0]?.resources?.limits?.memory;
+  if (limit === undefined) throw new Error("knative/services/memory-scaler.yaml sets no memory limit");
+  return ceil(parseQuantity(limit));
+}
+
+/**
+ * A memory cgroup of the manifest's limit for the function's process, as the kubelet makes one for
+ * its container: V8 sizes its heap from it (Node reads the cgroup's limit at start), so the
+ * figures are those of the container, not of a process that sees this machine's whole memory.
+ * Undefined where this process cannot make one (not root, or no memory controller mounted).
+ */
+function memoryCgroup(): string | undefined {
+  const roots = ["/sys/fs/cgroup/memory", "/sys/fs/cgroup"];
+  const root = roots.find((dir) => existsSync(path.join(dir, dir.endsWith("/memory") ? "memory.limit_in_bytes" : "cgroup.controllers")));
+  if (root === undefined || process.getuid?.() !== 0) return undefined;
+  const dir = path.join(root, `appmonitor-bench-${process.pid}`);
+  try {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, root.endsWith("/memory") ? "memory.limit_in_bytes" : "memory.max"), String(memoryLimit));
+  } catch {
+    return undefined;
+  }
+  process.once("exit", () => rmdirSync(dir));
+  return dir;
+}
+const memoryLimit = manifestMemoryLimit();
+let cgroup: string | null | undefined;
+
+function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile(command, args, { env }, (error, _stdout, stderr) => (error === null ? resolve() : reject(new Error(`${path.basename(args[0] ?? command)} failed: ${stderr}`))));
+  });
+}
+
 /** Starts the function as Knative would and waits for readiness; returns it and the ms it took. */
 async function startScalerProcess(kubeconfig: string): Promise<{ child: TestProcess; url: string; coldStartMs: number }> {
+  const command = await functionCommand();
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const env = { ...process.env, KUBECONFIG: kubeconfig, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", PROMETHEUS_URL: "" };
+  const env = { ...process.env, ...command.env, KUBECONFIG: kubeconfig, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", PROMETHEUS_URL: "", ...(options["node-options"] === "" ? {} : { NODE_OPTIONS: options["node-options"] }) };
   const t0 = performance.now();
-  const child = startProcess({ name: "memory-scaler", command: process.execPath, args: [runTs, "memory-scaler"], env });
+  if (cgroup === undefined) cgroup = memoryCgroup() ?? null;
+  // The shell joins the cgroup, then becomes the function (exec: the same pid, signals and all).
+  const child =
+    cgroup === null
+      ? startProcess({ name: "memory-scaler", command: process.execPath, args: command.args, env })
+      : startProcess({ name: "memory-scaler", command: "/bin/sh", args: ["-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup, process.execPath, ...command.args], env });
   for (;;) {
     if (!child.running()) throw new Error(`memory-scaler exited during start-up\n${tailOf(child)}`);
     try {
@@ -210,7 +282,7 @@ async function main(): Promise<void> {
   try {
     await installMemoryScaler();
     kubeconfig = await scalerKubeconfig();
-    console.log(`memory-scaler benchmark — node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+    console.log(`memory-scaler benchmark — node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}, the function ${options.sources ? "from its sources" : "bundled, as its image runs it"}${options["node-options"] === "" ? "" : ` with NODE_OPTIONS=${options["node-options"]}`}`);
     console.log(`API server yardstick, one GET on a keep-alive connection:`);
     const baseline = [...(await apiServerBaseline())].sort((a, b) => a - b);
     const getP50 = percentile(baseline, 50);
@@ -333,6 +405,7 @@ async function main(): Promise<void> {
       byOutcome.set(key, (byOutcome.get(key) ?? 0) + 1);
     }
     const rss = rssMiB(child.pid);
+    const peak = rssMiB(child.pid, "VmHWM");
     console.log(`storm: ${queue.length} firing events for ${deployments} Deployments, ${duplicates} deliveries each, ${concurrency} in flight:`);
     console.log(`  patches written: ${patches} (scales_total)   goal exactly ${deployments}`);
     console.log(`  Deployment generations: ${[...generations].map(([g, n]) => `${n} at ${g}`).join(", ")}   (created at 1, paused → 2, scaled once → 3)`);
@@ -342,7 +415,7 @@ async function main(): Promise<void> {
     console.log(`    ${[...requests].sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${k} ${n}`).join(", ")}`);
     const scaleP50 = percentile([...scaleTimes].sort((a, b) => a - b), 50);
     console.log(`  wall time: ${wallSeconds.toFixed(2)} s = ${((wallSeconds * 1000) / scaleP50).toFixed(1)} × the scale p50   goal ≤ ${deployments} ×`);
-    console.log(`resident memory of the function (VmRSS): ${idleRss.toFixed(1)} MiB when ready, ${rss.toFixed(1)} MiB after the storm   goal ≤ 70 MB`);
+    console.log(`resident memory of the function (VmRSS): ${idleRss.toFixed(1)} MiB when ready, ${rss.toFixed(1)} MiB after the storm (peak ${peak.toFixed(1)} MiB)   goal ≤ ${(Number(memoryLimit) / 2 / 1048576).toFixed(0)} MiB after the storm (half the ${Number(memoryLimit) / 1048576} MiB limit of knative/services/memory-scaler.yaml; ${cgroup === null ? "NOT run under that limit: not root, or no memory cgroup" : "run in a memory cgroup of that limit"})`);
     await deleteNamespace(stormNs);
   } finally {
     for (const c of children) await c.stop("SIGTERM");
