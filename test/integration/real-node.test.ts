@@ -16,6 +16,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import * as k8s from "@kubernetes/client-node";
+import { stringify } from "yaml";
 import { runChain } from "../harness/demo/chain.ts";
 import { HTTP } from "cloudevents";
 import { buildImages, type ImageName } from "../harness/images/build.ts";
@@ -30,6 +31,7 @@ import { alertEvent, appMonitorStatus, createAppMonitor, deliver as deliverEvent
 import { installMemoryScaler } from "../support/install.ts";
 import { floor, parseQuantity } from "../../functions/lib/quantity.ts";
 import { deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE, type FunctionPods } from "../harness/stack/function-pods-install.ts";
+import { importImages } from "../harness/stack/node-images.ts";
 import { acquireRealNodeLock } from "../support/real-node-lock.ts";
 
 const run = promisify(execFile);
@@ -325,6 +327,62 @@ test("a real kernel OOM kill of the container's PID 1 goes through the whole cha
   for (const h of result.hops) t.diagnostic(`${h.at >= killed ? `+${((h.at - killed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
   const patched = result.hops.find((h) => h.name === "Deployment patched by memory-scaler")?.at ?? 0;
   t.diagnostic(`kill → scale: ${((patched - killed) / 1000).toFixed(1)} s (kill time from lastState.terminated.finishedAt, whole seconds); decisions: ${JSON.stringify(result.decisions)}`);
+});
+
+/**
+ * Debian's Redis (test/harness/images/redis.ts) as its container's PID 1, fed by a loader beside it
+ * (`DEBUG POPULATE`, about 9 MiB of keys a second, nothing saved), under a 128Mi limit: a real
+ * program no one here wrote, killed by the kernel as the public reports tell it.
+ */
+function redisDeployment(image: string): string {
+  const loader = "while :; do n=$(redis-cli -h 127.0.0.1 dbsize 2>/dev/null) && redis-cli -h 127.0.0.1 DEBUG POPULATE $((n + 8000)) key 1024 >/dev/null 2>&1; sleep 1; done";
+  const deployment: k8s.V1Deployment = {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "redis" },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { name: "redis" } },
+      template: {
+        metadata: { labels: { name: "redis" }, annotations: { "app-monitor.kubedemo.com/monitor": "true" } },
+        spec: {
+          containers: [
+            {
+              name: "redis", image, imagePullPolicy: "Never",
+              // No snapshots (append-only is off by default); DEBUG POPULATE from the loader beside it.
+              args: ["--save", "", "--enable-debug-command", "local"],
+              resources: { limits: { memory: "128Mi" }, requests: { memory: "64Mi" } },
+            },
+            // No memory limit: not in the AppMonitor's rule, never scaled.
+            { name: "loader", image, imagePullPolicy: "Never", command: ["/bin/sh", "-c", loader] },
+          ],
+        },
+      },
+    },
+  };
+  return stringify(deployment);
+}
+
+test("a real program's PID 1 OOM-killed by the kernel is scaled once with the shipped default metric source: Redis under 128Mi is killed, scaled to 256Mi, killed again there and not scaled again", { timeout: 600_000 }, async (t) => {
+  const [redis] = await buildImages(["redis"]);
+  assert.ok(redis !== undefined && state?.realNode !== undefined);
+  await importImages(state.realNode, [redis.archive]);
+  const namespace = "real-node-redis";
+  const result = await runChain(state as StackState, {
+    namespace, realNode: true, oomKill: true, workload: { manifest: redisDeployment(redis.tags[0] ?? ""), name: "redis", container: "redis", labelSelector: "name=redis" },
+  });
+  assert.deepEqual([result.before, result.after], [{ request: "64Mi", limit: "128Mi" }, { request: "128Mi", limit: "256Mi" }]);
+  const names = result.hops.map((h) => h.name);
+  for (const hop of ["container OOM-killed by the kernel", "alert firing in Prometheus", "Deployment patched by memory-scaler", "new container's cgroup limit", "new container OOM-killed by the kernel"]) {
+    assert.ok(names.includes(hop), `${hop}: ${names.join(", ")}`);
+  }
+  assert.deepEqual(result.decisions.filter((d) => d.outcome === "scaled").map((d) => d.pod), [`${namespace}/${result.oldPod}`]);
+  const refused = result.decisions.find((d) => d.pod === `${namespace}/${result.newPod}`);
+  assert.deepEqual([refused?.outcome, refused?.reason], ["skipped", "Cooldown"]);
+  assert.equal(result.recorded.trigger, "oomKilled");
+  assert.match(result.recorded.scaledEvents[0] ?? "", /^scaled Deployment redis by 2 after an OOM kill: redis: limit 128Mi → 256Mi, request 64Mi → 128Mi; the rollout replaces \(restarts\) its Pods$/);
+  const killed = result.hops.find((h) => h.name === "container OOM-killed by the kernel")?.at ?? 0;
+  for (const h of result.hops) t.diagnostic(`${h.at >= killed ? `+${((h.at - killed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
 });
 
 let functions: FunctionPods | undefined;

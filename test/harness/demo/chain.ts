@@ -170,6 +170,32 @@ export interface ChainOptions {
    * rule-sync's `METRIC_SOURCE`; default `cadvisor`, as shipped.
    */
   metricSource?: "cadvisor" | "kube-state-metrics";
+  /**
+   * The workload instead of the original memhog example; it must grow until the kernel kills it,
+   * so it needs `realNode` and `oomKill` (what makes it grow is its own: memhog's growing mode
+   * and log lines are memhog's).
+   */
+  workload?: ChainWorkload;
+}
+
+/**
+ * The workload a chain watches: a Deployment of one replica, annotated for the AppMonitor
+ * `mymonitor`, whose container `container` the alert is about and memory-scaler scales.
+ */
+export interface ChainWorkload {
+  /** The Deployment as YAML, applied into the run's namespace (placed on the real node with `realNode`). */
+  readonly manifest: string;
+  /** The Deployment's name. */
+  readonly name: string;
+  /** The container the alert measures and memory-scaler scales. */
+  readonly container: string;
+  /** Selects the Deployment's Pods, e.g. `name=memhog`. */
+  readonly labelSelector: string;
+}
+
+/** The original demo's memhog Deployment (knative/examples/memhog.yaml). */
+async function memhogWorkload(): Promise<ChainWorkload> {
+  return { manifest: await file("knative/examples/memhog.yaml"), name: "memhog", container: "memhog", labelSelector: "name=memhog" };
 }
 
 /**
@@ -233,12 +259,12 @@ async function serviceAccountKubeconfig(admin: k8s.KubeConfig, name: string, dir
  * The original memhog manifest with the real node's nodeSelector and toleration added to its Pod
  * template; with `oom`, memhog also grows without end ({@link REAL_OOM_MEMORY}) until the kernel kills it.
  */
-function onRealNode(yamlText: string, oom = false): string {
+function onRealNode(yamlText: string, oom = false, container = "memhog"): string {
   return parseAllDocuments(yamlText).map((doc) => {
     const obj = doc.toJS() as k8s.V1Deployment;
     const spec = obj.kind === "Deployment" ? obj.spec?.template.spec : undefined;
     if (spec) Object.assign(spec, REAL_NODE_PLACEMENT);
-    const memhog = spec?.containers.find((c) => c.name === "memhog");
+    const memhog = spec?.containers.find((c) => c.name === container);
     if (oom && memhog) {
       memhog.env = [{ name: "MEMHOG_MODE", value: "grow" }, { name: "MEMHOG_RATE", value: REAL_OOM_MEMORY.rate }];
       memhog.resources = { limits: { memory: REAL_OOM_MEMORY.limit }, requests: { memory: REAL_OOM_MEMORY.request } };
@@ -247,15 +273,15 @@ function onRealNode(yamlText: string, oom = false): string {
   }).join("---\n");
 }
 
-/** The memhog container's last termination, when it was an OOM kill (the kubelet's report of the kernel's kill). */
-function oomKilled(pod: k8s.V1Pod): k8s.V1ContainerStateTerminated | undefined {
-  const terminated = pod.status?.containerStatuses?.find((c) => c.name === "memhog")?.lastState?.terminated;
+/** The container's last termination, when it was an OOM kill (the kubelet's report of the kernel's kill). */
+function oomKilled(pod: k8s.V1Pod, container: string): k8s.V1ContainerStateTerminated | undefined {
+  const terminated = pod.status?.containerStatuses?.find((c) => c.name === container)?.lastState?.terminated;
   return terminated?.reason === "OOMKilled" ? terminated : undefined;
 }
 
-/** `memory.limit_in_bytes` of a real-node Pod's memhog container, read from its cgroup; undefined when that cgroup is gone. */
-function cgroupLimit(pod: k8s.V1Pod): bigint | undefined {
-  const id = pod.status?.containerStatuses?.find((c) => c.name === "memhog")?.containerID?.replace(/^containerd:\/\//, "");
+/** `memory.limit_in_bytes` of a real-node Pod's container, read from its cgroup; undefined when that cgroup is gone. */
+function cgroupLimit(pod: k8s.V1Pod, container: string): bigint | undefined {
+  const id = pod.status?.containerStatuses?.find((c) => c.name === container)?.containerID?.replace(/^containerd:\/\//, "");
   const dir = memoryCgroupDir(podCgroupPath({ uid: pod.metadata?.uid ?? "", qosClass: pod.status?.qosClass ?? "" }, id));
   try {
     return BigInt(readFileSync(path.join(dir, "memory.limit_in_bytes"), "utf8").trim());
@@ -264,8 +290,8 @@ function cgroupLimit(pod: k8s.V1Pod): bigint | undefined {
   }
 }
 
-function memoryOf(containers: k8s.V1Container[] | undefined): Memory {
-  const c = containers?.find((x) => x.name === "memhog");
+function memoryOf(containers: k8s.V1Container[] | undefined, container: string): Memory {
+  const c = containers?.find((x) => x.name === container);
   return { request: c?.resources?.requests?.memory, limit: c?.resources?.limits?.memory };
 }
 
@@ -307,6 +333,8 @@ interface Run {
   readonly core: k8s.CoreV1Api;
   readonly apps: k8s.AppsV1Api;
   readonly custom: k8s.CustomObjectsApi;
+  /** The workload watched ({@link ChainOptions.workload}, else memhog). */
+  readonly workload: ChainWorkload;
   /** Kubeconfigs and credentials of the functions; removed at the end. */
   readonly tmp: string;
 }
@@ -497,18 +525,19 @@ async function loadRule(run: Run, ruleFile: string, groups: { name: string }[]):
     (await getJson<{ data: { activeAlertmanagers: unknown[] } }>(`${state.prometheusUrl}/api/v1/alertmanagers`)).data.activeAlertmanagers.length > 0);
 }
 
-/** Applies the original memhog Deployment (placed on the real node with `realNode`) and waits for its one Running Pod. */
+/** Applies the workload's Deployment (placed on the real node with `realNode`) and waits for its one Running Pod. */
 async function startMemhog(run: Run): Promise<MemhogPod> {
-  const { state, options, namespace, hops, hop, core } = run;
-  const manifest = await file("knative/examples/memhog.yaml");
-  await apply(state, options.realNode ? onRealNode(manifest, options.oomKill) : manifest, namespace);
-  const pod = await until("memhog Pod Running", hops, 60_000, async () => {
-    const pods = (await core.listNamespacedPod({ namespace, labelSelector: "name=memhog" })).items.filter((p) => p.status?.phase === "Running");
+  const { state, options, namespace, hops, hop, core, workload } = run;
+  // memhog's growing mode is memhog's: another workload grows by its own means.
+  const grow = options.oomKill === true && options.workload === undefined;
+  await apply(state, options.realNode ? onRealNode(workload.manifest, grow, workload.container) : workload.manifest, namespace);
+  const pod = await until(`${workload.name} Pod Running`, hops, 60_000, async () => {
+    const pods = (await core.listNamespacedPod({ namespace, labelSelector: workload.labelSelector })).items.filter((p) => p.status?.phase === "Running");
     return pods.length === 1 ? pods[0] : undefined;
   });
   const name = pod.metadata?.name ?? "";
-  const memory = memoryOf(pod.spec?.containers);
-  hop("memhog Pod Running", Date.now(), `${name}: requests ${memory.request}, limits ${memory.limit}`);
+  const memory = memoryOf(pod.spec?.containers, workload.container);
+  hop(`${workload.name} Pod Running`, Date.now(), `${name}: requests ${memory.request}, limits ${memory.limit}`);
   return { pod, name, memory };
 }
 
@@ -519,16 +548,17 @@ async function startMemhog(run: Run): Promise<MemhogPod> {
  * past the threshold (the AppMonitor's percent of the limit).
  */
 async function causeAlert(run: Run, old: MemhogPod, stored: StoredAppMonitor): Promise<void> {
-  const { state, options, namespace, hops, hop, core } = run;
-  const oomSeries = `container_oom_events_total{namespace="${namespace}",pod="${old.name}",container="memhog"}`;
+  const { state, options, namespace, hops, hop, core, workload } = run;
+  const { container } = workload;
+  const oomSeries = `container_oom_events_total{namespace="${namespace}",pod="${old.name}",container="${container}"}`;
   // The crossing: the working set reaches the AppMonitor's percent of the limit.
   const percent = stored.spec?.memThresholdPercent ?? 75;
   const threshold = floor(multiply(parseQuantity(old.memory.limit ?? "0"), rational(BigInt(Math.round(percent * 100)), 10_000n)));
   const realKill = options.realNode && options.oomKill;
   if (realKill) {
-    // The kernel kills memhog at its limit; the kubelet reports it when it restarts the container.
-    const killed = await until("the kernel OOM-kills memhog", hops, 60_000, async () =>
-      oomKilled(await core.readNamespacedPod({ name: old.name, namespace })));
+    // The kernel kills the container at its limit; the kubelet reports it when it restarts the container.
+    const killed = await until(`the kernel OOM-kills ${container}`, hops, 60_000, async () =>
+      oomKilled(await core.readNamespacedPod({ name: old.name, namespace }), container));
     hop("container OOM-killed by the kernel", killed.finishedAt ? new Date(killed.finishedAt).getTime() : Date.now(),
       `lastState.terminated: ${killed.reason}, exit code ${killed.exitCode}`, killed.finishedAt ? kubeClock("the kubelet's lastState.terminated.finishedAt") : POLLED);
   } else if (options.realNode) {
@@ -559,14 +589,14 @@ async function causeAlert(run: Run, old: MemhogPod, stored: StoredAppMonitor): P
   }
 
   if (realKill) {
-    const reason = `kube_pod_container_status_last_terminated_reason{namespace="${namespace}",pod="${old.name}",container="memhog",reason="OOMKilled"}`;
+    const reason = `kube_pod_container_status_last_terminated_reason{namespace="${namespace}",pod="${old.name}",container="${container}",reason="OOMKilled"}`;
     await until("Prometheus scrapes the OOM kill from kube-state-metrics", hops, 60_000, async () => (await promValue(state, reason)) === "1");
     hop("OOM kill scraped by Prometheus", await firstSampleAt(state, reason, (v) => v >= 1), "kube-state-metrics: last terminated reason OOMKilled", SAMPLE);
   } else if (options.oomKill) {
     await until("Prometheus scrapes the OOM event", hops, 60_000, async () => Number(await promValue(state, oomSeries)) >= 1);
     hop("OOM event scraped by Prometheus", await firstSampleAt(state, oomSeries, (v) => v >= 1), undefined, SAMPLE);
   } else {
-    const series = `container_memory_working_set_bytes{namespace="${namespace}",pod="${old.name}",container="memhog"}`;
+    const series = `container_memory_working_set_bytes{namespace="${namespace}",pod="${old.name}",container="${container}"}`;
     await until("Prometheus scrapes the new working set", hops, 60_000, async () => {
       const value = await promValue(state, series);
       return value !== undefined && compare(parseQuantity(value), rational(threshold)) >= 0;
@@ -638,19 +668,19 @@ async function observeScale(run: Run, fns: RunningFunctions, oldName: string): P
  * new container's own kill at its new limit and memory-scaler's decision on it.
  */
 async function awaitMemhogPod(run: Run, scaler: FunctionProcess, old: MemhogPod): Promise<MemhogPod> {
-  const { options, namespace, hops, hop, core } = run;
+  const { options, namespace, hops, hop, core, workload } = run;
   const pod = await until("the new Pod runs and the old one is gone", hops, 60_000, async () => {
-    const pods = (await core.listNamespacedPod({ namespace, labelSelector: "name=memhog" })).items;
+    const pods = (await core.listNamespacedPod({ namespace, labelSelector: workload.labelSelector })).items;
     const running = pods.filter((p) => p.status?.phase === "Running" && p.metadata?.name !== old.name);
     return running.length === 1 && !pods.some((p) => p.metadata?.name === old.name) ? running[0] : undefined;
   });
-  const memory = memoryOf(pod.spec?.containers);
+  const memory = memoryOf(pod.spec?.containers, workload.container);
   hop("new Pod Running, old Pod gone", Date.now(), `${pod.metadata?.name}: requests ${memory.request}, limits ${memory.limit}`);
   if (options.realNode) {
-    const limit = cgroupLimit(pod);
+    const limit = cgroupLimit(pod, workload.container);
     const wanted = floor(parseQuantity(memory.limit ?? "0"));
     if (limit !== wanted) throw new HopError("the new container's cgroup limit", `memory.limit_in_bytes is ${limit}, not ${wanted} (${memory.limit})`, hops);
-    if (cgroupLimit(old.pod) !== undefined) throw new HopError("the new container's cgroup limit", `the old container's cgroup is still there`, hops);
+    if (cgroupLimit(old.pod, workload.container) !== undefined) throw new HopError("the new container's cgroup limit", `the old container's cgroup is still there`, hops);
     hop("new container's cgroup limit", Date.now(), `memory.limit_in_bytes ${limit} (${memory.limit}); the old container's cgroup is gone`, THIS_RUN);
   }
   const name = pod.metadata?.name ?? "";
@@ -658,7 +688,7 @@ async function awaitMemhogPod(run: Run, scaler: FunctionProcess, old: MemhogPod)
     // The new limit holds in the kernel: the new container grows until it is killed at it, and
     // that kill's alert is refused (one scale per cooldown), not a second scale.
     const killed = await until("the kernel OOM-kills the new container at its new limit", hops, 120_000, async () =>
-      oomKilled(await core.readNamespacedPod({ name, namespace })));
+      oomKilled(await core.readNamespacedPod({ name, namespace }), workload.container));
     hop("new container OOM-killed by the kernel", killed.finishedAt ? new Date(killed.finishedAt).getTime() : Date.now(), `at its limit ${memory.limit}`,
       killed.finishedAt ? kubeClock("the kubelet's lastState.terminated.finishedAt") : POLLED);
     const again = await until("memory-scaler decides on the new Pod's OOM alert", hops, 120_000, async () =>
@@ -674,9 +704,9 @@ async function awaitMemhogPod(run: Run, scaler: FunctionProcess, old: MemhogPod)
  * @throws HopError when the new Pod's resources differ from the Deployment's template.
  */
 async function recordedScale(run: Run, after: Memory): Promise<ChainResult["recorded"]> {
-  const { namespace, hops, admin, apps, custom } = run;
-  const deployment = await apps.readNamespacedDeployment({ name: "memhog", namespace });
-  const template = memoryOf(deployment.spec?.template.spec?.containers);
+  const { namespace, hops, admin, apps, custom, workload } = run;
+  const deployment = await apps.readNamespacedDeployment({ name: workload.name, namespace });
+  const template = memoryOf(deployment.spec?.template.spec?.containers, workload.container);
   if (template.limit !== after.limit || template.request !== after.request) {
     throw new HopError("new Pod Running", `the Pod's resources ${JSON.stringify(after)} differ from the template's ${JSON.stringify(template)}`, hops);
   }
@@ -684,7 +714,7 @@ async function recordedScale(run: Run, after: Memory): Promise<ChainResult["reco
     { status?: { scaleCount?: number } };
   const record = JSON.parse(deployment.metadata?.annotations?.[LAST_SCALE_RECORD_ANNOTATION] ?? "{}") as { trigger?: string };
   const events = (await admin.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace })).items
-    .filter((e) => e.regarding?.kind === "Deployment" && e.regarding.name === "memhog" && e.reason === "Scaled");
+    .filter((e) => e.regarding?.kind === "Deployment" && e.regarding.name === workload.name && e.reason === "Scaled");
   return {
     ...(monitor.status?.scaleCount === undefined ? {} : { scaleCount: monitor.status.scaleCount }),
     ...(record.trigger === undefined ? {} : { trigger: record.trigger }),
@@ -719,6 +749,7 @@ async function cleanUp(run: Run, functions: readonly FunctionProcess[], ruleFile
 export async function runChain(state: StackState, options: ChainOptions): Promise<ChainResult> {
   const { namespace } = options;
   if (options.eventing && !options.functionPods) throw new Error("eventing needs functionPods: the Broker delivers to the functions' Services");
+  if (options.workload !== undefined && !(options.realNode && options.oomKill)) throw new Error("a workload of its own needs realNode and oomKill: it grows by its own means until the kernel kills it");
   const hops: Hop[] = [];
   const admin = new k8s.KubeConfig();
   admin.loadFromFile(state.kubeconfig);
@@ -737,6 +768,7 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
     core: admin.makeApiClient(k8s.CoreV1Api),
     apps: admin.makeApiClient(k8s.AppsV1Api),
     custom: admin.makeApiClient(k8s.CustomObjectsApi),
+    workload: options.workload ?? (await memhogWorkload()),
     tmp: await mkdtemp(path.join(os.tmpdir(), "appmonitor-demo-")),
   };
   const functions: FunctionProcess[] = [];

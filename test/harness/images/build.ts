@@ -1,12 +1,12 @@
 /**
  * `npm run image`: builds the images of the three functions from the repository's Dockerfile,
  * on the base image of `base.ts` (`--build-arg NODE_IMAGE=`), and the memhog demo image from
- * `memhog/`; saves each as an OCI archive under `<cache>/images/`; prints each image's name,
+ * `memhog/`, and Debian's Redis (`redis.ts`: a real program for the real node's tests); saves each as an OCI archive under `<cache>/images/`; prints each image's name,
  * digest and size. Podman's layer cache and the base image's keyed tag make a second run
  * cheap. Needs root and Debian's podman, runc and mmdebstrap (`podman.ts` says why).
  *
- * Usage: `npm run image [-- NAME…]` (NAME: alert-receiver, memory-scaler, rule-sync, memhog; all
- * when none is given). Exit codes: 0 built; 1 a step failed (named on stderr); 2 usage.
+ * Usage: `npm run image [-- NAME…]` (NAME: alert-receiver, memory-scaler, rule-sync, memhog, redis;
+ * all when none is given). Exit codes: 0 built; 1 a step failed (named on stderr); 2 usage.
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -19,6 +19,7 @@ import { repoRoot } from "../stack/paths.ts";
 import { ensureBaseImage } from "./base.ts";
 import { archiveDir } from "./paths.ts";
 import { checkImageTools, podman } from "./podman.ts";
+import { buildRedis, redisImageTag } from "./redis.ts";
 
 /** The functions, each built from the Dockerfile with `--build-arg FUNCTION=<name>`. */
 export const FUNCTION_IMAGES = {
@@ -31,8 +32,8 @@ export const FUNCTION_IMAGES = {
 export const MEMHOG_IMAGES = ["localhost/appmonitor/memhog:latest", "quay.io/metral/memhog:v0.0.1"] as const;
 
 /** Every name `npm run image` takes. */
-export type ImageName = keyof typeof FUNCTION_IMAGES | "memhog";
-export const IMAGE_NAMES: readonly ImageName[] = [...(Object.keys(FUNCTION_IMAGES) as (keyof typeof FUNCTION_IMAGES)[]), "memhog"];
+export type ImageName = keyof typeof FUNCTION_IMAGES | "memhog" | "redis";
+export const IMAGE_NAMES: readonly ImageName[] = [...(Object.keys(FUNCTION_IMAGES) as (keyof typeof FUNCTION_IMAGES)[]), "memhog", "redis"];
 
 /** A built image as `npm run image` reports it. */
 export interface BuiltImage {
@@ -113,13 +114,20 @@ async function buildMemhog(): Promise<readonly string[]> {
   return MEMHOG_IMAGES;
 }
 
+/** The Redis image, built unless its keyed tag is there already. */
+async function redisImage(): Promise<readonly string[]> {
+  const tag = redisImageTag();
+  const found = await podman(["image", "exists", tag]).then(() => true, () => false);
+  return found ? [tag] : buildRedis();
+}
+
 /**
  * Seconds each image took to build on a machine of two cores with podman's layer cache empty
  * (a cold `npm run image`'s own lines), for the progress line's expectation. The first function
  * image also fills the dependency layer (`npm ci`) the other two share.
  */
 export const COLD_IMAGE_SECONDS: Readonly<Record<ImageName, number>> = {
-  "alert-receiver": 120, "memory-scaler": 35, "rule-sync": 40, memhog: 5,
+  "alert-receiver": 120, "memory-scaler": 35, "rule-sync": 40, memhog: 5, redis: 30,
 };
 
 /**
@@ -130,7 +138,7 @@ export const COLD_IMAGE_SECONDS: Readonly<Record<ImageName, number>> = {
  */
 export async function buildImages(names: readonly ImageName[] = IMAGE_NAMES, progress: (line: string) => void = () => {}): Promise<BuiltImage[]> {
   await checkImageTools();
-  const needsBase = names.some((n) => n !== "memhog");
+  const needsBase = names.some((n) => n !== "memhog" && n !== "redis");
   const base = needsBase ? await ensureBaseImage(progress) : undefined;
   const built: BuiltImage[] = [];
   for (const [i, name] of names.entries()) {
@@ -138,7 +146,7 @@ export async function buildImages(names: readonly ImageName[] = IMAGE_NAMES, pro
     const t0 = Date.now();
     let step = "build";
     try {
-      const tags = name === "memhog" ? await buildMemhog() : await buildFunction(name, base as string);
+      const tags = name === "memhog" ? await buildMemhog() : name === "redis" ? await redisImage() : await buildFunction(name, base as string);
       const first = tags[0] as string;
       step = "inspect";
       const facts = await inspect(first);
