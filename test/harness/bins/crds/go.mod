@@ -4,7 +4,7 @@ module appmonitor.local/bins/crds
 
 go 1.26.0
 
-require github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.95.2
+require github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.93.1
 
 require (
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
