@@ -140,6 +140,7 @@ describe("an alert of ours for a Pod in shop, through the operator's generated A
   let sink: TestSink;
   let receiver: RunningServer;
   let teamWebhook: Webhook;
+  let severityWebhook: Webhook;
   let alertmanager: TestAlertmanager | undefined;
 
   before(async () => {
@@ -149,6 +150,7 @@ describe("an alert of ours for a Pod in shop, through the operator's generated A
     // alert-receiver as its Service runs it: the token from a file, K_SINK as the SinkBinding sets it.
     receiver = await startFunction(alertReceiver, { WEBHOOK_TOKEN_FILE: tokenFile, K_SINK: sink.url });
     teamWebhook = await startWebhook();
+    severityWebhook = await startWebhook();
     await core.createNamespacedSecret({ namespace: "appmonitor", body: { metadata: { name: "appmonitor-webhook" }, stringData: { token: TOKEN } } });
   });
 
@@ -157,13 +159,19 @@ describe("an alert of ours for a Pod in shop, through the operator's generated A
     await receiver?.close();
     await sink?.stop();
     await teamWebhook?.close();
+    await severityWebhook?.close();
   });
 
-  /** The chart's base configuration with its `null` receiver given the team's webhook (where Slack would be), and `extra` routes/receivers first. */
-  async function writeBaseConfig(extra: { routes?: unknown[]; receivers?: unknown[] } = {}): Promise<void> {
+  /**
+   * The chart's base configuration with its `null` receiver given the team's webhook (where Slack
+   * would be), `extra` routes and receivers first, and with `severityRoute` a team's route by
+   * severity after the chart's (`severity="warning"`, which our alerts carry, to another webhook).
+   */
+  async function writeBaseConfig(extra: { routes?: unknown[]; receivers?: unknown[] } = {}, severityRoute = false): Promise<void> {
     const config = alertmanagerBaseConfig() as { route: { routes: unknown[] }; receivers: { name: string }[] };
-    config.receivers = [{ name: "null", webhook_configs: [{ url: teamWebhook.url, send_resolved: false }] } as { name: string }, ...((extra.receivers ?? []) as { name: string }[])];
-    config.route.routes = [...(extra.routes ?? []), ...config.route.routes];
+    const hook = (name: string, url: string) => ({ name, webhook_configs: [{ url, send_resolved: false }] });
+    config.receivers = [hook("null", teamWebhook.url), ...(severityRoute ? [hook("team-warnings", severityWebhook.url)] : []), ...((extra.receivers ?? []) as { name: string }[])];
+    config.route.routes = [...(extra.routes ?? []), ...config.route.routes, ...(severityRoute ? [{ receiver: "team-warnings", matchers: ['severity = "warning"'] }] : [])];
     const secret = alertmanagerConfigSecret(config);
     await core.replaceNamespacedSecret({ namespace: MONITORING, name: secret.metadata?.name ?? "", body: secret });
   }
@@ -190,29 +198,67 @@ describe("an alert of ours for a Pod in shop, through the operator's generated A
 
   const atAlertReceiver = () => sink.received.map((r) => (r.event.data as { alertname: string }).alertname);
 
-  // Today's shipped design, and the gap: the operator scopes the AlertmanagerConfig's route to its
-  // own namespace (matcher namespace="appmonitor"), so an alert from shop never matches it and
-  // goes to the default receiver. (With strategy None instead, every other team's
-  // AlertmanagerConfig loses its scoping, and the forced `continue: true` still copies ours to the
-  // default receiver.) The test after this one is the route users need.
-  test("the shipped AlertmanagerConfig: its route is scoped to namespace appmonitor, so ours reaches the default receiver and never alert-receiver", { timeout: 180_000 }, async () => {
-    await writeBaseConfig();
+  /** Creates the shipped AlertmanagerConfig with only the address made local (alert-receiver's in-cluster URL is not reachable from here). */
+  async function createShippedAlertmanagerConfig(): Promise<k8s.KubernetesObject> {
     const [shipped] = await kustomize("knative/alertmanager");
     const amConfig = structuredClone(shipped) as Manifest & { spec: { receivers: { webhookConfigs: { url: string }[] }[] } };
-    // Only the address made local: alert-receiver's in-cluster URL is not reachable from here.
     for (const r of amConfig.spec.receivers) for (const w of r.webhookConfigs) w.url = `${receiver.url}/`;
     await objects.create(amConfig as k8s.KubernetesObject);
-    const { config, am } = await runGenerated((text) => text.includes("appmonitor/appmonitor/alert-receiver"));
+    return amConfig as k8s.KubernetesObject;
+  }
+
+  /** Sets the Alertmanager's matcher strategy (`undefined`: the default, OnNamespace). */
+  async function setMatcherStrategy(type: "None" | undefined): Promise<void> {
+    await objects.patch(
+      { apiVersion: "monitoring.coreos.com/v1", kind: "Alertmanager", metadata: { namespace: MONITORING, name: ALERTMANAGER }, spec: { alertmanagerConfigMatcherStrategy: type ? { type } : null } } as k8s.KubernetesObject,
+      undefined, undefined, undefined, undefined, k8s.PatchStrategy.MergePatch,
+    );
+  }
+
+  // Today's shipped design, and the gap: the operator scopes the AlertmanagerConfig's route to its
+  // own namespace (matcher namespace="appmonitor"), so an alert from shop never matches it and
+  // goes to the default receiver. The next test is strategy None, the route's own requirement;
+  // the last is the route users need.
+  test("the shipped AlertmanagerConfig: its route is scoped to namespace appmonitor, so ours reaches the default receiver and never alert-receiver", { timeout: 180_000 }, async () => {
+    await writeBaseConfig();
+    const amConfig = await createShippedAlertmanagerConfig();
+    const { config, am } = await runGenerated((text) => text.includes("appmonitor/appmonitor/alert-receiver") && !text.includes("team-warnings"));
     assert.match(config, /namespace="appmonitor"/, "the operator scoped the route to the AlertmanagerConfig's namespace");
 
     await postOurs(am);
     await waitFor("the default receiver's notification", async () => teamWebhook.alertnames().includes(ALERT_NAME), 60_000);
     await new Promise((resolve) => setTimeout(resolve, 6_000));
     assert.deepEqual(atAlertReceiver(), [], "alert-receiver got nothing");
-    await objects.delete(amConfig as k8s.KubernetesObject);
+    await objects.delete(amConfig);
   });
 
-  test("the route in the Alertmanager's own configuration (knative/alertmanager/alertmanager.yml): ours reaches alert-receiver, authenticated, and the default receiver sees none of ours", { timeout: 180_000 }, async () => {
+  // What the AlertmanagerConfig needs instead, and its cost on a shared Alertmanager: with
+  // strategy None ours arrives, and the operator's forced `continue: true` on the route passes it
+  // on to every later route that matches it (here a team's route by severity). The root's default
+  // receiver alone does not get it: Alertmanager uses it only for alerts no route matched.
+  test("the shipped AlertmanagerConfig with matcher strategy None: ours reaches alert-receiver and, with the forced continue, a team's severity route too", { timeout: 180_000 }, async (t) => {
+    await writeBaseConfig({}, true);
+    const amConfig = await createShippedAlertmanagerConfig();
+    await setMatcherStrategy("None");
+    t.after(async () => {
+      await setMatcherStrategy(undefined);
+      await objects.delete(amConfig);
+    });
+    const defaultBefore = teamWebhook.alertnames().length;
+    const severityBefore = severityWebhook.alertnames().length;
+    const sinkBefore = sink.received.length;
+    const { config, am } = await runGenerated((text) => text.includes("appmonitor/appmonitor/alert-receiver") && text.includes("team-warnings") && !text.includes('namespace="appmonitor"'));
+    const route = (parse(config) as { route: { routes: { receiver: string; continue?: boolean }[] } }).route.routes.find((r) => r.receiver === "appmonitor/appmonitor/alert-receiver");
+    assert.equal(route?.continue, true, "the operator forced continue on the route");
+
+    await postOurs(am);
+    await waitFor("our alert at alert-receiver", async () => atAlertReceiver().slice(sinkBefore).includes(ALERT_NAME), 60_000);
+    await waitFor("our alert at the team's severity route too", async () => severityWebhook.alertnames().slice(severityBefore).includes(ALERT_NAME), 60_000);
+    await new Promise((resolve) => setTimeout(resolve, 6_000));
+    assert.deepEqual(teamWebhook.alertnames().slice(defaultBefore), [], "the root's default receiver: only for alerts no route matched");
+  });
+
+  test("the route in the Alertmanager's own configuration (knative/alertmanager/alertmanager.yml): ours reaches alert-receiver, authenticated, and neither the default receiver nor a team's later route sees any of ours", { timeout: 180_000 }, async () => {
     const shipped = parse(await readFile(path.join(repoRoot, "knative", "alertmanager", "alertmanager.yml"), "utf8")) as {
       route: { routes: unknown[] };
       receivers: { name: string; webhook_configs?: { url: string; http_config: { authorization: { credentials_file: string } } }[] }[];
@@ -225,13 +271,15 @@ describe("an alert of ours for a Pod in shop, through the operator's generated A
       w.http_config.authorization.credentials_file = path.join(dir.path, "token");
     }
     const before = teamWebhook.alertnames().length;
-    await writeBaseConfig({ routes: shipped.route.routes, receivers: ours });
-    const { am } = await runGenerated((text) => text.includes(receiver.url) && !text.includes("appmonitor/appmonitor/alert-receiver"));
+    const severityBefore = severityWebhook.alertnames().length;
+    await writeBaseConfig({ routes: shipped.route.routes, receivers: ours }, true);
+    const { am } = await runGenerated((text) => text.includes(receiver.url) && text.includes("team-warnings") && !text.includes("appmonitor/appmonitor/alert-receiver"));
 
     await postOurs(am);
     await waitFor("our alert at alert-receiver", async () => atAlertReceiver().includes(ALERT_NAME), 60_000);
     await new Promise((resolve) => setTimeout(resolve, 6_000));
     assert.deepEqual(teamWebhook.alertnames().slice(before), [], "the default receiver got none of ours");
+    assert.deepEqual(severityWebhook.alertnames().slice(severityBefore), [], "nor the team's severity route: our route has no continue");
     assert.equal(sink.received[0]?.event.subject, `namespaces/${WORKLOAD_NAMESPACE}/pods/memhog-1`);
   });
 });
