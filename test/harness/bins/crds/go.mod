@@ -1,5 +1,6 @@
 // Pins prometheus-operator's monitoring API types and controller-gen, which generates the
-// upstream PrometheusRule CRD from those types for the local stack.
+// upstream PrometheusRule CRD from those types for the local stack. The same version as the
+// operator in ../promop/go.mod: bump both together.
 module appmonitor.local/bins/crds
 
 go 1.26.0

@@ -1,7 +1,9 @@
 // Pins prometheus-operator for the stack's --prometheus-operator option: its operator and its
 // config reloader (built from this module's tool block), and the monitoring.coreos.com CRDs its
 // module zip ships (example/prometheus-operator-crd/). Its own module, as its k8s.io/client-go is
-// not the kube set's.
+// not the kube set's. v0.93.1: the newest the Go module proxy serves whole (it refuses the main
+// module from v0.95.0 and pkg/client from v0.94.0, which v0.94.x requires); ../crds/go.mod pins
+// its API module to the same version.
 module appmonitor.local/bins/promop
 
 go 1.26.0
