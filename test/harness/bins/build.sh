@@ -3,14 +3,17 @@
 # (etcd/, kube/, kwok/, node/: the real node's kubelet, our pause and crireset, proxy/: its
 # kube-proxy, dns/: its CoreDNS, a main of ours with only the plugins it uses, and registry/:
 # distribution's OCI registry, which serves the stack's images to the real node, and ksm/:
-# kube-state-metrics, the real node's OOM-kill source) into a cache
+# kube-state-metrics, the real node's OOM-kill source, and promop/: prometheus-operator's operator
+# and config reloader, for the stack's --prometheus-operator option) into a cache
 # outside the repository, keyed by each module's go.mod, go.sum and Go sources, so a second run
 # builds nothing. node/ also yields the real node's sandbox image, pause.oci.tar (FROM scratch:
 # our static pause program alone). Prints the directory that holds all binaries, beside
 # which kwok-stages/ holds kwok's lifecycle stages from the same pinned module and crds/ the
 # upstream PrometheusRule CRD, generated from prometheus-operator's API module (crds/), and the
-# VerticalPodAutoscaler CRDs from the pinned vertical-pod-autoscaler module (gen_vpa_crd), and
-# knative-eventing/ Knative Eventing's commands and their images (eventing.sh, eventing/).
+# VerticalPodAutoscaler CRDs from the pinned vertical-pod-autoscaler module (gen_vpa_crd),
+# prometheus-operator/ the operator, its config reloader, every monitoring.coreos.com CRD and its
+# RBAC as the pinned module ships them (promop/), and knative-eventing/ Knative Eventing's commands
+# and their images (eventing.sh, eventing/).
 #
 # Environment: APPMONITOR_CACHE (default ~/.cache/appmonitor).
 set -euo pipefail
@@ -38,8 +41,8 @@ fi
 
 # Every set in build order, and the seconds its build took on a fresh machine of two cores (an
 # empty Go build cache): the expectation each progress line gives.
-SETS=(etcd kwok kube node proxy dns registry ksm crds eventing)
-declare -A COLD_SECONDS=([etcd]=39 [kwok]=68 [kube]=452 [node]=45 [proxy]=14 [dns]=163 [registry]=145 [ksm]=300 [crds]=126 [eventing]=250)
+SETS=(etcd kwok kube node proxy dns registry ksm crds promop eventing)
+declare -A COLD_SECONDS=([etcd]=39 [kwok]=68 [kube]=452 [node]=45 [proxy]=14 [dns]=163 [registry]=145 [ksm]=300 [crds]=126 [promop]=490 [eventing]=250)
 
 # The stamp a set leaves when built: keyed by its go.mod, go.sum and Go sources (crds: go.mod and
 # go.sum alone, since controller-gen's output follows from the pinned modules).
@@ -185,5 +188,20 @@ gen_vpa_crd() {
   touch "$stamp"
 }
 gen_vpa_crd
+
+# prometheus-operator (promop/: its own module, as its k8s.io/client-go is not the kube set's),
+# version stamped as its release build does, into prometheus-operator/ (`operator` alone would be
+# ambiguous beside the kube binaries). Beside them, from the same module zip: crds/, every
+# monitoring.coreos.com CRD as the project ships them (example/prometheus-operator-crd/), and
+# rbac/, the operator's ClusterRole as it ships it (the stack binds it to the operator's
+# ServiceAccount unchanged).
+promop_out="$out/prometheus-operator"
+mkdir -p "$promop_out"
+pover=$(awk '$1 == "github.com/prometheus-operator/prometheus-operator" { print $2 }' "$here/promop/go.mod")
+BUILD_OUT="$promop_out" build_set promop "-X github.com/prometheus/common/version.Version=${pover#v}" tool
+promop_dir=$(cd "$here/promop" && go list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)
+mkdir -p "$promop_out/crds" "$promop_out/rbac"
+install -m 0644 "$promop_dir"/example/prometheus-operator-crd/monitoring.coreos.com_*.yaml "$promop_out/crds/"
+install -m 0644 "$promop_dir/example/rbac/prometheus-operator/prometheus-operator-cluster-role.yaml" "$promop_out/rbac/"
 . "$here/eventing.sh"
 echo "$out"

@@ -4,6 +4,9 @@
  * `<repo>/.stack`). `--real-node` adds the real node (containerd, runc, CNI, a kubelet; root only)
  * and first builds the memhog image its registry serves (cached; `npm run image`'s);
  * `--eventing` also installs Knative Eventing on it (`eventing-install.ts`); `down` removes it with the node.
+ * `--prometheus-operator` (with or without `--real-node`) installs the monitoring.coreos.com CRDs
+ * and runs prometheus-operator with a Prometheus and an Alertmanager as kube-prometheus-stack's
+ * defaults make them (`prometheus-operator.ts`).
  *
  * Exit codes: 0 done; 1 a step or component failed (the message names it); 2 usage.
  * Environment: `STACK_NODES` (fake Nodes, default 2), `STACK_SCRAPE_INTERVAL` and
@@ -13,10 +16,11 @@
 import { defaultStateDir } from "./paths.ts";
 import { down, envLines, readState, saveState, statusLines, up } from "./stack.ts";
 
-const usage = "usage: npm run stack -- up [--real-node [--eventing]] | down | status | env";
+const usage = "usage: npm run stack -- up [--real-node [--eventing]] [--prometheus-operator] | down | status | env";
+const upFlags = ["--real-node", "--eventing", "--prometheus-operator"];
 
 async function main(command: string | undefined, flags: string[]): Promise<number> {
-  const unknown = flags.filter((f) => !(command === "up" && (f === "--real-node" || f === "--eventing")));
+  const unknown = flags.filter((f) => !(command === "up" && upFlags.includes(f)));
   if (flags.includes("--eventing") && !flags.includes("--real-node")) {
     console.error(`${usage}\n--eventing runs Knative Eventing on the real node: add --real-node`);
     return 2;
@@ -41,6 +45,7 @@ async function main(command: string | undefined, flags: string[]): Promise<numbe
         scrapeInterval: process.env.STACK_SCRAPE_INTERVAL ?? "1s",
         evaluationInterval: process.env.STACK_EVALUATION_INTERVAL ?? "1s",
         realNode: flags.includes("--real-node"),
+        prometheusOperator: flags.includes("--prometheus-operator"),
         progress: (line) => console.error(`stack: ${line}`),
       });
       console.log(`kube-apiserver  ${state.apiserverUrl}  (KUBECONFIG=${state.kubeconfig})`);
@@ -52,6 +57,10 @@ async function main(command: string | undefined, flags: string[]): Promise<numbe
       }
       if (state.registry) {
         console.log(`registry        ${state.registry.url}  (the real node pulls ${state.registry.mirrors.join(", ")} images from it)`);
+      }
+      if (state.prometheusOperator) {
+        const po = state.prometheusOperator;
+        console.log(`prometheus-operator ${po.version}  ${po.metricsUrl}  (Prometheus ${po.namespace}/${po.prometheus} selects release=${po.release}; Alertmanager ${po.namespace}/${po.alertmanager})`);
       }
       if (flags.includes("--eventing") && !state.eventing) {
         // Loaded here: the Kubernetes client and the Eventing module are needed for this alone.

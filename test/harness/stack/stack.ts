@@ -13,13 +13,14 @@ import { generateNodePki, generatePki, type NodePki, type Pki } from "./certs.ts
 import {
   alertmanagerConfig, kubeconfig, kwokMetricsConfig, kwokPodReadyAgainStage, nodeHeartbeat, nodeNamePrefix, prometheusConfig,
 } from "./config-files.ts";
-import { resolveBinaries, StackStepError, type Binaries } from "./paths.ts";
+import { buildBinaries, resolveBinaries, StackStepError, type Binaries } from "./paths.ts";
 import { freePort } from "../lib/free-port.ts";
 import { alive, ComponentError, startProcess, stopAll, tail, waitReady, type Started } from "./processes.ts";
 import { checkRealNodeHost, realNodeStatusLines, resolveNodeBinaries, startRealNode, stopRealNode, type NodeBinaries, type RealNodeState } from "./real-node.ts";
 import { kubeStateMetricsScrapeJob, type KubeStateMetricsPorts } from "./kube-state-metrics.ts";
 import { kubeletScrapeJobs, REAL_NODE, realNodePaths, SERVICE_CIDR } from "./real-node-config.ts";
 import { registryReadyLine, registryStatusLines, serveImages, type RegistryState } from "./registry.ts";
+import type { PrometheusOperatorState } from "./prometheus-operator.ts";
 
 /** Options of `up`. Intervals are Prometheus durations (`1s`, `500ms`). */
 export interface UpOptions {
@@ -33,6 +34,12 @@ export interface UpOptions {
    * kube-state-metrics (a host process: the node's OOM-kill source).
    */
   realNode?: boolean;
+  /**
+   * Also install every monitoring.coreos.com CRD and run prometheus-operator (a host process)
+   * with a Prometheus and an Alertmanager as kube-prometheus-stack's defaults make them
+   * (`prometheus-operator.ts`); with or without the real node.
+   */
+  prometheusOperator?: boolean;
   /** The memhog OCI archive the stack's registry serves to the real node; default `<cache>/images/memhog.oci.tar` (`npm run image`). */
   memhogArchive?: string;
   env?: NodeJS.ProcessEnv;
@@ -64,6 +71,8 @@ export interface StackState {
   registry?: RegistryState;
   /** Knative Eventing on the real node (`up --real-node --eventing`, `eventing-install.ts`): its version and the Deployments it waited for. */
   eventing?: { version: string; deployments: string[] };
+  /** prometheus-operator and the resources it manages (`up --prometheus-operator`, `prometheus-operator.ts`). */
+  prometheusOperator?: PrometheusOperatorState;
 }
 
 const stateFile = (dir: string) => path.join(dir, "state.json");
@@ -151,6 +160,9 @@ async function runningStack(dir: string, opts: UpOptions): Promise<StackState | 
   if (!existing) return undefined;
   if (opts.realNode && !existing.realNode) {
     throw new StackStepError("stack up", `a stack without the real node runs in ${dir}; run 'npm run stack -- down' first`);
+  }
+  if (opts.prometheusOperator && !existing.prometheusOperator) {
+    throw new StackStepError("stack up", `a stack without prometheus-operator runs in ${dir}; run 'npm run stack -- down' first`);
   }
   const dead = existing.components.filter((c) => !alive(c.pid));
   if (dead.length === 0) return existing;
@@ -436,11 +448,32 @@ export async function up(opts: UpOptions): Promise<StackState> {
     if (nodeBins && nodePki) await startNode(launch, pki, nodeBins, nodePki, core, kc.makeApiClient(RbacAuthorizationV1Api));
 
     await waitUntilReady(launch, { ...monitoring, ...controllers }, tls, core);
+    if (opts.prometheusOperator) {
+      const t1 = Date.now();
+      state.prometheusOperator = await startOperator(launch, pki, kc);
+      await writeFile(stateFile(dir), JSON.stringify(state, null, 2));
+      say(`prometheus-operator ${state.prometheusOperator.version} ready, its Prometheus and Alertmanager configured (${((Date.now() - t1) / 1000).toFixed(1)} s)`);
+    }
     say(`stack ready (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
     return state;
   } catch (error) {
     return failedStart(dir, started, error);
   }
+}
+
+/** Starts prometheus-operator from build.sh's `prometheus-operator/` (see `prometheus-operator.ts`). */
+async function startOperator(launch: Launch, pki: Pki, kc: k8s.KubeConfig): Promise<PrometheusOperatorState> {
+  const { env, bins, state, dir, log, record } = launch;
+  // Loaded here: only this option needs it.
+  const { binaryVersion, startPrometheusOperator } = await import("./prometheus-operator.ts");
+  const { CoreV1Api, RbacAuthorizationV1Api, KubernetesObjectApi } = await import("@kubernetes/client-node");
+  return startPrometheusOperator({
+    dir: path.join(await buildBinaries(env), "prometheus-operator"),
+    stateDir: dir, kubectl: bins.kubectl, adminKubeconfig: state.kubeconfig, apiserverUrl: state.apiserverUrl, caFile: pki.caCert,
+    prometheusVersion: await binaryVersion(bins.prometheus), alertmanagerVersion: await binaryVersion(bins.alertmanager),
+    env, log, record,
+    core: kc.makeApiClient(CoreV1Api), rbac: kc.makeApiClient(RbacAuthorizationV1Api), objects: KubernetesObjectApi.makeApiClient(kc),
+  });
 }
 
 /** kwok's own fast Node and Pod lifecycle stages, shipped beside the kwok binary by build.sh. */

@@ -1,10 +1,11 @@
 // Pins prometheus-operator's monitoring API types and controller-gen, which generates the
-// upstream PrometheusRule CRD from those types for the local stack.
+// upstream PrometheusRule CRD from those types for the local stack. The same version as the
+// operator in ../promop/go.mod: bump both together.
 module appmonitor.local/bins/crds
 
 go 1.26.0
 
-require github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.95.2
+require github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.93.1
 
 require (
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
