@@ -7,12 +7,15 @@
 //
 // Metric sources (RuleConfig.metricSource):
 //
-// - "cadvisor" (the default): working set `container_memory_working_set_bytes` and limit
-//   `container_spec_memory_limit_bytes`, both from the kubelet's cAdvisor endpoint, which every
-//   Kubernetes Prometheus setup scrapes, though not every one keeps the limit series:
-//   kube-prometheus-stack drops `container_spec_*` by default (its values'
-//   kubelet.serviceMonitor.cAdvisorMetricRelabelings), so there it must be kept or
-//   "kube-state-metrics" chosen. cAdvisor series carry only namespace, pod, container
+// - "cadvisor" (the default): working set `container_memory_working_set_bytes` from the
+//   kubelet's cAdvisor endpoint, and limit `container_spec_memory_limit_bytes` from there too, or
+//   where that series is not kept, kube-state-metrics' `kube_pod_container_resource_limits
+//   {resource="memory"}` (the larger of the two where both are). kube-prometheus-stack drops
+//   `container_spec_*` by default ("Drop container spec metrics that overlap with
+//   kube-state-metrics", its values' kubelet.serviceMonitor.cAdvisorMetricRelabelings) and runs
+//   kube-state-metrics, so on its defaults the limit comes from kube-state-metrics and the rule
+//   fires with nothing configured; a Prometheus that keeps the cAdvisor series needs no
+//   kube-state-metrics. cAdvisor series carry only namespace, pod, container
 //   (and runtime ids, image), never Pod labels or annotations, so the rule can be limited to the
 //   AppMonitor's namespace and spec.containers but not to its annotated or selected Pods: it may fire for other Pods
 //   with a memory limit in that namespace. That is safe because memory-scaler reads the Pod and
@@ -174,16 +177,15 @@ export function alertExpression(monitor: RuleInput, source: MetricSource): strin
   const ns = `namespace=${promqlString(monitor.namespace)}`;
   const containers = containerMatchers(monitor);
   const workingSet = `max by ${BY} (container_memory_working_set_bytes{${ns}, ${containers}})`;
-  const limitSeries =
-    source === "cadvisor"
-      ? `container_spec_memory_limit_bytes{${ns}, ${containers}}`
-      : `kube_pod_container_resource_limits{${ns}, resource="memory", ${containers}}`;
+  const ksmLimit = `kube_pod_container_resource_limits{${ns}, resource="memory", ${containers}} > 0`;
+  // cAdvisor's limit, or kube-state-metrics' where a relabeling dropped cAdvisor's (module comment).
+  const limit = source === "cadvisor" ? `container_spec_memory_limit_bytes{${ns}, ${containers}} > 0 or ${ksmLimit}` : ksmLimit;
   // 100 × used / limit rather than used / limit × 100: exact whenever the percentage is a whole
   // number, so an alert at 76 % reports 76, not 76.00000000000001.
   const ratio = [
     `100 * ${workingSet}`,
     `  / on ${BY}`,
-    `max by ${BY} (${limitSeries} > 0)`,
+    `max by ${BY} (${limit})`,
     `  >= ${promqlNumber(monitor.spec.memThresholdPercent)}`,
   ];
   if (source === "cadvisor") return ratio.join("\n");

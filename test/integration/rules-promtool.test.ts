@@ -235,6 +235,27 @@ describe("promtool test rules: when the alert fires", () => {
       ]);
     });
 
+    if (source === "cadvisor") {
+      test("cadvisor on kube-prometheus-stack's defaults: no container_spec_* series (its cAdvisor relabeling drops them), the limit from kube-state-metrics; the same alerts fire", async () => {
+        const kept = inputSeries(SCENARIO, "cadvisor").filter((s) => !s.series.startsWith("container_spec_memory_limit_bytes"));
+        const limits = SCENARIO.filter((c) => c.limited && c.container !== "" && c.container !== "POD").map((c) => ({
+          series: seriesOf("kube_pod_container_resource_limits", { namespace: c.namespace, pod: c.pod, container: c.container, resource: "memory", unit: "byte", node: "node-0", uid: `uid-${c.pod}`, job: "kube-state-metrics", instance: "ksm:8080" }),
+          values: `${LIMIT}x${STEPS}`,
+        }));
+        const firing = ["hot", "edge", "selected", "unselected"].map((pod) => expectedAlert("shop", pod, "app", { hot: 76, edge: 75, selected: 80, unselected: 90 }[pod] ?? 0, "memhog-monitor", 75));
+        await assertPromtoolTest(rulesFile([MONITOR], configFor("cadvisor")), [
+          {
+            interval: "1m",
+            input_series: [...kept, ...limits.filter((l, i) => limits.findIndex((m) => m.series === l.series) === i)],
+            alert_rule_test: [
+              { eval_time: "1m", alertname: ALERT_NAME, exp_alerts: [] },
+              { eval_time: "3m", alertname: ALERT_NAME, exp_alerts: firing },
+            ],
+          },
+        ]);
+      });
+    }
+
     test(`${source}: two AppMonitors in two namespaces each alert only for their own Pods`, async () => {
       const other: AppMonitorForRule = { metadata: { name: "other-monitor", namespace: "other", uid: "u" }, spec: { memThresholdPercent: 85, forSeconds: 60 } };
       const containers: Container[] = [

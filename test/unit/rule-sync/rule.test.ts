@@ -279,8 +279,12 @@ describe("alertExpression, both sources", () => {
   const sources = [
     {
       source: "cadvisor" as const,
-      contains: [...common, 'max by (namespace, pod, container) (container_spec_memory_limit_bytes{namespace="shop", container!="", container!="POD"} > 0)'],
-      absent: ["kube_pod_container_resource_limits", "kube_pod_annotations", "kube_pod_labels", " and "],
+      // cAdvisor's limit, or kube-state-metrics' where kube-prometheus-stack's relabeling dropped it.
+      contains: [
+        ...common,
+        'max by (namespace, pod, container) (container_spec_memory_limit_bytes{namespace="shop", container!="", container!="POD"} > 0 or kube_pod_container_resource_limits{namespace="shop", resource="memory", container!="", container!="POD"} > 0)',
+      ],
+      absent: ["kube_pod_annotations", "kube_pod_labels", " and "],
     },
     {
       source: "kube-state-metrics" as const,
