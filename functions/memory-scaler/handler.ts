@@ -33,15 +33,15 @@
 import type { CloudEvent } from "cloudevents";
 import type { AlertEventDataValidator } from "../lib/alert-event.ts";
 import { PING_EVENT_TYPE } from "../lib/ping-event.ts";
-import type { AnswerMemory } from "./answers.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
 import type { CloudEventOutcome, FunctionContext } from "../lib/runtime/types.ts";
-import { readAlertEvent, type AlertEvent } from "./incoming-event.ts";
+import type { AnswerMemory } from "./answers.ts";
+import type { FollowDeps } from "./follow-up/deps.ts";
+import { followRollouts } from "./follow-up/flow.ts";
+import { type AlertEvent, readAlertEvent } from "./incoming-event.ts";
 import type { MemoryScalerMetrics } from "./metrics.ts";
-import { followRollouts, type FollowDeps } from "./follow-flow.ts";
-import type { FlowDeps } from "./flow-deps.ts";
-import { handleFiring } from "./scale-flow.ts";
-
+import type { FlowDeps } from "./scale/deps.ts";
+import { handleFiring } from "./scale/flow.ts";
 
 /** What the handler needs; adapters, so tests can substitute them. */
 export interface HandlerDeps {

@@ -17,14 +17,14 @@ import { reportKubeAccess } from "../lib/kube-access-report.ts";
 import { apiStatus, classifyApiError } from "../lib/kube-api-errors.ts";
 import { loadKubeConfig } from "../lib/kubeconfig.ts";
 import type { CloudEventFunctionDefinition, ReadinessResult } from "../lib/runtime/types.ts";
-import { createCluster } from "./cluster.ts";
-import { readConfig, type MemoryScalerConfig } from "./config.ts";
-import { createEventRecorder } from "./kube-events.ts";
 import { createAnswerMemory } from "./answers.ts";
+import { type MemoryScalerConfig, readConfig } from "./config.ts";
 import { createHandler } from "./handler.ts";
+import { createCluster } from "./kube/cluster.ts";
+import { createEventRecorder } from "./kube/event-recorder.ts";
+import { createPrometheusVerifier } from "./kube/prometheus.ts";
+import { createStatusWriter } from "./kube/status-writer.ts";
 import { createMetrics } from "./metrics.ts";
-import { createStatusWriter } from "./status-writer.ts";
-import { createPrometheusVerifier } from "./verify.ts";
 
 /** The function definition the runtime serves. */
 export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {

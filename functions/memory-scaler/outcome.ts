@@ -3,8 +3,9 @@
  * (`handler.ts`: 204 with `X-Appmonitor-Outcome` and `X-Appmonitor-Reason`). Its steps are
  * `scale-flow.ts`'s; which reasons write Events is `report.ts`'s table.
  */
-import type { ContainerChange, SkipReason } from "./decide.ts";
-import type { NoneGoverns } from "./governing.ts";
+import type { ContainerChange, SkippedContainer } from "./model.ts";
+import type { SkipReason } from "./scale/decide.ts";
+import type { NoneGoverns } from "./scale/governing.ts";
 
 /**
  * Why the flow ended as it did; CamelCase, also used as Event reasons and metric labels (the
@@ -62,13 +63,6 @@ export type OutcomeReason =
   | "Resized"
   | "ResizeUnderWay";
 
-/** A container left unchanged, and why. */
-export interface SkippedContainer {
-  readonly container: string;
-  readonly reason: string;
-  readonly message: string;
-}
-
 /** What happened to one firing alert: logged in full; `outcome` and `reason` also answer the sender (`handler.ts`). */
 export interface Outcome {
   /** `scaled`: the workload was patched (a bare Pod resized in place); `dry-run`: it would have been; `skipped`: nothing to do. */
@@ -93,4 +87,3 @@ export interface Outcome {
   /** Rounds of read–decide–write (more than 1 after a lost compare-and-swap; 0 for `NotAppMonitorAlert`, decided before any read). */
   readonly attempts: number;
 }
-

@@ -7,11 +7,12 @@ import { setImmediate as tick } from "node:timers/promises";
 import * as k8s from "@kubernetes/client-node";
 import { pino } from "pino";
 import type { AlertEventData } from "../../functions/lib/alert-event.ts";
-import type { Cluster, WorkloadKind, WorkloadObject } from "../../functions/memory-scaler/cluster.ts";
-import { createEventRecorder } from "../../functions/memory-scaler/kube-events.ts";
-import type { JsonPatchOperation } from "../../functions/memory-scaler/patch.ts";
-import type { FlowDeps } from "../../functions/memory-scaler/flow-deps.ts";
-import { createStatusWriter } from "../../functions/memory-scaler/status-writer.ts";
+import type { Cluster } from "../../functions/memory-scaler/kube/cluster.ts";
+import type { WorkloadKind, WorkloadObject } from "../../functions/memory-scaler/model.ts";
+import { createEventRecorder } from "../../functions/memory-scaler/kube/event-recorder.ts";
+import type { JsonPatchOperation } from "../../functions/memory-scaler/model.ts";
+import type { FlowDeps } from "../../functions/memory-scaler/scale/deps.ts";
+import { createStatusWriter } from "../../functions/memory-scaler/kube/status-writer.ts";
 
 const silent = pino({ level: "silent" });
 /** The namespace of {@link memhogCluster}'s objects. */

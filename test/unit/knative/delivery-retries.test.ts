@@ -21,7 +21,7 @@ import { HttpError, toHttpError } from "../../../functions/lib/runtime/errors.ts
 import { invoke } from "../../../functions/lib/runtime/invoke.ts";
 import type { FunctionResponse } from "../../../functions/lib/runtime/types.ts";
 import { readAlertEvent } from "../../../functions/memory-scaler/incoming-event.ts";
-import { createPrometheusVerifier } from "../../../functions/memory-scaler/verify.ts";
+import { createPrometheusVerifier } from "../../../functions/memory-scaler/kube/prometheus.ts";
 import { readConfig as readRuleSyncConfig } from "../../../functions/rule-sync/config.ts";
 import { RESYNC_EVENT_TYPE } from "../../../functions/rule-sync/incoming-event.ts";
 import { createHandler as createRuleSyncHandler } from "../../../functions/rule-sync/handler.ts";

@@ -5,10 +5,10 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import pino from "pino";
 import type { AppMonitorStatus } from "../../../functions/lib/appmonitor.ts";
-import { CAPPED_CONDITION, cappedWorkloads, MAX_CAPPED, withCapped, withCapsOf, withoutCapped, type CappedWorkload } from "../../../functions/memory-scaler/capped-status.ts";
-import { followRollouts } from "../../../functions/memory-scaler/follow-flow.ts";
-import { cappedStatus, scaledStatus } from "../../../functions/memory-scaler/report.ts";
-import { handleFiring } from "../../../functions/memory-scaler/scale-flow.ts";
+import { CAPPED_CONDITION, type CappedWorkload, cappedWorkloads, MAX_CAPPED, withCapped, withCapsOf, withoutCapped } from "../../../functions/memory-scaler/status/capped.ts";
+import { followRollouts } from "../../../functions/memory-scaler/follow-up/flow.ts";
+import { cappedStatus, scaledStatus } from "../../../functions/memory-scaler/status/changes.ts";
+import { handleFiring } from "../../../functions/memory-scaler/scale/flow.ts";
 import { alertData, flowDeps, memhogCluster, NS } from "../../support/memory-scaler-fakes.ts";
 
 const T0 = "2026-12-01T10:00:00Z";

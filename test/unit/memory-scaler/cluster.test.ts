@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as k8s from "@kubernetes/client-node";
-import { createCluster, FIELD_MANAGER } from "../../../functions/memory-scaler/cluster.ts";
+import { createCluster } from "../../../functions/memory-scaler/kube/cluster.ts";
+import { FIELD_MANAGER } from "../../../functions/memory-scaler/model.ts";
 
 describe("every write of memory-scaler's adapter carries its field manager", () => {
   const requests: { method: string; path: string; fieldManager: string | null }[] = [];

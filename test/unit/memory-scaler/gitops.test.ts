@@ -2,7 +2,7 @@
 // and annotations: a table of the signals accepted and refused.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { gitOpsOwner } from "../../../functions/memory-scaler/gitops.ts";
+import { gitOpsOwner } from "../../../functions/memory-scaler/coexist/gitops.ts";
 
 describe("gitOpsOwner", () => {
   const cases: { name: string; labels?: Record<string, string>; annotations?: Record<string, string>; want: { tool: string; owner: string } | undefined }[] = [

@@ -6,11 +6,11 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type * as k8s from "@kubernetes/client-node";
 import { pino } from "pino";
-import type { ContainerChange } from "../../../functions/memory-scaler/decide.ts";
-import { checkOOMKilled, OOM_KILL_RECENT_SECONDS, type ContainerStatusLike } from "../../../functions/memory-scaler/oom.ts";
-import { handleFiring } from "../../../functions/memory-scaler/scale-flow.ts";
-import { formatScaleRecord, parseScaleRecord } from "../../../functions/memory-scaler/status.ts";
-import type { Verifier } from "../../../functions/memory-scaler/verify.ts";
+import type { ContainerChange } from "../../../functions/memory-scaler/model.ts";
+import { checkOOMKilled, type ContainerStatusLike, OOM_KILL_RECENT_SECONDS } from "../../../functions/memory-scaler/scale/evidence.ts";
+import { handleFiring } from "../../../functions/memory-scaler/scale/flow.ts";
+import { formatScaleRecord, parseScaleRecord } from "../../../functions/memory-scaler/model.ts";
+import type { Verifier } from "../../../functions/memory-scaler/kube/prometheus.ts";
 import { alertData, FakeCluster, flowDeps as deps, memhogCluster, NS } from "../../support/memory-scaler-fakes.ts";
 
 const silent = pino({ level: "silent" });

@@ -2,9 +2,11 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../../functions/lib/appmonitor.ts";
-import { decideScale, type ContainerMemory } from "../../../functions/memory-scaler/decide.ts";
+import type { ContainerMemory } from "../../../functions/memory-scaler/model.ts";
+import { decideScale } from "../../../functions/memory-scaler/scale/decide.ts";
 import { formatTimestamp } from "../../../functions/lib/rfc3339.ts";
-import { buildTemplatePatch, escapeJsonPointerToken, type JsonPatchOperation } from "../../../functions/memory-scaler/patch.ts";
+import type { JsonPatchOperation } from "../../../functions/memory-scaler/model.ts";
+import { buildTemplatePatch, escapeJsonPointerToken } from "../../../functions/memory-scaler/scale/template-patch.ts";
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 

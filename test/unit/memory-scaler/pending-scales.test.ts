@@ -6,10 +6,11 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import pino from "pino";
 import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../../functions/lib/appmonitor.ts";
-import { followRollouts } from "../../../functions/memory-scaler/follow-flow.ts";
-import { decidePendingScale, MAX_PENDING_SCALES, pendingScales, PENDING_SCALE_GRACE_SECONDS, withoutPendingScale, withPendingScale, type PendingScale } from "../../../functions/memory-scaler/pending-scales.ts";
-import { handleFiring } from "../../../functions/memory-scaler/scale-flow.ts";
-import { formatScaleRecord } from "../../../functions/memory-scaler/status.ts";
+import { followRollouts } from "../../../functions/memory-scaler/follow-up/flow.ts";
+import { decidePendingScale } from "../../../functions/memory-scaler/follow-up/pending-scales.ts";
+import { MAX_PENDING_SCALES, PENDING_SCALE_GRACE_SECONDS, type PendingScale, pendingScales, withoutPendingScale, withPendingScale } from "../../../functions/memory-scaler/status/pending-scales.ts";
+import { handleFiring } from "../../../functions/memory-scaler/scale/flow.ts";
+import { formatScaleRecord } from "../../../functions/memory-scaler/model.ts";
 import { alertData, apiError, flowDeps, memhogCluster, NS, type FakeCluster } from "../../support/memory-scaler-fakes.ts";
 
 const log = pino({ level: "silent" });

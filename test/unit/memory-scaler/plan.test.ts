@@ -3,11 +3,12 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type * as k8s from "@kubernetes/client-node";
-import { vpaView } from "../../../functions/memory-scaler/autoscalers.ts";
-import type { ContainerChange } from "../../../functions/memory-scaler/decide.ts";
-import { gitOpsOwner } from "../../../functions/memory-scaler/gitops.ts";
-import { gateScale, manifestValues } from "../../../functions/memory-scaler/plan.ts";
-import type { BudgetUse, Revert } from "../../../functions/memory-scaler/reverts.ts";
+import { vpaView } from "../../../functions/memory-scaler/coexist/autoscalers.ts";
+import type { ContainerChange } from "../../../functions/memory-scaler/model.ts";
+import { gitOpsOwner } from "../../../functions/memory-scaler/coexist/gitops.ts";
+import { gateScale } from "../../../functions/memory-scaler/coexist/gate.ts";
+import { manifestValues } from "../../../functions/memory-scaler/coexist/gitops.ts";
+import type { BudgetUse, Revert } from "../../../functions/memory-scaler/coexist/reverts.ts";
 
 const workload = { kind: "Deployment", name: "web" };
 const changes: ContainerChange[] = [{ container: "app", from: { limit: "384Mi", request: "256Mi" }, to: { limit: "768Mi", request: "512Mi" } }];

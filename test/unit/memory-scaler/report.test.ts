@@ -3,10 +3,12 @@
 // word after the evidence check (plan.ts afterCheck).
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { ContainerChange } from "../../../functions/memory-scaler/decide.ts";
-import { afterCheck, type Scale } from "../../../functions/memory-scaler/plan.ts";
-import { pendingRollouts } from "../../../functions/memory-scaler/rollout-status.ts";
-import { eventsOf, repairedStatus, scaledStatus, type Reported, type Subjects } from "../../../functions/memory-scaler/report.ts";
+import type { ContainerChange } from "../../../functions/memory-scaler/model.ts";
+import { afterCheck } from "../../../functions/memory-scaler/scale/evidence.ts";
+import type { Scale } from "../../../functions/memory-scaler/scale/plan.ts";
+import { pendingRollouts } from "../../../functions/memory-scaler/status/rollouts.ts";
+import { eventsOf, type Reported, type Subjects } from "../../../functions/memory-scaler/events.ts";
+import { repairedStatus, scaledStatus } from "../../../functions/memory-scaler/status/changes.ts";
 
 const changes: ContainerChange[] = [{ container: "memhog", from: { limit: "384Mi", request: "256Mi" }, to: { limit: "768Mi", request: "512Mi" } }];
 const pod = { apiVersion: "v1", kind: "Pod", name: "memhog-1", namespace: "team-a", uid: "p1" };

@@ -4,7 +4,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type * as k8s from "@kubernetes/client-node";
-import { decideFit, onDeleteScaledNote, podMemoryRequest, waitingForDelete, waitsForDelete, type RolloutStrategy } from "../../../functions/memory-scaler/rollout.ts";
+import { decideFit, podMemoryRequest } from "../../../functions/memory-scaler/scale/capacity.ts";
+import { onDeleteScaledNote, type RolloutStrategy, waitingForDelete, waitsForDelete } from "../../../functions/memory-scaler/scale/on-delete.ts";
 
 const Mi = 1024n * 1024n;
 const Gi = 1024n * Mi;

@@ -7,7 +7,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { pino } from "pino";
-import { handleFiring } from "../../../functions/memory-scaler/scale-flow.ts";
+import { handleFiring } from "../../../functions/memory-scaler/scale/flow.ts";
 import { alertData, flowDeps, memhogCluster, NS, type FakeCluster } from "../../support/memory-scaler-fakes.ts";
 
 const silent = pino({ level: "silent" });

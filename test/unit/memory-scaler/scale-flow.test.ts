@@ -10,10 +10,10 @@ import { pino } from "pino";
 import type { AlertEventData } from "../../../functions/lib/alert-event.ts";
 import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../../functions/lib/appmonitor.ts";
 import { HttpError } from "../../../functions/lib/runtime/errors.ts";
-import { resolveWorkload } from "../../../functions/memory-scaler/owners.ts";
-import { handleFiring } from "../../../functions/memory-scaler/scale-flow.ts";
-import { createStatusWriter } from "../../../functions/memory-scaler/status-writer.ts";
-import type { Verifier } from "../../../functions/memory-scaler/verify.ts";
+import { resolveWorkload } from "../../../functions/memory-scaler/scale/observe.ts";
+import { handleFiring } from "../../../functions/memory-scaler/scale/flow.ts";
+import { createStatusWriter } from "../../../functions/memory-scaler/kube/status-writer.ts";
+import type { Verifier } from "../../../functions/memory-scaler/kube/prometheus.ts";
 import {
   alertData as data,
   apiError,

@@ -9,7 +9,7 @@ import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { HttpError } from "../../../functions/lib/runtime/errors.ts";
-import { createPrometheusVerifier } from "../../../functions/memory-scaler/verify.ts";
+import { createPrometheusVerifier } from "../../../functions/memory-scaler/kube/prometheus.ts";
 import { waitUntil } from "../../harness/lib/wait-until.ts";
 
 const VECTOR = JSON.stringify({ status: "success", data: { resultType: "vector", result: [{ metric: { container: "memhog" }, value: [1, "314572800"] }] } });
