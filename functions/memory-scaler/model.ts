@@ -88,11 +88,19 @@ export interface ContainerChange {
   to: MemoryResources;
 }
 
-/** A container left unchanged, and why. */
-export interface SkippedContainer {
+/**
+ * A container left unchanged, and why: the one shape of every step that leaves one out (the
+ * decision, `scale/decide.ts`; the OOM-kill and threshold checks, `scale/evidence.ts`) and of the
+ * outcome's `skipped` list. `R` narrows the reasons a step can give.
+ */
+export interface SkippedContainer<R extends string = string> {
   readonly container: string;
-  readonly reason: string;
+  /** CamelCase, a reason word: `AtCap`, `NotOOMKilled`, `BelowThreshold`, … */
+  readonly reason: R;
+  /** Human-readable, for logs and Events. */
   readonly message: string;
+  /** Percent of the Pod's memory limit in use, when the threshold check measured it. */
+  readonly percent?: number;
 }
 
 /** `apiVersion` of every workload kind memory-scaler scales. */
@@ -117,6 +125,15 @@ export interface JsonPatchOperation {
 
 /** A reference an Event can regard: with a name and a namespace. */
 export type ObjectRef = k8s.V1ObjectReference & { name: string; namespace: string };
+
+/**
+ * The one builder of an {@link ObjectRef}: `uid` only when known (a reference without one still
+ * names the object; with one, an Event cannot be taken for a namesake's).
+ * @param apiVersion e.g. `apps/v1`, `v1`, `kubedemo.com/v1`.
+ */
+export function objectRef(apiVersion: string, kind: string, namespace: string, name: string, uid: string | undefined): ObjectRef {
+  return { apiVersion, kind, name, namespace, ...(uid === undefined ? {} : { uid }) };
+}
 
 /** "memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi; …" */
 export function describeChanges(changes: readonly ContainerChange[]): string {

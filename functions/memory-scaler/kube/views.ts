@@ -8,6 +8,15 @@ import type * as k8s from "@kubernetes/client-node";
 import { type ContainerKind, type ContainerMemory, FIELD_MANAGER, type WorkloadObject } from "../model.ts";
 import type { QuotaView } from "../scale/capacity.ts";
 
+/**
+ * Every container status of the Pod: `status.containerStatuses`, then `initContainerStatuses`
+ * (native sidecars and init containers), as the kubelet reports them; the one place they are
+ * read (https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#PodStatus).
+ */
+export function containerStatuses(pod: k8s.V1Pod): k8s.V1ContainerStatus[] {
+  return [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])];
+}
+
 /** `matchLabels` and `matchExpressions` as the API's `labelSelector` string (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors). */
 export function selectorString(selector: k8s.V1LabelSelector | undefined): string | undefined {
   if (selector === undefined) return undefined;
@@ -45,7 +54,7 @@ export function workloadView(kind: string, object: WorkloadObject): WorkloadView
 /** The decision's view of a Pod as read. */
 export function podView(pod: k8s.V1Pod): PodView {
   const scheduled = pod.status?.conditions?.find((c) => c.type === "PodScheduled");
-  const crashLoopingOOM = [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])]
+  const crashLoopingOOM = containerStatuses(pod)
     .filter((c) => c.state?.waiting?.reason === "CrashLoopBackOff" && c.lastState?.terminated?.reason === "OOMKilled")
     .map((c) => c.name);
   return {
@@ -125,7 +134,7 @@ export function memoryOf(spec: k8s.V1PodSpec | undefined): ContainerMemory[] {
 
 /** The follow-up's view of a Pod as read (`resize-follow-up.ts`). */
 export function podResizeView(pod: k8s.V1Pod): PodResizeView {
-  const statuses = [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])];
+  const statuses = containerStatuses(pod);
   return {
     name: pod.metadata?.name ?? "",
     generation: pod.metadata?.generation,
@@ -177,7 +186,7 @@ export const RESIZE_SUBRESOURCE = "resize";
  * Source: https://kubernetes.io/docs/tasks/configure-pod-container/resize-container-resources/ (Key concepts: desired and actual resources).
  */
 export function runningMemory(pod: k8s.V1Pod): ContainerMemory[] {
-  const statuses = [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])];
+  const statuses = containerStatuses(pod);
   return memoryOf(pod.spec).map((desired) => {
     const actual = statuses.find((s) => s.name === desired.name)?.resources;
     if (actual === undefined) return desired;

@@ -1,7 +1,7 @@
 // The scaling decision, from plain data: which containers get how much memory, or why none do.
 import type { AppMonitorSpecWithDefaults, MemoryResources } from "../../lib/appmonitor.ts";
 import { ceil, compare, divide, floor, formatBytes, fromInteger, fromNumber, multiply, parseQuantity, type Quantity } from "../../lib/quantity.ts";
-import { type ContainerChange, type ContainerMemory, kindOf } from "../model.ts";
+import { type ContainerChange, type ContainerMemory, kindOf, type SkippedContainer } from "../model.ts";
 
 /** Everything {@link decideScale} looks at; read by the caller from the API server and the event. */
 export interface DecideInput {
@@ -56,20 +56,13 @@ export type SkipReason =
   | "RolloutUnderWay"
   | "AtCap";
 
-/** One container left unchanged, and why. */
-export interface ContainerSkip {
-  container: string;
-  reason: SkipReason;
-  /** Human-readable, for logs and Events. */
-  message: string;
-}
 
 /** Nothing to patch. `skipped` lists the per-container reasons (empty for `Cooldown`). */
 export interface SkipDecision {
   action: "skip";
   reason: SkipReason;
   message: string;
-  skipped: ContainerSkip[];
+  skipped: SkippedContainer<SkipReason>[];
 }
 
 /** Patch these containers (or, when `dryRun`, only report them). `skipped` lists any others considered. */
@@ -77,7 +70,7 @@ export interface ScaleDecision {
   action: "scale";
   dryRun: boolean;
   changes: ContainerChange[];
-  skipped: ContainerSkip[];
+  skipped: SkippedContainer<SkipReason>[];
 }
 
 /** The result of {@link decideScale}. */
@@ -101,7 +94,7 @@ const REASON_PRIORITY: readonly SkipReason[] = [
  * Names of the containers to consider: the alert's, else `spec.containers`, else all the
  * template's containers and native sidecars (init containers that run to completion are left out).
  */
-function targetNames(input: DecideInput): string[] | ContainerSkip {
+function targetNames(input: DecideInput): string[] | SkippedContainer<SkipReason> {
   const { alertContainer, spec, templateContainers } = input;
   if (alertContainer !== undefined) {
     if (spec.containers !== undefined && !spec.containers.includes(alertContainer)) {
@@ -114,8 +107,8 @@ function targetNames(input: DecideInput): string[] | ContainerSkip {
 }
 
 /** Decides one container; `multiplier` and `capBytes` come from the spec. */
-function decideContainer(input: DecideInput, name: string, multiplier: Quantity, capBytes: bigint | undefined): ContainerChange | ContainerSkip {
-  const skip = (reason: SkipReason, message: string): ContainerSkip => ({ container: name, reason, message });
+function decideContainer(input: DecideInput, name: string, multiplier: Quantity, capBytes: bigint | undefined): ContainerChange | SkippedContainer<SkipReason> {
+  const skip = (reason: SkipReason, message: string): SkippedContainer<SkipReason> => ({ container: name, reason, message });
   const tmpl = input.templateContainers.find((c) => c.name === name);
   if (tmpl === undefined) return skip("ContainerNotFound", `container ${name} is not in the workload's Pod template`);
   const kind = kindOf(tmpl);
@@ -220,7 +213,7 @@ export function decideScale(input: DecideInput): Decision {
   const multiplier = fromNumber(spec.memMultiplier);
   const capBytes = spec.maxMemory === undefined ? undefined : floor(parseQuantity(spec.maxMemory));
   const changes: ContainerChange[] = [];
-  const skipped: ContainerSkip[] = [];
+  const skipped: SkippedContainer<SkipReason>[] = [];
   for (const name of names) {
     const result = decideContainer(input, name, multiplier, capBytes);
     if ("reason" in result) skipped.push(result);

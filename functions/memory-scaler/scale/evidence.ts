@@ -17,7 +17,7 @@ import type { AlertTrigger } from "../../lib/alert-event.ts";
 import { floor, parseQuantity } from "../../lib/quantity.ts";
 import type { ContainerChange, ContainerMemory, SkippedContainer } from "../model.ts";
 import type { OutcomeReason } from "../outcome.ts";
-import type { Scale, Skip } from "./plan.ts";
+import type { Scale, Skip } from "./target.ts";
 
 /**
  * How recent a kill must be, in seconds, for an OOM-kill event to scale: 10 minutes, the OOM-kill
@@ -46,13 +46,6 @@ export interface ContainerStatusLike {
   readonly lastState?: { readonly terminated?: Termination };
 }
 
-/** A container the check leaves out, with the reason `NotOOMKilled`. */
-export interface OOMSkip {
-  readonly container: string;
-  readonly reason: "NotOOMKilled";
-  readonly message: string;
-}
-
 /**
  * Splits `changes` into the containers whose status shows an OOM kill within `recentSeconds` of
  * `now`, and the others (`NotOOMKilled`, the message says what the status shows instead). A
@@ -72,9 +65,9 @@ export function checkOOMKilled(
   statuses: readonly ContainerStatusLike[],
   now: Date,
   recentSeconds = OOM_KILL_RECENT_SECONDS,
-): { keep: ContainerChange[]; skipped: OOMSkip[] } {
+): { keep: ContainerChange[]; skipped: SkippedContainer<"NotOOMKilled">[] } {
   const keep: ContainerChange[] = [];
-  const skipped: OOMSkip[] = [];
+  const skipped: SkippedContainer<"NotOOMKilled">[] = [];
   for (const change of changes) {
     const { container } = change;
     const status = statuses.find((s) => s.name === container);
@@ -144,16 +137,6 @@ export function oomWindow(lastResize: string | undefined, now: Date): number {
   return Number.isNaN(since) ? OOM_KILL_RECENT_SECONDS : Math.max(0, Math.min(OOM_KILL_RECENT_SECONDS, since));
 }
 
-/** A container the check leaves out. */
-export interface VerificationSkip {
-  readonly container: string;
-  /** `BelowThreshold`: measured under the threshold; `NotMeasured`: Prometheus has no sample. */
-  readonly reason: "BelowThreshold" | "NotMeasured";
-  readonly message: string;
-  /** Percent of the Pod's limit in use, when measured. */
-  readonly percent?: number;
-}
-
 /**
  * Splits `changes` into those whose container's working set is at least `thresholdPercent` of
  * the alerting Pod's memory limit, and the others. Pure.
@@ -165,9 +148,9 @@ export function checkThreshold(
   podContainers: readonly ContainerMemory[],
   workingSets: ReadonlyMap<string, number>,
   thresholdPercent: number,
-): { keep: ContainerChange[]; skipped: VerificationSkip[] } {
+): { keep: ContainerChange[]; skipped: SkippedContainer<"BelowThreshold" | "NotMeasured">[] } {
   const keep: ContainerChange[] = [];
-  const skipped: VerificationSkip[] = [];
+  const skipped: SkippedContainer<"BelowThreshold" | "NotMeasured">[] = [];
   for (const change of changes) {
     const { container } = change;
     const used = workingSets.get(container);
@@ -186,4 +169,32 @@ export function checkThreshold(
     }
   }
   return { keep, skipped };
+}
+
+/** What {@link checkEvidence} weighs besides the scale. */
+export interface EvidenceInput {
+  readonly trigger: AlertTrigger;
+  /** The alerting Pod's container statuses (`kube/views.ts` `containerStatuses`): an OOM kill's evidence. */
+  readonly statuses: readonly ContainerStatusLike[];
+  readonly now: Date;
+  /** Seconds back from `now` within which a kill counts (`WriteTarget.oomWindowSeconds`). */
+  readonly oomWindowSeconds: number;
+  /** The memory the alert measured against (`WriteTarget.running`): the threshold's base. */
+  readonly running: readonly ContainerMemory[];
+  /** Working sets per container (bytes) from Prometheus; undefined: not asked (an OOM kill, or no `PROMETHEUS_URL`). */
+  readonly workingSets: ReadonlyMap<string, number> | undefined;
+  /** `spec.memThresholdPercent`. */
+  readonly thresholdPercent: number;
+}
+
+/**
+ * The alert's evidence against a planned scale (pure): an OOM-kill alert needs the kill in the
+ * Pod's statuses within the window ({@link checkOOMKilled}; Prometheus would show the restarted
+ * container's low working set); a threshold alert the working set at or above the threshold
+ * ({@link checkThreshold}), when Prometheus was asked. Then {@link afterCheck}.
+ */
+export function checkEvidence(scale: Scale, input: EvidenceInput): Skip | Scale {
+  if (input.trigger === "oomKilled") return afterCheck(scale, input.trigger, checkOOMKilled(scale.changes, input.statuses, input.now, input.oomWindowSeconds));
+  if (input.workingSets === undefined) return scale;
+  return afterCheck(scale, input.trigger, checkThreshold(scale.changes, input.running, input.workingSets, input.thresholdPercent));
 }
