@@ -24,7 +24,7 @@
  * the id of the event that scaled.
  */
 import type { AlertTrigger } from "../lib/alert-event.ts";
-import { type EventSpec, windowedKey } from "./kube/event-recorder.ts";
+import * as k8s from "@kubernetes/client-node";
 import { type ContainerChange, describeChanges, type ObjectRef } from "./model.ts";
 import { type PodReplacement, podsReplacedNote, replacementClause } from "./replacement.ts";
 
@@ -168,4 +168,34 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
     default:
       return [];
   }
+}
+
+/** What to report, and about which object. */
+export interface EventSpec {
+  readonly type: "Normal" | "Warning";
+  /** CamelCase, e.g. `Scaled`, `AtCap`, `AdmissionRefused`. */
+  readonly reason: string;
+  /** Human-readable; cut to {@link MAX_NOTE_LENGTH}. */
+  readonly note: string;
+  /** The object the Event is about; its namespace is the Event's namespace. */
+  readonly regarding: k8s.V1ObjectReference & { name: string; namespace: string };
+  /** A second object involved (the AppMonitor, or the workload). */
+  readonly related?: k8s.V1ObjectReference;
+  /** What makes two reports the same: the CloudEvent id. */
+  readonly key: string;
+}
+
+/**
+ * The {@link EventSpec.key} of a Warning that should be written at most once per `windowSeconds`
+ * about `subject` (e.g. `Deployment/web/<uid>`), however many alerts ask for it: the subject and
+ * the index of the window `now` falls in (windows of `windowSeconds` counted from the Unix
+ * epoch). Every report in one window gets one Event name, so the second create answers 409 and
+ * stays one Event — nothing is stored for it. Windows are aligned on the epoch, not on the first
+ * report: two reports less than a window apart across a boundary write two Events, never two in
+ * one window. `windowSeconds` ≤ 0 (no cooldown asked for) → `eventKey` (one Event per alert, as
+ * for any other Event).
+ */
+export function windowedKey(subject: string, now: Date, windowSeconds: number, eventKey: string): string {
+  if (!(windowSeconds > 0)) return eventKey;
+  return `${subject}@${Math.floor(now.getTime() / (windowSeconds * 1000))}`;
 }

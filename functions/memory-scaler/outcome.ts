@@ -87,3 +87,19 @@ export interface Outcome {
   /** Rounds of read–decide–write (more than 1 after a lost compare-and-swap; 0 for `NotAppMonitorAlert`, decided before any read). */
   readonly attempts: number;
 }
+
+/** Not to scale, and why; `skipped` lists the containers left out on the way. */
+export interface Skip {
+  readonly action: "skip";
+  readonly reason: OutcomeReason;
+  readonly message: string;
+  readonly skipped?: readonly SkippedContainer[];
+}
+
+/** To scale (or, `dryRun`, to say what a scale would do): each container's memory before and after. */
+export interface Scale {
+  readonly action: "scale";
+  readonly changes: readonly ContainerChange[];
+  readonly skipped: readonly SkippedContainer[];
+  readonly dryRun: boolean;
+}

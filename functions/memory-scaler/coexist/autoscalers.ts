@@ -114,3 +114,9 @@ export function classifyAutoscalers(
   }
   return { result: "none" };
 }
+
+/** The autoscalers of the target's namespace the gate weighs (`coexist/gate.ts`). */
+export interface Autoscalers {
+  readonly hpas: readonly k8s.V2HorizontalPodAutoscaler[];
+  readonly vpas: readonly VerticalPodAutoscalerView[];
+}

@@ -3,8 +3,7 @@
  * autoscaler, a GitOps tool, a writer that reverts), from plain data. Pure.
  */
 import type { ContainerChange } from "../model.ts";
-import type { Observation } from "../scale/observe.ts";
-import { classifyAutoscalers } from "./autoscalers.ts";
+import { type Autoscalers, classifyAutoscalers } from "./autoscalers.ts";
 import { type GitOpsOwner, manifestValues } from "./gitops.ts";
 import { type BudgetUse, describeRevert, type Revert } from "./reverts.ts";
 
@@ -47,7 +46,7 @@ export function gateScale(input: {
   readonly gitOps: GitOpsOwner | undefined;
   readonly revert: Revert | undefined;
   readonly budget: BudgetUse;
-  readonly autoscalers: Pick<Extract<Observation, { result: "observed" }>, "hpas" | "vpas">;
+  readonly autoscalers: Autoscalers;
 }): Gate {
   const { workload, changes, gitOps, revert, budget } = input;
   const autoscaler = classifyAutoscalers(workload, changes.map((c) => c.container), input.autoscalers.hpas, input.autoscalers.vpas);

@@ -12,6 +12,7 @@ import { hostname } from "node:os";
 import * as k8s from "@kubernetes/client-node";
 import { LRUCache } from "lru-cache";
 import { apiStatus, isConflict } from "../../lib/kube-api-errors.ts";
+import type { EventSpec } from "../events.ts";
 import type { Cluster } from "./cluster.ts";
 
 /** `reportingController`: a qualified name identifying memory-scaler in every Event it writes. */
@@ -22,21 +23,6 @@ export const EVENT_ACTION = "ScaleMemory";
 export const MAX_NOTE_LENGTH = 1024;
 /** `reportingInstance` is at most 128 characters. */
 const MAX_INSTANCE_LENGTH = 128;
-
-/** What to report, and about which object. */
-export interface EventSpec {
-  readonly type: "Normal" | "Warning";
-  /** CamelCase, e.g. `Scaled`, `AtCap`, `AdmissionRefused`. */
-  readonly reason: string;
-  /** Human-readable; cut to {@link MAX_NOTE_LENGTH}. */
-  readonly note: string;
-  /** The object the Event is about; its namespace is the Event's namespace. */
-  readonly regarding: k8s.V1ObjectReference & { name: string; namespace: string };
-  /** A second object involved (the AppMonitor, or the workload). */
-  readonly related?: k8s.V1ObjectReference;
-  /** What makes two reports the same: the CloudEvent id. */
-  readonly key: string;
-}
 
 /**
  * The Event object for `spec`, observed at `now`. The name is `<regarding name>.<16 hex>` — a
@@ -65,21 +51,6 @@ export function buildEvent(spec: EventSpec, reportingInstance: string, now: Date
     regarding: spec.regarding,
     ...(spec.related === undefined ? {} : { related: spec.related }),
   };
-}
-
-/**
- * The {@link EventSpec.key} of a Warning that should be written at most once per `windowSeconds`
- * about `subject` (e.g. `Deployment/web/<uid>`), however many alerts ask for it: the subject and
- * the index of the window `now` falls in (windows of `windowSeconds` counted from the Unix
- * epoch). Every report in one window gets one Event name, so the second create answers 409 and
- * stays one Event — nothing is stored for it. Windows are aligned on the epoch, not on the first
- * report: two reports less than a window apart across a boundary write two Events, never two in
- * one window. `windowSeconds` ≤ 0 (no cooldown asked for) → `eventKey` (one Event per alert, as
- * for any other Event).
- */
-export function windowedKey(subject: string, now: Date, windowSeconds: number, eventKey: string): string {
-  if (!(windowSeconds > 0)) return eventKey;
-  return `${subject}@${Math.floor(now.getTime() / (windowSeconds * 1000))}`;
 }
 
 /** Writes Events; never throws. */

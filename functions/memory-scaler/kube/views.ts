@@ -6,7 +6,6 @@
  */
 import type * as k8s from "@kubernetes/client-node";
 import { type ContainerKind, type ContainerMemory, FIELD_MANAGER, type WorkloadObject } from "../model.ts";
-import type { QuotaView } from "../scale/capacity.ts";
 
 /**
  * Every container status of the Pod: `status.containerStatuses`, then `initContainerStatuses`
@@ -220,4 +219,13 @@ export function quotaView(quota: k8s.V1ResourceQuota): QuotaView {
     hard: quota.status?.hard ?? {},
     used: quota.status?.used ?? {},
   };
+}
+
+/** A ResourceQuota of the namespace, as read: `status.hard` and `status.used`, quantity strings. */
+export interface QuotaView {
+  readonly name: string;
+  /** True when it has `spec.scopes` or `spec.scopeSelector`. */
+  readonly scoped: boolean;
+  readonly hard: Readonly<Record<string, string>>;
+  readonly used: Readonly<Record<string, string>>;
 }

@@ -22,6 +22,7 @@
  */
 import { ceil, formatBytes, parseQuantity, QuantityError } from "../../lib/quantity.ts";
 import type * as k8s from "@kubernetes/client-node";
+import type { QuotaView } from "../kube/views.ts";
 
 /** What the peak depends on: the workload's kind, replicas and rollout strategy. */
 export interface RolloutShape {
@@ -39,15 +40,6 @@ export interface RolloutShape {
 export interface PodMemory {
   readonly request: bigint;
   readonly limit: bigint;
-}
-
-/** A ResourceQuota of the namespace, as read: `status.hard` and `status.used`, quantity strings. */
-export interface QuotaView {
-  readonly name: string;
-  /** True when it has `spec.scopes` or `spec.scopeSelector`. */
-  readonly scoped: boolean;
-  readonly hard: Readonly<Record<string, string>>;
-  readonly used: Readonly<Record<string, string>>;
 }
 
 /**

@@ -56,7 +56,6 @@ export type SkipReason =
   | "RolloutUnderWay"
   | "AtCap";
 
-
 /** Nothing to patch. `skipped` lists the per-container reasons (empty for `Cooldown`). */
 export interface SkipDecision {
   action: "skip";

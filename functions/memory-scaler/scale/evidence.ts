@@ -16,8 +16,7 @@
 import type { AlertTrigger } from "../../lib/alert-event.ts";
 import { floor, parseQuantity } from "../../lib/quantity.ts";
 import type { ContainerChange, ContainerMemory, SkippedContainer } from "../model.ts";
-import type { OutcomeReason } from "../outcome.ts";
-import type { Scale, Skip } from "./target.ts";
+import type { OutcomeReason, Scale, Skip } from "../outcome.ts";
 
 /**
  * How recent a kill must be, in seconds, for an OOM-kill event to scale: 10 minutes, the OOM-kill

@@ -39,20 +39,59 @@ import { eventsOf, type Subjects } from "../events.ts";
 import { containerStatuses } from "../kube/views.ts";
 import { objectRef } from "../model.ts";
 import type { Outcome } from "../outcome.ts";
+import type { AppMonitorRef } from "../kube/status-writer.ts";
 import type { FlowDeps } from "./deps.ts";
 import { checkEvidence } from "./evidence.ts";
 import { alertOrigin, type ValidAppMonitor } from "./governing.ts";
-import { observeFiring, type Observation } from "./observe.ts";
+import { type Observation, observeFiring } from "./observe.ts";
 import { planFiring } from "./plan.ts";
 import { podResizeTarget } from "./pod-resize-target.ts";
-import { repairReport, reportOf, type Report } from "./report.ts";
-import type { WriteTarget } from "./target.ts";
+import { repairReport, type Report, reportOf } from "./report.ts";
+import type { History, WriteTarget } from "./target.ts";
 import { templateTarget } from "./template-target.ts";
 
 /** The target an observed Pod names: itself when bare, else its workload's template. */
 function targetOf(observation: Extract<Observation, { result: "bare" | "observed" }>, namespace: string, pod: string): WriteTarget {
   if (observation.result === "bare") return podResizeTarget(observation.pod, namespace, pod);
   return templateTarget(observation.workload, observation.pod, observation);
+}
+
+/**
+ * Writes a report's Events and its one status change, in parallel; resolves when both are done.
+ * Their failures are pushed to `warnings`, not thrown: what was decided or written stands.
+ */
+async function applyReport(
+  deps: FlowDeps,
+  input: { readonly report: Omit<Report, "outcome">; readonly subjects: Subjects; readonly amRef: AppMonitorRef; readonly eventId: string; readonly now: Date; readonly warnings: string[] },
+): Promise<void> {
+  const { report, subjects, amRef, eventId, now, warnings } = input;
+  const { status } = report;
+  const [problems] = await Promise.all([
+    Promise.all(report.reported.flatMap((reported) => eventsOf(reported, subjects, eventId, now)).map((spec) => deps.events.record(spec))),
+    status === undefined
+      ? undefined
+      : ("entry" in status ? deps.status.add(amRef, status.entry, status.from) : deps.status.update(amRef, status.change, status.from)).catch((error: unknown) => void warnings.push((error as Error).message)),
+  ]);
+  for (const problem of problems) if (problem !== undefined) warnings.push(problem);
+}
+
+/** Logs what the repair of the last scale is about; returns it. */
+function logRepair<T>(log: Logger, target: WriteTarget, history: History, repair: T): T {
+  const workload = `${target.workload.kind}/${target.workload.name}`;
+  if (history.revert !== undefined) log.info({ workload, scaledAt: history.revert.record.time }, "the last scale was reverted");
+  if (history.repair?.status !== undefined) log.info({ workload, time: history.repair.time }, "recording a scale the AppMonitor status does not list");
+  return repair;
+}
+
+/**
+ * A lost compare-and-swap: counted, logged, and read again — unless it was the last of
+ * `deps.maxAttempts` rounds. @throws HttpError 503 (`Retry-After: 1`) then.
+ */
+function lostRace(deps: FlowDeps, log: Logger, target: WriteTarget, attempt: number, detail: string): void {
+  const { kind, name } = target.workload;
+  deps.onConflict?.();
+  log.info({ attempt, workload: `${kind}/${name}`, detail }, "compare-and-swap lost: reading again");
+  if (attempt >= deps.maxAttempts) throw new HttpError(503, `${kind} ${name} changed during each of ${attempt} attempts to ${target.verb} it; retry later`, { headers: { "retry-after": "1" } });
 }
 
 const appMonitorRef = (am: ValidAppMonitor) => objectRef(APPMONITOR_API_VERSION, APPMONITOR_KIND, am.metadata.namespace, am.metadata.name, am.metadata.uid);
@@ -68,17 +107,9 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
   const base = { pod: `${data.namespace}/${data.pod}` };
   const origin = alertOrigin(data);
   if (origin.result === "none") return { ...base, outcome: "skipped", reason: origin.reason, message: origin.message, attempts: 0 };
+  // Kept across rounds: a write's warnings stand whatever a later round comes to.
   const warnings: string[] = [];
-  const keepWarning = (error: unknown): void => void warnings.push((error as Error).message);
-  /** Writes a report's Events and its status change; resolves when both are done, their failures kept as warnings. */
-  const write = async (report: Omit<Report, "outcome">, subjects: Subjects, amRef: { namespace: string; name: string; uid: string | undefined }, now: Date): Promise<void> => {
-    const { status } = report;
-    const [problems] = await Promise.all([
-      Promise.all(report.reported.flatMap((reported) => eventsOf(reported, subjects, eventId, now)).map((spec) => deps.events.record(spec))),
-      status === undefined ? undefined : ("entry" in status ? deps.status.add(amRef, status.entry, status.from) : deps.status.update(amRef, status.change, status.from)).catch(keepWarning),
-    ]);
-    for (const problem of problems) if (problem !== undefined) warnings.push(problem);
-  };
+  const write = (report: Omit<Report, "outcome">, subjects: Subjects, amRef: AppMonitorRef, now: Date) => applyReport(deps, { report, subjects, amRef, eventId, now, warnings });
 
   for (let attempt = 1; ; attempt += 1) {
     // Observe.
@@ -110,26 +141,16 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
     };
 
     // The last scale made sure of, whatever this alert comes to.
-    const workloadKey = `${target.workload.kind}/${target.workload.name}`;
-    if (plan.revert !== undefined) log.info({ workload: workloadKey, scaledAt: plan.revert.record.time }, "the last scale was reverted");
-    if (plan.repair?.status !== undefined) log.info({ workload: workloadKey, time: plan.repair.time }, "recording a scale the AppMonitor status does not list");
     const repair = repairReport(plan, target, am);
-    if (repair !== undefined) await write(repair, subjects, amRef, now);
+    if (repair !== undefined) await write(logRepair(log, target, plan, repair), subjects, amRef, now);
 
     // Act.
     const { decision } = plan;
     if (decision.action === "skip") return end(reportOf({ step: "decided", skip: decision }, context));
-    const askPrometheus = origin.trigger === "threshold" && deps.verifier !== undefined;
-    const workingSets = askPrometheus ? await deps.verifier?.workingSets(data.namespace, data.pod, decision.changes.map((c) => c.container)) : undefined;
-    const checked = checkEvidence(decision, {
-      trigger: origin.trigger,
-      statuses: containerStatuses(observation.pod),
-      now,
-      oomWindowSeconds: target.oomWindowSeconds(now),
-      running: target.running,
-      workingSets,
-      thresholdPercent: am.spec.memThresholdPercent,
-    });
+    // Prometheus for a threshold alert only: after an OOM kill the restarted container's working set is low again.
+    const workingSets = origin.trigger === "threshold" ? await deps.verifier?.workingSets(data.namespace, data.pod, decision.changes.map((c) => c.container)) : undefined;
+    const evidence = { trigger: origin.trigger, statuses: containerStatuses(observation.pod), now, oomWindowSeconds: target.oomWindowSeconds(now), running: target.running };
+    const checked = checkEvidence(decision, { ...evidence, workingSets, thresholdPercent: am.spec.memThresholdPercent });
     if (checked.action === "skip") return end(reportOf({ step: "unconfirmed", skip: checked }, context));
     const { changes } = checked;
     const gate = gateScale({ workload: target.workload, changes, gitOpsManaged: am.spec.gitOpsManaged, gitOps: target.gitOps, revert: plan.revert, budget: plan.budget, autoscalers: target.autoscalers });
@@ -137,19 +158,15 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
     if (checked.dryRun) return end(reportOf({ step: "dryRun", scale: checked }, context));
 
     const time = formatTimestamp(now);
-    const result = await target.write({ deps, eventId, appMonitor: am, amRef, changes, trigger: origin.trigger, history: plan, now, time, log, warn: (message) => warnings.push(message) });
+    const result = await target.write({ cluster: deps.cluster, status: deps.status, eventId, appMonitor: am, amRef, changes, trigger: origin.trigger, history: plan, now, time, log, warn: (message) => warnings.push(message) });
     if (result.result === "conflict") {
-      deps.onConflict?.();
-      log.info({ attempt, workload: workloadKey, detail: result.message }, "compare-and-swap lost: reading again");
-      if (attempt >= deps.maxAttempts) {
-        throw new HttpError(503, `${target.workload.kind} ${target.workload.name} changed during each of ${attempt} attempts to ${target.verb} it; retry later`, { headers: { "retry-after": "1" } });
-      }
+      lostRace(deps, log, target, attempt, result.message);
       continue;
     }
     if (result.result === "refused") return end(reportOf({ step: "refused", reason: result.reason, message: result.message, scale: checked }, context));
 
     // Report.
-    const written = target.written({ changes, appMonitor: am, trigger: origin.trigger, gate, generation: result.generation, time, eventId, alertPod: data.pod });
+    const written = target.written({ changes, appMonitor: am, trigger: origin.trigger, gitOps: gate.gitOps, generation: result.generation, time, eventId, alertPod: data.pod });
     return end(reportOf({ step: "written", written, scale: checked, reverted: gate.reverted, statusFrom: result.statusFrom }, context));
   }
 }

@@ -61,9 +61,9 @@ export function podResizeTarget(pod: k8s.V1Pod, namespace: string, name: string)
       return { action: "skip", reason: "ResizeUnderWay", message, skipped: decision.skipped };
     },
 
-    async write({ deps, changes, appMonitor }) {
+    async write({ cluster, changes, appMonitor }) {
       try {
-        const { generation } = await deps.cluster.resizePod(namespace, name, buildResizePatch(desired, changes, pod.metadata?.resourceVersion));
+        const { generation } = await cluster.resizePod(namespace, name, buildResizePatch(desired, changes, pod.metadata?.resourceVersion));
         return { result: "written", generation, statusFrom: appMonitor.raw };
       } catch (error) {
         if (isPatchConflict(error)) return { result: "conflict", message: apiStatus(error).message };
@@ -72,9 +72,9 @@ export function podResizeTarget(pod: k8s.V1Pod, namespace: string, name: string)
       }
     },
 
-    written({ changes, appMonitor: am, trigger, gate, generation, time, eventId }) {
+    written({ changes, appMonitor: am, trigger, gitOps, generation, time, eventId }) {
       const reported: Reported[] = [{ reason: "Resized", changes, multiplier: am.spec.memMultiplier, trigger }];
-      if (gate.gitOps !== undefined) reported.push({ reason: "GitOpsManaged", message: gitOpsPatchedNote(named, gate.gitOps, changes) });
+      if (gitOps !== undefined) reported.push({ reason: "GitOpsManaged", message: gitOpsPatchedNote(named, gitOps, changes) });
       const after = trigger === "oomKilled" ? " after an OOM kill" : "";
       return {
         reported,

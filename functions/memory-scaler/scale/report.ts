@@ -24,11 +24,11 @@ import { revertNote } from "../coexist/reverts.ts";
 import type { Reported } from "../events.ts";
 import type { StatusChange } from "../kube/status-writer.ts";
 import { describeChanges } from "../model.ts";
-import type { Outcome } from "../outcome.ts";
+import type { Outcome, Scale, Skip } from "../outcome.ts";
 import { cappedStatus, scaledStatus } from "../status/changes.ts";
 import type { ScaleEntry } from "../status/recent-scales.ts";
 import type { ValidAppMonitor } from "./governing.ts";
-import type { History, Scale, Skip, WriteTarget, Written } from "./target.ts";
+import type { History, WriteTarget, Written } from "./target.ts";
 
 /** How the flow ended (module table). */
 export type Ending =

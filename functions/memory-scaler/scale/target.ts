@@ -13,37 +13,19 @@
  * - what follows the write: the Events that say so, the outcome's message, and what the
  *   follow-up tick watches to its end (a rollout, a resize).
  */
-import type * as k8s from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { AlertTrigger } from "../../lib/alert-event.ts";
-import type { VerticalPodAutoscalerView } from "../coexist/autoscalers.ts";
-import type { Gate } from "../coexist/gate.ts";
+import type { Autoscalers } from "../coexist/autoscalers.ts";
 import type { GitOpsOwner } from "../coexist/gitops.ts";
 import type { BudgetUse, Revert } from "../coexist/reverts.ts";
 import type { Reported } from "../events.ts";
-import type { AppMonitorRef, StatusChange } from "../kube/status-writer.ts";
-import type { ContainerChange, ContainerMemory, ObjectRef, SkippedContainer } from "../model.ts";
-import type { OutcomeReason } from "../outcome.ts";
+import type { Cluster } from "../kube/cluster.ts";
+import type { AppMonitorRef, StatusChange, StatusWriter } from "../kube/status-writer.ts";
+import type { ContainerChange, ContainerMemory, ObjectRef } from "../model.ts";
+import type { Scale, Skip } from "../outcome.ts";
 import type { PendingRollout } from "../status/rollouts.ts";
 import type { Decision } from "./decide.ts";
-import type { FlowDeps } from "./deps.ts";
 import type { TemplateOwner, ValidAppMonitor } from "./governing.ts";
-
-/** Not to scale, and why; `skipped` lists the containers left out on the way. */
-export interface Skip {
-  readonly action: "skip";
-  readonly reason: OutcomeReason;
-  readonly message: string;
-  readonly skipped?: readonly SkippedContainer[];
-}
-
-/** To scale (or, `dryRun`, to say what a scale would do): each container's memory before and after. */
-export interface Scale {
-  readonly action: "scale";
-  readonly changes: readonly ContainerChange[];
-  readonly skipped: readonly SkippedContainer[];
-  readonly dryRun: boolean;
-}
 
 /** What the target's last scale by the governing AppMonitor leaves for this alert. */
 export interface History {
@@ -60,15 +42,11 @@ export interface History {
   readonly budget: BudgetUse;
 }
 
-/** The autoscalers of the target's namespace the gate weighs (`coexist/gate.ts`). */
-export interface Autoscalers {
-  readonly hpas: readonly k8s.V2HorizontalPodAutoscaler[];
-  readonly vpas: readonly VerticalPodAutoscalerView[];
-}
-
 /** What a write needs beyond the target: the adapters, the scale and whose it is. */
 export interface WriteInput {
-  readonly deps: FlowDeps;
+  /** The API server (`../kube/cluster.ts`) and the AppMonitor status writer: the adapters a write uses. */
+  readonly cluster: Cluster;
+  readonly status: StatusWriter;
   /** The CloudEvent's id: the key of the status entries and the last-scale record. */
   readonly eventId: string;
   readonly appMonitor: ValidAppMonitor;
@@ -133,5 +111,5 @@ export interface WriteTarget {
   /** Writes the scale once, as a compare-and-swap. @throws HttpError on an unexpected API failure, before anything was written. */
   write(input: WriteInput): Promise<WriteResult>;
   /** What a written scale reports (pure). */
-  written(input: { readonly changes: readonly ContainerChange[]; readonly appMonitor: ValidAppMonitor; readonly trigger: AlertTrigger; readonly gate: Extract<Gate, { action: "scale" }>; readonly generation: number | undefined; readonly time: string; readonly eventId: string; readonly alertPod: string }): Written;
+  written(input: { readonly changes: readonly ContainerChange[]; readonly appMonitor: ValidAppMonitor; readonly trigger: AlertTrigger; /** Under `spec.gitOpsManaged: Patch`: the GitOps tool to warn about (`coexist/gate.ts`). */ readonly gitOps: GitOpsOwner | undefined; readonly generation: number | undefined; readonly time: string; readonly eventId: string; readonly alertPod: string }): Written;
 }

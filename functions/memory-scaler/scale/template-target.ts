@@ -21,17 +21,16 @@ import type * as k8s from "@kubernetes/client-node";
 import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION, type AppMonitorStatus } from "../../lib/appmonitor.ts";
 import { gitOpsOwner, gitOpsPatchedNote } from "../coexist/gitops.ts";
 import { budgetUse, detectRevert, detectRevertFromStatus } from "../coexist/reverts.ts";
-import type { Reported } from "../events.ts";
+import { type Reported, scaledNote } from "../events.ts";
 import { memoryOf } from "../kube/views.ts";
 import { APPS_V1, describeChanges, formatScaleRecord, kindOf, objectRef, parseScaleRecord, type RecordedScale, type Workload } from "../model.ts";
 import { podReplacement } from "../replacement.ts";
-import { withoutPendingScale, withPendingScale } from "../status/pending-scales.ts";
 import { repairedStatus } from "../status/changes.ts";
+import { withoutPendingScale, withPendingScale } from "../status/pending-scales.ts";
 import { repairOf } from "../status/repair.ts";
 import { pendingRollouts } from "../status/rollouts.ts";
-import { scaledNote } from "../events.ts";
 import { OOM_KILL_RECENT_SECONDS } from "./evidence.ts";
-import { onDeleteScaledNote, unreplacedNote, waitingForDelete, waitsForDelete, type RolloutStrategy } from "./on-delete.ts";
+import { onDeleteScaledNote, type RolloutStrategy, unreplacedNote, waitingForDelete, waitsForDelete } from "./on-delete.ts";
 import type { History, WriteTarget } from "./target.ts";
 import { buildTemplatePatch } from "./template-patch.ts";
 import { podForAdmission, writeWorkload } from "./write.ts";
@@ -126,7 +125,7 @@ export function templateTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: 
       return { action: "skip", reason: decision.reason, message: decision.message, skipped: decision.skipped };
     },
 
-    async write({ deps, eventId, appMonitor: am, amRef, changes, trigger, history, now, time, log, warn }) {
+    async write({ cluster, status: statusWriter, eventId, appMonitor: am, amRef, changes, trigger, history, now, time, log, warn }) {
       const record = formatScaleRecord({
         time,
         appmonitor: am.metadata.name,
@@ -144,7 +143,7 @@ export function templateTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: 
       // loses that repair path, so the scale goes on. A lost compare-and-swap leaves it listed: the
       // winning scale's status write removes it when it is the same event's, the next tick otherwise.
       const pending = { workload: named, time, event: eventId };
-      const listing = deps.status.update(amRef, (status) => withPendingScale(status, pending), am.raw).then(
+      const listing = statusWriter.update(amRef, (status) => withPendingScale(status, pending), am.raw).then(
         () => true,
         (error: unknown) => {
           log.warn({ workload: `${workload.kind}/${workload.name}` }, `could not list the scale in status.pendingScales, scaling anyway: ${(error as Error).message}`);
@@ -152,7 +151,7 @@ export function templateTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: 
         },
       );
       const written = await writeWorkload(
-        deps.cluster,
+        cluster,
         workload,
         patch,
         podForAdmission(workload, changes),
@@ -168,17 +167,17 @@ export function templateTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: 
       if (written.result === "written") return { result: "written", generation: written.generation, statusFrom };
       if (written.result === "conflict") return written;
       // Nothing was patched: the listing goes (else the next tick drops it).
-      if (inPending) await deps.status.update(amRef, (status) => withoutPendingScale(status, pending), statusFrom).catch((error: unknown) => log.warn((error as Error).message));
+      if (inPending) await statusWriter.update(amRef, (status) => withoutPendingScale(status, pending), statusFrom).catch((error: unknown) => log.warn((error as Error).message));
       const reason = ({ refused: "AdmissionRefused", overQuota: "RolloutExceedsQuota", unschedulable: "Unschedulable" } as const)[written.result];
       return { result: "refused", reason, message: written.message };
     },
 
-    written({ changes, appMonitor: am, trigger, gate, generation, time, eventId, alertPod }) {
+    written({ changes, appMonitor: am, trigger, gitOps: tool, generation, time, eventId, alertPod }) {
       // Followed until it ends (follow-up/); a bare ReplicaSet never replaces its Pods, so it has no rollout.
       const rollout = workload.kind === "ReplicaSet" || generation === undefined ? undefined : { workload: named, generation, startedAt: time, event: eventId };
       // OnDelete: the patch is what the user's strategy asks for, but it reached no Pod; say so.
       const onDelete = waitsForDelete(strategy) ? onDeleteScaledNote(strategy, alertPod, describeChanges(changes)) : undefined;
-      const gitOps = gate.gitOps === undefined ? undefined : gitOpsPatchedNote(workload, gate.gitOps, changes);
+      const gitOps = tool === undefined ? undefined : gitOpsPatchedNote(workload, tool, changes);
       const scaled: Reported = { reason: "Scaled", changes, multiplier: am.spec.memMultiplier, trigger, onDelete, gitOps, replacement };
       const note = scaledNote(workload, am.spec.memMultiplier, changes, trigger, replacement);
       return { reported: [scaled], message: onDelete ?? gitOps ?? note, rollout };

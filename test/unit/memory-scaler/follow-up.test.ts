@@ -11,7 +11,8 @@ import type { PodView, WorkloadView } from "../../../functions/memory-scaler/kub
 import type { PendingRollout } from "../../../functions/memory-scaler/status/rollouts.ts";
 import { followRollouts } from "../../../functions/memory-scaler/follow-up/flow.ts";
 import { selectorString } from "../../../functions/memory-scaler/kube/views.ts";
-import { decideQuota, type QuotaView, resolveMaxSurge, rolloutPeak, type RolloutShape } from "../../../functions/memory-scaler/scale/capacity.ts";
+import type { QuotaView } from "../../../functions/memory-scaler/kube/views.ts";
+import { decideQuota, resolveMaxSurge, rolloutPeak, type RolloutShape } from "../../../functions/memory-scaler/scale/capacity.ts";
 import { podMemoryLimit } from "../../../functions/memory-scaler/scale/capacity.ts";
 import { pendingRollouts, withRolloutFollowedUp, withRolloutStarted } from "../../../functions/memory-scaler/status/rollouts.ts";
 import { handleFiring } from "../../../functions/memory-scaler/scale/flow.ts";

@@ -10,7 +10,8 @@ import { podForAdmission } from "../../../functions/memory-scaler/scale/write.ts
 import { readConfig } from "../../../functions/memory-scaler/config.ts";
 import { FIRING_TYPE, RESOLVED_TYPE, validateAlertEventData } from "../../../functions/lib/alert-event.ts";
 import { readAlertEvent } from "../../../functions/memory-scaler/incoming-event.ts";
-import { buildEvent, MAX_NOTE_LENGTH, REPORTING_CONTROLLER, windowedKey } from "../../../functions/memory-scaler/kube/event-recorder.ts";
+import { windowedKey } from "../../../functions/memory-scaler/events.ts";
+import { buildEvent, MAX_NOTE_LENGTH, REPORTING_CONTROLLER } from "../../../functions/memory-scaler/kube/event-recorder.ts";
 import { alertOrigin, governingAppMonitor, namedAppMonitor, type NamespaceAppMonitors, validAppMonitors } from "../../../functions/memory-scaler/scale/governing.ts";
 import type { Workload } from "../../../functions/memory-scaler/model.ts";
 import { formatScaleRecord, type RecordedScale } from "../../../functions/memory-scaler/model.ts";

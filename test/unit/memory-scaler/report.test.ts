@@ -5,7 +5,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { ContainerChange } from "../../../functions/memory-scaler/model.ts";
 import { afterCheck } from "../../../functions/memory-scaler/scale/evidence.ts";
-import type { Scale } from "../../../functions/memory-scaler/scale/target.ts";
+import type { Scale } from "../../../functions/memory-scaler/outcome.ts";
 import { pendingRollouts } from "../../../functions/memory-scaler/status/rollouts.ts";
 import { eventsOf, type Reported, type Subjects } from "../../../functions/memory-scaler/events.ts";
 import { repairedStatus, scaledStatus } from "../../../functions/memory-scaler/status/changes.ts";
