@@ -1,5 +1,5 @@
 /**
- * What memory-scaler tells users about an outcome (`scale-flow.ts` steps 2, 4, 6, 7 and 9),
+ * What memory-scaler tells users about an outcome (`scale/flow.ts` steps 2, 4, 6, 7 and 9),
  * pure: the Kubernetes Events it writes, as one table, and the AppMonitor status changes a
  * scale makes. The README's "Skip reasons" table says the same to users.
  *
@@ -19,12 +19,12 @@
  * | anything else | none: the outcome is logged and counted only | |
  *
  * A Warning on the AppMonitor names the workload first (`<kind> <name>: <note>`); a Normal one
- * carries the same note on both. Each Event is keyed by the CloudEvent's id (`kube-events.ts`:
+ * carries the same note on both. Each Event is keyed by the CloudEvent's id (`kube/event-recorder.ts`:
  * its name is derived from the key, so a re-delivery writes nothing new), a repaired scale's by
  * the id of the event that scaled.
  */
 import type { AlertTrigger } from "../lib/alert-event.ts";
-import * as k8s from "@kubernetes/client-node";
+import type * as k8s from "@kubernetes/client-node";
 import { type ContainerChange, describeChanges, type ObjectRef } from "./model.ts";
 import { type PodReplacement, podsReplacedNote, replacementClause } from "./replacement.ts";
 
@@ -44,7 +44,7 @@ export interface Subjects {
 export type Reported =
   | { readonly reason: "UnsupportedOwner" | "AtCap" | "LimitNotInTemplate"; readonly message: string }
   | { readonly reason: "AdmissionRefused" | "RolloutExceedsQuota" | "Unschedulable"; readonly message: string; readonly changes: readonly ContainerChange[] }
-  /** Another manager of the workload holds the scale (`plan.ts` `gateScale`); `Reverted` there writes no Event of its own (the detection's below says it). */
+  /** Another manager of the workload holds the scale (`coexist/gate.ts` `gateScale`); `Reverted` there writes no Event of its own (the detection's below says it). */
   | { readonly reason: "HPAOnMemory" | "VPAControlled" | "GitOpsManaged"; readonly message: string }
   /** The revert of a scale, reported once: `key` is the id of the event that made that scale. */
   | { readonly reason: "Reverted"; readonly message: string; readonly key: string }

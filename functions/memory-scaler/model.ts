@@ -28,7 +28,7 @@ export interface WorkloadObject {
     selector?: k8s.V1LabelSelector;
   };
   /**
-   * What its controller reports (Deployment, StatefulSet and DaemonSet fields; `follow-up.ts`
+   * What its controller reports (Deployment, StatefulSet and DaemonSet fields; `follow-up/rollout.ts`
    * reads them). StatefulSet: `updateRevision` is the ControllerRevision the current template
    * makes (Pods carry theirs in the `controller-revision-hash` label).
    */
@@ -158,7 +158,7 @@ export interface ScaleRecordAnnotation {
   readonly time: string;
   /** The AppMonitor that scaled the workload. */
   readonly appmonitor: string;
-  /** The CloudEvent id the `Scaled` Events are named after (`kube-events.ts`). */
+  /** The CloudEvent id the `Scaled` Events are named after (`kube/event-recorder.ts`). */
   readonly event: string;
   /** `spec.memMultiplier` at the time, for the Events' note. */
   readonly multiplier: number;
@@ -168,7 +168,7 @@ export interface ScaleRecordAnnotation {
   /**
    * memory-scaler's earlier scales of this workload within the hour before this one (newest
    * first, at most {@link MAX_EARLIER}): written in the same compare-and-swap as the scale, so
-   * the revert budget (`reverts.ts`) counts every patch even while a status write lags.
+   * the revert budget (`coexist/reverts.ts`) counts every patch even while a status write lags.
    */
   readonly earlier?: readonly ScaleMark[];
 }

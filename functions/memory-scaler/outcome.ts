@@ -1,7 +1,7 @@
 /**
  * What one firing alert came to: the outcome memory-scaler logs, counts and answers with
  * (`handler.ts`: 204 with `X-Appmonitor-Outcome` and `X-Appmonitor-Reason`). Its steps are
- * `scale-flow.ts`'s; which reasons write Events is `report.ts`'s table.
+ * `scale/flow.ts`'s; which reasons write Events is `events.ts`'s table.
  */
 import type { ContainerChange, SkippedContainer } from "./model.ts";
 import type { SkipReason } from "./scale/decide.ts";
@@ -14,31 +14,31 @@ import type { NoneGoverns } from "./scale/governing.ts";
  * - `PodGone`, `UnsupportedOwner`, `OwnerGone`: no workload to scale (step 1–2);
  * - `BelowThreshold`, `NotMeasured`: Prometheus does not confirm the alert (step 5);
  * - `NotOOMKilled`: an OOM-kill event whose containers the Pod does not show OOM-killed
- *   recently (step 5, `oom.ts` `checkOOMKilled`);
+ *   recently (step 5, `scale/evidence.ts` `checkOOMKilled`);
  * - `AdmissionRefused`: the dry run of the patch or of the scaled Pod was refused (step 7);
  * - `Unschedulable`: the scaled Pod would request more memory than any Node's
- *   `status.allocatable.memory` (`rollout.ts` `decideFit`): no patch, Warning Events (step 7);
+ *   `status.allocatable.memory` (`scale/capacity.ts` `decideFit`): no patch, Warning Events (step 7);
  * - `RolloutExceedsQuota`: the rollout's peak (all new Pods, and a Deployment's `maxSurge` old
  *   ones beside them) would pass a ResourceQuota's `requests.memory` or `limits.memory`
- *   (`quota.ts` `decideQuota`): no patch, Warning Events (step 7);
+ *   (`scale/capacity.ts` `decideQuota`): no patch, Warning Events (step 7);
  * - `RolloutWaitsForDelete`: a StatefulSet or DaemonSet with `updateStrategy: OnDelete` whose
  *   alerting Pod still runs less memory than the template (a `Cooldown` or `RolloutUnderWay`
- *   skip otherwise): it gets the new memory only when deleted (`rollout.ts` `waitingForDelete`);
+ *   skip otherwise): it gets the new memory only when deleted (`scale/capacity.ts` `waitingForDelete`);
  *   also any alert of such a workload while the rollout of its last scale is pending in the
  *   AppMonitor's `status.rollouts` (Pods still on the old revision): no scale on top of one that
  *   has not reached its Pods.
  *   After the patch of such a workload the outcome stays `Scaled`, with a `RolloutWaitsForDelete`
  *   Warning Event on the workload and the AppMonitor saying to delete the Pods;
  * - `HPAOnMemory`, `VPAControlled`: a HorizontalPodAutoscaler scales the workload on memory, or a
- *   VerticalPodAutoscaler not `Off` sets its Pods' resources (`autoscalers.ts`): Warning Events;
+ *   VerticalPodAutoscaler not `Off` sets its Pods' resources (`coexist/autoscalers.ts`): Warning Events;
  * - `GitOpsManaged`: a GitOps tool manages the workload and `spec.gitOpsManaged` is `Skip`
- *   (`gitops.ts`): Warning Events and a held `recentScales` entry naming the manifest values;
+ *   (`coexist/gitops.ts`): Warning Events and a held `recentScales` entry naming the manifest values;
  * - `Reverted`: something lowered the memory memory-scaler set, and the revert budget
- *   (`spec.revertBudgetPerHour` patches of the workload per hour, `reverts.ts`) is used: a held
+ *   (`spec.revertBudgetPerHour` patches of the workload per hour, `coexist/reverts.ts`) is used: a held
  *   `recentScales` entry (the revert's Warning Events are written once, when it is first seen);
  * - `Scaled`, `DryRun`: patched, or would have been;
  * - `Resized`: a bare Pod (no controller) resized in place through its `resize` subresource
- *   (`resize-flow.ts`); `ResizeUnderWay`: its spec already asks for more memory than its
+ *   (`scale/pod-resize-target.ts`); `ResizeUnderWay`: its spec already asks for more memory than its
  *   containers run with (the kubelet has not applied the last resize, or cannot).
  */
 export type OutcomeReason =

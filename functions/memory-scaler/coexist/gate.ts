@@ -28,14 +28,14 @@ export type Gate =
     };
 
 /**
- * The last gate before a checked scale is written (`scale-flow.ts` step 5a): who else manages
+ * The last gate before a checked scale is written (`scale/flow.ts` step 5a): who else manages
  * the workload. In order:
  * 1. an HPA scaling it on memory → `HPAOnMemory`, a VPA not `Off` → `VPAControlled`
- *    (`autoscalers.ts`; these fight every scale, whatever the spec says);
- * 2. a GitOps tool manages it (`gitops.ts`) and `spec.gitOpsManaged` is `Skip` or absent →
+ *    (`coexist/autoscalers.ts`; these fight every scale, whatever the spec says);
+ * 2. a GitOps tool manages it (`coexist/gitops.ts`) and `spec.gitOpsManaged` is `Skip` or absent →
  *    `GitOpsManaged`, held: the values to set in the manifest are reported instead;
  * 3. its last scale was reverted and the last hour's scales reach `spec.revertBudgetPerHour` →
- *    `Reverted`, held (`reverts.ts`).
+ *    `Reverted`, held (`coexist/reverts.ts`).
  * Otherwise the scale goes on, with the GitOps tool to warn about under `Patch` and whether it
  * re-applies a reverted value.
  */

@@ -1,7 +1,7 @@
 /**
  * Reverts and the revert budget (pure). A revert: the workload's Pod template now gives a
  * container less memory than memory-scaler's last scale set, which the workload's last-scale
- * record (`status.ts`, written in the same compare-and-swap as the scale) says, or, when the
+ * record (`status/recent-scales.ts`, written in the same compare-and-swap as the scale) says, or, when the
  * AppMonitor's `status.recentScales` lists a later scale of it than its annotations name (replaced
  * whole, or re-applied from an old export), those entries ({@link detectRevertFromStatus}). Something put the
  * old value back — a GitOps sync, `kubectl apply` of the old manifest, a CI pipeline — and will

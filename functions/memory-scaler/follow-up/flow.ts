@@ -5,9 +5,9 @@
  *
  * 1. One LIST of the AppMonitors of every namespace, from the API server's watch cache. An
  *    AppMonitor whose `status.capped` lists workloads at a cap other than its `spec.maxMemory`
- *    now drops them (`capped-status.ts`; a status write, no read). None with `status.rollouts`
+ *    now drops them (`status/capped.ts`; a status write, no read). None with `status.rollouts`
  *    or `status.pendingScales`: done, nothing else is read.
- * 1a. For each scale still listed in `status.pendingScales` (`pending-scales.ts`: listed before
+ * 1a. For each scale still listed in `status.pendingScales` (`status/pending-scales.ts`: listed before
  *    its patch, taken off by the status write that records it, so one listed here is a scale
  *    whose status write failed, one in flight, or one that lost its compare-and-swap): GET its
  *    workload; `decidePendingScale` says whether the workload's last-scale record is this scale's.
@@ -17,8 +17,8 @@
  *    the id of the event that scaled; or the entry is dropped (the patch never landed), or kept
  *    for the next tick while the patch may still be in flight.
  * 2. For each pending rollout: GET the workload and LIST its Pods (by its selector), in
- *    parallel; `decideFollowUp` (`follow-up.ts`, pure) says where it stands. A bare Pod's
- *    in-place resize (kind `Pod`): GET the Pod; `decideResizeFollowUp` (`resize-follow-up.ts`)
+ *    parallel; `decideFollowUp` (`follow-up/rollout.ts`, pure) says where it stands. A bare Pod's
+ *    in-place resize (kind `Pod`): GET the Pod; `decideResizeFollowUp` (`follow-up/resize.ts`)
  *    reads its `PodResizePending`/`PodResizeInProgress` conditions and container statuses; while
  *    it is pending, the condition's message says why (`withResizeProgress`).
  * 3. Ended: the condition `RolledOut` on the AppMonitor (True, or False with the failure's

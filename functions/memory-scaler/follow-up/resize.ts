@@ -1,6 +1,6 @@
 /**
- * Where an in-place resize of a bare Pod stands (`resize.ts`), from plain data: the Pod as read
- * now and the pending entry of `status.rollouts` (workload kind `Pod`). Pure: `follow-flow.ts`
+ * Where an in-place resize of a bare Pod stands (`scale/pod-resize-target.ts`), from plain data: the Pod as read
+ * now and the pending entry of `status.rollouts` (workload kind `Pod`). Pure: `follow-up/flow.ts`
  * reads the Pod on the follow-up's ticks and writes what this decides, as for a rollout.
  *
  * The kubelet reports a resize through the Pod's conditions and container statuses

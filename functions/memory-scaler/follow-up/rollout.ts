@@ -1,7 +1,7 @@
 /**
  * Where a rollout that memory-scaler started stands, from plain data: the workload as read now,
  * its Pods, and the pending rollout recorded in the AppMonitor's status. Pure: the follow-up
- * (`follow-flow.ts`) reads the world and writes what this decides.
+ * (`follow-up/flow.ts`) reads the world and writes what this decides.
  *
  * A rollout ends `RolledOut` when the workload's controller reports every replica updated and
  * available at the generation the patch made, as `kubectl rollout status` judges it
@@ -36,7 +36,7 @@ import type { PendingRollout } from "../status/rollouts.ts";
  */
 export const ROLLOUT_DEADLINE_SECONDS = 600;
 
-/** Why a rollout failed (the condition's reason and the Event's note); see the module comment, and `resize-follow-up.ts` for a bare Pod's in-place resize (`Infeasible`, `ResizeError`). */
+/** Why a rollout failed (the condition's reason and the Event's note); see the module comment, and `follow-up/resize.ts` for a bare Pod's in-place resize (`Infeasible`, `ResizeError`). */
 export type RolloutFailure = "ProgressDeadlineExceeded" | "FailedCreate" | "PodUnschedulable" | "CrashLoopingPod" | "Infeasible" | "ResizeError";
 
 /** The result of {@link decideFollowUp}. */

@@ -2,7 +2,7 @@
  * Kubernetes objects turned into the plain data the pure steps decide from, once: a Pod spec's
  * container memory, the memory its containers run with, its container statuses (read here
  * only), when memory-scaler last resized it, and the follow-up's views of a workload, a Pod and a
- * Pod's resize. No I/O: the objects come from `cluster.ts`.
+ * Pod's resize. No I/O: the objects come from `kube/cluster.ts`.
  */
 import type * as k8s from "@kubernetes/client-node";
 import { type ContainerKind, type ContainerMemory, FIELD_MANAGER, type WorkloadObject } from "../model.ts";
@@ -131,7 +131,7 @@ export function memoryOf(spec: k8s.V1PodSpec | undefined): ContainerMemory[] {
   ];
 }
 
-/** The follow-up's view of a Pod as read (`resize-follow-up.ts`). */
+/** The follow-up's view of a Pod as read (`follow-up/resize.ts`). */
 export function podResizeView(pod: k8s.V1Pod): PodResizeView {
   const statuses = containerStatuses(pod);
   return {

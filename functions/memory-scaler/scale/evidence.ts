@@ -109,10 +109,10 @@ export interface Checked {
 }
 
 /**
- * The plan after the alert's evidence was checked (`scale-flow.ts` step 5): the scale with the
+ * The plan after the alert's evidence was checked (`scale/flow.ts` step 5): the scale with the
  * containers the check kept, or, when it kept none, the skip. An OOM-kill alert's skip is
- * `NotOOMKilled` (`oom.ts`); a threshold alert's is `BelowThreshold` when any container was
- * measured below it, else the first container's reason (`NotMeasured`; `verify.ts`). Its
+ * `NotOOMKilled` (`scale/evidence.ts`); a threshold alert's is `BelowThreshold` when any container was
+ * measured below it, else the first container's reason (`NotMeasured`; `kube/prometheus.ts`). Its
  * message joins every dropped container's; `skipped` lists the plan's and the check's.
  */
 export function afterCheck(scale: Scale, trigger: AlertTrigger, checked: Checked): Skip | Scale {

@@ -1,9 +1,9 @@
 /**
- * The read step of a firing alert (`scale-flow.ts` steps 1–2): the Pod, its namespace's
+ * The read step of a firing alert (`scale/flow.ts` steps 1–2): the Pod, its namespace's
  * AppMonitors, HorizontalPodAutoscalers and VerticalPodAutoscalers in parallel (the two lists cost
  * no round trip of their own), then the Pod's owners up to the workload. It reads only as far as
  * the alert can still lead to a scale: no owner is read for a Pod that is gone or for an alert
- * whose AppMonitor is not there. Plain data out, for the pure plan (`plan.ts`).
+ * whose AppMonitor is not there. Plain data out, for the pure plan (`scale/plan.ts`).
  *
  * An autoscaler list whose resource type is not served (a 404 without an object: the VPA's CRD not
  * installed) reads as none; any other failure fails the event like every read, since scaling
@@ -23,7 +23,7 @@ export type Observation =
   | { readonly result: "ended"; readonly reason: "PodGone" | "OwnerGone" | NoneGoverns["reason"]; readonly message: string }
   /** The Pod's owner has no Pod template memory-scaler can scale (a Job, an unknown kind). */
   | { readonly result: "unsupported"; readonly message: string; readonly pod: k8s.V1Pod; readonly named: ValidAppMonitor }
-  /** A bare Pod (no controller owner reference): resized in place (`resize-flow.ts`). */
+  /** A bare Pod (no controller owner reference): resized in place (`scale/pod-resize-target.ts`). */
   | { readonly result: "bare"; readonly pod: k8s.V1Pod; readonly monitors: NamespaceAppMonitors; readonly named: ValidAppMonitor }
   | {
       readonly result: "observed";

@@ -1,7 +1,7 @@
 /**
  * In-place resize of a bare Pod (no controller owner reference), pure: what the decision reads of
  * the Pod, when it was last resized, and the compare-and-swap JSON Patch of its `resize`
- * subresource. `resize-flow.ts` reads and writes.
+ * subresource. `scale/pod-resize-target.ts` reads and writes.
  *
  * Since Kubernetes 1.35 a running Pod's container CPU and memory can be changed without
  * recreating it: `spec.containers[*].resources` are the desired resources, written through the

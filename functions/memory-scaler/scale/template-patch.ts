@@ -20,7 +20,7 @@ export interface TemplatePatchInput {
   /** The workload's `metadata.resourceVersion`; when given, the patch also tests it. */
   resourceVersion?: string;
   /**
-   * The value of the last-scale-record annotation (`status.ts` `formatScaleRecord`), written
+   * The value of the last-scale-record annotation (`status/recent-scales.ts` `formatScaleRecord`), written
    * with the scale; absent: not written.
    */
   record?: string;

@@ -50,7 +50,7 @@ export type WriteResult =
   | { result: "overQuota"; message: string }
   | { result: "unschedulable"; message: string };
 
-/** The peak of a rollout depends on these (`quota.ts`). */
+/** The peak of a rollout depends on these (`scale/capacity.ts`). */
 function shapeOf(workload: Workload): RolloutShape {
   const spec = workload.object.spec;
   return { kind: workload.kind, name: workload.name, replicas: spec.replicas ?? 1, strategy: spec.strategy?.type, maxSurge: spec.strategy?.rollingUpdate?.maxSurge };
@@ -63,7 +63,7 @@ function shapeOf(workload: Workload): RolloutShape {
  * patch. Failures are reported in this order: the patch's (a lost race makes the rest moot), the
  * Pod's admission, the quotas, the fit. `before`, when given, is awaited after the checks pass and
  * before the patch: the flow's listing of the scale in `status.pendingScales`, started beside the
- * dry runs (`pending-scales.ts`), must be written before the patch it stands for. A Node or quota list that fails — forbidden by RBAC that
+ * dry runs (`status/pending-scales.ts`), must be written before the patch it stands for. A Node or quota list that fails — forbidden by RBAC that
  * predates it, the API server unavailable — or a Node list that says nothing (no Node, none
  * reporting allocatable memory) never blocks the scale: `onWarning` hears why and the write goes on.
  * @returns `written` with the workload's new `metadata.generation`, or `conflict` (a `test`

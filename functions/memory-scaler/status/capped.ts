@@ -4,7 +4,7 @@
  * `spec.maxMemory`), and the condition `AtMaxMemory` says whether any is listed, so
  * `kubectl get appmonitors` and `kubectl describe` show it without reading Events. A workload
  * leaves the list when it is scaled again, and every workload listed at another cap leaves it on
- * the next follow-up tick once `spec.maxMemory` is changed (`follow-flow.ts`). Pure: the status
+ * the next follow-up tick once `spec.maxMemory` is changed (`follow-up/flow.ts`). Pure: the status
  * writer applies these to the object it read, and writes nothing when they return it unchanged,
  * so a workload that keeps alerting at the cap costs no status write after the first.
  */

@@ -19,8 +19,8 @@ function rolloutMessage(workload: { readonly kind: string; readonly name: string
 /**
  * The status change of a scale (step 9): its `recentScales` entry, the rollout the patch
  * started pending in `status.rollouts` (none for a bare ReplicaSet, which replaces no Pod), the
- * workload out of `status.capped` (`capped-status.ts`): scaled, it is below the cap, and the
- * scale out of `status.pendingScales` (`pending-scales.ts`): recorded, no tick needs to.
+ * workload out of `status.capped` (`status/capped.ts`): scaled, it is below the cap, and the
+ * scale out of `status.pendingScales` (`status/pending-scales.ts`): recorded, no tick needs to.
  */
 export function scaledStatus(entry: ScaleEntry, rollout: PendingRollout | undefined, limit: number): (status: AppMonitorStatus | undefined) => AppMonitorStatus {
   return (status) => {

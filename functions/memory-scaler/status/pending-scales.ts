@@ -5,19 +5,19 @@
  *
  * The authority on a scale is the workload's last-scale record, written in the same
  * compare-and-swap patch as the new memory; the AppMonitor's status is its copy, written after
- * (`status.ts`). When that write fails (the API server cut between the two), nothing in the
+ * (`status/recent-scales.ts`). When that write fails (the API server cut between the two), nothing in the
  * AppMonitor names the workload, and a tick that reads only the AppMonitors — one LIST, all a tick
  * costs with nothing pending — cannot find it; reading every workload on every tick would cost a
  * LIST per kind per tick instead. So before the patch the flow lists the scale here (workload,
  * time, event id), in the same round trip as the patch's dry runs (no round trip of its own) and
- * awaited before the patch, and the status write that records the scale removes it (`report.ts`
+ * awaited before the patch, and the status write that records the scale removes it (`events.ts`
  * `scaledStatus`, `repairedStatus`). An entry still listed on a tick is a scale whose status write
  * failed, one in flight, or one that lost its compare-and-swap: the tick GETs its workload
- * (`follow-flow.ts`) and {@link decidePendingScale} says whether the record there is this scale's
+ * (`follow-up/flow.ts`) and {@link decidePendingScale} says whether the record there is this scale's
  * (then the scale is recorded, once: `withScales`' identity rules), or its patch never landed.
  *
  * Not the re-sent alert's answer: an alert re-sent after the cut names a Pod the rollout has
- * replaced, and `PodGone` is decided from that Pod's 404 alone (`observe.ts`), before any owner is
+ * replaced, and `PodGone` is decided from that Pod's 404 alone (`scale/observe.ts`), before any owner is
  * read; the owner chain lived in the deleted Pod's `ownerReferences`. The workload could only be
  * guessed from the Pod's name or the alert's labels, which are input, never authority, and a scale
  * answered 204 before its status write failed is never re-sent at all.

@@ -1,17 +1,16 @@
 // memory-scaler on an OOM-kill event (trigger oomKilled): the pure check of the Pod's container
-// statuses (functions/memory-scaler/oom.ts) as a table, and the flow around it against the
+// statuses (functions/memory-scaler/scale/evidence.ts) as a table, and the flow around it against the
 // in-memory cluster. The same flow against a real API server with kwok:
 // test/integration/memory-scaler-oom.test.ts.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type * as k8s from "@kubernetes/client-node";
 import { pino } from "pino";
-import type { ContainerChange } from "../../../functions/memory-scaler/model.ts";
-import { checkOOMKilled, type ContainerStatusLike, OOM_KILL_RECENT_SECONDS } from "../../../functions/memory-scaler/scale/evidence.ts";
-import { handleFiring } from "../../../functions/memory-scaler/scale/flow.ts";
-import { formatScaleRecord, parseScaleRecord } from "../../../functions/memory-scaler/model.ts";
-import type { Verifier } from "../../../functions/memory-scaler/kube/prometheus.ts";
-import { alertData, FakeCluster, flowDeps as deps, memhogCluster, NS } from "../../support/memory-scaler-fakes.ts";
+import { type ContainerChange, formatScaleRecord, parseScaleRecord } from "../../../../functions/memory-scaler/model.ts";
+import { checkOOMKilled, type ContainerStatusLike, OOM_KILL_RECENT_SECONDS, checkThreshold } from "../../../../functions/memory-scaler/scale/evidence.ts";
+import { handleFiring } from "../../../../functions/memory-scaler/scale/flow.ts";
+import { type Verifier, workingSetQuery } from "../../../../functions/memory-scaler/kube/prometheus.ts";
+import { alertData, FakeCluster, flowDeps as deps, memhogCluster, NS } from "../../../support/memory-scaler-fakes.ts";
 
 const silent = pino({ level: "silent" });
 const NOW = new Date("2025-06-01T12:00:00Z");
@@ -174,5 +173,24 @@ describe("handleFiring on an OOM-kill event", () => {
     assert.equal(outcome.outcome, "dry-run");
     assert.match(cluster.events[0]?.note ?? "", /^DryRun: would scale Deployment memhog after an OOM kill: /);
     assert.equal(cluster.writes.length, 0);
+  });
+});
+
+describe("Prometheus check", () => {
+  it("quotes names into the query", () => {
+    assert.equal(
+      workingSetQuery("ns", "p-1", ["a", "b.c"]),
+      'max by (container) (container_memory_working_set_bytes{namespace="ns",pod="p-1",container=~"a|b\\\\.c"})',
+    );
+  });
+
+  const change = (container: string) => ({ container, from: { limit: "384Mi" }, to: { limit: "768Mi" } });
+  const pod = [{ name: "hot", limit: "384Mi" }, { name: "cold", limit: "384Mi" }, { name: "unseen", limit: "384Mi" }];
+  it("keeps containers at or above the threshold, skips the others with a reason", () => {
+    const mi = 1024 * 1024;
+    const { keep, skipped } = checkThreshold([change("hot"), change("cold"), change("unseen")], pod, new Map([["hot", 288 * mi], ["cold", 100 * mi]]), 75);
+    assert.deepEqual(keep.map((c) => c.container), ["hot"], "288Mi of 384Mi is exactly 75%");
+    assert.deepEqual(skipped.map((s) => [s.container, s.reason]), [["cold", "BelowThreshold"], ["unseen", "NotMeasured"]]);
+    assert.equal(skipped[0]?.percent, 26.04);
   });
 });

@@ -1,12 +1,12 @@
 // The compare-and-swap JSON Patch of a workload's Pod template, applied to real object shapes.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../../functions/lib/appmonitor.ts";
-import type { ContainerMemory } from "../../../functions/memory-scaler/model.ts";
-import { decideScale } from "../../../functions/memory-scaler/scale/decide.ts";
-import { formatTimestamp } from "../../../functions/lib/rfc3339.ts";
-import type { JsonPatchOperation } from "../../../functions/memory-scaler/model.ts";
-import { buildTemplatePatch, escapeJsonPointerToken } from "../../../functions/memory-scaler/scale/template-patch.ts";
+import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../../../functions/lib/appmonitor.ts";
+import type { ContainerMemory } from "../../../../functions/memory-scaler/model.ts";
+import { decideScale } from "../../../../functions/memory-scaler/scale/decide.ts";
+import { formatTimestamp } from "../../../../functions/lib/rfc3339.ts";
+import type { JsonPatchOperation } from "../../../../functions/memory-scaler/model.ts";
+import { buildTemplatePatch, escapeJsonPointerToken } from "../../../../functions/memory-scaler/scale/template-patch.ts";
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 

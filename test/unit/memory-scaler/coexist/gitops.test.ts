@@ -1,8 +1,8 @@
-// Which GitOps tool manages a workload (functions/memory-scaler/gitops.ts), from its own labels
+// Which GitOps tool manages a workload (functions/memory-scaler/coexist/gitops.ts), from its own labels
 // and annotations: a table of the signals accepted and refused.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { gitOpsOwner } from "../../../functions/memory-scaler/coexist/gitops.ts";
+import { gitOpsOwner } from "../../../../functions/memory-scaler/coexist/gitops.ts";
 
 describe("gitOpsOwner", () => {
   const cases: { name: string; labels?: Record<string, string>; annotations?: Record<string, string>; want: { tool: string; owner: string } | undefined }[] = [

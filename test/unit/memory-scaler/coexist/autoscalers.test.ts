@@ -1,9 +1,9 @@
-// Other autoscalers acting on a workload's memory (functions/memory-scaler/autoscalers.ts): HPAs
+// Other autoscalers acting on a workload's memory (functions/memory-scaler/coexist/autoscalers.ts): HPAs
 // and VPAs classified as a table.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type * as k8s from "@kubernetes/client-node";
-import { classifyAutoscalers, type VerticalPodAutoscalerView, vpaView } from "../../../functions/memory-scaler/coexist/autoscalers.ts";
+import { classifyAutoscalers, type VerticalPodAutoscalerView, vpaView } from "../../../../functions/memory-scaler/coexist/autoscalers.ts";
 
 const web = { kind: "Deployment", name: "web" };
 const hpa = (metrics: k8s.V2MetricSpec[] | undefined, target: Partial<k8s.V2CrossVersionObjectReference> = {}): k8s.V2HorizontalPodAutoscaler => ({

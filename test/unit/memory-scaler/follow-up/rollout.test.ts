@@ -1,22 +1,22 @@
-// The follow-up of a scale's rollout, from plain data (functions/memory-scaler/follow-up.ts,
-// rollout-status.ts, quota.ts), and through the flow on an in-memory cluster (follow-flow.ts):
+// The follow-up of a scale's rollout, from plain data (functions/memory-scaler/follow-up/rollout.ts,
+// status/rollouts.ts, scale/capacity.ts), and through the flow on an in-memory cluster (follow-up/flow.ts):
 // where a rollout stands, how the AppMonitor's status records it, and which rollout surge a
 // ResourceQuota cannot hold.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import pino from "pino";
 import type * as k8s from "@kubernetes/client-node";
-import { decideFollowUp, type FollowUp, ROLLOUT_DEADLINE_SECONDS } from "../../../functions/memory-scaler/follow-up/rollout.ts";
-import type { PodView, WorkloadView } from "../../../functions/memory-scaler/kube/views.ts";
-import type { PendingRollout } from "../../../functions/memory-scaler/status/rollouts.ts";
-import { followRollouts } from "../../../functions/memory-scaler/follow-up/flow.ts";
-import { selectorString } from "../../../functions/memory-scaler/kube/views.ts";
-import type { QuotaView } from "../../../functions/memory-scaler/kube/views.ts";
-import { decideQuota, resolveMaxSurge, rolloutPeak, type RolloutShape } from "../../../functions/memory-scaler/scale/capacity.ts";
-import { podMemoryLimit } from "../../../functions/memory-scaler/scale/capacity.ts";
-import { pendingRollouts, withRolloutFollowedUp, withRolloutStarted } from "../../../functions/memory-scaler/status/rollouts.ts";
-import { handleFiring } from "../../../functions/memory-scaler/scale/flow.ts";
-import { alertData, flowDeps, memhogCluster, NS } from "../../support/memory-scaler-fakes.ts";
+import { decideFollowUp, type FollowUp, ROLLOUT_DEADLINE_SECONDS } from "../../../../functions/memory-scaler/follow-up/rollout.ts";
+import type { PodView, WorkloadView } from "../../../../functions/memory-scaler/kube/views.ts";
+import type { PendingRollout } from "../../../../functions/memory-scaler/status/rollouts.ts";
+import { followRollouts } from "../../../../functions/memory-scaler/follow-up/flow.ts";
+import { selectorString } from "../../../../functions/memory-scaler/kube/views.ts";
+import type { QuotaView } from "../../../../functions/memory-scaler/kube/views.ts";
+import { decideQuota, resolveMaxSurge, rolloutPeak, type RolloutShape } from "../../../../functions/memory-scaler/scale/capacity.ts";
+import { podMemoryLimit } from "../../../../functions/memory-scaler/scale/capacity.ts";
+import { pendingRollouts, withRolloutFollowedUp, withRolloutStarted } from "../../../../functions/memory-scaler/status/rollouts.ts";
+import { handleFiring } from "../../../../functions/memory-scaler/scale/flow.ts";
+import { alertData, flowDeps, memhogCluster, NS } from "../../../support/memory-scaler-fakes.ts";
 
 const log = pino({ level: "silent" });
 const Mi = 1024n * 1024n;

@@ -1,9 +1,9 @@
-// Reverts and the revert budget (functions/memory-scaler/reverts.ts), as tables.
+// Reverts and the revert budget (functions/memory-scaler/coexist/reverts.ts), as tables.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { ContainerMemory } from "../../../functions/memory-scaler/model.ts";
-import { budgetUse, describeRevert, detectRevert, detectRevertFromStatus } from "../../../functions/memory-scaler/coexist/reverts.ts";
-import { formatScaleRecord, parseScaleRecord, type RecordedScale, type ScaleRecordAnnotation } from "../../../functions/memory-scaler/model.ts";
+import type { ContainerMemory } from "../../../../functions/memory-scaler/model.ts";
+import { budgetUse, describeRevert, detectRevert, detectRevertFromStatus } from "../../../../functions/memory-scaler/coexist/reverts.ts";
+import { formatScaleRecord, parseScaleRecord, type RecordedScale, type ScaleRecordAnnotation } from "../../../../functions/memory-scaler/model.ts";
 
 const T = "2025-06-01T11:50:00Z";
 const NOW = new Date("2025-06-01T12:00:00Z");

@@ -1,4 +1,4 @@
-// memory-scaler's API adapter (functions/memory-scaler/cluster.ts) against a plain HTTP server
+// memory-scaler's API adapter (functions/memory-scaler/kube/cluster.ts) against a plain HTTP server
 // that records each request: every write carries the field manager appmonitor-memory-scaler, so
 // the objects' managedFields name it (what the Argo CD and Flux settings of the README refer to).
 // The Deployment's managedFields after a real scale: test/integration/memory-scaler-coexist.test.ts.
@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as k8s from "@kubernetes/client-node";
-import { createCluster } from "../../../functions/memory-scaler/kube/cluster.ts";
-import { FIELD_MANAGER } from "../../../functions/memory-scaler/model.ts";
+import { createCluster } from "../../../../functions/memory-scaler/kube/cluster.ts";
+import { FIELD_MANAGER } from "../../../../functions/memory-scaler/model.ts";
 
 describe("every write of memory-scaler's adapter carries its field manager", () => {
   const requests: { method: string; path: string; fieldManager: string | null }[] = [];

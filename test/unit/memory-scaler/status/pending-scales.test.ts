@@ -1,17 +1,17 @@
-// The scales memory-scaler is writing (functions/memory-scaler/pending-scales.ts): the listing in
+// The scales memory-scaler is writing (functions/memory-scaler/status/pending-scales.ts): the listing in
 // status.pendingScales, what a tick decides for an entry, as a table; and through the flows on an
-// in-memory cluster (scale-flow.ts, follow-flow.ts): a scale whose status write failed after its
+// in-memory cluster (scale/flow.ts, follow-up/flow.ts): a scale whose status write failed after its
 // patch is recorded by one follow-up tick, once, from the workload's last-scale record.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import pino from "pino";
-import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../../functions/lib/appmonitor.ts";
-import { followRollouts } from "../../../functions/memory-scaler/follow-up/flow.ts";
-import { decidePendingScale } from "../../../functions/memory-scaler/follow-up/pending-scales.ts";
-import { MAX_PENDING_SCALES, PENDING_SCALE_GRACE_SECONDS, type PendingScale, pendingScales, withoutPendingScale, withPendingScale } from "../../../functions/memory-scaler/status/pending-scales.ts";
-import { handleFiring } from "../../../functions/memory-scaler/scale/flow.ts";
-import { formatScaleRecord } from "../../../functions/memory-scaler/model.ts";
-import { alertData, apiError, flowDeps, memhogCluster, NS, type FakeCluster } from "../../support/memory-scaler-fakes.ts";
+import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../../../functions/lib/appmonitor.ts";
+import { followRollouts } from "../../../../functions/memory-scaler/follow-up/flow.ts";
+import { decidePendingScale } from "../../../../functions/memory-scaler/follow-up/pending-scales.ts";
+import { MAX_PENDING_SCALES, PENDING_SCALE_GRACE_SECONDS, type PendingScale, pendingScales, withoutPendingScale, withPendingScale } from "../../../../functions/memory-scaler/status/pending-scales.ts";
+import { handleFiring } from "../../../../functions/memory-scaler/scale/flow.ts";
+import { formatScaleRecord } from "../../../../functions/memory-scaler/model.ts";
+import { alertData, apiError, flowDeps, memhogCluster, NS, type FakeCluster } from "../../../support/memory-scaler-fakes.ts";
 
 const log = pino({ level: "silent" });
 const TIME = "2025-06-01T12:00:00Z";

@@ -1,4 +1,4 @@
-// memory-scaler's flow (functions/memory-scaler/scale-flow.ts) against an in-memory cluster
+// memory-scaler's flow (functions/memory-scaler/scale/flow.ts) against an in-memory cluster
 // that applies JSON Patches all-or-nothing like the API server, including `test` operations:
 // concurrent deliveries, lost races, admission refusals and an unavailable API server, without
 // a cluster. The same behaviours run against a real API server in
@@ -7,13 +7,13 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type * as k8s from "@kubernetes/client-node";
 import { pino } from "pino";
-import type { AlertEventData } from "../../../functions/lib/alert-event.ts";
-import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../../functions/lib/appmonitor.ts";
-import { HttpError } from "../../../functions/lib/runtime/errors.ts";
-import { resolveWorkload } from "../../../functions/memory-scaler/scale/observe.ts";
-import { handleFiring } from "../../../functions/memory-scaler/scale/flow.ts";
-import { createStatusWriter } from "../../../functions/memory-scaler/kube/status-writer.ts";
-import type { Verifier } from "../../../functions/memory-scaler/kube/prometheus.ts";
+import type { AlertEventData } from "../../../../functions/lib/alert-event.ts";
+import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../../../functions/lib/appmonitor.ts";
+import { HttpError } from "../../../../functions/lib/runtime/errors.ts";
+import { resolveWorkload } from "../../../../functions/memory-scaler/scale/observe.ts";
+import { handleFiring } from "../../../../functions/memory-scaler/scale/flow.ts";
+import { createStatusWriter } from "../../../../functions/memory-scaler/kube/status-writer.ts";
+import type { Verifier } from "../../../../functions/memory-scaler/kube/prometheus.ts";
 import {
   alertData as data,
   apiError,
@@ -24,7 +24,7 @@ import {
   NS,
   ownedByJob,
   unannotateTemplate,
-} from "../../support/memory-scaler-fakes.ts";
+} from "../../../support/memory-scaler-fakes.ts";
 
 const silent = pino({ level: "silent" });
 
@@ -448,7 +448,7 @@ describe("handleFiring", () => {
     assert.equal((await handleFiring(deps(cluster), "e1", data(), silent)).outcome, "scaled");
   });
 
-  it("a bare Pod is not UnsupportedOwner: resized in place when its own annotation opts it in, else NotCovered (test/unit/memory-scaler/resize.test.ts)", async () => {
+  it("a bare Pod is not UnsupportedOwner: resized in place when its own annotation opts it in, else NotCovered (test/unit/memory-scaler/scale/pod-resize-target.test.ts)", async () => {
     const cases: [Record<string, string>, string][] = [[{ "app-monitor.kubedemo.com/monitor": "true" }, "Resized"], [{}, "NotCovered"]];
     for (const [annotations, reason] of cases) {
       const cluster = memhogCluster();

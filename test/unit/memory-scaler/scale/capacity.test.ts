@@ -1,11 +1,11 @@
-// What stops a scale from rolling out (functions/memory-scaler/rollout.ts), from plain data:
+// What stops a scale from rolling out (functions/memory-scaler/scale/capacity.ts), from plain data:
 // the memory a Pod requests as the scheduler adds it up, whether some Node can hold it, and a
 // StatefulSet or DaemonSet whose updateStrategy OnDelete leaves its Pods on the old template.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type * as k8s from "@kubernetes/client-node";
-import { decideFit, podMemoryRequest } from "../../../functions/memory-scaler/scale/capacity.ts";
-import { onDeleteScaledNote, type RolloutStrategy, waitingForDelete, waitsForDelete } from "../../../functions/memory-scaler/scale/on-delete.ts";
+import { decideFit, podMemoryRequest } from "../../../../functions/memory-scaler/scale/capacity.ts";
+import { onDeleteScaledNote, type RolloutStrategy, waitingForDelete, waitsForDelete } from "../../../../functions/memory-scaler/scale/on-delete.ts";
 
 const Mi = 1024n * 1024n;
 const Gi = 1024n * Mi;

@@ -1,13 +1,13 @@
-// memory-scaler's report (functions/memory-scaler/report.ts): each outcome's Kubernetes Events as
+// memory-scaler's report (functions/memory-scaler/events.ts): each outcome's Kubernetes Events as
 // one table, the AtCap window, the status changes of a scale and of a repair; and the plan's last
-// word after the evidence check (plan.ts afterCheck).
-import { describe, test } from "node:test";
+// word after the evidence check (scale/plan.ts afterCheck).
+import { describe, test, it } from "node:test";
 import assert from "node:assert/strict";
 import type { ContainerChange } from "../../../functions/memory-scaler/model.ts";
 import { afterCheck } from "../../../functions/memory-scaler/scale/evidence.ts";
 import type { Scale } from "../../../functions/memory-scaler/outcome.ts";
 import { pendingRollouts } from "../../../functions/memory-scaler/status/rollouts.ts";
-import { eventsOf, type Reported, type Subjects } from "../../../functions/memory-scaler/events.ts";
+import { eventsOf, type Reported, type Subjects, windowedKey } from "../../../functions/memory-scaler/events.ts";
 import { repairedStatus, scaledStatus } from "../../../functions/memory-scaler/status/changes.ts";
 
 const changes: ContainerChange[] = [{ container: "memhog", from: { limit: "384Mi", request: "256Mi" }, to: { limit: "768Mi", request: "512Mi" } }];
@@ -166,6 +166,24 @@ describe("afterCheck: the plan after the alert's evidence is checked", () => {
         : { action: "skip", reason: result.reason, skipped: (result.skipped ?? []).map((s) => s.container) };
       assert.deepEqual(got, c.expected);
       if (result.action === "skip") assert.equal(result.message, c.dropped.map((d) => d.message).join("; "));
+    });
+  }
+});
+
+describe("windowedKey", () => {
+  const at = (iso: string) => new Date(iso);
+  const cases: { name: string; a: [string, string, number, string]; b: [string, string, number, string]; same: boolean }[] = [
+    { name: "two alerts in one window, different event ids", a: ["Deployment/web/u1", "2025-06-01T12:00:01Z", 300, "e1"], b: ["Deployment/web/u1", "2025-06-01T12:04:59Z", 300, "e2"], same: true },
+    { name: "the next window", a: ["Deployment/web/u1", "2025-06-01T12:04:59Z", 300, "e1"], b: ["Deployment/web/u1", "2025-06-01T12:05:00Z", 300, "e1"], same: false },
+    { name: "another workload in the same window", a: ["Deployment/web/u1", "2025-06-01T12:00:01Z", 300, "e1"], b: ["Deployment/api/u2", "2025-06-01T12:00:01Z", 300, "e1"], same: false },
+    { name: "a namesake created since (another uid)", a: ["Deployment/web/u1", "2025-06-01T12:00:01Z", 300, "e1"], b: ["Deployment/web/u3", "2025-06-01T12:00:01Z", 300, "e1"], same: false },
+    { name: "no cooldown: one per event id", a: ["Deployment/web/u1", "2025-06-01T12:00:01Z", 0, "e1"], b: ["Deployment/web/u1", "2025-06-01T12:00:01Z", 0, "e2"], same: false },
+    { name: "no cooldown, the same event re-delivered", a: ["Deployment/web/u1", "2025-06-01T12:00:01Z", 0, "e1"], b: ["Deployment/web/u1", "2025-06-01T12:09:00Z", 0, "e1"], same: true },
+  ];
+  for (const c of cases) {
+    it(`${c.name} → ${c.same ? "one key" : "two keys"}`, () => {
+      const key = ([subject, time, window, event]: [string, string, number, string]) => windowedKey(subject, at(time), window, event);
+      assert.equal(key(c.a) === key(c.b), c.same, `${key(c.a)} vs ${key(c.b)}`);
     });
   }
 });

@@ -1,4 +1,4 @@
-// The sequential API round trips of memory-scaler's flow (scale-flow.ts): calls made while
+// The sequential API round trips of memory-scaler's flow (scale/flow.ts): calls made while
 // another is pending belong to the same round trip, so the count is the latency floor of one
 // event in API server answers. A scale takes five: read, owners, checks, write, records. The
 // HorizontalPodAutoscaler and VerticalPodAutoscaler lists join the first, and the scale's listing
@@ -7,8 +7,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { pino } from "pino";
-import { handleFiring } from "../../../functions/memory-scaler/scale/flow.ts";
-import { alertData, flowDeps, memhogCluster, NS, type FakeCluster } from "../../support/memory-scaler-fakes.ts";
+import { handleFiring } from "../../../../functions/memory-scaler/scale/flow.ts";
+import { alertData, flowDeps, memhogCluster, NS, type FakeCluster } from "../../../support/memory-scaler-fakes.ts";
 
 const silent = pino({ level: "silent" });
 

@@ -1,14 +1,14 @@
-// The last gate before a scale is written (functions/memory-scaler/plan.ts `gateScale`): who else
+// The last gate before a scale is written (functions/memory-scaler/scale/plan.ts `gateScale`): who else
 // manages the workload, as a table.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type * as k8s from "@kubernetes/client-node";
-import { vpaView } from "../../../functions/memory-scaler/coexist/autoscalers.ts";
-import type { ContainerChange } from "../../../functions/memory-scaler/model.ts";
-import { gitOpsOwner } from "../../../functions/memory-scaler/coexist/gitops.ts";
-import { gateScale } from "../../../functions/memory-scaler/coexist/gate.ts";
-import { manifestValues } from "../../../functions/memory-scaler/coexist/gitops.ts";
-import type { BudgetUse, Revert } from "../../../functions/memory-scaler/coexist/reverts.ts";
+import { vpaView } from "../../../../functions/memory-scaler/coexist/autoscalers.ts";
+import type { ContainerChange } from "../../../../functions/memory-scaler/model.ts";
+import { gitOpsOwner } from "../../../../functions/memory-scaler/coexist/gitops.ts";
+import { gateScale } from "../../../../functions/memory-scaler/coexist/gate.ts";
+import { manifestValues } from "../../../../functions/memory-scaler/coexist/gitops.ts";
+import type { BudgetUse, Revert } from "../../../../functions/memory-scaler/coexist/reverts.ts";
 
 const workload = { kind: "Deployment", name: "web" };
 const changes: ContainerChange[] = [{ container: "app", from: { limit: "384Mi", request: "256Mi" }, to: { limit: "768Mi", request: "512Mi" } }];

@@ -1,15 +1,15 @@
-// The workloads at spec.maxMemory in an AppMonitor's status (functions/memory-scaler/capped-status.ts),
-// the status changes of an AtCap skip and of a scale (report.ts), from plain data, and the AtCap
+// The workloads at spec.maxMemory in an AppMonitor's status (functions/memory-scaler/status/capped.ts),
+// the status changes of an AtCap skip and of a scale (events.ts), from plain data, and the AtCap
 // path through the flow and the follow-up tick on an in-memory cluster.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import pino from "pino";
-import type { AppMonitorStatus } from "../../../functions/lib/appmonitor.ts";
-import { CAPPED_CONDITION, type CappedWorkload, cappedWorkloads, MAX_CAPPED, withCapped, withCapsOf, withoutCapped } from "../../../functions/memory-scaler/status/capped.ts";
-import { followRollouts } from "../../../functions/memory-scaler/follow-up/flow.ts";
-import { cappedStatus, scaledStatus } from "../../../functions/memory-scaler/status/changes.ts";
-import { handleFiring } from "../../../functions/memory-scaler/scale/flow.ts";
-import { alertData, flowDeps, memhogCluster, NS } from "../../support/memory-scaler-fakes.ts";
+import type { AppMonitorStatus } from "../../../../functions/lib/appmonitor.ts";
+import { CAPPED_CONDITION, type CappedWorkload, cappedWorkloads, MAX_CAPPED, withCapped, withCapsOf, withoutCapped } from "../../../../functions/memory-scaler/status/capped.ts";
+import { followRollouts } from "../../../../functions/memory-scaler/follow-up/flow.ts";
+import { cappedStatus, scaledStatus } from "../../../../functions/memory-scaler/status/changes.ts";
+import { handleFiring } from "../../../../functions/memory-scaler/scale/flow.ts";
+import { alertData, flowDeps, memhogCluster, NS } from "../../../support/memory-scaler-fakes.ts";
 
 const T0 = "2026-12-01T10:00:00Z";
 const T1 = "2026-12-01T10:05:00Z";

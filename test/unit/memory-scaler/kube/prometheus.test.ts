@@ -1,5 +1,5 @@
 /**
- * memory-scaler's Prometheus query (functions/memory-scaler/verify.ts, `createPrometheusVerifier`)
+ * memory-scaler's Prometheus query (functions/memory-scaler/kube/prometheus.ts, `createPrometheusVerifier`)
  * against a small HTTP server of this test's own that stands in for Prometheus: an answer is read
  * as a vector; one that never comes, or whose body trickles in a byte at a time, is cut off at
  * the query's timeout and answered 503, which the Broker retries.
@@ -8,9 +8,9 @@ import assert from "node:assert/strict";
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { HttpError } from "../../../functions/lib/runtime/errors.ts";
-import { createPrometheusVerifier } from "../../../functions/memory-scaler/kube/prometheus.ts";
-import { waitUntil } from "../../harness/lib/wait-until.ts";
+import { HttpError } from "../../../../functions/lib/runtime/errors.ts";
+import { createPrometheusVerifier } from "../../../../functions/memory-scaler/kube/prometheus.ts";
+import { waitUntil } from "../../../harness/lib/wait-until.ts";
 
 const VECTOR = JSON.stringify({ status: "success", data: { resultType: "vector", result: [{ metric: { container: "memhog" }, value: [1, "314572800"] }] } });
 
