@@ -3,8 +3,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as k8s from "@kubernetes/client-node";
-import { usageMemoryAnnotation } from "../harness/stack/config-files.ts";
-import { adminKubeConfig, freshNamespace, promQuery, serviceAccountKubeConfig, stack, waitFor } from "../support/stack.ts";
+import { usageMemoryAnnotation } from "../../harness/stack/config-files.ts";
+import { adminKubeConfig, freshNamespace, promQuery, serviceAccountKubeConfig, stack, waitFor } from "../../support/stack.ts";
 
 function deployment(name: string, request: string, limit: string): k8s.V1Deployment {
   return {

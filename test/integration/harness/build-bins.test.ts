@@ -8,10 +8,10 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { mkdir, readdir, symlink } from "node:fs/promises";
 import path from "node:path";
-import { cacheDir } from "../harness/images/paths.ts";
-import { buildBinaries, repoRoot } from "../harness/stack/paths.ts";
-import { runCommand } from "../support/run-command.ts";
-import { tempDir } from "../support/temp-dir.ts";
+import { cacheDir } from "../../harness/images/paths.ts";
+import { buildBinaries, repoRoot } from "../../harness/stack/paths.ts";
+import { runCommand } from "../../support/run-command.ts";
+import { tempDir } from "../../support/temp-dir.ts";
 
 test("build.sh builds only the set missing from the cache and reports it as n of m with its cold time and elapsed seconds", { timeout: 900_000 }, async (t) => {
   const real = await buildBinaries();

@@ -10,8 +10,8 @@ import { readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { test } from "node:test";
 import * as k8s from "@kubernetes/client-node";
-import { nodeHeartbeat } from "../harness/stack/config-files.ts";
-import { adminKubeConfig, freshNamespace, stack, waitFor } from "../support/stack.ts";
+import { nodeHeartbeat } from "../../harness/stack/config-files.ts";
+import { adminKubeConfig, freshNamespace, stack, waitFor } from "../../support/stack.ts";
 
 /** How long the Nodes are watched: over three node monitor grace periods, bounded. */
 const watchSeconds = 210;

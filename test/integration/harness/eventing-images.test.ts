@@ -8,11 +8,11 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { parse } from "yaml";
-import { eventingImage } from "../harness/stack/eventing-manifests.ts";
-import { EVENTING_OVERLAY_DIR } from "../harness/stack/eventing-objects.ts";
-import { EVENTING_SINK_COMMANDS, eventingImageArchive, eventingInstall, type EventingModule } from "../harness/stack/eventing-source.ts";
-import { buildBinaries } from "../harness/stack/paths.ts";
-import { runCommand } from "../support/run-command.ts";
+import { eventingImage } from "../../harness/stack/eventing-manifests.ts";
+import { EVENTING_OVERLAY_DIR } from "../../harness/stack/eventing-objects.ts";
+import { EVENTING_SINK_COMMANDS, eventingImageArchive, eventingInstall, type EventingModule } from "../../harness/stack/eventing-source.ts";
+import { buildBinaries } from "../../harness/stack/paths.ts";
+import { runCommand } from "../../support/run-command.ts";
 
 let binDir: string;
 let module: EventingModule;

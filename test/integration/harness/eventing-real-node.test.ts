@@ -16,17 +16,17 @@ import assert from "node:assert/strict";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import type { CloudEvent } from "cloudevents";
-import { EVENTING_NAMESPACE } from "../harness/stack/eventing-manifests.ts";
-import { BROKER, EVENTING_OVERLAY_DIR } from "../harness/stack/eventing-objects.ts";
-import { FUNCTIONS_NAMESPACE } from "../harness/stack/function-pods-install.ts";
-import { repoRoot } from "../harness/stack/paths.ts";
-import { REAL_NODE } from "../harness/stack/real-node-config.ts";
-import { logFilterReceipts, readFilterReceipts } from "../harness/lib/broker-filter-log.ts";
-import { waitForDelivery } from "../harness/lib/broker-hop.ts";
-import { brokerIngressUrl, logTail, postToBroker, readyPod, runningMemhog, scalerEvents, useEventingStack } from "../support/eventing-stack.ts";
-import { kustomize } from "../support/knative.ts";
-import { alertEvent, createAppMonitor } from "../support/memory-scaler.ts";
-import { waitFor } from "../support/stack.ts";
+import { EVENTING_NAMESPACE } from "../../harness/stack/eventing-manifests.ts";
+import { BROKER, EVENTING_OVERLAY_DIR } from "../../harness/stack/eventing-objects.ts";
+import { FUNCTIONS_NAMESPACE } from "../../harness/stack/function-pods-install.ts";
+import { repoRoot } from "../../harness/stack/paths.ts";
+import { REAL_NODE } from "../../harness/stack/real-node-config.ts";
+import { logFilterReceipts, readFilterReceipts } from "../../harness/lib/broker-filter-log.ts";
+import { waitForDelivery } from "../../harness/lib/broker-hop.ts";
+import { brokerIngressUrl, logTail, postToBroker, readyPod, runningMemhog, scalerEvents, useEventingStack } from "../../support/eventing-stack.ts";
+import { kustomize } from "../../support/knative.ts";
+import { alertEvent, createAppMonitor } from "../../support/memory-scaler.ts";
+import { waitFor } from "../../support/stack.ts";
 
 /** The namespace of the scaled workload: memhog and the AppMonitor that governs it. */
 const WORKLOAD_NS = "eventing-workload";

@@ -15,14 +15,14 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { stringify } from "yaml";
-import { EVENTING_NAMESPACE, type EventingObject } from "../harness/stack/eventing-manifests.ts";
-import { eventingInstall } from "../harness/stack/eventing-source.ts";
-import { repoRoot } from "../harness/stack/paths.ts";
-import { applyFiles } from "../support/install.ts";
-import { kubectlBinary, manifestFile, type Manifest } from "../support/knative.ts";
-import { runCommand } from "../support/run-command.ts";
-import { adminKubeConfig, waitFor } from "../support/stack.ts";
-import { tempDir, type TempDir } from "../support/temp-dir.ts";
+import { EVENTING_NAMESPACE, type EventingObject } from "../../harness/stack/eventing-manifests.ts";
+import { eventingInstall } from "../../harness/stack/eventing-source.ts";
+import { repoRoot } from "../../harness/stack/paths.ts";
+import { applyFiles } from "../../support/install.ts";
+import { kubectlBinary, manifestFile, type Manifest } from "../../support/knative.ts";
+import { runCommand } from "../../support/run-command.ts";
+import { adminKubeConfig, waitFor } from "../../support/stack.ts";
+import { tempDir, type TempDir } from "../../support/temp-dir.ts";
 
 /** The kinds installed: the namespace, the CRDs and the RBAC (what needs no running Pod). */
 const INSTALLED_KINDS: ReadonlySet<string> = new Set(["Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]);
