@@ -1,42 +1,16 @@
 // The compare-and-swap JSON Patch of a workload's Pod template, applied to real object shapes.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { applyJsonPatch as applyToCopy, type Json } from "../../../support/memory-scaler-fakes.ts";
+import type { JsonPatchOperation } from "../../../../functions/memory-scaler/model.ts";
+
+/** The tests' JSON Patch applier, failing with a plain Error whose message says what the `test` found. */
+const applyJsonPatch = (doc: Json, ops: readonly JsonPatchOperation[]): Json => applyToCopy(doc, ops, (message) => new Error(message));
 import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../../../functions/lib/appmonitor.ts";
 import type { ContainerMemory } from "../../../../functions/memory-scaler/model.ts";
 import { decideScale } from "../../../../functions/memory-scaler/scale/decide.ts";
 import { formatTimestamp } from "../../../../functions/lib/rfc3339.ts";
-import type { JsonPatchOperation } from "../../../../functions/memory-scaler/model.ts";
 import { buildTemplatePatch, escapeJsonPointerToken } from "../../../../functions/memory-scaler/scale/template-patch.ts";
-
-type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-
-/** A strict RFC 6902 applier for test/replace/add, all-or-nothing like the API server's. */
-function applyPatch(doc: Json, ops: readonly JsonPatchOperation[]): Json {
-  const out = structuredClone(doc);
-  for (const op of ops) {
-    const tokens = op.path.split("/").slice(1).map((t) => t.replaceAll("~1", "/").replaceAll("~0", "~"));
-    const last = tokens.pop();
-    if (last === undefined) throw new Error("empty path");
-    let parent: Json = out;
-    for (const t of tokens) {
-      const next: Json | undefined = Array.isArray(parent) ? parent[Number(t)] : parent !== null && typeof parent === "object" ? parent[t] : undefined;
-      if (next === undefined) throw new Error(`path ${op.path} does not exist`);
-      parent = next;
-    }
-    if (parent === null || typeof parent !== "object" || Array.isArray(parent)) throw new Error(`path ${op.path}: parent is not an object`);
-    const value = op.value as Json;
-    if (op.op === "test") {
-      assert.ok(Object.hasOwn(parent, last), `test failed: ${op.path} missing`);
-      if (JSON.stringify(parent[last]) !== JSON.stringify(value)) throw new Error(`test failed: ${op.path} is ${JSON.stringify(parent[last])}`);
-    } else if (op.op === "replace") {
-      if (!Object.hasOwn(parent, last)) throw new Error(`replace: ${op.path} missing`);
-      parent[last] = value;
-    } else {
-      parent[last] = value;
-    }
-  }
-  return out;
-}
 
 /** A Deployment whose template holds `containers`: those of kind `sidecar` and `init` as initContainers. */
 function deployment(containers: ContainerMemory[], annotations?: Record<string, string>): Json {
@@ -105,7 +79,7 @@ describe("buildTemplatePatch", () => {
       { op: "replace", path: "/spec/template/spec/containers/0/resources/requests/memory", value: "512Mi" },
       { op: "add", path: "/metadata/annotations", value: { [LAST_SCALE_ANNOTATION]: "2025-06-01T12:00:00Z" } },
     ]);
-    const after = applyPatch(deployment([memhog]), ops) as { spec: { template: { spec: { containers: Array<{ resources: Json }> } } }; metadata: Json };
+    const after = applyJsonPatch(deployment([memhog]), ops) as { spec: { template: { spec: { containers: Array<{ resources: Json }> } } }; metadata: Json };
     assert.deepEqual(after.spec.template.spec.containers[0]?.resources, { limits: { memory: "768Mi", cpu: "1" }, requests: { memory: "512Mi", cpu: "100m" } });
     assert.deepEqual(after.metadata, { name: "memhog", namespace: "default", resourceVersion: "42", annotations: { [LAST_SCALE_ANNOTATION]: "2025-06-01T12:00:00Z" } });
   });
@@ -115,20 +89,20 @@ describe("buildTemplatePatch", () => {
     assert.ok(ops.every((op) => !op.path.includes("/containers/0/")));
     assert.ok(ops.some((op) => op.op === "replace" && op.path === "/spec/template/spec/containers/1/resources/limits/memory" && op.value === "128Mi"));
     assert.deepEqual(ops.at(-1), { op: "add", path: `/metadata/annotations/${KEY}`, value: "2025-06-01T12:00:00Z" });
-    const after = applyPatch(deployment([memhog, sidecar], { team: "a" }), ops) as { metadata: { annotations: Json } };
+    const after = applyJsonPatch(deployment([memhog, sidecar], { team: "a" }), ops) as { metadata: { annotations: Json } };
     assert.deepEqual(after.metadata.annotations, { team: "a", [LAST_SCALE_ANNOTATION]: "2025-06-01T12:00:00Z" });
   });
 
   it("writes the last-scale record with the last-scale annotation: a new map, a new key, or over the previous one", () => {
     const record = '{"time":"2025-06-01T12:00:00Z"}';
-    const bare = applyPatch(deployment([memhog]), buildTemplatePatch({ templateContainers: [memhog], changes: changesFor([memhog]), annotations: undefined, time: TIME, record })) as { metadata: { annotations: Json } };
+    const bare = applyJsonPatch(deployment([memhog]), buildTemplatePatch({ templateContainers: [memhog], changes: changesFor([memhog]), annotations: undefined, time: TIME, record })) as { metadata: { annotations: Json } };
     assert.deepEqual(bare.metadata.annotations, { [LAST_SCALE_ANNOTATION]: "2025-06-01T12:00:00Z", [LAST_SCALE_RECORD_ANNOTATION]: record });
-    const annotated = applyPatch(deployment([memhog], { team: "a" }), buildTemplatePatch({ templateContainers: [memhog], changes: changesFor([memhog]), annotations: { team: "a" }, time: TIME, record })) as { metadata: { annotations: Json } };
+    const annotated = applyJsonPatch(deployment([memhog], { team: "a" }), buildTemplatePatch({ templateContainers: [memhog], changes: changesFor([memhog]), annotations: { team: "a" }, time: TIME, record })) as { metadata: { annotations: Json } };
     assert.deepEqual(annotated.metadata.annotations, { team: "a", [LAST_SCALE_ANNOTATION]: "2025-06-01T12:00:00Z", [LAST_SCALE_RECORD_ANNOTATION]: record });
     const previous = { [LAST_SCALE_ANNOTATION]: "2025-05-01T00:00:00Z", [LAST_SCALE_RECORD_ANNOTATION]: "old" };
     const ops = buildTemplatePatch({ templateContainers: [memhog], changes: changesFor([memhog]), annotations: previous, time: TIME, record });
     assert.ok(ops.some((op) => op.op === "test" && op.path === `/metadata/annotations/${KEY}` && op.value === "2025-05-01T00:00:00Z"), "the last-scale test keeps it a compare-and-swap");
-    const rescaled = applyPatch(deployment([memhog], previous), ops) as { metadata: { annotations: Json } };
+    const rescaled = applyJsonPatch(deployment([memhog], previous), ops) as { metadata: { annotations: Json } };
     assert.deepEqual(rescaled.metadata.annotations, { [LAST_SCALE_ANNOTATION]: "2025-06-01T12:00:00Z", [LAST_SCALE_RECORD_ANNOTATION]: record });
   });
 
@@ -136,10 +110,10 @@ describe("buildTemplatePatch", () => {
     const first = { [LAST_SCALE_ANNOTATION]: "2025-06-01T12:00:00Z", [LAST_SCALE_RECORD_ANNOTATION]: '{"event":"e0"}' };
     const ops = buildTemplatePatch({ templateContainers: [memhog], changes: changesFor([memhog]), annotations: first, time: TIME, record: '{"event":"e2"}' });
     assert.ok(ops.some((op) => op.op === "test" && op.path === "/metadata/annotations/app-monitor.kubedemo.com~1last-scale-record" && op.value === '{"event":"e0"}'));
-    applyPatch(deployment([memhog], first), ops);
+    applyJsonPatch(deployment([memhog], first), ops);
     // Meanwhile e1 scaled in the same second and a revert put 384Mi/256Mi back: only the record differs.
     const afterRevert = { [LAST_SCALE_ANNOTATION]: "2025-06-01T12:00:00Z", [LAST_SCALE_RECORD_ANNOTATION]: '{"event":"e1"}' };
-    assert.throws(() => applyPatch(deployment([memhog], afterRevert), ops), /test/);
+    assert.throws(() => applyJsonPatch(deployment([memhog], afterRevert), ops), /test/);
   });
 
   it("patches a native sidecar at its index among the init containers", () => {
@@ -154,7 +128,7 @@ describe("buildTemplatePatch", () => {
       { op: "replace", path: "/spec/template/spec/initContainers/1/resources/limits/memory", value: "128Mi" },
       { op: "replace", path: "/spec/template/spec/initContainers/1/resources/requests/memory", value: "64Mi" },
     ]);
-    const after = applyPatch(deployment(template, {}), ops) as { spec: { template: { spec: { containers: Array<{ resources: Json }>; initContainers: Array<{ name: string; resources: Json }> } } } };
+    const after = applyJsonPatch(deployment(template, {}), ops) as { spec: { template: { spec: { containers: Array<{ resources: Json }>; initContainers: Array<{ name: string; resources: Json }> } } } };
     assert.deepEqual(after.spec.template.spec.initContainers.map((c) => [c.name, c.resources]), [
       ["migrate", { limits: { memory: "256Mi", cpu: "1" }, requests: { memory: "128Mi", cpu: "100m" } }],
       ["proxy", { limits: { memory: "128Mi", cpu: "1" }, requests: { memory: "64Mi", cpu: "100m" } }],
@@ -167,7 +141,7 @@ describe("buildTemplatePatch", () => {
     const ops = buildTemplatePatch({ templateContainers: [memhog], changes: changesFor([memhog]), annotations, time: TIME });
     assert.ok(ops.some((op) => op.op === "test" && op.path === `/metadata/annotations/${KEY}` && op.value === "2025-01-01T00:00:00Z"));
     assert.deepEqual(ops.at(-1), { op: "replace", path: `/metadata/annotations/${KEY}`, value: "2025-06-01T12:00:00Z" });
-    applyPatch(deployment([memhog], annotations), ops);
+    applyJsonPatch(deployment([memhog], annotations), ops);
   });
 
   it("all tests come before any write", () => {
@@ -181,18 +155,18 @@ describe("buildTemplatePatch", () => {
     const bare: ContainerMemory = { name: "memhog", limit: "384Mi" };
     const ops = buildTemplatePatch({ templateContainers: [bare], changes: changesFor([bare]), annotations: {}, time: TIME });
     assert.ok(ops.every((op) => !op.path.includes("requests")));
-    applyPatch(deployment([bare], {}), ops);
+    applyJsonPatch(deployment([bare], {}), ops);
   });
 
   it("a patch built from stale values fails on the scaled object: no compounding to ×4", () => {
     const ops = buildTemplatePatch({ templateContainers: [memhog], changes: changesFor([memhog]), annotations: {}, time: TIME });
-    const once = applyPatch(deployment([memhog], {}), ops);
-    assert.throws(() => applyPatch(once, ops), /test failed: .*limits\/memory is "768Mi"/);
+    const once = applyJsonPatch(deployment([memhog], {}), ops);
+    assert.throws(() => applyJsonPatch(once, ops), /test failed: .*limits\/memory is "768Mi"/);
   });
 
   it("a patch fails when the container moved to another index", () => {
     const ops = buildTemplatePatch({ templateContainers: [memhog, sidecar], changes: changesFor([memhog, sidecar], "sidecar"), annotations: {}, time: TIME });
-    assert.throws(() => applyPatch(deployment([sidecar, memhog], {}), ops), /test failed: .*name/);
+    assert.throws(() => applyJsonPatch(deployment([sidecar, memhog], {}), ops), /test failed: .*name/);
   });
 
   it("refuses changes that do not match the template", () => {
