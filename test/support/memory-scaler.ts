@@ -206,6 +206,16 @@ export async function exampleAppMonitor(): Promise<k8s.KubernetesObject & { spec
   return monitor;
 }
 
+/** The original demo: knative/examples/memhog.yaml and appmonitor.yaml, unchanged, created in `ns`; returns memhog's Running Pod. */
+export async function originalDemo(ns: string): Promise<k8s.V1Pod & { metadata: k8s.V1ObjectMeta & { name: string } }> {
+  const objects = k8s.KubernetesObjectApi.makeApiClient(await adminKubeConfig());
+  const deployment = await memhogManifest();
+  await objects.create({ ...deployment, metadata: { ...deployment.metadata, namespace: ns } });
+  const monitor = await exampleAppMonitor();
+  await objects.create({ ...monitor, metadata: { ...monitor.metadata, namespace: ns } });
+  return onlyRunningPod(ns, "name=memhog");
+}
+
 /** Creates an AppMonitor named `name` in `namespace` with `spec`, as the admin. */
 export async function createAppMonitor(namespace: string, name: string, spec: Record<string, unknown>): Promise<void> {
   const custom = (await adminKubeConfig()).makeApiClient(k8s.CustomObjectsApi);
