@@ -4,8 +4,6 @@
  * `scale/flow.ts`'s; which reasons write Events is `events.ts`'s table.
  */
 import type { ContainerChange, SkippedContainer } from "./model.ts";
-import type { SkipReason } from "./scale/decide.ts";
-import type { NoneGoverns } from "./scale/governing.ts";
 
 /**
  * Why the flow ended as it did; CamelCase, also used as Event reasons and metric labels (the
@@ -102,4 +100,52 @@ export interface Scale {
   readonly changes: readonly ContainerChange[];
   readonly skipped: readonly SkippedContainer[];
   readonly dryRun: boolean;
+}
+
+/**
+ * Why nothing (or not a given container) is scaled. CamelCase so it can serve directly as a
+ * Kubernetes Event `reason`.
+ * - `Cooldown`: the workload was scaled less than `spec.cooldownSeconds` ago.
+ * - `ContainerNotSelected`: the alert's container is not in `spec.containers`.
+ * - `NoTargetContainer`: no container is left to consider (e.g. `spec.containers` names none of the template's).
+ * - `ContainerNotFound`: the container is in neither the containers nor the init containers of
+ *   the workload's Pod template.
+ * - `InitContainer`: the container is an init container (not a native sidecar): it runs to
+ *   completion before the app's containers start, and is never scaled.
+ * - `NoMemoryLimit`: neither the template nor the alerting Pod sets a memory limit for the container.
+ * - `LimitNotInTemplate`: the alerting Pod has a memory limit the template does not set (a
+ *   LimitRange default or an admission webhook put it there): there is no limit in the
+ *   template to raise; the caller emits a Warning Event saying to set it there.
+ * - `InvalidResources`: the template's limit is not positive, or its request exceeds its limit.
+ * - `TemplateDiffers`: the alerting Pod does not run the template's values (missing container or
+ *   limit, the container of another kind, or a lower template limit): the alert says nothing
+ *   about the current template.
+ * - `RolloutUnderWay`: the template already gives the container a larger limit than the Pod has.
+ * - `AtCap`: the limit is already at `spec.maxMemory`; the caller emits a Warning Event.
+ */
+export type SkipReason =
+  | "Cooldown"
+  | "ContainerNotSelected"
+  | "NoTargetContainer"
+  | "ContainerNotFound"
+  | "InitContainer"
+  | "NoMemoryLimit"
+  | "LimitNotInTemplate"
+  | "InvalidResources"
+  | "TemplateDiffers"
+  | "RolloutUnderWay"
+  | "AtCap";
+
+/**
+ * Why no AppMonitor governs:
+ * - `NotAppMonitorAlert`: the alert was not raised by an AppMonitor's rule ({@link alertOrigin});
+ * - `NoAppMonitor`: the AppMonitor the alert names is not in the namespace, or its spec is invalid;
+ * - `NotCovered`: no AppMonitor covers the workload's Pod template;
+ * - `AppMonitorNotGoverning`: the named AppMonitor does not cover the template, another one does
+ *   (that one's own alerts may scale it).
+ */
+export interface NoneGoverns {
+  readonly result: "none";
+  readonly reason: "NotAppMonitorAlert" | "NoAppMonitor" | "NotCovered" | "AppMonitorNotGoverning";
+  readonly message: string;
 }

@@ -2,6 +2,7 @@
 import type { AppMonitorSpecWithDefaults, MemoryResources } from "../../lib/appmonitor.ts";
 import { ceil, compare, divide, floor, formatBytes, fromInteger, fromNumber, multiply, parseQuantity, type Quantity } from "../../lib/quantity.ts";
 import { type ContainerChange, type ContainerMemory, kindOf, type SkippedContainer } from "../model.ts";
+import type { SkipReason } from "../outcome.ts";
 
 /** Everything {@link decideScale} looks at; read by the caller from the API server and the event. */
 export interface DecideInput {
@@ -21,40 +22,6 @@ export interface DecideInput {
   /** The alert's `container` label, if the alert names one. */
   alertContainer?: string;
 }
-
-/**
- * Why nothing (or not a given container) is scaled. CamelCase so it can serve directly as a
- * Kubernetes Event `reason`.
- * - `Cooldown`: the workload was scaled less than `spec.cooldownSeconds` ago.
- * - `ContainerNotSelected`: the alert's container is not in `spec.containers`.
- * - `NoTargetContainer`: no container is left to consider (e.g. `spec.containers` names none of the template's).
- * - `ContainerNotFound`: the container is in neither the containers nor the init containers of
- *   the workload's Pod template.
- * - `InitContainer`: the container is an init container (not a native sidecar): it runs to
- *   completion before the app's containers start, and is never scaled.
- * - `NoMemoryLimit`: neither the template nor the alerting Pod sets a memory limit for the container.
- * - `LimitNotInTemplate`: the alerting Pod has a memory limit the template does not set (a
- *   LimitRange default or an admission webhook put it there): there is no limit in the
- *   template to raise; the caller emits a Warning Event saying to set it there.
- * - `InvalidResources`: the template's limit is not positive, or its request exceeds its limit.
- * - `TemplateDiffers`: the alerting Pod does not run the template's values (missing container or
- *   limit, the container of another kind, or a lower template limit): the alert says nothing
- *   about the current template.
- * - `RolloutUnderWay`: the template already gives the container a larger limit than the Pod has.
- * - `AtCap`: the limit is already at `spec.maxMemory`; the caller emits a Warning Event.
- */
-export type SkipReason =
-  | "Cooldown"
-  | "ContainerNotSelected"
-  | "NoTargetContainer"
-  | "ContainerNotFound"
-  | "InitContainer"
-  | "NoMemoryLimit"
-  | "LimitNotInTemplate"
-  | "InvalidResources"
-  | "TemplateDiffers"
-  | "RolloutUnderWay"
-  | "AtCap";
 
 /** Nothing to patch. `skipped` lists the per-container reasons (empty for `Cooldown`). */
 export interface SkipDecision {

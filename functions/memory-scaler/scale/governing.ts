@@ -13,6 +13,7 @@ import { triggerOf, type AlertEventData, type AlertTrigger } from "../../lib/ale
 import { APPMONITOR_ALERT_LABEL, APPMONITOR_ALERT_NAME, APPMONITOR_OOM_ALERT_NAME, MONITOR_ANNOTATION, type AppMonitorSpec, type AppMonitorSpecWithDefaults, type ObjectMetaLike } from "../../lib/appmonitor.ts";
 import { AppMonitorSpecError, validateAppMonitorSpec } from "../../lib/appmonitor-spec.ts";
 import { LabelSelectorError, matchesLabelSelector } from "../../lib/label-selector.ts";
+import type { NoneGoverns } from "../outcome.ts";
 
 /** What {@link covers} needs of an AppMonitor. */
 export interface AppMonitorLike {
@@ -86,20 +87,6 @@ export interface NamespaceAppMonitors {
   readonly namespace: string;
   readonly valid: readonly ValidAppMonitor[];
   readonly rejected: readonly RejectedAppMonitor[];
-}
-
-/**
- * Why no AppMonitor governs:
- * - `NotAppMonitorAlert`: the alert was not raised by an AppMonitor's rule ({@link alertOrigin});
- * - `NoAppMonitor`: the AppMonitor the alert names is not in the namespace, or its spec is invalid;
- * - `NotCovered`: no AppMonitor covers the workload's Pod template;
- * - `AppMonitorNotGoverning`: the named AppMonitor does not cover the template, another one does
- *   (that one's own alerts may scale it).
- */
-export interface NoneGoverns {
-  readonly result: "none";
-  readonly reason: "NotAppMonitorAlert" | "NoAppMonitor" | "NotCovered" | "AppMonitorNotGoverning";
-  readonly message: string;
 }
 
 /**

@@ -15,7 +15,8 @@ import { classifyApiError, toHttpFailure } from "../../lib/kube-api-errors.ts";
 import { type VerticalPodAutoscalerView, vpaView } from "../coexist/autoscalers.ts";
 import type { Cluster } from "../kube/cluster.ts";
 import { APPS_V1, type Workload, type WorkloadKind, type WorkloadObject } from "../model.ts";
-import { namedAppMonitor, type NamespaceAppMonitors, type NoneGoverns, type ValidAppMonitor, validAppMonitors } from "./governing.ts";
+import type { NoneGoverns } from "../outcome.ts";
+import { namedAppMonitor, type NamespaceAppMonitors, type ValidAppMonitor, validAppMonitors } from "./governing.ts";
 
 /** What the read step found. */
 export type Observation =

@@ -5,9 +5,9 @@
  * the target's way (`WriteTarget.refine`: an OnDelete workload's `RolloutWaitsForDelete`, a bare
  * Pod's `ResizeUnderWay`). No I/O: plain data in, a decision out.
  */
-import type { Scale, Skip } from "../outcome.ts";
+import type { NoneGoverns, Scale, Skip } from "../outcome.ts";
 import { decideScale } from "./decide.ts";
-import { governingAppMonitor, type NamespaceAppMonitors, type NoneGoverns, type ValidAppMonitor } from "./governing.ts";
+import { governingAppMonitor, type NamespaceAppMonitors, type ValidAppMonitor } from "./governing.ts";
 import type { History, WriteTarget } from "./target.ts";
 
 /** What the plan says of one alert. */

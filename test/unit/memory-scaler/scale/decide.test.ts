@@ -5,7 +5,8 @@ import fc from "fast-check";
 import type { AppMonitorSpecWithDefaults } from "../../../../functions/lib/appmonitor.ts";
 import { compare, formatBytes, parseQuantity, rational } from "../../../../functions/lib/quantity.ts";
 import type { ContainerChange, ContainerMemory } from "../../../../functions/memory-scaler/model.ts";
-import { type DecideInput, decideScale, type Decision, type SkipReason } from "../../../../functions/memory-scaler/scale/decide.ts";
+import type { SkipReason } from "../../../../functions/memory-scaler/outcome.ts";
+import { type DecideInput, decideScale, type Decision } from "../../../../functions/memory-scaler/scale/decide.ts";
 
 const NOW = new Date("2025-06-01T12:00:00Z");
 const secondsAgo = (s: number): string => new Date(NOW.getTime() - s * 1000).toISOString();

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import type * as k8s from "@kubernetes/client-node";
 import { pino } from "pino";
 import { type ContainerChange, formatScaleRecord, parseScaleRecord } from "../../../../functions/memory-scaler/model.ts";
-import { checkOOMKilled, type ContainerStatusLike, OOM_KILL_RECENT_SECONDS, checkThreshold } from "../../../../functions/memory-scaler/scale/evidence.ts";
+import { checkOOMKilled, checkThreshold, type ContainerStatusLike, OOM_KILL_RECENT_SECONDS } from "../../../../functions/memory-scaler/scale/evidence.ts";
 import { handleFiring } from "../../../../functions/memory-scaler/scale/flow.ts";
 import { type Verifier, workingSetQuery } from "../../../../functions/memory-scaler/kube/prometheus.ts";
 import { alertData, FakeCluster, flowDeps as deps, memhogCluster, NS } from "../../../support/memory-scaler-fakes.ts";

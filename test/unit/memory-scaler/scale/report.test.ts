@@ -6,7 +6,7 @@ import type { AppMonitorSpecWithDefaults } from "../../../../functions/lib/appmo
 import type { ContainerChange } from "../../../../functions/memory-scaler/model.ts";
 import type { Scale } from "../../../../functions/memory-scaler/outcome.ts";
 import type { ValidAppMonitor } from "../../../../functions/memory-scaler/scale/governing.ts";
-import { repairReport, reportOf, type ReportContext } from "../../../../functions/memory-scaler/scale/report.ts";
+import { repairReport, type ReportContext, reportOf } from "../../../../functions/memory-scaler/scale/report.ts";
 import type { WriteTarget } from "../../../../functions/memory-scaler/scale/target.ts";
 
 const NOW = new Date("2025-06-01T12:00:00Z");
