@@ -30,7 +30,7 @@
  * DESIGN.md "Decisions that matter for correctness"; memory-scaler's README, "What it does".
  */
 import type { Logger } from "pino";
-import type { AlertEventData } from "../../lib/alert-event.ts";
+import type { AlertEventData, AlertTrigger } from "../../lib/alert-event.ts";
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND } from "../../lib/appmonitor.ts";
 import { formatTimestamp } from "../../lib/rfc3339.ts";
 import { HttpError } from "../../lib/runtime/errors.ts";
@@ -44,9 +44,9 @@ import type { FlowDeps } from "./deps.ts";
 import { checkEvidence } from "./evidence.ts";
 import { alertOrigin, type ValidAppMonitor } from "./governing.ts";
 import { type Observation, observeFiring } from "./observe.ts";
-import { planFiring } from "./plan.ts";
+import { type FiringPlan, planFiring } from "./plan.ts";
 import { podResizeTarget } from "./pod-resize-target.ts";
-import { repairReport, type Report, reportOf } from "./report.ts";
+import { type Ending, repairReport, type Report, reportOf } from "./report.ts";
 import type { History, WriteTarget } from "./target.ts";
 import { templateTarget } from "./template-target.ts";
 
@@ -96,6 +96,55 @@ function lostRace(deps: FlowDeps, log: Logger, target: WriteTarget, attempt: num
 
 const appMonitorRef = (am: ValidAppMonitor) => objectRef(APPMONITOR_API_VERSION, APPMONITOR_KIND, am.metadata.namespace, am.metadata.name, am.metadata.uid);
 
+/** What {@link act} works from: the round's plan for its target, and what the write needs. */
+interface ActInput {
+  readonly target: WriteTarget;
+  readonly plan: Extract<FiringPlan, { governed: true }>;
+  readonly appMonitor: ValidAppMonitor;
+  readonly amRef: AppMonitorRef;
+  readonly eventId: string;
+  readonly data: AlertEventData;
+  readonly trigger: AlertTrigger;
+  /** The alerting Pod's container statuses, read once (`kube/views.ts`). */
+  readonly statuses: ReturnType<typeof containerStatuses>;
+  readonly now: Date;
+  readonly log: Logger;
+  readonly warnings: string[];
+  readonly attempt: number;
+}
+
+/**
+ * One round's act (module comment, 4): the decision's skip, the alert's evidence, the gate,
+ * `DryRun`, or the target's one write. Writes nothing but the target; the caller reports the ending.
+ * @returns the ending, or `conflict` when the compare-and-swap lost (read again).
+ * @throws HttpError when Prometheus or the API server failed before the write, or 503 after the last round's lost race.
+ */
+async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"> {
+  const { target, plan, appMonitor: am, data, trigger, now, log } = input;
+  const { decision } = plan;
+  if (decision.action === "skip") return { step: "decided", skip: decision };
+  // Prometheus for a threshold alert only: after an OOM kill the restarted container's working set is low again.
+  const workingSets = trigger === "threshold" ? await deps.verifier?.workingSets(data.namespace, data.pod, decision.changes.map((c) => c.container)) : undefined;
+  const evidence = { trigger, statuses: input.statuses, now, oomWindowSeconds: target.oomWindowSeconds(now), running: target.running, workingSets, thresholdPercent: am.spec.memThresholdPercent };
+  const checked = checkEvidence(decision, evidence);
+  if (checked.action === "skip") return { step: "unconfirmed", skip: checked };
+  const { changes } = checked;
+  const gate = gateScale({ workload: target.workload, changes, gitOpsManaged: am.spec.gitOpsManaged, gitOps: target.gitOps, revert: plan.revert, budget: plan.budget, autoscalers: target.autoscalers });
+  if (gate.action === "skip") return { step: "held", gate, scale: checked };
+  if (checked.dryRun) return { step: "dryRun", scale: checked };
+
+  const time = formatTimestamp(now);
+  const { eventId, amRef } = input;
+  const result = await target.write({ cluster: deps.cluster, status: deps.status, eventId, appMonitor: am, amRef, changes, trigger, history: plan, now, time, log, warn: (message) => input.warnings.push(message) });
+  if (result.result === "conflict") {
+    lostRace(deps, log, target, input.attempt, result.message);
+    return "conflict";
+  }
+  if (result.result === "refused") return { step: "refused", reason: result.reason, message: result.message, scale: checked };
+  const written = target.written({ changes, appMonitor: am, trigger, gitOps: gate.gitOps, generation: result.generation, time, eventId, alertPod: data.pod });
+  return { step: "written", written, scale: checked, reverted: gate.reverted, statusFrom: result.statusFrom };
+}
+
 /**
  * Handles one firing alert. `eventId` keys the Events so re-deliveries write each Event once.
  * @returns the outcome (the sender gets 204 with its `outcome` and `reason`).
@@ -144,29 +193,9 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
     const repair = repairReport(plan, target, am);
     if (repair !== undefined) await write(logRepair(log, target, plan, repair), subjects, amRef, now);
 
-    // Act.
-    const { decision } = plan;
-    if (decision.action === "skip") return end(reportOf({ step: "decided", skip: decision }, context));
-    // Prometheus for a threshold alert only: after an OOM kill the restarted container's working set is low again.
-    const workingSets = origin.trigger === "threshold" ? await deps.verifier?.workingSets(data.namespace, data.pod, decision.changes.map((c) => c.container)) : undefined;
-    const evidence = { trigger: origin.trigger, statuses: containerStatuses(observation.pod), now, oomWindowSeconds: target.oomWindowSeconds(now), running: target.running };
-    const checked = checkEvidence(decision, { ...evidence, workingSets, thresholdPercent: am.spec.memThresholdPercent });
-    if (checked.action === "skip") return end(reportOf({ step: "unconfirmed", skip: checked }, context));
-    const { changes } = checked;
-    const gate = gateScale({ workload: target.workload, changes, gitOpsManaged: am.spec.gitOpsManaged, gitOps: target.gitOps, revert: plan.revert, budget: plan.budget, autoscalers: target.autoscalers });
-    if (gate.action === "skip") return end(reportOf({ step: "held", gate, scale: checked }, context));
-    if (checked.dryRun) return end(reportOf({ step: "dryRun", scale: checked }, context));
-
-    const time = formatTimestamp(now);
-    const result = await target.write({ cluster: deps.cluster, status: deps.status, eventId, appMonitor: am, amRef, changes, trigger: origin.trigger, history: plan, now, time, log, warn: (message) => warnings.push(message) });
-    if (result.result === "conflict") {
-      lostRace(deps, log, target, attempt, result.message);
-      continue;
-    }
-    if (result.result === "refused") return end(reportOf({ step: "refused", reason: result.reason, message: result.message, scale: checked }, context));
-
-    // Report.
-    const written = target.written({ changes, appMonitor: am, trigger: origin.trigger, gitOps: gate.gitOps, generation: result.generation, time, eventId, alertPod: data.pod });
-    return end(reportOf({ step: "written", written, scale: checked, reverted: gate.reverted, statusFrom: result.statusFrom }, context));
+    // Act, then report: the ending's row of the table, applied once.
+    const ending = await act(deps, { target, plan, appMonitor: am, amRef, eventId, data, trigger: origin.trigger, statuses: containerStatuses(observation.pod), now, log, warnings, attempt });
+    if (ending === "conflict") continue;
+    return end(reportOf(ending, context));
   }
 }
