@@ -1,25 +1,18 @@
-// The follow-up of a scale's rollout, from plain data (functions/memory-scaler/follow-up/rollout.ts,
-// status/rollouts.ts, scale/capacity.ts), and through the flow on an in-memory cluster (follow-up/flow.ts):
-// where a rollout stands, how the AppMonitor's status records it, and which rollout surge a
-// ResourceQuota cannot hold.
+// The follow-up of a scale's rollout, from plain data (functions/memory-scaler/follow-up/rollout.ts),
+// and through the flow on an in-memory cluster (follow-up/flow.ts): where a rollout stands. How the
+// AppMonitor's status records it: status/rollouts.test.ts; the quota: scale/capacity.test.ts.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import pino from "pino";
-import type * as k8s from "@kubernetes/client-node";
 import { decideFollowUp, type FollowUp, ROLLOUT_DEADLINE_SECONDS } from "../../../../functions/memory-scaler/follow-up/rollout.ts";
 import type { PodView, WorkloadView } from "../../../../functions/memory-scaler/kube/views.ts";
 import type { PendingRollout } from "../../../../functions/memory-scaler/status/rollouts.ts";
 import { followRollouts } from "../../../../functions/memory-scaler/follow-up/flow.ts";
-import { selectorString } from "../../../../functions/memory-scaler/kube/views.ts";
-import type { QuotaView } from "../../../../functions/memory-scaler/kube/views.ts";
-import { decideQuota, resolveMaxSurge, rolloutPeak, type RolloutShape } from "../../../../functions/memory-scaler/scale/capacity.ts";
-import { podMemoryLimit } from "../../../../functions/memory-scaler/scale/capacity.ts";
-import { pendingRollouts, withRolloutFollowedUp, withRolloutStarted } from "../../../../functions/memory-scaler/status/rollouts.ts";
+import { withRolloutStarted } from "../../../../functions/memory-scaler/status/rollouts.ts";
 import { handleFiring } from "../../../../functions/memory-scaler/scale/flow.ts";
 import { alertData, flowDeps, memhogCluster, NS } from "../../../support/memory-scaler-fakes.ts";
 
 const log = pino({ level: "silent" });
-const Mi = 1024n * 1024n;
 const START = "2026-12-01T10:00:00Z";
 const rollout: PendingRollout = { workload: { kind: "Deployment", name: "web" }, generation: 2, startedAt: START, event: "e1" };
 const sts: PendingRollout = { ...rollout, workload: { kind: "StatefulSet", name: "db" } };
@@ -154,90 +147,6 @@ describe("decideFollowUp", () => {
       if (c.message !== undefined) assert.match(got.message, c.message);
     });
   }
-});
-
-describe("the rollouts in the AppMonitor status", () => {
-  const t0 = "2026-12-01T10:00:00Z";
-  const t1 = "2026-12-01T10:05:00Z";
-  it("a start lists the rollout (replacing the workload's earlier one) and sets the condition Unknown", () => {
-    const first = withRolloutStarted({ scaleCount: 1 }, rollout, "rolling", t0);
-    const again = withRolloutStarted(first, { ...rollout, generation: 3 }, "rolling again", t1);
-    assert.deepEqual(pendingRollouts(again).map((r) => r.generation), [3]);
-    assert.deepEqual(again.conditions, [{ type: "RolledOut", status: "Unknown", reason: "RolloutProgressing", message: "rolling again", lastTransitionTime: t0 }]);
-    assert.equal(again.scaleCount, 1);
-  });
-  it("an end removes only its own generation's entry and sets the condition; the transition time moves with the status", () => {
-    const started = withRolloutStarted({ conditions: [{ type: "RuleReady", status: "True", reason: "Ok", message: "", lastTransitionTime: t0 }] }, rollout, "rolling", t0);
-    assert.equal(withRolloutFollowedUp(started, { ...rollout, generation: 1 }, { end: { status: "True", reason: "RolledOut", message: "done" } }, t1), started, "another generation: unchanged");
-    const ended = withRolloutFollowedUp(started, rollout, { end: { status: "False", reason: "FailedCreate", message: "quota" } }, t1);
-    assert.deepEqual(pendingRollouts(ended), []);
-    assert.deepEqual(ended?.conditions?.map((c) => [c.type, c.status, c.reason, c.lastTransitionTime]), [
-      ["RuleReady", "True", "Ok", t0],
-      ["RolledOut", "False", "FailedCreate", t1],
-    ]);
-  });
-  it("waiting Pods are written only when they change", () => {
-    const started = withRolloutStarted(undefined, sts, "rolling", t0);
-    const waiting = withRolloutFollowedUp(started, sts, { waitingPods: ["db-0"] }, t1);
-    assert.deepEqual(pendingRollouts(waiting)[0]?.waitingPods, ["db-0"]);
-    assert.equal(withRolloutFollowedUp(waiting, sts, { waitingPods: ["db-0"] }, t1), waiting);
-  });
-});
-
-describe("a rollout's surge against the ResourceQuotas", () => {
-  const from = { request: 256n * Mi, limit: 384n * Mi };
-  const to = { request: 512n * Mi, limit: 768n * Mi };
-  const shape = (over: Partial<RolloutShape> = {}): RolloutShape => ({ kind: "Deployment", name: "web", replicas: 3, strategy: undefined, maxSurge: undefined, ...over });
-  const quota = (hard: Record<string, string>, used: Record<string, string>, scoped = false): QuotaView => ({ name: "q", scoped, hard, used });
-
-  it("maxSurge: a percent of replicas rounded up, a count, 25% when unset", () => {
-    assert.deepEqual([resolveMaxSurge(undefined, 3), resolveMaxSurge("25%", 10), resolveMaxSurge(2, 3), resolveMaxSurge("0%", 3), resolveMaxSurge("3", 3)], [1, 3, 2, 0, 3]);
-  });
-  const peaks: { name: string; shape: RolloutShape; request: bigint | undefined }[] = [
-    { name: "Deployment RollingUpdate: all new Pods beside maxSurge old ones", shape: shape(), request: 3n * 512n * Mi + 256n * Mi },
-    { name: "maxSurge above replicas: every old Pod", shape: shape({ replicas: 1, maxSurge: 5 }), request: 512n * Mi + 256n * Mi },
-    { name: "Recreate: the new Pods alone", shape: shape({ strategy: "Recreate" }), request: 3n * 512n * Mi },
-    { name: "StatefulSet: a Pod is deleted before its replacement", shape: shape({ kind: "StatefulSet" }), request: 3n * 512n * Mi },
-    { name: "DaemonSet: not judged", shape: shape({ kind: "DaemonSet" }), request: undefined },
-  ];
-  for (const p of peaks) it(`peak, ${p.name}`, () => assert.equal(rolloutPeak(p.shape, from, to)?.request, p.request));
-
-  const fits: { name: string; quotas: QuotaView[]; shape?: RolloutShape; want: "fits" | "refused"; message?: RegExp }[] = [
-    { name: "no quota", quotas: [], want: "fits" },
-    { name: "room for the peak", quotas: [quota({ "requests.memory": "2Gi" }, { "requests.memory": "768Mi" })], want: "fits" },
-    {
-      name: "room for one more Pod but not the peak (requests.memory)",
-      quotas: [quota({ "requests.memory": "1536Mi" }, { "requests.memory": "768Mi" })],
-      want: "refused",
-      message: /needs 1Gi more requests\.memory at its peak \(3 new Pods at 512Mi beside 1 old Pod still running \(maxSurge\)\), but ResourceQuota q has 768Mi of 1536Mi used/,
-    },
-    { name: "`memory` is requests.memory", quotas: [quota({ memory: "1536Mi" }, { memory: "768Mi" })], want: "refused", message: /more memory at its peak/ },
-    { name: "limits.memory", quotas: [quota({ "limits.memory": "2Gi" }, { "limits.memory": "1152Mi" })], want: "refused", message: /needs 1536Mi more limits\.memory .* at 768Mi/ },
-    { name: "a scoped quota is not judged", quotas: [quota({ "requests.memory": "1Gi" }, { "requests.memory": "768Mi" }, true)], want: "fits" },
-    { name: "a quota without used yet is not judged", quotas: [quota({ "requests.memory": "1Gi" }, {})], want: "fits" },
-    { name: "a StatefulSet needs only the new Pods", quotas: [quota({ "requests.memory": "1536Mi" }, { "requests.memory": "768Mi" })], shape: shape({ kind: "StatefulSet" }), want: "fits" },
-  ];
-  for (const f of fits) {
-    it(`quota: ${f.name}`, () => {
-      const got = decideQuota(f.shape ?? shape(), from, to, f.quotas);
-      assert.equal(got.result, f.want);
-      if (f.message !== undefined) assert.match((got as { message: string }).message, f.message);
-    });
-  }
-  it("a Pod's limit as the quota counts it: containers and sidecars, or the largest init container", () => {
-    const c = (name: string, limit: string, restartPolicy?: "Always"): k8s.V1Container => ({ name, resources: { limits: { memory: limit } }, ...(restartPolicy ? { restartPolicy } : {}) });
-    assert.equal(podMemoryLimit({ containers: [c("app", "384Mi")], initContainers: [c("proxy", "64Mi", "Always"), c("seed", "1Gi")] }), 1024n * Mi + 64n * Mi);
-  });
-});
-
-describe("selectorString", () => {
-  it("matchLabels and matchExpressions in the API's syntax", () => {
-    assert.equal(
-      selectorString({ matchLabels: { app: "web" }, matchExpressions: [{ key: "tier", operator: "In", values: ["a", "b"] }, { key: "x", operator: "Exists" }, { key: "y", operator: "DoesNotExist" }] }),
-      "app=web,tier in (a,b),x,!y",
-    );
-    assert.equal(selectorString({}), undefined);
-  });
 });
 
 describe("the flow records the rollout a scale starts, the follow-up ends it", () => {

@@ -1,11 +1,11 @@
 // What stops a scale from rolling out (functions/memory-scaler/scale/capacity.ts), from plain data:
-// the memory a Pod requests as the scheduler adds it up, whether some Node can hold it, and a
-// StatefulSet or DaemonSet whose updateStrategy OnDelete leaves its Pods on the old template.
+// the memory a Pod requests as the scheduler adds it up, and whether some Node can hold it. The
+// quota side is tested through the flow (follow-up/rollout.test.ts); OnDelete in on-delete.test.ts.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type * as k8s from "@kubernetes/client-node";
-import { decideFit, podMemoryRequest } from "../../../../functions/memory-scaler/scale/capacity.ts";
-import { onDeleteScaledNote, type RolloutStrategy, waitingForDelete, waitsForDelete } from "../../../../functions/memory-scaler/scale/on-delete.ts";
+import { decideFit, podMemoryRequest, decideQuota, resolveMaxSurge, rolloutPeak, type RolloutShape, podMemoryLimit } from "../../../../functions/memory-scaler/scale/capacity.ts";
+import type { QuotaView } from "../../../../functions/memory-scaler/kube/views.ts";
 
 const Mi = 1024n * 1024n;
 const Gi = 1024n * Mi;
@@ -71,59 +71,48 @@ describe("decideFit", () => {
   }
 });
 
-describe("OnDelete", () => {
-  const sts = (over: Partial<RolloutStrategy> = {}): RolloutStrategy => ({ kind: "StatefulSet", name: "db", updateStrategy: "OnDelete", updateRevision: "db-7c9a", replicas: 3, ...over });
+describe("a rollout's surge against the ResourceQuotas", () => {
+  const from = { request: 256n * Mi, limit: 384n * Mi };
+  const to = { request: 512n * Mi, limit: 768n * Mi };
+  const shape = (over: Partial<RolloutShape> = {}): RolloutShape => ({ kind: "Deployment", name: "web", replicas: 3, strategy: undefined, maxSurge: undefined, ...over });
+  const quota = (hard: Record<string, string>, used: Record<string, string>, scoped = false): QuotaView => ({ name: "q", scoped, hard, used });
 
-  const strategies: { name: string; workload: RolloutStrategy; waits: boolean }[] = [
-    { name: "a StatefulSet with OnDelete", workload: sts(), waits: true },
-    { name: "a DaemonSet with OnDelete", workload: sts({ kind: "DaemonSet", name: "agent", updateRevision: undefined, replicas: undefined }), waits: true },
-    { name: "a StatefulSet with RollingUpdate", workload: sts({ updateStrategy: "RollingUpdate" }), waits: false },
-    { name: "a StatefulSet without updateStrategy (RollingUpdate by default)", workload: sts({ updateStrategy: undefined }), waits: false },
-    { name: "a Deployment (no OnDelete strategy)", workload: sts({ kind: "Deployment", name: "web", updateStrategy: "Recreate" }), waits: false },
-  ];
-  for (const t of strategies) it(`waitsForDelete: ${t.name} → ${t.waits}`, () => assert.equal(waitsForDelete(t.workload), t.waits));
-
-  it("the note after the patch names the alerting Pod, the others, and says to delete them", () => {
-    assert.equal(
-      onDeleteScaledNote(sts(), "db-1", "memhog: limit 384Mi → 768Mi"),
-      "scaled StatefulSet db (memhog: limit 384Mi → 768Mi), but its updateStrategy is OnDelete: no Pod gets the new memory until it is deleted, and Pod db-1 (the alerting one) and the 2 other Pods of StatefulSet db still run the old template; delete the Pods to apply it",
-    );
-    assert.match(onDeleteScaledNote(sts({ replicas: 1 }), "db-0", "x"), /and Pod db-0 still run the old template; delete the Pods to apply it$/);
-    assert.match(onDeleteScaledNote(sts({ kind: "DaemonSet", name: "agent", replicas: undefined }), "agent-x", "x"), /Pod agent-x \(the alerting one\) and the other Pods of DaemonSet agent/);
+  it("maxSurge: a percent of replicas rounded up, a count, 25% when unset", () => {
+    assert.deepEqual([resolveMaxSurge(undefined, 3), resolveMaxSurge("25%", 10), resolveMaxSurge(2, 3), resolveMaxSurge("0%", 3), resolveMaxSurge("3", 3)], [1, 3, 2, 0, 3]);
   });
-
-  const waiting: { name: string; workload: RolloutStrategy; revision?: string; limits: { container: string; pod?: string; template?: string }[]; message: RegExp | undefined }[] = [
-    {
-      name: "a Pod on an old revision, below the template: names both revisions and says to delete it",
-      workload: sts(),
-      revision: "db-5d8f",
-      limits: [{ container: "memhog", pod: "384Mi", template: "768Mi" }],
-      message: /^StatefulSet db has updateStrategy OnDelete: Pod db-0 still runs the old template \(revision db-5d8f; the template's is db-7c9a\) \(memhog: limit 384Mi, the template's 768Mi\) .*delete Pod db-0/,
-    },
-    {
-      name: "the controller has not recorded the new revision yet: no revision named, still waiting",
-      workload: sts({ updateRevision: "db-5d8f" }),
-      revision: "db-5d8f",
-      limits: [{ container: "memhog", pod: "384Mi", template: "768Mi" }],
-      message: /Pod db-0 still runs the old template \(memhog: limit 384Mi, the template's 768Mi\)/,
-    },
-    { name: "quantities compared by value, not text: 1Gi = 1024Mi", workload: sts(), revision: "db-5d8f", limits: [{ container: "memhog", pod: "1Gi", template: "1024Mi" }], message: undefined },
-    { name: "the Pod runs the template's memory: not waiting (a Cooldown stays a Cooldown)", workload: sts(), revision: "db-7c9a", limits: [{ container: "memhog", pod: "768Mi", template: "768Mi" }], message: undefined },
-    { name: "a RollingUpdate StatefulSet is in a rollout, not waiting", workload: sts({ updateStrategy: "RollingUpdate" }), revision: "db-5d8f", limits: [{ container: "memhog", pod: "384Mi", template: "768Mi" }], message: undefined },
-    { name: "a container without a limit on one side is not judged", workload: sts(), limits: [{ container: "memhog", template: "768Mi" }], message: undefined },
-    {
-      name: "a DaemonSet (no updateRevision): waiting by memory alone",
-      workload: sts({ kind: "DaemonSet", name: "agent", updateRevision: undefined, replicas: undefined }),
-      revision: "6b7f",
-      limits: [{ container: "memhog", pod: "384Mi", template: "768Mi" }, { container: "log", pod: "64Mi", template: "64Mi" }],
-      message: /^DaemonSet agent has updateStrategy OnDelete: Pod db-0 still runs the old template \(memhog: limit 384Mi, the template's 768Mi\)/,
-    },
+  const peaks: { name: string; shape: RolloutShape; request: bigint | undefined }[] = [
+    { name: "Deployment RollingUpdate: all new Pods beside maxSurge old ones", shape: shape(), request: 3n * 512n * Mi + 256n * Mi },
+    { name: "maxSurge above replicas: every old Pod", shape: shape({ replicas: 1, maxSurge: 5 }), request: 512n * Mi + 256n * Mi },
+    { name: "Recreate: the new Pods alone", shape: shape({ strategy: "Recreate" }), request: 3n * 512n * Mi },
+    { name: "StatefulSet: a Pod is deleted before its replacement", shape: shape({ kind: "StatefulSet" }), request: 3n * 512n * Mi },
+    { name: "DaemonSet: not judged", shape: shape({ kind: "DaemonSet" }), request: undefined },
   ];
-  for (const t of waiting) {
-    it(`waitingForDelete: ${t.name}`, () => {
-      const message = waitingForDelete({ workload: t.workload, pod: { name: "db-0", revision: t.revision }, limits: t.limits.map((l) => ({ container: l.container, pod: l.pod, template: l.template })) });
-      if (t.message === undefined) assert.equal(message, undefined);
-      else assert.match(message ?? "", t.message);
+  for (const p of peaks) it(`peak, ${p.name}`, () => assert.equal(rolloutPeak(p.shape, from, to)?.request, p.request));
+
+  const fits: { name: string; quotas: QuotaView[]; shape?: RolloutShape; want: "fits" | "refused"; message?: RegExp }[] = [
+    { name: "no quota", quotas: [], want: "fits" },
+    { name: "room for the peak", quotas: [quota({ "requests.memory": "2Gi" }, { "requests.memory": "768Mi" })], want: "fits" },
+    {
+      name: "room for one more Pod but not the peak (requests.memory)",
+      quotas: [quota({ "requests.memory": "1536Mi" }, { "requests.memory": "768Mi" })],
+      want: "refused",
+      message: /needs 1Gi more requests\.memory at its peak \(3 new Pods at 512Mi beside 1 old Pod still running \(maxSurge\)\), but ResourceQuota q has 768Mi of 1536Mi used/,
+    },
+    { name: "`memory` is requests.memory", quotas: [quota({ memory: "1536Mi" }, { memory: "768Mi" })], want: "refused", message: /more memory at its peak/ },
+    { name: "limits.memory", quotas: [quota({ "limits.memory": "2Gi" }, { "limits.memory": "1152Mi" })], want: "refused", message: /needs 1536Mi more limits\.memory .* at 768Mi/ },
+    { name: "a scoped quota is not judged", quotas: [quota({ "requests.memory": "1Gi" }, { "requests.memory": "768Mi" }, true)], want: "fits" },
+    { name: "a quota without used yet is not judged", quotas: [quota({ "requests.memory": "1Gi" }, {})], want: "fits" },
+    { name: "a StatefulSet needs only the new Pods", quotas: [quota({ "requests.memory": "1536Mi" }, { "requests.memory": "768Mi" })], shape: shape({ kind: "StatefulSet" }), want: "fits" },
+  ];
+  for (const f of fits) {
+    it(`quota: ${f.name}`, () => {
+      const got = decideQuota(f.shape ?? shape(), from, to, f.quotas);
+      assert.equal(got.result, f.want);
+      if (f.message !== undefined) assert.match((got as { message: string }).message, f.message);
     });
   }
+  it("a Pod's limit as the quota counts it: containers and sidecars, or the largest init container", () => {
+    const c = (name: string, limit: string, restartPolicy?: "Always"): k8s.V1Container => ({ name, resources: { limits: { memory: limit } }, ...(restartPolicy ? { restartPolicy } : {}) });
+    assert.equal(podMemoryLimit({ containers: [c("app", "384Mi")], initContainers: [c("proxy", "64Mi", "Always"), c("seed", "1Gi")] }), 1024n * Mi + 64n * Mi);
+  });
 });
