@@ -36,7 +36,7 @@ import { APPMONITOR_API_VERSION, APPMONITOR_KIND, type AppMonitorStatus } from "
 import { toHttpFailure } from "../../lib/kube-api-errors.ts";
 import { formatTimestamp } from "../../lib/rfc3339.ts";
 import { podView, selectorString, workloadView } from "../kube/views.ts";
-import { APPS_V1, type WorkloadKind } from "../model.ts";
+import { APPS_V1, objectRef, type WorkloadKind } from "../model.ts";
 import { withCapsOf } from "../status/capped.ts";
 import { pendingScales } from "../status/pending-scales.ts";
 import { type PendingRollout, pendingRollouts, type RolloutConditionChange, withResizeProgress, withRolloutFollowedUp } from "../status/rollouts.ts";
@@ -152,8 +152,8 @@ async function followOne(
     await deps.status.update(ref, (status) => withRolloutFollowedUp(status, rollout, { end: { status: "Unknown", reason: "WorkloadGone", message: follow.message } }, stamp), am.raw);
     return true;
   }
-  const amRef = { apiVersion: APPMONITOR_API_VERSION, kind: APPMONITOR_KIND, name: am.name, namespace: am.namespace, ...(am.uid === undefined ? {} : { uid: am.uid }) };
-  const wlRef = resize?.ref ?? { apiVersion: APPS_V1, kind, name, namespace: am.namespace, ...(object?.metadata?.uid === undefined ? {} : { uid: object.metadata.uid }) };
+  const amRef = objectRef(APPMONITOR_API_VERSION, APPMONITOR_KIND, am.namespace, am.name, am.uid);
+  const wlRef = resize?.ref ?? objectRef(APPS_V1, kind, am.namespace, name, object?.metadata?.uid);
   const end = ending(follow);
   if (end !== undefined) {
     log.info({ ...line, reason: end.reason }, follow.message);

@@ -19,7 +19,7 @@
 import { compare, parseQuantity } from "../../lib/quantity.ts";
 import type { Cluster } from "../kube/cluster.ts";
 import { podResizeView, type PodResizeView } from "../kube/views.ts";
-import type { ObjectRef } from "../model.ts";
+import { objectRef, type ObjectRef } from "../model.ts";
 import type { PendingRollout } from "../status/rollouts.ts";
 import { type FollowUp, ROLLOUT_DEADLINE_SECONDS } from "./rollout.ts";
 
@@ -33,7 +33,7 @@ export async function readPodResize(cluster: Cluster, namespace: string, rollout
   const uid = pod?.metadata?.uid;
   return {
     follow: decideResizeFollowUp({ rollout, pod: pod === undefined ? undefined : podResizeView(pod), now }),
-    ref: { apiVersion: "v1", kind: "Pod", name: rollout.workload.name, namespace, ...(uid === undefined ? {} : { uid }) },
+    ref: objectRef("v1", "Pod", namespace, rollout.workload.name, uid),
   };
 }
 
