@@ -1,7 +1,8 @@
 /**
- * What memory-scaler tells users about an outcome (`scale/flow.ts` steps 2, 4, 6, 7 and 9),
- * pure: the Kubernetes Events it writes, as one table, and the AppMonitor status changes a
- * scale makes. The README's "Skip reasons" table says the same to users.
+ * What memory-scaler tells users about an outcome (the README's "What it does", steps 2, 4, 6, 7 and 9;
+ * `scale/report.ts` says which ending writes which),
+ * pure: the Kubernetes Events it writes, as one table (the status changes are
+ * `status/changes.ts`'s). The README's "Skip reasons" table says the same to users.
  *
  * | reported | Events (`regarding` → `related`) | note |
  * | --- | --- | --- |

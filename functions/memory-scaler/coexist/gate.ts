@@ -28,7 +28,7 @@ export type Gate =
     };
 
 /**
- * The last gate before a checked scale is written (`scale/flow.ts` step 5a): who else manages
+ * The last gate before a checked scale is written (the README's "What it does", step 5a): who else manages
  * the workload. In order:
  * 1. an HPA scaling it on memory → `HPAOnMemory`, a VPA not `Off` → `VPAControlled`
  *    (`coexist/autoscalers.ts`; these fight every scale, whatever the spec says);

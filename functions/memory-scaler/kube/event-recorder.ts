@@ -71,7 +71,7 @@ export const MAX_KNOWN_EVENTS = 10_000;
  * An {@link EventRecorder} that creates Events through `cluster`. The names it created, or found
  * already there (409), are remembered (at most {@link MAX_KNOWN_EVENTS}, least recently used
  * forgotten first), and a report of a remembered name writes nothing: the repair of a last scale's
- * `Scaled` Events (`scale/flow.ts` step 3a) runs for every later alert of the workload and would
+ * `Scaled` Events (the README's "What it does", step 3a) runs for every later alert of the workload and would
  * otherwise cost each of them a round trip of creates answered 409. An Event deleted since (its TTL)
  * is not written again by this process; another instance, or this one after a restart, would.
  */

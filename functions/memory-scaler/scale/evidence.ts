@@ -109,7 +109,7 @@ export interface Checked {
 }
 
 /**
- * The plan after the alert's evidence was checked (`scale/flow.ts` step 5): the scale with the
+ * The plan after the alert's evidence was checked (the README's "What it does", step 5): the scale with the
  * containers the check kept, or, when it kept none, the skip. An OOM-kill alert's skip is
  * `NotOOMKilled` (`scale/evidence.ts`); a threshold alert's is `BelowThreshold` when any container was
  * measured below it, else the first container's reason (`NotMeasured`; `kube/prometheus.ts`). Its

@@ -1,5 +1,5 @@
 /**
- * The read step of a firing alert (`scale/flow.ts` steps 1–2): the Pod, its namespace's
+ * The read step of a firing alert (the README's "What it does", steps 1–2): the Pod, its namespace's
  * AppMonitors, HorizontalPodAutoscalers and VerticalPodAutoscalers in parallel (the two lists cost
  * no round trip of their own), then the Pod's owners up to the workload. It reads only as far as
  * the alert can still lead to a scale: no owner is read for a Pod that is gone or for an alert
