@@ -1,6 +1,25 @@
-// Lint rules: typescript-eslint's recommended set over all project TypeScript.
+// Lint rules: typescript-eslint's recommended set over all project TypeScript, and the import
+// rules that keep memory-scaler's folders apart (functions/memory-scaler/README.md, "Layout").
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
+
+const MS = "functions/memory-scaler";
+
+// Only kube/ talks to the API server: elsewhere @kubernetes/client-node is a source of types.
+const clientValues = {
+  name: "@kubernetes/client-node",
+  allowTypeImports: true,
+  message: `only ${MS}/kube/ imports @kubernetes/client-node as a value (it alone does I/O); use \`import type\` here`,
+};
+
+/** `@typescript-eslint/no-restricted-imports` for `files`: the client's values, and `patterns` (each a regex over the import specifier, with why). */
+const imports = (files, patterns = [], more = {}) => ({
+  files,
+  ...more,
+  rules: {
+    "@typescript-eslint/no-restricted-imports": ["error", { paths: files[0].startsWith(MS) ? [clientValues] : [], patterns: patterns.map(([regex, message]) => ({ regex, message })) }],
+  },
+});
 
 export default tseslint.config(
   { ignores: ["node_modules/", ".stack/", "**/*.generated.*", "schemas/validators/"] },
@@ -12,4 +31,13 @@ export default tseslint.config(
       "@typescript-eslint/no-non-null-assertion": "error",
     },
   },
+  // Later entries replace earlier ones for the files they match, so each folder's entry repeats the client rule.
+  imports([`${MS}/**/*.ts`], [], { ignores: [`${MS}/kube/**`] }),
+  imports([`${MS}/scale/**/*.ts`], [["(^|/)follow-up/", "scale/ (one alert → at most one write) and follow-up/ (each tick) never import each other: share through model.ts, status/ or a top-level module"]]),
+  imports([`${MS}/follow-up/**/*.ts`], [["(^|/)scale/", "follow-up/ (each tick) and scale/ (one alert → at most one write) never import each other: share through model.ts, status/ or a top-level module"]]),
+  imports(
+    [`${MS}/status/**/*.ts`, `${MS}/coexist/**/*.ts`],
+    [["^\\.\\./(?!model\\.ts$|\\.\\./lib/)", "status/ and coexist/ are pure and low: they import only ../model.ts, ../../lib/ and their own folder"]],
+  ),
+  imports(["test/harness/**/*.ts"], [["(^|/)support/", "test/harness/ (the local stack, the demo, images) never imports test/support/ (the tests' helpers): move what both need into test/harness/lib/"]]),
 );

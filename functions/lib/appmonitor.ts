@@ -34,9 +34,9 @@ export const LAST_SCALE_ANNOTATION = "app-monitor.kubedemo.com/last-scale";
  * `trigger: "oomKilled"` for a scale an OOM-kill alert caused and `earlier` (`[{time, event}]`,
  * the workload's scales in the hour before, for the revert budget) when there were any. It is the
  * authority the AppMonitor status and the `Scaled` Events are repaired from when writing them
- * failed (`functions/memory-scaler/status.ts`, `repairOf`), by a later event for the workload
+ * failed (`functions/memory-scaler/status/recent-scales.ts`, `repairOf`), by a later event for the workload
  * or by the follow-up tick, which finds the scale in `status.pendingScales`
- * (`functions/memory-scaler/pending-scales.ts`).
+ * (`functions/memory-scaler/status/pending-scales.ts`).
  */
 export const LAST_SCALE_RECORD_ANNOTATION = "app-monitor.kubedemo.com/last-scale-record";
 
@@ -82,11 +82,11 @@ export interface AppMonitorSpec {
   mode?: AppMonitorMode;
   /**
    * A StatefulSet rollout blocked by a crash-looping Pod of the old revision: `Report` (default)
-   * or `DeletePod` (memory-scaler deletes it; `functions/memory-scaler/follow-up.ts`).
+   * or `DeletePod` (memory-scaler deletes it; `functions/memory-scaler/follow-up/rollout.ts`).
    */
   stuckRollout?: "Report" | "DeletePod";
   /**
-   * A workload a GitOps tool manages (`functions/memory-scaler/gitops.ts`): `Skip` (also when
+   * A workload a GitOps tool manages (`functions/memory-scaler/coexist/gitops.ts`): `Skip` (also when
    * absent) reports the manifest value to change and patches nothing; `Patch` patches and warns
    * that the tool may revert it.
    */
@@ -94,7 +94,7 @@ export interface AppMonitorSpec {
   /**
    * Once the memory memory-scaler set on a workload was lowered by another writer (a revert), at
    * most this many patches of that workload per hour, integer 0–10; absent:
-   * {@link DEFAULT_REVERT_BUDGET_PER_HOUR} (`functions/memory-scaler/reverts.ts`).
+   * {@link DEFAULT_REVERT_BUDGET_PER_HOUR} (`functions/memory-scaler/coexist/reverts.ts`).
    */
   revertBudgetPerHour?: number;
 }

@@ -13,7 +13,7 @@
  * Only complete answers are remembered. A handling that failed (an HttpError: 5xx, 429) is not:
  * copies waiting on it fail the same way, and the sender's retry runs the flow again. Nor is one
  * whose Events or status write failed (an outcome with `warnings`): a later copy runs the flow,
- * which records what is missing (`scale-flow.ts` step 3a). Bounded by
+ * which records what is missing (the README's "What it does", step 3a). Bounded by
  * {@link MAX_ANSWERS} entries (least recently used forgotten first) and the time to live, with
  * lru-cache's `fetch` (https://github.com/isaacs/node-lru-cache), which also coalesces the
  * concurrent copies. Correctness never rests on this: another instance, or this one later, reads

@@ -9,12 +9,12 @@
  *
  * | status | when |
  * | --- | --- |
- * | 204, outcome `scaled` \| `dry-run` \| `skipped`, reason (`Scaled`, `Resized` for a bare Pod resized in place, `DryRun`, `Cooldown`, …) | a firing alert was handled: scaled, or deliberately not (the reason says why; the list is in `scale-flow.ts` and the README) |
+ * | 204, outcome `scaled` \| `dry-run` \| `skipped`, reason (`Scaled`, `Resized` for a bare Pod resized in place, `DryRun`, `Cooldown`, …) | a firing alert was handled: scaled, or deliberately not (the reason says why; the list is in `scale/flow.ts` and the README) |
  * | 204, outcome `skipped`, reason `NotAppMonitorAlert` | an alert no AppMonitor rule raised (another alertname, no `appmonitor` label, or `exported_namespace`/`exported_pod` labels): never acted on, nothing read |
  * | 204, outcome `skipped`, reason `NoAppMonitor` \| `NotCovered` \| `AppMonitorNotGoverning` | the AppMonitor the alert names is not in the namespace, or does not cover the workload's Pod template |
  * | 204, outcome `ignored`, reason `Resolved` | a resolved alert: nothing to undo |
  * | 204, the outcome and reason of the first answer | a copy of a firing event (same `source` and `id`) this instance is handling, or scaled (or dry-ran) in the last 600 s: nothing read (`answers.ts`) |
- * | 204, outcome `idle` \| `followed`, reason `NoPendingRollout` \| `RolloutsPending` \| `RolloutsEnded` \| `ScalesRecorded` | a PingSource tick (`dev.knative.sources.ping`): the pending rollouts were followed, and scales whose status write failed recorded from their workload's last-scale record (`ScalesRecorded`; `follow-flow.ts`); with none pending, one LIST and nothing else |
+ * | 204, outcome `idle` \| `followed`, reason `NoPendingRollout` \| `RolloutsPending` \| `RolloutsEnded` \| `ScalesRecorded` | a PingSource tick (`dev.knative.sources.ping`): the pending rollouts were followed, and scales whose status write failed recorded from their workload's last-scale record (`ScalesRecorded`; `follow-up/flow.ts`); with none pending, one LIST and nothing else |
  * | 400 `{ error, details }` | not a CloudEvent, another event type, `data` not matching `schemas/alert-event.schema.json`, subject or status contradicting `data` (the runtime or `incoming-event.ts`) |
  * | 413 / 415 | body over 1 MiB; a batch (`application/cloudevents-batch+json`) — the runtime |
  * | 422 | the API server refused a write no step expected it to refuse; never retried (dead-lettered) |
@@ -33,15 +33,15 @@
 import type { CloudEvent } from "cloudevents";
 import type { AlertEventDataValidator } from "../lib/alert-event.ts";
 import { PING_EVENT_TYPE } from "../lib/ping-event.ts";
-import type { AnswerMemory } from "./answers.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
 import type { CloudEventOutcome, FunctionContext } from "../lib/runtime/types.ts";
-import { readAlertEvent, type AlertEvent } from "./incoming-event.ts";
+import type { AnswerMemory } from "./answers.ts";
+import type { FollowDeps } from "./follow-up/deps.ts";
+import { followRollouts } from "./follow-up/flow.ts";
+import { type AlertEvent, readAlertEvent } from "./incoming-event.ts";
 import type { MemoryScalerMetrics } from "./metrics.ts";
-import { followRollouts, type FollowDeps } from "./follow-flow.ts";
-import type { FlowDeps } from "./flow-deps.ts";
-import { handleFiring } from "./scale-flow.ts";
-
+import type { FlowDeps } from "./scale/deps.ts";
+import { handleFiring } from "./scale/flow.ts";
 
 /** What the handler needs; adapters, so tests can substitute them. */
 export interface HandlerDeps {

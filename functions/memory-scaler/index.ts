@@ -2,7 +2,7 @@
  * memory-scaler: a memory-threshold CloudEvent in, the owning workload's memory requests and
  * limits raised by its AppMonitor's multiplier — exactly once per threshold crossing.
  * Started with `npm run function -- memory-scaler`; configuration in `config.ts`, endpoint and
- * status codes in `handler.ts`, the flow in `scale-flow.ts`, the decision in `decide.ts`.
+ * status codes in `handler.ts`, the flow in `scale/flow.ts`, the decision in `scale/decide.ts`.
  *
  * Readiness (`GET /health/readiness`): 200 when the API server answers a list of AppMonitors
  * (`limit=1`, which needs only the `list` the function has anyway) — i.e. it is reachable, the
@@ -17,14 +17,14 @@ import { reportKubeAccess } from "../lib/kube-access-report.ts";
 import { apiStatus, classifyApiError } from "../lib/kube-api-errors.ts";
 import { loadKubeConfig } from "../lib/kubeconfig.ts";
 import type { CloudEventFunctionDefinition, ReadinessResult } from "../lib/runtime/types.ts";
-import { createCluster } from "./cluster.ts";
-import { readConfig, type MemoryScalerConfig } from "./config.ts";
-import { createEventRecorder } from "./kube-events.ts";
 import { createAnswerMemory } from "./answers.ts";
+import { type MemoryScalerConfig, readConfig } from "./config.ts";
 import { createHandler } from "./handler.ts";
+import { createCluster } from "./kube/cluster.ts";
+import { createEventRecorder } from "./kube/event-recorder.ts";
+import { createPrometheusVerifier } from "./kube/prometheus.ts";
+import { createStatusWriter } from "./kube/status-writer.ts";
 import { createMetrics } from "./metrics.ts";
-import { createStatusWriter } from "./status-writer.ts";
-import { createPrometheusVerifier } from "./verify.ts";
 
 /** The function definition the runtime serves. */
 export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {

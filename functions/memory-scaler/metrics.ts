@@ -26,7 +26,7 @@ export interface MemoryScalerMetrics {
   readonly rollouts: Counter<"kind" | "result" | "reason">;
   /**
    * `appmonitor_memory_scaler_reverts_total{kind,result}`: firing alerts of a workload whose last
-   * scale something lowered (a revert, `reverts.ts`). result: `Repatched` (patched again, within
+   * scale something lowered (a revert, `coexist/reverts.ts`). result: `Repatched` (patched again, within
    * `spec.revertBudgetPerHour`) or `Held` (the budget is used: skipped as `Reverted`).
    */
   readonly reverts: Counter<"kind" | "result">;

@@ -1,10 +1,9 @@
 /**
  * What one firing alert came to: the outcome memory-scaler logs, counts and answers with
  * (`handler.ts`: 204 with `X-Appmonitor-Outcome` and `X-Appmonitor-Reason`). Its steps are
- * `scale-flow.ts`'s; which reasons write Events is `report.ts`'s table.
+ * `scale/flow.ts`'s; which reasons write Events is `events.ts`'s table.
  */
-import type { ContainerChange, SkipReason } from "./decide.ts";
-import type { NoneGoverns } from "./governing.ts";
+import type { ContainerChange, SkippedContainer } from "./model.ts";
 
 /**
  * Why the flow ended as it did; CamelCase, also used as Event reasons and metric labels (the
@@ -13,31 +12,31 @@ import type { NoneGoverns } from "./governing.ts";
  * - `PodGone`, `UnsupportedOwner`, `OwnerGone`: no workload to scale (step 1–2);
  * - `BelowThreshold`, `NotMeasured`: Prometheus does not confirm the alert (step 5);
  * - `NotOOMKilled`: an OOM-kill event whose containers the Pod does not show OOM-killed
- *   recently (step 5, `oom.ts` `checkOOMKilled`);
+ *   recently (step 5, `scale/evidence.ts` `checkOOMKilled`);
  * - `AdmissionRefused`: the dry run of the patch or of the scaled Pod was refused (step 7);
  * - `Unschedulable`: the scaled Pod would request more memory than any Node's
- *   `status.allocatable.memory` (`rollout.ts` `decideFit`): no patch, Warning Events (step 7);
+ *   `status.allocatable.memory` (`scale/capacity.ts` `decideFit`): no patch, Warning Events (step 7);
  * - `RolloutExceedsQuota`: the rollout's peak (all new Pods, and a Deployment's `maxSurge` old
  *   ones beside them) would pass a ResourceQuota's `requests.memory` or `limits.memory`
- *   (`quota.ts` `decideQuota`): no patch, Warning Events (step 7);
+ *   (`scale/capacity.ts` `decideQuota`): no patch, Warning Events (step 7);
  * - `RolloutWaitsForDelete`: a StatefulSet or DaemonSet with `updateStrategy: OnDelete` whose
  *   alerting Pod still runs less memory than the template (a `Cooldown` or `RolloutUnderWay`
- *   skip otherwise): it gets the new memory only when deleted (`rollout.ts` `waitingForDelete`);
+ *   skip otherwise): it gets the new memory only when deleted (`scale/capacity.ts` `waitingForDelete`);
  *   also any alert of such a workload while the rollout of its last scale is pending in the
  *   AppMonitor's `status.rollouts` (Pods still on the old revision): no scale on top of one that
  *   has not reached its Pods.
  *   After the patch of such a workload the outcome stays `Scaled`, with a `RolloutWaitsForDelete`
  *   Warning Event on the workload and the AppMonitor saying to delete the Pods;
  * - `HPAOnMemory`, `VPAControlled`: a HorizontalPodAutoscaler scales the workload on memory, or a
- *   VerticalPodAutoscaler not `Off` sets its Pods' resources (`autoscalers.ts`): Warning Events;
+ *   VerticalPodAutoscaler not `Off` sets its Pods' resources (`coexist/autoscalers.ts`): Warning Events;
  * - `GitOpsManaged`: a GitOps tool manages the workload and `spec.gitOpsManaged` is `Skip`
- *   (`gitops.ts`): Warning Events and a held `recentScales` entry naming the manifest values;
+ *   (`coexist/gitops.ts`): Warning Events and a held `recentScales` entry naming the manifest values;
  * - `Reverted`: something lowered the memory memory-scaler set, and the revert budget
- *   (`spec.revertBudgetPerHour` patches of the workload per hour, `reverts.ts`) is used: a held
+ *   (`spec.revertBudgetPerHour` patches of the workload per hour, `coexist/reverts.ts`) is used: a held
  *   `recentScales` entry (the revert's Warning Events are written once, when it is first seen);
  * - `Scaled`, `DryRun`: patched, or would have been;
  * - `Resized`: a bare Pod (no controller) resized in place through its `resize` subresource
- *   (`resize-flow.ts`); `ResizeUnderWay`: its spec already asks for more memory than its
+ *   (`scale/pod-resize-target.ts`); `ResizeUnderWay`: its spec already asks for more memory than its
  *   containers run with (the kubelet has not applied the last resize, or cannot).
  */
 export type OutcomeReason =
@@ -61,13 +60,6 @@ export type OutcomeReason =
   | "DryRun"
   | "Resized"
   | "ResizeUnderWay";
-
-/** A container left unchanged, and why. */
-export interface SkippedContainer {
-  readonly container: string;
-  readonly reason: string;
-  readonly message: string;
-}
 
 /** What happened to one firing alert: logged in full; `outcome` and `reason` also answer the sender (`handler.ts`). */
 export interface Outcome {
@@ -94,3 +86,66 @@ export interface Outcome {
   readonly attempts: number;
 }
 
+/** Not to scale, and why; `skipped` lists the containers left out on the way. */
+export interface Skip {
+  readonly action: "skip";
+  readonly reason: OutcomeReason;
+  readonly message: string;
+  readonly skipped?: readonly SkippedContainer[];
+}
+
+/** To scale (or, `dryRun`, to say what a scale would do): each container's memory before and after. */
+export interface Scale {
+  readonly action: "scale";
+  readonly changes: readonly ContainerChange[];
+  readonly skipped: readonly SkippedContainer[];
+  readonly dryRun: boolean;
+}
+
+/**
+ * Why nothing (or not a given container) is scaled. CamelCase so it can serve directly as a
+ * Kubernetes Event `reason`.
+ * - `Cooldown`: the workload was scaled less than `spec.cooldownSeconds` ago.
+ * - `ContainerNotSelected`: the alert's container is not in `spec.containers`.
+ * - `NoTargetContainer`: no container is left to consider (e.g. `spec.containers` names none of the template's).
+ * - `ContainerNotFound`: the container is in neither the containers nor the init containers of
+ *   the workload's Pod template.
+ * - `InitContainer`: the container is an init container (not a native sidecar): it runs to
+ *   completion before the app's containers start, and is never scaled.
+ * - `NoMemoryLimit`: neither the template nor the alerting Pod sets a memory limit for the container.
+ * - `LimitNotInTemplate`: the alerting Pod has a memory limit the template does not set (a
+ *   LimitRange default or an admission webhook put it there): there is no limit in the
+ *   template to raise; the caller emits a Warning Event saying to set it there.
+ * - `InvalidResources`: the template's limit is not positive, or its request exceeds its limit.
+ * - `TemplateDiffers`: the alerting Pod does not run the template's values (missing container or
+ *   limit, the container of another kind, or a lower template limit): the alert says nothing
+ *   about the current template.
+ * - `RolloutUnderWay`: the template already gives the container a larger limit than the Pod has.
+ * - `AtCap`: the limit is already at `spec.maxMemory`; the caller emits a Warning Event.
+ */
+export type SkipReason =
+  | "Cooldown"
+  | "ContainerNotSelected"
+  | "NoTargetContainer"
+  | "ContainerNotFound"
+  | "InitContainer"
+  | "NoMemoryLimit"
+  | "LimitNotInTemplate"
+  | "InvalidResources"
+  | "TemplateDiffers"
+  | "RolloutUnderWay"
+  | "AtCap";
+
+/**
+ * Why no AppMonitor governs:
+ * - `NotAppMonitorAlert`: the alert was not raised by an AppMonitor's rule ({@link alertOrigin});
+ * - `NoAppMonitor`: the AppMonitor the alert names is not in the namespace, or its spec is invalid;
+ * - `NotCovered`: no AppMonitor covers the workload's Pod template;
+ * - `AppMonitorNotGoverning`: the named AppMonitor does not cover the template, another one does
+ *   (that one's own alerts may scale it).
+ */
+export interface NoneGoverns {
+  readonly result: "none";
+  readonly reason: "NotAppMonitorAlert" | "NoAppMonitor" | "NotCovered" | "AppMonitorNotGoverning";
+  readonly message: string;
+}

@@ -1,7 +1,7 @@
 /**
  * Whether a scale replaces the workload's Pods, and whether that loses what they hold, from plain
  * data (the workload's kind, `spec.replicas`, update strategy and Pod template volumes). Pure: the
- * flow reads the workload (`observe.ts`) and reports what this decides (`report.ts`).
+ * flow reads the workload (`scale/observe.ts`) and reports what this decides (`events.ts`).
  *
  * A template patch reaches the Pods only through new Pods: the workload's controller deletes each
  * old Pod and creates one from the new template (https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#updating-a-deployment,
@@ -9,7 +9,7 @@
  * container restarts; what a Pod held in memory, and the contents of its `emptyDir` volumes
  * (https://kubernetes.io/docs/concepts/storage/volumes/#emptydir: "the data in the emptyDir is
  * deleted permanently" when the Pod is removed), are gone. memory-scaler has no in-place resize of
- * a workload's Pods yet (a bare Pod is resized in place, `resize-flow.ts`, and is never replaced),
+ * a workload's Pods yet (a bare Pod is resized in place, `scale/pod-resize-target.ts`, and is never replaced),
  * so every `Scaled` note says that the Pods are replaced, and a workload whose Pods likely keep
  * state there gets a `PodsReplaced` Warning naming why:
  *

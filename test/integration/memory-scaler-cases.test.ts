@@ -11,7 +11,7 @@
  * its own namespace, so the cases run concurrently.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { after, before, describe, it, type TestContext } from "node:test";
 import * as k8s from "@kubernetes/client-node";
 import { usageMemoryAnnotation } from "../harness/stack/config-files.ts";
 import { freePort } from "../harness/lib/free-port.ts";
@@ -28,6 +28,7 @@ import {
   patchAppMonitorSpec,
   runningPods,
   waitForWatchCache,
+  scalerForSuite,
   startScaler,
   type Answer,
   type ScalerUnderTest,
@@ -112,6 +113,17 @@ async function editPodByHand(ns: string, name: string, metadata: { annotations?:
 
 const res = (limit: string, request: string) => ({ limits: { memory: limit }, requests: { memory: request } });
 
+/**
+ * The cases' scaffold: a fresh namespace with AppMonitor `m` (`spec`), the workload `create`
+ * makes there, and its one Running Pod (found by `labelSelector`).
+ */
+async function monitoredCase(t: TestContext, spec: Record<string, unknown>, create: (ns: string) => Promise<void>, labelSelector: string): Promise<{ ns: string; pod: k8s.V1Pod & { metadata: k8s.V1ObjectMeta & { name: string } } }> {
+  const ns = await freshNamespace(t);
+  await createAppMonitor(ns, "m", spec);
+  await create(ns);
+  return { ns, pod: await onlyRunningPod(ns, labelSelector) };
+}
+
 /** A handled event deliberately not acted on: 204, outcome `skipped`, `reason`. */
 function assertSkipped(answer: Answer, reason: string): void {
   assert.equal(answer.status, 204, describeAnswer(answer));
@@ -119,32 +131,18 @@ function assertSkipped(answer: Answer, reason: string): void {
 }
 
 describe("memory-scaler, case by case", { concurrency: 4 }, () => {
-  let scaler: ScalerUnderTest;
-
-  before(async () => {
-    await installMemoryScaler();
-    scaler = await startScaler();
-  });
-  after(async () => {
-    await scaler?.stop();
-  });
+  const scaler = scalerForSuite();
 
   it("multiplier 1.5: 384Mi/256Mi → 576Mi/384Mi", async (t) => {
-    const ns = await freshNamespace(t);
-    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 1.5 });
-    await createDeployment(ns, "web");
-    const pod = await onlyRunningPod(ns, "app=web");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
+    const { ns, pod } = await monitoredCase(t, { memThresholdPercent: 75, memMultiplier: 1.5 }, (ns) => createDeployment(ns, "web"), "app=web");
+    const answer = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.outcome, "scaled", describeAnswer(answer));
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("576Mi", "384Mi") });
   });
 
   it("a two-container Pod: only the alerting container changes", async (t) => {
-    const ns = await freshNamespace(t);
-    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
-    await createDeployment(ns, "web", [memhog, { name: "sidecar", limit: "64Mi", request: "32Mi" }]);
-    const pod = await onlyRunningPod(ns, "app=web");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "sidecar", appmonitor: "m" }), "structured");
+    const { ns, pod } = await monitoredCase(t, { memThresholdPercent: 75, memMultiplier: 2 }, (ns) => createDeployment(ns, "web", [memhog, { name: "sidecar", limit: "64Mi", request: "32Mi" }]), "app=web");
+    const answer = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "sidecar", appmonitor: "m" }), "structured");
     assert.equal(answer.outcome, "scaled", describeAnswer(answer));
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("384Mi", "256Mi"), sidecar: res("128Mi", "64Mi") });
     const next = await waitFor("the new Pod Running", async () => {
@@ -155,12 +153,9 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
   });
 
   it("a StatefulSet is scaled and rolls its Pod", async (t) => {
-    const ns = await freshNamespace(t);
-    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+    const { ns, pod } = await monitoredCase(t, { memThresholdPercent: 75, memMultiplier: 2 }, (ns) => createStatefulSet(ns), "app=db");
     const client = await apps();
-    await createStatefulSet(ns);
-    const pod = await onlyRunningPod(ns, "app=db");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
+    const answer = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.outcome, "scaled", describeAnswer(answer));
     const sts = await client.readNamespacedStatefulSet({ namespace: ns, name: "db" });
     assert.deepEqual(resourcesOf(sts.spec?.template), { memhog: res("768Mi", "512Mi") });
@@ -170,12 +165,9 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
   });
 
   it("a StatefulSet with updateStrategy OnDelete: patched with a Warning to delete the Pods; the old Pod's next alert says so; deleting it applies the memory", async (t) => {
-    const ns = await freshNamespace(t);
-    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+    const { ns, pod } = await monitoredCase(t, { memThresholdPercent: 75, memMultiplier: 2 }, (ns) => createStatefulSet(ns, { type: "OnDelete" }), "app=db");
     const client = await apps();
-    await createStatefulSet(ns, { type: "OnDelete" });
-    const pod = await onlyRunningPod(ns, "app=db");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
+    const answer = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.deepEqual([answer.outcome, answer.reason], ["scaled", "Scaled"], describeAnswer(answer));
     assert.deepEqual(resourcesOf((await client.readNamespacedStatefulSet({ namespace: ns, name: "db" })).spec?.template), { memhog: res("768Mi", "512Mi") });
     for (const [kind, name] of [["StatefulSet", "db"], ["AppMonitor", "m"]] as const) {
@@ -193,7 +185,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     assert.equal(old?.metadata?.uid, pod.metadata.uid, "OnDelete: the Pod is not replaced");
     assert.notEqual(old?.metadata?.labels?.["controller-revision-hash"], sts.status?.updateRevision);
     assert.deepEqual(resourcesOf(old), { memhog: res("384Mi", "256Mi") });
-    assertSkipped(await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" })), "RolloutWaitsForDelete");
+    assertSkipped(await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" })), "RolloutWaitsForDelete");
     assert.equal((await client.readNamespacedStatefulSet({ namespace: ns, name: "db" })).metadata?.generation, 2);
 
     // What the Warning says to do.
@@ -215,7 +207,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
       return running.length === nodes.length ? running : undefined;
     }, 60_000);
     const podName = pods[0]?.metadata?.name ?? "";
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: podName, container: "memhog", appmonitor: "m" }));
+    const answer = await deliver(scaler().url, alertEvent({ namespace: ns, pod: podName, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.outcome, "scaled", describeAnswer(answer));
     const ds = await client.readNamespacedDaemonSet({ namespace: ns, name: "agent" });
     assert.deepEqual(resourcesOf(ds.spec?.template), { memhog: res("768Mi", "512Mi") });
@@ -224,11 +216,8 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
   });
 
   it("an unannotated Pod that no selector matches is not scaled", async (t) => {
-    const ns = await freshNamespace(t);
-    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
-    await createDeployment(ns, "plain", [memhog], false);
-    const pod = await onlyRunningPod(ns, "app=plain");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
+    const { ns, pod } = await monitoredCase(t, { memThresholdPercent: 75, memMultiplier: 2 }, (ns) => createDeployment(ns, "plain", [memhog], false), "app=plain");
+    const answer = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.status, 204);
     assert.equal(answer.outcome, "skipped");
     assert.equal(answer.reason, "NotCovered");
@@ -243,7 +232,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createDeployment(ns, "plain", [memhog], false);
     const pod = await onlyRunningPod(ns, "app=plain");
     await editPodByHand(ns, pod.metadata.name, { annotations: MONITOR });
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "mymonitor" }));
+    const answer = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "mymonitor" }));
     assert.equal(answer.status, 204);
     assert.equal(answer.outcome, "skipped", describeAnswer(answer));
     assert.equal(answer.reason, "NotCovered");
@@ -254,23 +243,17 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
   });
 
   it("a selector matching only a label added by hand to the live Pod does not cover its Deployment", async (t) => {
-    const ns = await freshNamespace(t);
-    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, selector: { matchLabels: { tier: "hot" } } });
-    await createDeployment(ns, "plain", [memhog], false);
-    const pod = await onlyRunningPod(ns, "app=plain");
+    const { ns, pod } = await monitoredCase(t, { memThresholdPercent: 75, memMultiplier: 2, selector: { matchLabels: { tier: "hot" } } }, (ns) => createDeployment(ns, "plain", [memhog], false), "app=plain");
     await editPodByHand(ns, pod.metadata.name, { labels: { tier: "hot" } });
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
+    const answer = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.outcome, "skipped", describeAnswer(answer));
     assert.equal(answer.reason, "NotCovered");
     assert.equal((await readDeployment(ns, "plain")).metadata?.generation, 1);
   });
 
   it("a Pod selected by spec.selector, without the annotation, is scaled", async (t) => {
-    const ns = await freshNamespace(t);
-    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, selector: { matchLabels: { app: "picked" } } });
-    await createDeployment(ns, "picked", [memhog], false);
-    const pod = await onlyRunningPod(ns, "app=picked");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
+    const { ns, pod } = await monitoredCase(t, { memThresholdPercent: 75, memMultiplier: 2, selector: { matchLabels: { app: "picked" } } }, (ns) => createDeployment(ns, "picked", [memhog], false), "app=picked");
+    const answer = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.outcome, "scaled", describeAnswer(answer));
   });
 
@@ -278,7 +261,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     const ns = await freshNamespace(t);
     await createDeployment(ns, "web");
     const pod = await onlyRunningPod(ns, "app=web");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "mymonitor" }));
+    const answer = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "mymonitor" }));
     assert.equal(answer.status, 204);
     assert.equal(answer.reason, "NoAppMonitor");
     assert.equal((await readDeployment(ns, "web")).metadata?.generation, 1);
@@ -286,7 +269,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
 
   it("a Pod that does not exist: skipped", async (t) => {
     const ns = await freshNamespace(t);
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: "no-such-pod", appmonitor: "m" }));
+    const answer = await deliver(scaler().url, alertEvent({ namespace: ns, pod: "no-such-pod", appmonitor: "m" }));
     assert.equal(answer.status, 204);
     assert.equal(answer.reason, "PodGone");
   });
@@ -297,7 +280,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     const core = (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api);
     await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: "bare", labels: { app: "bare" }, annotations: MONITOR }, spec: podTemplate("bare", [memhog], true).spec } });
     await onlyRunningPod(ns, "app=bare");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: "bare", container: "memhog", appmonitor: "m" }));
+    const answer = await deliver(scaler().url, alertEvent({ namespace: ns, pod: "bare", container: "memhog", appmonitor: "m" }));
     assert.equal(answer.reason, "AdmissionRefused", describeAnswer(answer));
     const [warning] = await eventsRegarding(ns, "Pod", "bare");
     assert.equal(warning?.type, "Warning");
@@ -309,7 +292,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, maxMemory: "400Mi", cooldownSeconds: 0 });
     await createDeployment(ns, "web");
     const first = await onlyRunningPod(ns, "app=web");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: first.metadata.name, container: "memhog", appmonitor: "m" }));
+    const answer = await deliver(scaler().url, alertEvent({ namespace: ns, pod: first.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.outcome, "scaled", describeAnswer(answer));
     // 256Mi/384Mi × 2 capped at 400Mi: the request keeps 2/3 of the limit, 279620266.67 bytes rounded up.
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("400Mi", "279620267") });
@@ -318,7 +301,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
       const pods = await runningPods(ns, "app=web");
       return pods.length === 1 && pods[0]?.metadata?.uid !== first.metadata.uid ? pods[0] : undefined;
     }, 60_000);
-    const atCap = await deliver(scaler.url, alertEvent({ namespace: ns, pod: second.metadata?.name ?? "", container: "memhog", appmonitor: "m" }));
+    const atCap = await deliver(scaler().url, alertEvent({ namespace: ns, pod: second.metadata?.name ?? "", container: "memhog", appmonitor: "m" }));
     assert.equal(atCap.outcome, "skipped");
     assert.equal(atCap.reason, "AtCap");
     assert.equal((await readDeployment(ns, "web")).metadata?.generation, 2);
@@ -337,7 +320,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     // maxMemory raised: the next alert scales, and the workload leaves the list.
     await patchAppMonitorSpec(ns, "m", { maxMemory: "800Mi" });
     await waitForWatchCache({ group: "kubedemo.com", version: "v1", plural: "appmonitors" }, ns, "m", (o) => (o.spec as { maxMemory?: string }).maxMemory === "800Mi");
-    const raised = await deliver(scaler.url, alertEvent({ namespace: ns, pod: second.metadata?.name ?? "", container: "memhog", appmonitor: "m" }));
+    const raised = await deliver(scaler().url, alertEvent({ namespace: ns, pod: second.metadata?.name ?? "", container: "memhog", appmonitor: "m" }));
     assert.equal(raised.outcome, "scaled", describeAnswer(raised));
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("800Mi", "559240534") });
     const below = await appMonitorStatus(ns, "m");
@@ -356,7 +339,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 1.5 });
     await createDeployment(ns, "big", [{ name: "memhog", limit: "200Gi", request: "200Gi" }]);
     const pod = await onlyRunningPod(ns, "app=big");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
+    const answer = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assertSkipped(answer, "Unschedulable");
     const deployment = await readDeployment(ns, "big");
     assert.equal(deployment.metadata?.generation, 1, "not patched");
@@ -377,7 +360,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     const pod = await onlyRunningPod(ns, "app=web");
     const versions: (string | undefined)[] = [];
     for (let i = 0; i < 3; i += 1) {
-      assertSkipped(await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" })), "AtCap");
+      assertSkipped(await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" })), "AtCap");
       versions.push(await appMonitorResourceVersion(ns, "m"));
     }
     assert.equal((await readDeployment(ns, "web")).metadata?.generation, 1);
@@ -396,13 +379,13 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 3600 });
     await createDeployment(ns, "web");
     const first = await onlyRunningPod(ns, "app=web");
-    assert.equal((await deliver(scaler.url, alertEvent({ namespace: ns, pod: first.metadata.name, container: "memhog", appmonitor: "m" }))).outcome, "scaled");
+    assert.equal((await deliver(scaler().url, alertEvent({ namespace: ns, pod: first.metadata.name, container: "memhog", appmonitor: "m" }))).outcome, "scaled");
     const second = await waitFor("the scaled Pod Running", async () => {
       const pods = await runningPods(ns, "app=web");
       return pods.length === 1 && pods[0]?.metadata?.uid !== first.metadata.uid ? pods[0] : undefined;
     }, 60_000);
     const event = alertEvent({ namespace: ns, pod: second.metadata?.name ?? "", container: "memhog", appmonitor: "m" });
-    const cooling = await deliver(scaler.url, event);
+    const cooling = await deliver(scaler().url, event);
     assert.equal(cooling.reason, "Cooldown", describeAnswer(cooling));
     assert.equal((await readDeployment(ns, "web")).metadata?.generation, 2);
 
@@ -413,7 +396,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     );
     await waitForWatchCache({ group: "kubedemo.com", version: "v1", plural: "appmonitors" }, ns, "m", (o) => (o.spec as { cooldownSeconds?: number }).cooldownSeconds === 0);
     // A new alert for the same Pod.
-    const again = await deliver(scaler.url, alertEvent({ namespace: ns, pod: second.metadata?.name ?? "", container: "memhog", appmonitor: "m" }));
+    const again = await deliver(scaler().url, alertEvent({ namespace: ns, pod: second.metadata?.name ?? "", container: "memhog", appmonitor: "m" }));
     assert.equal(again.outcome, "scaled", describeAnswer(again));
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("1536Mi", "1Gi") });
     assert.equal((await appMonitorStatus(ns, "m")).scaleCount, 2);
@@ -437,7 +420,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
         labels: { exported_namespace: "shop", exported_pod: "cart-0", exported_container: "cart" },
       }),
     ];
-    for (const event of alerts) assertSkipped(await deliver(scaler.url, event), "NotAppMonitorAlert");
+    for (const event of alerts) assertSkipped(await deliver(scaler().url, event), "NotAppMonitorAlert");
     const deployment = await readDeployment(ns, "kube-state-metrics");
     assert.equal(deployment.metadata?.generation, 1);
     assert.deepEqual(resourcesOf(deployment.spec?.template), { "kube-state-metrics": res("384Mi", "256Mi") });
@@ -451,11 +434,11 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createDeployment(ns, "web", [memhog], false);
     const pod = await onlyRunningPod(ns, "app=web");
     // db-mon's cAdvisor rule fires for every Pod with a limit in the namespace, web's included.
-    const foreign = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "db-mon" }));
+    const foreign = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "db-mon" }));
     assertSkipped(foreign, "AppMonitorNotGoverning");
     assert.equal((await readDeployment(ns, "web")).metadata?.generation, 1);
 
-    const own = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "web-mon" }));
+    const own = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "web-mon" }));
     assert.equal(own.outcome, "scaled", describeAnswer(own));
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("768Mi", "512Mi") });
     assert.equal((await appMonitorStatus(ns, "web-mon")).scaleCount, 1);
@@ -469,11 +452,11 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createDeployment(ns, "web", [memhog], true, [migrate, proxy]);
     const pod = await onlyRunningPod(ns, "app=web");
 
-    const init = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "migrate", appmonitor: "m" }));
+    const init = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "migrate", appmonitor: "m" }));
     assertSkipped(init, "InitContainer");
     assert.equal((await readDeployment(ns, "web")).metadata?.generation, 1);
 
-    const sidecar = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "proxy", appmonitor: "m" }));
+    const sidecar = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "proxy", appmonitor: "m" }));
     assert.equal(sidecar.outcome, "scaled", describeAnswer(sidecar));
     const want = { memhog: res("384Mi", "256Mi"), migrate: res("256Mi", "128Mi"), proxy: res("128Mi", "64Mi") };
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), want);
@@ -492,7 +475,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 1.5 });
     await createDeployment(ns, "web", [{ name: "memhog", limit: "300000003", request: "200000002" }]);
     const pod = await onlyRunningPod(ns, "app=web");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
+    const answer = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.outcome, "scaled", describeAnswer(answer));
     // 450000005 / 300000004 ≤ 1.5; rounding the request on its own (300000003) would exceed it.
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("450000005", "300000004") });
@@ -509,7 +492,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createDeployment(ns, "web", [{ name: "memhog" }]);
     const pod = await onlyRunningPod(ns, "app=web");
     assert.deepEqual(resourcesOf(pod), { memhog: res("384Mi", "256Mi") }, "the LimitRange defaulted the Pod");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
+    const answer = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assertSkipped(answer, "LimitNotInTemplate");
     const deployment = await readDeployment(ns, "web");
     assert.equal(deployment.metadata?.generation, 1);
@@ -522,14 +505,11 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
   });
 
   it("DryRun: an Event and a status entry, no patch", async (t) => {
-    const ns = await freshNamespace(t);
-    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, mode: "DryRun" });
-    await createDeployment(ns, "web");
-    const pod = await onlyRunningPod(ns, "app=web");
+    const { ns, pod } = await monitoredCase(t, { memThresholdPercent: 75, memMultiplier: 2, mode: "DryRun" }, (ns) => createDeployment(ns, "web"), "app=web");
     const event = alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" });
-    const answer = await deliver(scaler.url, event);
+    const answer = await deliver(scaler().url, event);
     assert.equal(answer.outcome, "dry-run", describeAnswer(answer));
-    assert.equal((await deliver(scaler.url, event)).outcome, "dry-run", "a re-delivery gets the same answer");
+    assert.equal((await deliver(scaler().url, event)).outcome, "dry-run", "a re-delivery gets the same answer");
     const deployment = await readDeployment(ns, "web");
     assert.equal(deployment.metadata?.generation, 1);
     assert.deepEqual(resourcesOf(deployment.spec?.template), { memhog: res("384Mi", "256Mi") });
@@ -551,7 +531,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
     await createDeployment(ns, "web");
     const pod = await onlyRunningPod(ns, "app=web");
-    const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
+    const answer = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.status, 204);
     assert.equal(answer.outcome, "skipped");
     assert.equal(answer.reason, "AdmissionRefused");
@@ -593,10 +573,7 @@ describe("memory-scaler with PROMETHEUS_URL", () => {
   }
 
   it("skips an alert Prometheus does not confirm, scales one it does", async (t) => {
-    const ns = await freshNamespace(t);
-    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
-    await createDeployment(ns, "web");
-    const pod = await onlyRunningPod(ns, "app=web");
+    const { ns, pod } = await monitoredCase(t, { memThresholdPercent: 75, memMultiplier: 2 }, (ns) => createDeployment(ns, "web"), "app=web");
     const mi = 1024 * 1024;
 
     await usage(ns, pod.metadata.name, "100Mi", 100 * mi);
@@ -612,10 +589,7 @@ describe("memory-scaler with PROMETHEUS_URL", () => {
   });
 
   it("Prometheus unreachable: 503 and no blind scale", async (t) => {
-    const ns = await freshNamespace(t);
-    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
-    await createDeployment(ns, "web");
-    const pod = await onlyRunningPod(ns, "app=web");
+    const { ns, pod } = await monitoredCase(t, { memThresholdPercent: 75, memMultiplier: 2 }, (ns) => createDeployment(ns, "web"), "app=web");
     const answer = await deliver(blind.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(answer.status, 503, JSON.stringify(answer.body));
     assert.match(answer.body.error ?? "", /Prometheus unavailable/);

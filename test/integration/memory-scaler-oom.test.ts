@@ -11,18 +11,9 @@ import * as k8s from "@kubernetes/client-node";
 import { freePort } from "../harness/lib/free-port.ts";
 import { installMemoryScaler } from "../support/install.ts";
 import { describeAnswer } from "../support/post-event.ts";
-import { alertEvent, deliver, eventsRegarding, exampleAppMonitor, memhogManifest, onlyRunningPod, startScaler, type ScalerUnderTest } from "../support/memory-scaler.ts";
+import { alertEvent, deliver, eventsRegarding, originalDemo, startScaler, type ScalerUnderTest } from "../support/memory-scaler.ts";
 import { adminKubeConfig, freshNamespace } from "../support/stack.ts";
 
-/** knative/examples/memhog.yaml and appmonitor.yaml, unchanged, in `ns`; returns the Running Pod's name. */
-async function originalDemo(ns: string): Promise<string> {
-  const objects = k8s.KubernetesObjectApi.makeApiClient(await adminKubeConfig());
-  const deployment = await memhogManifest();
-  await objects.create({ ...deployment, metadata: { ...deployment.metadata, namespace: ns } });
-  const monitor = await exampleAppMonitor();
-  await objects.create({ ...monitor, metadata: { ...monitor.metadata, namespace: ns } });
-  return (await onlyRunningPod(ns, "name=memhog")).metadata.name;
-}
 
 /**
  * Writes, as the admin, the memhog container's status as the kubelet reports it after an OOM
@@ -65,7 +56,7 @@ describe("memory-scaler on an OOM-kill event", () => {
 
   it("a Pod whose container status shows a recent OOM kill: scaled once, 384Mi → 768Mi, the Event says OOM kill; a copy of the event gets its answer and a new one scales nothing", async (t) => {
     const ns = await freshNamespace(t);
-    const pod = await originalDemo(ns);
+    const pod = (await originalDemo(ns)).metadata.name;
     await reportTermination(ns, pod, 30);
 
     const event = alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "mymonitor", alertname: "AppMonitorOOMKilled" });
@@ -94,7 +85,7 @@ describe("memory-scaler on an OOM-kill event", () => {
 
   it("a Pod never OOM-killed, or last terminated for another reason, or killed too long ago: skipped NotOOMKilled, nothing written", async (t) => {
     const ns = await freshNamespace(t);
-    const pod = await originalDemo(ns);
+    const pod = (await originalDemo(ns)).metadata.name;
     const event = () => alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "mymonitor", alertname: "AppMonitorOOMKilled" });
 
     const never = await deliver(scaler.url, event());
@@ -115,7 +106,7 @@ describe("memory-scaler on an OOM-kill event", () => {
 
   it("a threshold event for the same kind of Pod does ask Prometheus (unreachable here: 503)", async (t) => {
     const ns = await freshNamespace(t);
-    const pod = await originalDemo(ns);
+    const pod = (await originalDemo(ns)).metadata.name;
     await reportTermination(ns, pod, 30);
     const answer = await deliver(scaler.url, alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "mymonitor" }));
     assert.equal(answer.status, 503, describeAnswer(answer));

@@ -7,7 +7,7 @@
  * support for resize": its guard against kubelets older than in-place resize), so on kwok as it
  * is a resize is refused (a case below); where the test needs a kubelet's report it writes the
  * Pod's status as a kubelet ≥ 1.33 would (admin, `pods/status`), and says so. The real kubelet's resize is in
- * `test/integration/real-node.test.ts`. The file has a stack of its own: a tick follows the
+ * `test/integration/harness/real-node.test.ts`. The file has a stack of its own: a tick follows the
  * pending rollouts of every namespace, which would end other files' rollouts.
  */
 import assert from "node:assert/strict";

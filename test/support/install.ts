@@ -6,24 +6,15 @@
  * https://kubernetes.io/docs/reference/using-api/server-side-apply/
  */
 import { execFile } from "node:child_process";
-import { readFile } from "node:fs/promises";
 import { promisify } from "node:util";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
-import { parseAllDocuments } from "yaml";
 import { repoRoot } from "../harness/stack/paths.ts";
 import { adminKubeConfig, stack, waitFor } from "./stack.ts";
 
 /** Field manager of the tests' applies. */
 export const TEST_FIELD_MANAGER = "appmonitor-tests";
 
-/** The objects of a YAML file of the repository, in order. */
-export async function manifests(relativePath: string): Promise<k8s.KubernetesObject[]> {
-  const text = await readFile(path.join(repoRoot, relativePath), "utf8");
-  return parseAllDocuments(text)
-    .map((doc) => doc.toJS() as k8s.KubernetesObject | null)
-    .filter((obj): obj is k8s.KubernetesObject => obj !== null);
-}
 
 /**
  * Server-side applies the given files (repository-relative or absolute), in order, with the

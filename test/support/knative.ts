@@ -9,10 +9,12 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
-import { parseAllDocuments } from "yaml";
 import { repoRoot, resolveBinaries } from "../harness/stack/paths.ts";
 import { readState } from "../harness/stack/stack.ts";
 import type { KnativeService, Manifest, ServiceContainer } from "../harness/lib/knative-service.ts";
+import { manifestFile, parseManifests } from "../harness/lib/manifests.ts";
+
+export { manifestFile, parseManifests };
 
 /** The functions, each a folder under `functions/` and a Knative Service of the same name. */
 export const FUNCTION_NAMES = ["alert-receiver", "memory-scaler", "rule-sync"] as const;
@@ -37,14 +39,6 @@ export async function kubectlBinary(): Promise<string> {
   return (await resolveBinaries()).kubectl;
 }
 
-/** Parses a multi-document YAML text, dropping empty documents. @throws Error on a YAML error. */
-export function parseManifests(text: string, origin: string): Manifest[] {
-  return parseAllDocuments(text).flatMap((doc) => {
-    if (doc.errors.length > 0) throw new Error(`${origin}: ${doc.errors.map((e) => e.message).join("; ")}`);
-    const value = doc.toJS() as Manifest | null;
-    return value === null ? [] : [value];
-  });
-}
 
 /**
  * `kubectl kustomize [flags] <repo>/<relativeDir>`, parsed (`--load-restrictor=LoadRestrictionsNone`
@@ -61,10 +55,6 @@ export async function kustomize(relativeDir: string, flags: readonly string[] = 
   }
 }
 
-/** The objects of one YAML file of the repository. */
-export async function manifestFile(relativePath: string): Promise<Manifest[]> {
-  return parseManifests(await readFile(path.join(repoRoot, relativePath), "utf8"), relativePath);
-}
 
 /** `group/version` split; the core group is "". */
 export function groupVersion(apiVersion: string): { group: string; version: string } {

@@ -7,11 +7,12 @@ import { setImmediate as tick } from "node:timers/promises";
 import * as k8s from "@kubernetes/client-node";
 import { pino } from "pino";
 import type { AlertEventData } from "../../functions/lib/alert-event.ts";
-import type { Cluster, WorkloadKind, WorkloadObject } from "../../functions/memory-scaler/cluster.ts";
-import { createEventRecorder } from "../../functions/memory-scaler/kube-events.ts";
-import type { JsonPatchOperation } from "../../functions/memory-scaler/patch.ts";
-import type { FlowDeps } from "../../functions/memory-scaler/flow-deps.ts";
-import { createStatusWriter } from "../../functions/memory-scaler/status-writer.ts";
+import type { Cluster } from "../../functions/memory-scaler/kube/cluster.ts";
+import type { WorkloadKind, WorkloadObject } from "../../functions/memory-scaler/model.ts";
+import { createEventRecorder } from "../../functions/memory-scaler/kube/event-recorder.ts";
+import type { JsonPatchOperation } from "../../functions/memory-scaler/model.ts";
+import type { FlowDeps } from "../../functions/memory-scaler/scale/deps.ts";
+import { createStatusWriter } from "../../functions/memory-scaler/kube/status-writer.ts";
 
 const silent = pino({ level: "silent" });
 /** The namespace of {@link memhogCluster}'s objects. */
@@ -22,19 +23,25 @@ export function apiError(code: number, message: string): k8s.ApiException<string
   return new k8s.ApiException(code, "error", JSON.stringify({ kind: "Status", code, message }), {});
 }
 
-type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+/** A JSON value, as a JSON Patch reads and writes it. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-/** RFC 6902 test/replace/add, all or nothing, failing the way the API server does (422). */
-function applyPatch(doc: Json, ops: readonly JsonPatchOperation[]): Json {
+/**
+ * RFC 6902 `test`/`replace`/`add` applied to a copy of `doc`, all or nothing, failing with
+ * `fail(message)` — by default the way the API server does, a 422 {@link apiError} — whose message
+ * names the operation (a failed `test` with the value found, a missing path or key). The tests'
+ * one JSON Patch applier: the fake cluster's writes and the patch builders' tables.
+ */
+export function applyJsonPatch(doc: Json, ops: readonly JsonPatchOperation[], fail: (message: string) => Error = (message) => apiError(422, message)): Json {
   const out = structuredClone(doc);
   for (const op of ops) {
     const tokens = op.path.split("/").slice(1).map((t) => t.replaceAll("~1", "/").replaceAll("~0", "~"));
     const last = tokens.pop() ?? "";
     let parent: Json | undefined = out;
     for (const t of tokens) parent = Array.isArray(parent) ? parent[Number(t)] : parent !== null && typeof parent === "object" ? parent[t] : undefined;
-    if (parent === null || typeof parent !== "object" || Array.isArray(parent)) throw apiError(422, `${op.op} operation does not apply: doc is missing path: ${op.path}`);
-    if (op.op === "test" && JSON.stringify(parent[last]) !== JSON.stringify(op.value)) throw apiError(422, `testing value ${op.path} failed: test failed`);
-    if (op.op === "replace" && !Object.hasOwn(parent, last)) throw apiError(422, `replace operation does not apply: doc is missing key: ${op.path}`);
+    if (parent === null || typeof parent !== "object" || Array.isArray(parent)) throw fail(`${op.op} operation does not apply: doc is missing path: ${op.path}`);
+    if (op.op === "test" && JSON.stringify(parent[last]) !== JSON.stringify(op.value)) throw fail(`testing value ${op.path} failed: test failed: ${op.path} is ${JSON.stringify(parent[last]) ?? "missing"}`);
+    if (op.op === "replace" && !Object.hasOwn(parent, last)) throw fail(`replace operation does not apply: doc is missing key: ${op.path}`);
     if (op.op !== "test") parent[last] = op.value as Json;
   }
   return out;
@@ -82,7 +89,7 @@ export class FakeCluster implements Cluster {
     const key = `${kind}/${namespace}/${name}`;
     const current = this.workloads.get(key);
     if (current === undefined) throw apiError(404, "not found");
-    const next = applyPatch(current as Json, patch) as WorkloadObject;
+    const next = applyJsonPatch(current as Json, patch) as WorkloadObject;
     const generation = (current.metadata?.generation ?? 1) + 1;
     if (dryRun) {
       this.dryRuns += 1;
@@ -103,7 +110,7 @@ export class FakeCluster implements Cluster {
     const key = `${namespace}/${name}`;
     const current = this.pods.get(key);
     if (current === undefined) throw apiError(404, "not found");
-    const next = applyPatch(current as Json, patch) as k8s.V1Pod;
+    const next = applyJsonPatch(current as Json, patch) as k8s.V1Pod;
     const generation = (current.metadata?.generation ?? 1) + 1;
     const time = "2025-06-01T12:00:00Z";
     const managedFields = [...(current.metadata?.managedFields ?? []).filter((f) => f.subresource !== "resize"), { manager: "appmonitor-memory-scaler", operation: "Update", subresource: "resize", time: time as unknown as Date }];

@@ -15,7 +15,8 @@ import { fn } from "../../functions/memory-scaler/index.ts";
 import type { RunningServer } from "../../functions/lib/runtime/server.ts";
 import type { Env } from "../../functions/lib/runtime/types.ts";
 import { startFunction } from "./function-server.ts";
-import { installMemoryScaler, manifests } from "./install.ts";
+import { manifestFile } from "../harness/lib/manifests.ts";
+import { installMemoryScaler } from "./install.ts";
 import { postEvent, type EventAnswer } from "./post-event.ts";
 import { down, up } from "../harness/stack/stack.ts";
 import { adminKubeConfig, serviceAccountKubeConfig, waitFor } from "./stack.ts";
@@ -193,16 +194,26 @@ export function deliver(url: string, event: CloudEvent<unknown>, mode: "binary" 
 
 /** The memhog Deployment of knative/examples/memhog.yaml, as written. */
 export async function memhogManifest(): Promise<k8s.V1Deployment> {
-  const [deployment] = (await manifests("knative/examples/memhog.yaml")) as k8s.V1Deployment[];
+  const [deployment] = (await manifestFile("knative/examples/memhog.yaml")) as unknown as k8s.V1Deployment[];
   if (deployment === undefined) throw new Error("knative/examples/memhog.yaml has no object");
   return deployment;
 }
 
 /** The AppMonitor of knative/examples/appmonitor.yaml, as written. */
 export async function exampleAppMonitor(): Promise<k8s.KubernetesObject & { spec: Record<string, unknown> }> {
-  const [monitor] = (await manifests("knative/examples/appmonitor.yaml")) as (k8s.KubernetesObject & { spec: Record<string, unknown> })[];
+  const [monitor] = (await manifestFile("knative/examples/appmonitor.yaml")) as unknown as (k8s.KubernetesObject & { spec: Record<string, unknown> })[];
   if (monitor === undefined) throw new Error("knative/examples/appmonitor.yaml has no object");
   return monitor;
+}
+
+/** The original demo: knative/examples/memhog.yaml and appmonitor.yaml, unchanged, created in `ns`; returns memhog's Running Pod. */
+export async function originalDemo(ns: string): Promise<k8s.V1Pod & { metadata: k8s.V1ObjectMeta & { name: string } }> {
+  const objects = k8s.KubernetesObjectApi.makeApiClient(await adminKubeConfig());
+  const deployment = await memhogManifest();
+  await objects.create({ ...deployment, metadata: { ...deployment.metadata, namespace: ns } });
+  const monitor = await exampleAppMonitor();
+  await objects.create({ ...monitor, metadata: { ...monitor.metadata, namespace: ns } });
+  return onlyRunningPod(ns, "name=memhog");
 }
 
 /** Creates an AppMonitor named `name` in `namespace` with `spec`, as the admin. */

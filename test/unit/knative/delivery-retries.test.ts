@@ -7,13 +7,12 @@
  * same refusal is repeated `retry` times over minutes before it lands there anyway). The status
  * of each row is produced by the functions' own code, not restated.
  */
+import { manifestFile } from "../../harness/lib/manifests.ts";
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { CloudEvent } from "cloudevents";
-import { readFile } from "node:fs/promises";
 import { pino } from "pino";
 import { Registry } from "prom-client";
-import { parseAllDocuments } from "yaml";
 import { FIRING_TYPE, validateAlertEventData } from "../../../functions/lib/alert-event.ts";
 import { STATUS_OF_CLASS, type ApiErrorClass } from "../../../functions/lib/kube-api-errors.ts";
 import { acknowledge, BATCH_MEDIA_TYPE, decodeCloudEvent } from "../../../functions/lib/runtime/cloudevent.ts";
@@ -21,12 +20,11 @@ import { HttpError, toHttpError } from "../../../functions/lib/runtime/errors.ts
 import { invoke } from "../../../functions/lib/runtime/invoke.ts";
 import type { FunctionResponse } from "../../../functions/lib/runtime/types.ts";
 import { readAlertEvent } from "../../../functions/memory-scaler/incoming-event.ts";
-import { createPrometheusVerifier } from "../../../functions/memory-scaler/verify.ts";
+import { createPrometheusVerifier } from "../../../functions/memory-scaler/kube/prometheus.ts";
 import { readConfig as readRuleSyncConfig } from "../../../functions/rule-sync/config.ts";
 import { RESYNC_EVENT_TYPE } from "../../../functions/rule-sync/incoming-event.ts";
 import { createHandler as createRuleSyncHandler } from "../../../functions/rule-sync/handler.ts";
 import { createMetrics as createRuleSyncMetrics } from "../../../functions/rule-sync/metrics.ts";
-import { repoRoot } from "../../harness/stack/paths.ts";
 import { backoffSeconds, durationSeconds, knativeVerdict, type DeliverySpec, type KnativeVerdict } from "../../support/knative-delivery.ts";
 import { alertEvent } from "../../support/memory-scaler.ts";
 import { alertData } from "../../support/memory-scaler-fakes.ts";
@@ -136,8 +134,8 @@ describe("the shipped delivery spec", () => {
   it("the Broker and every Trigger: 8 retries, exponential from 1 s: waits of 1, 2, 4 … 128 s, 255 s in all", async () => {
     const specs: { where: string; delivery: DeliverySpec }[] = [];
     for (const file of ["broker.yaml", "triggers.yaml"]) {
-      for (const doc of parseAllDocuments(await readFile(`${repoRoot}/knative/eventing/${file}`, "utf8"))) {
-        const object = doc.toJS() as { kind: string; metadata: { name: string }; spec: { delivery: DeliverySpec } };
+      for (const manifest of await manifestFile(`knative/eventing/${file}`)) {
+        const object = manifest as unknown as { kind: string; metadata: { name: string }; spec: { delivery: DeliverySpec } };
         specs.push({ where: `${object.kind} ${object.metadata.name}`, delivery: object.spec.delivery });
       }
     }

@@ -20,8 +20,8 @@ import type { CloudEventFunction } from "../../../../functions/lib/runtime/types
 import { createAnswerMemory } from "../../../../functions/memory-scaler/answers.ts";
 import { createHandler as createScalerHandler } from "../../../../functions/memory-scaler/handler.ts";
 import { createMetrics as createScalerMetrics } from "../../../../functions/memory-scaler/metrics.ts";
-import type { FlowDeps } from "../../../../functions/memory-scaler/flow-deps.ts";
-import type { Verifier } from "../../../../functions/memory-scaler/verify.ts";
+import type { FlowDeps } from "../../../../functions/memory-scaler/scale/deps.ts";
+import type { Verifier } from "../../../../functions/memory-scaler/kube/prometheus.ts";
 import { readConfig as readRuleSyncConfig } from "../../../../functions/rule-sync/config.ts";
 import { PING_EVENT_TYPE } from "../../../../functions/lib/ping-event.ts";
 import { REF_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../../../functions/rule-sync/incoming-event.ts";

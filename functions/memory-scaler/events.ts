@@ -1,0 +1,202 @@
+/**
+ * What memory-scaler tells users about an outcome (the README's "What it does", steps 2, 4, 6, 7 and 9;
+ * `scale/report.ts` says which ending writes which),
+ * pure: the Kubernetes Events it writes, as one table (the status changes are
+ * `status/changes.ts`'s). The README's "Skip reasons" table says the same to users.
+ *
+ * | reported | Events (`regarding` → `related`) | note |
+ * | --- | --- | --- |
+ * | `UnsupportedOwner` | Warning on the Pod → the AppMonitor | `not scaled: <message>` |
+ * | `AtCap` | Warning on the workload → the AppMonitor, and on the AppMonitor → the workload; at most one per workload per `cooldownSeconds` (`windowedKey`) | `not scaled: <message>` (+ how often it is written) |
+ * | `LimitNotInTemplate` | the same pair | `not scaled: <message>` |
+ * | `AdmissionRefused` | the same pair | `not scaled (<changes>): the API server refused it: <message>` |
+ * | `RolloutExceedsQuota`, `Unschedulable` | the same pair | `not scaled (<changes>): <message>` |
+ * | `HPAOnMemory`, `VPAControlled`, `GitOpsManaged` (skipped) | the same pair, at most one per workload per `cooldownSeconds` (`windowedKey`) | `<message>` (it starts `not scaled:`) |
+ * | `Reverted` | the same pair, once per reverted scale (keyed by the id of the event that scaled) | `<message>` |
+ * | `DryRun` | Normal pair | `DryRun: would scale <kind> <name>[ after an OOM kill]: <changes>` |
+ * | `Scaled` | Normal pair, and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill]: <changes>[; the rollout replaces (restarts) its Pods]` (`replacement.ts` `replacementClause`) |
+ * | `PodsReplaced` (with `Scaled`) | Warning pair, when the replaced Pods likely keep state in memory or in `emptyDir` volumes (`replacement.ts`: a single-replica Deployment, any StatefulSet, an `emptyDir` volume in the Pod template); never for a bare Pod resized in place | `podsReplacedNote`: why, and that their memory and emptyDir contents are lost |
+ * | `Resized` | Normal pair on the bare Pod (its `workload`) and the AppMonitor | `resized Pod <name> in place by <multiplier>[ after an OOM kill]: <changes>` |
+ * | anything else | none: the outcome is logged and counted only | |
+ *
+ * A Warning on the AppMonitor names the workload first (`<kind> <name>: <note>`); a Normal one
+ * carries the same note on both. Each Event is keyed by the CloudEvent's id (`kube/event-recorder.ts`:
+ * its name is derived from the key, so a re-delivery writes nothing new), a repaired scale's by
+ * the id of the event that scaled.
+ */
+import type { AlertTrigger } from "../lib/alert-event.ts";
+import type * as k8s from "@kubernetes/client-node";
+import { type ContainerChange, describeChanges, type ObjectRef } from "./model.ts";
+import { type PodReplacement, podsReplacedNote, replacementClause } from "./replacement.ts";
+
+/** What an outcome's Events are about. */
+export interface Subjects {
+  /** The alerting Pod (every reason but a follow-up's repair; `UnsupportedOwner` regards it). */
+  readonly pod?: ObjectRef;
+  /** The governing AppMonitor (for `UnsupportedOwner`, the one the alert names). */
+  readonly appMonitor: ObjectRef;
+  /** Its `spec.cooldownSeconds`: the window of its `AtCap` Warnings. */
+  readonly cooldownSeconds: number;
+  /** The workload, once resolved (every reason but `UnsupportedOwner`). */
+  readonly workload?: ObjectRef;
+}
+
+/** An outcome as reported: its reason and what its note says. */
+export type Reported =
+  | { readonly reason: "UnsupportedOwner" | "AtCap" | "LimitNotInTemplate"; readonly message: string }
+  | { readonly reason: "AdmissionRefused" | "RolloutExceedsQuota" | "Unschedulable"; readonly message: string; readonly changes: readonly ContainerChange[] }
+  /** Another manager of the workload holds the scale (`coexist/gate.ts` `gateScale`); `Reverted` there writes no Event of its own (the detection's below says it). */
+  | { readonly reason: "HPAOnMemory" | "VPAControlled" | "GitOpsManaged"; readonly message: string }
+  /** The revert of a scale, reported once: `key` is the id of the event that made that scale. */
+  | { readonly reason: "Reverted"; readonly message: string; readonly key: string }
+  | { readonly reason: "DryRun"; readonly changes: readonly ContainerChange[]; readonly trigger: AlertTrigger }
+  | {
+      readonly reason: "Scaled";
+      readonly changes: readonly ContainerChange[];
+      readonly multiplier: number;
+      readonly trigger: AlertTrigger;
+      /** For an OnDelete workload: the note of its `RolloutWaitsForDelete` Warnings. */
+      readonly onDelete?: string | undefined;
+      /** For a workload a GitOps tool manages (`spec.gitOpsManaged: Patch`): the note of its `GitOpsManaged` Warnings. */
+      readonly gitOps?: string | undefined;
+      /** The key of its Events when not the current event's (a repaired scale: the event that scaled). */
+      readonly key?: string;
+      /**
+       * How the new template reaches the Pods (`replacement.ts`): the note says the Pods are
+       * replaced, and a `PodsReplaced` Warning pair says what that loses. Absent: neither.
+       */
+      readonly replacement?: PodReplacement | undefined;
+    }
+  | { readonly reason: "Resized"; readonly changes: readonly ContainerChange[]; readonly multiplier: number; readonly trigger: AlertTrigger }
+  | { readonly reason: string };
+
+const afterOOMKill = (trigger: AlertTrigger): string => (trigger === "oomKilled" ? " after an OOM kill" : "");
+
+/**
+ * The note of the `Scaled` Events; one caused by an OOM-kill alert says so, and with a
+ * `replacement` it ends saying that the Pods are replaced (`replacementClause`).
+ */
+export function scaledNote(
+  workload: { readonly kind?: string; readonly name: string },
+  multiplier: number,
+  changes: readonly ContainerChange[],
+  trigger: AlertTrigger = "threshold",
+  replacement?: PodReplacement,
+): string {
+  return `scaled ${workload.kind ?? ""} ${workload.name} by ${multiplier}${afterOOMKill(trigger)}: ${describeChanges(changes)}${replacement === undefined ? "" : replacementClause(replacement)}`;
+}
+
+/**
+ * The Events of an outcome (the module's table), keyed for `EventRecorder.record`.
+ * @param eventId the CloudEvent's id; @param now for the `AtCap` window.
+ * @throws Error when a reason that regards the workload comes without one (a bug of the caller).
+ */
+export function eventsOf(reported: Reported, subjects: Subjects, eventId: string, now: Date): EventSpec[] {
+  const am = subjects.appMonitor;
+  const workload = (): ObjectRef => {
+    if (subjects.workload === undefined) throw new Error(`${reported.reason} is reported on a workload, and none was given`);
+    return subjects.workload;
+  };
+  const warningPair = (reason: string, note: string, key = eventId): EventSpec[] => {
+    const wl = workload();
+    return [
+      { type: "Warning", reason, note, regarding: wl, related: am, key },
+      { type: "Warning", reason, note: `${wl.kind ?? ""} ${wl.name}: ${note}`, regarding: am, related: wl, key },
+    ];
+  };
+  const normalPair = (reason: string, note: string, key = eventId): EventSpec[] => [
+    { type: "Normal", reason, note, regarding: workload(), related: am, key },
+    { type: "Normal", reason, note, regarding: am, related: workload(), key },
+  ];
+  const r = reported as Reported & Record<string, unknown>;
+  switch (reported.reason) {
+    case "UnsupportedOwner": {
+      if (subjects.pod === undefined) throw new Error("UnsupportedOwner is reported on a Pod, and none was given");
+      return [{ type: "Warning", reason: "UnsupportedOwner", note: `not scaled: ${String(r.message)}`, regarding: subjects.pod, related: am, key: eventId }];
+    }
+    case "AtCap": {
+      // A workload at the cap alerts until its memory use drops: one AtCap Warning per workload
+      // per cooldown window says it, the deterministic name turns the rest into 409s.
+      const wl = workload();
+      const key = windowedKey(`${wl.kind ?? ""}/${wl.name}/${wl.uid ?? ""}`, now, subjects.cooldownSeconds, eventId);
+      const often = key === eventId ? "" : ` (this Warning is written at most once every ${subjects.cooldownSeconds}s)`;
+      return warningPair("AtCap", `not scaled: ${String(r.message)}${often}`, key);
+    }
+    case "LimitNotInTemplate":
+      return warningPair("LimitNotInTemplate", `not scaled: ${String(r.message)}`);
+    case "HPAOnMemory":
+    case "VPAControlled":
+    case "GitOpsManaged": {
+      // Alerts keep firing while the other manager holds the workload: one pair per window.
+      const wl = workload();
+      return warningPair(reported.reason, String(r.message), windowedKey(`${reported.reason}/${wl.kind ?? ""}/${wl.name}/${wl.uid ?? ""}`, now, subjects.cooldownSeconds, eventId));
+    }
+    case "Reverted":
+      return warningPair("Reverted", String(r.message), `reverted/${String(r.key)}`);
+    case "AdmissionRefused":
+      return warningPair("AdmissionRefused", `not scaled (${describeChanges(r.changes as ContainerChange[])}): the API server refused it: ${String(r.message)}`);
+    case "RolloutExceedsQuota":
+    case "Unschedulable":
+      return warningPair(reported.reason, `not scaled (${describeChanges(r.changes as ContainerChange[])}): ${String(r.message)}`);
+    case "DryRun": {
+      const wl = workload();
+      return normalPair("DryRun", `DryRun: would scale ${wl.kind ?? ""} ${wl.name}${afterOOMKill(r.trigger as AlertTrigger)}: ${describeChanges(r.changes as ContainerChange[])}`);
+    }
+    case "Scaled": {
+      const scaled = reported as Extract<Reported, { reason: "Scaled"; multiplier: number }>;
+      const key = scaled.key ?? eventId;
+      const wl = workload();
+      const note = scaledNote(wl, scaled.multiplier, scaled.changes, scaled.trigger, scaled.replacement);
+      const onDelete = scaled.onDelete;
+      const gitOps = scaled.gitOps;
+      const replaced = scaled.replacement === undefined ? undefined : podsReplacedNote({ kind: wl.kind ?? "", name: wl.name }, scaled.replacement);
+      return [
+        ...normalPair("Scaled", note, key),
+        ...(gitOps === undefined ? [] : warningPair("GitOpsManaged", gitOps, key)),
+        ...(onDelete === undefined
+          ? []
+          : ([
+              { type: "Warning", reason: "RolloutWaitsForDelete", note: onDelete, regarding: workload(), related: am, key },
+              { type: "Warning", reason: "RolloutWaitsForDelete", note: onDelete, regarding: am, related: workload(), key },
+            ] as const)),
+        ...(replaced === undefined ? [] : warningPair("PodsReplaced", replaced, key)),
+      ];
+    }
+    case "Resized": {
+      const wl = workload();
+      return normalPair("Resized", `resized ${wl.kind ?? ""} ${wl.name} in place by ${String(r.multiplier)}${afterOOMKill(r.trigger as AlertTrigger)}: ${describeChanges(r.changes as ContainerChange[])}`);
+    }
+    default:
+      return [];
+  }
+}
+
+/** What to report, and about which object. */
+export interface EventSpec {
+  readonly type: "Normal" | "Warning";
+  /** CamelCase, e.g. `Scaled`, `AtCap`, `AdmissionRefused`. */
+  readonly reason: string;
+  /** Human-readable; cut to {@link MAX_NOTE_LENGTH}. */
+  readonly note: string;
+  /** The object the Event is about; its namespace is the Event's namespace. */
+  readonly regarding: k8s.V1ObjectReference & { name: string; namespace: string };
+  /** A second object involved (the AppMonitor, or the workload). */
+  readonly related?: k8s.V1ObjectReference;
+  /** What makes two reports the same: the CloudEvent id. */
+  readonly key: string;
+}
+
+/**
+ * The {@link EventSpec.key} of a Warning that should be written at most once per `windowSeconds`
+ * about `subject` (e.g. `Deployment/web/<uid>`), however many alerts ask for it: the subject and
+ * the index of the window `now` falls in (windows of `windowSeconds` counted from the Unix
+ * epoch). Every report in one window gets one Event name, so the second create answers 409 and
+ * stays one Event — nothing is stored for it. Windows are aligned on the epoch, not on the first
+ * report: two reports less than a window apart across a boundary write two Events, never two in
+ * one window. `windowSeconds` ≤ 0 (no cooldown asked for) → `eventKey` (one Event per alert, as
+ * for any other Event).
+ */
+export function windowedKey(subject: string, now: Date, windowSeconds: number, eventKey: string): string {
+  if (!(windowSeconds > 0)) return eventKey;
+  return `${subject}@${Math.floor(now.getTime() / (windowSeconds * 1000))}`;
+}

@@ -1,0 +1,83 @@
+/**
+ * Trust but verify: before scaling, ask Prometheus for each container's current memory working
+ * set and compare it with the memory limit of the Pod read from the API server (the authority
+ * for the limit; it also works where only the working set is scraped, as on the local stack's
+ * kwok). A container below the AppMonitor's threshold is not scaled: the alert is stale or
+ * forged. Prometheus unavailable → 503, never a blind scale.
+ *
+ * Working set: `container_memory_working_set_bytes{namespace,pod,container}` (cAdvisor, and
+ * the kubelet's resource metrics), the measure the kubelet evicts by
+ * (https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/#eviction-signals).
+ * Query API: https://prometheus.io/docs/prometheus/latest/querying/api/#instant-queries
+ */
+import axios from "axios";
+import type { AxiosInstance } from "axios";
+import { HttpError } from "../../lib/runtime/errors.ts";
+import { promqlString, regexQuote } from "../../lib/promql.ts";
+
+/** The series of the working set, in bytes. */
+export const WORKING_SET_METRIC = "container_memory_working_set_bytes";
+
+/** Reads current working sets; an interface so the flow can be tested without Prometheus. */
+export interface Verifier {
+  /**
+   * Working set in bytes of each named container of the Pod that Prometheus has a sample for.
+   * @throws HttpError 503 when Prometheus cannot be reached, times out or answers 5xx; 500 when
+   * it refuses the query (4xx) or answers something that is not a query result.
+   */
+  workingSets(namespace: string, pod: string, containers: readonly string[]): Promise<Map<string, number>>;
+}
+
+/**
+ * The instant query: the largest working set per container (cAdvisor may export more than one
+ * series per container, e.g. across a restart; the largest is the one an eviction would see).
+ */
+export function workingSetQuery(namespace: string, pod: string, containers: readonly string[]): string {
+  const names = containers.map(regexQuote).join("|");
+  return `max by (container) (${WORKING_SET_METRIC}{namespace=${promqlString(namespace)},pod=${promqlString(pod)},container=~${promqlString(names)}})`;
+}
+
+/**
+ * A {@link Verifier} querying the Prometheus at `baseUrl` with axios.
+ *
+ * @param timeoutMs per query, from its start to the answer's last byte: axios's own `timeout`
+ *   is a socket's idle time, which an answer trickled a byte at a time never reaches, so an
+ *   abort signal bounds the whole of it. Past it, 503 "did not answer … within".
+ */
+export function createPrometheusVerifier(baseUrl: URL, timeoutMs: number, client: AxiosInstance = axios.create()): Verifier {
+  const endpoint = new URL("api/v1/query", baseUrl.href.endsWith("/") ? baseUrl : new URL(`${baseUrl.href}/`)).href;
+  return {
+    async workingSets(namespace, pod, containers) {
+      const query = workingSetQuery(namespace, pod, containers);
+      const deadline = AbortSignal.timeout(timeoutMs);
+      let data: unknown;
+      try {
+        const response = await client.get<unknown>(endpoint, { params: { query }, timeout: timeoutMs, signal: deadline, validateStatus: () => true });
+        if (response.status >= 500 || response.status === 429) {
+          throw new HttpError(503, `Prometheus unavailable: HTTP ${response.status}`);
+        }
+        if (response.status >= 400) throw new HttpError(500, `Prometheus refused the query ${query}: HTTP ${response.status}`);
+        data = response.data;
+      } catch (error) {
+        if (error instanceof HttpError) throw error;
+        if (deadline.aborted) throw new HttpError(503, `Prometheus unavailable: it did not answer the query within ${timeoutMs} ms`, { cause: error });
+        throw new HttpError(503, `Prometheus unavailable: ${(error as Error).message}`, { cause: error });
+      }
+      return parseVector(data, query);
+    },
+  };
+}
+
+function parseVector(body: unknown, query: string): Map<string, number> {
+  const { status, data } = (body ?? {}) as { status?: unknown; data?: { resultType?: unknown; result?: unknown } };
+  if (status !== "success" || data?.resultType !== "vector" || !Array.isArray(data.result)) {
+    throw new HttpError(500, `Prometheus answered the query ${query} with something other than a vector`);
+  }
+  const result = new Map<string, number>();
+  for (const sample of data.result as { metric?: { container?: unknown }; value?: unknown }[]) {
+    const container = sample.metric?.container;
+    const value = Array.isArray(sample.value) ? Number(sample.value[1]) : Number.NaN;
+    if (typeof container === "string" && Number.isFinite(value)) result.set(container, value);
+  }
+  return result;
+}

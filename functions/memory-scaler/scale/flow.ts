@@ -1,0 +1,201 @@
+/**
+ * What memory-scaler does with one firing alert, reconcile-style, the same for every
+ * {@link WriteTarget} (a workload's Pod template, `template-target.ts`; a bare Pod's resize,
+ * `pod-resize-target.ts`): observe → plan → act → report, once per round.
+ *
+ * 0. Only an AppMonitor rule's alert is acted on (`governing.ts` `alertOrigin`): anything else →
+ *    `NotAppMonitorAlert`, before any read.
+ * 1. Observe (`observe.ts`): the Pod (gone → `PodGone`), the namespace's AppMonitors (the alert's
+ *    not there or invalid → `NoAppMonitor`), HPAs and VPAs, then the Pod's owners: a Job or an
+ *    unknown owner → `UnsupportedOwner` (a Warning on the Pod: no template to judge, never
+ *    scaled, whatever the Pod carries); an owner deleted meanwhile → `OwnerGone`; no controller →
+ *    the bare Pod is the target, else the workload's template.
+ * 2. Plan (`plan.ts`, pure): the governing AppMonitor (`NotCovered`, `AppMonitorNotGoverning`),
+ *    what the target's last scale leaves, and `decideScale` told the target's way.
+ * 3. The last scale made sure of, whatever this alert comes to (`report.ts` `repairReport`): its
+ *    Events and status entry repaired, its revert told once. Failures are warnings.
+ * 4. Act: the decision's skip (`AtCap` listed in `status.capped`); the alert's evidence
+ *    (`evidence.ts`: an OOM kill in the Pod read at 1, or Prometheus' working set against the
+ *    threshold; Prometheus unavailable → 503); who else sets the memory (`coexist/gate.ts`:
+ *    `HPAOnMemory`, `VPAControlled`, `GitOpsManaged`, `Reverted`); `DryRun`; the target's one
+ *    compare-and-swap write. A lost race starts again at 1, at most `maxAttempts` rounds (then
+ *    503): the next round sees what the winner wrote and skips, so deliveries never compound.
+ * 5. Report: the ending's row of `report.ts` applied once — its Events (`../events.ts`) and its
+ *    one status write. Their failure is in the outcome's `warnings`, not an error: what was
+ *    decided or written stands, and a retry would only skip.
+ *
+ * The flow does I/O only through `FlowDeps` (`deps.ts`): the adapters in `../kube/`. Any API
+ * server failure before the write → HttpError (the status of its class in
+ * `functions/lib/kube-api-errors.ts`: 503, 429, 500 or 422) and nothing written. Sources:
+ * DESIGN.md "Decisions that matter for correctness"; memory-scaler's README, "What it does".
+ */
+import type { Logger } from "pino";
+import type { AlertEventData, AlertTrigger } from "../../lib/alert-event.ts";
+import { APPMONITOR_API_VERSION, APPMONITOR_KIND } from "../../lib/appmonitor.ts";
+import { formatTimestamp } from "../../lib/rfc3339.ts";
+import { HttpError } from "../../lib/runtime/errors.ts";
+import { gateScale } from "../coexist/gate.ts";
+import { eventsOf, type Subjects } from "../events.ts";
+import type { AppMonitorRef } from "../kube/status-writer.ts";
+import { containerStatuses } from "../kube/views.ts";
+import { objectRef } from "../model.ts";
+import type { Outcome } from "../outcome.ts";
+import type { FlowDeps } from "./deps.ts";
+import { checkEvidence } from "./evidence.ts";
+import { alertOrigin, type ValidAppMonitor } from "./governing.ts";
+import { type Observation, observeFiring } from "./observe.ts";
+import { type FiringPlan, planFiring } from "./plan.ts";
+import { podResizeTarget } from "./pod-resize-target.ts";
+import { type Ending, repairReport, type Report, reportOf } from "./report.ts";
+import type { History, WriteTarget } from "./target.ts";
+import { templateTarget } from "./template-target.ts";
+
+/** The target an observed Pod names: itself when bare, else its workload's template. */
+function targetOf(observation: Extract<Observation, { result: "bare" | "observed" }>, namespace: string, pod: string): WriteTarget {
+  if (observation.result === "bare") return podResizeTarget(observation.pod, namespace, pod);
+  return templateTarget(observation.workload, observation.pod, observation);
+}
+
+/**
+ * Writes a report's Events and its one status change, in parallel; resolves when both are done.
+ * Their failures are pushed to `warnings`, not thrown: what was decided or written stands.
+ */
+async function applyReport(
+  deps: FlowDeps,
+  input: { readonly report: Omit<Report, "outcome">; readonly subjects: Subjects; readonly amRef: AppMonitorRef; readonly eventId: string; readonly now: Date; readonly warnings: string[] },
+): Promise<void> {
+  const { report, subjects, amRef, eventId, now, warnings } = input;
+  const { status } = report;
+  const [problems] = await Promise.all([
+    Promise.all(report.reported.flatMap((reported) => eventsOf(reported, subjects, eventId, now)).map((spec) => deps.events.record(spec))),
+    status === undefined
+      ? undefined
+      : ("entry" in status ? deps.status.add(amRef, status.entry, status.from) : deps.status.update(amRef, status.change, status.from)).catch((error: unknown) => void warnings.push((error as Error).message)),
+  ]);
+  for (const problem of problems) if (problem !== undefined) warnings.push(problem);
+}
+
+/** Logs what the repair of the last scale is about; returns it. */
+function logRepair<T>(log: Logger, target: WriteTarget, history: History, repair: T): T {
+  const workload = `${target.workload.kind}/${target.workload.name}`;
+  if (history.revert !== undefined) log.info({ workload, scaledAt: history.revert.record.time }, "the last scale was reverted");
+  if (history.repair?.status !== undefined) log.info({ workload, time: history.repair.time }, "recording a scale the AppMonitor status does not list");
+  return repair;
+}
+
+/**
+ * A lost compare-and-swap: counted, logged, and read again — unless it was the last of
+ * `deps.maxAttempts` rounds. @throws HttpError 503 (`Retry-After: 1`) then.
+ */
+function lostRace(deps: FlowDeps, log: Logger, target: WriteTarget, attempt: number, detail: string): void {
+  const { kind, name } = target.workload;
+  deps.onConflict?.();
+  log.info({ attempt, workload: `${kind}/${name}`, detail }, "compare-and-swap lost: reading again");
+  if (attempt >= deps.maxAttempts) throw new HttpError(503, `${kind} ${name} changed during each of ${attempt} attempts to ${target.verb} it; retry later`, { headers: { "retry-after": "1" } });
+}
+
+const appMonitorRef = (am: ValidAppMonitor) => objectRef(APPMONITOR_API_VERSION, APPMONITOR_KIND, am.metadata.namespace, am.metadata.name, am.metadata.uid);
+
+/** What {@link act} works from: the round's plan for its target, and what the write needs. */
+interface ActInput {
+  readonly target: WriteTarget;
+  readonly plan: Extract<FiringPlan, { governed: true }>;
+  readonly appMonitor: ValidAppMonitor;
+  readonly amRef: AppMonitorRef;
+  readonly eventId: string;
+  readonly data: AlertEventData;
+  readonly trigger: AlertTrigger;
+  /** The alerting Pod's container statuses, read once (`kube/views.ts`). */
+  readonly statuses: ReturnType<typeof containerStatuses>;
+  readonly now: Date;
+  readonly log: Logger;
+  readonly warnings: string[];
+  readonly attempt: number;
+}
+
+/**
+ * One round's act (module comment, 4): the decision's skip, the alert's evidence, the gate,
+ * `DryRun`, or the target's one write. Writes nothing but the target; the caller reports the ending.
+ * @returns the ending, or `conflict` when the compare-and-swap lost (read again).
+ * @throws HttpError when Prometheus or the API server failed before the write, or 503 after the last round's lost race.
+ */
+async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"> {
+  const { target, plan, appMonitor: am, data, trigger, now, log } = input;
+  const { decision } = plan;
+  if (decision.action === "skip") return { step: "decided", skip: decision };
+  // Prometheus for a threshold alert only: after an OOM kill the restarted container's working set is low again.
+  const workingSets = trigger === "threshold" ? await deps.verifier?.workingSets(data.namespace, data.pod, decision.changes.map((c) => c.container)) : undefined;
+  const evidence = { trigger, statuses: input.statuses, now, oomWindowSeconds: target.oomWindowSeconds(now), running: target.running, workingSets, thresholdPercent: am.spec.memThresholdPercent };
+  const checked = checkEvidence(decision, evidence);
+  if (checked.action === "skip") return { step: "unconfirmed", skip: checked };
+  const { changes } = checked;
+  const gate = gateScale({ workload: target.workload, changes, gitOpsManaged: am.spec.gitOpsManaged, gitOps: target.gitOps, revert: plan.revert, budget: plan.budget, autoscalers: target.autoscalers });
+  if (gate.action === "skip") return { step: "held", gate, scale: checked };
+  if (checked.dryRun) return { step: "dryRun", scale: checked };
+
+  const time = formatTimestamp(now);
+  const { eventId, amRef } = input;
+  const result = await target.write({ cluster: deps.cluster, status: deps.status, eventId, appMonitor: am, amRef, changes, trigger, history: plan, now, time, log, warn: (message) => input.warnings.push(message) });
+  if (result.result === "conflict") {
+    lostRace(deps, log, target, input.attempt, result.message);
+    return "conflict";
+  }
+  if (result.result === "refused") return { step: "refused", reason: result.reason, message: result.message, scale: checked };
+  const written = target.written({ changes, appMonitor: am, trigger, gitOps: gate.gitOps, generation: result.generation, time, eventId, alertPod: data.pod });
+  return { step: "written", written, scale: checked, reverted: gate.reverted, statusFrom: result.statusFrom };
+}
+
+/**
+ * Handles one firing alert. `eventId` keys the Events so re-deliveries write each Event once.
+ * @returns the outcome (the sender gets 204 with its `outcome` and `reason`).
+ * @throws HttpError when the API server failed before anything was written (`toHttpFailure`:
+ * 503, 429, 500 or 422 by the failure's class), 503 when Prometheus did, or 503 when the
+ * compare-and-swap lost `maxAttempts` times in a row.
+ */
+export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertEventData, log: Logger): Promise<Outcome> {
+  const base = { pod: `${data.namespace}/${data.pod}` };
+  const origin = alertOrigin(data);
+  if (origin.result === "none") return { ...base, outcome: "skipped", reason: origin.reason, message: origin.message, attempts: 0 };
+  // Kept across rounds: a write's warnings stand whatever a later round comes to.
+  const warnings: string[] = [];
+  const write = (report: Omit<Report, "outcome">, subjects: Subjects, amRef: AppMonitorRef, now: Date) => applyReport(deps, { report, subjects, amRef, eventId, now, warnings });
+
+  for (let attempt = 1; ; attempt += 1) {
+    // Observe.
+    const observation = await observeFiring(deps.cluster, { namespace: data.namespace, pod: data.pod, appmonitor: origin.name }, log);
+    if (observation.result === "ended") return { ...base, outcome: "skipped", reason: observation.reason, message: observation.message, attempts: attempt };
+    const now = deps.now();
+    const podRef = objectRef("v1", "Pod", data.namespace, data.pod, observation.pod.metadata?.uid);
+    const named = observation.named;
+    const answer = (identity: object, report: Report): Outcome => ({ ...base, ...identity, ...report.outcome, attempts: attempt, ...(warnings.length > 0 ? { warnings } : {}) });
+    if (observation.result === "unsupported") {
+      // No template to judge, so never scaled; warn so whoever opted this Pod in learns why.
+      const report = reportOf({ step: "unsupported", message: observation.message }, { eventId, now, statusLimit: deps.status.limit, trigger: origin.trigger });
+      await write(report, { pod: podRef, appMonitor: appMonitorRef(named), cooldownSeconds: named.spec.cooldownSeconds }, { namespace: named.metadata.namespace, name: named.metadata.name, uid: named.metadata.uid }, now);
+      return answer({}, report);
+    }
+    const target = targetOf(observation, data.namespace, data.pod);
+    const withOwner = { workload: target.workload };
+
+    // Plan.
+    const plan = planFiring({ target, monitors: observation.monitors, named, alert: data, now, statusLimit: deps.status.limit });
+    if (!plan.governed) return { ...base, ...withOwner, outcome: "skipped", reason: plan.reason, message: plan.message, attempts: attempt };
+    const am = plan.appMonitor;
+    const amRef = { namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid };
+    const subjects: Subjects = { pod: podRef, appMonitor: appMonitorRef(am), cooldownSeconds: am.spec.cooldownSeconds, workload: target.ref };
+    const context = { target, appMonitor: am, eventId, now, statusLimit: deps.status.limit, trigger: origin.trigger };
+    const end = async (report: Report): Promise<Outcome> => {
+      await write(report, subjects, amRef, now);
+      return answer({ ...withOwner, appmonitor: am.metadata.name }, report);
+    };
+
+    // The last scale made sure of, whatever this alert comes to.
+    const repair = repairReport(plan, target, am);
+    if (repair !== undefined) await write(logRepair(log, target, plan, repair), subjects, amRef, now);
+
+    // Act, then report: the ending's row of the table, applied once.
+    const ending = await act(deps, { target, plan, appMonitor: am, amRef, eventId, data, trigger: origin.trigger, statuses: containerStatuses(observation.pod), now, log, warnings, attempt });
+    if (ending === "conflict") continue;
+    return end(reportOf(ending, context));
+  }
+}

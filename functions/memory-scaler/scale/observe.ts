@@ -1,0 +1,167 @@
+/**
+ * The read step of a firing alert (the README's "What it does", steps 1–2): the Pod, its namespace's
+ * AppMonitors, HorizontalPodAutoscalers and VerticalPodAutoscalers in parallel (the two lists cost
+ * no round trip of their own), then the Pod's owners up to the workload. It reads only as far as
+ * the alert can still lead to a scale: no owner is read for a Pod that is gone or for an alert
+ * whose AppMonitor is not there. Plain data out, for the pure plan (`scale/plan.ts`).
+ *
+ * An autoscaler list whose resource type is not served (a 404 without an object: the VPA's CRD not
+ * installed) reads as none; any other failure fails the event like every read, since scaling
+ * without knowing whether an autoscaler fights it is what the lists are there to prevent.
+ */
+import type * as k8s from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import { classifyApiError, toHttpFailure } from "../../lib/kube-api-errors.ts";
+import { type VerticalPodAutoscalerView, vpaView } from "../coexist/autoscalers.ts";
+import type { Cluster } from "../kube/cluster.ts";
+import { APPS_V1, type Workload, type WorkloadKind, type WorkloadObject } from "../model.ts";
+import type { NoneGoverns } from "../outcome.ts";
+import { namedAppMonitor, type NamespaceAppMonitors, type ValidAppMonitor, validAppMonitors } from "./governing.ts";
+
+/** What the read step found. */
+export type Observation =
+  /** Nothing to scale, and nothing to tell anyone: the Pod or its owner is gone, the alert's AppMonitor is not there. */
+  | { readonly result: "ended"; readonly reason: "PodGone" | "OwnerGone" | NoneGoverns["reason"]; readonly message: string }
+  /** The Pod's owner has no Pod template memory-scaler can scale (a Job, an unknown kind). */
+  | { readonly result: "unsupported"; readonly message: string; readonly pod: k8s.V1Pod; readonly named: ValidAppMonitor }
+  /** A bare Pod (no controller owner reference): resized in place (`scale/pod-resize-target.ts`). */
+  | { readonly result: "bare"; readonly pod: k8s.V1Pod; readonly monitors: NamespaceAppMonitors; readonly named: ValidAppMonitor }
+  | {
+      readonly result: "observed";
+      readonly pod: k8s.V1Pod;
+      /** The namespace's AppMonitors, the invalid ones set apart (and logged). */
+      readonly monitors: NamespaceAppMonitors;
+      /** The AppMonitor the alert names, valid. */
+      readonly named: ValidAppMonitor;
+      readonly workload: Workload;
+      /** The namespace's HorizontalPodAutoscalers (autoscaling/v2). */
+      readonly hpas: readonly k8s.V2HorizontalPodAutoscaler[];
+      /** The namespace's VerticalPodAutoscalers; none when the API is not served. */
+      readonly vpas: readonly VerticalPodAutoscalerView[];
+    };
+
+/** `list`, or none when its resource type is not served; `doing` names it in any other failure. */
+async function listOrNone<T>(list: Promise<T[]>, doing: string): Promise<T[]> {
+  try {
+    return await list;
+  } catch (error) {
+    if (classifyApiError(error) === "NotServed") return [];
+    throw toHttpFailure(error, doing);
+  }
+}
+
+/**
+ * Reads what the plan needs for the alert on Pod `namespace/pod` from AppMonitor `appmonitor`.
+ * @throws HttpError when the API server fails (`toHttpFailure`: 503, 429, 500 or 422 by class).
+ */
+export async function observeFiring(cluster: Cluster, alert: { readonly namespace: string; readonly pod: string; readonly appmonitor: string }, log: Logger): Promise<Observation> {
+  const podKey = `${alert.namespace}/${alert.pod}`;
+  const [pod, items, hpas, vpas] = await Promise.all([
+    cluster.readPod(alert.namespace, alert.pod).catch((error: unknown) => {
+      throw toHttpFailure(error, `read Pod ${podKey}`);
+    }),
+    cluster.listAppMonitors(alert.namespace).catch((error: unknown) => {
+      throw toHttpFailure(error, `list AppMonitors in namespace ${alert.namespace}`);
+    }),
+    listOrNone(cluster.listHorizontalPodAutoscalers(alert.namespace), `list HorizontalPodAutoscalers in namespace ${alert.namespace}`),
+    listOrNone(cluster.listVerticalPodAutoscalers(alert.namespace), `list VerticalPodAutoscalers in namespace ${alert.namespace}`),
+  ]);
+  if (pod === undefined) return { result: "ended", reason: "PodGone", message: `Pod ${podKey} no longer exists` };
+
+  const monitors = validAppMonitors(alert.namespace, items);
+  for (const rejected of monitors.rejected) log.warn({ appmonitor: rejected.name, problem: rejected.problem }, "ignoring an AppMonitor with an invalid spec");
+  const named = namedAppMonitor(monitors, alert.appmonitor);
+  if (named.result === "none") return { result: "ended", reason: named.reason, message: named.message };
+
+  if (controllerOf(pod.metadata) === undefined) return { result: "bare", pod, monitors, named: named.appMonitor };
+  // The owner before coverage: coverage is judged on the workload's Pod template, not on the
+  // live Pod, whose annotations and labels anyone allowed to edit that one Pod can set.
+  const resolution = await resolveWorkload(cluster, pod).catch((error: unknown) => {
+    throw toHttpFailure(error, `read the owner of Pod ${podKey}`);
+  });
+  if (resolution.result === "gone") return { result: "ended", reason: "OwnerGone", message: resolution.message };
+  if (resolution.result === "unsupported") return { result: "unsupported", message: resolution.message, pod, named: named.appMonitor };
+  return { result: "observed", pod, monitors, named: named.appMonitor, workload: resolution.workload, hpas, vpas: vpas.map(vpaView) };
+}
+
+/**
+ * The result of {@link resolveWorkload}:
+ * - `found`: the workload;
+ * - `unsupported`: the Pod has no controller, or one memory-scaler does not scale (a Job, an
+ *   Argo Rollout's ReplicaSet, a kind it does not know) — the caller warns with `message`;
+ * - `gone`: an owner named in a reference no longer exists (or is another object with the same
+ *   name): the Pod is being garbage-collected, nothing to scale.
+ */
+export type Resolution =
+  | { readonly result: "found"; readonly workload: Workload }
+  | { readonly result: "unsupported"; readonly message: string }
+  | { readonly result: "gone"; readonly message: string };
+
+/** The reference with `controller: true`, which names the object that manages this one (at most one exists). */
+export function controllerOf(meta: k8s.V1ObjectMeta | undefined): k8s.V1OwnerReference | undefined {
+  return meta?.ownerReferences?.find((ref) => ref.controller === true);
+}
+
+const DIRECT_KINDS: ReadonlySet<string> = new Set(["ReplicaSet", "StatefulSet", "DaemonSet"]);
+
+/**
+ * Walks the Pod's controller references to the workload to patch.
+ * @throws whatever the {@link Cluster} throws for a failed read (the caller classifies it).
+ */
+export async function resolveWorkload(cluster: Cluster, pod: k8s.V1Pod): Promise<Resolution> {
+  const namespace = pod.metadata?.namespace ?? "";
+  const podName = pod.metadata?.name ?? "";
+  const owner = controllerOf(pod.metadata);
+  if (owner === undefined) {
+    return { result: "unsupported", message: `Pod ${podName} has no controller: a bare Pod has no template to scale` };
+  }
+  if (owner.apiVersion !== APPS_V1 || !DIRECT_KINDS.has(owner.kind)) {
+    return { result: "unsupported", message: `Pod ${podName} is controlled by ${owner.kind} ${owner.name} (${owner.apiVersion}), which memory-scaler does not scale` };
+  }
+  // A Deployment names its ReplicaSets `<deployment>-<pod-template-hash>` and labels their Pods
+  // with that hash (https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#pod-template-hash-label):
+  // read the likely Deployment together with the ReplicaSet, saving a round trip. It is used
+  // only if the ReplicaSet's controller reference names it, uid included.
+  const hash = pod.metadata?.labels?.["pod-template-hash"];
+  const guess = owner.kind === "ReplicaSet" && hash !== undefined && owner.name.endsWith(`-${hash}`) ? owner.name.slice(0, -(hash.length + 1)) : undefined;
+  const [direct, guessed] = await Promise.all([
+    readOwned(cluster, owner.kind as WorkloadKind, namespace, owner),
+    guess === undefined || guess === "" ? undefined : cluster.readWorkload("Deployment", namespace, guess),
+  ]);
+  if ("result" in direct) return direct;
+  if (owner.kind !== "ReplicaSet") return found(owner.kind as WorkloadKind, namespace, direct);
+
+  const rsOwner = controllerOf(direct.metadata);
+  if (rsOwner === undefined) return found("ReplicaSet", namespace, direct);
+  if (rsOwner.apiVersion !== APPS_V1 || rsOwner.kind !== "Deployment") {
+    return {
+      result: "unsupported",
+      message: `Pod ${podName} belongs to ReplicaSet ${owner.name}, controlled by ${rsOwner.kind} ${rsOwner.name} (${rsOwner.apiVersion}), which memory-scaler does not scale`,
+    };
+  }
+  const confirmed = guessed !== undefined && guessed.metadata?.name === rsOwner.name && guessed.metadata.uid === rsOwner.uid;
+  const deployment = confirmed ? guessed : await readOwned(cluster, "Deployment", namespace, rsOwner);
+  if ("result" in deployment) return deployment;
+  return found("Deployment", namespace, deployment);
+}
+
+/** Reads the referenced object and checks it is the one referenced (same uid), not a namesake. */
+async function readOwned(
+  cluster: Cluster,
+  kind: WorkloadKind,
+  namespace: string,
+  ref: k8s.V1OwnerReference,
+): Promise<WorkloadObject | { result: "gone"; message: string }> {
+  const object = await cluster.readWorkload(kind, namespace, ref.name);
+  if (object === undefined || (ref.uid !== undefined && object.metadata?.uid !== ref.uid)) {
+    return { result: "gone", message: `${kind} ${ref.name} (uid ${ref.uid}) no longer exists` };
+  }
+  return object;
+}
+
+function found(kind: WorkloadKind, namespace: string, object: WorkloadObject): Resolution {
+  const template = object.spec?.template;
+  const name = object.metadata?.name ?? "";
+  if (template === undefined) return { result: "gone", message: `${kind} ${name} has no Pod template` };
+  return { result: "found", workload: { kind, name, namespace, object: { ...object, spec: { ...object.spec, template } } } };
+}

@@ -1,0 +1,145 @@
+/**
+ * How a firing alert's flow ended, and what that ending writes, as one table (pure): the Events
+ * (`../events.ts` says each reason's Events), the one AppMonitor status change, and the outcome
+ * the sender is answered with. The flow (`flow.ts`) applies it once; nothing else in the flow
+ * writes Events or status. The same for every {@link WriteTarget}: where they differ, the target
+ * says so (`scaledReason`, `wouldDo`, `written`).
+ *
+ * | ending | Events | status | outcome |
+ * | --- | --- | --- | --- |
+ * | `unsupported` (no template to judge) | `UnsupportedOwner` | — | skipped |
+ * | `decided` (the decision's skip) | the skip's reason (Events only for the reasons that have them) | `AtCap`: listed in `status.capped` (`AtMaxMemory`) | skipped, with the containers left out |
+ * | `unconfirmed` (the evidence's skip) | — | — | skipped |
+ * | `held` (another manager: `coexist/gate.ts`) | the gate's reason, but `Reverted` (its Warnings came with the revert) | `GitOpsManaged`, `Reverted`: a `held` `recentScales` entry | skipped, with the changes; `revert: Held` |
+ * | `dryRun` | `DryRun` | a `dryRun` `recentScales` entry | dry-run |
+ * | `refused` (admission, quota, Nodes) | the refusal's reason | — | skipped, with the changes |
+ * | `written` | the target's (`Scaled`…, `Resized`…) | the scale's `recentScales` entry, its rollout pending, out of `status.capped` and `status.pendingScales` | scaled; `revert: Repatched` when it re-applied a reverted value |
+ *
+ * And before any of these, the repair of the target's last scale ({@link repairReport}).
+ */
+import type { AlertTrigger } from "../../lib/alert-event.ts";
+import { formatTimestamp } from "../../lib/rfc3339.ts";
+import type { Gate } from "../coexist/gate.ts";
+import { revertNote } from "../coexist/reverts.ts";
+import type { Reported } from "../events.ts";
+import type { StatusChange } from "../kube/status-writer.ts";
+import { describeChanges } from "../model.ts";
+import type { Outcome, Scale, Skip } from "../outcome.ts";
+import { cappedStatus, scaledStatus } from "../status/changes.ts";
+import type { ScaleEntry } from "../status/recent-scales.ts";
+import type { ValidAppMonitor } from "./governing.ts";
+import type { History, WriteTarget, Written } from "./target.ts";
+
+/** How the flow ended (module table). */
+export type Ending =
+  | { readonly step: "unsupported"; readonly message: string }
+  | { readonly step: "decided"; readonly skip: Skip }
+  | { readonly step: "unconfirmed"; readonly skip: Skip }
+  | { readonly step: "held"; readonly gate: Extract<Gate, { action: "skip" }>; readonly scale: Scale }
+  | { readonly step: "dryRun"; readonly scale: Scale }
+  | { readonly step: "refused"; readonly reason: "AdmissionRefused" | "RolloutExceedsQuota" | "Unschedulable"; readonly message: string; readonly scale: Scale }
+  | { readonly step: "written"; readonly written: Written; readonly scale: Scale; readonly reverted: boolean; readonly statusFrom: Record<string, unknown> | undefined };
+
+/**
+ * One status write: a change of the status as read, or a `recentScales` entry
+ * (`StatusWriter.update` / `add`); `from` is the AppMonitor object it starts from (undefined: the
+ * writer's last answer, or a fresh read).
+ */
+export type StatusWrite =
+  | { readonly change: StatusChange; readonly from: Record<string, unknown> | undefined }
+  | { readonly entry: ScaleEntry; readonly from: Record<string, unknown> | undefined };
+
+/** What an ending writes and answers. */
+export interface Report {
+  readonly reported: readonly Reported[];
+  readonly status?: StatusWrite | undefined;
+  /** The outcome's own fields; the flow adds the Pod, the workload, the AppMonitor, the attempts and the warnings. */
+  readonly outcome: Pick<Outcome, "outcome" | "reason" | "message" | "changes" | "skipped" | "revert">;
+}
+
+/** What the table reads besides the ending. */
+export interface ReportContext {
+  /** Absent for `unsupported` (no target: the Pod's owner has no template). */
+  readonly target?: WriteTarget;
+  /** The governing AppMonitor; absent for `unsupported` (none governs a Pod with no template). */
+  readonly appMonitor?: ValidAppMonitor;
+  readonly eventId: string;
+  readonly now: Date;
+  /** Entries kept in `status.recentScales`. */
+  readonly statusLimit: number;
+  readonly trigger: AlertTrigger;
+}
+
+const skipped = (skip: Skip): Report["outcome"] => ({ outcome: "skipped", reason: skip.reason, message: skip.message, ...(skip.skipped === undefined ? {} : { skipped: skip.skipped }) });
+
+/**
+ * The row of `ending` (module table).
+ * @throws Error when an ending comes without the AppMonitor or target its row reads (a bug of the caller).
+ */
+export function reportOf(ending: Ending, context: ReportContext): Report {
+  const { eventId, now } = context;
+  const needed = <T>(value: T | undefined, what: string): T => {
+    if (value === undefined) throw new Error(`the ${ending.step} ending is reported with its ${what}, and none was given`);
+    return value;
+  };
+  const am = (): ValidAppMonitor => needed(context.appMonitor, "AppMonitor");
+  const target = (): WriteTarget => needed(context.target, "target");
+  const entryOf = (scale: Scale) => ({ time: formatTimestamp(now), workload: target().workload, event: eventId, changes: scale.changes });
+  switch (ending.step) {
+    case "unsupported":
+      return { reported: [{ reason: "UnsupportedOwner", message: ending.message }], outcome: { outcome: "skipped", reason: "UnsupportedOwner", message: ending.message } };
+    case "decided": {
+      const { skip } = ending;
+      const capped =
+        skip.reason === "AtCap" ? { change: cappedStatus(target().workload, skip.skipped ?? [], am().spec.maxMemory ?? "", formatTimestamp(now)), from: am().raw } : undefined;
+      return { reported: [{ reason: skip.reason, message: skip.message }], status: capped, outcome: skipped(ending.skip) };
+    }
+    case "unconfirmed":
+      return { reported: [], outcome: skipped(ending.skip) };
+    case "held": {
+      const { gate, scale } = ending;
+      return {
+        // A held revert's Events were written when it was first seen (repairReport).
+        reported: gate.reason === "Reverted" ? [] : [{ reason: gate.reason, message: gate.message }],
+        status: gate.held === undefined ? undefined : { entry: { ...entryOf(scale), dryRun: scale.dryRun, held: gate.held }, from: am().raw },
+        outcome: { outcome: "skipped", reason: gate.reason, message: gate.message, changes: scale.changes, skipped: scale.skipped, ...(gate.reason === "Reverted" ? { revert: "Held" as const } : {}) },
+      };
+    }
+    case "dryRun": {
+      const { scale } = ending;
+      return {
+        reported: [{ reason: "DryRun", changes: scale.changes, trigger: context.trigger }],
+        status: { entry: { ...entryOf(scale), dryRun: true }, from: am().raw },
+        outcome: { outcome: "dry-run", reason: "DryRun", message: `${target().wouldDo}: ${describeChanges(scale.changes)}`, changes: scale.changes, skipped: scale.skipped },
+      };
+    }
+    case "refused": {
+      const { reason, message, scale } = ending;
+      return { reported: [{ reason, message, changes: scale.changes }], outcome: { outcome: "skipped", reason, message, changes: scale.changes, skipped: scale.skipped } };
+    }
+    case "written": {
+      const { written, scale, reverted } = ending;
+      const entry = { ...entryOf(scale), dryRun: false, ...(reverted ? { reverted: true } : {}) };
+      return {
+        reported: written.reported,
+        status: { change: scaledStatus(entry, written.rollout, context.statusLimit), from: ending.statusFrom },
+        outcome: { outcome: "scaled", reason: target().scaledReason, message: written.message, changes: scale.changes, skipped: scale.skipped, ...(reverted ? { revert: "Repatched" as const } : {}) },
+      };
+    }
+  }
+}
+
+/**
+ * What the target's last scale still needs, whatever this alert comes to (pure): its `Scaled`
+ * Events written again and its status entry when `recentScales` does not list it (`status/repair.ts`),
+ * and, when something lowered what it set (`coexist/reverts.ts`), `Reverted` Warnings, once per
+ * reverted scale (keyed by the id of the event that made it). Undefined: nothing to write.
+ */
+export function repairReport(history: History, target: WriteTarget, appMonitor: ValidAppMonitor): Omit<Report, "outcome"> | undefined {
+  const { repair, revert } = history;
+  if (repair === undefined && revert === undefined) return undefined;
+  const reported: Reported[] = [];
+  if (repair !== undefined) reported.push(repair.reported);
+  if (revert !== undefined) reported.push({ reason: "Reverted", message: revertNote(target.workload, revert, history.budget), key: revert.record.event });
+  return { reported, status: repair?.status === undefined ? undefined : { change: repair.status, from: appMonitor.raw } };
+}

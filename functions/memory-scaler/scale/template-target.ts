@@ -1,0 +1,211 @@
+/**
+ * The workload's Pod template as a {@link WriteTarget}: a Deployment, StatefulSet, DaemonSet or
+ * ReplicaSet whose controller rolls the new memory out by replacing its Pods.
+ *
+ * - Decides from the template's memory against the alerting Pod's spec; the cooldown's clock is
+ *   the template's last-scale annotation; an OOM kill counts within `OOM_KILL_RECENT_SECONDS`
+ *   (the scale replaces the Pods, whose statuses start clean).
+ * - Keeps a last-scale record on the workload, written in the scale's own patch: what a later
+ *   event repairs from (`status/repair.ts`), sees a revert by (`coexist/reverts.ts`) and counts
+ *   the revert budget with.
+ * - An OnDelete StatefulSet or DaemonSet whose Pod is behind its template, or whose last rollout is
+ *   still pending, is `RolloutWaitsForDelete` (`on-delete.ts`), not `Cooldown`/`RolloutUnderWay`.
+ * - Writes (`write.ts`): dry runs of the patch and of a Pod of the scaled template, the quota and
+ *   Node checks (`capacity.ts`), the scale listed in `status.pendingScales` first, then one JSON
+ *   Patch with `test` operations (`template-patch.ts`).
+ * - What follows: `Scaled` Events (with `PodsReplaced`, `RolloutWaitsForDelete`, `GitOpsManaged`
+ *   Warnings where they apply), and the rollout pending in `status.rollouts` (none for a bare
+ *   ReplicaSet, which replaces no Pod).
+ */
+import type * as k8s from "@kubernetes/client-node";
+import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION, type AppMonitorStatus } from "../../lib/appmonitor.ts";
+import { gitOpsOwner, gitOpsPatchedNote } from "../coexist/gitops.ts";
+import { budgetUse, detectRevert, detectRevertFromStatus } from "../coexist/reverts.ts";
+import { type Reported, scaledNote } from "../events.ts";
+import { memoryOf } from "../kube/views.ts";
+import { APPS_V1, type ContainerMemory, describeChanges, formatScaleRecord, kindOf, objectRef, parseScaleRecord, type RecordedScale, type Workload } from "../model.ts";
+import type { Scale, Skip } from "../outcome.ts";
+import { podReplacement, type PodReplacement } from "../replacement.ts";
+import { repairedStatus } from "../status/changes.ts";
+import { withoutPendingScale, withPendingScale } from "../status/pending-scales.ts";
+import { repairOf } from "../status/repair.ts";
+import { pendingRollouts } from "../status/rollouts.ts";
+import type { Decision } from "./decide.ts";
+import { OOM_KILL_RECENT_SECONDS } from "./evidence.ts";
+import type { ValidAppMonitor } from "./governing.ts";
+import { onDeleteScaledNote, type RolloutStrategy, unreplacedNote, waitingForDelete, waitsForDelete } from "./on-delete.ts";
+import type { History, WriteInput, WriteResult, WriteTarget, Written } from "./target.ts";
+import { buildTemplatePatch } from "./template-patch.ts";
+import { podForAdmission, writeWorkload } from "./write.ts";
+
+/**
+ * The label a StatefulSet or DaemonSet controller puts on each Pod: the ControllerRevision its
+ * template came from (https://kubernetes.io/docs/reference/labels-annotations-taints/#controller-revision-hash).
+ */
+const CONTROLLER_REVISION_LABEL = "controller-revision-hash";
+
+/** What the template target's steps read of the workload and the alerting Pod, once. */
+interface Template {
+  readonly workload: Workload;
+  readonly pod: k8s.V1Pod;
+  readonly named: { readonly kind: string; readonly name: string };
+  readonly annotations: Record<string, string> | undefined;
+  readonly lastScaleTime: string | undefined;
+  readonly desired: readonly ContainerMemory[];
+  readonly running: readonly ContainerMemory[];
+  readonly strategy: RolloutStrategy;
+  /** Whether a scale replaces the workload's Pods and what that loses: the `Scaled` note and the `PodsReplaced` Warning. */
+  readonly replacement: PodReplacement;
+}
+
+/**
+ * The template target of `workload`, whose Pod `pod` alerted (module comment).
+ * @param autoscalers the namespace's HPAs and VPAs, as the read step listed them.
+ */
+export function templateTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: WriteTarget["autoscalers"]): WriteTarget {
+  const { spec, metadata } = workload.object;
+  const annotations = metadata?.annotations;
+  const lastScaleTime = annotations?.[LAST_SCALE_ANNOTATION];
+  const t: Template = {
+    workload,
+    pod,
+    named: { kind: workload.kind, name: workload.name },
+    annotations,
+    lastScaleTime,
+    desired: memoryOf(spec.template.spec),
+    running: memoryOf(pod.spec),
+    strategy: { kind: workload.kind, name: workload.name, updateStrategy: spec.updateStrategy?.type, updateRevision: workload.object.status?.updateRevision, replicas: spec.replicas },
+    replacement: podReplacement({ kind: workload.kind, replicas: spec.replicas, updateStrategy: spec.updateStrategy?.type, volumes: spec.template.spec?.volumes ?? [] }),
+  };
+  return {
+    workload: t.named,
+    ref: objectRef(APPS_V1, workload.kind, workload.namespace, workload.name, metadata?.uid),
+    owner: { kind: workload.kind, name: workload.name, template: spec.template },
+    desired: t.desired,
+    running: t.running,
+    lastScaleTime,
+    gitOps: gitOpsOwner(metadata),
+    autoscalers,
+    verb: "scale",
+    wouldDo: "would scale",
+    scaledReason: "Scaled",
+    oomWindowSeconds: () => OOM_KILL_RECENT_SECONDS,
+    history: (am, now, statusLimit) => history(t, am, now, statusLimit),
+    refine: (decision, am, alert) => refine(t, decision, am, alert),
+    write: (input) => write(t, input),
+    written: (input) => written(t, input),
+  };
+}
+
+/** The last scale's repair, revert and budget, from the workload's last-scale record and the AppMonitor's `recentScales`. */
+function history(t: Template, am: ValidAppMonitor, now: Date, statusLimit: number): History {
+  const { workload, annotations, lastScaleTime, desired, replacement } = t;
+  const status = am.raw.status as AppMonitorStatus | undefined;
+  const recent = (status?.recentScales ?? []) as RecordedScale[];
+  const record = annotations?.[LAST_SCALE_RECORD_ANNOTATION];
+  const last = repairOf({ lastScale: lastScaleTime, record, workload, appmonitor: am.metadata.name, status, limit: statusLimit });
+  const repair =
+    last.action === "none"
+      ? undefined
+      : {
+          reported: { reason: "Scaled", changes: last.record.changes, multiplier: last.record.multiplier, trigger: last.record.trigger ?? "threshold", key: last.record.event, replacement } as const,
+          status: last.entry === undefined ? undefined : repairedStatus(last.entry, { kind: workload.kind, generation: workload.object.metadata?.generation }, last.record.event, statusLimit),
+          time: last.record.time,
+        };
+  // A writer that replaced the whole workload, or applied an old copy of it, took the annotations
+  // back with the memory: a later scale the status lists stands for the record.
+  const revert =
+    detectRevertFromStatus({ workload, appmonitor: am.metadata.name, multiplier: am.spec.memMultiplier, recent, now, templateContainers: desired, after: lastScaleTime }) ??
+    detectRevert({ lastScale: lastScaleTime, record, templateContainers: desired });
+  const budget = budgetUse({ workload, record: parseScaleRecord(record), recent, now, budget: am.spec.revertBudgetPerHour });
+  return { repair, revert, budget };
+}
+
+/** `decideScale`'s decision for the template: an OnDelete workload's skip (or scale) becomes `RolloutWaitsForDelete` where nothing replaces the Pod. */
+function refine(t: Template, decision: Decision, am: ValidAppMonitor, alert: { readonly pod: string; readonly container?: string | undefined }): Skip | Scale {
+  const { workload, pod, strategy, desired, running } = t;
+  // OnDelete: the last scale's rollout is pending until every Pod was deleted and replaced (the
+  // follow-up ends it); until then no scale goes on top of one no Pod has.
+  const unreplaced = waitsForDelete(strategy) ? pendingRollouts(am.raw.status).find((r) => r.workload.kind === workload.kind && r.workload.name === workload.name) : undefined;
+  if (decision.action === "scale") {
+    if (unreplaced !== undefined) return { action: "skip", reason: "RolloutWaitsForDelete", message: unreplacedNote(workload, unreplaced), skipped: decision.skipped };
+    return { action: "scale", changes: decision.changes, skipped: decision.skipped, dryRun: decision.dryRun };
+  }
+  if (decision.reason !== "Cooldown" && decision.reason !== "RolloutUnderWay") return { action: "skip", reason: decision.reason, message: decision.message, skipped: decision.skipped };
+  // An OnDelete workload's Pod behind its template is not in a rollout: nothing will replace
+  // it until it is deleted, which only the user can do; say that, not Cooldown or RolloutUnderWay.
+  const waiting = waitingForDelete({
+    workload: strategy,
+    pod: { name: alert.pod, revision: pod.metadata?.labels?.[CONTROLLER_REVISION_LABEL] },
+    limits: desired
+      .filter((c) => kindOf(c) !== "init" && (alert.container === undefined || c.name === alert.container))
+      .map((c) => ({ container: c.name, template: c.limit, pod: running.find((p) => p.name === c.name)?.limit })),
+  });
+  if (waiting !== undefined) return { action: "skip", reason: "RolloutWaitsForDelete", message: waiting, skipped: decision.skipped };
+  if (unreplaced !== undefined) return { action: "skip", reason: "RolloutWaitsForDelete", message: unreplacedNote(workload, unreplaced), skipped: decision.skipped };
+  return { action: "skip", reason: decision.reason, message: decision.message, skipped: decision.skipped };
+}
+
+/** The checked patch of the template (module comment), the scale listed in `status.pendingScales` first. */
+async function write(t: Template, input: WriteInput): Promise<WriteResult> {
+  const { workload, named, annotations, desired } = t;
+  const { cluster, status: statusWriter, eventId, appMonitor: am, amRef, changes, trigger, history, now, time, log, warn } = input;
+  const record = formatScaleRecord({
+    time,
+    appmonitor: am.metadata.name,
+    event: eventId,
+    multiplier: am.spec.memMultiplier,
+    changes,
+    ...(trigger === "oomKilled" ? { trigger } : {}),
+    earlier: history.budget.scales,
+  });
+  const patch = buildTemplatePatch({ templateContainers: desired, changes, annotations, time: now, record });
+  // The scale listed in status.pendingScales before the patch (status/pending-scales.ts):
+  // should the status write after the patch fail, the follow-up tick finds the workload there
+  // and records the scale from its last-scale record. Written beside the dry runs (no round
+  // trip of its own), awaited before the patch; its failure (a status RBAC never granted) only
+  // loses that repair path, so the scale goes on. A lost compare-and-swap leaves it listed: the
+  // winning scale's status write removes it when it is the same event's, the next tick otherwise.
+  const pending = { workload: named, time, event: eventId };
+  const listing = statusWriter.update(amRef, (status) => withPendingScale(status, pending), am.raw).then(
+    () => true,
+    (error: unknown) => {
+      log.warn({ workload: `${workload.kind}/${workload.name}` }, `could not list the scale in status.pendingScales, scaling anyway: ${(error as Error).message}`);
+      return false;
+    },
+  );
+  const written = await writeWorkload(
+    cluster,
+    workload,
+    patch,
+    podForAdmission(workload, changes),
+    (message) => {
+      log.warn({ workload: `${workload.kind}/${workload.name}` }, message);
+      warn(message);
+    },
+    listing,
+  );
+  const inPending = await listing;
+  // Once listed, the writer's answer to that write is the status to start from (no read).
+  const statusFrom = inPending ? undefined : am.raw;
+  if (written.result === "written") return { result: "written", generation: written.generation, statusFrom };
+  if (written.result === "conflict") return written;
+  // Nothing was patched: the listing goes (else the next tick drops it).
+  if (inPending) await statusWriter.update(amRef, (status) => withoutPendingScale(status, pending), statusFrom).catch((error: unknown) => log.warn((error as Error).message));
+  const reason = ({ refused: "AdmissionRefused", overQuota: "RolloutExceedsQuota", unschedulable: "Unschedulable" } as const)[written.result];
+  return { result: "refused", reason, message: written.message };
+}
+
+/** A written template's `Scaled` Events (with the notes that apply), its outcome message and its rollout. */
+function written(t: Template, input: Parameters<WriteTarget["written"]>[0]): Written {
+  const { workload, named, strategy, replacement } = t;
+  const { changes, appMonitor: am, trigger, gitOps: tool, generation, time, eventId, alertPod } = input;
+  // Followed until it ends (follow-up/); a bare ReplicaSet never replaces its Pods, so it has no rollout.
+  const rollout = workload.kind === "ReplicaSet" || generation === undefined ? undefined : { workload: named, generation, startedAt: time, event: eventId };
+  // OnDelete: the patch is what the user's strategy asks for, but it reached no Pod; say so.
+  const onDelete = waitsForDelete(strategy) ? onDeleteScaledNote(strategy, alertPod, describeChanges(changes)) : undefined;
+  const gitOps = tool === undefined ? undefined : gitOpsPatchedNote(workload, tool, changes);
+  const scaled: Reported = { reason: "Scaled", changes, multiplier: am.spec.memMultiplier, trigger, onDelete, gitOps, replacement };
+  const note = scaledNote(workload, am.spec.memMultiplier, changes, trigger, replacement);
+  return { reported: [scaled], message: onDelete ?? gitOps ?? note, rollout };
+}

@@ -1,0 +1,123 @@
+/**
+ * The Pod a scaled workload would create, for a server-side dry run of its admission.
+ *
+ * LimitRange and ResourceQuota admission only look at Pods (the LimitRanger and ResourceQuota
+ * plugins ignore Deployments and other templates:
+ * https://kubernetes.io/docs/concepts/policy/limit-range/ , "LimitRange validations occur only
+ * at Pod admission stage"), so a dry run of the workload patch alone would accept a limit that
+ * every new Pod is then refused, leaving the rollout stuck. Creating this Pod with
+ * `dryRun=All` asks the same admission chain the workload controller's Pods will meet, and
+ * persists nothing. Pure.
+ */
+import type * as k8s from "@kubernetes/client-node";
+import { apiStatus, isPatchConflict, isRefusal, toHttpFailure } from "../../lib/kube-api-errors.ts";
+import type { Cluster } from "../kube/cluster.ts";
+import { quotaView } from "../kube/views.ts";
+import type { ContainerChange, Workload } from "../model.ts";
+import { decideFit, decideQuota, podMemoryLimit, podMemoryRequest, type RolloutShape } from "./capacity.ts";
+import type { buildTemplatePatch } from "./template-patch.ts";
+
+/** `container` with the memory of the change named after it, if any. */
+function withChange(container: k8s.V1Container, changes: readonly ContainerChange[]): k8s.V1Container {
+  const change = changes.find((c) => c.container === container.name);
+  if (change === undefined) return container;
+  const limits = { ...container.resources?.limits, memory: change.to.limit };
+  const requests = change.to.request === undefined ? container.resources?.requests : { ...container.resources?.requests, memory: change.to.request };
+  return { ...container, resources: { ...container.resources, limits, ...(requests === undefined ? {} : { requests }) } };
+}
+
+/**
+ * The workload's Pod template as a Pod in its namespace, with `changes` applied to the memory
+ * requests and limits of its containers and native sidecars (container names are unique across
+ * both lists), named by `generateName` (`<workload>-`) and without owner references.
+ */
+export function podForAdmission(workload: Workload, changes: readonly ContainerChange[]): k8s.V1Pod {
+  const template = workload.object.spec.template;
+  const spec = template.spec ?? { containers: [] };
+  const containers = spec.containers.map((c) => withChange(c, changes));
+  const initContainers = spec.initContainers?.map((c) => withChange(c, changes));
+  const metadata: k8s.V1ObjectMeta = { generateName: `${workload.name.slice(0, 200)}-`, namespace: workload.namespace };
+  if (template.metadata?.labels !== undefined) metadata.labels = template.metadata.labels;
+  if (template.metadata?.annotations !== undefined) metadata.annotations = template.metadata.annotations;
+  return { apiVersion: "v1", kind: "Pod", metadata, spec: { ...spec, containers, ...(initContainers === undefined ? {} : { initContainers }) } };
+}
+
+/** How the write step ended: written (with the generation the patch gave the workload) or why not. */
+export type WriteResult =
+  | { result: "written"; generation: number | undefined }
+  | { result: "conflict"; message: string }
+  | { result: "refused"; message: string }
+  | { result: "overQuota"; message: string }
+  | { result: "unschedulable"; message: string };
+
+/** The peak of a rollout depends on these (`scale/capacity.ts`). */
+function shapeOf(workload: Workload): RolloutShape {
+  const spec = workload.object.spec;
+  return { kind: workload.kind, name: workload.name, replicas: spec.replicas ?? 1, strategy: spec.strategy?.type, maxSurge: spec.strategy?.rollingUpdate?.maxSurge };
+}
+
+/**
+ * Dry-runs the patch and the Pod it would produce, and lists the Nodes and the namespace's
+ * ResourceQuotas, all four in parallel (the lists cost no round trip of their own); then, when
+ * the patch and the Pod pass, the rollout fits the quotas and the Pod fits some Node, writes the
+ * patch. Failures are reported in this order: the patch's (a lost race makes the rest moot), the
+ * Pod's admission, the quotas, the fit. `before`, when given, is awaited after the checks pass and
+ * before the patch: the flow's listing of the scale in `status.pendingScales`, started beside the
+ * dry runs (`status/pending-scales.ts`), must be written before the patch it stands for. A Node or quota list that fails — forbidden by RBAC that
+ * predates it, the API server unavailable — or a Node list that says nothing (no Node, none
+ * reporting allocatable memory) never blocks the scale: `onWarning` hears why and the write goes on.
+ * @returns `written` with the workload's new `metadata.generation`, or `conflict` (a `test`
+ * operation failed: the workload changed since it was read), `refused` (admission, with the API
+ * server's message), `overQuota` or `unschedulable`, each with a message.
+ * @throws HttpError for any other API failure (`toHttpFailure`), before anything was written.
+ */
+export async function writeWorkload(
+  cluster: Cluster,
+  workload: Workload,
+  patch: ReturnType<typeof buildTemplatePatch>,
+  pod: k8s.V1Pod,
+  onWarning: (message: string) => void,
+  before?: Promise<unknown>,
+): Promise<WriteResult> {
+  const { kind, name, namespace } = workload;
+  const classify = (error: unknown, doing: string): WriteResult => {
+    if (isPatchConflict(error)) return { result: "conflict", message: apiStatus(error).message };
+    if (isRefusal(error)) return { result: "refused", message: apiStatus(error).message };
+    throw toHttpFailure(error, doing);
+  };
+  const [patchTrial, podTrial, nodes, quotas] = await Promise.allSettled([
+    cluster.patchWorkload(kind, namespace, name, patch, true),
+    cluster.dryRunCreatePod(namespace, pod),
+    cluster.listNodeAllocatableMemory(),
+    cluster.listResourceQuotas(namespace),
+  ]);
+  if (patchTrial.status === "rejected") return classify(patchTrial.reason, `dry-run the patch of ${kind} ${namespace}/${name}`);
+  if (podTrial.status === "rejected") return classify(podTrial.reason, `dry-run a Pod of ${kind} ${namespace}/${name}`);
+  if (quotas.status === "rejected") {
+    onWarning(`could not list ResourceQuotas to check that the rollout fits them (scaling anyway): ${apiStatus(quotas.reason).message}`);
+  } else if (quotas.value.length > 0) {
+    const before = workload.object.spec.template.spec ?? { containers: [] };
+    const after = pod.spec ?? { containers: [] };
+    const fit = decideQuota(
+      shapeOf(workload),
+      { request: podMemoryRequest(before), limit: podMemoryLimit(before) },
+      { request: podMemoryRequest(after), limit: podMemoryLimit(after) },
+      quotas.value.map(quotaView),
+    );
+    if (fit.result === "refused") return { result: "overQuota", message: fit.message };
+  }
+  if (nodes.status === "rejected") {
+    onWarning(`could not list Nodes to check that the scaled Pod fits one (scaling anyway): ${apiStatus(nodes.reason).message}`);
+  } else {
+    const fit = decideFit(podMemoryRequest(pod.spec ?? { containers: [] }), nodes.value);
+    if (fit.result === "unschedulable") return { result: "unschedulable", message: fit.message };
+    if (fit.result === "unknown") onWarning(`${fit.message} (scaling anyway)`);
+  }
+  await before;
+  try {
+    const { generation } = await cluster.patchWorkload(kind, namespace, name, patch, false);
+    return { result: "written", generation };
+  } catch (error) {
+    return classify(error, `patch ${kind} ${namespace}/${name}`);
+  }
+}

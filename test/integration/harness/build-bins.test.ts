@@ -1,0 +1,40 @@
+// test/harness/bins/build.sh as a person watching `npm run demo` sees it: on a cache that lacks one
+// set, it builds that set alone and says so in its own lines (which sets, n of m, the cold time to
+// expect, the time it took), which buildBinaries hands to its progress callback; Go's output stays
+// out of them. The cache is the real one linked file by file, less kube-proxy and its stamp, so
+// only that small set is built again (its Go build cache is warm).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { mkdir, readdir, symlink } from "node:fs/promises";
+import path from "node:path";
+import { cacheDir } from "../../harness/images/paths.ts";
+import { buildBinaries, repoRoot } from "../../harness/stack/paths.ts";
+import { runCommand } from "../../support/run-command.ts";
+import { tempDir } from "../../support/temp-dir.ts";
+
+test("build.sh builds only the set missing from the cache and reports it as n of m with its cold time and elapsed seconds", { timeout: 900_000 }, async (t) => {
+  const real = await buildBinaries();
+  assert.equal(real, path.join(cacheDir(), "bin"));
+  const scratch = await tempDir("appmonitor-build-bins");
+  t.after(() => scratch.remove());
+  const bin = path.join(scratch.path, "bin");
+  await mkdir(bin);
+  for (const entry of await readdir(real)) {
+    if (entry === "kube-proxy" || entry.startsWith(".proxy-")) continue;
+    await symlink(path.join(real, entry), path.join(bin, entry));
+  }
+  const lines: string[] = [];
+  const out = await buildBinaries({ ...process.env, APPMONITOR_CACHE: scratch.path }, (line) => lines.push(line));
+  assert.equal(out, bin);
+  assert.ok(existsSync(path.join(bin, "kube-proxy")), "kube-proxy built into the scratch cache");
+  assert.match(lines[0] ?? "", /^1 of 11 sets to build from the pinned Go modules \(proxy\): about 1 min/);
+  assert.match(lines[1] ?? "", /^\[5\/11\] proxy: building k8s\.io\/kubernetes\/cmd\/kube-proxy \(cold about \d+ s\) \.\.\.$/);
+  assert.match(lines[2] ?? "", /^\[5\/11\] proxy: built in \d+ s$/);
+  assert.equal(lines.length, 3, `only build.sh's own step lines: ${lines.join(" | ")}`);
+
+  // Warm: nothing to build, nothing said (the script itself: buildBinaries runs it once per process and cache).
+  const again = await runCommand("bash", [path.join(repoRoot, "test/harness/bins/build.sh")], { env: { ...process.env, APPMONITOR_CACHE: scratch.path }, timeoutMs: 120_000 });
+  assert.equal(again.code, 0, again.stderr);
+  assert.deepEqual(again.stderr.split("\n").filter((l) => l.startsWith("build-bins: ")), []);
+});

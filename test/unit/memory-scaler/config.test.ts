@@ -1,0 +1,34 @@
+// memory-scaler's configuration from the environment (functions/memory-scaler/config.ts).
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { DEFAULT_KUBE_API_TIMEOUT_MS } from "../../../functions/lib/kubeconfig.ts";
+import { readConfig } from "../../../functions/memory-scaler/config.ts";
+import { ConfigError } from "../../../functions/lib/runtime/env.ts";
+
+describe("readConfig", () => {
+  it("defaults", () => {
+    const config = readConfig({});
+    assert.equal(config.kubeconfig, undefined);
+    assert.equal(config.prometheusUrl, undefined);
+    assert.equal(config.scaleMaxAttempts, 5);
+    assert.equal(config.recentScalesLimit, 10);
+    assert.equal(config.kubeApiTimeoutMs, DEFAULT_KUBE_API_TIMEOUT_MS);
+    assert.equal(config.prometheusTimeoutMs, 2_000);
+  });
+  it("reads KUBE_API_TIMEOUT_MS", () => {
+    assert.equal(readConfig({ KUBE_API_TIMEOUT_MS: "2500" }).kubeApiTimeoutMs, 2500);
+  });
+  const bad: [string, Record<string, string>][] = [
+    ["KUBECONFIG", { KUBECONFIG: "/nonexistent/kubeconfig" }],
+    ["KUBE_API_TIMEOUT_MS", { KUBE_API_TIMEOUT_MS: "99" }],
+    ["KUBE_API_TIMEOUT_MS", { KUBE_API_TIMEOUT_MS: "10s" }],
+    ["PROMETHEUS_URL", { PROMETHEUS_URL: "ftp://prometheus" }],
+    ["RECENT_SCALES_LIMIT", { RECENT_SCALES_LIMIT: "21" }],
+    ["SCALE_MAX_ATTEMPTS", { SCALE_MAX_ATTEMPTS: "0" }],
+  ];
+  for (const [variable, env] of bad) {
+    it(`names ${variable} when it is invalid`, () => {
+      assert.throws(() => readConfig(env), (error: unknown) => error instanceof ConfigError && error.variable === variable);
+    });
+  }
+});

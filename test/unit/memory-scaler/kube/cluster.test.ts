@@ -1,0 +1,62 @@
+// memory-scaler's API adapter (functions/memory-scaler/kube/cluster.ts) against a plain HTTP server
+// that records each request: every write carries the field manager appmonitor-memory-scaler, so
+// the objects' managedFields name it (what the Argo CD and Flux settings of the README refer to).
+// The Deployment's managedFields after a real scale: test/integration/memory-scaler-coexist.test.ts.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import * as k8s from "@kubernetes/client-node";
+import { createCluster } from "../../../../functions/memory-scaler/kube/cluster.ts";
+import { FIELD_MANAGER } from "../../../../functions/memory-scaler/model.ts";
+
+describe("every write of memory-scaler's adapter carries its field manager", () => {
+  const requests: { method: string; path: string; fieldManager: string | null }[] = [];
+  let server: Server;
+  let kc: k8s.KubeConfig;
+
+  before(async () => {
+    server = createServer((req, res) => {
+      const url = new URL(req.url ?? "/", "http://localhost");
+      requests.push({ method: req.method ?? "", path: url.pathname, fieldManager: url.searchParams.get("fieldManager") });
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ metadata: { name: "x", generation: 2 }, items: [] }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    kc = new k8s.KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: "c", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+      users: [{ name: "u", token: "t" }],
+      contexts: [{ name: "x", cluster: "c", user: "u" }],
+      currentContext: "x",
+    });
+  });
+  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it("the patch (and its dry run), the Pod dry run, the status write and the Event", async () => {
+    const cluster = createCluster(kc);
+    const patch = [{ op: "test" as const, path: "/metadata/name", value: "web" }];
+    for (const kind of ["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"] as const) {
+      await cluster.patchWorkload(kind, "ns", "web", patch, false);
+      await cluster.patchWorkload(kind, "ns", "web", patch, true);
+    }
+    await cluster.dryRunCreatePod("ns", { metadata: { name: "p" }, spec: { containers: [{ name: "c" }] } });
+    await cluster.replaceAppMonitorStatus("ns", "m", { metadata: { name: "m", resourceVersion: "1" }, status: {} });
+    await cluster.createEvent("ns", { metadata: { name: "e" }, eventTime: new k8s.V1MicroTime(0) });
+    const writes = requests.filter((r) => r.method !== "GET");
+    assert.equal(writes.length, 11);
+    for (const write of writes) assert.equal(write.fieldManager, FIELD_MANAGER, `${write.method} ${write.path}`);
+    assert.equal(FIELD_MANAGER, "appmonitor-memory-scaler");
+  });
+
+  it("the reads it adds: HPAs through autoscaling/v2, VPAs through autoscaling.k8s.io/v1", async () => {
+    const cluster = createCluster(kc);
+    requests.length = 0;
+    await cluster.listHorizontalPodAutoscalers("ns");
+    await cluster.listVerticalPodAutoscalers("ns");
+    assert.deepEqual(requests.map((r) => `${r.method} ${r.path}`), ["GET /apis/autoscaling/v2/namespaces/ns/horizontalpodautoscalers", "GET /apis/autoscaling.k8s.io/v1/namespaces/ns/verticalpodautoscalers"]);
+  });
+});

@@ -1,0 +1,70 @@
+/**
+ * memory-scaler's Prometheus query (functions/memory-scaler/kube/prometheus.ts, `createPrometheusVerifier`)
+ * against a small HTTP server of this test's own that stands in for Prometheus: an answer is read
+ * as a vector; one that never comes, or whose body trickles in a byte at a time, is cut off at
+ * the query's timeout and answered 503, which the Broker retries.
+ */
+import assert from "node:assert/strict";
+import { createServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, describe, it } from "node:test";
+import { HttpError } from "../../../../functions/lib/runtime/errors.ts";
+import { createPrometheusVerifier } from "../../../../functions/memory-scaler/kube/prometheus.ts";
+import { waitUntil } from "../../../harness/lib/wait-until.ts";
+
+const VECTOR = JSON.stringify({ status: "success", data: { resultType: "vector", result: [{ metric: { container: "memhog" }, value: [1, "314572800"] }] } });
+
+/** `answer` decides per request, by the pod named in the query. */
+function behaviour(pod: string, res: ServerResponse): void {
+  if (pod === "answers") {
+    res.writeHead(200, { "content-type": "application/json" }).end(VECTOR);
+  } else if (pod === "trickles") {
+    // Headers and the first bytes at once, then a byte every 200 ms: never idle for long, never done.
+    res.writeHead(200, { "content-type": "application/json" });
+    let sent = 0;
+    const timer = setInterval(() => res.write(VECTOR[sent++ % VECTOR.length] ?? " "), 200);
+    res.on("close", () => clearInterval(timer));
+  }
+  // "stalls": no answer at all.
+}
+
+describe("createPrometheusVerifier", () => {
+  const open = new Set<ServerResponse>();
+  const server = createServer((req, res) => {
+    open.add(res);
+    res.on("close", () => open.delete(res));
+    const query = new URL(req.url ?? "/", "http://prometheus").searchParams.get("query") ?? "";
+    behaviour(/pod="([^"]+)"/.exec(query)?.[1] ?? "", res);
+  });
+  let url: URL;
+  before(async () => {
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  });
+  after(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it("reads the working set of each container from the vector", async () => {
+    const sets = await createPrometheusVerifier(url, 1_000).workingSets("ns", "answers", ["memhog"]);
+    assert.deepEqual([...sets], [["memhog", 314572800]]);
+  });
+
+  for (const pod of ["stalls", "trickles"]) {
+    it(`a Prometheus that ${pod === "stalls" ? "never answers" : "trickles its answer a byte at a time"}: 503 at the query's timeout, the request given up`, async () => {
+      const timeoutMs = 500;
+      const started = performance.now();
+      await assert.rejects(createPrometheusVerifier(url, timeoutMs).workingSets("ns", pod, ["memhog"]), (error: unknown) => {
+        assert.ok(error instanceof HttpError, String(error));
+        assert.equal(error.status, 503);
+        assert.equal(error.reason, "Prometheus unavailable: it did not answer the query within 500 ms");
+        return true;
+      });
+      // The timeout is the contract; under it, the answer would not have been given up. Above, the slack of a loaded machine.
+      const elapsedMs = performance.now() - started;
+      assert.ok(elapsedMs >= timeoutMs - 5 && elapsedMs < timeoutMs + 1_500, `${Math.round(elapsedMs)} ms`);
+      await waitUntil("the connection closed by the client, not left to the server", () => open.size === 0);
+    });
+  }
+});

@@ -1,0 +1,102 @@
+// The table of what each ending of the scale flow writes and answers (functions/memory-scaler/scale/report.ts):
+// its Events (as reasons), its one status write, and the outcome, for every row.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type { AppMonitorSpecWithDefaults } from "../../../../functions/lib/appmonitor.ts";
+import type { ContainerChange } from "../../../../functions/memory-scaler/model.ts";
+import type { Scale } from "../../../../functions/memory-scaler/outcome.ts";
+import type { ValidAppMonitor } from "../../../../functions/memory-scaler/scale/governing.ts";
+import { repairReport, type ReportContext, reportOf } from "../../../../functions/memory-scaler/scale/report.ts";
+import type { WriteTarget } from "../../../../functions/memory-scaler/scale/target.ts";
+
+const NOW = new Date("2025-06-01T12:00:00Z");
+const change: ContainerChange = { container: "memhog", from: { limit: "384Mi", request: "256Mi" }, to: { limit: "768Mi", request: "512Mi" } };
+const scale: Scale = { action: "scale", changes: [change], skipped: [], dryRun: false };
+const raw = { metadata: { name: "m", namespace: "team-a", resourceVersion: "7" } };
+const am = { metadata: { name: "m", namespace: "team-a", uid: "am-1" }, spec: { maxMemory: "1Gi", memMultiplier: 2, cooldownSeconds: 300 } as AppMonitorSpecWithDefaults, raw } as ValidAppMonitor;
+/** The fields of a target the table reads: a workload's template and a bare Pod differ only there. */
+const target = (kind: string, wouldDo: string, scaledReason: "Scaled" | "Resized") => ({ workload: { kind, name: "web" }, wouldDo, scaledReason }) as unknown as WriteTarget;
+const deployment = target("Deployment", "would scale", "Scaled");
+const context: ReportContext = { target: deployment, appMonitor: am, eventId: "e1", now: NOW, statusLimit: 10, trigger: "threshold" };
+const reasons = (reported: readonly { reason: string }[]) => reported.map((r) => r.reason);
+
+describe("reportOf", () => {
+  it("unsupported: an UnsupportedOwner Warning, no status, skipped; no target or AppMonitor needed", () => {
+    const report = reportOf({ step: "unsupported", message: "a Job" }, { eventId: "e1", now: NOW, statusLimit: 10, trigger: "threshold" });
+    assert.deepEqual([reasons(report.reported), report.status, report.outcome], [["UnsupportedOwner"], undefined, { outcome: "skipped", reason: "UnsupportedOwner", message: "a Job" }]);
+  });
+
+  it("decided AtCap: the skip's Events and the workload listed in status.capped, from the AppMonitor as listed", () => {
+    const skipped = [{ container: "memhog", reason: "AtCap", message: "at 1Gi" }];
+    const report = reportOf({ step: "decided", skip: { action: "skip", reason: "AtCap", message: "at the cap", skipped } }, context);
+    assert.deepEqual(reasons(report.reported), ["AtCap"]);
+    assert.ok(report.status !== undefined && "change" in report.status);
+    assert.equal(report.status.from, raw);
+    assert.deepEqual((report.status.change(undefined) as { capped?: unknown } | undefined)?.capped, [{ workload: { kind: "Deployment", name: "web" }, containers: ["memhog"], maxMemory: "1Gi", since: "2025-06-01T12:00:00Z" }]);
+    assert.deepEqual(report.outcome, { outcome: "skipped", reason: "AtCap", message: "at the cap", skipped });
+  });
+
+  it("decided otherwise, and unconfirmed: no status; the evidence's skip writes no Event either", () => {
+    const skip = { action: "skip", reason: "Cooldown", message: "scaled 10s ago", skipped: [] } as const;
+    assert.equal(reportOf({ step: "decided", skip }, context).status, undefined);
+    const unconfirmed = reportOf({ step: "unconfirmed", skip: { action: "skip", reason: "BelowThreshold", message: "40%" } }, context);
+    assert.deepEqual([unconfirmed.reported, unconfirmed.status, unconfirmed.outcome], [[], undefined, { outcome: "skipped", reason: "BelowThreshold", message: "40%" }]);
+  });
+
+  it("held by GitOps: its Warnings and a held recentScales entry; held by a revert: the entry only, and revert Held", () => {
+    const gitOps = reportOf({ step: "held", gate: { action: "skip", reason: "GitOpsManaged", message: "not scaled: Argo CD", held: "GitOpsManaged" }, scale }, context);
+    assert.deepEqual(reasons(gitOps.reported), ["GitOpsManaged"]);
+    assert.deepEqual(gitOps.status, { entry: { time: "2025-06-01T12:00:00Z", workload: { kind: "Deployment", name: "web" }, event: "e1", changes: [change], dryRun: false, held: "GitOpsManaged" }, from: raw });
+    assert.equal(gitOps.outcome.revert, undefined);
+    const reverted = reportOf({ step: "held", gate: { action: "skip", reason: "Reverted", message: "not scaled: budget used", held: "Reverted" }, scale }, context);
+    assert.deepEqual([reverted.reported, reverted.outcome.revert], [[], "Held"]);
+    const hpa = reportOf({ step: "held", gate: { action: "skip", reason: "HPAOnMemory", message: "not scaled: an HPA" }, scale }, context);
+    assert.deepEqual([reasons(hpa.reported), hpa.status], [["HPAOnMemory"], undefined]);
+  });
+
+  it("dryRun: DryRun Events, a dryRun entry, and the target's own words", () => {
+    const pod = reportOf({ step: "dryRun", scale }, { ...context, target: target("Pod", "would resize in place", "Resized") });
+    assert.deepEqual(reasons(pod.reported), ["DryRun"]);
+    assert.ok(pod.status !== undefined && "entry" in pod.status && pod.status.entry.dryRun);
+    assert.deepEqual(pod.outcome, { outcome: "dry-run", reason: "DryRun", message: "would resize in place: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi", changes: [change], skipped: [] });
+  });
+
+  it("refused: the refusal's Events with the changes, no status", () => {
+    const report = reportOf({ step: "refused", reason: "Unschedulable", message: "no Node", scale }, context);
+    assert.deepEqual([report.reported, report.status, report.outcome.reason], [[{ reason: "Unschedulable", message: "no Node", changes: [change] }], undefined, "Unschedulable"]);
+  });
+
+  it("written: the target's Events, the scale's status change from the writer's start, and Repatched after a revert", () => {
+    const rollout = { workload: { kind: "Deployment", name: "web" }, generation: 2, startedAt: "2025-06-01T12:00:00Z", event: "e1" };
+    const written = { reported: [{ reason: "Scaled" }], message: "scaled Deployment web by 2", rollout };
+    const report = reportOf({ step: "written", written, scale, reverted: true, statusFrom: undefined }, context);
+    assert.deepEqual(reasons(report.reported), ["Scaled"]);
+    assert.ok(report.status !== undefined && "change" in report.status);
+    assert.equal(report.status.from, undefined);
+    const after = report.status.change(undefined);
+    assert.deepEqual([after?.scaleCount, after?.recentScales?.[0]?.reverted, ((after as { rollouts?: unknown[] } | undefined)?.rollouts)?.length], [1, true, 1]);
+    assert.deepEqual(report.outcome, { outcome: "scaled", reason: "Scaled", message: "scaled Deployment web by 2", changes: [change], skipped: [], revert: "Repatched" });
+    const resized = reportOf({ step: "written", written: { ...written, rollout: undefined }, scale, reverted: false, statusFrom: raw }, { ...context, target: target("Pod", "would resize in place", "Resized") });
+    assert.deepEqual([resized.outcome.reason, resized.outcome.revert], ["Resized", undefined]);
+  });
+
+  it("an ending that reads the AppMonitor without one is a bug of the caller", () => {
+    assert.throws(() => reportOf({ step: "dryRun", scale }, { ...context, appMonitor: undefined }), /AppMonitor/);
+  });
+});
+
+describe("repairReport", () => {
+  const budget = { budget: 3, scales: [], exhausted: false };
+  it("nothing to repair, nothing reverted: nothing to write", () => {
+    assert.equal(repairReport({ repair: undefined, revert: undefined, budget }, deployment, am), undefined);
+  });
+  it("the last scale's Events and status change, and the revert's Warnings keyed by the scale that was reverted", () => {
+    const status = (s: unknown) => s as never;
+    const repair = { reported: { reason: "Scaled" }, status, time: "2025-06-01T11:00:00Z" };
+    const revert = { record: { time: "2025-06-01T11:00:00Z", appmonitor: "m", event: "e0", multiplier: 2, changes: [change] }, containers: [{ container: "memhog", set: change.to, now: change.from }] };
+    const report = repairReport({ repair, revert, budget } as never, deployment, am);
+    assert.deepEqual(reasons(report?.reported ?? []), ["Scaled", "Reverted"]);
+    assert.equal((report?.reported[1] as { key?: string }).key, "e0");
+    assert.deepEqual(report?.status, { change: status, from: raw });
+  });
+});

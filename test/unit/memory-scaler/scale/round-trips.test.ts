@@ -1,0 +1,81 @@
+// The sequential API round trips of memory-scaler's flow (scale/flow.ts): calls made while
+// another is pending belong to the same round trip, so the count is the latency floor of one
+// event in API server answers. A scale takes five: read, owners, checks, write, records. The
+// HorizontalPodAutoscaler and VerticalPodAutoscaler lists join the first, and the scale's listing
+// in the AppMonitor's status.pendingScales (written before the patch) joins the checks: more
+// requests, no more round trips.
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { pino } from "pino";
+import { handleFiring } from "../../../../functions/memory-scaler/scale/flow.ts";
+import { alertData, flowDeps, memhogCluster, NS, type FakeCluster } from "../../../support/memory-scaler-fakes.ts";
+
+const silent = pino({ level: "silent" });
+
+/** Wraps `cluster` so each call is filed under the round trip it starts or joins. */
+function countingRoundTrips(cluster: FakeCluster): { cluster: FakeCluster; roundTrips: string[][] } {
+  const roundTrips: string[][] = [];
+  let pending = 0;
+  const counted = new Proxy(cluster, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof value !== "function") return value;
+      return async (...args: unknown[]) => {
+        if (pending === 0) roundTrips.push([]);
+        const name = property === "patchWorkload" && args[4] === true ? "patchWorkload (dry run)" : property === "readWorkload" ? `readWorkload ${String(args[0])}` : String(property);
+        roundTrips.at(-1)?.push(name);
+        pending += 1;
+        try {
+          return await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        } finally {
+          pending -= 1;
+        }
+      };
+    },
+  });
+  return { cluster: counted, roundTrips };
+}
+
+describe("sequential API round trips of one event", () => {
+  test("a scale: five (the Pod, the AppMonitors, the HPAs and the VPAs; the owners; the dry runs and lists, and the pendingScales listing; the compare-and-swap patch; the Events and the status)", async () => {
+    const { cluster, roundTrips } = countingRoundTrips(memhogCluster());
+    const outcome = await handleFiring(flowDeps(cluster), "e1", alertData(), silent);
+    assert.equal(outcome.outcome, "scaled");
+    assert.deepEqual(roundTrips.map((r) => [...r].sort()), [
+      ["listAppMonitors", "listHorizontalPodAutoscalers", "listVerticalPodAutoscalers", "readPod"],
+      ["readWorkload Deployment", "readWorkload ReplicaSet"],
+      ["dryRunCreatePod", "listNodeAllocatableMemory", "listResourceQuotas", "patchWorkload (dry run)", "replaceAppMonitorStatus"],
+      ["patchWorkload"],
+      ["createEvent", "createEvent", "createEvent", "createEvent", "replaceAppMonitorStatus"],
+    ]);
+  });
+
+  test("a skip in the cooldown: two (the Pod, the AppMonitors, the HPAs and the VPAs; the owners), nothing written", async () => {
+    const fake = memhogCluster();
+    const deployment = fake.workloads.get(`Deployment/${NS}/memhog`);
+    if (deployment?.metadata === undefined) throw new Error("no memhog Deployment");
+    deployment.metadata.annotations = { "app-monitor.kubedemo.com/last-scale": "2025-06-01T11:59:30Z" };
+    const { cluster, roundTrips } = countingRoundTrips(fake);
+    const outcome = await handleFiring(flowDeps(cluster), "e1", alertData(), silent);
+    assert.deepEqual([outcome.outcome, outcome.reason], ["skipped", "Cooldown"]);
+    assert.deepEqual(roundTrips.map((r) => [...r].sort()), [["listAppMonitors", "listHorizontalPodAutoscalers", "listVerticalPodAutoscalers", "readPod"], ["readWorkload Deployment", "readWorkload ReplicaSet"]]);
+  });
+
+  test("a new event in the cooldown after this instance's scale: two; the scale's Events, known written, are not created again", async () => {
+    const { cluster, roundTrips } = countingRoundTrips(memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 3600 }));
+    const deps = flowDeps(cluster);
+    assert.equal((await handleFiring(deps, "e1", alertData(), silent)).outcome, "scaled");
+    roundTrips.length = 0;
+    // Another alert of the same Pod: the record's repair finds the Scaled Events known and the status listing the scale.
+    const outcome = await handleFiring(deps, "e2", alertData(), silent);
+    assert.deepEqual([outcome.outcome, outcome.reason], ["skipped", "Cooldown"]);
+    assert.deepEqual(roundTrips.map((r) => [...r].sort()), [["listAppMonitors", "listHorizontalPodAutoscalers", "listVerticalPodAutoscalers", "readPod"], ["readWorkload Deployment", "readWorkload ReplicaSet"]]);
+  });
+
+  test("an alert no AppMonitor rule raised: none", async () => {
+    const { cluster, roundTrips } = countingRoundTrips(memhogCluster());
+    const outcome = await handleFiring(flowDeps(cluster), "e1", alertData({ alertname: "SomethingElse" }), silent);
+    assert.equal(outcome.reason, "NotAppMonitorAlert");
+    assert.deepEqual(roundTrips, []);
+  });
+});
