@@ -11,11 +11,10 @@
  *   (a dropped NAT entry, a node gone without a reset) held each call on it, and the event
  *   behind it, until Knative gave up on the request. A request past it is abandoned, its
  *   connection closed, and it fails with `KubeApiTimeoutError` (`kube-api-errors.ts`: 503).
- * - Pooled connections. @kubernetes/client-node 2.x builds a new undici `Agent` for every request
- *   (`KubeConfig.applySecurityAuthentication` → `createDispatcher`), i.e. a new TCP connection and
- *   TLS handshake per API call; here each distinct set of TLS options (the client's own
- *   `createDispatcherOptions`) gets one keep-alive `Agent`. Credentials in headers (tokens,
- *   refreshed on every request) are set as the client sets them (`applyToHTTPSOptions`).
+ * - Pooled connections. @kubernetes/client-node 1.x builds a new `https.Agent` for every request
+ *   (`KubeConfig.applySecurityAuthentication` → `createAgent`), i.e. a new TCP connection and TLS
+ *   handshake per API call; here each distinct set of TLS options gets one keep-alive agent.
+ *   Credentials in headers (tokens, refreshed on every request) are untouched.
  * - Credentials read again at once on a 401. In a cluster the token is the kubelet's projected
  *   ServiceAccount token, which it rotates; the client re-reads that file only every 60 s
  *   (`FileAuth`), and a kubeconfig's `token-file` only when loaded. So after a rotation whose old
@@ -28,19 +27,14 @@
  *   met them (`kube-access-report.ts` turns that into a Warning Event and a metric).
  */
 import { createHash } from "node:crypto";
-import type https from "node:https";
+import http from "node:http";
+import https from "node:https";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
-import { Agent, type Dispatcher } from "undici";
 import { deniedPermission, KubeApiTimeoutError, readStatus, type DeniedPermission } from "./kube-api-errors.ts";
 
-/**
- * How long an idle pooled connection is kept, in ms: longer than the gap between one event's calls
- * and the next event's in a burst, shorter than the idle timeouts of the API server (kube-apiserver:
- * 90 s) and of the load balancers in front of it (often 60 s), so a kept connection is not one the
- * other side has already closed. undici's own default is 4 s.
- */
-const KEEP_ALIVE_TIMEOUT_MS = 30_000;
+/** Idle keep-alive connections kept per agent; enough for a burst of concurrent events. */
+const MAX_FREE_SOCKETS = 64;
 
 /**
  * The longest one Kubernetes API request may take, headers and body, in ms (`KUBE_API_TIMEOUT_MS`
@@ -80,7 +74,7 @@ export interface KubeAccessObserver {
 
 /** A KubeConfig whose API calls share keep-alive connections and survive a credential rotation. */
 export class FunctionKubeConfig extends k8s.KubeConfig {
-  readonly #dispatchers = new Map<string, Dispatcher>();
+  readonly #agents = new Map<string, http.Agent>();
   readonly #transport = new k8s.IsomorphicFetchHttpLibrary();
   readonly #load: () => k8s.KubeConfig;
   /** The latest load: what signs requests (its authenticators keep their own token caches). */
@@ -130,30 +124,13 @@ export class FunctionKubeConfig extends k8s.KubeConfig {
     }
   }
 
-  /**
-   * Signs with the latest credentials as the client does (its headers, from
-   * `applyToHTTPSOptions`), and sends through the pooled `Agent` of their TLS options instead of
-   * the client's one-off one. Through a proxy (socks, http(s)) the client's own way is kept.
-   */
+  /** Signs with the latest credentials, then swaps the client's one-off agent for a pooled one. */
   override async applySecurityAuthentication(context: k8s.RequestContext): Promise<void> {
-    const credentials = this.#credentials;
-    const options: https.RequestOptions = {};
-    await credentials.applyToHTTPSOptions(options);
-    const dispatch = credentials.createDispatcherOptions(credentials.getCurrentCluster(), {
-      ca: options.ca,
-      cert: options.cert,
-      key: options.key,
-      pfx: options.pfx,
-      passphrase: options.passphrase,
-      ...(options.rejectUnauthorized === undefined ? {} : { rejectUnauthorized: options.rejectUnauthorized }),
-      ...(options.servername === undefined ? {} : { servername: options.servername }),
-    });
-    if (dispatch.type === "proxy" || dispatch.type === "socks") return credentials.applySecurityAuthentication(context);
-    const user = credentials.getCurrentUser();
-    if (user?.username) context.setHeaderParam("Authorization", `Basic ${Buffer.from(`${user.username}:${user.password}`).toString("base64")}`);
-    for (const [name, value] of Object.entries(options.headers ?? {})) context.setHeaderParam(name, String(value));
-    // No TLS options of its own (plain HTTP, the system's CAs): undici's global Agent, pooled too.
-    if (dispatch.type === "agent") context.setDispatcher(this.#pooled(dispatch.connect));
+    await this.#credentials.applySecurityAuthentication(context);
+    const agent = context.getAgent();
+    // Proxy agents (socks, http(s) proxies) are other classes: left as they are.
+    if (agent === undefined || (agent.constructor !== https.Agent && agent.constructor !== http.Agent)) return;
+    context.setAgent(this.#pooled(agent));
   }
 
   /** An API client whose requests are retried once with fresh credentials after a 401, and whose 403s are observed. */
@@ -169,10 +146,10 @@ export class FunctionKubeConfig extends k8s.KubeConfig {
     );
   }
 
-  /** Closes the pooled connections at once (on shutdown). */
+  /** Destroys the pooled connections (on shutdown). */
   destroyAgents(): void {
-    for (const dispatcher of this.#dispatchers.values()) void dispatcher.destroy();
-    this.#dispatchers.clear();
+    for (const agent of this.#agents.values()) agent.destroy();
+    this.#agents.clear();
   }
 
   async #send(request: k8s.RequestContext): Promise<k8s.ResponseContext> {
@@ -193,7 +170,7 @@ export class FunctionKubeConfig extends k8s.KubeConfig {
       const text = await response.body.text();
       const permission = deniedPermission(readStatus(403, text, response.headers).message);
       if (permission !== undefined) this.#observer.forbidden(permission);
-      response = new k8s.ResponseContext(response.httpStatusCode, response.headers, { text: async () => text, binary: async () => Buffer.from(text), stream: () => new Blob([text]).stream() });
+      response = new k8s.ResponseContext(response.httpStatusCode, response.headers, { text: async () => text, binary: async () => Buffer.from(text) });
     }
     return response;
   }
@@ -230,12 +207,7 @@ export class FunctionKubeConfig extends k8s.KubeConfig {
         clearTimeout(handle);
       }
     };
-    // A stream is read after this returns, at the caller's pace (a watch): no timer of ours on it.
-    const stream = (): ReturnType<k8s.ResponseBody["stream"]> => {
-      clearTimeout(handle);
-      return body.stream();
-    };
-    return new k8s.ResponseContext(response.httpStatusCode, response.headers, { text: () => read(() => body.text()), binary: () => read(() => body.binary()), stream });
+    return new k8s.ResponseContext(response.httpStatusCode, response.headers, { text: () => read(() => body.text()), binary: () => read(() => body.binary()) });
   }
 
   #adopt(loaded: k8s.KubeConfig): k8s.KubeConfig {
@@ -246,18 +218,20 @@ export class FunctionKubeConfig extends k8s.KubeConfig {
     return loaded;
   }
 
-  #pooled(connect: Extract<k8s.DispatcherOptions, { type: "agent" }>["connect"]): Dispatcher {
+  #pooled(agent: http.Agent): http.Agent {
+    const options = (agent as http.Agent & { options: https.AgentOptions }).options;
+    const tls = agent instanceof https.Agent;
     const digest = createHash("sha256");
-    const tls = connect as https.AgentOptions;
-    for (const value of [tls.ca, tls.cert, tls.key, tls.pfx, tls.passphrase, tls.rejectUnauthorized, tls.servername]) {
+    for (const value of [tls, options.ca, options.cert, options.key, options.pfx, options.passphrase, options.rejectUnauthorized, options.servername]) {
       digest.update(Buffer.isBuffer(value) ? value : String(JSON.stringify(value ?? null)));
       digest.update("\u0000");
     }
     const key = digest.digest("hex");
-    let pooled = this.#dispatchers.get(key);
+    let pooled = this.#agents.get(key);
     if (pooled === undefined) {
-      pooled = new Agent({ connect, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS });
-      this.#dispatchers.set(key, pooled);
+      const keepAlive = { ...options, keepAlive: true, maxFreeSockets: MAX_FREE_SOCKETS };
+      pooled = tls ? new https.Agent(keepAlive) : new http.Agent(keepAlive);
+      this.#agents.set(key, pooled);
     }
     return pooled;
   }

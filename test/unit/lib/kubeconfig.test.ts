@@ -2,8 +2,7 @@
 // HTTP, bearer tokens): a 401 loads the credentials again at once and sends the request once
 // more, for each way a token reaches the client; a burst of 401s loads once; a token still
 // refused is the caller's 401; the authorizer's 403s are observed with the permission they name;
-// a request with no complete answer (none, or a body trickled in) is given up at the timeout;
-// requests share keep-alive connections.
+// a request with no complete answer (none, or a body trickled in) is given up at the timeout.
 // The real API server, with a revoked token: test/integration/memory-scaler-outage.test.ts.
 import assert from "node:assert/strict";
 import { rename, writeFile } from "node:fs/promises";
@@ -74,11 +73,7 @@ class FakeApiServer {
     });
   });
 
-  /** TCP connections accepted so far. */
-  connections = 0;
-
   async start(): Promise<string> {
-    this.server.on("connection", () => (this.connections += 1));
     await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
     return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
@@ -150,21 +145,6 @@ async function start(source: TokenSource, token: string, options: KubeClientOpti
   kc.observe({ credentialsReloaded: (error) => seen.reloads.push(error), forbidden: (p) => seen.forbidden.push(p) });
   return { creds, kc, core: kc.makeApiClient(k8s.CoreV1Api), seen };
 }
-
-describe("connections are pooled", () => {
-  it("sequential and concurrent requests share keep-alive connections", async () => {
-    const { kc, core } = await start("token-file", "pool-1");
-    const before = api.connections;
-    for (let i = 0; i < 20; i += 1) await core.readNamespacedPod({ namespace: "team-a", name: `s${i}` });
-    // The client's own way opens one per request; a pool may open a second while the first answer's connection is being released.
-    assert.ok(api.connections - before <= 2, `twenty sequential reads opened ${api.connections - before} connections`);
-    await Promise.all(Array.from({ length: 4 }, (_, i) => core.readNamespacedPod({ namespace: "team-a", name: `c${i}` })));
-    const pooled = api.connections;
-    for (let i = 0; i < 10; i += 1) await core.readNamespacedPod({ namespace: "team-a", name: `t${i}` });
-    assert.equal(api.connections, pooled, "later reads reuse the pooled connections");
-    kc.destroyAgents();
-  });
-});
 
 describe("a 401 loads the credentials again and sends the request once more", () => {
   const sources: TokenSource[] = ["token-file", "auth-provider tokenFile (in-cluster)", "token in the kubeconfig"];
