@@ -56,6 +56,29 @@ export const APPMONITOR_ALERT_NAME = "AppMonitorMemoryHigh";
  */
 export const APPMONITOR_OOM_ALERT_NAME = "AppMonitorOOMKilled";
 
+/**
+ * `alertname` of the early-warning alert an AppMonitor with `spec.trend` adds to its rule group:
+ * a covered container's working set is predicted to reach its memory limit within the horizon
+ * (DESIGN.md "Decisions that matter for correctness", the early warning).
+ */
+export const APPMONITOR_TREND_ALERT_NAME = "AppMonitorMemoryTrend";
+
+/**
+ * `spec.trend`: the early-warning trigger (docs/early-warning.md). Present: the rule group also
+ * raises {@link APPMONITOR_TREND_ALERT_NAME} when the line fitted to a container's working set over
+ * the last `windowSeconds` reaches its limit within `horizonSeconds`, the working set stayed at or
+ * above `floorPercent` of the limit over that window, and it did not fall well below the window's
+ * high; held for `spec.forSeconds`.
+ */
+export interface AppMonitorTrend {
+  /** Fire when the limit is predicted within this many seconds; integer 1–604800. */
+  horizonSeconds: number;
+  /** The range the line is fitted over, in seconds; integer 1–86400; default 600. */
+  windowSeconds?: number;
+  /** The working set's floor over the window, in percent of the limit; 0–100; default 50. */
+  floorPercent?: number;
+}
+
 /** `spec.mode` values: `Scale` patches the workload, `DryRun` only records what it would do. */
 export type AppMonitorMode = "Scale" | "DryRun";
 
@@ -97,6 +120,8 @@ export interface AppMonitorSpec {
    * {@link DEFAULT_REVERT_BUDGET_PER_HOUR} (`functions/memory-scaler/coexist/reverts.ts`).
    */
   revertBudgetPerHour?: number;
+  /** The early-warning trigger; absent: none. */
+  trend?: AppMonitorTrend;
 }
 
 /** `spec.revertBudgetPerHour` when absent: three patches of a reverted workload per hour. */
@@ -104,9 +129,10 @@ export const DEFAULT_REVERT_BUDGET_PER_HOUR = 3;
 
 /**
  * An {@link AppMonitorSpec} that passed `validateAppMonitorSpec` (`appmonitor-spec.ts`): valid,
- * with every defaulted field set.
+ * with every defaulted field set (`spec.trend`'s too, when it is there).
  */
-export type AppMonitorSpecWithDefaults = AppMonitorSpec & Required<Pick<AppMonitorSpec, "forSeconds" | "cooldownSeconds" | "mode">>;
+export type AppMonitorSpecWithDefaults = AppMonitorSpec &
+  Required<Pick<AppMonitorSpec, "forSeconds" | "cooldownSeconds" | "mode">> & { trend?: Required<AppMonitorTrend> };
 
 /**
  * A status condition, shaped like metav1.Condition.

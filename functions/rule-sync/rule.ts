@@ -42,7 +42,7 @@
 // The local test stack's kwok emulates the kubelet's cAdvisor endpoint with
 // `container_memory_working_set_bytes`, `container_spec_memory_limit_bytes` and
 // `container_oom_events_total` per namespace, pod and container, so the default "cadvisor" rules
-// (threshold and OOM kill) are evaluated there by a real Prometheus. The stack's real node has a
+// (threshold, OOM kill and trend) are evaluated there by a real Prometheus. The stack's real node has a
 // real kube-state-metrics beside it, where the "kube-state-metrics" OOM-kill rule sees real kernel
 // kills; promtool tests supply those series otherwise.
 
@@ -56,6 +56,8 @@ import {
   APPMONITOR_API_VERSION,
   APPMONITOR_KIND,
   APPMONITOR_OOM_ALERT_NAME,
+  APPMONITOR_TREND_ALERT_NAME,
+  type AppMonitorTrend,
   MONITOR_ANNOTATION,
 } from "../lib/appmonitor.ts";
 import type { LabelSelector } from "../lib/label-selector.ts";
@@ -76,6 +78,21 @@ export const ALERT_NAME = APPMONITOR_ALERT_NAME;
  * the Alertmanager routes and memory-scaler match on it as on {@link ALERT_NAME}.
  */
 export const OOM_ALERT_NAME = APPMONITOR_OOM_ALERT_NAME;
+
+/**
+ * The alert name of the early-warning alert ({@link buildTrendAlertingRule}), in the rule group of
+ * an AppMonitor with spec.trend only; routed and acted on as {@link ALERT_NAME} is.
+ */
+export const TREND_ALERT_NAME = APPMONITOR_TREND_ALERT_NAME;
+
+/**
+ * How far, in percent of the limit, the working set may be below the highest value of its window
+ * for the trend alert to hold ({@link trendAlertExpression}): a release larger than this (a
+ * garbage collector's, a cache's) breaks the alert's `for`. Above the noise of a working set that
+ * grows (cAdvisor's samples move in steps of its housekeeping), below the release of a sawtooth
+ * worth the name.
+ */
+export const TREND_DROP_PERCENT = 5;
 
 /**
  * The window of the OOM-kill alert, in seconds: the alert fires at the first evaluation after a
@@ -156,6 +173,19 @@ function selectorMatchers(selector: LabelSelector): string[] {
 }
 
 /**
+ * The selectors the working-set alerts share: the namespace matcher, the working set series of the
+ * monitored containers, and their memory limit (module comment, "Metric sources"), neither reduced.
+ */
+function seriesOf(monitor: RuleInput, source: MetricSource): { ns: string; workingSet: string; limit: string } {
+  const ns = `namespace=${promqlString(monitor.namespace)}`;
+  const containers = containerMatchers(monitor);
+  const ksmLimit = `kube_pod_container_resource_limits{${ns}, resource="memory", ${containers}} > 0`;
+  // cAdvisor's limit, or kube-state-metrics' where a relabeling dropped cAdvisor's (module comment).
+  const limit = source === "cadvisor" ? `container_spec_memory_limit_bytes{${ns}, ${containers}} > 0 or ${ksmLimit}` : ksmLimit;
+  return { ns, workingSet: `container_memory_working_set_bytes{${ns}, ${containers}}`, limit };
+}
+
+/**
  * The PromQL expression of a monitor's alert: per namespace, pod and container,
  * 100 × working set bytes / memory limit bytes ≥ memThresholdPercent, limited to the monitor's
  * namespace, without containers lacking a limit (absent or 0) and without the pause container
@@ -174,16 +204,11 @@ function selectorMatchers(selector: LabelSelector): string[] {
  * @returns the expression, over several lines.
  */
 export function alertExpression(monitor: RuleInput, source: MetricSource): string {
-  const ns = `namespace=${promqlString(monitor.namespace)}`;
-  const containers = containerMatchers(monitor);
-  const workingSet = `max by ${BY} (container_memory_working_set_bytes{${ns}, ${containers}})`;
-  const ksmLimit = `kube_pod_container_resource_limits{${ns}, resource="memory", ${containers}} > 0`;
-  // cAdvisor's limit, or kube-state-metrics' where a relabeling dropped cAdvisor's (module comment).
-  const limit = source === "cadvisor" ? `container_spec_memory_limit_bytes{${ns}, ${containers}} > 0 or ${ksmLimit}` : ksmLimit;
+  const { ns, workingSet, limit } = seriesOf(monitor, source);
   // 100 × used / limit rather than used / limit × 100: exact whenever the percentage is a whole
   // number, so an alert at 76 % reports 76, not 76.00000000000001.
   const ratio = [
-    `100 * ${workingSet}`,
+    `100 * max by ${BY} (${workingSet})`,
     `  / on ${BY}`,
     `max by ${BY} (${limit})`,
     `  >= ${promqlNumber(monitor.spec.memThresholdPercent)}`,
@@ -264,6 +289,67 @@ export function oomAlertExpression(monitor: RuleInput, source: MetricSource): st
 }
 
 /**
+ * The PromQL expression of a monitor's early-warning alert: per namespace, pod and container, the
+ * percent of the memory limit in use (as {@link alertExpression} computes it, and limited as it
+ * is), kept only where all of these hold (docs/early-warning.md, "How the rule works"):
+ *
+ * 1. `predict_linear` over the last `trend.windowSeconds` of the working set, `trend.horizonSeconds`
+ *    ahead, is at or above the limit: the least-squares line through the window reaches the limit
+ *    within the horizon (https://prometheus.io/docs/prometheus/latest/querying/functions/#predict_linear;
+ *    the form of kubernetes-mixin's `KubePersistentVolumeFillingUp`);
+ * 2. the lowest working set of the window (`min_over_time`) is at least `trend.floorPercent` of the
+ *    limit: a container that starts (idle, then working) is no trend until its start has left the
+ *    window;
+ * 3. the working set is at most {@link TREND_DROP_PERCENT} percent of the limit below the highest
+ *    value of the window (`max_over_time`): held through the rule's `for`, this means no release of
+ *    more than that anywhere in the `for`, so a sawtooth that releases at least once per `for`
+ *    never fires, whatever the slope of its teeth.
+ *
+ * Each side reduces every series of the container (`max`/`min by (namespace, pod, container)`): a
+ * restarted container's new series, starting low beside the old one's high, fails 2 and 3.
+ *
+ * @param monitor the checked AppMonitor.
+ * @param trend its spec.trend, defaults applied.
+ * @param source the metric source.
+ * @returns the expression, over several lines.
+ */
+export function trendAlertExpression(monitor: RuleInput, trend: Required<AppMonitorTrend>, source: MetricSource): string {
+  const { ns, workingSet, limit } = seriesOf(monitor, source);
+  const window = promDuration(trend.windowSeconds);
+  const ranged = `${workingSet}[${window}]`;
+  const maxLimit = `max by ${BY} (${limit})`;
+  const lines = [
+    "(",
+    `  100 * max by ${BY} (${workingSet})`,
+    `    / on ${BY}`,
+    `  ${maxLimit}`,
+    ")",
+    `and on ${BY}`,
+    "(",
+    `  max by ${BY} (predict_linear(${ranged}, ${promqlNumber(trend.horizonSeconds)}))`,
+    `    >= on ${BY}`,
+    `  ${maxLimit}`,
+    ")",
+    `and on ${BY}`,
+    "(",
+    `  100 * min by ${BY} (min_over_time(${ranged}))`,
+    `    / on ${BY}`,
+    `  ${maxLimit}`,
+    `    >= ${promqlNumber(trend.floorPercent)}`,
+    ")",
+    `and on ${BY}`,
+    "(",
+    `  100 * (max by ${BY} (max_over_time(${ranged})) - on ${BY} max by ${BY} (${workingSet}))`,
+    `    / on ${BY}`,
+    `  ${maxLimit}`,
+    `    <= ${promqlNumber(TREND_DROP_PERCENT)}`,
+    ")",
+  ];
+  if (source === "cadvisor") return lines.join("\n");
+  return coveredPodsOnly(lines, ns, selectedPods(monitor, ns));
+}
+
+/**
  * The alerting rule of a monitor
  * (https://prometheus.io/docs/prometheus/latest/configuration/alerting_rules/): alert
  * {@link ALERT_NAME}, expression {@link alertExpression}, `for` = spec.forSeconds (as `<n>s`),
@@ -322,6 +408,34 @@ export function buildOOMAlertingRule(monitor: RuleInput, config: RuleConfig): IR
 }
 
 /**
+ * The early-warning alerting rule of a monitor with spec.trend: alert {@link TREND_ALERT_NAME},
+ * expression {@link trendAlertExpression}, `for` = spec.forSeconds (the hold that makes a release
+ * within it break the alert), the same labels as {@link buildAlertingRule}, annotations `summary`
+ * and `value` (the percent of the limit in use when it fired, as the threshold alert's).
+ *
+ * @param monitor the checked AppMonitor.
+ * @param trend its spec.trend, defaults applied.
+ * @param config how to build it.
+ * @returns the rule, in the prometheus-operator Rule shape (also valid in a rules file).
+ */
+export function buildTrendAlertingRule(monitor: RuleInput, trend: Required<AppMonitorTrend>, config: RuleConfig): IRule {
+  const { name } = monitor;
+  return {
+    alert: TREND_ALERT_NAME,
+    expr: trendAlertExpression(monitor, trend, config.metricSource),
+    for: promDuration(monitor.spec.forSeconds),
+    labels: { [APPMONITOR_ALERT_LABEL]: name, severity: config.severity },
+    annotations: {
+      summary:
+        "Container {{ $labels.container }} of Pod {{ $labels.namespace }}/{{ $labels.pod }} uses " +
+        `{{ $value | printf "%.1f" }}% of its memory limit and, at the rate of the last ${trend.windowSeconds}s, ` +
+        `reaches it within ${trend.horizonSeconds}s (AppMonitor ${name}, trend).`,
+      value: "{{ $value }}",
+    },
+  };
+}
+
+/**
  * The rule group name of a monitor, `appmonitor/<namespace>/<name>`: unique per AppMonitor, as
  * Prometheus requires group names to be unique within a rules file.
  *
@@ -334,7 +448,8 @@ export function ruleGroupName(monitor: RuleInput): string {
 
 /**
  * The rule group of a monitor: {@link ruleGroupName} with the threshold rule of
- * {@link buildAlertingRule} and the OOM-kill rule of {@link buildOOMAlertingRule}, in that order
+ * {@link buildAlertingRule}, the OOM-kill rule of {@link buildOOMAlertingRule} and, with
+ * spec.trend, the early-warning rule of {@link buildTrendAlertingRule}, in that order
  * (https://prometheus.io/docs/prometheus/latest/configuration/recording_rules/#rule_group).
  *
  * @param monitor the checked AppMonitor.
@@ -342,7 +457,10 @@ export function ruleGroupName(monitor: RuleInput): string {
  * @returns the group.
  */
 export function buildRuleGroup(monitor: RuleInput, config: RuleConfig): IRuleGroup {
-  return { name: ruleGroupName(monitor), rules: [buildAlertingRule(monitor, config), buildOOMAlertingRule(monitor, config)] };
+  const { trend } = monitor.spec;
+  const rules = [buildAlertingRule(monitor, config), buildOOMAlertingRule(monitor, config)];
+  if (trend !== undefined) rules.push(buildTrendAlertingRule(monitor, trend, config));
+  return { name: ruleGroupName(monitor), rules };
 }
 
 /**

@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { promqlString, regexQuote } from "../../functions/lib/promql.ts";
-import { ALERT_NAME, buildPrometheusRule, buildRulesFile, OOM_ALERT_NAME } from "../../functions/rule-sync/rule.ts";
+import { ALERT_NAME, buildPrometheusRule, buildRulesFile, OOM_ALERT_NAME, TREND_ALERT_NAME } from "../../functions/rule-sync/rule.ts";
 import { DEFAULT_RULE_CONFIG, type MetricSource, type RuleConfig } from "../../functions/rule-sync/rule-config.ts";
 import { checkRuleInput, type AppMonitorForRule } from "../../functions/rule-sync/rule-input.ts";
 import { runCommand, type CommandResult } from "../support/run-command.ts";
@@ -50,14 +50,16 @@ interface TestGroup {
   interval: string;
   input_series: { series: string; values: string }[];
   alert_rule_test: { eval_time: string; alertname: string; exp_alerts: { exp_labels: Record<string, string>; exp_annotations: Record<string, string> }[] }[];
+  /** Expressions evaluated at a time, with the samples they must give. */
+  promql_expr_test?: { expr: string; eval_time: string; exp_samples: { labels: string; value: number }[] }[];
 }
 
-/** Writes the rules and the test file and runs `promtool test rules`. */
-async function promtoolTest(rules: string, tests: readonly TestGroup[]): Promise<CommandResult> {
+/** Writes the rules and the test file and runs `promtool test rules`, the rules evaluated every `evaluationInterval`. */
+async function promtoolTest(rules: string, tests: readonly TestGroup[], evaluationInterval = "1m"): Promise<CommandResult> {
   const rulesFile = await writeTemp("rules.yaml", rules);
   // JSON is YAML; with DEL and C1 controls escaped too (JSON.stringify leaves them raw, and
   // Go's YAML parser refuses raw control characters), any label value can be expected.
-  const json = JSON.stringify({ rule_files: [path.basename(rulesFile)], evaluation_interval: "1m", tests }, null, 1).replace(
+  const json = JSON.stringify({ rule_files: [path.basename(rulesFile)], evaluation_interval: evaluationInterval, tests }, null, 1).replace(
     /[\u007f-\u009f]/g,
     (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`,
   );
@@ -65,8 +67,8 @@ async function promtoolTest(rules: string, tests: readonly TestGroup[]): Promise
   return runCommand("promtool", ["test", "rules", testFile]);
 }
 
-async function assertPromtoolTest(rules: string, tests: readonly TestGroup[]): Promise<void> {
-  const result = await promtoolTest(rules, tests);
+async function assertPromtoolTest(rules: string, tests: readonly TestGroup[], evaluationInterval?: string): Promise<void> {
+  const result = await promtoolTest(rules, tests, evaluationInterval);
   assert.equal(result.code, 0, `${explain(result)}\n--- rules ---\n${rules}`);
 }
 
@@ -87,8 +89,8 @@ interface Container {
   pod: string;
   /** `""` is the Pod-level cgroup, `POD` the pause container. */
   container: string;
-  /** Percent of LIMIT, or a list of per-minute percents. */
-  usage: number | number[];
+  /** Percent of LIMIT, or a list of percents, one per sample (`undefined`: no sample yet). */
+  usage: number | (number | undefined)[];
   limited: boolean;
   /** Pod opts in with the annotation (kube-state-metrics join). */
   annotated: boolean;
@@ -98,41 +100,61 @@ interface Container {
   id?: string;
 }
 
-function values(usage: number | number[]): string {
-  if (typeof usage === "number") return `${bytesAt(usage)}x${STEPS}`;
-  const last = usage.at(-1) ?? 0;
-  return [...usage.map(bytesAt), `${bytesAt(last)}x${STEPS - usage.length}`].join(" ");
+/**
+ * promtool's values of `usage`, `steps` + 1 samples (`axn` is n + 1 of them): a list shorter than
+ * that has its last value held; an `undefined` percent is a missing sample (`_`).
+ */
+function values(usage: number | (number | undefined)[], steps = STEPS): string {
+  if (typeof usage === "number") return `${bytesAt(usage)}x${steps}`;
+  const listed = usage.map((p) => (p === undefined ? "_" : String(bytesAt(p))));
+  if (usage.length > steps) return listed.join(" ");
+  return [...listed, `${bytesAt(usage.at(-1) ?? 0)}x${steps - usage.length}`].join(" ");
 }
 
-/** Input series as cAdvisor and kube-state-metrics would expose them, with their extra labels. */
-function inputSeries(containers: readonly Container[], source: MetricSource): TestGroup["input_series"] {
+/**
+ * Input series as cAdvisor and kube-state-metrics would expose them, with their extra labels;
+ * `steps` samples of each (a series that does not vary is held that long).
+ */
+function inputSeries(containers: readonly Container[], source: MetricSource, steps = STEPS): TestGroup["input_series"] {
   const out: TestGroup["input_series"] = [];
   const pods = new Map<string, Container>();
   for (const c of containers) {
     const id = c.id ?? `/kubepods/${c.pod}/${c.container || "pod"}`;
     // Pod-level cgroup series have no container label at all.
     const cadvisor: Record<string, string> = { namespace: c.namespace, pod: c.pod, ...(c.container === "" ? {} : { container: c.container }), id, image: "img", job: "kubelet", instance: "node-0", metrics_path: "/metrics/cadvisor" };
-    out.push({ series: seriesOf("container_memory_working_set_bytes", cadvisor), values: values(c.usage) });
+    out.push({ series: seriesOf("container_memory_working_set_bytes", cadvisor), values: values(c.usage, steps) });
     if (source === "cadvisor") {
       // cAdvisor reports an unlimited container's limit as 0.
-      out.push({ series: seriesOf("container_spec_memory_limit_bytes", cadvisor), values: `${c.limited ? LIMIT : 0}x${STEPS}` });
+      out.push({ series: seriesOf("container_spec_memory_limit_bytes", cadvisor), values: `${c.limited ? LIMIT : 0}x${steps}` });
     } else if (c.limited) {
       const ksm = { namespace: c.namespace, pod: c.pod, container: c.container, resource: "memory", unit: "byte", node: "node-0", uid: `uid-${c.pod}`, job: "kube-state-metrics", instance: "ksm:8080" };
-      out.push({ series: seriesOf("kube_pod_container_resource_limits", ksm), values: `${LIMIT}x${STEPS}` });
+      out.push({ series: seriesOf("kube_pod_container_resource_limits", ksm), values: `${LIMIT}x${steps}` });
     }
     pods.set(`${c.namespace}/${c.pod}`, c);
   }
   if (source === "kube-state-metrics") {
     for (const c of pods.values()) {
       const base = { namespace: c.namespace, pod: c.pod, uid: `uid-${c.pod}`, job: "kube-state-metrics", instance: "ksm:8080" };
-      out.push({ series: seriesOf("kube_pod_annotations", { ...base, ...(c.annotated ? { annotation_app_monitor_kubedemo_com_monitor: "true" } : {}) }), values: `1x${STEPS}` });
+      out.push({ series: seriesOf("kube_pod_annotations", { ...base, ...(c.annotated ? { annotation_app_monitor_kubedemo_com_monitor: "true" } : {}) }), values: `1x${steps}` });
       const labels = Object.fromEntries(Object.entries(c.podLabels ?? {}).map(([k, v]) => [`label_${k}`, v]));
-      out.push({ series: seriesOf("kube_pod_labels", { ...base, ...labels }), values: `1x${STEPS}` });
+      out.push({ series: seriesOf("kube_pod_labels", { ...base, ...labels }), values: `1x${steps}` });
     }
   }
   // Series that two entries of one container share (kube-state-metrics has one per container).
   const seen = new Set<string>();
   return out.filter((s) => !seen.has(s.series) && seen.add(s.series));
+}
+
+/**
+ * The input series of `containers` as kube-prometheus-stack's defaults leave them: cAdvisor's
+ * without its container_spec_* series (its cAdvisor relabeling drops them), the limit from
+ * kube-state-metrics.
+ */
+function kubePrometheusStackSeries(containers: readonly Container[], steps = STEPS): TestGroup["input_series"] {
+  const kept = inputSeries(containers, "cadvisor", steps).filter((s) => !s.series.startsWith("container_spec_memory_limit_bytes"));
+  const scaled = containers.filter((c) => c.container !== "" && c.container !== "POD");
+  const limits = inputSeries(scaled, "kube-state-metrics", steps).filter((s) => s.series.startsWith("kube_pod_container_resource_limits"));
+  return [...kept, ...limits];
 }
 
 function expectedAlert(namespace: string, pod: string, container: string, percent: number, appmonitor: string, threshold: number) {
@@ -176,6 +198,7 @@ describe("promtool check rules accepts every generated rule", () => {
   const monitors: AppMonitorForRule[] = [
     MONITOR,
     { metadata: { name: "mymonitor", namespace: "default", uid: "u1" }, spec: { memThresholdPercent: 75, forSeconds: 60 } },
+    { metadata: { name: "trend", namespace: "default", uid: "u5" }, spec: { memThresholdPercent: 75, forSeconds: 60, trend: { horizonSeconds: 604_800, windowSeconds: 86_400, floorPercent: 0 } } },
     { metadata: { name: "a.b-c.d", namespace: "x", uid: "u2" }, spec: { memThresholdPercent: 0.5, forSeconds: 0, containers: ["app", "side-car"] } },
     { metadata: { name: "z".repeat(253), namespace: "y".repeat(63), uid: "u3" }, spec: { memThresholdPercent: 100, forSeconds: 86_400, selector: {} } },
     {
@@ -237,16 +260,11 @@ describe("promtool test rules: when the alert fires", () => {
 
     if (source === "cadvisor") {
       test("cadvisor on kube-prometheus-stack's defaults: no container_spec_* series (its cAdvisor relabeling drops them), the limit from kube-state-metrics; the same alerts fire", async () => {
-        const kept = inputSeries(SCENARIO, "cadvisor").filter((s) => !s.series.startsWith("container_spec_memory_limit_bytes"));
-        const limits = SCENARIO.filter((c) => c.limited && c.container !== "" && c.container !== "POD").map((c) => ({
-          series: seriesOf("kube_pod_container_resource_limits", { namespace: c.namespace, pod: c.pod, container: c.container, resource: "memory", unit: "byte", node: "node-0", uid: `uid-${c.pod}`, job: "kube-state-metrics", instance: "ksm:8080" }),
-          values: `${LIMIT}x${STEPS}`,
-        }));
         const firing = ["hot", "edge", "selected", "unselected"].map((pod) => expectedAlert("shop", pod, "app", { hot: 76, edge: 75, selected: 80, unselected: 90 }[pod] ?? 0, "memhog-monitor", 75));
         await assertPromtoolTest(rulesFile([MONITOR], configFor("cadvisor")), [
           {
             interval: "1m",
-            input_series: [...kept, ...limits.filter((l, i) => limits.findIndex((m) => m.series === l.series) === i)],
+            input_series: kubePrometheusStackSeries(SCENARIO),
             alert_rule_test: [
               { eval_time: "1m", alertname: ALERT_NAME, exp_alerts: [] },
               { eval_time: "3m", alertname: ALERT_NAME, exp_alerts: firing },
@@ -461,6 +479,106 @@ describe("promtool test rules: the OOM-kill alert", () => {
       { interval: "1m", input_series: oomSeries(pods, "kube-state-metrics"), alert_rule_test: [{ eval_time: "5m", alertname: OOM_ALERT_NAME, exp_alerts: [killed("annotated")] }] },
     ]);
   });
+});
+
+describe("promtool test rules: the trend alert", () => {
+  // A sample and an evaluation every 15 s for 40 minutes; threshold 75 %, for 2 minutes; the
+  // trend: the limit within 30 minutes, the window at or above 50 % of it.
+  const SAMPLE_SECONDS = 15;
+  const SAMPLES = 160;
+  const HORIZON = 1800;
+  const trendMonitor = (windowSeconds: number): AppMonitorForRule => ({
+    ...MONITOR,
+    spec: { ...MONITOR.spec, trend: { horizonSeconds: HORIZON, windowSeconds, floorPercent: 50 } },
+  });
+  const series = (percentAt: (k: number) => number | undefined) => Array.from({ length: SAMPLES + 1 }, (_, k) => percentAt(k));
+  const trendAlert = (pod: string, percent: number, windowSeconds: number) => ({
+    exp_labels: { alertname: TREND_ALERT_NAME, namespace: "shop", pod, container: "app", appmonitor: "memhog-monitor", severity: "warning" },
+    exp_annotations: {
+      summary: `Container app of Pod shop/${pod} uses ${percent.toFixed(1)}% of its memory limit and, at the rate of the last ${windowSeconds}s, reaches it within ${HORIZON}s (AppMonitor memhog-monitor, trend).`,
+      value: String(percent),
+    },
+  });
+  /** At every evaluation of the run, neither the trend alert nor the threshold alert fires. */
+  const neverFires = Array.from({ length: SAMPLES + 1 }, (_, k) => [TREND_ALERT_NAME, ALERT_NAME].map((alertname) => ({ eval_time: `${k * SAMPLE_SECONDS}s`, alertname, exp_alerts: [] }))).flat();
+  /** At `seconds`, the line through the window of `pod` alone reaches the limit within the horizon: what the guards are for. */
+  const lineReachesLimit = (pod: string, windowSeconds: number, seconds: number) => ({
+    expr: `count(predict_linear(container_memory_working_set_bytes{pod="${pod}"}[${windowSeconds}s], ${HORIZON}) >= ${LIMIT})`,
+    eval_time: `${seconds}s`,
+    exp_samples: [{ labels: "{}", value: 1 }],
+  });
+  const run = (monitor: AppMonitorForRule, source: MetricSource, group: Omit<TestGroup, "interval">) =>
+    assertPromtoolTest(rulesFile([monitor], configFor(source)), [{ interval: `${SAMPLE_SECONDS}s`, ...group }], `${SAMPLE_SECONDS}s`);
+
+  // 1 % of the limit a minute from 40 %: 70 % at 30 minutes, when the line reaches 100 % within
+  // the 30-minute horizon; 75 % (the threshold) at 35 minutes.
+  const steady = series((k) => 40 + 0.25 * k);
+  const growing: Container[] = [
+    { ...base, pod: "steady", usage: steady },
+    { ...base, pod: "flat", usage: 70 },
+    { ...base, pod: "bystander", usage: steady, annotated: false },
+  ];
+  type Expected = TestGroup["alert_rule_test"][number]["exp_alerts"];
+  const growth = (firingAt33: Expected, firingAt38: Expected): TestGroup["alert_rule_test"] => [
+    { eval_time: "1785s", alertname: TREND_ALERT_NAME, exp_alerts: [] },
+    // Pending since 30 minutes, firing once held for 2: at 73 %, below the threshold.
+    { eval_time: "33m", alertname: TREND_ALERT_NAME, exp_alerts: firingAt33 },
+    { eval_time: "33m", alertname: ALERT_NAME, exp_alerts: [] },
+    { eval_time: "38m", alertname: TREND_ALERT_NAME, exp_alerts: firingAt38 },
+  ];
+
+  for (const source of SOURCES) {
+    test(`${source}: a steady growth fires 2 minutes after its line reaches the limit within the horizon, at 73 %, before the threshold alert (75 % at 35 minutes); a flat 70 % does not; a Pod neither annotated nor selected only with cadvisor`, async () => {
+      const pods = source === "cadvisor" ? ["steady", "bystander"] : ["steady"];
+      await run(trendMonitor(600), source, {
+        input_series: inputSeries(growing, source, SAMPLES),
+        alert_rule_test: [
+          ...growth(pods.map((pod) => trendAlert(pod, 73, 600)), pods.map((pod) => trendAlert(pod, 78, 600))),
+          { eval_time: "38m", alertname: ALERT_NAME, exp_alerts: pods.map((pod) => expectedAlert("shop", pod, "app", 78, "memhog-monitor", 75)) },
+        ],
+      });
+    });
+  }
+
+  test("cadvisor on kube-prometheus-stack's defaults (the limit from kube-state-metrics): the steady growth fires the same", async () => {
+    await run(trendMonitor(600), "cadvisor", {
+      input_series: kubePrometheusStackSeries(growing, SAMPLES),
+      alert_rule_test: growth(["steady", "bystander"].map((pod) => trendAlert(pod, 73, 600)), ["steady", "bystander"].map((pod) => trendAlert(pod, 78, 600))),
+    });
+  });
+
+  test("without spec.trend the same growth raises no trend alert", async () => {
+    await run(MONITOR, "cadvisor", { input_series: inputSeries(growing, "cadvisor", SAMPLES), alert_rule_test: growth([], []) });
+  });
+
+  for (const source of SOURCES) {
+    test(`${source}: a container that starts (5 %, then 60 % within a minute, then flat) never fires, though the line through its start reaches the limit for minutes: its window is below the floor until the start has left it`, async () => {
+      const start = series((k) => (k < 20 ? 5 : Math.min(60, 15 * (k - 19))));
+      await run(trendMonitor(600), source, {
+        input_series: inputSeries([{ ...base, pod: "start", usage: start }], source, SAMPLES),
+        alert_rule_test: neverFires,
+        promql_expr_test: [6, 8, 10, 12].map((m) => lineReachesLimit("start", 600, m * 60)),
+      });
+    });
+
+    test(`${source}: a surge that subsided (52 % for 10 minutes, 72 % within 2 more, back to 64 % and flat) never fires, though the line through the window, rising from before the surge, reaches the limit for minutes: the working set stays more than 5 % below the window's high`, async () => {
+      const surge = series((k) => (k < 40 ? 52 : k < 48 ? 52 + 2.5 * (k - 39) : 64));
+      await run(trendMonitor(600), source, {
+        input_series: inputSeries([{ ...base, pod: "surge", usage: surge }], source, SAMPLES),
+        alert_rule_test: neverFires,
+        promql_expr_test: [13, 14, 15, 16, 17].map((m) => lineReachesLimit("surge", 600, m * 60)),
+      });
+    });
+
+    test(`${source}: a sawtooth that releases every 2 minutes, the for (55 % to 72.5 %, back to 55 %), never fires, though at each peak the line through its window reaches the limit`, async () => {
+      const sawtooth = series((k) => 55 + 2.5 * (k % 8));
+      await run(trendMonitor(120), source, {
+        input_series: inputSeries([{ ...base, pod: "sawtooth", usage: sawtooth }], source, SAMPLES),
+        alert_rule_test: neverFires,
+        promql_expr_test: [39, 79, 119, 159].map((k) => lineReachesLimit("sawtooth", 120, k * SAMPLE_SECONDS)),
+      });
+    });
+  }
 });
 
 describe("PromQL quoting holds against the real parser", () => {

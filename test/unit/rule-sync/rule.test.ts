@@ -18,8 +18,12 @@ import {
   buildRuleGroup,
   buildRulesFile,
   GENERATION_ANNOTATION,
+  buildTrendAlertingRule,
   OOM_ALERT_NAME,
   oomAlertExpression,
+  TREND_ALERT_NAME,
+  TREND_DROP_PERCENT,
+  trendAlertExpression,
 } from "../../../functions/rule-sync/rule.ts";
 import { DEFAULT_RULE_CONFIG, MANAGED_BY_LABEL, MANAGED_BY_VALUE, validateRuleConfig, type RuleConfig } from "../../../functions/rule-sync/rule-config.ts";
 import { checkRuleInput, MAX_FOR_SECONDS, RuleInputError, type AppMonitorForRule, type RuleInput } from "../../../functions/rule-sync/rule-input.ts";
@@ -419,6 +423,67 @@ describe("the OOM-kill alert, both sources", () => {
   test("an invalid selector is refused", () => {
     const bad = { spec: { selector: { matchLabels: { app: '"} or vector(1) #' } } } };
     assert.throws(() => oomAlertExpression(monitor(bad), "cadvisor"), (e: unknown) => e instanceof RuleInputError && e.field === 'spec.selector.matchLabels["app"]');
+  });
+});
+
+describe("the trend alert, both sources", () => {
+  const trend = { horizonSeconds: 1800, windowSeconds: 300, floorPercent: 40 };
+  const withTrend = (spec: Partial<AppMonitorForRule["spec"]> = {}) => monitor({ spec: { trend, ...spec } });
+
+  test("only with spec.trend, after the threshold and OOM-kill alerts", () => {
+    assert.deepEqual((buildRuleGroup(monitor(), DEFAULT_RULE_CONFIG).rules ?? []).map((r) => r.alert), [ALERT_NAME, OOM_ALERT_NAME]);
+    const rules = buildRuleGroup(withTrend(), DEFAULT_RULE_CONFIG).rules ?? [];
+    assert.deepEqual(rules.map((r) => r.alert), [ALERT_NAME, OOM_ALERT_NAME, TREND_ALERT_NAME]);
+    assert.deepEqual(rules[2], buildTrendAlertingRule(withTrend(), trend, DEFAULT_RULE_CONFIG));
+  });
+
+  test("the threshold alert's for and labels, a summary naming the window and horizon, the percent in use as its value", () => {
+    for (const config of [DEFAULT_RULE_CONFIG, KSM]) {
+      const rule = buildTrendAlertingRule(withTrend({ forSeconds: 90 }), trend, { ...config, severity: "critical" });
+      assert.equal(rule.alert, "AppMonitorMemoryTrend");
+      assert.equal(rule.for, "90s");
+      assert.deepEqual(rule.labels, { appmonitor: "mymonitor", severity: "critical" });
+      assert.equal(rule.annotations?.value, "{{ $value }}");
+      assert.match(rule.annotations?.summary ?? "", /% of its memory limit and, at the rate of the last 300s, reaches it within 1800s \(AppMonitor mymonitor, trend\)\.$/);
+      assert.equal(rule.expr, trendAlertExpression(withTrend(), trend, config.metricSource));
+    }
+  });
+
+  for (const source of ["cadvisor", "kube-state-metrics"] as const) {
+    test(`${source}: the percent in use, and the line, the floor and the release guard over the window`, () => {
+      const expr = trendAlertExpression(withTrend(), trend, source);
+      // Line by line, without the indentation the kube-state-metrics narrowing adds.
+      const lines = expr.split("\n").map((line) => line.trim()).join("\n");
+      const ws = 'container_memory_working_set_bytes{namespace="shop", container!="", container!="POD"}';
+      const parts = [
+        `(\n100 * max by (namespace, pod, container) (${ws})\n/ on (namespace, pod, container)\n`,
+        `\nmax by (namespace, pod, container) (predict_linear(${ws}[300s], 1800))\n>= on (namespace, pod, container)\n`,
+        `\n100 * min by (namespace, pod, container) (min_over_time(${ws}[300s]))\n`,
+        "\n>= 40\n",
+        `\n100 * (max by (namespace, pod, container) (max_over_time(${ws}[300s])) - on (namespace, pod, container) max by (namespace, pod, container) (${ws}))\n`,
+        `\n<= ${TREND_DROP_PERCENT}\n`,
+      ];
+      for (const part of parts) assert.ok(lines.includes(part), `${source} expression lacks ${part}:\n${expr}`);
+      assert.equal(lines.split("\nand on (namespace, pod, container)\n").length, 4, expr);
+      // The same limit as the threshold alert's, on each side that needs one.
+      const limit = alertExpression(monitor(), source).split("\n").map((line) => line.trim()).find((line) => line.startsWith("max by (namespace, pod, container) (") && line.includes("limit"));
+      assert.ok(limit !== undefined);
+      assert.equal(expr.split(limit).length - 1, 4, expr);
+      for (const selector of expr.match(/[a-z_]+\{[^}]*\}/g) ?? []) assert.ok(selector.includes('namespace="shop"'), `${selector} is not limited to the namespace`);
+      assert.equal(expr.includes("kube_pod_annotations"), source === "kube-state-metrics");
+    });
+
+    test(`${source}: spec.containers narrows every container series`, () => {
+      const expr = trendAlertExpression(withTrend({ containers: ["memhog"] }), trend, source);
+      const selectors = (expr.match(/[a-z_]+\{[^}]*\}/g) ?? []).filter((sel) => sel.startsWith("container_") || sel.startsWith("kube_pod_container_"));
+      assert.ok(selectors.length >= 8, expr);
+      for (const selector of selectors) assert.ok(selector.endsWith(', container=~"memhog"}'), selector);
+    });
+  }
+
+  test("kube-state-metrics: spec.selector's Pods join as in the threshold rule", () => {
+    const selector = { matchLabels: { name: "memhog" } };
+    assert.ok(trendAlertExpression(withTrend({ selector }), trend, "kube-state-metrics").endsWith('  or\n  kube_pod_labels{namespace="shop", label_name="memhog"}\n)'));
   });
 });
 
