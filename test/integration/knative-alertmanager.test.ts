@@ -11,7 +11,7 @@ import { parse, stringify } from "yaml";
 import { fn as alertReceiver } from "../../functions/alert-receiver/index.ts";
 import { FIRING_TYPE } from "../../functions/lib/alert-event.ts";
 import type { RunningServer } from "../../functions/lib/runtime/server.ts";
-import { ALERT_NAME, OOM_ALERT_NAME } from "../../functions/rule-sync/rule.ts";
+import { ALERT_NAME, OOM_ALERT_NAME, TREND_ALERT_NAME } from "../../functions/rule-sync/rule.ts";
 import { repoRoot } from "../harness/stack/paths.ts";
 import { startAlertmanager, type TestAlertmanager } from "../support/alertmanager.ts";
 import { startSink, type TestSink } from "../support/cloudevent-sink.ts";
@@ -92,9 +92,9 @@ describe("alertmanager.yml", () => {
     assert.match(output, /undefined receiver "nowhere"/);
   });
 
-  test("matches the generated rules' two alerts, one group per container, with a short group_wait", () => {
-    // PromQL-style regex matchers are anchored: exactly one of the two names.
-    assert.deepEqual(route.matchers, [`alertname=~"${ALERT_NAME}|${OOM_ALERT_NAME}"`]);
+  test("matches the generated rules' three alerts, one group per container, with a short group_wait", () => {
+    // PromQL-style regex matchers are anchored: exactly one of the three names.
+    assert.deepEqual(route.matchers, [`alertname=~"${ALERT_NAME}|${TREND_ALERT_NAME}|${OOM_ALERT_NAME}"`]);
     assert.deepEqual(route.group_by, ["namespace", "pod", "container"]);
     const seconds = Number(/^(\d+)s$/.exec(route.group_wait)?.[1]);
     assert.ok(seconds > 0 && seconds <= 10, `group_wait ${route.group_wait}`);
@@ -177,12 +177,13 @@ describe("a real Alertmanager running alertmanager.yml", () => {
     await alertmanager.postAlerts([
       { labels: { alertname: ALERT_NAME, namespace: "team-a", pod: "memhog-1", container: "memhog", appmonitor: "mymonitor" }, startsAt },
       { labels: { alertname: OOM_ALERT_NAME, namespace: "team-a", pod: "memhog-1", container: "memhog", appmonitor: "mymonitor" }, startsAt },
+      { labels: { alertname: TREND_ALERT_NAME, namespace: "team-a", pod: "memhog-1", container: "memhog", appmonitor: "mymonitor" }, startsAt },
       { labels: { alertname: "SomethingElse", namespace: "team-a", pod: "memhog-1", container: "memhog" }, startsAt },
       { labels: { alertname: `${OOM_ALERT_NAME}2`, namespace: "team-a", pod: "memhog-1", container: "memhog" }, startsAt },
     ]);
     // The bound is generous for a loaded machine (the flush is immediate: startsAt is older than
     // group_wait); a miss reports what Alertmanager and alert-receiver did.
-    const received = await waitUntil("the firing CloudEvents", () => (sink.received.length >= 2 ? sink.received : undefined), { timeoutMs: 90_000, intervalMs: 100 }).catch(
+    const received = await waitUntil("the firing CloudEvents", () => (sink.received.length >= 3 ? sink.received : undefined), { timeoutMs: 90_000, intervalMs: 100 }).catch(
       async (error: unknown) => {
         const metrics = await fetch(`${receiver.url}/metrics`).then((r) => r.text(), (e: unknown) => String(e));
         const webhooks = metrics.split("\n").filter((line) => line.startsWith("appmonitor_alert_receiver_"));
@@ -195,7 +196,7 @@ describe("a real Alertmanager running alertmanager.yml", () => {
     // Past another group_wait: SomethingElse and a name that merely starts with ours never reach alert-receiver.
     await new Promise((resolve) => setTimeout(resolve, 6_000));
     const alertnames = new Set(sink.received.map((r) => (r.event.data as { alertname: string }).alertname));
-    assert.deepEqual([...alertnames].sort(), [ALERT_NAME, OOM_ALERT_NAME].sort());
+    assert.deepEqual([...alertnames].sort(), [ALERT_NAME, OOM_ALERT_NAME, TREND_ALERT_NAME].sort());
     assert.equal(await scrape(`${receiver.url}/metrics`, "appmonitor_alert_receiver_webhooks_total", { outcome: "unauthorized" }), 0);
     assert.ok((await scrape(`${receiver.url}/metrics`, "appmonitor_alert_receiver_webhooks_total", { outcome: "accepted" })) >= 1);
   });

@@ -1,7 +1,9 @@
 /**
  * docs/api.md, the one reference of the AppMonitor API, agrees with the CRD the API server
  * serves (knative/crd/appmonitor.yaml, generated from schemas/appmonitor.schema.json): its spec
- * table has one row per spec field and no other; a row's allowed values are the field's enum,
+ * table has one row per spec field, and for a field whose row gives its type as `object` one per
+ * field of it (`spec.trend.horizonSeconds`; a Kubernetes type such as a LabelSelector is named
+ * instead), and no other; a row's allowed values are the field's enum,
  * its bounds are the field's minimum and maximum, and its default is the CRD's default where the
  * CRD sets one; the status paragraph names every status field; the printer columns listed are
  * the CRD's, in its order.
@@ -17,6 +19,7 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../../..");
 
 interface FieldSchema {
   readonly type?: string;
+  readonly properties?: Record<string, FieldSchema>;
   readonly default?: unknown;
   readonly enum?: readonly string[];
   readonly minimum?: number;
@@ -34,15 +37,29 @@ const api = readFileSync(join(ROOT, "docs/api.md"), "utf8");
 /** The spec table's rows: field name (without `spec.`) → its type and default cells. */
 function specRows(): Map<string, { type: string; default: string }> {
   const rows = new Map<string, { type: string; default: string }>();
-  for (const match of api.matchAll(/^\| `spec\.([A-Za-z]+)` \| ([^|]*) \| ([^|]*) \|/gm)) {
+  for (const match of api.matchAll(/^\| `spec\.([A-Za-z.]+)` \| ([^|]*) \| ([^|]*) \|/gm)) {
     rows.set(match[1] ?? "", { type: (match[2] ?? "").trim(), default: (match[3] ?? "").trim() });
   }
   return rows;
 }
 
+/**
+ * Each spec field by its path below `spec.` (`trend`), followed by the fields of one whose row's
+ * type is `object` (`trend.horizonSeconds`).
+ */
+function flatten(properties: Record<string, FieldSchema>, rows: ReadonlyMap<string, { type: string }>, prefix = ""): Record<string, FieldSchema> {
+  return Object.fromEntries(
+    Object.entries(properties).flatMap(([name, field]) => {
+      const path = `${prefix}${name}`;
+      const own = rows.get(path)?.type.startsWith("object") === true ? Object.entries(flatten(field.properties ?? {}, rows, `${path}.`)) : [];
+      return [[path, field], ...own];
+    }),
+  );
+}
+
 describe("docs/api.md against the AppMonitor CRD", () => {
   assert.ok(version !== undefined, "the CRD has a version");
-  const fields = version.schema.openAPIV3Schema.properties.spec.properties;
+  const fields = flatten(version.schema.openAPIV3Schema.properties.spec.properties, specRows());
 
   it("has one spec row per CRD field, and no other", () => {
     assert.deepEqual([...specRows().keys()].sort(), Object.keys(fields).sort());

@@ -36,6 +36,12 @@ describe("validateAppMonitorSpec: valid", () => {
     assert.deepEqual(bare, { memThresholdPercent: 1, memMultiplier: 1.5 });
   });
 
+  it("spec.trend gets its window and floor defaults; given values are kept", () => {
+    assert.deepEqual(validateAppMonitorSpec({ memThresholdPercent: 75, memMultiplier: 2, trend: { horizonSeconds: 900 } }).trend, { horizonSeconds: 900, windowSeconds: 600, floorPercent: 50 });
+    const trend = { horizonSeconds: 604_800, windowSeconds: 1, floorPercent: 0 };
+    assert.deepEqual(validateAppMonitorSpec({ memThresholdPercent: 75, memMultiplier: 2, trend }).trend, trend);
+  });
+
   const quantities = ["2Gi", "1e9", "500M", "128974848000m", "0.5Gi", ".5Gi", "1Ei", "1048576", "+1Gi", "1E3"];
   for (const maxMemory of quantities) {
     it(`accepts maxMemory ${maxMemory}`, () => {
@@ -68,6 +74,12 @@ describe("validateAppMonitorSpec: invalid", () => {
     ["selector label value not a string", { ...base, selector: { matchLabels: { a: 1 } } }, "/selector/matchLabels/a", "type"],
     ["In without values", { ...base, selector: { matchExpressions: [{ key: "a", operator: "In" }] } }, "/selector/matchExpressions/0", "labelSelector"],
     ["Exists with values", { ...base, selector: { matchExpressions: [{ key: "a", operator: "Exists" }, { key: "b", operator: "Exists", values: ["x"] }] } }, "/selector/matchExpressions/1", "labelSelector"],
+    ["trend without a horizon", { ...base, trend: { windowSeconds: 600 } }, "/trend", "required"],
+    ["trend horizon 0", { ...base, trend: { horizonSeconds: 0 } }, "/trend/horizonSeconds", "minimum"],
+    ["trend horizon over a week", { ...base, trend: { horizonSeconds: 604_801 } }, "/trend/horizonSeconds", "maximum"],
+    ["fractional trend window", { ...base, trend: { horizonSeconds: 600, windowSeconds: 1.5 } }, "/trend/windowSeconds", "type"],
+    ["trend window over a day", { ...base, trend: { horizonSeconds: 600, windowSeconds: 86_401 } }, "/trend/windowSeconds", "maximum"],
+    ["trend floor above 100", { ...base, trend: { horizonSeconds: 600, floorPercent: 101 } }, "/trend/floorPercent", "maximum"],
     ["not an object", "memThresholdPercent: 75", "", "type"],
   ];
   for (const [name, spec, path, keyword] of cases) {

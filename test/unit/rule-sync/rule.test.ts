@@ -7,6 +7,7 @@ import { parse } from "yaml";
 import { PrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
 import { isDnsLabel, isDnsSubdomain, isLabelKey, isLabelValue } from "../../../functions/lib/kube-names.ts";
 import { promDuration, promqlNumber, promqlString, regexQuote } from "../../../functions/lib/promql.ts";
+import type { AppMonitorSpec } from "../../../functions/lib/appmonitor.ts";
 import { AppMonitorSpecError, validateAppMonitorSpec } from "../../../functions/lib/appmonitor-spec.ts";
 import { schemaErrorField } from "../../../functions/lib/json-schema.ts";
 import {
@@ -44,7 +45,7 @@ function monitor(overrides: Overrides = {}): RuleInput {
  * The test AppMonitor with `overrides` as rule-sync takes any AppMonitor to a rule
  * (plan.ts, rules-cli.ts): its spec through `validateAppMonitorSpec`, then `checkRuleInput`.
  */
-function ruleInputOf(overrides: Overrides = {}): RuleInput {
+function ruleInputOf(overrides: { metadata?: Overrides["metadata"]; spec?: Partial<AppMonitorSpec> } = {}): RuleInput {
   return checkRuleInput({
     metadata: { name: "mymonitor", namespace: "shop", uid: "0b7f6c1e-3c4d-4d7e-9a53-1c2b3d4e5f60", generation: 3, ...overrides.metadata },
     spec: validateAppMonitorSpec({ memThresholdPercent: 75, memMultiplier: 2, forSeconds: 60, ...overrides.spec }),
@@ -435,6 +436,13 @@ describe("the trend alert, both sources", () => {
     const rules = buildRuleGroup(withTrend(), DEFAULT_RULE_CONFIG).rules ?? [];
     assert.deepEqual(rules.map((r) => r.alert), [ALERT_NAME, OOM_ALERT_NAME, TREND_ALERT_NAME]);
     assert.deepEqual(rules[2], buildTrendAlertingRule(withTrend(), trend, DEFAULT_RULE_CONFIG));
+  });
+
+  test("spec.trend with its horizon alone: the schema's window (600 s) and floor (50 %)", () => {
+    const rule = (buildRuleGroup(ruleInputOf({ spec: { trend: { horizonSeconds: 900 } } }), DEFAULT_RULE_CONFIG).rules ?? [])[2];
+    assert.equal(rule?.alert, TREND_ALERT_NAME);
+    const expr = String(rule?.expr);
+    assert.ok(expr.includes("[600s], 900))") && expr.includes("\n    >= 50\n"), expr);
   });
 
   test("the threshold alert's for and labels, a summary naming the window and horizon, the percent in use as its value", () => {
