@@ -125,6 +125,7 @@ const statusSchema: Schema = {
             description: "not applied: the value a scale would set, held because a GitOps tool manages the workload (spec.gitOpsManaged Skip) or its revert budget is used; set it in the manifest",
           },
           reverted: { type: "boolean", description: "this scale applied again memory something had lowered after an earlier scale" },
+          trigger: { type: "string", enum: ["oomKilled", "trend"], description: "the alert that caused it when not the threshold alert: an OOM kill, or the working set's trend (spec.trend)" },
         },
       },
     },

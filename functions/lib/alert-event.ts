@@ -4,7 +4,7 @@
  * `schemas/alert-event.schema.json`.
  */
 import validateData from "../../schemas/validators/alert-event.js";
-import { APPMONITOR_OOM_ALERT_NAME } from "./appmonitor.ts";
+import { APPMONITOR_OOM_ALERT_NAME, APPMONITOR_TREND_ALERT_NAME } from "./appmonitor.ts";
 import type { SchemaValidator } from "./json-schema.ts";
 
 /** Type of the event of a firing alert (memory-scaler decides and acts). */
@@ -15,24 +15,27 @@ export const RESOLVED_TYPE = "com.kubedemo.appmonitor.alert.resolved";
 /**
  * Which of an AppMonitor's alerts the event comes from (DESIGN.md "The memory-threshold
  * CloudEvent"): `threshold` for the working-set alert (`AppMonitorMemoryHigh`), `oomKilled` for
- * the OOM-kill alert (`AppMonitorOOMKilled`). An event without it is a `threshold` event, as
- * every event was before the OOM-kill alert existed.
+ * the OOM-kill alert (`AppMonitorOOMKilled`), `trend` for the early-warning alert
+ * (`AppMonitorMemoryTrend`). An event without it is a `threshold` event, as every event was
+ * before the OOM-kill alert existed.
  */
-export type AlertTrigger = "threshold" | "oomKilled";
+export type AlertTrigger = "threshold" | "oomKilled" | "trend";
 
 /** Every {@link AlertTrigger}, in the schema's order. */
-export const ALERT_TRIGGERS: readonly AlertTrigger[] = ["threshold", "oomKilled"];
+export const ALERT_TRIGGERS: readonly AlertTrigger[] = ["threshold", "oomKilled", "trend"];
 
 /**
  * The trigger an alert name stands for: `oomKilled` for exactly
- * {@link APPMONITOR_OOM_ALERT_NAME}, `threshold` for any other name (alert-receiver maps every
- * alert; memory-scaler acts only on the two names the generated rules raise).
+ * {@link APPMONITOR_OOM_ALERT_NAME}, `trend` for exactly {@link APPMONITOR_TREND_ALERT_NAME},
+ * `threshold` for any other name (alert-receiver maps every alert; memory-scaler acts only on the
+ * three names the generated rules raise).
  *
  * @param alertname the alert's `alertname` label, `""` when it had none.
  * @returns the trigger.
  */
 export function triggerOf(alertname: string): AlertTrigger {
-  return alertname === APPMONITOR_OOM_ALERT_NAME ? "oomKilled" : "threshold";
+  if (alertname === APPMONITOR_OOM_ALERT_NAME) return "oomKilled";
+  return alertname === APPMONITOR_TREND_ALERT_NAME ? "trend" : "threshold";
 }
 
 /** The alert's own status (not its group's); matches the event type. */
@@ -59,7 +62,7 @@ export interface AlertEventData {
    * alert-receiver): `threshold`.
    */
   readonly trigger?: AlertTrigger;
-  /** The observed percent of the memory limit in use, when known (threshold alerts only). */
+  /** The observed percent of the memory limit in use, when known (threshold and trend alerts). */
   readonly value?: number;
   /** Alertmanager's fingerprint of the alert's label set. */
   readonly fingerprint: string;

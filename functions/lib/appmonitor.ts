@@ -188,6 +188,8 @@ export interface ScaleRecord {
   held?: "GitOpsManaged" | "Reverted";
   /** This scale applied again memory another writer had lowered after an earlier scale. */
   reverted?: boolean;
+  /** The alert that caused it when not the threshold alert: an OOM kill, or the working set's trend (`spec.trend`). */
+  trigger?: "oomKilled" | "trend";
 }
 
 /** `status` of an AppMonitor (DESIGN.md "The API", Status). */

@@ -13,10 +13,10 @@
  * | `RolloutExceedsQuota`, `Unschedulable` | the same pair | `not scaled (<changes>): <message>` |
  * | `HPAOnMemory`, `VPAControlled`, `GitOpsManaged` (skipped) | the same pair, at most one per workload per `cooldownSeconds` (`windowedKey`) | `<message>` (it starts `not scaled:`) |
  * | `Reverted` | the same pair, once per reverted scale (keyed by the id of the event that scaled) | `<message>` |
- * | `DryRun` | Normal pair | `DryRun: would scale <kind> <name>[ after an OOM kill]: <changes>` |
- * | `Scaled` | Normal pair, and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill]: <changes>[; the rollout replaces (restarts) its Pods]` (`replacement.ts` `replacementClause`) |
+ * | `DryRun` | Normal pair | `DryRun: would scale <kind> <name>[ after an OOM kill\| on its trend toward the limit]: <changes>` |
+ * | `Scaled` | Normal pair, and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill\| on its trend toward the limit]: <changes>[; the rollout replaces (restarts) its Pods]` (`replacement.ts` `replacementClause`) |
  * | `PodsReplaced` (with `Scaled`) | Warning pair, when the replaced Pods likely keep state in memory or in `emptyDir` volumes (`replacement.ts`: a single-replica Deployment, any StatefulSet, an `emptyDir` volume in the Pod template); never for a bare Pod resized in place | `podsReplacedNote`: why, and that their memory and emptyDir contents are lost |
- * | `Resized` | Normal pair on the bare Pod (its `workload`) and the AppMonitor | `resized Pod <name> in place by <multiplier>[ after an OOM kill]: <changes>` |
+ * | `Resized` | Normal pair on the bare Pod (its `workload`) and the AppMonitor | `resized Pod <name> in place by <multiplier>[ after an OOM kill\| on its trend toward the limit]: <changes>` |
  * | anything else | none: the outcome is logged and counted only | |
  *
  * A Warning on the AppMonitor names the workload first (`<kind> <name>: <note>`); a Normal one
@@ -70,11 +70,13 @@ export type Reported =
   | { readonly reason: "Resized"; readonly changes: readonly ContainerChange[]; readonly multiplier: number; readonly trigger: AlertTrigger }
   | { readonly reason: string };
 
-const afterOOMKill = (trigger: AlertTrigger): string => (trigger === "oomKilled" ? " after an OOM kill" : "");
+/** What the notes add for the alert that caused them: nothing for the threshold alert. */
+const TRIGGER_CLAUSE: Readonly<Record<AlertTrigger, string>> = { threshold: "", oomKilled: " after an OOM kill", trend: " on its trend toward the limit" };
+const becauseOf = (trigger: AlertTrigger): string => TRIGGER_CLAUSE[trigger];
 
 /**
- * The note of the `Scaled` Events; one caused by an OOM-kill alert says so, and with a
- * `replacement` it ends saying that the Pods are replaced (`replacementClause`).
+ * The note of the `Scaled` Events; one caused by an OOM-kill alert or a trend alert says so, and
+ * with a `replacement` it ends saying that the Pods are replaced (`replacementClause`).
  */
 export function scaledNote(
   workload: { readonly kind?: string; readonly name: string },
@@ -83,7 +85,7 @@ export function scaledNote(
   trigger: AlertTrigger = "threshold",
   replacement?: PodReplacement,
 ): string {
-  return `scaled ${workload.kind ?? ""} ${workload.name} by ${multiplier}${afterOOMKill(trigger)}: ${describeChanges(changes)}${replacement === undefined ? "" : replacementClause(replacement)}`;
+  return `scaled ${workload.kind ?? ""} ${workload.name} by ${multiplier}${becauseOf(trigger)}: ${describeChanges(changes)}${replacement === undefined ? "" : replacementClause(replacement)}`;
 }
 
 /**
@@ -140,7 +142,7 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
       return warningPair(reported.reason, `not scaled (${describeChanges(r.changes as ContainerChange[])}): ${String(r.message)}`);
     case "DryRun": {
       const wl = workload();
-      return normalPair("DryRun", `DryRun: would scale ${wl.kind ?? ""} ${wl.name}${afterOOMKill(r.trigger as AlertTrigger)}: ${describeChanges(r.changes as ContainerChange[])}`);
+      return normalPair("DryRun", `DryRun: would scale ${wl.kind ?? ""} ${wl.name}${becauseOf(r.trigger as AlertTrigger)}: ${describeChanges(r.changes as ContainerChange[])}`);
     }
     case "Scaled": {
       const scaled = reported as Extract<Reported, { reason: "Scaled"; multiplier: number }>;
@@ -164,7 +166,7 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
     }
     case "Resized": {
       const wl = workload();
-      return normalPair("Resized", `resized ${wl.kind ?? ""} ${wl.name} in place by ${String(r.multiplier)}${afterOOMKill(r.trigger as AlertTrigger)}: ${describeChanges(r.changes as ContainerChange[])}`);
+      return normalPair("Resized", `resized ${wl.kind ?? ""} ${wl.name} in place by ${String(r.multiplier)}${becauseOf(r.trigger as AlertTrigger)}: ${describeChanges(r.changes as ContainerChange[])}`);
     }
     default:
       return [];

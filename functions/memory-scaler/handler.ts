@@ -103,7 +103,7 @@ export function createHandler(deps: HandlerDeps): (context: FunctionContext, eve
       if (outcome.outcome === "scaled" && outcome.workload !== undefined) metrics.scales.inc({ kind: outcome.workload.kind });
       if (outcome.revert !== undefined && outcome.workload !== undefined) metrics.reverts.inc({ kind: outcome.workload.kind, result: outcome.revert });
       stopTimer({ outcome: outcome.outcome });
-      const line = { pod, outcome: outcome.outcome, reason: outcome.reason, appmonitor: outcome.appmonitor, workload: outcome.workload, changes: outcome.changes, skipped: outcome.skipped, attempts: outcome.attempts };
+      const line = { pod, trigger: outcome.trigger, outcome: outcome.outcome, reason: outcome.reason, appmonitor: outcome.appmonitor, workload: outcome.workload, changes: outcome.changes, skipped: outcome.skipped, attempts: outcome.attempts };
       if (outcome.warnings !== undefined) context.log.warn({ ...line, warnings: outcome.warnings }, outcome.message);
       else context.log.info(line, outcome.message);
       return { outcome: outcome.outcome, reason: outcome.reason };

@@ -90,7 +90,7 @@ export interface ContainerChange {
 
 /**
  * A container left unchanged, and why: the one shape of every step that leaves one out (the
- * decision, `scale/decide.ts`; the OOM-kill and threshold checks, `scale/evidence.ts`) and of the
+ * decision, `scale/decide.ts`; the OOM-kill, threshold and trend checks, `scale/evidence.ts`) and of the
  * outcome's `skipped` list. `R` narrows the reasons a step can give.
  */
 export interface SkippedContainer<R extends string = string> {

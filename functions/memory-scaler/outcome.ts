@@ -3,6 +3,7 @@
  * (`handler.ts`: 204 with `X-Appmonitor-Outcome` and `X-Appmonitor-Reason`). Its steps are
  * `scale/flow.ts`'s; which reasons write Events is `events.ts`'s table.
  */
+import type { AlertTrigger } from "../lib/alert-event.ts";
 import type { ContainerChange, SkippedContainer } from "./model.ts";
 
 /**
@@ -13,6 +14,9 @@ import type { ContainerChange, SkippedContainer } from "./model.ts";
  * - `BelowThreshold`, `NotMeasured`: Prometheus does not confirm the alert (step 5);
  * - `NotOOMKilled`: an OOM-kill event whose containers the Pod does not show OOM-killed
  *   recently (step 5, `scale/evidence.ts` `checkOOMKilled`);
+ * - `NotTrending`: a trend event whose containers Prometheus no longer predicts at their limit
+ *   within the AppMonitor's horizon, or whose AppMonitor no longer sets `spec.trend` (step 5,
+ *   `scale/evidence.ts` `checkTrend`);
  * - `AdmissionRefused`: the dry run of the patch or of the scaled Pod was refused (step 7);
  * - `Unschedulable`: the scaled Pod would request more memory than any Node's
  *   `status.allocatable.memory` (`scale/capacity.ts` `decideFit`): no patch, Warning Events (step 7);
@@ -48,6 +52,7 @@ export type OutcomeReason =
   | "BelowThreshold"
   | "NotMeasured"
   | "NotOOMKilled"
+  | "NotTrending"
   | "AdmissionRefused"
   | "Unschedulable"
   | "RolloutExceedsQuota"
@@ -69,6 +74,8 @@ export interface Outcome {
   readonly message: string;
   /** `<namespace>/<pod>` from the event. */
   readonly pod: string;
+  /** Which of the AppMonitor's alerts it answered, once it is one of theirs (`NotAppMonitorAlert` has none). */
+  readonly trigger?: AlertTrigger;
   /** Name of the governing AppMonitor, once known. */
   readonly appmonitor?: string;
   readonly workload?: { readonly kind: string; readonly name: string };

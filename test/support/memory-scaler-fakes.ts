@@ -8,6 +8,7 @@ import * as k8s from "@kubernetes/client-node";
 import { pino } from "pino";
 import type { AlertEventData } from "../../functions/lib/alert-event.ts";
 import type { Cluster } from "../../functions/memory-scaler/kube/cluster.ts";
+import type { Verifier } from "../../functions/memory-scaler/kube/prometheus.ts";
 import type { WorkloadKind, WorkloadObject } from "../../functions/memory-scaler/model.ts";
 import { createEventRecorder } from "../../functions/memory-scaler/kube/event-recorder.ts";
 import type { JsonPatchOperation } from "../../functions/memory-scaler/model.ts";
@@ -248,6 +249,20 @@ export function alertData(over: Partial<AlertEventData> = {}): AlertEventData {
     generatorURL: "",
     ...over,
   };
+}
+
+/**
+ * A Prometheus that answers the working sets and predictions it is given (bytes per container),
+ * or fails with the error given instead; a question it was given no answer for fails too: the
+ * test did not expect it to be asked.
+ */
+export function fakeVerifier(answers: { workingSets?: Map<string, number> | Error; predictions?: Map<string, number> | Error }): Verifier {
+  const answer = (what: keyof typeof answers) => async () => {
+    const given = answers[what] ?? new Error(`Prometheus was asked for ${what}`);
+    if (given instanceof Error) throw given;
+    return given;
+  };
+  return { workingSets: answer("workingSets"), predictions: answer("predictions") };
 }
 
 /** The flow's dependencies on `cluster`, a fixed clock (2025-06-01T12:00:00Z) and fast status retries. */

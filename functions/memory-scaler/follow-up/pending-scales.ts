@@ -62,7 +62,7 @@ export async function recordPendingScale(
     record.event,
     now,
   );
-  const entry = { time: record.time, workload: { kind, name }, event: record.event, changes: record.changes, dryRun: false, repair: true };
+  const entry = { time: record.time, workload: { kind, name }, event: record.event, changes: record.changes, dryRun: false, repair: true, ...(record.trigger === undefined ? {} : { trigger: record.trigger }) };
   const [problems] = await Promise.all([
     Promise.all(events.map((spec) => deps.events.record(spec))),
     deps.status.update(ref, repairedStatus(entry, { kind, generation: object?.metadata?.generation }, record.event, deps.status.limit), am.raw),

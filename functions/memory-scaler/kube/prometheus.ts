@@ -3,7 +3,9 @@
  * set and compare it with the memory limit of the Pod read from the API server (the authority
  * for the limit; it also works where only the working set is scraped, as on the local stack's
  * kwok). A container below the AppMonitor's threshold is not scaled: the alert is stale or
- * forged. Prometheus unavailable → 503, never a blind scale.
+ * forged. For a trend alert, ask instead for the working set `predict_linear` predicts at the
+ * AppMonitor's horizon (`scale/evidence.ts` `checkTrend` compares it with the limit).
+ * Prometheus unavailable → 503, never a blind scale.
  *
  * Working set: `container_memory_working_set_bytes{namespace,pod,container}` (cAdvisor, and
  * the kubelet's resource metrics), the measure the kubelet evicts by
@@ -13,7 +15,8 @@
 import axios from "axios";
 import type { AxiosInstance } from "axios";
 import { HttpError } from "../../lib/runtime/errors.ts";
-import { promqlString, regexQuote } from "../../lib/promql.ts";
+import type { AppMonitorTrend } from "../../lib/appmonitor.ts";
+import { promDuration, promqlNumber, promqlString, regexQuote } from "../../lib/promql.ts";
 
 /** The series of the working set, in bytes. */
 export const WORKING_SET_METRIC = "container_memory_working_set_bytes";
@@ -26,6 +29,19 @@ export interface Verifier {
    * it refuses the query (4xx) or answers something that is not a query result.
    */
   workingSets(namespace: string, pod: string, containers: readonly string[]): Promise<Map<string, number>>;
+  /**
+   * The working set in bytes each named container of the Pod is predicted to have
+   * `trend.horizonSeconds` from now, on the line fitted to its last `trend.windowSeconds`
+   * ({@link predictionQuery}); a container with fewer than two samples there is absent.
+   * @throws HttpError as {@link Verifier.workingSets} does.
+   */
+  predictions(namespace: string, pod: string, containers: readonly string[], trend: Required<Pick<AppMonitorTrend, "windowSeconds" | "horizonSeconds">>): Promise<Map<string, number>>;
+}
+
+/** The working set series of the named containers of one Pod. */
+function workingSetSelector(namespace: string, pod: string, containers: readonly string[]): string {
+  const names = containers.map(regexQuote).join("|");
+  return `${WORKING_SET_METRIC}{namespace=${promqlString(namespace)},pod=${promqlString(pod)},container=~${promqlString(names)}}`;
 }
 
 /**
@@ -33,8 +49,17 @@ export interface Verifier {
  * series per container, e.g. across a restart; the largest is the one an eviction would see).
  */
 export function workingSetQuery(namespace: string, pod: string, containers: readonly string[]): string {
-  const names = containers.map(regexQuote).join("|");
-  return `max by (container) (${WORKING_SET_METRIC}{namespace=${promqlString(namespace)},pod=${promqlString(pod)},container=~${promqlString(names)}})`;
+  return `max by (container) (${workingSetSelector(namespace, pod, containers)})`;
+}
+
+/**
+ * The instant query of a trend alert's evidence: per container, the largest of its series'
+ * `predict_linear` over the window, `horizonSeconds` ahead, as the trend rule's first condition
+ * computes it (rule-sync's `trendAlertExpression`).
+ */
+export function predictionQuery(namespace: string, pod: string, containers: readonly string[], trend: Required<Pick<AppMonitorTrend, "windowSeconds" | "horizonSeconds">>): string {
+  const range = `${workingSetSelector(namespace, pod, containers)}[${promDuration(trend.windowSeconds)}]`;
+  return `max by (container) (predict_linear(${range}, ${promqlNumber(trend.horizonSeconds)}))`;
 }
 
 /**
@@ -46,25 +71,26 @@ export function workingSetQuery(namespace: string, pod: string, containers: read
  */
 export function createPrometheusVerifier(baseUrl: URL, timeoutMs: number, client: AxiosInstance = axios.create()): Verifier {
   const endpoint = new URL("api/v1/query", baseUrl.href.endsWith("/") ? baseUrl : new URL(`${baseUrl.href}/`)).href;
-  return {
-    async workingSets(namespace, pod, containers) {
-      const query = workingSetQuery(namespace, pod, containers);
-      const deadline = AbortSignal.timeout(timeoutMs);
-      let data: unknown;
-      try {
-        const response = await client.get<unknown>(endpoint, { params: { query }, timeout: timeoutMs, signal: deadline, validateStatus: () => true });
-        if (response.status >= 500 || response.status === 429) {
-          throw new HttpError(503, `Prometheus unavailable: HTTP ${response.status}`);
-        }
-        if (response.status >= 400) throw new HttpError(500, `Prometheus refused the query ${query}: HTTP ${response.status}`);
-        data = response.data;
-      } catch (error) {
-        if (error instanceof HttpError) throw error;
-        if (deadline.aborted) throw new HttpError(503, `Prometheus unavailable: it did not answer the query within ${timeoutMs} ms`, { cause: error });
-        throw new HttpError(503, `Prometheus unavailable: ${(error as Error).message}`, { cause: error });
+  const vector = async (query: string): Promise<Map<string, number>> => {
+    const deadline = AbortSignal.timeout(timeoutMs);
+    let data: unknown;
+    try {
+      const response = await client.get<unknown>(endpoint, { params: { query }, timeout: timeoutMs, signal: deadline, validateStatus: () => true });
+      if (response.status >= 500 || response.status === 429) {
+        throw new HttpError(503, `Prometheus unavailable: HTTP ${response.status}`);
       }
-      return parseVector(data, query);
-    },
+      if (response.status >= 400) throw new HttpError(500, `Prometheus refused the query ${query}: HTTP ${response.status}`);
+      data = response.data;
+    } catch (error) {
+      if (error instanceof HttpError) throw error;
+      if (deadline.aborted) throw new HttpError(503, `Prometheus unavailable: it did not answer the query within ${timeoutMs} ms`, { cause: error });
+      throw new HttpError(503, `Prometheus unavailable: ${(error as Error).message}`, { cause: error });
+    }
+    return parseVector(data, query);
+  };
+  return {
+    workingSets: (namespace, pod, containers) => vector(workingSetQuery(namespace, pod, containers)),
+    predictions: (namespace, pod, containers, trend) => vector(predictionQuery(namespace, pod, containers, trend)),
   };
 }
 

@@ -1,10 +1,11 @@
 /**
- * What stands in for the Prometheus re-check when the event is an OOM-kill alert
- * (`trigger: "oomKilled"`): the Pod memory-scaler already read must itself show that the
- * container was OOM-killed, recently. Prometheus would not help: after the kill the restarted
- * container's working set is low again, which is the reason the OOM-kill alert exists
- * (DESIGN.md "Decisions that matter for correctness", OOM kills). Pure: the Pod is read by the
- * caller.
+ * The evidence each alert needs before its scale (pure; what it rests on is read by the caller):
+ * a threshold alert, Prometheus' working set at or above the threshold ({@link checkThreshold});
+ * a trend alert, Prometheus' prediction at or above the limit ({@link checkTrend}); an OOM-kill
+ * alert (`trigger: "oomKilled"`), the Pod memory-scaler already read must itself show that the
+ * container was OOM-killed, recently. Prometheus would not help there: after the kill the
+ * restarted container's working set is low again, which is the reason the OOM-kill alert exists
+ * (DESIGN.md "Decisions that matter for correctness", OOM kills).
  *
  * The kubelet records why a container's last run ended in its status:
  * `status.containerStatuses[]` (and `initContainerStatuses[]`, native sidecars included),
@@ -14,6 +15,7 @@
  * ContainerStateTerminated).
  */
 import type { AlertTrigger } from "../../lib/alert-event.ts";
+import type { AppMonitorTrend } from "../../lib/appmonitor.ts";
 import { floor, parseQuantity } from "../../lib/quantity.ts";
 import type { ContainerChange, ContainerMemory, SkippedContainer } from "../model.ts";
 import type { OutcomeReason, Scale, Skip } from "../outcome.ts";
@@ -108,19 +110,23 @@ export interface Checked {
   readonly skipped: readonly SkippedContainer[];
 }
 
+/** The skip reason of a check that measured a container and found against the alert, by trigger. */
+const REFUTED: Readonly<Record<Exclude<AlertTrigger, "oomKilled">, OutcomeReason>> = { threshold: "BelowThreshold", trend: "NotTrending" };
+
 /**
  * The plan after the alert's evidence was checked (the README's "What it does", step 5): the scale with the
  * containers the check kept, or, when it kept none, the skip. An OOM-kill alert's skip is
- * `NotOOMKilled` (`scale/evidence.ts`); a threshold alert's is `BelowThreshold` when any container was
- * measured below it, else the first container's reason (`NotMeasured`; `kube/prometheus.ts`). Its
- * message joins every dropped container's; `skipped` lists the plan's and the check's.
+ * `NotOOMKilled`; a threshold alert's `BelowThreshold` and a trend alert's `NotTrending` when
+ * any container was measured against it, else the first container's reason (`NotMeasured`;
+ * `kube/prometheus.ts`). Its message joins every dropped container's; `skipped` lists the plan's
+ * and the check's.
  */
 export function afterCheck(scale: Scale, trigger: AlertTrigger, checked: Checked): Skip | Scale {
   const skipped = [...scale.skipped, ...checked.skipped];
   if (checked.keep.length > 0) return { ...scale, changes: checked.keep, skipped };
   const message = checked.skipped.map((s) => s.message).join("; ");
   if (trigger === "oomKilled") return { action: "skip", reason: "NotOOMKilled", message, skipped };
-  const first = checked.skipped.find((s) => s.reason === "BelowThreshold") ?? checked.skipped[0];
+  const first = checked.skipped.find((s) => s.reason === REFUTED[trigger]) ?? checked.skipped[0];
   return { action: "skip", reason: (first?.reason as OutcomeReason | undefined) ?? "NotMeasured", message, skipped };
 }
 
@@ -170,6 +176,49 @@ export function checkThreshold(
   return { keep, skipped };
 }
 
+/**
+ * Splits `changes` into those whose container Prometheus predicts (`predictions`, bytes, from
+ * {@link Verifier.predictions}) at or above the alerting Pod's memory limit within the horizon,
+ * the trend alert's own claim (rule-sync's `trendAlertExpression`, condition 1), and the others:
+ * `NotTrending` (the growth stopped or slowed since the rule fired), `NotMeasured` (no
+ * prediction: fewer than two samples in the window). With `trend` undefined (the AppMonitor no
+ * longer sets `spec.trend`: its rule has no trend alert now) every change is `NotTrending`. Pure.
+ * @param podContainers the alerting Pod's containers, as read from the API server (the limit's authority)
+ * @param trend the AppMonitor's `spec.trend` as memory-scaler read it, for the messages
+ */
+export function checkTrend(
+  changes: readonly ContainerChange[],
+  podContainers: readonly ContainerMemory[],
+  predictions: ReadonlyMap<string, number>,
+  trend: Required<AppMonitorTrend> | undefined,
+): { keep: ContainerChange[]; skipped: SkippedContainer<"NotTrending" | "NotMeasured">[] } {
+  const keep: ContainerChange[] = [];
+  const skipped: SkippedContainer<"NotTrending" | "NotMeasured">[] = [];
+  for (const change of changes) {
+    const { container } = change;
+    if (trend === undefined) {
+      skipped.push({ container, reason: "NotTrending", message: `the AppMonitor no longer sets spec.trend: its trend alert for container ${container} is not acted on` });
+      continue;
+    }
+    const rate = `at the rate of the last ${trend.windowSeconds}s`;
+    const predicted = predictions.get(container);
+    const limitText = podContainers.find((c) => c.name === container)?.limit;
+    if (predicted === undefined || limitText === undefined) {
+      skipped.push({ container, reason: "NotMeasured", message: `Prometheus has no prediction for container ${container} ${rate}: cannot confirm the alert` });
+      continue;
+    }
+    const limit = Number(floor(parseQuantity(limitText)));
+    if (predicted >= limit) {
+      keep.push(change);
+    } else {
+      const percent = Math.round((predicted / limit) * 10_000) / 100;
+      const message = `container ${container} is not predicted to reach its ${limitText} limit within ${trend.horizonSeconds}s ${rate} (predicted ${percent}% of it)`;
+      skipped.push({ container, reason: "NotTrending", message });
+    }
+  }
+  return { keep, skipped };
+}
+
 /** What {@link checkEvidence} weighs besides the scale. */
 export interface EvidenceInput {
   readonly trigger: AlertTrigger;
@@ -180,20 +229,31 @@ export interface EvidenceInput {
   readonly oomWindowSeconds: number;
   /** The memory the alert measured against (`WriteTarget.running`): the threshold's base. */
   readonly running: readonly ContainerMemory[];
-  /** Working sets per container (bytes) from Prometheus; undefined: not asked (an OOM kill, or no `PROMETHEUS_URL`). */
+  /** Working sets per container (bytes) from Prometheus; undefined: not asked (not a threshold alert, or no `PROMETHEUS_URL`). */
   readonly workingSets: ReadonlyMap<string, number> | undefined;
   /** `spec.memThresholdPercent`. */
   readonly thresholdPercent: number;
+  /** Predicted working sets per container (bytes) from Prometheus; undefined: not asked (not a trend alert, no `spec.trend`, or no `PROMETHEUS_URL`). */
+  readonly predictions: ReadonlyMap<string, number> | undefined;
+  /** `spec.trend`, defaults applied; undefined: the AppMonitor sets none. */
+  readonly trend: Required<AppMonitorTrend> | undefined;
 }
 
 /**
  * The alert's evidence against a planned scale (pure): an OOM-kill alert needs the kill in the
  * Pod's statuses within the window ({@link checkOOMKilled}; Prometheus would show the restarted
  * container's low working set); a threshold alert the working set at or above the threshold
- * ({@link checkThreshold}), when Prometheus was asked. Then {@link afterCheck}.
+ * ({@link checkThreshold}), a trend alert the prediction at or above the limit
+ * ({@link checkTrend}), when Prometheus was asked; a trend alert of an AppMonitor without
+ * `spec.trend` is refused, asked or not. Then {@link afterCheck}.
  */
 export function checkEvidence(scale: Scale, input: EvidenceInput): Skip | Scale {
-  if (input.trigger === "oomKilled") return afterCheck(scale, input.trigger, checkOOMKilled(scale.changes, input.statuses, input.now, input.oomWindowSeconds));
+  const { trigger } = input;
+  if (trigger === "oomKilled") return afterCheck(scale, trigger, checkOOMKilled(scale.changes, input.statuses, input.now, input.oomWindowSeconds));
+  if (trigger === "trend") {
+    if (input.trend !== undefined && input.predictions === undefined) return scale;
+    return afterCheck(scale, trigger, checkTrend(scale.changes, input.running, input.predictions ?? new Map(), input.trend));
+  }
   if (input.workingSets === undefined) return scale;
-  return afterCheck(scale, input.trigger, checkThreshold(scale.changes, input.running, input.workingSets, input.thresholdPercent));
+  return afterCheck(scale, trigger, checkThreshold(scale.changes, input.running, input.workingSets, input.thresholdPercent));
 }

@@ -15,8 +15,9 @@
  * 3. The last scale made sure of, whatever this alert comes to (`report.ts` `repairReport`): its
  *    Events and status entry repaired, its revert told once. Failures are warnings.
  * 4. Act: the decision's skip (`AtCap` listed in `status.capped`); the alert's evidence
- *    (`evidence.ts`: an OOM kill in the Pod read at 1, or Prometheus' working set against the
- *    threshold; Prometheus unavailable → 503); who else sets the memory (`coexist/gate.ts`:
+ *    (`evidence.ts`: an OOM kill in the Pod read at 1, Prometheus' working set against the
+ *    threshold, or Prometheus' prediction against the limit for a trend alert; Prometheus
+ *    unavailable → 503); who else sets the memory (`coexist/gate.ts`:
  *    `HPAOnMemory`, `VPAControlled`, `GitOpsManaged`, `Reverted`); `DryRun`; the target's one
  *    compare-and-swap write. A lost race starts again at 1, at most `maxAttempts` rounds (then
  *    503): the next round sees what the winner wrote and skips, so deliveries never compound.
@@ -123,9 +124,22 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
   const { target, plan, appMonitor: am, data, trigger, now, log } = input;
   const { decision } = plan;
   if (decision.action === "skip") return { step: "decided", skip: decision };
-  // Prometheus for a threshold alert only: after an OOM kill the restarted container's working set is low again.
-  const workingSets = trigger === "threshold" ? await deps.verifier?.workingSets(data.namespace, data.pod, decision.changes.map((c) => c.container)) : undefined;
-  const evidence = { trigger, statuses: input.statuses, now, oomWindowSeconds: target.oomWindowSeconds(now), running: target.running, workingSets, thresholdPercent: am.spec.memThresholdPercent };
+  // Prometheus for a threshold or trend alert only: after an OOM kill the restarted container's working set is low again.
+  const containers = decision.changes.map((c) => c.container);
+  const { trend } = am.spec;
+  const workingSets = trigger === "threshold" ? await deps.verifier?.workingSets(data.namespace, data.pod, containers) : undefined;
+  const predictions = trigger === "trend" && trend !== undefined ? await deps.verifier?.predictions(data.namespace, data.pod, containers, trend) : undefined;
+  const evidence = {
+    trigger,
+    statuses: input.statuses,
+    now,
+    oomWindowSeconds: target.oomWindowSeconds(now),
+    running: target.running,
+    workingSets,
+    thresholdPercent: am.spec.memThresholdPercent,
+    predictions,
+    trend,
+  };
   const checked = checkEvidence(decision, evidence);
   if (checked.action === "skip") return { step: "unconfirmed", skip: checked };
   const { changes } = checked;
@@ -156,6 +170,7 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
   const base = { pod: `${data.namespace}/${data.pod}` };
   const origin = alertOrigin(data);
   if (origin.result === "none") return { ...base, outcome: "skipped", reason: origin.reason, message: origin.message, attempts: 0 };
+  const withTrigger = { ...base, trigger: origin.trigger };
   // Kept across rounds: a write's warnings stand whatever a later round comes to.
   const warnings: string[] = [];
   const write = (report: Omit<Report, "outcome">, subjects: Subjects, amRef: AppMonitorRef, now: Date) => applyReport(deps, { report, subjects, amRef, eventId, now, warnings });
@@ -163,11 +178,11 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
   for (let attempt = 1; ; attempt += 1) {
     // Observe.
     const observation = await observeFiring(deps.cluster, { namespace: data.namespace, pod: data.pod, appmonitor: origin.name }, log);
-    if (observation.result === "ended") return { ...base, outcome: "skipped", reason: observation.reason, message: observation.message, attempts: attempt };
+    if (observation.result === "ended") return { ...withTrigger, outcome: "skipped", reason: observation.reason, message: observation.message, attempts: attempt };
     const now = deps.now();
     const podRef = objectRef("v1", "Pod", data.namespace, data.pod, observation.pod.metadata?.uid);
     const named = observation.named;
-    const answer = (identity: object, report: Report): Outcome => ({ ...base, ...identity, ...report.outcome, attempts: attempt, ...(warnings.length > 0 ? { warnings } : {}) });
+    const answer = (identity: object, report: Report): Outcome => ({ ...withTrigger, ...identity, ...report.outcome, attempts: attempt, ...(warnings.length > 0 ? { warnings } : {}) });
     if (observation.result === "unsupported") {
       // No template to judge, so never scaled; warn so whoever opted this Pod in learns why.
       const report = reportOf({ step: "unsupported", message: observation.message }, { eventId, now, statusLimit: deps.status.limit, trigger: origin.trigger });
@@ -179,7 +194,7 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
 
     // Plan.
     const plan = planFiring({ target, monitors: observation.monitors, named, alert: data, now, statusLimit: deps.status.limit });
-    if (!plan.governed) return { ...base, ...withOwner, outcome: "skipped", reason: plan.reason, message: plan.message, attempts: attempt };
+    if (!plan.governed) return { ...withTrigger, ...withOwner, outcome: "skipped", reason: plan.reason, message: plan.message, attempts: attempt };
     const am = plan.appMonitor;
     const amRef = { namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid };
     const subjects: Subjects = { pod: podRef, appMonitor: appMonitorRef(am), cooldownSeconds: am.spec.cooldownSeconds, workload: target.ref };

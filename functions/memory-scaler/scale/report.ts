@@ -84,7 +84,8 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
   };
   const am = (): ValidAppMonitor => needed(context.appMonitor, "AppMonitor");
   const target = (): WriteTarget => needed(context.target, "target");
-  const entryOf = (scale: Scale) => ({ time: formatTimestamp(now), workload: target().workload, event: eventId, changes: scale.changes });
+  const trigger = context.trigger === "threshold" ? {} : { trigger: context.trigger };
+  const entryOf = (scale: Scale) => ({ time: formatTimestamp(now), workload: target().workload, event: eventId, changes: scale.changes, ...trigger });
   switch (ending.step) {
     case "unsupported":
       return { reported: [{ reason: "UnsupportedOwner", message: ending.message }], outcome: { outcome: "skipped", reason: "UnsupportedOwner", message: ending.message } };

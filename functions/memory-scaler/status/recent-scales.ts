@@ -39,6 +39,8 @@ export interface ScaleEntry {
   readonly held?: "GitOpsManaged" | "Reverted";
   /** True for a scale that applied again memory another writer had lowered. */
   readonly reverted?: boolean;
+  /** The alert that caused it when not the threshold alert (absent in a repair from a record that does not say). */
+  readonly trigger?: "oomKilled" | "trend";
 }
 
 /** The status fields this module writes. */
@@ -133,6 +135,7 @@ export function withScales(status: AppMonitorStatus | undefined, entries: readon
       ...(entry.dryRun ? { dryRun: true } : {}),
       ...(entry.held === undefined ? {} : { held: entry.held }),
       ...(entry.reverted === true ? { reverted: true } : {}),
+      ...(entry.trigger === undefined ? {} : { trigger: entry.trigger }),
     }));
     // What was not applied is listed once however often it is decided again (re-sent alerts).
     const fresh = isApplied(entry) ? records : records.filter((r) => !recent.some((old) => old.dryRun === r.dryRun && old.held === r.held && sameScale(old, r)));

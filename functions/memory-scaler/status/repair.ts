@@ -42,6 +42,6 @@ export function repairOf(input: {
   const workload = { kind: input.workload.kind, name: input.workload.name };
   const state = recordState((input.status?.recentScales ?? []) as RecordedScale[], { time: record.time, workload, event: record.event }, input.limit);
   const entry: ScaleEntry | undefined =
-    state === "missing" ? { time: record.time, workload, event: record.event, changes: record.changes, dryRun: false, repair: true } : undefined;
+    state === "missing" ? { time: record.time, workload, event: record.event, changes: record.changes, dryRun: false, repair: true, ...(record.trigger === undefined ? {} : { trigger: record.trigger }) } : undefined;
   return { action: "repair", record, entry };
 }

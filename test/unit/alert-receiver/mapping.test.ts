@@ -149,6 +149,8 @@ describe("mapAlert", () => {
 
   const triggerCases: { alertname: string | undefined; trigger: string }[] = [
     { alertname: "AppMonitorOOMKilled", trigger: "oomKilled" },
+    { alertname: "AppMonitorMemoryTrend", trigger: "trend" },
+    { alertname: "AppMonitorMemoryTrends", trigger: "threshold" },
     { alertname: "AppMonitorMemoryHigh", trigger: "threshold" },
     { alertname: "appmonitoroomkilled", trigger: "threshold" },
     { alertname: "AppMonitorOOMKilled2", trigger: "threshold" },

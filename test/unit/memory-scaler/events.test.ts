@@ -3,6 +3,7 @@
 // word after the evidence check (scale/plan.ts afterCheck).
 import { describe, test, it } from "node:test";
 import assert from "node:assert/strict";
+import type { AlertTrigger } from "../../../functions/lib/alert-event.ts";
 import type { ContainerChange } from "../../../functions/memory-scaler/model.ts";
 import { afterCheck } from "../../../functions/memory-scaler/scale/evidence.ts";
 import type { Scale } from "../../../functions/memory-scaler/outcome.ts";
@@ -50,6 +51,27 @@ describe("eventsOf: the Events of each outcome, one table", () => {
       events: [["Normal", "DryRun", "Deployment", "AppMonitor", `DryRun: would scale Deployment memhog after an OOM kill: ${summary}`, "e1"], ["Normal", "DryRun", "AppMonitor", "Deployment", `DryRun: would scale Deployment memhog after an OOM kill: ${summary}`, "e1"]],
     },
     {
+      reported: { reason: "DryRun", changes, trigger: "trend" },
+      events: [
+        ["Normal", "DryRun", "Deployment", "AppMonitor", `DryRun: would scale Deployment memhog on its trend toward the limit: ${summary}`, "e1"],
+        ["Normal", "DryRun", "AppMonitor", "Deployment", `DryRun: would scale Deployment memhog on its trend toward the limit: ${summary}`, "e1"],
+      ],
+    },
+    {
+      reported: { reason: "Scaled", changes, multiplier: 2, trigger: "trend" },
+      events: [
+        ["Normal", "Scaled", "Deployment", "AppMonitor", `scaled Deployment memhog by 2 on its trend toward the limit: ${summary}`, "e1"],
+        ["Normal", "Scaled", "AppMonitor", "Deployment", `scaled Deployment memhog by 2 on its trend toward the limit: ${summary}`, "e1"],
+      ],
+    },
+    {
+      reported: { reason: "Resized", changes, multiplier: 2, trigger: "trend" },
+      events: [
+        ["Normal", "Resized", "Deployment", "AppMonitor", `resized Deployment memhog in place by 2 on its trend toward the limit: ${summary}`, "e1"],
+        ["Normal", "Resized", "AppMonitor", "Deployment", `resized Deployment memhog in place by 2 on its trend toward the limit: ${summary}`, "e1"],
+      ],
+    },
+    {
       reported: { reason: "Scaled", changes, multiplier: 2, trigger: "threshold" },
       events: [["Normal", "Scaled", "Deployment", "AppMonitor", `scaled Deployment memhog by 2: ${summary}`, "e1"], ["Normal", "Scaled", "AppMonitor", "Deployment", `scaled Deployment memhog by 2: ${summary}`, "e1"]],
     },
@@ -85,7 +107,7 @@ describe("eventsOf: the Events of each outcome, one table", () => {
       reported: { reason: "Resized", changes, multiplier: 2, trigger: "threshold" },
       events: [["Normal", "Resized", "Deployment", "AppMonitor", `resized Deployment memhog in place by 2: ${summary}`, "e1"], ["Normal", "Resized", "AppMonitor", "Deployment", `resized Deployment memhog in place by 2: ${summary}`, "e1"]],
     },
-    ...["Cooldown", "RolloutUnderWay", "RolloutWaitsForDelete", "BelowThreshold", "NotMeasured", "NotOOMKilled", "NotCovered", "AppMonitorNotGoverning"].map((reason) => ({ reported: { reason, message: "m" }, events: [] })),
+    ...["Cooldown", "RolloutUnderWay", "RolloutWaitsForDelete", "BelowThreshold", "NotMeasured", "NotOOMKilled", "NotTrending", "NotCovered", "AppMonitorNotGoverning"].map((reason) => ({ reported: { reason, message: "m" }, events: [] })),
   ];
   for (const { reported, events } of cases) {
     const variant = "onDelete" in reported ? " (OnDelete, repaired)" : "replacement" in reported ? ` (Pods replaced, ${reported.replacement?.atRisk.length === 0 ? "nothing at risk" : "state at risk"})` : "";
@@ -151,12 +173,14 @@ describe("afterCheck: the plan after the alert's evidence is checked", () => {
   const scale: Scale = { action: "scale", changes, skipped: [{ container: "init", reason: "InitContainer", message: "an init container" }], dryRun: false };
   const sidecar: ContainerChange = { container: "sidecar", from: { limit: "64Mi" }, to: { limit: "128Mi" } };
   const drop = (container: string, reason: string) => ({ container, reason, message: `${container}: ${reason}` });
-  const cases: { name: string; trigger: "threshold" | "oomKilled"; keep: ContainerChange[]; dropped: ReturnType<typeof drop>[]; expected: { action: string; reason?: string; changes?: string[]; skipped: string[] } }[] = [
+  const cases: { name: string; trigger: AlertTrigger; keep: ContainerChange[]; dropped: ReturnType<typeof drop>[]; expected: { action: string; reason?: string; changes?: string[]; skipped: string[] } }[] = [
     { name: "kept: the scale with the kept containers, the dropped ones listed after the plan's", trigger: "threshold", keep: changes, dropped: [drop("sidecar", "BelowThreshold")], expected: { action: "scale", changes: ["memhog"], skipped: ["init", "sidecar"] } },
     { name: "none kept, one below the threshold: BelowThreshold wins over a first NotMeasured", trigger: "threshold", keep: [], dropped: [drop("memhog", "NotMeasured"), drop("sidecar", "BelowThreshold")], expected: { action: "skip", reason: "BelowThreshold", skipped: ["init", "memhog", "sidecar"] } },
     { name: "none kept, none measured: NotMeasured", trigger: "threshold", keep: [], dropped: [drop("memhog", "NotMeasured"), drop("sidecar", "NotMeasured")], expected: { action: "skip", reason: "NotMeasured", skipped: ["init", "memhog", "sidecar"] } },
     { name: "none kept of an OOM-kill alert: NotOOMKilled", trigger: "oomKilled", keep: [], dropped: [drop("memhog", "NotOOMKilled")], expected: { action: "skip", reason: "NotOOMKilled", skipped: ["init", "memhog"] } },
     { name: "an OOM-kill alert keeping one of two", trigger: "oomKilled", keep: [sidecar], dropped: [drop("memhog", "NotOOMKilled")], expected: { action: "scale", changes: ["sidecar"], skipped: ["init", "memhog"] } },
+    { name: "none kept of a trend alert, one not trending: NotTrending wins over a first NotMeasured", trigger: "trend", keep: [], dropped: [drop("memhog", "NotMeasured"), drop("sidecar", "NotTrending")], expected: { action: "skip", reason: "NotTrending", skipped: ["init", "memhog", "sidecar"] } },
+    { name: "none kept of a trend alert, none measured: NotMeasured", trigger: "trend", keep: [], dropped: [drop("memhog", "NotMeasured")], expected: { action: "skip", reason: "NotMeasured", skipped: ["init", "memhog"] } },
   ];
   for (const c of cases) {
     test(c.name, () => {

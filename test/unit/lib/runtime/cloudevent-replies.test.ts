@@ -30,7 +30,7 @@ import { createMetrics as createRuleSyncMetrics } from "../../../../functions/ru
 import { syncOne, type SyncDeps } from "../../../../functions/rule-sync/sync.ts";
 import { startFunction } from "../../../support/function-server.ts";
 import { alertEvent, type AlertEventOptions } from "../../../support/memory-scaler.ts";
-import { alertData, apiError, FakeCluster as ScalerCluster, flowDeps, memhogCluster, NS, ownedByJob, unannotateTemplate } from "../../../support/memory-scaler-fakes.ts";
+import { alertData, fakeVerifier, apiError, FakeCluster as ScalerCluster, flowDeps, memhogCluster, NS, ownedByJob, unannotateTemplate } from "../../../support/memory-scaler-fakes.ts";
 import { assertNoReplyEvent, describeAnswer, postEvent, type EventAnswer } from "../../../support/post-event.ts";
 import { apiError as ruleApiError, FakeCluster as RuleCluster, ref } from "../../../support/rule-sync-fakes.ts";
 
@@ -67,7 +67,7 @@ function assertHandledWithoutBody(answer: EventAnswer, outcome: string, reason: 
 
 describe("memory-scaler answers every handled event without a body", () => {
   const mi = 1024 * 1024;
-  const verifier = (workingSets: Map<string, number>): Verifier => ({ workingSets: async () => workingSets });
+  const verifier = (workingSets: Map<string, number>): Verifier => fakeVerifier({ workingSets });
   /** Replaces the Deployment's template container (memhogCluster shares one template object). */
   const templateMemory = (c: ScalerCluster, limit: string, request: string): void => {
     const key = `Deployment/${NS}/memhog`;

@@ -9,7 +9,7 @@ import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { HttpError } from "../../../../functions/lib/runtime/errors.ts";
-import { createPrometheusVerifier } from "../../../../functions/memory-scaler/kube/prometheus.ts";
+import { createPrometheusVerifier, predictionQuery, workingSetQuery } from "../../../../functions/memory-scaler/kube/prometheus.ts";
 import { waitUntil } from "../../../harness/lib/wait-until.ts";
 
 const VECTOR = JSON.stringify({ status: "success", data: { resultType: "vector", result: [{ metric: { container: "memhog" }, value: [1, "314572800"] }] } });
@@ -28,12 +28,27 @@ function behaviour(pod: string, res: ServerResponse): void {
   // "stalls": no answer at all.
 }
 
+describe("the queries", () => {
+  it("the working set: the largest series per container, the names regex-quoted", () => {
+    assert.equal(workingSetQuery("ns", "p-1", ["memhog", "a.b"]), 'max by (container) (container_memory_working_set_bytes{namespace="ns",pod="p-1",container=~"memhog|a\\\\.b"})');
+  });
+
+  it("the prediction: predict_linear over the AppMonitor's window, its horizon ahead, the largest per container (the trend rule's first condition)", () => {
+    assert.equal(
+      predictionQuery("ns", "p-1", ["memhog"], { windowSeconds: 600, horizonSeconds: 1800 }),
+      'max by (container) (predict_linear(container_memory_working_set_bytes{namespace="ns",pod="p-1",container=~"memhog"}[600s], 1800))',
+    );
+  });
+});
+
 describe("createPrometheusVerifier", () => {
   const open = new Set<ServerResponse>();
+  const queries: string[] = [];
   const server = createServer((req, res) => {
     open.add(res);
     res.on("close", () => open.delete(res));
     const query = new URL(req.url ?? "/", "http://prometheus").searchParams.get("query") ?? "";
+    queries.push(query);
     behaviour(/pod="([^"]+)"/.exec(query)?.[1] ?? "", res);
   });
   let url: URL;
@@ -49,6 +64,14 @@ describe("createPrometheusVerifier", () => {
   it("reads the working set of each container from the vector", async () => {
     const sets = await createPrometheusVerifier(url, 1_000).workingSets("ns", "answers", ["memhog"]);
     assert.deepEqual([...sets], [["memhog", 314572800]]);
+    assert.equal(queries.at(-1), workingSetQuery("ns", "answers", ["memhog"]));
+  });
+
+  it("reads the prediction of each container from the vector, asked with the prediction's query", async () => {
+    const trend = { windowSeconds: 300, horizonSeconds: 900 };
+    const predicted = await createPrometheusVerifier(url, 1_000).predictions("ns", "answers", ["memhog"], trend);
+    assert.deepEqual([...predicted], [["memhog", 314572800]]);
+    assert.equal(queries.at(-1), predictionQuery("ns", "answers", ["memhog"], trend));
   });
 
   for (const pod of ["stalls", "trickles"]) {

@@ -1,16 +1,17 @@
-// memory-scaler on an OOM-kill event (trigger oomKilled): the pure check of the Pod's container
-// statuses (functions/memory-scaler/scale/evidence.ts) as a table, and the flow around it against the
-// in-memory cluster. The same flow against a real API server with kwok:
-// test/integration/memory-scaler-oom.test.ts.
+// The evidence of each alert (functions/memory-scaler/scale/evidence.ts): on an OOM-kill event
+// (trigger oomKilled) the pure check of the Pod's container statuses as a table, and the flow
+// around it against the in-memory cluster (the same flow against a real API server with kwok:
+// test/integration/memory-scaler-oom.test.ts); Prometheus' working set against the threshold;
+// on a trend event (trigger trend) Prometheus' prediction against the limit, and the flow around it.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type * as k8s from "@kubernetes/client-node";
 import { pino } from "pino";
 import { type ContainerChange, formatScaleRecord, parseScaleRecord } from "../../../../functions/memory-scaler/model.ts";
-import { checkOOMKilled, checkThreshold, type ContainerStatusLike, OOM_KILL_RECENT_SECONDS } from "../../../../functions/memory-scaler/scale/evidence.ts";
+import { checkOOMKilled, checkThreshold, checkTrend, type ContainerStatusLike, OOM_KILL_RECENT_SECONDS } from "../../../../functions/memory-scaler/scale/evidence.ts";
 import { handleFiring } from "../../../../functions/memory-scaler/scale/flow.ts";
 import { type Verifier, workingSetQuery } from "../../../../functions/memory-scaler/kube/prometheus.ts";
-import { alertData, FakeCluster, flowDeps as deps, memhogCluster, NS } from "../../../support/memory-scaler-fakes.ts";
+import { alertData, fakeVerifier, FakeCluster, flowDeps as deps, memhogCluster, NS } from "../../../support/memory-scaler-fakes.ts";
 
 const silent = pino({ level: "silent" });
 const NOW = new Date("2025-06-01T12:00:00Z");
@@ -79,9 +80,7 @@ const oomEvent = (over: Parameters<typeof alertData>[0] = {}) =>
   alertData({ alertname: "AppMonitorOOMKilled", trigger: "oomKilled", labels: { alertname: "AppMonitorOOMKilled", namespace: NS, pod: "memhog-5d8f-x2", container: "memhog", appmonitor: "mymonitor" }, ...over });
 
 /** A verifier that must not be asked: an OOM-kill event is not checked against Prometheus. */
-const refusingVerifier: Verifier = {
-  workingSets: () => Promise.reject(new Error("Prometheus was asked about an OOM-kill event")),
-};
+const refusingVerifier: Verifier = fakeVerifier({});
 
 describe("handleFiring on an OOM-kill event", () => {
   it("scales once with the AppMonitor's multiplier, without asking Prometheus; the Scaled Event says it was an OOM kill", async () => {
@@ -129,7 +128,7 @@ describe("handleFiring on an OOM-kill event", () => {
   it("a threshold event for an OOM-killed Pod still goes through Prometheus", async () => {
     const cluster = memhogCluster();
     oomKilled(cluster, 60);
-    const low: Verifier = { workingSets: () => Promise.resolve(new Map([["memhog", 10 * 1024 * 1024]])) };
+    const low = fakeVerifier({ workingSets: new Map([["memhog", 10 * 1024 * 1024]]) });
     const outcome = await handleFiring(deps(cluster, { verifier: low }), "e1", alertData(), silent);
     assert.equal(outcome.reason, "BelowThreshold");
   });
@@ -192,5 +191,88 @@ describe("Prometheus check", () => {
     assert.deepEqual(keep.map((c) => c.container), ["hot"], "288Mi of 384Mi is exactly 75%");
     assert.deepEqual(skipped.map((s) => [s.container, s.reason]), [["cold", "BelowThreshold"], ["unseen", "NotMeasured"]]);
     assert.equal(skipped[0]?.percent, 26.04);
+  });
+});
+
+describe("checkTrend", () => {
+  const mi = 1024 * 1024;
+  const trend = { horizonSeconds: 1800, windowSeconds: 600, floorPercent: 50 };
+  const pod = [{ name: "rising", limit: "384Mi" }, { name: "level", limit: "384Mi" }, { name: "new", limit: "384Mi" }];
+  const predictions = new Map([["rising", 384 * mi], ["level", 250 * mi]]);
+
+  it("keeps the containers predicted at or above the limit of the Pod read, skips the others with a reason", () => {
+    const { keep, skipped } = checkTrend([change("rising"), change("level"), change("new")], pod, predictions, trend);
+    assert.deepEqual(keep.map((c) => c.container), ["rising"], "384Mi predicted of a 384Mi limit reaches it");
+    assert.deepEqual(skipped.map((s) => [s.container, s.reason]), [["level", "NotTrending"], ["new", "NotMeasured"]]);
+    assert.equal(skipped[0]?.message, "container level is not predicted to reach its 384Mi limit within 1800s at the rate of the last 600s (predicted 65.1% of it)");
+    assert.match(skipped[1]?.message ?? "", /Prometheus has no prediction for container new at the rate of the last 600s/);
+  });
+
+  it("an AppMonitor that no longer sets spec.trend: NotTrending, whatever Prometheus predicts", () => {
+    const { keep, skipped } = checkTrend([change("rising")], pod, predictions, undefined);
+    assert.deepEqual(keep, []);
+    assert.deepEqual(skipped.map((s) => [s.container, s.reason]), [["rising", "NotTrending"]]);
+    assert.match(skipped[0]?.message ?? "", /no longer sets spec\.trend/);
+  });
+});
+
+describe("handleFiring on a trend event", () => {
+  const mi = 1024 * 1024;
+  const trend = { horizonSeconds: 1800, windowSeconds: 600 };
+  const trendEvent = () =>
+    alertData({ alertname: "AppMonitorMemoryTrend", trigger: "trend", value: 60, labels: { alertname: "AppMonitorMemoryTrend", namespace: NS, pod: "memhog-5d8f-x2", container: "memhog", appmonitor: "mymonitor" } });
+  const trending = (spec: Record<string, unknown> = { memThresholdPercent: 75, memMultiplier: 2, trend }) => memhogCluster(spec);
+  /** Answers predictions only, and records what it was asked with. */
+  const predicting = (bytes: number, asked: unknown[] = []): Verifier => ({
+    ...fakeVerifier({}),
+    predictions: async (...args) => {
+      asked.push(args);
+      return new Map([["memhog", bytes]]);
+    },
+  });
+
+  it("scales once Prometheus predicts the limit within the AppMonitor's horizon, asked with its window; the Events, the status and the outcome say trend", async () => {
+    const cluster = trending();
+    const asked: unknown[] = [];
+    const outcome = await handleFiring(deps(cluster, { verifier: predicting(400 * mi, asked) }), "t-1", trendEvent(), silent);
+    assert.equal(outcome.outcome, "scaled", outcome.message);
+    assert.equal(outcome.trigger, "trend");
+    assert.deepEqual(asked, [[NS, "memhog-5d8f-x2", ["memhog"], { horizonSeconds: 1800, windowSeconds: 600, floorPercent: 50 }]]);
+    assert.deepEqual(outcome.changes, [{ container: "memhog", from: { limit: "384Mi", request: "256Mi" }, to: { limit: "768Mi", request: "512Mi" } }]);
+    const notes = cluster.events.filter((e) => e.reason === "Scaled").map((e) => e.note);
+    assert.equal(notes.length, 2);
+    for (const note of notes) assert.match(note ?? "", /^scaled Deployment memhog by 2 on its trend toward the limit: memhog: limit 384Mi → 768Mi/);
+    const status = cluster.appMonitors.get(`${NS}/mymonitor`)?.status as { recentScales?: { trigger?: string }[]; scaleCount?: number } | undefined;
+    assert.equal(status?.scaleCount, 1);
+    assert.deepEqual(status?.recentScales?.map((r) => r.trigger), ["trend"]);
+  });
+
+  it("a prediction below the limit: NotTrending, nothing written", async () => {
+    const cluster = trending();
+    const outcome = await handleFiring(deps(cluster, { verifier: predicting(300 * mi) }), "t-1", trendEvent(), silent);
+    assert.equal(outcome.outcome, "skipped");
+    assert.equal(outcome.reason, "NotTrending");
+    assert.match(outcome.message, /not predicted to reach its 384Mi limit within 1800s at the rate of the last 600s \(predicted 78\.13% of it\)/);
+    assert.equal(cluster.writes.length, 0);
+    assert.deepEqual(cluster.events, []);
+  });
+
+  it("an AppMonitor without spec.trend: NotTrending, Prometheus not asked", async () => {
+    const cluster = trending({ memThresholdPercent: 75, memMultiplier: 2 });
+    const outcome = await handleFiring(deps(cluster, { verifier: fakeVerifier({}) }), "t-1", trendEvent(), silent);
+    assert.equal(outcome.reason, "NotTrending");
+    assert.equal(cluster.writes.length, 0);
+  });
+
+  it("without PROMETHEUS_URL the trend alert is taken as it is, as a threshold alert would be", async () => {
+    assert.equal((await handleFiring(deps(trending()), "t-1", trendEvent(), silent)).outcome, "scaled");
+  });
+
+  it("the threshold alert of the same Pod after the trend's scale: no second scale", async () => {
+    const cluster = trending();
+    assert.equal((await handleFiring(deps(cluster, { verifier: predicting(400 * mi) }), "t-1", trendEvent(), silent)).outcome, "scaled");
+    const threshold = await handleFiring(deps(cluster, { verifier: fakeVerifier({ workingSets: new Map([["memhog", 300 * mi]]) }) }), "e-1", alertData(), silent);
+    assert.equal(threshold.outcome, "skipped");
+    assert.equal(cluster.writes.length, 1);
   });
 });

@@ -13,12 +13,12 @@ import { HttpError } from "../../../../functions/lib/runtime/errors.ts";
 import { resolveWorkload } from "../../../../functions/memory-scaler/scale/observe.ts";
 import { handleFiring } from "../../../../functions/memory-scaler/scale/flow.ts";
 import { createStatusWriter } from "../../../../functions/memory-scaler/kube/status-writer.ts";
-import type { Verifier } from "../../../../functions/memory-scaler/kube/prometheus.ts";
 import {
   alertData as data,
   apiError,
   editPod,
   FakeCluster,
+  fakeVerifier,
   flowDeps as deps,
   memhogCluster,
   NS,
@@ -275,14 +275,14 @@ describe("handleFiring", () => {
 
   it("Prometheus below the threshold: skipped; unavailable: 503", async () => {
     const mi = 1024 * 1024;
-    const below: Verifier = { workingSets: async () => new Map([["memhog", 100 * mi]]) };
+    const below = fakeVerifier({ workingSets: new Map([["memhog", 100 * mi]]) });
     const cluster = memhogCluster();
     const outcome = await handleFiring(deps(cluster, { verifier: below }), "e1", data(), silent);
     assert.equal(outcome.reason, "BelowThreshold");
     assert.equal(cluster.writes.length, 0);
-    const down: Verifier = { workingSets: async () => Promise.reject(new HttpError(503, "Prometheus unavailable")) };
+    const down = fakeVerifier({ workingSets: new HttpError(503, "Prometheus unavailable") });
     await assert.rejects(handleFiring(deps(cluster, { verifier: down }), "e1", data(), silent), (error: unknown) => error instanceof HttpError && error.status === 503);
-    const above: Verifier = { workingSets: async () => new Map([["memhog", 300 * mi]]) };
+    const above = fakeVerifier({ workingSets: new Map([["memhog", 300 * mi]]) });
     assert.equal((await handleFiring(deps(cluster, { verifier: above }), "e1", data(), silent)).outcome, "scaled");
   });
 

@@ -18,6 +18,14 @@ describe("alertOrigin", () => {
     { name: "with trigger threshold, as alert-receiver sends it", data: { ...ours, trigger: "threshold" }, want: "mymonitor threshold" },
     { name: "the OOM-kill alert", data: { ...ours, alertname: "AppMonitorOOMKilled", trigger: "oomKilled" }, want: "mymonitor oomKilled" },
     { name: "the OOM-kill alert from an older alert-receiver (no trigger)", data: { ...ours, alertname: "AppMonitorOOMKilled" }, want: "mymonitor oomKilled" },
+    { name: "the trend alert", data: { ...ours, alertname: "AppMonitorMemoryTrend", trigger: "trend" }, want: "mymonitor trend" },
+    {
+      name: "the trend alert through an alert-receiver that does not know it (trigger threshold)",
+      data: { ...ours, alertname: "AppMonitorMemoryTrend", trigger: "threshold" },
+      want: "NotAppMonitorAlert",
+      message: /trigger threshold contradicts its alertname AppMonitorMemoryTrend \(trigger trend\)/,
+    },
+    { name: "trigger trend on the threshold alert", data: { ...ours, trigger: "trend" }, want: "NotAppMonitorAlert", message: /contradicts/ },
     {
       name: "trigger oomKilled on the threshold alert",
       data: { ...ours, trigger: "oomKilled" },
@@ -27,7 +35,7 @@ describe("alertOrigin", () => {
     { name: "trigger threshold on the OOM-kill alert", data: { ...ours, alertname: "AppMonitorOOMKilled", trigger: "threshold" }, want: "NotAppMonitorAlert", message: /contradicts/ },
     { name: "no appmonitor label", data: { ...ours, appmonitor: undefined, labels: { alertname: "AppMonitorMemoryHigh" } }, want: "NotAppMonitorAlert", message: /has no appmonitor label/ },
     { name: "an empty appmonitor label", data: { ...ours, appmonitor: "" }, want: "NotAppMonitorAlert", message: /has no appmonitor label/ },
-    { name: "another alertname, even with an appmonitor label", data: { ...ours, alertname: "KubeContainerOOMKilled" }, want: "NotAppMonitorAlert", message: /alertname is "KubeContainerOOMKilled", not AppMonitorMemoryHigh or AppMonitorOOMKilled/ },
+    { name: "another alertname, even with an appmonitor label", data: { ...ours, alertname: "KubeContainerOOMKilled" }, want: "NotAppMonitorAlert", message: /alertname is "KubeContainerOOMKilled", not AppMonitorMemoryHigh or AppMonitorOOMKilled or AppMonitorMemoryTrend/ },
     { name: "no alertname", data: { ...ours, alertname: "" }, want: "NotAppMonitorAlert", message: /alertname is ""/ },
     {
       name: "kube-state-metrics scraped without honor_labels",
