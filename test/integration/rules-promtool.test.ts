@@ -89,8 +89,8 @@ interface Container {
   pod: string;
   /** `""` is the Pod-level cgroup, `POD` the pause container. */
   container: string;
-  /** Percent of LIMIT, or a list of percents, one per sample (`undefined`: no sample yet). */
-  usage: number | (number | undefined)[];
+  /** Percent of LIMIT, or a list of percents, one per sample (`undefined`: no sample; `null`: the series ended). */
+  usage: number | (number | null | undefined)[];
   limited: boolean;
   /** Pod opts in with the annotation (kube-state-metrics join). */
   annotated: boolean;
@@ -102,11 +102,12 @@ interface Container {
 
 /**
  * promtool's values of `usage`, `steps` + 1 samples (`axn` is n + 1 of them): a list shorter than
- * that has its last value held; an `undefined` percent is a missing sample (`_`).
+ * that has its last value held; an `undefined` percent is a missing sample (`_`), a `null` one the
+ * staleness marker Prometheus writes when a scrape no longer has the series (`stale`).
  */
-function values(usage: number | (number | undefined)[], steps = STEPS): string {
+function values(usage: number | (number | null | undefined)[], steps = STEPS): string {
   if (typeof usage === "number") return `${bytesAt(usage)}x${steps}`;
-  const listed = usage.map((p) => (p === undefined ? "_" : String(bytesAt(p))));
+  const listed = usage.map((p) => (p === undefined ? "_" : p === null ? "stale" : String(bytesAt(p))));
   if (usage.length > steps) return listed.join(" ");
   return [...listed, `${bytesAt(usage.at(-1) ?? 0)}x${steps - usage.length}`].join(" ");
 }
@@ -491,7 +492,7 @@ describe("promtool test rules: the trend alert", () => {
     ...MONITOR,
     spec: { ...MONITOR.spec, trend: { horizonSeconds: HORIZON, windowSeconds, floorPercent: 50 } },
   });
-  const series = (percentAt: (k: number) => number | undefined) => Array.from({ length: SAMPLES + 1 }, (_, k) => percentAt(k));
+  const series = (percentAt: (k: number) => number | null | undefined) => Array.from({ length: SAMPLES + 1 }, (_, k) => percentAt(k));
   const trendAlert = (pod: string, percent: number, windowSeconds: number) => ({
     exp_labels: { alertname: TREND_ALERT_NAME, namespace: "shop", pod, container: "app", appmonitor: "memhog-monitor", severity: "warning" },
     exp_annotations: {
@@ -567,6 +568,17 @@ describe("promtool test rules: the trend alert", () => {
         input_series: inputSeries([{ ...base, pod: "surge", usage: surge }], source, SAMPLES),
         alert_rule_test: neverFires,
         promql_expr_test: [13, 14, 15, 16, 17].map((m) => lineReachesLimit("surge", 600, m * 60)),
+      });
+    });
+
+    test(`${source}: a container restarted while its trend held (the old series grew to 71 % and ended, the new one runs at 55 %) does not fire, though the old series' line still reaches the limit: the guards read every series of the container`, async () => {
+      // The old container's series ends at 31 minutes with a staleness marker, the new one starts beside it.
+      const before = series((k) => (k < 124 ? 40 + 0.25 * k : k === 124 ? null : undefined));
+      const after = series((k) => (k < 124 ? undefined : 55));
+      await run(trendMonitor(600), source, {
+        input_series: inputSeries([{ ...base, pod: "restarted", usage: before, id: "/kubepods/restarted/app-1" }, { ...base, pod: "restarted", usage: after, id: "/kubepods/restarted/app-2" }], source, SAMPLES),
+        alert_rule_test: [31, 32, 33, 34, 36, 40].map((m) => ({ eval_time: `${m}m`, alertname: TREND_ALERT_NAME, exp_alerts: [] })),
+        promql_expr_test: [32, 34, 36].map((m) => lineReachesLimit("restarted", 600, m * 60)),
       });
     });
 
