@@ -26,6 +26,11 @@
  * reads kube-state-metrics (cAdvisor misses the kill of a container's PID 1), and the chain goes
  * on after the scale until the new container is killed at its new limit too and memory-scaler
  * skips that kill's alert: one scale per cooldown, read from the kernel's own enforcement.
+ *
+ * With `trend` (on the real node) the AppMonitor also sets `spec.trend`, memhog grows steadily
+ * without end, and the rule's early-warning alert, AppMonitorMemoryTrend, is to scale it before
+ * its working set reaches the threshold: the chain reads the old Pod's working set back from
+ * Prometheus, for the caller to see where the scale came on it.
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -105,12 +110,18 @@ export interface ChainResult {
   newPod: string;
   /**
    * What memory-scaler recorded: the AppMonitor's `status.scaleCount`, the trigger in the
-   * Deployment's last-scale record (`oomKilled`; absent for a threshold scale), the Deployment's
-   * `Scaled` Events' notes.
+   * Deployment's last-scale record (`oomKilled`; absent for a threshold scale), the trigger of the
+   * newest `status.recentScales` entry (`oomKilled`, `trend`; absent for a threshold scale), the
+   * Deployment's `Scaled` Events' notes.
    */
-  recorded: { scaleCount?: number; trigger?: string; scaledEvents: string[] };
-  /** Every decision memory-scaler logged, in order: Pod, outcome and reason. */
-  decisions: { pod: string; outcome: string; reason: string }[];
+  recorded: { scaleCount?: number; trigger?: string; statusTrigger?: string; scaledEvents: string[] };
+  /** Every decision memory-scaler logged, in order: Pod, the alert's trigger, outcome and reason. */
+  decisions: { pod: string; trigger?: string; outcome: string; reason: string }[];
+  /**
+   * With `trend`: the old Pod's working set as Prometheus scraped it (cAdvisor's endpoint), from
+   * its start to the patch, and the threshold and limit in bytes it is measured against.
+   */
+  workingSet?: { samples: { at: number; bytes: number }[]; threshold: number; limit: number };
 }
 
 /** The hop that did not happen: its name, and why. */
@@ -167,6 +178,12 @@ export interface ChainOptions {
    */
   oomKill?: boolean;
   /**
+   * The AppMonitor also sets `spec.trend` and `spec.forSeconds` as given, and memhog (on the real
+   * node, needs `realNode`) grows at `rate` without end: the trend alert is the one to fire and
+   * to scale it, before its working set reaches the threshold.
+   */
+  trend?: ChainTrend;
+  /**
    * rule-sync's `METRIC_SOURCE`; default `cadvisor`, as shipped.
    */
   metricSource?: "cadvisor" | "kube-state-metrics";
@@ -191,6 +208,16 @@ export interface ChainWorkload {
   readonly container: string;
   /** Selects the Deployment's Pods, e.g. `name=memhog`. */
   readonly labelSelector: string;
+}
+
+/** The trend run of a chain ({@link ChainOptions.trend}). */
+export interface ChainTrend {
+  /** The AppMonitor's `spec.trend`. */
+  readonly spec: { readonly horizonSeconds: number; readonly windowSeconds: number; readonly floorPercent: number };
+  /** The AppMonitor's `spec.forSeconds`: the trend alert's `for`. */
+  readonly forSeconds: number;
+  /** memhog's `MEMHOG_RATE`, a quantity per second. */
+  readonly rate: string;
 }
 
 /** The original demo's memhog Deployment (knative/examples/memhog.yaml). */
@@ -257,17 +284,18 @@ async function serviceAccountKubeconfig(admin: k8s.KubeConfig, name: string, dir
 
 /**
  * The original memhog manifest with the real node's nodeSelector and toleration added to its Pod
- * template; with `oom`, memhog also grows without end ({@link REAL_OOM_MEMORY}) until the kernel kills it.
+ * template; with `grow`, memhog also grows without end: under {@link REAL_OOM_MEMORY} until the
+ * kernel kills it (`"oom"`), or at the trend's rate under the original limit (a {@link ChainTrend}).
  */
-function onRealNode(yamlText: string, oom = false, container = "memhog"): string {
+function onRealNode(yamlText: string, grow: "oom" | ChainTrend | undefined, container = "memhog"): string {
   return parseAllDocuments(yamlText).map((doc) => {
     const obj = doc.toJS() as k8s.V1Deployment;
     const spec = obj.kind === "Deployment" ? obj.spec?.template.spec : undefined;
     if (spec) Object.assign(spec, REAL_NODE_PLACEMENT);
     const memhog = spec?.containers.find((c) => c.name === container);
-    if (oom && memhog) {
-      memhog.env = [{ name: "MEMHOG_MODE", value: "grow" }, { name: "MEMHOG_RATE", value: REAL_OOM_MEMORY.rate }];
-      memhog.resources = { limits: { memory: REAL_OOM_MEMORY.limit }, requests: { memory: REAL_OOM_MEMORY.request } };
+    if (grow !== undefined && memhog) {
+      memhog.env = [{ name: "MEMHOG_MODE", value: "grow" }, { name: "MEMHOG_RATE", value: grow === "oom" ? REAL_OOM_MEMORY.rate : grow.rate }];
+      if (grow === "oom") memhog.resources = { limits: { memory: REAL_OOM_MEMORY.limit }, requests: { memory: REAL_OOM_MEMORY.request } };
     }
     return stringify(obj);
   }).join("---\n");
@@ -324,7 +352,7 @@ interface Run {
   readonly state: StackState;
   readonly options: ChainOptions;
   readonly namespace: string;
-  /** The alert the run expects: the threshold alert, or the OOM-kill alert with `oomKill`. */
+  /** The alert the run expects: the threshold alert, the OOM-kill alert with `oomKill`, the trend alert with `trend`. */
   readonly alertname: string;
   readonly hops: Hop[];
   /** Records a hop (now and {@link POLLED}, unless `at` and its clock are given) and tells `options.onHop`. */
@@ -359,6 +387,14 @@ const DECISIONS = ["scaled", "skipped", "dry-run"];
 
 /** The AppMonitor's `memThresholdPercent` and `forSeconds` as the API server stored them (its defaults applied). */
 type StoredAppMonitor = k8s.KubernetesObject & { spec?: { memThresholdPercent?: number; forSeconds?: number } };
+
+/** The original demo's AppMonitor, with the trend's `spec.trend` and `forSeconds` when there is one. */
+async function appMonitorManifest(trend: ChainTrend | undefined): Promise<string> {
+  const text = await file("knative/examples/appmonitor.yaml");
+  if (trend === undefined) return text;
+  const monitor = parseAllDocuments(text)[0]?.toJS() as { spec: Record<string, unknown> };
+  return stringify({ ...monitor, spec: { ...monitor.spec, forSeconds: trend.forSeconds, trend: trend.spec } });
+}
 
 /** The value of an instant query's first series, as Prometheus writes it; undefined when it has none. */
 async function promValue(state: StackState, query: string): Promise<string | undefined> {
@@ -473,7 +509,7 @@ async function routeAlerts(run: Run, receiverUrl: string, webhookToken: string):
  */
 async function syncRule(run: Run, ruleSync: FunctionProcess): Promise<{ stored: StoredAppMonitor; groups: { name: string }[] }> {
   const { state, options, namespace, hops, hop, admin, custom } = run;
-  await apply(state, await file("knative/examples/appmonitor.yaml"), namespace);
+  await apply(state, await appMonitorManifest(options.trend), namespace);
   const stored = (await custom.getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace, plural: "appmonitors", name: "mymonitor" })) as StoredAppMonitor;
   if (options.eventing) {
     // The ApiServerSource's adapter sees the new object and sends its add event to the Broker.
@@ -529,7 +565,7 @@ async function loadRule(run: Run, ruleFile: string, groups: { name: string }[]):
 async function startMemhog(run: Run): Promise<MemhogPod> {
   const { state, options, namespace, hops, hop, core, workload } = run;
   // memhog's growing mode is memhog's: another workload grows by its own means.
-  const grow = options.oomKill === true && options.workload === undefined;
+  const grow = options.workload !== undefined ? undefined : options.oomKill === true ? "oom" : options.trend;
   await apply(state, options.realNode ? onRealNode(workload.manifest, grow, workload.container) : workload.manifest, namespace);
   const pod = await until(`${workload.name} Pod Running`, hops, 60_000, async () => {
     const pods = (await core.listNamespacedPod({ namespace, labelSelector: workload.labelSelector })).items.filter((p) => p.status?.phase === "Running");
@@ -555,6 +591,11 @@ async function causeAlert(run: Run, old: MemhogPod, stored: StoredAppMonitor): P
   const percent = stored.spec?.memThresholdPercent ?? 75;
   const threshold = floor(multiply(parseQuantity(old.memory.limit ?? "0"), rational(BigInt(Math.round(percent * 100)), 10_000n)));
   const realKill = options.realNode && options.oomKill;
+  if (options.trend !== undefined) {
+    // The trend's own cause: memhog grows from its start; the scale is to come before the crossing.
+    hop("memhog grows steadily", Date.now(), `at ${options.trend.rate}/s toward its limit ${old.memory.limit} (threshold ${percent}%, ${threshold} bytes)`);
+    return;
+  }
   if (realKill) {
     // The kernel kills the container at its limit; the kubelet reports it when it restarts the container.
     const killed = await until(`the kernel OOM-kills ${container}`, hops, 60_000, async () =>
@@ -615,7 +656,8 @@ async function alertFires(run: Run, oldName: string, stored: StoredAppMonitor): 
   };
   // The OOM-kill alert has no `for`: it fires at its first evaluation, never pending.
   if (!options.oomKill) {
-    const pending = await until("the alert goes pending in Prometheus", hops, 30_000, () => alertFor("pending"));
+    // The trend alert waits for its window to fill above the floor first.
+    const pending = await until("the alert goes pending in Prometheus", hops, options.trend === undefined ? 30_000 : 300_000, () => alertFor("pending"));
     hop("alert pending in Prometheus", Date.parse(pending.activeAt), `${pending.labels.alertname}{appmonitor="${pending.labels.appmonitor}"}, for ${stored.spec?.forSeconds ?? 60} s`, { source: "Prometheus's activeAt of the alert", resolutionMs: 1 });
   }
   await until("the alert fires in Prometheus", hops, 180_000, () => alertFor("firing"));
@@ -700,7 +742,8 @@ async function awaitMemhogPod(run: Run, scaler: FunctionProcess, old: MemhogPod)
 
 /**
  * What memory-scaler recorded of the scale: the AppMonitor's `status.scaleCount`, the trigger in
- * the Deployment's last-scale record, the Deployment's `Scaled` Events' notes.
+ * the Deployment's last-scale record and in the newest `recentScales` entry, the Deployment's
+ * `Scaled` Events' notes.
  * @throws HopError when the new Pod's resources differ from the Deployment's template.
  */
 async function recordedScale(run: Run, after: Memory): Promise<ChainResult["recorded"]> {
@@ -711,15 +754,35 @@ async function recordedScale(run: Run, after: Memory): Promise<ChainResult["reco
     throw new HopError("new Pod Running", `the Pod's resources ${JSON.stringify(after)} differ from the template's ${JSON.stringify(template)}`, hops);
   }
   const monitor = (await custom.getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace, plural: "appmonitors", name: "mymonitor" })) as
-    { status?: { scaleCount?: number } };
+    { status?: { scaleCount?: number; recentScales?: { trigger?: string }[] } };
+  const statusTrigger = monitor.status?.recentScales?.[0]?.trigger;
   const record = JSON.parse(deployment.metadata?.annotations?.[LAST_SCALE_RECORD_ANNOTATION] ?? "{}") as { trigger?: string };
   const events = (await admin.makeApiClient(k8s.EventsV1Api).listNamespacedEvent({ namespace })).items
     .filter((e) => e.regarding?.kind === "Deployment" && e.regarding.name === workload.name && e.reason === "Scaled");
   return {
     ...(monitor.status?.scaleCount === undefined ? {} : { scaleCount: monitor.status.scaleCount }),
     ...(record.trigger === undefined ? {} : { trigger: record.trigger }),
+    ...(statusTrigger === undefined ? {} : { statusTrigger }),
     scaledEvents: events.map((e) => e.note ?? ""),
   };
+}
+
+/**
+ * The old Pod's working set as Prometheus scraped it from the kubelet's cAdvisor endpoint, from
+ * its start to the patch (the hop "Deployment patched by memory-scaler"), with the threshold and
+ * the limit in bytes: where the trend's scale came on the way to them.
+ */
+async function oldWorkingSet(run: Run, old: MemhogPod, stored: StoredAppMonitor): Promise<NonNullable<ChainResult["workingSet"]>> {
+  const { state, namespace, hops, workload } = run;
+  const patched = hops.find((h) => h.name === "Deployment patched by memory-scaler")?.at ?? Date.now();
+  const started = hops.find((h) => h.name === `${workload.name} Pod Running`)?.at ?? patched;
+  const series = `container_memory_working_set_bytes{namespace="${namespace}",pod="${old.name}",container="${workload.container}",metrics_path="/metrics/cadvisor"}`;
+  const range = `${Math.ceil((patched - started) / 1000) + 30}s`;
+  const body = await getJson<{ data: { result: { values: [number, string][] }[] } }>(`${state.prometheusUrl}/api/v1/query?${new URLSearchParams({ query: `${series}[${range}]`, time: String(patched / 1000) })}`);
+  const samples = body.data.result.flatMap((r) => r.values).map(([at, v]) => ({ at: Math.round(at * 1000), bytes: Number(v) })).sort((a, b) => a.at - b.at);
+  const limit = Number(floor(parseQuantity(old.memory.limit ?? "0")));
+  const percent = stored.spec?.memThresholdPercent ?? 75;
+  return { samples, threshold: (limit * percent) / 100, limit };
 }
 
 /**
@@ -750,6 +813,7 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
   const { namespace } = options;
   if (options.eventing && !options.functionPods) throw new Error("eventing needs functionPods: the Broker delivers to the functions' Services");
   if (options.workload !== undefined && !(options.realNode && options.oomKill)) throw new Error("a workload of its own needs realNode and oomKill: it grows by its own means until the kernel kills it");
+  if (options.trend !== undefined && !(options.realNode && !options.oomKill && options.workload === undefined)) throw new Error("trend needs realNode, memhog and no oomKill: memhog grows there for real");
   const hops: Hop[] = [];
   const admin = new k8s.KubeConfig();
   admin.loadFromFile(state.kubeconfig);
@@ -757,7 +821,7 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
     state,
     options,
     namespace,
-    alertname: options.oomKill ? "AppMonitorOOMKilled" : "AppMonitorMemoryHigh",
+    alertname: options.oomKill ? "AppMonitorOOMKilled" : options.trend !== undefined ? "AppMonitorMemoryTrend" : "AppMonitorMemoryHigh",
     hops,
     hop: (name, at = Date.now(), detail, clock = POLLED) => {
       const h: Hop = detail === undefined ? { name, at, ...clock } : { name, at, detail, ...clock };
@@ -789,8 +853,9 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
     const recorded = await recordedScale(run, fresh.memory);
     // The decision lines name the Pod; the runtime's access lines carry the outcome too, without it.
     const decisions = fns.scaler.logs.filter((l) => l.pod !== undefined && DECISIONS.includes(String(l.outcome)))
-      .map((l) => ({ pod: String(l.pod), outcome: String(l.outcome), reason: String(l.reason) }));
-    return { namespace, hops, before: old.memory, after: fresh.memory, oldPod: old.name, newPod: fresh.name, recorded, decisions };
+      .map((l) => ({ pod: String(l.pod), ...(l.trigger === undefined ? {} : { trigger: String(l.trigger) }), outcome: String(l.outcome), reason: String(l.reason) }));
+    const workingSet = options.trend === undefined ? undefined : await oldWorkingSet(run, old, stored);
+    return { namespace, hops, before: old.memory, after: fresh.memory, oldPod: old.name, newPod: fresh.name, recorded, decisions, ...(workingSet === undefined ? {} : { workingSet }) };
   } finally {
     await cleanUp(run, functions, ruleFile, amConfigBefore);
   }

@@ -1,6 +1,7 @@
 // The stack's real node, for real: Pods are processes in real cgroups on Debian's containerd and
 // runc, the kernel OOM-kills memhog at its limit, the kubelet's cAdvisor and kube-state-metrics report
-// it to Prometheus, and a kill goes through the whole chain to one scale,
+// it to Prometheus, and a kill goes through the whole chain to one scale, so does a steady growth
+// through the trend trigger before it reaches the threshold (and a sawtooth never fires it),
 // its Pods reach Services through kube-proxy, names through CoreDNS and the API server through the
 // in-cluster config, the three functions run there as Pods, and `down` leaves the host as it found it.
 //
@@ -17,7 +18,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import * as k8s from "@kubernetes/client-node";
 import { stringify } from "yaml";
-import { runChain } from "../../harness/demo/chain.ts";
+import { type ChainResult, runChain } from "../../harness/demo/chain.ts";
 import { HTTP } from "cloudevents";
 import { buildImages, type ImageName } from "../../harness/images/build.ts";
 import { archiveDir } from "../../harness/images/paths.ts";
@@ -30,6 +31,10 @@ import { missingImagesFailFast, originalManifestPullsFromRegistry } from "../../
 import { alertEvent, appMonitorStatus, createAppMonitor, deliver as deliverEvent, eventsRegarding, memhogManifest, pingTick, startScaler } from "../../support/memory-scaler.ts";
 import { installMemoryScaler } from "../../support/install.ts";
 import { floor, parseQuantity } from "../../../functions/lib/quantity.ts";
+import { validateAppMonitorSpec } from "../../../functions/lib/appmonitor-spec.ts";
+import { ALERT_NAME, buildRulesFile, TREND_ALERT_NAME } from "../../../functions/rule-sync/rule.ts";
+import { DEFAULT_RULE_CONFIG } from "../../../functions/rule-sync/rule-config.ts";
+import { checkRuleInput } from "../../../functions/rule-sync/rule-input.ts";
 import { deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE, type FunctionPods } from "../../harness/stack/function-pods-install.ts";
 import { importImages } from "../../harness/stack/node-images.ts";
 import { acquireRealNodeLock } from "../../support/real-node-lock.ts";
@@ -387,6 +392,146 @@ test("a real program's PID 1 OOM-killed by the kernel is scaled once with the sh
   assert.match(result.recorded.scaledEvents[0] ?? "", /^scaled Deployment redis by 2 after an OOM kill: redis: limit 128Mi → 256Mi, request 64Mi → 128Mi; the rollout replaces \(restarts\) its Pods$/);
   const killed = result.hops.find((h) => h.name === "container OOM-killed by the kernel")?.at ?? 0;
   for (const h of result.hops) t.diagnostic(`${h.at >= killed ? `+${((h.at - killed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
+});
+
+/**
+ * The trend trigger as the real node runs it: the original AppMonitor (75 % of memhog's 384Mi) with
+ * an early warning: the limit within 10 minutes at the rate of the last 90 s, the window above 10 %
+ * of the limit, held 45 s. The kubelet's cAdvisor refreshes a container's working set every 15 to
+ * 18 s here (its housekeeping), so the window holds five or six of its values, and a sawtooth
+ * faster than a few of those would be aliased into a slow drift; the sawtooth beside the steady
+ * growth has teeth of about 56 s (120Mi to 260Mi at 2.5Mi/s), shorter than the window, so that the
+ * window always holds the previous tooth's high.
+ */
+const TREND = { spec: { horizonSeconds: 600, windowSeconds: 90, floorPercent: 10 }, forSeconds: 45, rate: "1Mi" } as const;
+const SAWTOOTH = { MEMHOG_MODE: "sawtooth", MEMHOG_TARGET: "260Mi", MEMHOG_LOW: "120Mi", MEMHOG_RATE: "2.5Mi" } as const;
+
+/** The least-squares line through `samples` (ms, bytes): bytes per second, and its value at `at`. */
+function lineThrough(samples: readonly { at: number; bytes: number }[], at: number): { perSecond: number; at: number } {
+  const n = samples.length;
+  const mx = samples.reduce((sum, s) => sum + s.at, 0) / n;
+  const my = samples.reduce((sum, s) => sum + s.bytes, 0) / n;
+  const sxx = samples.reduce((sum, s) => sum + (s.at - mx) ** 2, 0);
+  const slope = samples.reduce((sum, s) => sum + (s.at - mx) * (s.bytes - my), 0) / sxx;
+  return { perSecond: slope * 1000, at: my + slope * (at - mx) };
+}
+
+/**
+ * The figure of a trend run: where the scale came on the old Pod's way to the threshold and the
+ * limit, in seconds at the rate Prometheus measured over the trend's window before the patch.
+ */
+function trendFigure(result: ChainResult): { workingSet: number; perSecond: number; toThreshold: number; toLimit: number } {
+  const ws = result.workingSet;
+  const patched = result.hops.find((h) => h.name === "Deployment patched by memory-scaler")?.at;
+  assert.ok(ws !== undefined && patched !== undefined);
+  const line = lineThrough(ws.samples.filter((s) => s.at >= patched - TREND.spec.windowSeconds * 1000), patched);
+  return { workingSet: line.at, perSecond: line.perSecond, toThreshold: (ws.threshold - line.at) / line.perSecond, toLimit: (ws.limit - line.at) / line.perSecond };
+}
+
+/** The longest run, in seconds, of the namespace's trend alert pending over the last `seconds` (a sample a second). */
+async function longestPending(st: StackState, namespace: string, seconds: number): Promise<number> {
+  const end = Date.now() / 1000;
+  const query = `ALERTS{alertname="${TREND_ALERT_NAME}",namespace="${namespace}",alertstate="pending"}`;
+  const params = new URLSearchParams({ query, start: String(end - seconds), end: String(end), step: "1" });
+  const body = (await (await fetch(`${st.prometheusUrl}/api/v1/query_range?${params}`)).json()) as { data: { result: { values: [number, string][] }[] } };
+  let longest = 0;
+  for (const { values } of body.data.result) {
+    let run = 0;
+    values.forEach(([at], i) => {
+      run = i > 0 && at - (values[i - 1]?.[0] ?? 0) <= 1 ? run + 1 : 1;
+      longest = Math.max(longest, run);
+    });
+  }
+  return longest;
+}
+
+/** A steady growth through the whole chain: scaled by the trend alert before the threshold. */
+async function steadyGrowth(t: TestContext): Promise<void> {
+  const namespace = "real-node-trend";
+  const result = await runChain(state as StackState, { namespace, realNode: true, trend: TREND });
+  for (const h of result.hops) t.diagnostic(`${h.name}${h.detail ? `: ${h.detail}` : ""}`);
+  assert.deepEqual([result.before, result.after], [{ request: "256Mi", limit: "384Mi" }, { request: "512Mi", limit: "768Mi" }]);
+  // One scale, by the trend alert, of the old Pod; what memory-scaler wrote says so.
+  assert.deepEqual(result.decisions.filter((d) => d.outcome === "scaled").map((d) => [d.pod, d.trigger]), [[`${namespace}/${result.oldPod}`, "trend"]]);
+  assert.equal(result.recorded.scaleCount, 1);
+  assert.equal(result.recorded.statusTrigger, "trend");
+  assert.match(result.recorded.scaledEvents[0] ?? "", /^scaled Deployment memhog by 2 on its trend toward the limit: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi; the rollout replaces \(restarts\) its Pods$/);
+  // Before the crossing: every sample of the old container's working set, up to the patch, is below
+  // the threshold, and it was growing (not a level the trend somehow fired on).
+  const ws = result.workingSet;
+  assert.ok(ws !== undefined && ws.samples.length >= 10, `${ws?.samples.length} samples`);
+  const highest = Math.max(...ws.samples.map((s) => s.bytes));
+  assert.ok(highest < ws.threshold, `the old working set reached ${(highest / Mi).toFixed(1)}Mi, the threshold is ${(ws.threshold / Mi).toFixed(1)}Mi`);
+  const figure = trendFigure(result);
+  assert.ok(figure.perSecond > Number(floor(parseQuantity(TREND.rate))) / 2, `the working set grew ${(figure.perSecond / Mi).toFixed(2)}Mi/s before the scale`);
+  t.diagnostic(
+    `trend figure: scaled at a working set of ${(figure.workingSet / Mi).toFixed(1)}Mi (${((100 * figure.workingSet) / ws.limit).toFixed(1)}% of ${(ws.limit / Mi).toFixed(0)}Mi), ` +
+      `growing ${(figure.perSecond / Mi).toFixed(2)}Mi/s: ${figure.toThreshold.toFixed(1)} s before the threshold (${(ws.threshold / Mi).toFixed(0)}Mi) would have been crossed, ` +
+      `${figure.toLimit.toFixed(1)} s before the limit (the OOM kill); decisions: ${JSON.stringify(result.decisions)}`,
+  );
+}
+
+/** A sawtooth under the same AppMonitor: its trend alert never fires, though its line reaches the limit. */
+async function sawtooth(t: TestContext): Promise<void> {
+  const namespace = "real-node-sawtooth";
+  const st = state as StackState;
+  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  t.after(() => core.deleteNamespace({ name: namespace }).then(() => undefined, () => undefined));
+  // The rule rule-sync writes for this AppMonitor (rule.ts), loaded as prometheus-operator would load it.
+  const spec = validateAppMonitorSpec({ memThresholdPercent: 75, memMultiplier: 2, forSeconds: TREND.forSeconds, trend: TREND.spec });
+  const ruleFile = path.join(st.rulesDir, `${namespace}-mymonitor.yml`);
+  await writeFile(ruleFile, buildRulesFile([checkRuleInput({ metadata: { name: "mymonitor", namespace, uid: "u" }, spec })], DEFAULT_RULE_CONFIG));
+  const reload = async () => void (await fetch(`${st.prometheusUrl}/-/reload`, { method: "POST" }));
+  t.after(async () => {
+    await rm(ruleFile, { force: true });
+    await reload();
+  });
+  await reload();
+  await waitFor("Prometheus loads the trend rule", async () => {
+    const body = (await (await fetch(`${st.prometheusUrl}/api/v1/rules`)).json()) as { data: { groups: { name: string }[] } };
+    return body.data.groups.some((g) => g.name === `appmonitor/${namespace}/mymonitor`);
+  }, 20_000, 200);
+  const pod = memhogPod("sawtooth", SAWTOOTH, "384Mi");
+  pod.metadata = { name: "sawtooth", annotations: { "app-monitor.kubedemo.com/monitor": "true" } };
+  await core.createNamespacedPod({ namespace, body: pod });
+  await waitFor("memhog's first release", async () =>
+    (await core.readNamespacedPodLog({ name: "sawtooth", namespace, container: "memhog" }).catch(() => "")).includes("memhog: released to"), 180_000, 500);
+  // From one window after the first release on, the window holds teeth only (not memhog's start,
+  // which the floor keeps from firing): what is observed is the release guard and the line.
+  const observedSeconds = 150;
+  await new Promise((resolve) => setTimeout(resolve, (TREND.spec.windowSeconds + observedSeconds) * 1000));
+  const range = `[${observedSeconds}s]`;
+  const ws = `container_memory_working_set_bytes{namespace="${namespace}",pod="sawtooth",container="memhog"}`;
+  const limit = 384 * Mi;
+  const alerts = (alertname: string, alertstate: string) => promQuery(`count_over_time(ALERTS{alertname="${alertname}",namespace="${namespace}",alertstate="${alertstate}"}${range})`);
+  const [trendFiring, thresholdFiring, trendPending, lineReaches, low, high, releases] = await Promise.all([
+    alerts(TREND_ALERT_NAME, "firing"),
+    alerts(ALERT_NAME, "firing"),
+    alerts(TREND_ALERT_NAME, "pending"),
+    // The trend rule's first condition alone, at each second of the run.
+    promQuery(`max_over_time((max by (container) (predict_linear(${ws}[${TREND.spec.windowSeconds}s], ${TREND.spec.horizonSeconds})) >= bool ${limit})${range.slice(0, -1)}:1s])`),
+    promQuery(`min(min_over_time(${ws}${range}))`),
+    promQuery(`max(max_over_time(${ws}${range}))`),
+    // cAdvisor's values falling by more than the guard's 5 % of the limit (19Mi) from one to the next.
+    promQuery(`max(count_over_time((delta(${ws}[20s]) < -${0.05 * limit})${range.slice(0, -1)}:1s]))`),
+  ]);
+  const held = await longestPending(st, namespace, observedSeconds);
+  t.diagnostic(
+    `over ${observedSeconds} s: working set ${((low[0]?.value ?? 0) / Mi).toFixed(0)}Mi to ${((high[0]?.value ?? 0) / Mi).toFixed(0)}Mi; ` +
+      `the trend alert pending at ${trendPending[0]?.value ?? 0} evaluations, ${held} s at the longest (its for: ${TREND.forSeconds} s), firing at none`,
+  );
+  assert.deepEqual(trendFiring, [], "the trend alert never fires");
+  assert.deepEqual(thresholdFiring, [], "nor the threshold alert: the peaks stay below 75 %");
+  assert.equal(lineReaches[0]?.value, 1, "the line through the window alone reached the limit within the horizon: what the guards are for");
+  assert.ok((high[0]?.value ?? 0) - (low[0]?.value ?? 0) > 3 * 0.05 * limit, "the working set released well beyond the guard's 5 % of the limit");
+  assert.ok((releases[0]?.value ?? 0) > 0, "cAdvisor's values showed the releases, not an aliased drift");
+}
+
+test("the trend trigger on the real node, one AppMonitor spec for two workloads side by side", { timeout: 900_000, concurrency: 2 }, async (t) => {
+  await Promise.all([
+    t.test("memhog growing 1Mi/s under 384Mi is scaled by AppMonitorMemoryTrend before its working set reaches the 75 % threshold, long before its limit", steadyGrowth),
+    t.test("memhog in a sawtooth (120Mi to 260Mi at 2.5Mi/s, released at once) never fires it, though the line through its window reaches the limit", sawtooth),
+  ]);
 });
 
 let functions: FunctionPods | undefined;

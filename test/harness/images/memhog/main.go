@@ -8,10 +8,13 @@
 //	MEMHOG_TARGET  bytes to hold (default 320Mi: 83% of the demo's 384Mi limit, 42% of the 768Mi
 //	               it is scaled to, so it crosses a 75% threshold once and not after the scale)
 //	MEMHOG_RATE    bytes per second (default 32Mi)
-//	MEMHOG_MODE    "hold" (default), "grow" (keep allocating past the target, for OOM tests), or
+//	MEMHOG_MODE    "hold" (default), "grow" (keep allocating past the target, for OOM tests),
 //	               "grow-child" (start a second memhog process in "grow" mode, say how it ended,
 //	               then wait for SIGTERM: the kernel kills the child and the container lives on,
-//	               so a per-container OOM counter has a container to be counted on)
+//	               so a per-container OOM counter has a container to be counted on), or
+//	               "sawtooth" (allocate up to the target, release down to MEMHOG_LOW and return
+//	               it to the kernel, allocate again, and so on: a garbage collector's pattern)
+//	MEMHOG_LOW     bytes kept at each release of the sawtooth (default 0); below the target
 //
 // Every page is written, so the memory is resident and counted in the cgroup's working set.
 // It logs one line per step on stdout and exits 0 on SIGTERM.
@@ -24,6 +27,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"regexp"
+	"runtime/debug"
 	"syscall"
 	"time"
 )
@@ -73,13 +77,25 @@ func main() {
 			case "hold", "grow":
 				run(target, rate, mode == "grow")
 				return
+			case "sawtooth":
+				var low int64
+				if v := env("MEMHOG_LOW", ""); v != "" {
+					low, err = parseQuantity("MEMHOG_LOW", v)
+				}
+				if err == nil && low >= target {
+					err = fmt.Errorf("MEMHOG_LOW=%d: must be below MEMHOG_TARGET=%d", low, target)
+				}
+				if err == nil {
+					sawtooth(target, low, rate)
+					return
+				}
 			case "grow-child":
 				err = growChild()
 				if err == nil {
 					return
 				}
 			default:
-				err = fmt.Errorf("MEMHOG_MODE=%q: must be hold, grow or grow-child", mode)
+				err = fmt.Errorf("MEMHOG_MODE=%q: must be hold, grow, grow-child or sawtooth", mode)
 			}
 		}
 	}
@@ -122,6 +138,57 @@ func run(target, rate int64, grow bool) {
 		held = append(held, chunk)
 		total += n
 		if total >= target && !grow || time.Since(reported) >= time.Second {
+			fmt.Printf("memhog: holding %d bytes\n", total)
+			reported = time.Now()
+		}
+	}
+}
+
+// sawtooth allocates at rate up to target, then drops what it holds above low and returns it to
+// the kernel (a collection and a scavenge: the pages leave the cgroup's working set), and starts
+// again; it logs each step as run does, and each release.
+func sawtooth(target, low, rate int64) {
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	const tick = 100 * time.Millisecond
+	step := rate / int64(time.Second/tick)
+	if step < page {
+		step = page
+	}
+	var held [][]byte
+	var total int64
+	fmt.Printf("memhog: sawtooth from %d to %d bytes at %d bytes/s\n", low, target, rate)
+	ticker := time.NewTicker(tick)
+	defer ticker.Stop()
+	reported := time.Now()
+	for {
+		select {
+		case <-stop:
+			fmt.Printf("memhog: holding %d bytes; stopping\n", total)
+			return
+		case <-ticker.C:
+		}
+		if total >= target {
+			for total > low && len(held) > 0 {
+				last := len(held) - 1
+				total -= int64(len(held[last]))
+				// Cleared, not only cut off: the slice's array would keep the chunk reachable.
+				held[last] = nil
+				held = held[:last]
+			}
+			debug.FreeOSMemory()
+			fmt.Printf("memhog: released to %d bytes\n", total)
+			reported = time.Now()
+			continue
+		}
+		n := min(step, target-total)
+		chunk := make([]byte, n)
+		for i := int64(0); i < n; i += page {
+			chunk[i] = 1
+		}
+		held = append(held, chunk)
+		total += n
+		if time.Since(reported) >= time.Second {
 			fmt.Printf("memhog: holding %d bytes\n", total)
 			reported = time.Now()
 		}
