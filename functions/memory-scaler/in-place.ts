@@ -13,7 +13,7 @@
  */
 import type { MemoryResources } from "../lib/appmonitor.ts";
 import { isDnsLabel } from "../lib/kube-names.ts";
-import { compare, parseQuantity, QuantityError } from "../lib/quantity.ts";
+import { ceil, compare, divide, formatBytes, multiply, parseQuantity, QuantityError } from "../lib/quantity.ts";
 import { type ContainerChange, type ContainerMemory, kindOf } from "./model.ts";
 
 /** One container of the record: what the template sets, what the Pods get instead. */
@@ -135,7 +135,8 @@ export function recordedChanges(template: readonly ContainerMemory[], record: re
  * The changes that bring a Pod's containers (`memoryOf` of its spec) up to the workload's memory
  * `target`: one per container whose limit is below the target's, `from` the Pod's values. Used for
  * the resize of each running Pod, and for a Pod created without the memory (the admission policy
- * not installed), whose crossing is then answered by this resize alone (no new scale).
+ * not installed), whose crossing is then answered by this resize alone (no new scale). A Pod's
+ * request where the target sets none (defaulted) keeps its ratio to the limit.
  */
 export function podChanges(pod: readonly ContainerMemory[], target: readonly ContainerMemory[]): ContainerChange[] {
   return target.flatMap((t) => {
@@ -143,8 +144,10 @@ export function podChanges(pod: readonly ContainerMemory[], target: readonly Con
     if (kindOf(t) === "init") return [];
     const p = pod.find((c) => c.name === t.name && kindOf(c) === kindOf(t));
     if (p?.limit === undefined || t.limit === undefined || compare(parseQuantity(p.limit), parseQuantity(t.limit)) >= 0) return [];
-    const from: MemoryResources = p.request === undefined ? { limit: p.limit } : { limit: p.limit, request: p.request };
-    const to: MemoryResources = p.request === undefined || t.request === undefined ? { limit: t.limit } : { limit: t.limit, request: t.request };
-    return [{ container: t.name, from, to }];
+    if (p.request === undefined) return [{ container: t.name, from: { limit: p.limit }, to: { limit: t.limit } }];
+    // A template without a request gives its Pods one (the limit, or a LimitRange's default): the
+    // Pod's ratio is kept, or the resize would change the Pod's QoS class, which the API refuses.
+    const request = t.request ?? formatBytes(ceil(multiply(parseQuantity(t.limit), divide(parseQuantity(p.request), parseQuantity(p.limit)))));
+    return [{ container: t.name, from: { limit: p.limit, request: p.request }, to: { limit: t.limit, request } }];
   });
 }

@@ -79,6 +79,9 @@ describe("a Pod brought up to the workload's memory", () => {
       { container: "proxy", from: { limit: "64Mi" }, to: { limit: "128Mi" } },
     ]);
   });
+  it("raises a request the template does not set (defaulted to the limit) with the limit, keeping the Pod's QoS class", () => {
+    assert.deepEqual(podChanges([{ ...sidecar, request: "64Mi" }], [{ ...sidecar, limit: "128Mi" }]), [{ container: "proxy", from: { limit: "64Mi", request: "64Mi" }, to: { limit: "128Mi", request: "128Mi" } }]);
+  });
   it("leaves a Pod at or above the target, and init containers, alone", () => {
     assert.deepEqual(podChanges([{ ...memhog, limit: "768Mi" }, { ...init, limit: "1Mi" }], [{ ...memhog, limit: "768Mi" }, { ...init, limit: "1Gi" }]), []);
   });
