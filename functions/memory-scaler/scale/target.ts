@@ -90,6 +90,8 @@ export interface ResizedPod {
 
 /** What a written scale reports: its Events, the outcome's message, and what the follow-up watches. */
 export interface Written {
+  /** The outcome's reason when not the target's `scaledReason`: `Scaled` for an in-place target that wrote the template instead. */
+  readonly reason?: "Scaled" | "Resized";
   readonly reported: readonly Reported[];
   readonly message: string;
   /** The rollout or resize pending in `status.rollouts`; undefined when nothing replaces a Pod (a bare ReplicaSet) or no generation came back. */

@@ -227,5 +227,5 @@ function written(t: Template, input: Parameters<WriteTarget["written"]>[0]): Wri
   const note = scaledNote(workload, am.spec.memMultiplier, changes, trigger, replacement);
   // InPlaceOrRollout: the Pods could not be resized in place, so they are replaced; say why.
   const fellBack: Reported[] = fallback === undefined ? [] : [{ reason: "InPlaceFallback", message: `${fallback}; wrote the template instead, so the Pods are replaced` }];
-  return { reported: [scaled, ...fellBack], message: onDelete ?? gitOps ?? (fallback === undefined ? note : `${note} (in place: ${fallback})`), rollout };
+  return { reason: "Scaled", reported: [scaled, ...fellBack], message: onDelete ?? gitOps ?? (fallback === undefined ? note : `${note} (in place: ${fallback})`), rollout };
 }
