@@ -122,6 +122,9 @@ async function holding(name: string, target: number): Promise<k8s.V1Pod> {
   }, 120_000, 100);
 }
 
+/** A container's memory as plain data (the client's objects are class instances). */
+const memoryOf = (r: k8s.V1ResourceRequirements | undefined) => ({ limit: r?.limits?.memory, request: r?.requests?.memory });
+
 const alertFor = (pod: k8s.V1Pod, appmonitor: string) => alertEvent({ namespace: NS, pod: pod.metadata?.name ?? "", container: "memhog", appmonitor });
 
 /** Ticks the follow-up until the AppMonitor's RolledOut condition is no longer Unknown. */
@@ -155,8 +158,12 @@ test("InPlace: a Deployment's memhog at the threshold is resized in place (same 
   assert.equal(still.pid, held.pid, "the same memhog process");
   assert.ok(still.rss >= 48 * Mi, `the memory it held is still held: VmRSS ${still.rss} bytes`);
   const deployment = await apps.readNamespacedDeployment({ namespace: NS, name });
-  assert.deepEqual(deployment.spec?.template.spec?.containers[0]?.resources, deploymentBefore.spec?.template.spec?.containers[0]?.resources, "the Pod template is unchanged");
-  assert.equal(deployment.metadata?.generation, deploymentBefore.metadata?.generation, "no rollout: the generation did not move");
+  assert.deepEqual(memoryOf(deployment.spec?.template.spec?.containers[0]?.resources), memoryOf(deploymentBefore.spec?.template.spec?.containers[0]?.resources), "the Pod template is unchanged");
+  // The API server moves a Deployment's generation with its annotations (they are copied to its
+  // ReplicaSets); no rollout: still one ReplicaSet, the one that made the Pod, and no other Pod.
+  const replicaSets = (await apps.listNamespacedReplicaSet({ namespace: NS, labelSelector: `app=${name}` })).items.map((r) => r.metadata?.name);
+  assert.deepEqual(replicaSets, [before.metadata?.ownerReferences?.[0]?.name], "no new ReplicaSet");
+  assert.deepEqual((await core.listNamespacedPod({ namespace: NS, labelSelector: `app=${name}` })).items.map((p) => p.metadata?.name), [before.metadata?.name], "no new Pod");
   assert.equal(deployment.metadata?.annotations?.[IN_PLACE_MEMORY_ANNOTATION], "memhog=64Mi>128Mi/64Mi>128Mi");
   assert.equal(deployment.metadata?.labels?.[IN_PLACE_LABEL], "true");
   t.diagnostic(`same container ${containerId(after_).slice(0, 12)}, restartCount ${now?.restartCount}, cgroup limit ${cgroupLimit(after_)}, memhog pid ${still.pid} VmRSS ${(still.rss / Mi).toFixed(1)}Mi, template ${JSON.stringify(deployment.spec?.template.spec?.containers[0]?.resources)}`);
@@ -167,11 +174,11 @@ test("InPlace: a Deployment's memhog at the threshold is resized in place (same 
   // One more replica: created from the unchanged template, it gets the raised memory at creation.
   await apps.patchNamespacedDeploymentScale({ namespace: NS, name, body: { spec: { replicas: 2 } } }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
   const fresh = await waitFor("the second replica Running", async () => (await readyPods(name)).find((p) => p.metadata?.name !== before.metadata?.name), 120_000, 100);
-  assert.deepEqual(fresh.spec?.containers[0]?.resources, { limits: { memory: "128Mi" }, requests: { memory: "128Mi" } }, "the raised memory in its spec at creation");
+  assert.deepEqual(memoryOf(fresh.spec?.containers[0]?.resources), { limit: "128Mi", request: "128Mi" }, "the raised memory in its spec at creation");
   assert.equal(cgroupLimit(fresh), 128 * Mi, "and in its cgroup");
   assert.equal(fresh.status?.containerStatuses?.[0]?.restartCount, 0);
   const template = (await apps.readNamespacedDeployment({ namespace: NS, name })).spec?.template.spec?.containers[0]?.resources;
-  assert.deepEqual(template, { limits: { memory: "64Mi" }, requests: { memory: "64Mi" } }, "still the template's own");
+  assert.deepEqual(memoryOf(template), { limit: "64Mi", request: "64Mi" }, "still the template's own");
   t.diagnostic(`second replica ${fresh.metadata?.name}: spec ${JSON.stringify(fresh.spec?.containers[0]?.resources)}, cgroup limit ${cgroupLimit(fresh)}`);
 });
 
@@ -195,7 +202,7 @@ test("InPlaceOrRollout with a resize the real node cannot hold: the API server r
   const fallback = events.find((e) => e.reason === "InPlaceFallback");
   t.diagnostic(`${memory} × 2 on allocatable ${(allocatable / Mi).toFixed(0)}Mi: ${fallback?.type} ${fallback?.reason}: ${fallback?.note}`);
   assert.equal(fallback?.type, "Warning");
-  assert.match(fallback?.note ?? "", /refused the in-place resize of Pod .*node didn't have enough allocatable resources: memory; wrote the template instead/);
+  assert.match(fallback?.note ?? "", /refused the in-place resize of Pod .*node didn't have enough allocatable resources: memory, requested: \d+, allocatable: \d+; wrote the template instead/);
   const doubled = `${2 * Math.floor((allocatable * 0.6) / Mi)}Mi`;
   const template = (await apps.readNamespacedDeployment({ namespace: NS, name })).spec?.template.spec?.containers[0]?.resources?.limits?.memory;
   assert.equal(Number(floor(parseQuantity(template ?? "0"))), Number(floor(parseQuantity(doubled))), "the template carries the doubled memory");

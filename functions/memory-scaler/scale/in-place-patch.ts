@@ -1,6 +1,7 @@
 /**
  * The compare-and-swap JSON Patch that claims an in-place scale of a workload (pure): its metadata
- * only, so the Pod template, its generation and whatever a GitOps tool compares stay as they are.
+ * only, so the Pod template, and with it the Pods and whatever a GitOps tool compares, stay as they
+ * are (a Deployment's `metadata.generation` still moves: the API server counts its annotations).
  * `scale/in-place-target.ts` writes it before it resizes the Pods.
  */
 import { IN_PLACE_LABEL, IN_PLACE_MEMORY_ANNOTATION, LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../lib/appmonitor.ts";
