@@ -40,6 +40,24 @@ export const LAST_SCALE_ANNOTATION = "app-monitor.kubedemo.com/last-scale";
  */
 export const LAST_SCALE_RECORD_ANNOTATION = "app-monitor.kubedemo.com/last-scale-record";
 
+/**
+ * Annotation on a workload whose Pods memory-scaler resized in place (`spec.updateMode` `InPlace`
+ * or `InPlaceOrRollout`): for each container, the memory its Pod template sets and the memory its
+ * Pods get instead, `<container>=<limit>><raised limit>[/<request>><raised request>]` joined by
+ * `;` (`memhog=384Mi>768Mi/256Mi>512Mi`). Written in the compare-and-swap patch of the workload's
+ * metadata that claims the scale; read by memory-scaler (`functions/memory-scaler/in-place.ts`)
+ * and, at every Pod creation, by the MutatingAdmissionPolicy of `knative/admission/` (CEL, hence
+ * a format `split` reads, not JSON). A template patch folds it into the template and removes it.
+ */
+export const IN_PLACE_MEMORY_ANNOTATION = "app-monitor.kubedemo.com/in-place-memory";
+
+/**
+ * Label on a workload that carries {@link IN_PLACE_MEMORY_ANNOTATION} (value `"true"`): the
+ * MutatingAdmissionPolicyBindings select their parameters by it, so a Pod creation is weighed
+ * against those workloads of its namespace only.
+ */
+export const IN_PLACE_LABEL = "app-monitor.kubedemo.com/in-place";
+
 /** Alert label naming the AppMonitor whose rule fired (DESIGN.md "The API", last paragraph). */
 export const APPMONITOR_ALERT_LABEL = "appmonitor";
 
@@ -55,6 +73,13 @@ export const APPMONITOR_ALERT_NAME = "AppMonitorMemoryHigh";
  * faster than the threshold's `for` window never raises {@link APPMONITOR_ALERT_NAME}.
  */
 export const APPMONITOR_OOM_ALERT_NAME = "AppMonitorOOMKilled";
+
+/**
+ * `spec.updateMode` values: how a scale reaches the workload's Pods (`Rollout`: a template patch,
+ * the Pods replaced; `InPlace`: the running Pods resized, the template unchanged;
+ * `InPlaceOrRollout`: in place, else the template patch). Default `Rollout`.
+ */
+export type UpdateMode = "Rollout" | "InPlace" | "InPlaceOrRollout";
 
 /** `spec.mode` values: `Scale` patches the workload, `DryRun` only records what it would do. */
 export type AppMonitorMode = "Scale" | "DryRun";
@@ -80,6 +105,8 @@ export interface AppMonitorSpec {
   cooldownSeconds?: number;
   /** Default `Scale`. */
   mode?: AppMonitorMode;
+  /** Default `Rollout` (`functions/memory-scaler/scale/in-place-target.ts` for the others). */
+  updateMode?: UpdateMode;
   /**
    * A StatefulSet rollout blocked by a crash-looping Pod of the old revision: `Report` (default)
    * or `DeletePod` (memory-scaler deletes it; `functions/memory-scaler/follow-up/rollout.ts`).
@@ -106,7 +133,7 @@ export const DEFAULT_REVERT_BUDGET_PER_HOUR = 3;
  * An {@link AppMonitorSpec} that passed `validateAppMonitorSpec` (`appmonitor-spec.ts`): valid,
  * with every defaulted field set.
  */
-export type AppMonitorSpecWithDefaults = AppMonitorSpec & Required<Pick<AppMonitorSpec, "forSeconds" | "cooldownSeconds" | "mode">>;
+export type AppMonitorSpecWithDefaults = AppMonitorSpec & Required<Pick<AppMonitorSpec, "forSeconds" | "cooldownSeconds" | "mode" | "updateMode">>;
 
 /**
  * A status condition, shaped like metav1.Condition.
