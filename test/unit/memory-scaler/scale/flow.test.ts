@@ -55,7 +55,7 @@ function addAppMonitor(cluster: FakeCluster, name: string, spec: Record<string, 
 /** The note of the PodsReplaced Warning on the memhog Deployment (one replica, no emptyDir). */
 const MEMHOG_REPLACED =
   "the rollout of this scale replaces (restarts) its Pods, and what they hold in memory and in emptyDir volumes is lost: Deployment memhog has a single replica, so no other Pod holds what its Pod holds. " +
-  "memory-scaler cannot yet give a workload's Pods more memory without replacing them (an in-place resize)";
+  "spec.updateMode: InPlace (or InPlaceOrRollout) on the AppMonitor resizes the running Pods instead, without replacing them";
 
 const memhogContainer = (resources: k8s.V1ResourceRequirements): k8s.V1Container => ({ name: "memhog", image: "quay.io/metral/memhog:v0.0.1", resources });
 
