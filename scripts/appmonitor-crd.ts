@@ -74,6 +74,16 @@ const statusSchema: Schema = {
           startedAt: { type: "string", format: "date-time" },
           event: { type: "string", description: "id of the CloudEvent that caused the scale" },
           waitingPods: { type: "array", description: "updateStrategy OnDelete: Pods still on the old revision", items: { type: "string" } },
+          inPlace: {
+            type: "object",
+            description: "spec.updateMode InPlace or InPlaceOrRollout: the workload's Pods resized in place, followed until the kubelet applied each resize",
+            properties: {
+              pods: {
+                type: "array",
+                items: { type: "object", properties: { name: { type: "string" }, generation: { type: "integer", format: "int64", description: "metadata.generation the resize gave the Pod" } } },
+              },
+            },
+          },
         },
       },
     },

@@ -34,7 +34,7 @@ export class AppMonitorSpecError extends Error {
 
 /**
  * Validates an AppMonitor `spec` against `schemas/appmonitor.schema.json` and returns a copy with
- * the defaults applied (`forSeconds` 60, `cooldownSeconds` 300, `mode` "Scale"). The input is
+ * the defaults applied (`forSeconds` 60, `cooldownSeconds` 300, `mode` "Scale", `updateMode` "Rollout"). The input is
  * not modified. Rules: DESIGN.md "The API" (AppMonitor table); selector operator/values rules from
  * https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/label-selector/ ;
  * `maxMemory` must also parse as a quantity (see `parseQuantity`).

@@ -40,6 +40,24 @@ export const LAST_SCALE_ANNOTATION = "app-monitor.kubedemo.com/last-scale";
  */
 export const LAST_SCALE_RECORD_ANNOTATION = "app-monitor.kubedemo.com/last-scale-record";
 
+/**
+ * Annotation on a workload whose Pods memory-scaler resized in place (`spec.updateMode` `InPlace`
+ * or `InPlaceOrRollout`): for each container, the memory its Pod template sets and the memory its
+ * Pods get instead, `<container>=<limit>><raised limit>[/<request>><raised request>]` joined by
+ * `;` (`memhog=384Mi>768Mi/256Mi>512Mi`). Written in the compare-and-swap patch of the workload's
+ * metadata that claims the scale; read by memory-scaler (`functions/memory-scaler/in-place.ts`)
+ * and, at every Pod creation, by the MutatingAdmissionPolicy of `knative/admission/` (CEL, hence
+ * a format `split` reads, not JSON). A template patch folds it into the template and removes it.
+ */
+export const IN_PLACE_MEMORY_ANNOTATION = "app-monitor.kubedemo.com/in-place-memory";
+
+/**
+ * Label on a workload that carries {@link IN_PLACE_MEMORY_ANNOTATION} (value `"true"`): the
+ * MutatingAdmissionPolicyBindings select their parameters by it, so a Pod creation is weighed
+ * against those workloads of its namespace only.
+ */
+export const IN_PLACE_LABEL = "app-monitor.kubedemo.com/in-place";
+
 /** Alert label naming the AppMonitor whose rule fired (DESIGN.md "The API", last paragraph). */
 export const APPMONITOR_ALERT_LABEL = "appmonitor";
 
@@ -79,6 +97,13 @@ export interface AppMonitorTrend {
   floorPercent?: number;
 }
 
+/**
+ * `spec.updateMode` values: how a scale reaches the workload's Pods (`Rollout`: a template patch,
+ * the Pods replaced; `InPlace`: the running Pods resized, the template unchanged;
+ * `InPlaceOrRollout`: in place, else the template patch). Default `Rollout`.
+ */
+export type UpdateMode = "Rollout" | "InPlace" | "InPlaceOrRollout";
+
 /** `spec.mode` values: `Scale` patches the workload, `DryRun` only records what it would do. */
 export type AppMonitorMode = "Scale" | "DryRun";
 
@@ -103,6 +128,8 @@ export interface AppMonitorSpec {
   cooldownSeconds?: number;
   /** Default `Scale`. */
   mode?: AppMonitorMode;
+  /** Default `Rollout` (`functions/memory-scaler/scale/in-place-target.ts` for the others). */
+  updateMode?: UpdateMode;
   /**
    * A StatefulSet rollout blocked by a crash-looping Pod of the old revision: `Report` (default)
    * or `DeletePod` (memory-scaler deletes it; `functions/memory-scaler/follow-up/rollout.ts`).
@@ -132,7 +159,7 @@ export const DEFAULT_REVERT_BUDGET_PER_HOUR = 3;
  * with every defaulted field set (`spec.trend`'s too, when it is there).
  */
 export type AppMonitorSpecWithDefaults = AppMonitorSpec &
-  Required<Pick<AppMonitorSpec, "forSeconds" | "cooldownSeconds" | "mode">> & { trend?: Required<AppMonitorTrend> };
+  Required<Pick<AppMonitorSpec, "forSeconds" | "cooldownSeconds" | "mode" | "updateMode">> & { trend?: Required<AppMonitorTrend> };
 
 /**
  * A status condition, shaped like metav1.Condition.

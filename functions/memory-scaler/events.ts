@@ -16,7 +16,8 @@
  * | `DryRun` | Normal pair | `DryRun: would scale <kind> <name>[ after an OOM kill\| on its trend toward the limit]: <changes>` |
  * | `Scaled` | Normal pair, and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill\| on its trend toward the limit]: <changes>[; the rollout replaces (restarts) its Pods]` (`replacement.ts` `replacementClause`) |
  * | `PodsReplaced` (with `Scaled`) | Warning pair, when the replaced Pods likely keep state in memory or in `emptyDir` volumes (`replacement.ts`: a single-replica Deployment, any StatefulSet, an `emptyDir` volume in the Pod template); never for a bare Pod resized in place | `podsReplacedNote`: why, and that their memory and emptyDir contents are lost |
- * | `Resized` | Normal pair on the bare Pod (its `workload`) and the AppMonitor | `resized Pod <name> in place by <multiplier>[ after an OOM kill\| on its trend toward the limit]: <changes>` |
+ * | `Resized` | Normal pair on the bare Pod (its `workload`), or the workload whose Pods were resized in place, and the AppMonitor | `resized <kind> <name> in place by <multiplier>[ after an OOM kill\| on its trend toward the limit]: <changes>[ (Pods <names>)]` |
+ * | `InPlaceFallback` (with `Scaled`) | Warning pair: `spec.updateMode: InPlaceOrRollout` wrote the template instead, and why | `<message>` |
  * | anything else | none: the outcome is logged and counted only | |
  *
  * A Warning on the AppMonitor names the workload first (`<kind> <name>: <note>`); a Normal one
@@ -67,7 +68,18 @@ export type Reported =
        */
       readonly replacement?: PodReplacement | undefined;
     }
-  | { readonly reason: "Resized"; readonly changes: readonly ContainerChange[]; readonly multiplier: number; readonly trigger: AlertTrigger }
+  | {
+      readonly reason: "Resized";
+      readonly changes: readonly ContainerChange[];
+      readonly multiplier: number;
+      readonly trigger: AlertTrigger;
+      /** A workload's Pods resized in place: their names. Absent: a bare Pod (the `workload` itself). */
+      readonly pods?: readonly string[];
+      /** The key of its Events when not the current event's (a repaired scale: the event that scaled). */
+      readonly key?: string;
+    }
+  /** `InPlaceOrRollout` fell back to the template patch: why the Pods were not resized in place. */
+  | { readonly reason: "InPlaceFallback"; readonly message: string; readonly key?: string }
   | { readonly reason: string };
 
 /** What the notes add for the alert that caused them: nothing for the threshold alert. */
@@ -166,8 +178,13 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
     }
     case "Resized": {
       const wl = workload();
-      return normalPair("Resized", `resized ${wl.kind ?? ""} ${wl.name} in place by ${String(r.multiplier)}${becauseOf(r.trigger as AlertTrigger)}: ${describeChanges(r.changes as ContainerChange[])}`);
+      const pods = r.pods as readonly string[] | undefined;
+      const which = pods === undefined ? "" : ` (Pod${pods.length === 1 ? "" : "s"} ${pods.join(", ")})`;
+      const note = `resized ${wl.kind ?? ""} ${wl.name} in place by ${String(r.multiplier)}${becauseOf(r.trigger as AlertTrigger)}: ${describeChanges(r.changes as ContainerChange[])}${which}`;
+      return normalPair("Resized", note, (r.key as string | undefined) ?? eventId);
     }
+    case "InPlaceFallback":
+      return warningPair("InPlaceFallback", String(r.message), (r.key as string | undefined) ?? eventId);
     default:
       return [];
   }

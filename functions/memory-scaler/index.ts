@@ -25,6 +25,8 @@ import { createEventRecorder } from "./kube/event-recorder.ts";
 import { createPrometheusVerifier } from "./kube/prometheus.ts";
 import { createStatusWriter } from "./kube/status-writer.ts";
 import { createMetrics } from "./metrics.ts";
+import type { FlowDeps } from "./scale/deps.ts";
+import { handleFallback } from "./scale/flow.ts";
 
 /** The function definition the runtime serves. */
 export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
@@ -43,21 +45,22 @@ export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
     );
     const events = createEventRecorder(cluster);
     const status = createStatusWriter(cluster, config.recentScalesLimit, deps.log);
+    const flow: FlowDeps = { cluster, events, status, verifier, maxAttempts: config.scaleMaxAttempts, now: () => new Date(), onConflict: () => metrics.conflicts.inc() };
     return {
       handle: createHandler({
         validate: validateAlertEventData,
         metrics,
         answers: createAnswerMemory(),
-        follow: { cluster, events, status, now: () => new Date(), onEnded: (kind, result, reason) => metrics.rollouts.inc({ kind, result, reason }) },
-        flow: {
+        follow: {
           cluster,
           events,
           status,
-          verifier,
-          maxAttempts: config.scaleMaxAttempts,
           now: () => new Date(),
-          onConflict: () => metrics.conflicts.inc(),
+          onEnded: (kind, result, reason) => metrics.rollouts.inc({ kind, result, reason }),
+          // A failed in-place resize under InPlaceOrRollout: the tick decides, the one scale flow writes.
+          fallBack: (request, log) => handleFallback(flow, request, log),
         },
+        flow,
       }),
       async close(): Promise<void> {
         kc.destroyAgents();

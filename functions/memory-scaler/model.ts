@@ -117,10 +117,11 @@ export interface Workload {
 
 /** One RFC 6902 operation, as sent with `Content-Type: application/json-patch+json`. */
 export interface JsonPatchOperation {
-  op: "test" | "replace" | "add";
+  op: "test" | "replace" | "add" | "remove";
   /** An RFC 6901 JSON Pointer. */
   path: string;
-  value: unknown;
+  /** Absent for `remove`. */
+  value?: unknown;
 }
 
 /** A reference an Event can regard: with a name and a namespace. */
@@ -165,6 +166,8 @@ export interface ScaleRecordAnnotation {
   readonly changes: readonly ContainerChange[];
   /** `oomKilled` when an OOM-kill alert caused the scale, for the Events' note; absent: a threshold alert. */
   readonly trigger?: "oomKilled";
+  /** `inPlace` when the scale resized the workload's Pods in place (its Events say `Resized`); absent: a template patch. */
+  readonly mode?: "inPlace";
   /**
    * memory-scaler's earlier scales of this workload within the hour before this one (newest
    * first, at most {@link MAX_EARLIER}): written in the same compare-and-swap as the scale, so
@@ -187,7 +190,8 @@ export function formatScaleRecord(record: ScaleRecordAnnotation): string {
   // A threshold scale's record stays exactly what it was before OOM kills were a trigger.
   const trigger = record.trigger === "oomKilled" ? { trigger: record.trigger } : {};
   const earlier = record.earlier === undefined || record.earlier.length === 0 ? {} : { earlier: record.earlier.slice(0, MAX_EARLIER) };
-  return JSON.stringify({ time: record.time, appmonitor: record.appmonitor, event: record.event, multiplier: record.multiplier, changes: record.changes, ...trigger, ...earlier });
+  const mode = record.mode === "inPlace" ? { mode: record.mode } : {};
+  return JSON.stringify({ time: record.time, appmonitor: record.appmonitor, event: record.event, multiplier: record.multiplier, changes: record.changes, ...trigger, ...mode, ...earlier });
 }
 
 const isString = (v: unknown): v is string => typeof v === "string";
@@ -209,7 +213,7 @@ export function parseScaleRecord(value: string | undefined): ScaleRecordAnnotati
     return undefined;
   }
   if (typeof parsed !== "object" || parsed === null) return undefined;
-  const { time, appmonitor, event, multiplier, changes, trigger, earlier } = parsed as Record<string, unknown>;
+  const { time, appmonitor, event, multiplier, changes, trigger, mode, earlier } = parsed as Record<string, unknown>;
   if (!isString(time) || Number.isNaN(Date.parse(time)) || !isString(appmonitor) || !isString(event) || typeof multiplier !== "number" || !Array.isArray(changes)) return undefined;
   const parsedChanges: ContainerChange[] = [];
   for (const change of changes as unknown[]) {
@@ -225,5 +229,5 @@ export function parseScaleRecord(value: string | undefined): ScaleRecordAnnotati
     const { time: t, event: e } = (typeof m === "object" && m !== null ? m : {}) as Record<string, unknown>;
     return isString(t) && !Number.isNaN(Date.parse(t)) ? [isString(e) ? { time: t, event: e } : { time: t }] : [];
   });
-  return { time, appmonitor, event, multiplier, changes: parsedChanges, ...(trigger === "oomKilled" ? { trigger } : {}), ...(marks.length > 0 ? { earlier: marks } : {}) };
+  return { time, appmonitor, event, multiplier, changes: parsedChanges, ...(trigger === "oomKilled" ? { trigger } : {}), ...(mode === "inPlace" ? { mode } : {}), ...(marks.length > 0 ? { earlier: marks } : {}) };
 }

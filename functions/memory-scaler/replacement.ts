@@ -8,10 +8,10 @@
  * https://kubernetes.io/docs/concepts/workloads/controllers/statefulset/#rolling-updates). Every
  * container restarts; what a Pod held in memory, and the contents of its `emptyDir` volumes
  * (https://kubernetes.io/docs/concepts/storage/volumes/#emptydir: "the data in the emptyDir is
- * deleted permanently" when the Pod is removed), are gone. memory-scaler has no in-place resize of
- * a workload's Pods yet (a bare Pod is resized in place, `scale/pod-resize-target.ts`, and is never replaced),
- * so every `Scaled` note says that the Pods are replaced, and a workload whose Pods likely keep
- * state there gets a `PodsReplaced` Warning naming why:
+ * deleted permanently" when the Pod is removed), are gone. Under `spec.updateMode: Rollout` (the
+ * default; `InPlace` and `InPlaceOrRollout` resize the running Pods instead, `scale/in-place-target.ts`)
+ * every `Scaled` note says that the Pods are replaced, and a workload whose Pods likely keep
+ * state there gets a `PodsReplaced` Warning naming why and `InPlace` as the way to keep it:
  *
  * | at risk | when |
  * | --- | --- |
@@ -82,14 +82,14 @@ const why = (reason: StateAtRisk, workload: { readonly kind: string; readonly na
 /**
  * The note of the `PodsReplaced` Warning, or undefined when none is due (`how` is `none` or
  * nothing is at risk): that the Pods are replaced, why their state is at risk (each reason of
- * `atRisk`), that their memory and emptyDir contents are lost, and that there is no in-place
- * resize of a workload's Pods yet.
+ * `atRisk`), that their memory and emptyDir contents are lost, and that `spec.updateMode: InPlace`
+ * avoids it.
  */
 export function podsReplacedNote(workload: { readonly kind: string; readonly name: string }, replacement: PodReplacement): string | undefined {
   if (replacement.how === "none" || replacement.atRisk.length === 0) return undefined;
   const replaced = replacement.how === "rollout" ? "the rollout of this scale replaces (restarts) its Pods" : "its Pods get the new memory only when each is deleted and replaced (restarted, updateStrategy OnDelete)";
   return (
     `${replaced}, and what they hold in memory and in emptyDir volumes is lost: ${replacement.atRisk.map((r) => why(r, workload, replacement.emptyDirs)).join("; ")}. ` +
-    "memory-scaler cannot yet give a workload's Pods more memory without replacing them (an in-place resize)"
+    "spec.updateMode: InPlace (or InPlaceOrRollout) on the AppMonitor resizes the running Pods instead, without replacing them"
   );
 }

@@ -183,7 +183,7 @@ describe("the AppMonitor CRD, installed", () => {
     const custom = kc.makeApiClient(k8s.CustomObjectsApi);
     await againstGeneratedCrd(async () => {
       const created = (await custom.createNamespacedCustomObject({ group, version, namespace, plural, body: original, dryRun: "All" })) as { spec: Record<string, unknown> };
-      assert.deepEqual(created.spec, { memThresholdPercent: 75, memMultiplier: 2, mode: "Scale", forSeconds: 60, cooldownSeconds: 300 });
+      assert.deepEqual(created.spec, { memThresholdPercent: 75, memMultiplier: 2, mode: "Scale", updateMode: "Rollout", forSeconds: 60, cooldownSeconds: 300 });
     });
   });
 

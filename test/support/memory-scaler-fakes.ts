@@ -28,7 +28,7 @@ export function apiError(code: number, message: string): k8s.ApiException<string
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 /**
- * RFC 6902 `test`/`replace`/`add` applied to a copy of `doc`, all or nothing, failing with
+ * RFC 6902 `test`/`replace`/`add`/`remove` applied to a copy of `doc`, all or nothing, failing with
  * `fail(message)` — by default the way the API server does, a 422 {@link apiError} — whose message
  * names the operation (a failed `test` with the value found, a missing path or key). The tests'
  * one JSON Patch applier: the fake cluster's writes and the patch builders' tables.
@@ -42,8 +42,9 @@ export function applyJsonPatch(doc: Json, ops: readonly JsonPatchOperation[], fa
     for (const t of tokens) parent = Array.isArray(parent) ? parent[Number(t)] : parent !== null && typeof parent === "object" ? parent[t] : undefined;
     if (parent === null || typeof parent !== "object" || Array.isArray(parent)) throw fail(`${op.op} operation does not apply: doc is missing path: ${op.path}`);
     if (op.op === "test" && JSON.stringify(parent[last]) !== JSON.stringify(op.value)) throw fail(`testing value ${op.path} failed: test failed: ${op.path} is ${JSON.stringify(parent[last]) ?? "missing"}`);
-    if (op.op === "replace" && !Object.hasOwn(parent, last)) throw fail(`replace operation does not apply: doc is missing key: ${op.path}`);
-    if (op.op !== "test") parent[last] = op.value as Json;
+    if ((op.op === "replace" || op.op === "remove") && !Object.hasOwn(parent, last)) throw fail(`${op.op} operation does not apply: doc is missing key: ${op.path}`);
+    if (op.op === "remove") delete parent[last];
+    else if (op.op !== "test") parent[last] = op.value as Json;
   }
   return out;
 }
@@ -105,7 +106,9 @@ export class FakeCluster implements Cluster {
   resizes: { name: string; patch: readonly JsonPatchOperation[] }[] = [];
   /** Set to refuse every resize (the API server's validation or an admission plugin). */
   resizeRefusal: Error | undefined;
-  async resizePod(namespace: string, name: string, patch: readonly JsonPatchOperation[]) {
+  /** Dry runs of resizes (`?dryRun=All`): validated, nothing written. */
+  resizeDryRuns = 0;
+  async resizePod(namespace: string, name: string, patch: readonly JsonPatchOperation[], dryRun = false) {
     await this.#enter();
     if (this.resizeRefusal !== undefined) throw this.resizeRefusal;
     const key = `${namespace}/${name}`;
@@ -113,6 +116,10 @@ export class FakeCluster implements Cluster {
     if (current === undefined) throw apiError(404, "not found");
     const next = applyJsonPatch(current as Json, patch) as k8s.V1Pod;
     const generation = (current.metadata?.generation ?? 1) + 1;
+    if (dryRun) {
+      this.resizeDryRuns += 1;
+      return { generation: current.metadata?.generation };
+    }
     const time = "2025-06-01T12:00:00Z";
     const managedFields = [...(current.metadata?.managedFields ?? []).filter((f) => f.subresource !== "resize"), { manager: "appmonitor-memory-scaler", operation: "Update", subresource: "resize", time: time as unknown as Date }];
     next.metadata = { ...next.metadata, generation, resourceVersion: String(Number(current.metadata?.resourceVersion ?? "1") + 1), managedFields };

@@ -44,10 +44,17 @@ export async function writeKubeconfig(kc: k8s.KubeConfig, dir: string, name = "k
  * @throws Error when the ServiceAccount's kubeconfig names no cluster or user.
  */
 export async function scalerKubeConfigAt(server: string): Promise<k8s.KubeConfig> {
-  const kc = await serviceAccountKubeConfig(SCALER_NAMESPACE, SCALER_SERVICE_ACCOUNT);
+  return movedKubeConfig(await serviceAccountKubeConfig(SCALER_NAMESPACE, SCALER_SERVICE_ACCOUNT), server);
+}
+
+/**
+ * `kc`'s current cluster and user, sent to `server` instead of the cluster's address.
+ * @throws Error when `kc` names no current cluster or user.
+ */
+export function movedKubeConfig(kc: k8s.KubeConfig, server: string): k8s.KubeConfig {
   const cluster = kc.getCurrentCluster();
   const user = kc.getCurrentUser();
-  if (cluster === null || user === null) throw new Error("ServiceAccount kubeconfig without cluster or user");
+  if (cluster === null || user === null) throw new Error("kubeconfig without cluster or user");
   const moved = new k8s.KubeConfig();
   moved.loadFromOptions({
     clusters: [{ ...cluster, server }],

@@ -5,6 +5,16 @@
 import type { Cluster } from "../kube/cluster.ts";
 import type { EventRecorder } from "../kube/event-recorder.ts";
 import type { StatusWriter } from "../kube/status-writer.ts";
+import type { Logger } from "pino";
+
+/** A workload whose in-place resize failed under `InPlaceOrRollout`: a Pod of it, its AppMonitor, why, and the key of its Events. */
+export interface FallBackRequest {
+  readonly namespace: string;
+  readonly pod: string;
+  readonly appmonitor: string;
+  readonly reason: string;
+  readonly eventId: string;
+}
 
 /** What the follow-up needs; adapters, so tests can substitute them. */
 export interface FollowDeps {
@@ -12,6 +22,12 @@ export interface FollowDeps {
   readonly events: EventRecorder;
   readonly status: StatusWriter;
   readonly now: () => Date;
+  /**
+   * Writes the recorded memory of a workload whose in-place resize failed into its Pod template
+   * (the scale flow's `handleFallback`, wired in `../index.ts`: the tick decides, the one scale flow
+   * writes). Absent: the resize ends `RolloutFailed` and nothing falls back.
+   */
+  readonly fallBack?: (request: FallBackRequest, log: Logger) => Promise<{ readonly outcome: string; readonly reason: string; readonly message: string }>;
   /** Called once per ended rollout (for a metric). */
   readonly onEnded?: (kind: string, result: "RolledOut" | "RolloutFailed", reason: string) => void;
 }

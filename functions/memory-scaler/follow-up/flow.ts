@@ -20,7 +20,11 @@
  *    parallel; `decideFollowUp` (`follow-up/rollout.ts`, pure) says where it stands. A bare Pod's
  *    in-place resize (kind `Pod`): GET the Pod; `decideResizeFollowUp` (`follow-up/resize.ts`)
  *    reads its `PodResizePending`/`PodResizeInProgress` conditions and container statuses; while
- *    it is pending, the condition's message says why (`withResizeProgress`).
+ *    it is pending, the condition's message says why (`withResizeProgress`). A workload's Pods
+ *    resized in place (an entry with `inPlace`): GET each of them; `decideInPlaceFollowUp`
+ *    (`follow-up/in-place.ts`) judges them alike, and under `spec.updateMode: InPlaceOrRollout` a
+ *    failed resize falls back: the resize ends `RolloutFailed`, and `deps.fallBack` (the scale
+ *    flow) writes the recorded memory into the template, which starts a rollout of its own.
  * 3. Ended: the condition `RolledOut` on the AppMonitor (True, or False with the failure's
  *    reason) and the entry removed from `status.rollouts`; an Event on the workload and one on the
  *    AppMonitor (Normal `RolledOut`, Warning `RolloutFailed`, named after the workload (and its uid), the
@@ -32,16 +36,17 @@
  * Broker retries the tick, and what was done is not done twice.
  */
 import type { Logger } from "pino";
-import { APPMONITOR_API_VERSION, APPMONITOR_KIND, type AppMonitorStatus } from "../../lib/appmonitor.ts";
+import { APPMONITOR_API_VERSION, APPMONITOR_KIND, type AppMonitorStatus, type UpdateMode } from "../../lib/appmonitor.ts";
 import { toHttpFailure } from "../../lib/kube-api-errors.ts";
 import { formatTimestamp } from "../../lib/rfc3339.ts";
-import { podView, selectorString, workloadView } from "../kube/views.ts";
+import { podResizeView, type PodResizeView, podView, selectorString, workloadView } from "../kube/views.ts";
 import { APPS_V1, objectRef, type WorkloadKind } from "../model.ts";
 import { withCapsOf } from "../status/capped.ts";
 import { pendingScales } from "../status/pending-scales.ts";
 import { type PendingRollout, pendingRollouts, type RolloutConditionChange, withResizeProgress, withRolloutFollowedUp } from "../status/rollouts.ts";
 import type { FollowDeps } from "./deps.ts";
 import { recordPendingScale, WORKLOAD_KINDS } from "./pending-scales.ts";
+import { decideInPlaceFollowUp } from "./in-place.ts";
 import { readPodResize } from "./resize.ts";
 import { decideFollowUp, type FollowUp } from "./rollout.ts";
 
@@ -56,11 +61,21 @@ export interface FollowSummary {
   readonly recorded?: number;
 }
 
-/** How an ended rollout sets the condition, and the Event's type and reason. */
+/** How an ended rollout sets the condition, and the Event's type and reason (a fallback's: failed, in place). */
 function ending(follow: FollowUp): { condition: RolloutConditionChange; result: "RolledOut" | "RolloutFailed"; reason: string } | undefined {
   if (follow.result === "rolledOut") return { condition: { status: "True", reason: "RolledOut", message: follow.message }, result: "RolledOut", reason: "RolledOut" };
-  if (follow.result === "failed") return { condition: { status: "False", reason: follow.reason, message: follow.message }, result: "RolloutFailed", reason: follow.reason };
+  if (follow.result === "failed" || follow.result === "fallBack") return { condition: { status: "False", reason: follow.reason, message: follow.message }, result: "RolloutFailed", reason: follow.reason };
   return undefined;
+}
+
+/** The Pods of a workload's in-place resize, read (in parallel) by name; undefined for one gone. */
+async function readInPlacePods(deps: FollowDeps, namespace: string, rollout: PendingRollout): Promise<Map<string, PodResizeView | undefined>> {
+  const names = (rollout.inPlace?.pods ?? []).map((p) => p.name);
+  const pods = await Promise.all(names.map((name) => deps.cluster.readPod(namespace, name)));
+  return new Map(names.map((name, i) => {
+    const pod = pods[i];
+    return [name, pod === undefined ? undefined : podResizeView(pod)];
+  }));
 }
 
 /**
@@ -75,10 +90,10 @@ export async function followRollouts(deps: FollowDeps, log: Logger): Promise<Fol
   });
   const stale = await uncapStale(deps, items);
   const listed = items.flatMap((item) => {
-    const am = item as { metadata?: { name?: string; namespace?: string; uid?: string }; spec?: { stuckRollout?: "Report" | "DeletePod" }; status?: unknown };
+    const am = item as { metadata?: { name?: string; namespace?: string; uid?: string }; spec?: { stuckRollout?: "Report" | "DeletePod"; updateMode?: UpdateMode }; status?: unknown };
     const { name, namespace } = am.metadata ?? {};
     if (name === undefined || namespace === undefined) return [];
-    const ref = { name, namespace, uid: am.metadata?.uid, raw: item as Record<string, unknown>, stuckRollout: am.spec?.stuckRollout };
+    const ref = { name, namespace, uid: am.metadata?.uid, raw: item as Record<string, unknown>, stuckRollout: am.spec?.stuckRollout, updateMode: am.spec?.updateMode };
     return [{ am: ref, rollouts: pendingRollouts(am.status), scales: pendingScales(am.status) }];
   });
   const work = listed.flatMap(({ am, rollouts }) => rollouts.map((rollout) => ({ am, rollout })));
@@ -130,7 +145,7 @@ async function uncapStale(deps: FollowDeps, items: readonly unknown[]): Promise<
 /** Follows one rollout; true when it ended (or its workload is gone). */
 async function followOne(
   deps: FollowDeps,
-  am: { name: string; namespace: string; uid: string | undefined; raw: Record<string, unknown>; stuckRollout: "Report" | "DeletePod" | undefined },
+  am: { name: string; namespace: string; uid: string | undefined; raw: Record<string, unknown>; stuckRollout: "Report" | "DeletePod" | undefined; updateMode: UpdateMode | undefined },
   rollout: PendingRollout,
   log: Logger,
 ): Promise<boolean> {
@@ -141,10 +156,13 @@ async function followOne(
   const stamp = formatTimestamp(now);
   // A bare Pod's in-place resize: its own conditions and container statuses say how it ended.
   const resize = kind === "Pod" ? await readPodResize(cluster, am.namespace, rollout, now) : undefined;
-  const object = WORKLOAD_KINDS.has(kind) ? await cluster.readWorkload(kind as WorkloadKind, am.namespace, name) : undefined;
+  // A workload's Pods resized in place: their resizes say how it stands, not the workload's rollout.
+  const inPlacePods = rollout.inPlace === undefined ? undefined : await readInPlacePods(deps, am.namespace, rollout);
+  const inPlace = inPlacePods === undefined ? undefined : decideInPlaceFollowUp({ rollout, pods: inPlacePods, updateMode: am.updateMode, now });
+  const object = WORKLOAD_KINDS.has(kind) && inPlace === undefined ? await cluster.readWorkload(kind as WorkloadKind, am.namespace, name) : undefined;
   const selector = selectorString(object?.spec?.selector);
   const pods = object === undefined || selector === undefined ? [] : await cluster.listPods(am.namespace, selector);
-  const follow = resize?.follow ?? decideFollowUp({ rollout, workload: object === undefined ? undefined : workloadView(kind, object), pods: pods.map(podView), stuckRollout: am.stuckRollout, now });
+  const follow = resize?.follow ?? inPlace ?? decideFollowUp({ rollout, workload: object === undefined ? undefined : workloadView(kind, object), pods: pods.map(podView), stuckRollout: am.stuckRollout, now });
   const line = { appmonitor: `${am.namespace}/${am.name}`, workload: `${kind}/${name}`, generation: rollout.generation, result: follow.result };
 
   if (follow.result === "gone") {
@@ -162,7 +180,8 @@ async function followOne(
     // generations (a bare Pod's first resize is always generation 2), and the AppMonitor's Event,
     // whose name is derived from this key and the AppMonitor, would be taken for the old one's.
     const key = `rollout/${kind}/${name}/${wlRef.uid ?? ""}/${rollout.generation}/${end.reason}`;
-    const note = end.result === "RolledOut" ? follow.message : `rollout failed (${end.reason}): ${follow.message}`;
+    const fallingBack = follow.result === "fallBack" && deps.fallBack !== undefined;
+    const note = end.result === "RolledOut" ? follow.message : `${rollout.inPlace === undefined ? "rollout" : "in-place resize"} failed (${end.reason}): ${follow.message}${fallingBack ? "; spec.updateMode InPlaceOrRollout: writing the memory into the Pod template instead" : ""}`;
     const problems = await Promise.all([
       deps.events.record({ type, reason: end.result, note, regarding: wlRef, related: amRef, key }),
       deps.events.record({ type, reason: end.result, note, regarding: amRef, related: wlRef, key }),
@@ -170,6 +189,13 @@ async function followOne(
     for (const problem of problems) if (problem !== undefined) log.warn(line, problem);
     await deps.status.update(ref, (status) => withRolloutFollowedUp(status, rollout, { end: end.condition }, stamp), am.raw);
     deps.onEnded?.(kind, end.result, end.reason);
+    if (fallingBack && deps.fallBack !== undefined) {
+      // After the in-place entry ended: the template patch records a rollout of its own.
+      // The rounds observe the workload from one of its Pods still there.
+      const failed = [...(inPlacePods ?? new Map<string, PodResizeView | undefined>())].find(([, view]) => view !== undefined)?.[0] ?? name;
+      const fell = await deps.fallBack({ namespace: am.namespace, pod: failed, appmonitor: am.name, reason: follow.message, eventId: `fallback/${key}` }, log);
+      log.info({ ...line, outcome: fell.outcome, reason: fell.reason }, `fallback to the template patch: ${fell.message}`);
+    }
     return true;
   }
   if (follow.result === "deletePod") {
@@ -183,7 +209,7 @@ async function followOne(
     return false;
   }
   log.info(line, follow.message);
-  if (resize !== undefined && follow.result === "progressing") {
+  if ((resize !== undefined || inPlace !== undefined) && follow.result === "progressing") {
     await deps.status.update(ref, (status) => withResizeProgress(status, rollout, follow.message), am.raw);
   }
   if (follow.result === "progressing" && follow.waitingPods !== undefined) {

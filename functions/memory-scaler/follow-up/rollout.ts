@@ -36,8 +36,12 @@ import type { PendingRollout } from "../status/rollouts.ts";
  */
 export const ROLLOUT_DEADLINE_SECONDS = 600;
 
-/** Why a rollout failed (the condition's reason and the Event's note); see the module comment, and `follow-up/resize.ts` for a bare Pod's in-place resize (`Infeasible`, `ResizeError`). */
-export type RolloutFailure = "ProgressDeadlineExceeded" | "FailedCreate" | "PodUnschedulable" | "CrashLoopingPod" | "Infeasible" | "ResizeError";
+/**
+ * Why a rollout failed (the condition's reason and the Event's note); see the module comment,
+ * `follow-up/resize.ts` for a bare Pod's in-place resize (`Infeasible`, `ResizeError`) and
+ * `follow-up/in-place.ts` for a workload's Pods resized in place (`Deferred` too long).
+ */
+export type RolloutFailure = "ProgressDeadlineExceeded" | "FailedCreate" | "PodUnschedulable" | "CrashLoopingPod" | "Infeasible" | "ResizeError" | "Deferred";
 
 /** The result of {@link decideFollowUp}. */
 export type FollowUp =
@@ -46,6 +50,8 @@ export type FollowUp =
   | { readonly result: "progressing"; readonly message: string; readonly waitingPods?: readonly string[] }
   | { readonly result: "rolledOut"; readonly message: string }
   | { readonly result: "failed"; readonly reason: RolloutFailure; readonly message: string }
+  /** `spec.updateMode: InPlaceOrRollout`: the in-place resize failed, write the recorded memory into the template instead (`follow-up/in-place.ts`). */
+  | { readonly result: "fallBack"; readonly reason: RolloutFailure; readonly message: string }
   /** `stuckRollout: DeletePod`: delete this Pod (uid as precondition); the rollout stays pending. */
   | { readonly result: "deletePod"; readonly pod: { readonly name: string; readonly uid: string | undefined }; readonly message: string };
 

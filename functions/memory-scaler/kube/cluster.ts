@@ -29,9 +29,11 @@ export interface Cluster {
    * PATCH pods/{name}/resize with `application/json-patch+json`: a bare Pod's container resources
    * changed in place (https://kubernetes.io/docs/tasks/configure-pod-container/resize-container-resources/).
    * The API server accepts changes to `resources` (and `resizePolicy`) only through this
-   * subresource. Resolves the Pod's `metadata.generation` after the write.
+   * subresource. Resolves the Pod's `metadata.generation` after the write. With `dryRun` every
+   * admission step runs and nothing is persisted (`?dryRun=All`): a workload's Pods are resized only
+   * once each of their resizes passed.
    */
-  resizePod(namespace: string, name: string, patch: readonly JsonPatchOperation[]): Promise<{ generation: number | undefined }>;
+  resizePod(namespace: string, name: string, patch: readonly JsonPatchOperation[], dryRun?: boolean): Promise<{ generation: number | undefined }>;
   /** POST pods?dryRun=All: admission of a Pod as the workload would create it, nothing persisted. */
   dryRunCreatePod(namespace: string, pod: k8s.V1Pod): Promise<void>;
   /**
@@ -128,8 +130,8 @@ export function createCluster(kc: k8s.KubeConfig): Cluster {
       return { generation: written.metadata?.generation };
     },
 
-    async resizePod(namespace, name, patch) {
-      const written = await core.patchNamespacedPodResize({ namespace, name, body: patch, fieldManager: FIELD_MANAGER }, jsonPatch);
+    async resizePod(namespace, name, patch, dryRun = false) {
+      const written = await core.patchNamespacedPodResize({ namespace, name, body: patch, fieldManager: FIELD_MANAGER, ...(dryRun ? { dryRun: "All" } : {}) }, jsonPatch);
       return { generation: written.metadata?.generation };
     },
 

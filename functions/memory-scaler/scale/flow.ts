@@ -1,7 +1,10 @@
 /**
  * What memory-scaler does with one firing alert, reconcile-style, the same for every
- * {@link WriteTarget} (a workload's Pod template, `template-target.ts`; a bare Pod's resize,
- * `pod-resize-target.ts`): observe → plan → act → report, once per round.
+ * {@link WriteTarget} (a workload's Pod template, `template-target.ts`; its running Pods resized in
+ * place under `spec.updateMode` `InPlace` or `InPlaceOrRollout`, `in-place-target.ts`; a bare
+ * Pod's resize, `pod-resize-target.ts`): observe → plan → act → report, once per round. The same
+ * rounds run for a fallback ({@link handleFallback}): the follow-up found a workload's in-place
+ * resize failed under `InPlaceOrRollout`, and its recorded memory is written into the template.
  *
  * 0. Only an AppMonitor rule's alert is acted on (`governing.ts` `alertOrigin`): anything else →
  *    `NotAppMonitorAlert`, before any read.
@@ -32,6 +35,7 @@
  */
 import type { Logger } from "pino";
 import type { AlertEventData, AlertTrigger } from "../../lib/alert-event.ts";
+import type { UpdateMode } from "../../lib/appmonitor.ts";
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND } from "../../lib/appmonitor.ts";
 import { formatTimestamp } from "../../lib/rfc3339.ts";
 import { HttpError } from "../../lib/runtime/errors.ts";
@@ -40,10 +44,11 @@ import { eventsOf, type Subjects } from "../events.ts";
 import type { AppMonitorRef } from "../kube/status-writer.ts";
 import { containerStatuses } from "../kube/views.ts";
 import { objectRef } from "../model.ts";
-import type { Outcome } from "../outcome.ts";
+import type { Outcome, Scale, Skip } from "../outcome.ts";
 import type { FlowDeps } from "./deps.ts";
 import { checkEvidence } from "./evidence.ts";
 import { alertOrigin, type ValidAppMonitor } from "./governing.ts";
+import { inPlaceTarget } from "./in-place-target.ts";
 import { type Observation, observeFiring } from "./observe.ts";
 import { type FiringPlan, planFiring } from "./plan.ts";
 import { podResizeTarget } from "./pod-resize-target.ts";
@@ -51,10 +56,16 @@ import { type Ending, repairReport, type Report, reportOf } from "./report.ts";
 import type { History, WriteTarget } from "./target.ts";
 import { templateTarget } from "./template-target.ts";
 
-/** The target an observed Pod names: itself when bare, else its workload's template. */
-function targetOf(observation: Extract<Observation, { result: "bare" | "observed" }>, namespace: string, pod: string): WriteTarget {
+/**
+ * The target an observed Pod names: itself when bare, else its workload's running Pods under an
+ * in-place `updateMode` (that of the AppMonitor the alert names: only it can govern), else its
+ * workload's template, and always the template for a fallback.
+ */
+function targetOf(observation: Extract<Observation, { result: "bare" | "observed" }>, namespace: string, pod: string, fallback: boolean): WriteTarget {
   if (observation.result === "bare") return podResizeTarget(observation.pod, namespace, pod);
-  return templateTarget(observation.workload, observation.pod, observation);
+  const mode: UpdateMode = observation.named.spec.updateMode;
+  if (fallback || mode === "Rollout") return templateTarget(observation.workload, observation.pod, observation);
+  return inPlaceTarget(observation.workload, observation.pod, observation, mode);
 }
 
 /**
@@ -97,14 +108,30 @@ function lostRace(deps: FlowDeps, log: Logger, target: WriteTarget, attempt: num
 
 const appMonitorRef = (am: ValidAppMonitor) => objectRef(APPMONITOR_API_VERSION, APPMONITOR_KIND, am.metadata.namespace, am.metadata.name, am.metadata.uid);
 
+/**
+ * What the rounds run for: a firing alert's Pod and AppMonitor, or a fallback's (a Pod of the
+ * workload whose in-place resize failed, its AppMonitor, and why it failed), which has no
+ * evidence to check and writes the recorded memory instead of a decision.
+ */
+interface Entry {
+  readonly eventId: string;
+  readonly namespace: string;
+  readonly pod: string;
+  readonly appmonitor: string;
+  readonly trigger: AlertTrigger;
+  /** The alert; absent for a fallback. */
+  readonly data?: AlertEventData;
+  /** Why the in-place resize failed; present for a fallback only. */
+  readonly fallback?: string;
+}
+
 /** What {@link act} works from: the round's plan for its target, and what the write needs. */
 interface ActInput {
   readonly target: WriteTarget;
   readonly plan: Extract<FiringPlan, { governed: true }>;
   readonly appMonitor: ValidAppMonitor;
   readonly amRef: AppMonitorRef;
-  readonly eventId: string;
-  readonly data: AlertEventData;
+  readonly entry: Entry;
   readonly trigger: AlertTrigger;
   /** The alerting Pod's container statuses, read once (`kube/views.ts`). */
   readonly statuses: ReturnType<typeof containerStatuses>;
@@ -121,14 +148,15 @@ interface ActInput {
  * @throws HttpError when Prometheus or the API server failed before the write, or 503 after the last round's lost race.
  */
 async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"> {
-  const { target, plan, appMonitor: am, data, trigger, now, log } = input;
+  const { target, plan, appMonitor: am, entry, trigger, now, log } = input;
   const { decision } = plan;
   if (decision.action === "skip") return { step: "decided", skip: decision };
   // Prometheus for a threshold or trend alert only: after an OOM kill the restarted container's working set is low again.
   const containers = decision.changes.map((c) => c.container);
   const { trend } = am.spec;
-  const workingSets = trigger === "threshold" ? await deps.verifier?.workingSets(data.namespace, data.pod, containers) : undefined;
-  const predictions = trigger === "trend" && trend !== undefined ? await deps.verifier?.predictions(data.namespace, data.pod, containers, trend) : undefined;
+  const alerted = entry.data !== undefined;
+  const workingSets = alerted && trigger === "threshold" ? await deps.verifier?.workingSets(entry.namespace, entry.pod, containers) : undefined;
+  const predictions = alerted && trigger === "trend" && trend !== undefined ? await deps.verifier?.predictions(entry.namespace, entry.pod, containers, trend) : undefined;
   const evidence = {
     trigger,
     statuses: input.statuses,
@@ -140,7 +168,8 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
     predictions,
     trend,
   };
-  const checked = checkEvidence(decision, evidence);
+  // A fallback writes what was decided and checked when its alert came.
+  const checked = alerted ? checkEvidence(decision, evidence) : decision;
   if (checked.action === "skip") return { step: "unconfirmed", skip: checked };
   const { changes } = checked;
   const gate = gateScale({ workload: target.workload, changes, gitOpsManaged: am.spec.gitOpsManaged, gitOps: target.gitOps, revert: plan.revert, budget: plan.budget, autoscalers: target.autoscalers });
@@ -148,14 +177,16 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
   if (checked.dryRun) return { step: "dryRun", scale: checked };
 
   const time = formatTimestamp(now);
-  const { eventId, amRef } = input;
+  const { amRef } = input;
+  const { eventId } = entry;
   const result = await target.write({ cluster: deps.cluster, status: deps.status, eventId, appMonitor: am, amRef, changes, trigger, history: plan, now, time, log, warn: (message) => input.warnings.push(message) });
   if (result.result === "conflict") {
     lostRace(deps, log, target, input.attempt, result.message);
     return "conflict";
   }
   if (result.result === "refused") return { step: "refused", reason: result.reason, message: result.message, scale: checked };
-  const written = target.written({ changes, appMonitor: am, trigger, gitOps: gate.gitOps, generation: result.generation, time, eventId, alertPod: data.pod });
+  const fallback = result.fallback ?? entry.fallback;
+  const written = target.written({ changes, appMonitor: am, trigger, gitOps: gate.gitOps, generation: result.generation, time, eventId, alertPod: entry.pod, resized: result.resized, fallback });
   return { step: "written", written, scale: checked, reverted: gate.reverted, statusFrom: result.statusFrom };
 }
 
@@ -167,38 +198,69 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
  * compare-and-swap lost `maxAttempts` times in a row.
  */
 export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertEventData, log: Logger): Promise<Outcome> {
-  const base = { pod: `${data.namespace}/${data.pod}` };
   const origin = alertOrigin(data);
-  if (origin.result === "none") return { ...base, outcome: "skipped", reason: origin.reason, message: origin.message, attempts: 0 };
-  const withTrigger = { ...base, trigger: origin.trigger };
+  if (origin.result === "none") return { pod: `${data.namespace}/${data.pod}`, outcome: "skipped", reason: origin.reason, message: origin.message, attempts: 0 };
+  return runRounds(deps, { eventId, namespace: data.namespace, pod: data.pod, appmonitor: origin.name, trigger: origin.trigger, data }, log);
+}
+
+/** A workload whose in-place resize failed under `InPlaceOrRollout` (`follow-up/in-place.ts`), to write its recorded memory into the template. */
+export interface FallbackRequest {
+  readonly namespace: string;
+  /** A Pod of the workload (one whose resize failed): what the rounds observe the workload from. */
+  readonly pod: string;
+  /** The AppMonitor that resized it. */
+  readonly appmonitor: string;
+  /** Why the in-place resize failed: the `InPlaceFallback` Warnings say so. */
+  readonly reason: string;
+  /** Keys the Events: one fallback of one resize writes each Event once. */
+  readonly eventId: string;
+}
+
+/**
+ * Writes the recorded memory of the workload of `request.pod` into its Pod template: the rounds of
+ * {@link handleFiring} with the template target, no evidence (nothing alerted now), the decision
+ * being the in-place record's raise (`WriteTarget.recorded`; none left, e.g. the template changed
+ * meanwhile: skipped `TemplateDiffers`), and the gates, checks and trail of any template patch.
+ * @throws HttpError as {@link handleFiring} does.
+ */
+export async function handleFallback(deps: FlowDeps, request: FallbackRequest, log: Logger): Promise<Outcome> {
+  return runRounds(deps, { eventId: request.eventId, namespace: request.namespace, pod: request.pod, appmonitor: request.appmonitor, trigger: "threshold", fallback: request.reason }, log);
+}
+
+/** The rounds (module comment) for one entry. */
+async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Outcome> {
+  const { eventId, namespace, pod } = entry;
+  // The trigger of the alert answered; a fallback answers none.
+  const base = { pod: `${namespace}/${pod}`, ...(entry.data === undefined ? {} : { trigger: entry.trigger }) };
   // Kept across rounds: a write's warnings stand whatever a later round comes to.
   const warnings: string[] = [];
   const write = (report: Omit<Report, "outcome">, subjects: Subjects, amRef: AppMonitorRef, now: Date) => applyReport(deps, { report, subjects, amRef, eventId, now, warnings });
 
   for (let attempt = 1; ; attempt += 1) {
     // Observe.
-    const observation = await observeFiring(deps.cluster, { namespace: data.namespace, pod: data.pod, appmonitor: origin.name }, log);
-    if (observation.result === "ended") return { ...withTrigger, outcome: "skipped", reason: observation.reason, message: observation.message, attempts: attempt };
+    const observation = await observeFiring(deps.cluster, { namespace, pod, appmonitor: entry.appmonitor }, log);
+    if (observation.result === "ended") return { ...base, outcome: "skipped", reason: observation.reason, message: observation.message, attempts: attempt };
     const now = deps.now();
-    const podRef = objectRef("v1", "Pod", data.namespace, data.pod, observation.pod.metadata?.uid);
+    const podRef = objectRef("v1", "Pod", namespace, pod, observation.pod.metadata?.uid);
     const named = observation.named;
-    const answer = (identity: object, report: Report): Outcome => ({ ...withTrigger, ...identity, ...report.outcome, attempts: attempt, ...(warnings.length > 0 ? { warnings } : {}) });
+    const answer = (identity: object, report: Report): Outcome => ({ ...base, ...identity, ...report.outcome, attempts: attempt, ...(warnings.length > 0 ? { warnings } : {}) });
     if (observation.result === "unsupported") {
       // No template to judge, so never scaled; warn so whoever opted this Pod in learns why.
-      const report = reportOf({ step: "unsupported", message: observation.message }, { eventId, now, statusLimit: deps.status.limit, trigger: origin.trigger });
+      const report = reportOf({ step: "unsupported", message: observation.message }, { eventId, now, statusLimit: deps.status.limit, trigger: entry.trigger });
       await write(report, { pod: podRef, appMonitor: appMonitorRef(named), cooldownSeconds: named.spec.cooldownSeconds }, { namespace: named.metadata.namespace, name: named.metadata.name, uid: named.metadata.uid }, now);
       return answer({}, report);
     }
-    const target = targetOf(observation, data.namespace, data.pod);
+    const target = targetOf(observation, namespace, pod, entry.fallback !== undefined);
     const withOwner = { workload: target.workload };
 
-    // Plan.
-    const plan = planFiring({ target, monitors: observation.monitors, named, alert: data, now, statusLimit: deps.status.limit });
-    if (!plan.governed) return { ...withTrigger, ...withOwner, outcome: "skipped", reason: plan.reason, message: plan.message, attempts: attempt };
+    // Plan; a fallback's decision is the raise its in-place record holds.
+    const planned = planFiring({ target, monitors: observation.monitors, named, alert: { pod, ...(entry.data?.container === undefined ? {} : { container: entry.data.container }) }, now, statusLimit: deps.status.limit });
+    if (!planned.governed) return { ...base, ...withOwner, outcome: "skipped", reason: planned.reason, message: planned.message, attempts: attempt };
+    const plan = entry.fallback === undefined ? planned : { ...planned, decision: fallbackDecision(target, planned.appMonitor) };
     const am = plan.appMonitor;
     const amRef = { namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid };
     const subjects: Subjects = { pod: podRef, appMonitor: appMonitorRef(am), cooldownSeconds: am.spec.cooldownSeconds, workload: target.ref };
-    const context = { target, appMonitor: am, eventId, now, statusLimit: deps.status.limit, trigger: origin.trigger };
+    const context = { target, appMonitor: am, eventId, now, statusLimit: deps.status.limit, trigger: entry.trigger };
     const end = async (report: Report): Promise<Outcome> => {
       await write(report, subjects, amRef, now);
       return answer({ ...withOwner, appmonitor: am.metadata.name }, report);
@@ -209,8 +271,16 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
     if (repair !== undefined) await write(logRepair(log, target, plan, repair), subjects, amRef, now);
 
     // Act, then report: the ending's row of the table, applied once.
-    const ending = await act(deps, { target, plan, appMonitor: am, amRef, eventId, data, trigger: origin.trigger, statuses: containerStatuses(observation.pod), now, log, warnings, attempt });
+    const ending = await act(deps, { target, plan, appMonitor: am, amRef, entry, trigger: entry.trigger, statuses: containerStatuses(observation.pod), now, log, warnings, attempt });
     if (ending === "conflict") continue;
     return end(reportOf(ending, context));
   }
+}
+
+/** A fallback's decision: the template target's recorded raise, or nothing to write. */
+function fallbackDecision(target: WriteTarget, am: ValidAppMonitor): Skip | Scale {
+  if (target.recorded.length === 0) {
+    return { action: "skip", reason: "TemplateDiffers", message: `${target.workload.kind} ${target.workload.name} carries no in-place memory its Pod template does not (the template changed since, or a later scale wrote it): nothing to roll out` };
+  }
+  return { action: "scale", changes: target.recorded, skipped: [], dryRun: am.spec.mode === "DryRun" };
 }

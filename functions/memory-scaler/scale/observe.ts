@@ -1,13 +1,16 @@
 /**
- * The read step of a firing alert (the README's "What it does", steps 1–2): the Pod, its namespace's
- * AppMonitors, HorizontalPodAutoscalers and VerticalPodAutoscalers in parallel (the two lists cost
- * no round trip of their own), then the Pod's owners up to the workload. It reads only as far as
- * the alert can still lead to a scale: no owner is read for a Pod that is gone or for an alert
- * whose AppMonitor is not there. Plain data out, for the pure plan (`scale/plan.ts`).
+ * The read step of a firing alert (the README's "What it does", steps 1–2): one round trip for
+ * the Pod, its namespace's AppMonitors, HorizontalPodAutoscalers and VerticalPodAutoscalers, and
+ * the owners the Pod's name points to (`ownerGuesses`: a Deployment's ReplicaSet and the
+ * Deployment, or a StatefulSet), read beside the Pod rather than after it. A guess is used only
+ * when the Pod's controller reference names it, uid included; a wrong guess (a DaemonSet's Pod, a
+ * name the controller truncated) costs its GETs and the walk reads the real owners after the Pod,
+ * as without a guess. Plain data out, for the pure plan (`scale/plan.ts`).
  *
  * An autoscaler list whose resource type is not served (a 404 without an object: the VPA's CRD not
  * installed) reads as none; any other failure fails the event like every read, since scaling
- * without knowing whether an autoscaler fights it is what the lists are there to prevent.
+ * without knowing whether an autoscaler fights it is what the lists are there to prevent. A
+ * guessed read's failure fails the event only if the guess is used.
  */
 import type * as k8s from "@kubernetes/client-node";
 import type { Logger } from "pino";
@@ -56,6 +59,7 @@ async function listOrNone<T>(list: Promise<T[]>, doing: string): Promise<T[]> {
  */
 export async function observeFiring(cluster: Cluster, alert: { readonly namespace: string; readonly pod: string; readonly appmonitor: string }, log: Logger): Promise<Observation> {
   const podKey = `${alert.namespace}/${alert.pod}`;
+  const guessed = prefetchOwners(cluster, alert.namespace, ownerGuesses(alert.pod));
   const [pod, items, hpas, vpas] = await Promise.all([
     cluster.readPod(alert.namespace, alert.pod).catch((error: unknown) => {
       throw toHttpFailure(error, `read Pod ${podKey}`);
@@ -76,12 +80,55 @@ export async function observeFiring(cluster: Cluster, alert: { readonly namespac
   if (controllerOf(pod.metadata) === undefined) return { result: "bare", pod, monitors, named: named.appMonitor };
   // The owner before coverage: coverage is judged on the workload's Pod template, not on the
   // live Pod, whose annotations and labels anyone allowed to edit that one Pod can set.
-  const resolution = await resolveWorkload(cluster, pod).catch((error: unknown) => {
+  const resolution = await resolveWorkload(cluster, pod, guessed).catch((error: unknown) => {
     throw toHttpFailure(error, `read the owner of Pod ${podKey}`);
   });
   if (resolution.result === "gone") return { result: "ended", reason: "OwnerGone", message: resolution.message };
   if (resolution.result === "unsupported") return { result: "unsupported", message: resolution.message, pod, named: named.appMonitor };
   return { result: "observed", pod, monitors, named: named.appMonitor, workload: resolution.workload, hpas, vpas: vpas.map(vpaView) };
+}
+
+/** A workload a Pod's name suggests as its owner, to read before the Pod's owner references are known. */
+export interface OwnerGuess {
+  readonly kind: WorkloadKind;
+  readonly name: string;
+}
+
+/**
+ * The owners a Pod's name points to, by the names controllers give their Pods: a StatefulSet
+ * names them `<statefulset>-<ordinal>`
+ * (https://kubernetes.io/docs/concepts/workloads/controllers/statefulset/#pod-identity); a
+ * ReplicaSet (and a DaemonSet) `<owner>-<5 random characters>`, and a Deployment names its
+ * ReplicaSets `<deployment>-<pod-template-hash>`
+ * (https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#pod-template-hash-label),
+ * so a suffix of digits reads as a StatefulSet's Pod and any other as a Deployment's. No guess
+ * for a name without a `-`. Pure: a guess is only what to read early, never trusted.
+ */
+export function ownerGuesses(podName: string): OwnerGuess[] {
+  const cut = podName.lastIndexOf("-");
+  if (cut <= 0) return [];
+  const owner = podName.slice(0, cut);
+  if (/^[0-9]+$/.test(podName.slice(cut + 1))) return [{ kind: "StatefulSet", name: owner }];
+  const rsCut = owner.lastIndexOf("-");
+  const replicaSet: OwnerGuess = { kind: "ReplicaSet", name: owner };
+  return rsCut <= 0 ? [replicaSet] : [replicaSet, { kind: "Deployment", name: owner.slice(0, rsCut) }];
+}
+
+/** Reads started early, by kind and name; looked up by {@link resolveWorkload} before it reads itself. */
+export type PrefetchedOwners = (kind: WorkloadKind, name: string) => Promise<WorkloadObject | undefined> | undefined;
+
+/**
+ * Starts the reads of `guesses` at once. A read's failure is kept for whoever uses it: a guess
+ * never used fails nothing (its rejection is handled here so it is not an unhandled one).
+ */
+export function prefetchOwners(cluster: Cluster, namespace: string, guesses: readonly OwnerGuess[]): PrefetchedOwners {
+  const reads = new Map<string, Promise<WorkloadObject | undefined>>();
+  for (const { kind, name } of guesses) {
+    const read = cluster.readWorkload(kind, namespace, name);
+    read.catch(() => undefined);
+    reads.set(`${kind}/${name}`, read);
+  }
+  return (kind, name) => reads.get(`${kind}/${name}`);
 }
 
 /**
@@ -105,11 +152,13 @@ export function controllerOf(meta: k8s.V1ObjectMeta | undefined): k8s.V1OwnerRef
 const DIRECT_KINDS: ReadonlySet<string> = new Set(["ReplicaSet", "StatefulSet", "DaemonSet"]);
 
 /**
- * Walks the Pod's controller references to the workload to patch.
+ * Walks the Pod's controller references to the workload to patch, using a read of `prefetched`
+ * where it has the owner's kind and name (its object is then checked like any other).
  * @throws whatever the {@link Cluster} throws for a failed read (the caller classifies it).
  */
-export async function resolveWorkload(cluster: Cluster, pod: k8s.V1Pod): Promise<Resolution> {
+export async function resolveWorkload(cluster: Cluster, pod: k8s.V1Pod, prefetched: PrefetchedOwners = () => undefined): Promise<Resolution> {
   const namespace = pod.metadata?.namespace ?? "";
+  const read = (kind: WorkloadKind, name: string) => prefetched(kind, name) ?? cluster.readWorkload(kind, namespace, name);
   const podName = pod.metadata?.name ?? "";
   const owner = controllerOf(pod.metadata);
   if (owner === undefined) {
@@ -125,8 +174,8 @@ export async function resolveWorkload(cluster: Cluster, pod: k8s.V1Pod): Promise
   const hash = pod.metadata?.labels?.["pod-template-hash"];
   const guess = owner.kind === "ReplicaSet" && hash !== undefined && owner.name.endsWith(`-${hash}`) ? owner.name.slice(0, -(hash.length + 1)) : undefined;
   const [direct, guessed] = await Promise.all([
-    readOwned(cluster, owner.kind as WorkloadKind, namespace, owner),
-    guess === undefined || guess === "" ? undefined : cluster.readWorkload("Deployment", namespace, guess),
+    readOwned(read, owner.kind as WorkloadKind, owner),
+    guess === undefined || guess === "" ? undefined : read("Deployment", guess),
   ]);
   if ("result" in direct) return direct;
   if (owner.kind !== "ReplicaSet") return found(owner.kind as WorkloadKind, namespace, direct);
@@ -140,19 +189,18 @@ export async function resolveWorkload(cluster: Cluster, pod: k8s.V1Pod): Promise
     };
   }
   const confirmed = guessed !== undefined && guessed.metadata?.name === rsOwner.name && guessed.metadata.uid === rsOwner.uid;
-  const deployment = confirmed ? guessed : await readOwned(cluster, "Deployment", namespace, rsOwner);
+  const deployment = confirmed ? guessed : await readOwned(read, "Deployment", rsOwner);
   if ("result" in deployment) return deployment;
   return found("Deployment", namespace, deployment);
 }
 
 /** Reads the referenced object and checks it is the one referenced (same uid), not a namesake. */
 async function readOwned(
-  cluster: Cluster,
+  read: (kind: WorkloadKind, name: string) => Promise<WorkloadObject | undefined>,
   kind: WorkloadKind,
-  namespace: string,
   ref: k8s.V1OwnerReference,
 ): Promise<WorkloadObject | { result: "gone"; message: string }> {
-  const object = await cluster.readWorkload(kind, namespace, ref.name);
+  const object = await read(kind, ref.name);
   if (object === undefined || (ref.uid !== undefined && object.metadata?.uid !== ref.uid)) {
     return { result: "gone", message: `${kind} ${ref.name} (uid ${ref.uid}) no longer exists` };
   }

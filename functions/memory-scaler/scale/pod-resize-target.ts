@@ -47,6 +47,7 @@ export function podResizeTarget(pod: k8s.V1Pod, namespace: string, name: string)
     lastScaleTime,
     gitOps: gitOpsOwner(pod.metadata),
     autoscalers: { hpas: [], vpas: [] },
+    recorded: [],
     verb: "resize",
     wouldDo: "would resize in place",
     scaledReason: "Resized",

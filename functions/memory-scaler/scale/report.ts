@@ -124,7 +124,7 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
       return {
         reported: written.reported,
         status: { change: scaledStatus(entry, written.rollout, context.statusLimit), from: ending.statusFrom },
-        outcome: { outcome: "scaled", reason: target().scaledReason, message: written.message, changes: scale.changes, skipped: scale.skipped, ...(reverted ? { revert: "Repatched" as const } : {}) },
+        outcome: { outcome: "scaled", reason: written.reason ?? target().scaledReason, message: written.message, changes: scale.changes, skipped: scale.skipped, ...(reverted ? { revert: "Repatched" as const } : {}) },
       };
     }
   }

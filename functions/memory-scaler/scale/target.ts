@@ -1,8 +1,8 @@
 /**
  * What a scale writes to: the one interface behind which a workload's Pod template patch
- * (`template-target.ts`) and a bare Pod's in-place resize (`pod-resize-target.ts`) differ, so the
- * flow (`flow.ts`) runs observe → plan → act → report once for both. The next target (the
- * in-place resize of a workload's Pods) is one more implementation of {@link WriteTarget}.
+ * (`template-target.ts`), the in-place resize of a workload's running Pods (`in-place-target.ts`)
+ * and a bare Pod's resize (`pod-resize-target.ts`) differ, so the flow (`flow.ts`) runs observe →
+ * plan → act → report once for all three.
  *
  * A target says three things:
  * - what the decision reads: the memory asked for and the memory running, the last scale's time
@@ -64,15 +64,34 @@ export interface WriteInput {
 
 /** How a write ended. Only an unexpected API failure throws (HttpError by class, nothing written). */
 export type WriteResult =
-  /** Written once; `generation` is what the object has now (the follow-up's mark); `statusFrom` the AppMonitor object the status write starts from (undefined: the status writer's last answer, or a fresh read). */
-  | { readonly result: "written"; readonly generation: number | undefined; readonly statusFrom: Record<string, unknown> | undefined }
+  /**
+   * Written once; `generation` is what the object has now (the follow-up's mark); `statusFrom` the
+   * AppMonitor object the status write starts from (undefined: the status writer's last answer, or
+   * a fresh read); `resized` the workload's Pods resized in place and their new generations;
+   * `fallback` why `InPlaceOrRollout` wrote the template instead.
+   */
+  | {
+      readonly result: "written";
+      readonly generation: number | undefined;
+      readonly statusFrom: Record<string, unknown> | undefined;
+      readonly resized?: readonly ResizedPod[];
+      readonly fallback?: string;
+    }
   /** A `test` operation failed: the object changed since it was read; read again. */
   | { readonly result: "conflict"; readonly message: string }
   /** Not written, and why (the API server's message, or the check's). */
   | { readonly result: "refused"; readonly reason: "AdmissionRefused" | "RolloutExceedsQuota" | "Unschedulable"; readonly message: string };
 
+/** A Pod resized in place, and the `metadata.generation` its resize gave it (the follow-up's mark). */
+export interface ResizedPod {
+  readonly name: string;
+  readonly generation: number;
+}
+
 /** What a written scale reports: its Events, the outcome's message, and what the follow-up watches. */
 export interface Written {
+  /** The outcome's reason when not the target's `scaledReason`: `Scaled` for an in-place target that wrote the template instead. */
+  readonly reason?: "Scaled" | "Resized";
   readonly reported: readonly Reported[];
   readonly message: string;
   /** The rollout or resize pending in `status.rollouts`; undefined when nothing replaces a Pod (a bare ReplicaSet) or no generation came back. */
@@ -102,6 +121,12 @@ export interface WriteTarget {
   readonly wouldDo: string;
   /** Reason of a written scale's outcome: `Scaled`, `Resized`. */
   readonly scaledReason: "Scaled" | "Resized";
+  /**
+   * The memory its in-place record holds beyond its Pod template, as changes of the template
+   * (`../in-place.ts` `recordedChanges`): what a fallback to the template patch writes. Empty
+   * when there is none (and for a bare Pod).
+   */
+  readonly recorded: readonly ContainerChange[];
   /** Seconds back from `now` within which an OOM kill is evidence (`evidence.ts` `checkOOMKilled`). */
   oomWindowSeconds(now: Date): number;
   /** What its last scale by `appMonitor` leaves (pure). */
@@ -111,5 +136,22 @@ export interface WriteTarget {
   /** Writes the scale once, as a compare-and-swap. @throws HttpError on an unexpected API failure, before anything was written. */
   write(input: WriteInput): Promise<WriteResult>;
   /** What a written scale reports (pure). */
-  written(input: { readonly changes: readonly ContainerChange[]; readonly appMonitor: ValidAppMonitor; readonly trigger: AlertTrigger; /** Under `spec.gitOpsManaged: Patch`: the GitOps tool to warn about (`coexist/gate.ts`). */ readonly gitOps: GitOpsOwner | undefined; readonly generation: number | undefined; readonly time: string; readonly eventId: string; readonly alertPod: string }): Written;
+  written(input: WrittenInput): Written;
+}
+
+/** What {@link WriteTarget.written} reports from: the scale, and what its write returned. */
+export interface WrittenInput {
+  readonly changes: readonly ContainerChange[];
+  readonly appMonitor: ValidAppMonitor;
+  readonly trigger: AlertTrigger;
+  /** Under `spec.gitOpsManaged: Patch`: the GitOps tool to warn about (`coexist/gate.ts`). */
+  readonly gitOps: GitOpsOwner | undefined;
+  readonly generation: number | undefined;
+  readonly time: string;
+  readonly eventId: string;
+  readonly alertPod: string;
+  /** The Pods resized in place (`WriteResult`). */
+  readonly resized?: readonly ResizedPod[] | undefined;
+  /** Why the template was written instead of the Pods resized in place (`WriteResult`), for its `InPlaceFallback` Warnings. */
+  readonly fallback?: string | undefined;
 }

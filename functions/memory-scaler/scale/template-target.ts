@@ -2,9 +2,14 @@
  * The workload's Pod template as a {@link WriteTarget}: a Deployment, StatefulSet, DaemonSet or
  * ReplicaSet whose controller rolls the new memory out by replacing its Pods.
  *
- * - Decides from the template's memory against the alerting Pod's spec; the cooldown's clock is
- *   the template's last-scale annotation; an OOM kill counts within `OOM_KILL_RECENT_SECONDS`
- *   (the scale replaces the Pods, whose statuses start clean).
+ * - Decides from the workload's memory (the template's, raised by its in-place record where one
+ *   applies: `../in-place.ts`) against the alerting Pod's spec; the cooldown's clock is the
+ *   template's last-scale annotation; an OOM kill counts within `OOM_KILL_RECENT_SECONDS` (the
+ *   scale replaces the Pods, whose statuses start clean).
+ * - A workload resized in place before: the patch writes the whole raise into the template (each
+ *   change from the template's own values) and removes the in-place record and its label, tested
+ *   as read, in the same compare-and-swap; a fallback (`InPlaceOrRollout`) writes the recorded
+ *   memory alone (`recorded`) and says why in `InPlaceFallback` Warnings.
  * - Keeps a last-scale record on the workload, written in the scale's own patch: what a later
  *   event repairs from (`status/repair.ts`), sees a revert by (`coexist/reverts.ts`) and counts
  *   the revert budget with.
@@ -18,16 +23,16 @@
  *   ReplicaSet, which replaces no Pod).
  */
 import type * as k8s from "@kubernetes/client-node";
-import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION, type AppMonitorStatus } from "../../lib/appmonitor.ts";
+import { IN_PLACE_LABEL, IN_PLACE_MEMORY_ANNOTATION, LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION, type AppMonitorStatus } from "../../lib/appmonitor.ts";
 import { gitOpsOwner, gitOpsPatchedNote } from "../coexist/gitops.ts";
 import { budgetUse, detectRevert, detectRevertFromStatus } from "../coexist/reverts.ts";
 import { type Reported, scaledNote } from "../events.ts";
+import { effectiveMemory, foldedChanges, type InPlaceEntry, parseInPlaceRecord, recordedChanges } from "../in-place.ts";
 import { memoryOf } from "../kube/views.ts";
-import { APPS_V1, type ContainerMemory, describeChanges, formatScaleRecord, kindOf, objectRef, parseScaleRecord, type RecordedScale, type Workload } from "../model.ts";
+import { APPS_V1, type ContainerMemory, describeChanges, formatScaleRecord, type JsonPatchOperation, kindOf, objectRef, parseScaleRecord, type RecordedScale, type Workload } from "../model.ts";
 import type { Scale, Skip } from "../outcome.ts";
 import { podReplacement, type PodReplacement } from "../replacement.ts";
 import { repairedStatus } from "../status/changes.ts";
-import { withoutPendingScale, withPendingScale } from "../status/pending-scales.ts";
 import { repairOf } from "../status/repair.ts";
 import { pendingRollouts } from "../status/rollouts.ts";
 import type { Decision } from "./decide.ts";
@@ -35,8 +40,8 @@ import { OOM_KILL_RECENT_SECONDS } from "./evidence.ts";
 import type { ValidAppMonitor } from "./governing.ts";
 import { onDeleteScaledNote, type RolloutStrategy, unreplacedNote, waitingForDelete, waitsForDelete } from "./on-delete.ts";
 import type { History, WriteInput, WriteResult, WriteTarget, Written } from "./target.ts";
-import { buildTemplatePatch } from "./template-patch.ts";
-import { podForAdmission, writeWorkload } from "./write.ts";
+import { buildTemplatePatch, escapeJsonPointerToken } from "./template-patch.ts";
+import { listPendingScale, podForAdmission, writeWorkload } from "./write.ts";
 
 /**
  * The label a StatefulSet or DaemonSet controller puts on each Pod: the ControllerRevision its
@@ -51,6 +56,11 @@ interface Template {
   readonly named: { readonly kind: string; readonly name: string };
   readonly annotations: Record<string, string> | undefined;
   readonly lastScaleTime: string | undefined;
+  /** The Pod template's own memory (`memoryOf`), which the patch tests and writes. */
+  readonly template: readonly ContainerMemory[];
+  /** The in-place record the workload carries, if any (`../in-place.ts`). */
+  readonly inPlace: readonly InPlaceEntry[] | undefined;
+  /** The workload's memory: the template's, raised where the in-place record applies. */
   readonly desired: readonly ContainerMemory[];
   readonly running: readonly ContainerMemory[];
   readonly strategy: RolloutStrategy;
@@ -66,13 +76,17 @@ export function templateTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: 
   const { spec, metadata } = workload.object;
   const annotations = metadata?.annotations;
   const lastScaleTime = annotations?.[LAST_SCALE_ANNOTATION];
+  const template = memoryOf(spec.template.spec);
+  const inPlace = parseInPlaceRecord(annotations?.[IN_PLACE_MEMORY_ANNOTATION]);
   const t: Template = {
     workload,
     pod,
     named: { kind: workload.kind, name: workload.name },
     annotations,
     lastScaleTime,
-    desired: memoryOf(spec.template.spec),
+    template,
+    inPlace,
+    desired: effectiveMemory(template, inPlace),
     running: memoryOf(pod.spec),
     strategy: { kind: workload.kind, name: workload.name, updateStrategy: spec.updateStrategy?.type, updateRevision: workload.object.status?.updateRevision, replicas: spec.replicas },
     replacement: podReplacement({ kind: workload.kind, replicas: spec.replicas, updateStrategy: spec.updateStrategy?.type, volumes: spec.template.spec?.volumes ?? [] }),
@@ -86,6 +100,7 @@ export function templateTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: 
     lastScaleTime,
     gitOps: gitOpsOwner(metadata),
     autoscalers,
+    recorded: recordedChanges(template, inPlace),
     verb: "scale",
     wouldDo: "would scale",
     scaledReason: "Scaled",
@@ -108,7 +123,10 @@ function history(t: Template, am: ValidAppMonitor, now: Date, statusLimit: numbe
     last.action === "none"
       ? undefined
       : {
-          reported: { reason: "Scaled", changes: last.record.changes, multiplier: last.record.multiplier, trigger: last.record.trigger ?? "threshold", key: last.record.event, replacement } as const,
+          reported:
+            last.record.mode === "inPlace"
+              ? ({ reason: "Resized", changes: last.record.changes, multiplier: last.record.multiplier, trigger: last.record.trigger ?? "threshold", key: last.record.event } as const)
+              : ({ reason: "Scaled", changes: last.record.changes, multiplier: last.record.multiplier, trigger: last.record.trigger ?? "threshold", key: last.record.event, replacement } as const),
           status: last.entry === undefined ? undefined : repairedStatus(last.entry, { kind: workload.kind, generation: workload.object.metadata?.generation }, last.record.event, statusLimit),
           time: last.record.time,
         };
@@ -146,10 +164,24 @@ function refine(t: Template, decision: Decision, am: ValidAppMonitor, alert: { r
   return { action: "skip", reason: decision.reason, message: decision.message, skipped: decision.skipped };
 }
 
+/**
+ * The operations that remove the workload's in-place record and its label, the record tested as
+ * read: a template patch carries the raise itself from then on.
+ */
+function withoutInPlace(annotations: Record<string, string> | undefined, labels: Record<string, string> | undefined): JsonPatchOperation[] {
+  const record = annotations?.[IN_PLACE_MEMORY_ANNOTATION];
+  if (record === undefined) return [];
+  const path = `/metadata/annotations/${escapeJsonPointerToken(IN_PLACE_MEMORY_ANNOTATION)}`;
+  const label = labels?.[IN_PLACE_LABEL] === undefined ? [] : [{ op: "remove" as const, path: `/metadata/labels/${escapeJsonPointerToken(IN_PLACE_LABEL)}` }];
+  return [{ op: "test", path, value: record }, { op: "remove", path }, ...label];
+}
+
 /** The checked patch of the template (module comment), the scale listed in `status.pendingScales` first. */
 async function write(t: Template, input: WriteInput): Promise<WriteResult> {
-  const { workload, named, annotations, desired } = t;
-  const { cluster, status: statusWriter, eventId, appMonitor: am, amRef, changes, trigger, history, now, time, log, warn } = input;
+  const { workload, named, annotations, template } = t;
+  const { cluster, status: statusWriter, eventId, appMonitor: am, amRef, trigger, history, now, time, log, warn } = input;
+  // Decided from the workload's memory; written from the template's own (the in-place part included).
+  const changes = foldedChanges(template, input.changes);
   const record = formatScaleRecord({
     time,
     appmonitor: am.metadata.name,
@@ -159,21 +191,8 @@ async function write(t: Template, input: WriteInput): Promise<WriteResult> {
     ...(trigger === "oomKilled" ? { trigger } : {}),
     earlier: history.budget.scales,
   });
-  const patch = buildTemplatePatch({ templateContainers: desired, changes, annotations, time: now, record });
-  // The scale listed in status.pendingScales before the patch (status/pending-scales.ts):
-  // should the status write after the patch fail, the follow-up tick finds the workload there
-  // and records the scale from its last-scale record. Written beside the dry runs (no round
-  // trip of its own), awaited before the patch; its failure (a status RBAC never granted) only
-  // loses that repair path, so the scale goes on. A lost compare-and-swap leaves it listed: the
-  // winning scale's status write removes it when it is the same event's, the next tick otherwise.
-  const pending = { workload: named, time, event: eventId };
-  const listing = statusWriter.update(amRef, (status) => withPendingScale(status, pending), am.raw).then(
-    () => true,
-    (error: unknown) => {
-      log.warn({ workload: `${workload.kind}/${workload.name}` }, `could not list the scale in status.pendingScales, scaling anyway: ${(error as Error).message}`);
-      return false;
-    },
-  );
+  const patch = [...buildTemplatePatch({ templateContainers: template, changes, annotations, time: now, record }), ...withoutInPlace(annotations, workload.object.metadata?.labels)];
+  const pending = listPendingScale(statusWriter, amRef, { workload: named, time, event: eventId }, am.raw, log);
   const written = await writeWorkload(
     cluster,
     workload,
@@ -183,15 +202,13 @@ async function write(t: Template, input: WriteInput): Promise<WriteResult> {
       log.warn({ workload: `${workload.kind}/${workload.name}` }, message);
       warn(message);
     },
-    listing,
+    pending.listed,
   );
-  const inPending = await listing;
   // Once listed, the writer's answer to that write is the status to start from (no read).
-  const statusFrom = inPending ? undefined : am.raw;
+  const statusFrom = (await pending.listed) ? undefined : am.raw;
   if (written.result === "written") return { result: "written", generation: written.generation, statusFrom };
   if (written.result === "conflict") return written;
-  // Nothing was patched: the listing goes (else the next tick drops it).
-  if (inPending) await statusWriter.update(amRef, (status) => withoutPendingScale(status, pending), statusFrom).catch((error: unknown) => log.warn((error as Error).message));
+  await pending.unlist();
   const reason = ({ refused: "AdmissionRefused", overQuota: "RolloutExceedsQuota", unschedulable: "Unschedulable" } as const)[written.result];
   return { result: "refused", reason, message: written.message };
 }
@@ -199,7 +216,8 @@ async function write(t: Template, input: WriteInput): Promise<WriteResult> {
 /** A written template's `Scaled` Events (with the notes that apply), its outcome message and its rollout. */
 function written(t: Template, input: Parameters<WriteTarget["written"]>[0]): Written {
   const { workload, named, strategy, replacement } = t;
-  const { changes, appMonitor: am, trigger, gitOps: tool, generation, time, eventId, alertPod } = input;
+  const { appMonitor: am, trigger, gitOps: tool, generation, time, eventId, alertPod, fallback } = input;
+  const changes = foldedChanges(t.template, input.changes);
   // Followed until it ends (follow-up/); a bare ReplicaSet never replaces its Pods, so it has no rollout.
   const rollout = workload.kind === "ReplicaSet" || generation === undefined ? undefined : { workload: named, generation, startedAt: time, event: eventId };
   // OnDelete: the patch is what the user's strategy asks for, but it reached no Pod; say so.
@@ -207,5 +225,7 @@ function written(t: Template, input: Parameters<WriteTarget["written"]>[0]): Wri
   const gitOps = tool === undefined ? undefined : gitOpsPatchedNote(workload, tool, changes);
   const scaled: Reported = { reason: "Scaled", changes, multiplier: am.spec.memMultiplier, trigger, onDelete, gitOps, replacement };
   const note = scaledNote(workload, am.spec.memMultiplier, changes, trigger, replacement);
-  return { reported: [scaled], message: onDelete ?? gitOps ?? note, rollout };
+  // InPlaceOrRollout: the Pods could not be resized in place, so they are replaced; say why.
+  const fellBack: Reported[] = fallback === undefined ? [] : [{ reason: "InPlaceFallback", message: `${fallback}; wrote the template instead, so the Pods are replaced` }];
+  return { reason: "Scaled", reported: [scaled, ...fellBack], message: onDelete ?? gitOps ?? (fallback === undefined ? note : `${note} (in place: ${fallback})`), rollout };
 }

@@ -13,7 +13,10 @@ import type * as k8s from "@kubernetes/client-node";
 import { apiStatus, isPatchConflict, isRefusal, toHttpFailure } from "../../lib/kube-api-errors.ts";
 import type { Cluster } from "../kube/cluster.ts";
 import { quotaView } from "../kube/views.ts";
+import type { Logger } from "pino";
+import type { AppMonitorRef, StatusWriter } from "../kube/status-writer.ts";
 import type { ContainerChange, Workload } from "../model.ts";
+import { type PendingScale, withoutPendingScale, withPendingScale } from "../status/pending-scales.ts";
 import { decideFit, decideQuota, podMemoryLimit, podMemoryRequest, type RolloutShape } from "./capacity.ts";
 import type { buildTemplatePatch } from "./template-patch.ts";
 
@@ -120,4 +123,32 @@ export async function writeWorkload(
   } catch (error) {
     return classify(error, `patch ${kind} ${namespace}/${name}`);
   }
+}
+
+/**
+ * Lists the scale `pending` in the AppMonitor's `status.pendingScales` before the workload's write
+ * (`status/pending-scales.ts`): should the status write after it fail, the follow-up tick finds the
+ * workload there and records the scale from its last-scale record. Started beside the dry runs (no
+ * round trip of its own) and awaited before the write; its failure (a status RBAC never granted)
+ * only loses that repair path, so it resolves false and the scale goes on. A lost compare-and-swap
+ * leaves it listed: the winning scale's status write removes it when it is the same event's, the
+ * next tick otherwise.
+ * @returns `listed` (whether it was written) and `unlist`, to call when nothing was written after all.
+ */
+export function listPendingScale(statusWriter: StatusWriter, amRef: AppMonitorRef, pending: PendingScale, listed: Record<string, unknown>, log: Logger): { listed: Promise<boolean>; unlist: () => Promise<void> } {
+  const workload = `${pending.workload.kind}/${pending.workload.name}`;
+  const writing = statusWriter.update(amRef, (status) => withPendingScale(status, pending), listed).then(
+    () => true,
+    (error: unknown) => {
+      log.warn({ workload }, `could not list the scale in status.pendingScales, scaling anyway: ${(error as Error).message}`);
+      return false;
+    },
+  );
+  return {
+    listed: writing,
+    // Nothing was written: the listing goes (else the next tick drops it).
+    unlist: async () => {
+      if (await writing) await statusWriter.update(amRef, (status) => withoutPendingScale(status, pending)).catch((error: unknown) => log.warn((error as Error).message));
+    },
+  };
 }

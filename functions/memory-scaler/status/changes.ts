@@ -10,9 +10,10 @@ import { withoutPendingScale } from "./pending-scales.ts";
 import { type ScaleEntry, withScales } from "./recent-scales.ts";
 import { type PendingRollout, withRolloutStarted } from "./rollouts.ts";
 
-/** The message of a started rollout's `RolledOut` condition. */
-function rolloutMessage(workload: { readonly kind: string; readonly name: string }, generation: number, changes: readonly ContainerChange[]): string {
+/** The message of a started rollout's `RolledOut` condition: a rollout, a bare Pod's resize, or a workload's Pods resized in place. */
+function rolloutMessage(workload: { readonly kind: string; readonly name: string }, generation: number, changes: readonly ContainerChange[], inPlace?: PendingRollout["inPlace"]): string {
   if (workload.kind === "Pod") return `Pod ${workload.name}: resizing in place to generation ${generation} (${describeChanges(changes)})`;
+  if (inPlace !== undefined) return `${workload.kind} ${workload.name}: resizing ${inPlace.pods.length} Pod${inPlace.pods.length === 1 ? "" : "s"} in place (${describeChanges(changes)})`;
   return `${workload.kind} ${workload.name}: rolling out generation ${generation} (${describeChanges(changes)})`;
 }
 
@@ -25,7 +26,7 @@ function rolloutMessage(workload: { readonly kind: string; readonly name: string
 export function scaledStatus(entry: ScaleEntry, rollout: PendingRollout | undefined, limit: number): (status: AppMonitorStatus | undefined) => AppMonitorStatus {
   return (status) => {
     const scaled = withScales(status, [entry], limit);
-    const started = rollout === undefined ? scaled : withRolloutStarted(scaled, rollout, rolloutMessage(rollout.workload, rollout.generation, entry.changes), entry.time);
+    const started = rollout === undefined ? scaled : withRolloutStarted(scaled, rollout, rolloutMessage(rollout.workload, rollout.generation, entry.changes, rollout.inPlace), entry.time);
     const uncapped = withoutCapped(started, entry.workload, entry.time) ?? started;
     // Never undefined: withScales set scaleCount.
     return entry.event === undefined ? uncapped : (withoutPendingScale(uncapped, { workload: entry.workload, event: entry.event }) ?? uncapped);

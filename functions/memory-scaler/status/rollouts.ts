@@ -18,21 +18,28 @@ export interface PendingRollout {
   readonly event?: string;
   /** OnDelete: the Pods still on the old revision, as last seen. */
   readonly waitingPods?: readonly string[];
+  /**
+   * A workload's Pods resized in place (`spec.updateMode` `InPlace`, `InPlaceOrRollout`): each Pod
+   * written and the `metadata.generation` its resize gave it, followed as a bare Pod's resize is
+   * (`follow-up/in-place.ts`); `generation` above is then the workload's, unchanged.
+   */
+  readonly inPlace?: { readonly pods: readonly { readonly name: string; readonly generation: number }[] };
 }
 
 /**
  * `status` with the message of its `RolledOut` condition set to where the pending resize of
  * `rollout` stands (`message`, from {@link decideResizeFollowUp}: the kubelet's `Deferred`
- * reason, say), so that `kubectl describe appmonitor` shows it while it waits. Only while that
- * resize is pending and the condition, `Unknown`, is about its Pod (its message starts with
- * `Pod <name>:`; a later rollout of another workload keeps its own). Returns `status` itself when
- * nothing changes, so the writer skips the write.
+ * reason, say), so that `kubectl describe appmonitor` shows it while it waits: a bare Pod's, or a
+ * workload's Pods resized in place. Only while that resize is pending and the condition, `Unknown`,
+ * is about its object (its message starts with `<kind> <name>:`, `Pod <name>:` for a bare Pod; a
+ * later rollout of another workload keeps its own). Returns `status` itself when nothing changes,
+ * so the writer skips the write.
  */
 export function withResizeProgress(status: AppMonitorStatus | undefined, rollout: PendingRollout, message: string): AppMonitorStatus | undefined {
-  const pending = pendingRollouts(status).some((r) => r.workload.kind === "Pod" && r.workload.name === rollout.workload.name && r.generation === rollout.generation);
+  const pending = pendingRollouts(status).some((r) => sameWorkload(r.workload, rollout.workload) && r.generation === rollout.generation);
   const conditions = status?.conditions ?? [];
   const current = conditions.find((c) => c.type === ROLLOUT_CONDITION);
-  if (!pending || current === undefined || current.status !== "Unknown" || current.message === message || !(current.message ?? "").startsWith(`Pod ${rollout.workload.name}:`)) return status;
+  if (!pending || current === undefined || current.status !== "Unknown" || current.message === message || !(current.message ?? "").startsWith(`${rollout.workload.kind} ${rollout.workload.name}:`)) return status;
   return { ...status, conditions: conditions.map((c) => (c === current ? { ...c, message } : c)) };
 }
 

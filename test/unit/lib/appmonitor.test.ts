@@ -14,6 +14,7 @@ describe("validateAppMonitorSpec: valid", () => {
       forSeconds: 60,
       cooldownSeconds: 300,
       mode: "Scale",
+      updateMode: "Rollout",
     });
   });
 
@@ -27,6 +28,7 @@ describe("validateAppMonitorSpec: valid", () => {
       forSeconds: 0,
       cooldownSeconds: 0,
       mode: "DryRun",
+      updateMode: "InPlaceOrRollout",
     };
     const before = structuredClone(spec);
     assert.deepEqual(validateAppMonitorSpec(spec), before);

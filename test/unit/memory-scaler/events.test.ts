@@ -20,7 +20,7 @@ const now = new Date("2026-05-01T00:00:00Z");
 const summary = "memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi";
 const replacedNote =
   "the rollout of this scale replaces (restarts) its Pods, and what they hold in memory and in emptyDir volumes is lost: Deployment memhog has a single replica, so no other Pod holds what its Pod holds; " +
-  "its Pod template has emptyDir volume cache. memory-scaler cannot yet give a workload's Pods more memory without replacing them (an in-place resize)";
+  "its Pod template has emptyDir volume cache. spec.updateMode: InPlace (or InPlaceOrRollout) on the AppMonitor resizes the running Pods instead, without replacing them";
 
 type Row = [type: string, reason: string, regarding: string, related: string, note: string, key: string];
 

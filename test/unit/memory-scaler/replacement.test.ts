@@ -46,7 +46,7 @@ describe("the notes", () => {
       note,
       "the rollout of this scale replaces (restarts) its Pods, and what they hold in memory and in emptyDir volumes is lost: " +
         "Deployment web has a single replica, so no other Pod holds what its Pod holds; its Pod template has emptyDir volume cache. " +
-        "memory-scaler cannot yet give a workload's Pods more memory without replacing them (an in-place resize)",
+        "spec.updateMode: InPlace (or InPlaceOrRollout) on the AppMonitor resizes the running Pods instead, without replacing them",
     );
     assert.match(podsReplacedNote({ kind: "StatefulSet", name: "db" }, podReplacement({ kind: "StatefulSet", replicas: 3, updateStrategy: "OnDelete", volumes: [] })) ?? "", /^its Pods get the new memory only when each is deleted and replaced \(restarted, updateStrategy OnDelete\), and what they hold .*db is a StatefulSet, whose Pods keep state/);
     assert.match(podsReplacedNote(web, podReplacement({ kind: "Deployment", replicas: 2, updateStrategy: undefined, volumes: [cache, shm] })) ?? "", /emptyDir volumes cache, shm \(medium Memory\)\./);

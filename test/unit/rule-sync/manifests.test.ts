@@ -40,7 +40,7 @@ describe("readAppMonitors", () => {
         apiVersion: "kubedemo.com/v1",
         kind: "AppMonitor",
         metadata: { name: "mymonitor", namespace: "default" },
-        spec: { memThresholdPercent: 75, memMultiplier: 2, forSeconds: 60, cooldownSeconds: 300, mode: "Scale" },
+        spec: { memThresholdPercent: 75, memMultiplier: 2, forSeconds: 60, cooldownSeconds: 300, mode: "Scale", updateMode: "Rollout" },
       },
       unknownFields: [],
     });

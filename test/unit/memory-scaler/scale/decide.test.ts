@@ -12,7 +12,7 @@ const NOW = new Date("2025-06-01T12:00:00Z");
 const secondsAgo = (s: number): string => new Date(NOW.getTime() - s * 1000).toISOString();
 
 function spec(over: Partial<AppMonitorSpecWithDefaults> = {}): AppMonitorSpecWithDefaults {
-  return { memThresholdPercent: 75, memMultiplier: 2, forSeconds: 60, cooldownSeconds: 300, mode: "Scale", ...over };
+  return { memThresholdPercent: 75, memMultiplier: 2, forSeconds: 60, cooldownSeconds: 300, mode: "Scale", updateMode: "Rollout", ...over };
 }
 
 const memhog: ContainerMemory = { name: "memhog", request: "256Mi", limit: "384Mi" };

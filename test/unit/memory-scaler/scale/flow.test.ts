@@ -10,7 +10,6 @@ import { pino } from "pino";
 import type { AlertEventData } from "../../../../functions/lib/alert-event.ts";
 import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../../../functions/lib/appmonitor.ts";
 import { HttpError } from "../../../../functions/lib/runtime/errors.ts";
-import { resolveWorkload } from "../../../../functions/memory-scaler/scale/observe.ts";
 import { handleFiring } from "../../../../functions/memory-scaler/scale/flow.ts";
 import { createStatusWriter } from "../../../../functions/memory-scaler/kube/status-writer.ts";
 import {
@@ -56,7 +55,7 @@ function addAppMonitor(cluster: FakeCluster, name: string, spec: Record<string, 
 /** The note of the PodsReplaced Warning on the memhog Deployment (one replica, no emptyDir). */
 const MEMHOG_REPLACED =
   "the rollout of this scale replaces (restarts) its Pods, and what they hold in memory and in emptyDir volumes is lost: Deployment memhog has a single replica, so no other Pod holds what its Pod holds. " +
-  "memory-scaler cannot yet give a workload's Pods more memory without replacing them (an in-place resize)";
+  "spec.updateMode: InPlace (or InPlaceOrRollout) on the AppMonitor resizes the running Pods instead, without replacing them";
 
 const memhogContainer = (resources: k8s.V1ResourceRequirements): k8s.V1Container => ({ name: "memhog", image: "quay.io/metral/memhog:v0.0.1", resources });
 
@@ -470,54 +469,6 @@ describe("handleFiring", () => {
     assert.equal(status.scaleCount, 0);
     assert.equal(status.recentScales[0]?.dryRun, true);
     assert.ok(cluster.events.every((e) => e.reason === "DryRun" && e.type === "Normal"));
-  });
-});
-
-describe("resolveWorkload", () => {
-  it("finds the Deployment through its ReplicaSet, reading the likely Deployment alongside", async () => {
-    const cluster = memhogCluster();
-    let reads = 0;
-    const read = cluster.readWorkload.bind(cluster);
-    cluster.readWorkload = async (...args) => ((reads += 1), read(...args));
-    const pod = cluster.pods.get(`${NS}/memhog-5d8f-x2`) ?? {};
-    const resolution = await resolveWorkload(cluster, pod);
-    assert.equal(resolution.result === "found" && `${resolution.workload.kind}/${resolution.workload.name}`, "Deployment/memhog");
-    assert.equal(reads, 2);
-  });
-
-  it("ignores a namesake the ReplicaSet does not belong to", async () => {
-    const cluster = memhogCluster();
-    // The ReplicaSet belongs to Deployment "owner"; a Deployment "memhog" also exists.
-    const rs = cluster.workloads.get(`ReplicaSet/${NS}/memhog-5d8f`);
-    if (rs?.metadata) rs.metadata.ownerReferences = [{ apiVersion: "apps/v1", kind: "Deployment", name: "owner", uid: "d2", controller: true }];
-    const memhog = cluster.workloads.get(`Deployment/${NS}/memhog`);
-    cluster.workloads.set(`Deployment/${NS}/owner`, { ...memhog, metadata: { name: "owner", namespace: NS, uid: "d2" } });
-    const resolution = await resolveWorkload(cluster, cluster.pods.get(`${NS}/memhog-5d8f-x2`) ?? {});
-    assert.equal(resolution.result === "found" && resolution.workload.name, "owner");
-  });
-
-  const cases: { name: string; owner: k8s.V1OwnerReference | undefined; result: string }[] = [
-    { name: "a bare Pod", owner: undefined, result: "unsupported" },
-    { name: "a Job's Pod", owner: { apiVersion: "batch/v1", kind: "Job", name: "j", uid: "j1", controller: true }, result: "unsupported" },
-    { name: "an unknown kind", owner: { apiVersion: "argoproj.io/v1alpha1", kind: "Rollout", name: "r", uid: "x", controller: true }, result: "unsupported" },
-    { name: "a ReplicaSet that no longer exists", owner: { apiVersion: "apps/v1", kind: "ReplicaSet", name: "gone", uid: "g", controller: true }, result: "gone" },
-    { name: "a namesake ReplicaSet (another uid)", owner: { apiVersion: "apps/v1", kind: "ReplicaSet", name: "memhog-5d8f", uid: "other", controller: true }, result: "gone" },
-  ];
-  for (const c of cases) {
-    it(`${c.name} → ${c.result}`, async () => {
-      const cluster = memhogCluster();
-      const pod = cluster.pods.get(`${NS}/memhog-5d8f-x2`) ?? {};
-      if (pod.metadata) pod.metadata.ownerReferences = c.owner === undefined ? [] : [c.owner];
-      assert.equal((await resolveWorkload(cluster, pod)).result, c.result);
-    });
-  }
-
-  it("a ReplicaSet without a Deployment is the workload", async () => {
-    const cluster = memhogCluster();
-    const rs = cluster.workloads.get(`ReplicaSet/${NS}/memhog-5d8f`);
-    if (rs?.metadata) rs.metadata.ownerReferences = [];
-    const resolution = await resolveWorkload(cluster, cluster.pods.get(`${NS}/memhog-5d8f-x2`) ?? {});
-    assert.equal(resolution.result === "found" && resolution.workload.kind, "ReplicaSet");
   });
 });
 

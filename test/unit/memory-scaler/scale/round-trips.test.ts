@@ -1,14 +1,15 @@
 // The sequential API round trips of memory-scaler's flow (scale/flow.ts): calls made while
 // another is pending belong to the same round trip, so the count is the latency floor of one
-// event in API server answers. A scale takes five: read, owners, checks, write, records. The
-// HorizontalPodAutoscaler and VerticalPodAutoscaler lists join the first, and the scale's listing
-// in the AppMonitor's status.pendingScales (written before the patch) joins the checks: more
-// requests, no more round trips.
+// event in API server answers. A scale takes four: read, checks, write, records. The
+// HorizontalPodAutoscaler and VerticalPodAutoscaler lists and the owners the Pod's name points to
+// join the first, and the scale's listing in the AppMonitor's status.pendingScales (written before
+// the patch) joins the checks: more requests, no more round trips. Only a Pod whose name misleads
+// (a DaemonSet's) costs the owners' round trip of its own.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { pino } from "pino";
 import { handleFiring } from "../../../../functions/memory-scaler/scale/flow.ts";
-import { alertData, flowDeps, memhogCluster, NS, type FakeCluster } from "../../../support/memory-scaler-fakes.ts";
+import { alertData, editPod, flowDeps, memhogCluster, NS, type FakeCluster } from "../../../support/memory-scaler-fakes.ts";
 
 const silent = pino({ level: "silent" });
 
@@ -37,20 +38,19 @@ function countingRoundTrips(cluster: FakeCluster): { cluster: FakeCluster; round
 }
 
 describe("sequential API round trips of one event", () => {
-  test("a scale: five (the Pod, the AppMonitors, the HPAs and the VPAs; the owners; the dry runs and lists, and the pendingScales listing; the compare-and-swap patch; the Events and the status)", async () => {
+  test("a scale: four (the Pod, the AppMonitors, the HPAs and the VPAs, and the owners its name points to; the dry runs and lists, and the pendingScales listing; the compare-and-swap patch; the Events and the status)", async () => {
     const { cluster, roundTrips } = countingRoundTrips(memhogCluster());
     const outcome = await handleFiring(flowDeps(cluster), "e1", alertData(), silent);
     assert.equal(outcome.outcome, "scaled");
     assert.deepEqual(roundTrips.map((r) => [...r].sort()), [
-      ["listAppMonitors", "listHorizontalPodAutoscalers", "listVerticalPodAutoscalers", "readPod"],
-      ["readWorkload Deployment", "readWorkload ReplicaSet"],
+      ["listAppMonitors", "listHorizontalPodAutoscalers", "listVerticalPodAutoscalers", "readPod", "readWorkload Deployment", "readWorkload ReplicaSet"],
       ["dryRunCreatePod", "listNodeAllocatableMemory", "listResourceQuotas", "patchWorkload (dry run)", "replaceAppMonitorStatus"],
       ["patchWorkload"],
       ["createEvent", "createEvent", "createEvent", "createEvent", "replaceAppMonitorStatus"],
     ]);
   });
 
-  test("a skip in the cooldown: two (the Pod, the AppMonitors, the HPAs and the VPAs; the owners), nothing written", async () => {
+  test("a skip in the cooldown: one (the Pod, the AppMonitors, the HPAs and the VPAs, and the owners), nothing written", async () => {
     const fake = memhogCluster();
     const deployment = fake.workloads.get(`Deployment/${NS}/memhog`);
     if (deployment?.metadata === undefined) throw new Error("no memhog Deployment");
@@ -58,10 +58,10 @@ describe("sequential API round trips of one event", () => {
     const { cluster, roundTrips } = countingRoundTrips(fake);
     const outcome = await handleFiring(flowDeps(cluster), "e1", alertData(), silent);
     assert.deepEqual([outcome.outcome, outcome.reason], ["skipped", "Cooldown"]);
-    assert.deepEqual(roundTrips.map((r) => [...r].sort()), [["listAppMonitors", "listHorizontalPodAutoscalers", "listVerticalPodAutoscalers", "readPod"], ["readWorkload Deployment", "readWorkload ReplicaSet"]]);
+    assert.deepEqual(roundTrips.map((r) => [...r].sort()), [["listAppMonitors", "listHorizontalPodAutoscalers", "listVerticalPodAutoscalers", "readPod", "readWorkload Deployment", "readWorkload ReplicaSet"]]);
   });
 
-  test("a new event in the cooldown after this instance's scale: two; the scale's Events, known written, are not created again", async () => {
+  test("a new event in the cooldown after this instance's scale: one; the scale's Events, known written, are not created again", async () => {
     const { cluster, roundTrips } = countingRoundTrips(memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 3600 }));
     const deps = flowDeps(cluster);
     assert.equal((await handleFiring(deps, "e1", alertData(), silent)).outcome, "scaled");
@@ -69,7 +69,21 @@ describe("sequential API round trips of one event", () => {
     // Another alert of the same Pod: the record's repair finds the Scaled Events known and the status listing the scale.
     const outcome = await handleFiring(deps, "e2", alertData(), silent);
     assert.deepEqual([outcome.outcome, outcome.reason], ["skipped", "Cooldown"]);
-    assert.deepEqual(roundTrips.map((r) => [...r].sort()), [["listAppMonitors", "listHorizontalPodAutoscalers", "listVerticalPodAutoscalers", "readPod"], ["readWorkload Deployment", "readWorkload ReplicaSet"]]);
+    assert.deepEqual(roundTrips.map((r) => [...r].sort()), [["listAppMonitors", "listHorizontalPodAutoscalers", "listVerticalPodAutoscalers", "readPod", "readWorkload Deployment", "readWorkload ReplicaSet"]]);
+  });
+
+  test("a DaemonSet's Pod, whose name reads as a ReplicaSet's: the guesses miss, and the owner costs a round trip of its own", async () => {
+    const fake = memhogCluster();
+    const rs = fake.workloads.get(`ReplicaSet/${NS}/memhog-5d8f`);
+    const template = rs?.spec?.template;
+    if (template === undefined) throw new Error("no memhog ReplicaSet");
+    fake.workloads.clear();
+    fake.workloads.set(`DaemonSet/${NS}/agent`, { metadata: { name: "agent", namespace: NS, uid: "ds1", annotations: { "app-monitor.kubedemo.com/last-scale": "2025-06-01T11:59:30Z" } }, spec: { template } });
+    editPod(fake, (meta) => ({ ...meta, ownerReferences: [{ apiVersion: "apps/v1", kind: "DaemonSet", name: "agent", uid: "ds1", controller: true }] }));
+    const { cluster, roundTrips } = countingRoundTrips(fake);
+    const outcome = await handleFiring(flowDeps(cluster), "e1", alertData(), silent);
+    assert.deepEqual([outcome.outcome, outcome.reason, outcome.workload], ["skipped", "Cooldown", { kind: "DaemonSet", name: "agent" }]);
+    assert.deepEqual(roundTrips.map((r) => [...r].sort()), [["listAppMonitors", "listHorizontalPodAutoscalers", "listVerticalPodAutoscalers", "readPod", "readWorkload Deployment", "readWorkload ReplicaSet"], ["readWorkload DaemonSet"]]);
   });
 
   test("an alert no AppMonitor rule raised: none", async () => {

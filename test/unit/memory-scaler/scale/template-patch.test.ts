@@ -49,7 +49,7 @@ function changesFor(containers: ContainerMemory[], alertContainer?: string) {
     podContainers: containers,
     templateContainers: containers,
     now: TIME,
-    spec: { memThresholdPercent: 75, memMultiplier: 2, forSeconds: 60, cooldownSeconds: 300, mode: "Scale" },
+    spec: { memThresholdPercent: 75, memMultiplier: 2, forSeconds: 60, cooldownSeconds: 300, mode: "Scale", updateMode: "Rollout" },
     ...(alertContainer === undefined ? {} : { alertContainer }),
   });
   assert.equal(d.action, "scale");
