@@ -103,18 +103,30 @@ func main() {
 	os.Exit(2)
 }
 
-func run(target, rate int64, grow bool) {
-	stop := make(chan os.Signal, 1)
+// pacing is what run and sawtooth share: SIGTERM and SIGINT on stop, a tick every 100 ms, and the
+// bytes to allocate at each tick for rate bytes a second (a page at least).
+func pacing(rate int64) (stop chan os.Signal, ticker *time.Ticker, step int64) {
+	stop = make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	const tick = 100 * time.Millisecond
-	step := rate / int64(time.Second/tick)
-	if step < page {
-		step = page
+	return stop, time.NewTicker(tick), max(rate/int64(time.Second/tick), page)
+}
+
+// resident allocates n bytes and writes every page, so that they are resident and counted in the
+// cgroup's working set.
+func resident(n int64) []byte {
+	chunk := make([]byte, n)
+	for i := int64(0); i < n; i += page {
+		chunk[i] = 1
 	}
+	return chunk
+}
+
+func run(target, rate int64, grow bool) {
+	stop, ticker, step := pacing(rate)
 	var held [][]byte
 	var total int64
 	fmt.Printf("memhog: target %d bytes at %d bytes/s, mode %s\n", target, rate, map[bool]string{true: "grow", false: "hold"}[grow])
-	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
 	reported := time.Now()
 	for {
@@ -131,11 +143,7 @@ func run(target, rate int64, grow bool) {
 		if !grow && total+n > target {
 			n = target - total
 		}
-		chunk := make([]byte, n)
-		for i := int64(0); i < n; i += page {
-			chunk[i] = 1 // touch every page, so it is resident
-		}
-		held = append(held, chunk)
+		held = append(held, resident(n))
 		total += n
 		if total >= target && !grow || time.Since(reported) >= time.Second {
 			fmt.Printf("memhog: holding %d bytes\n", total)
@@ -148,17 +156,10 @@ func run(target, rate int64, grow bool) {
 // the kernel (a collection and a scavenge: the pages leave the cgroup's working set), and starts
 // again; it logs each step as run does, and each release.
 func sawtooth(target, low, rate int64) {
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
-	const tick = 100 * time.Millisecond
-	step := rate / int64(time.Second/tick)
-	if step < page {
-		step = page
-	}
+	stop, ticker, step := pacing(rate)
 	var held [][]byte
 	var total int64
 	fmt.Printf("memhog: sawtooth from %d to %d bytes at %d bytes/s\n", low, target, rate)
-	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
 	reported := time.Now()
 	for {
@@ -182,11 +183,7 @@ func sawtooth(target, low, rate int64) {
 			continue
 		}
 		n := min(step, target-total)
-		chunk := make([]byte, n)
-		for i := int64(0); i < n; i += page {
-			chunk[i] = 1
-		}
-		held = append(held, chunk)
+		held = append(held, resident(n))
 		total += n
 		if time.Since(reported) >= time.Second {
 			fmt.Printf("memhog: holding %d bytes\n", total)
