@@ -13,6 +13,10 @@ import type { ContainerChange, SkippedContainer } from "./model.ts";
  * - `BelowThreshold`, `NotMeasured`: Prometheus does not confirm the alert (step 5);
  * - `NotOOMKilled`: an OOM-kill event whose containers the Pod does not show OOM-killed
  *   recently (step 5, `scale/evidence.ts` `checkOOMKilled`);
+ * - `FixedHeap`: a flag in the container's command, args or env fixes its heap at or below the
+ *   limit (`-Xmx`, `-XX:MaxRAM`, `--max-old-space-size`, `GOMEMLIMIT`: `scale/fixed-heap.ts`), so
+ *   a raise would not reach it, and `spec.heapFlags` is `Hold` (or the target cannot write the
+ *   flag: a resize in place): Warning Events naming the flag and its value (step 2);
  * - `AdmissionRefused`: the dry run of the patch or of the scaled Pod was refused (step 7);
  * - `Unschedulable`: the scaled Pod would request more memory than any Node's
  *   `status.allocatable.memory` (`scale/capacity.ts` `decideFit`): no patch, Warning Events (step 7);
@@ -48,6 +52,7 @@ export type OutcomeReason =
   | "BelowThreshold"
   | "NotMeasured"
   | "NotOOMKilled"
+  | "FixedHeap"
   | "AdmissionRefused"
   | "Unschedulable"
   | "RolloutExceedsQuota"

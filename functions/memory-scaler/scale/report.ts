@@ -11,9 +11,9 @@
  * | `decided` (the decision's skip) | the skip's reason (Events only for the reasons that have them) | `AtCap`: listed in `status.capped` (`AtMaxMemory`) | skipped, with the containers left out |
  * | `unconfirmed` (the evidence's skip) | — | — | skipped |
  * | `held` (another manager: `coexist/gate.ts`) | the gate's reason, but `Reverted` (its Warnings came with the revert) | `GitOpsManaged`, `Reverted`: a `held` `recentScales` entry | skipped, with the changes; `revert: Held` |
- * | `dryRun` | `DryRun` | a `dryRun` `recentScales` entry | dry-run |
+ * | `dryRun` | `DryRun` (and `FixedHeap` for containers a heap flag held) | a `dryRun` `recentScales` entry | dry-run |
  * | `refused` (admission, quota, Nodes) | the refusal's reason | — | skipped, with the changes |
- * | `written` | the target's (`Scaled`…, `Resized`…) | the scale's `recentScales` entry, its rollout pending, out of `status.capped` and `status.pendingScales` | scaled; `revert: Repatched` when it re-applied a reverted value |
+ * | `written` | the target's (`Scaled`…, `Resized`…), and `FixedHeap` for containers a heap flag held | the scale's `recentScales` entry, its rollout pending, out of `status.capped` and `status.pendingScales` | scaled; `revert: Repatched` when it re-applied a reverted value |
  *
  * And before any of these, the repair of the target's last scale ({@link repairReport}).
  */
@@ -72,6 +72,12 @@ export interface ReportContext {
 
 const skipped = (skip: Skip): Report["outcome"] => ({ outcome: "skipped", reason: skip.reason, message: skip.message, ...(skip.skipped === undefined ? {} : { skipped: skip.skipped }) });
 
+/** A `FixedHeap` Warning for the containers a scale of others left out because a heap flag fixes their heap (`fixed-heap.ts`). */
+function heldHeaps(scale: Scale): Reported[] {
+  const held = scale.skipped.filter((s) => s.reason === "FixedHeap");
+  return held.length === 0 ? [] : [{ reason: "FixedHeap", message: held.map((s) => s.message).join("; ") }];
+}
+
 /**
  * The row of `ending` (module table).
  * @throws Error when an ending comes without the AppMonitor or target its row reads (a bug of the caller).
@@ -108,7 +114,7 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
     case "dryRun": {
       const { scale } = ending;
       return {
-        reported: [{ reason: "DryRun", changes: scale.changes, trigger: context.trigger }],
+        reported: [{ reason: "DryRun", changes: scale.changes, trigger: context.trigger }, ...heldHeaps(scale)],
         status: { entry: { ...entryOf(scale), dryRun: true }, from: am().raw },
         outcome: { outcome: "dry-run", reason: "DryRun", message: `${target().wouldDo}: ${describeChanges(scale.changes)}`, changes: scale.changes, skipped: scale.skipped },
       };
@@ -121,7 +127,7 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
       const { written, scale, reverted } = ending;
       const entry = { ...entryOf(scale), dryRun: false, ...(reverted ? { reverted: true } : {}) };
       return {
-        reported: written.reported,
+        reported: [...written.reported, ...heldHeaps(scale)],
         status: { change: scaledStatus(entry, written.rollout, context.statusLimit), from: ending.statusFrom },
         outcome: { outcome: "scaled", reason: written.reason ?? target().scaledReason, message: written.message, changes: scale.changes, skipped: scale.skipped, ...(reverted ? { revert: "Repatched" as const } : {}) },
       };
