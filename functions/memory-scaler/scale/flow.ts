@@ -237,6 +237,10 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
       return answer({}, report);
     }
     const target = targetOf(observation, namespace, pod, entry.fallback !== undefined);
+    // Said, not guessed: a heap flag in a ConfigMap or Secret is not in the spec (`heap-flags.ts`).
+    for (const heap of target.heaps.filter((h) => h.unknown.length > 0)) {
+      log.info({ container: heap.container, env: heap.unknown }, "heap env vars set from valueFrom are not read: a heap they fix is not seen");
+    }
     const withOwner = { workload: target.workload };
 
     // Plan; a fallback's decision is the raise its in-place record holds.
