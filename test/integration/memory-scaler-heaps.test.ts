@@ -59,7 +59,7 @@ describe("memory-scaler with fixed heaps", { concurrency: 4 }, () => {
     assert.deepEqual([answer.outcome, answer.reason], ["scaled", "Scaled"], describeAnswer(answer));
     const memhog = (await readDeployment(ns)).spec?.template.spec?.containers[0];
     assert.deepEqual(JSON.parse(JSON.stringify(memhog?.resources)), { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } });
-    assert.deepEqual(memhog?.env, [{ name: "TZ", value: "UTC" }, { name: "NODE_OPTIONS", value: "--enable-source-maps --max-old-space-size=512" }]);
+    assert.deepEqual(JSON.parse(JSON.stringify(memhog?.env)), [{ name: "TZ", value: "UTC" }, { name: "NODE_OPTIONS", value: "--enable-source-maps --max-old-space-size=512" }]);
     const next = await waitFor("the new Pod Running", async () => {
       const pods = await runningPods(ns, "app=web");
       return pods.length === 1 && pods[0]?.metadata?.name !== pod ? pods[0] : undefined;
