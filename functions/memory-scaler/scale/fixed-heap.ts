@@ -5,7 +5,8 @@
  * kill to an in-process heap error (exit 134); each cooldown would raise it again, to the cap.
  *
  * A change is held when its container's binding flag is absolute (bytes) and at or below the
- * limit it is raised from: the heap already has the whole limit, so no more memory reaches it.
+ * limit it is raised from: the heap cannot grow past the flag, which the current limit already
+ * holds, so more memory would not reach it.
  * `spec.heapFlags` says what then: `Hold` (also when absent) leaves the container out as
  * `FixedHeap`, naming the flag and its value; `Scale` keeps the change, and the template patch
  * raises the flag by the limit's factor in the same compare-and-swap (`template-patch.ts`
