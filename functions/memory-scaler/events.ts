@@ -9,6 +9,7 @@
  * | `UnsupportedOwner` | Warning on the Pod → the AppMonitor | `not scaled: <message>` |
  * | `AtCap` | Warning on the workload → the AppMonitor, and on the AppMonitor → the workload; at most one per workload per `cooldownSeconds` (`windowedKey`) | `not scaled: <message>` (+ how often it is written) |
  * | `LimitNotInTemplate` | the same pair | `not scaled: <message>` |
+ * | `HeapFailure` (with `Scaled`, `Resized` or `DryRun`) | Warning pair: a raised container's last run ended in exit code 134 (`Error`), an in-process heap failure, and no heap flag read fixes its heap (`scale/fixed-heap.ts` `heapFailureNote`) | `<message>` |
  * | `FixedHeap` | the same pair, at most one per workload per `cooldownSeconds` (`windowedKey`) | `not scaled: <message>` (the flag, its value and where; an in-process heap failure when the Pod's last run ended in one) |
  * | `AdmissionRefused` | the same pair | `not scaled (<changes>): the API server refused it: <message>` |
  * | `RolloutExceedsQuota`, `Unschedulable` | the same pair | `not scaled (<changes>): <message>` |
@@ -45,7 +46,7 @@ export interface Subjects {
 
 /** An outcome as reported: its reason and what its note says. */
 export type Reported =
-  | { readonly reason: "UnsupportedOwner" | "AtCap" | "LimitNotInTemplate" | "FixedHeap"; readonly message: string }
+  | { readonly reason: "UnsupportedOwner" | "AtCap" | "LimitNotInTemplate" | "FixedHeap" | "HeapFailure"; readonly message: string }
   | { readonly reason: "AdmissionRefused" | "RolloutExceedsQuota" | "Unschedulable"; readonly message: string; readonly changes: readonly ContainerChange[] }
   /** Another manager of the workload holds the scale (`coexist/gate.ts` `gateScale`); `Reverted` there writes no Event of its own (the detection's below says it). */
   | { readonly reason: "HPAOnMemory" | "VPAControlled" | "GitOpsManaged"; readonly message: string }
@@ -149,6 +150,8 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
       const wl = workload();
       return warningPair("FixedHeap", `not scaled: ${String(r.message)}`, windowedKey(`FixedHeap/${wl.kind ?? ""}/${wl.name}/${wl.uid ?? ""}`, now, subjects.cooldownSeconds, eventId));
     }
+    case "HeapFailure":
+      return warningPair("HeapFailure", String(r.message));
     case "HPAOnMemory":
     case "VPAControlled":
     case "GitOpsManaged": {

@@ -105,6 +105,12 @@ export interface Scale {
   readonly changes: readonly ContainerChange[];
   readonly skipped: readonly SkippedContainer[];
   readonly dryRun: boolean;
+  /**
+   * Containers scaled whose last run ended in an in-process heap failure (exit code 134, reason
+   * `Error`) with no heap flag that fixes their heap read (`scale/fixed-heap.ts`): a `HeapFailure`
+   * Warning says the raise may not reach the heap. Absent: none.
+   */
+  readonly heapFailed?: readonly string[];
 }
 
 /**

@@ -18,7 +18,9 @@
  * The Pod's containers whose last run ended in exit code 134 with reason `Error` (the kubelet's
  * word for any non-zero exit: an abort, as a JVM's `OutOfMemoryError` with
  * `-XX:+CrashOnOutOfMemoryError` or Node.js's heap-limit abort end) rather than `OOMKilled` are
- * named in the message: their memory ran out inside the process, not at the limit.
+ * named in the message: their memory ran out inside the process, not at the limit. Such a
+ * container raised all the same (no flag read fixes its heap) is listed in the scale's
+ * `heapFailed`, for a `HeapFailure` Warning ({@link heapFailureNote}).
  */
 import { floor, parseQuantity } from "../../lib/quantity.ts";
 import type { ContainerChange, SkippedContainer } from "../model.ts";
@@ -105,9 +107,21 @@ export function holdFixedHeaps(decision: Skip | Scale, input: FixedHeapInput): S
       message: `container ${change.container}'s heap is fixed by ${describeFlag(flag)} (${flag.value}), within its memory limit ${change.from.limit}: a higher limit would not reach the heap; ${why}${failureClause(change.container, input.failed)}`,
     });
   }
-  if (held.length === 0) return decision;
   if (keep.length === 0) return { action: "skip", reason: "FixedHeap", message: held.map((h) => h.message).join("; "), skipped: [...decision.skipped, ...held] };
-  return { ...decision, changes: keep, skipped: [...decision.skipped, ...held] };
+  // Raised all the same (no flag read, or Scale raises it), yet their heap failed in-process: say so.
+  const failed = keep.filter((c) => input.failed.includes(c.container) && fixingFlag(c, input.heaps) === undefined).map((c) => c.container);
+  if (held.length === 0 && failed.length === 0) return decision;
+  return { ...decision, changes: keep, skipped: [...decision.skipped, ...held], ...(failed.length === 0 ? {} : { heapFailed: failed }) };
+}
+
+/**
+ * The note of a `HeapFailure` Warning: `containers` were raised, but their last run ended in an
+ * in-process heap failure, and no flag read fixes their heap (it may be set where memory-scaler
+ * does not read: a ConfigMap, a Secret, a file, the image).
+ */
+export function heapFailureNote(containers: readonly string[]): string {
+  const which = containers.length === 1 ? `container ${containers[0] ?? ""}'s` : `containers ${containers.join(", ")}'`;
+  return `${which} last run ended in exit code ${HEAP_ABORT_EXIT_CODE} (Error), an in-process heap failure, not an OOM kill: a higher limit helps only if the heap can use it, and no heap flag memory-scaler reads fixes it (check flags set in a ConfigMap, a Secret, a file or the image)`;
 }
 
 /** One flag raised with its container's limit under `spec.heapFlags: Scale`: where, from and to. */

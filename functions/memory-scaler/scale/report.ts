@@ -11,9 +11,9 @@
  * | `decided` (the decision's skip) | the skip's reason (Events only for the reasons that have them) | `AtCap`: listed in `status.capped` (`AtMaxMemory`) | skipped, with the containers left out |
  * | `unconfirmed` (the evidence's skip) | — | — | skipped |
  * | `held` (another manager: `coexist/gate.ts`) | the gate's reason, but `Reverted` (its Warnings came with the revert) | `GitOpsManaged`, `Reverted`: a `held` `recentScales` entry | skipped, with the changes; `revert: Held` |
- * | `dryRun` | `DryRun` (and `FixedHeap` for containers a heap flag held) | a `dryRun` `recentScales` entry | dry-run |
+ * | `dryRun` | `DryRun` (and `FixedHeap` for containers a heap flag held, `HeapFailure` for raised ones whose heap failed in-process) | a `dryRun` `recentScales` entry | dry-run |
  * | `refused` (admission, quota, Nodes) | the refusal's reason | — | skipped, with the changes |
- * | `written` | the target's (`Scaled`…, `Resized`…), and `FixedHeap` for containers a heap flag held | the scale's `recentScales` entry, its rollout pending, out of `status.capped` and `status.pendingScales` | scaled; `revert: Repatched` when it re-applied a reverted value |
+ * | `written` | the target's (`Scaled`…, `Resized`…), and `FixedHeap` / `HeapFailure` as for `dryRun` | the scale's `recentScales` entry, its rollout pending, out of `status.capped` and `status.pendingScales` | scaled; `revert: Repatched` when it re-applied a reverted value |
  *
  * And before any of these, the repair of the target's last scale ({@link repairReport}).
  */
@@ -28,6 +28,7 @@ import type { Outcome, Scale, Skip } from "../outcome.ts";
 import { cappedStatus, scaledStatus } from "../status/changes.ts";
 import type { ScaleEntry } from "../status/recent-scales.ts";
 import type { ValidAppMonitor } from "./governing.ts";
+import { heapFailureNote } from "./fixed-heap.ts";
 import type { History, WriteTarget, Written } from "./target.ts";
 
 /** How the flow ended (module table). */
@@ -72,10 +73,18 @@ export interface ReportContext {
 
 const skipped = (skip: Skip): Report["outcome"] => ({ outcome: "skipped", reason: skip.reason, message: skip.message, ...(skip.skipped === undefined ? {} : { skipped: skip.skipped }) });
 
-/** A `FixedHeap` Warning for the containers a scale of others left out because a heap flag fixes their heap (`fixed-heap.ts`). */
+/**
+ * A scale's heap Warnings (`fixed-heap.ts`): `FixedHeap` for the containers it left out because a
+ * heap flag fixes their heap, `HeapFailure` for those it raised whose last run was an in-process
+ * heap failure.
+ */
 function heldHeaps(scale: Scale): Reported[] {
   const held = scale.skipped.filter((s) => s.reason === "FixedHeap");
-  return held.length === 0 ? [] : [{ reason: "FixedHeap", message: held.map((s) => s.message).join("; ") }];
+  const failed = scale.heapFailed ?? [];
+  return [
+    ...(held.length === 0 ? [] : [{ reason: "FixedHeap", message: held.map((s) => s.message).join("; ") } as const]),
+    ...(failed.length === 0 ? [] : [{ reason: "HeapFailure", message: heapFailureNote(failed) } as const]),
+  ];
 }
 
 /**

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { ContainerChange } from "../../../../functions/memory-scaler/model.ts";
 import type { Scale } from "../../../../functions/memory-scaler/outcome.ts";
-import { describeHeapChanges, type FixedHeapInput, heapFailures, heapFlagChanges, holdFixedHeaps } from "../../../../functions/memory-scaler/scale/fixed-heap.ts";
+import { describeHeapChanges, type FixedHeapInput, heapFailureNote, heapFailures, heapFlagChanges, holdFixedHeaps } from "../../../../functions/memory-scaler/scale/fixed-heap.ts";
 import { type ContainerSpecLike, podHeaps } from "../../../../functions/memory-scaler/scale/heap-flags.ts";
 import { buildHeapFlagPatch } from "../../../../functions/memory-scaler/scale/template-patch.ts";
 
@@ -64,6 +64,23 @@ describe("holdFixedHeaps under Hold (the default)", () => {
     const decision = holdFixedHeaps(scale(app), input({ args: ["-Xmx512m"] }, { failed: ["app"] }));
     assert.equal(decision.action, "skip");
     assert.match(decision.message, /exit code 134 \(Error\), an in-process heap failure, not an OOM kill/);
+  });
+});
+
+describe("holdFixedHeaps: a heap failure with no flag read", () => {
+  it("scales, and lists the container in heapFailed for a HeapFailure Warning", () => {
+    assert.deepEqual(holdFixedHeaps(scale(app, side), input({}, { failed: ["app"] })), { ...scale(app, side), heapFailed: ["app"] });
+  });
+  it("a flag from a ConfigMap is not read: the same", () => {
+    const decision = holdFixedHeaps(scale(app), input({ env: [{ name: "NODE_OPTIONS", valueFrom: { configMapKeyRef: { name: "c", key: "k" } } }] }, { failed: ["app"] }));
+    assert.deepEqual(decision, { ...scale(app), heapFailed: ["app"] });
+  });
+  it("not under Scale when the flag is raised with the limit", () => {
+    assert.deepEqual(holdFixedHeaps(scale(app), input({ args: ["-Xmx512m"] }, { policy: "Scale", failed: ["app"] })), scale(app));
+  });
+  it("the note names the containers and where else a flag may be set", () => {
+    assert.match(heapFailureNote(["app"]), /^container app's last run ended in exit code 134 \(Error\), an in-process heap failure, not an OOM kill: .*ConfigMap, a Secret, a file or the image/);
+    assert.match(heapFailureNote(["a", "b"]), /^containers a, b' last run/);
   });
 });
 

@@ -662,6 +662,18 @@ describe("handleFiring: a heap a flag fixes", () => {
     assert.match(warnings[0]?.note ?? "", /exit code 134 \(Error\), an in-process heap failure, not an OOM kill/);
   });
 
+  it("no flag read, but the last run was an in-process heap failure: scaled, with HeapFailure Warnings", async () => {
+    const cluster = memhogCluster();
+    const pod = cluster.pods.get(`${NS}/memhog-5d8f-x2`);
+    if (pod === undefined) throw new Error("no memhog Pod");
+    cluster.pods.set(`${NS}/memhog-5d8f-x2`, { ...pod, status: { containerStatuses: [{ name: "memhog", image: "", imageID: "", ready: true, restartCount: 1, lastState: { terminated: { exitCode: 134, reason: "Error" } } }] } });
+    const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.equal(outcome.reason, "Scaled");
+    const failures = cluster.events.filter((e) => e.type === "Warning" && e.reason === "HeapFailure");
+    assert.deepEqual(failures.map((e) => e.regarding?.kind).sort(), ["AppMonitor", "Deployment"]);
+    assert.match(failures[0]?.note ?? "", /container memhog's last run ended in exit code 134 \(Error\), an in-process heap failure/);
+  });
+
   it("Scale: the limit and the flag raised together in one compare-and-swap patch", async () => {
     const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, heapFlags: "Scale" });
     setPodSpec(cluster, jvm([{ name: "NODE_OPTIONS", value: "--max-old-space-size=256" }]));
