@@ -85,7 +85,8 @@ export function fixingFlag(change: ContainerChange, heaps: readonly ContainerHea
 /**
  * The decision with each raise a fixed heap makes useless held (module comment). A skip passes
  * unchanged; a scale whose every change is held becomes a `FixedHeap` skip; otherwise the held
- * containers are listed in `skipped` and the rest scale.
+ * containers are listed in `skipped` and the rest scale, those of them whose last run was an
+ * in-process heap failure with no flag read that fixes their heap listed in `heapFailed`.
  */
 export function holdFixedHeaps(decision: Skip | Scale, input: FixedHeapInput): Skip | Scale {
   if (decision.action === "skip") return decision;
