@@ -142,6 +142,13 @@ export interface AppMonitorSpec {
    */
   gitOpsManaged?: "Skip" | "Patch";
   /**
+   * A container whose heap a flag fixes at or below its limit (`-Xmx`, `-XX:MaxRAM`,
+   * `--max-old-space-size`, `GOMEMLIMIT`; `functions/memory-scaler/scale/fixed-heap.ts`): `Hold`
+   * (also when absent) does not raise it and warns naming the flag; `Scale` raises the flag by the
+   * limit's factor in the same patch.
+   */
+  heapFlags?: "Hold" | "Scale";
+  /**
    * Once the memory memory-scaler set on a workload was lowered by another writer (a revert), at
    * most this many patches of that workload per hour, integer 0–10; absent:
    * {@link DEFAULT_REVERT_BUDGET_PER_HOUR} (`functions/memory-scaler/coexist/reverts.ts`).

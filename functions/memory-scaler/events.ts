@@ -9,12 +9,14 @@
  * | `UnsupportedOwner` | Warning on the Pod → the AppMonitor | `not scaled: <message>` |
  * | `AtCap` | Warning on the workload → the AppMonitor, and on the AppMonitor → the workload; at most one per workload per `cooldownSeconds` (`windowedKey`) | `not scaled: <message>` (+ how often it is written) |
  * | `LimitNotInTemplate` | the same pair | `not scaled: <message>` |
+ * | `HeapFailure` (with `Scaled`, `Resized` or `DryRun`) | Warning pair: a raised container's last run ended in exit code 134 (`Error`), an in-process heap failure, and no heap flag read fixes its heap (`scale/fixed-heap.ts` `heapFailureNote`) | `<message>` |
+ * | `FixedHeap` | the same pair, at most one per workload per `cooldownSeconds` (`windowedKey`) | `not scaled: <message>` (the flag, its value and where; an in-process heap failure when the Pod's last run ended in one) |
  * | `AdmissionRefused` | the same pair | `not scaled (<changes>): the API server refused it: <message>` |
  * | `RolloutExceedsQuota`, `Unschedulable` | the same pair | `not scaled (<changes>): <message>` |
  * | `HPAOnMemory`, `VPAControlled`, `GitOpsManaged` (skipped) | the same pair, at most one per workload per `cooldownSeconds` (`windowedKey`) | `<message>` (it starts `not scaled:`) |
  * | `Reverted` | the same pair, once per reverted scale (keyed by the id of the event that scaled) | `<message>` |
  * | `DryRun` | Normal pair | `DryRun: would scale <kind> <name>[ after an OOM kill\| on its trend toward the limit]: <changes>` |
- * | `Scaled` | Normal pair, and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill\| on its trend toward the limit]: <changes>[; the rollout replaces (restarts) its Pods]` (`replacement.ts` `replacementClause`) |
+ * | `Scaled` | Normal pair (its note ends with the heap flags raised under `spec.heapFlags: Scale`), and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill\| on its trend toward the limit]: <changes>[; the rollout replaces (restarts) its Pods]` (`replacement.ts` `replacementClause`) |
  * | `PodsReplaced` (with `Scaled`) | Warning pair, when the replaced Pods likely keep state in memory or in `emptyDir` volumes (`replacement.ts`: a single-replica Deployment, any StatefulSet, an `emptyDir` volume in the Pod template); never for a bare Pod resized in place | `podsReplacedNote`: why, and that their memory and emptyDir contents are lost |
  * | `Resized` | Normal pair on the bare Pod (its `workload`), or the workload whose Pods were resized in place, and the AppMonitor | `resized <kind> <name> in place by <multiplier>[ after an OOM kill\| on its trend toward the limit]: <changes>[ (Pods <names>)]` |
  * | `InPlaceFallback` (with `Scaled`) | Warning pair: `spec.updateMode: InPlaceOrRollout` wrote the template instead, and why | `<message>` |
@@ -44,7 +46,7 @@ export interface Subjects {
 
 /** An outcome as reported: its reason and what its note says. */
 export type Reported =
-  | { readonly reason: "UnsupportedOwner" | "AtCap" | "LimitNotInTemplate"; readonly message: string }
+  | { readonly reason: "UnsupportedOwner" | "AtCap" | "LimitNotInTemplate" | "FixedHeap" | "HeapFailure"; readonly message: string }
   | { readonly reason: "AdmissionRefused" | "RolloutExceedsQuota" | "Unschedulable"; readonly message: string; readonly changes: readonly ContainerChange[] }
   /** Another manager of the workload holds the scale (`coexist/gate.ts` `gateScale`); `Reverted` there writes no Event of its own (the detection's below says it). */
   | { readonly reason: "HPAOnMemory" | "VPAControlled" | "GitOpsManaged"; readonly message: string }
@@ -67,6 +69,8 @@ export type Reported =
        * replaced, and a `PodsReplaced` Warning pair says what that loses. Absent: neither.
        */
       readonly replacement?: PodReplacement | undefined;
+      /** The heap flags raised with the limits (`spec.heapFlags: Scale`, `scale/fixed-heap.ts` `describeHeapChanges`); the note ends with them. */
+      readonly heap?: string | undefined;
     }
   | {
       readonly reason: "Resized";
@@ -98,6 +102,11 @@ export function scaledNote(
   replacement?: PodReplacement,
 ): string {
   return `scaled ${workload.kind ?? ""} ${workload.name} by ${multiplier}${becauseOf(trigger)}: ${describeChanges(changes)}${replacement === undefined ? "" : replacementClause(replacement)}`;
+}
+
+/** The end of a `Scaled` note that names the heap flags raised with the limits; empty when none were. */
+export function heapClause(heap: string | undefined): string {
+  return heap === undefined ? "" : `; heap flags raised with the limits: ${heap}`;
 }
 
 /**
@@ -138,6 +147,13 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
     }
     case "LimitNotInTemplate":
       return warningPair("LimitNotInTemplate", `not scaled: ${String(r.message)}`);
+    case "FixedHeap": {
+      // The heap stays fixed, so its alerts keep coming: one pair per workload per window.
+      const wl = workload();
+      return warningPair("FixedHeap", `not scaled: ${String(r.message)}`, windowedKey(`FixedHeap/${wl.kind ?? ""}/${wl.name}/${wl.uid ?? ""}`, now, subjects.cooldownSeconds, eventId));
+    }
+    case "HeapFailure":
+      return warningPair("HeapFailure", String(r.message));
     case "HPAOnMemory":
     case "VPAControlled":
     case "GitOpsManaged": {
@@ -160,7 +176,7 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
       const scaled = reported as Extract<Reported, { reason: "Scaled"; multiplier: number }>;
       const key = scaled.key ?? eventId;
       const wl = workload();
-      const note = scaledNote(wl, scaled.multiplier, scaled.changes, scaled.trigger, scaled.replacement);
+      const note = `${scaledNote(wl, scaled.multiplier, scaled.changes, scaled.trigger, scaled.replacement)}${heapClause(scaled.heap)}`;
       const onDelete = scaled.onDelete;
       const gitOps = scaled.gitOps;
       const replaced = scaled.replacement === undefined ? undefined : podsReplacedNote({ kind: wl.kind ?? "", name: wl.name }, scaled.replacement);

@@ -17,6 +17,10 @@ import type { ContainerChange, SkippedContainer } from "./model.ts";
  * - `NotTrending`: a trend event whose containers Prometheus no longer predicts at their limit
  *   within the AppMonitor's horizon, or whose AppMonitor no longer sets `spec.trend` (step 5,
  *   `scale/evidence.ts` `checkTrend`);
+ * - `FixedHeap`: a flag in the container's command, args or env fixes its heap at or below the
+ *   limit (`-Xmx`, `-XX:MaxRAM`, `--max-old-space-size`, `GOMEMLIMIT`: `scale/fixed-heap.ts`), so
+ *   a raise would not reach it, and `spec.heapFlags` is `Hold` (or the target cannot write the
+ *   flag: a resize in place): Warning Events naming the flag and its value (step 2);
  * - `AdmissionRefused`: the dry run of the patch or of the scaled Pod was refused (step 7);
  * - `Unschedulable`: the scaled Pod would request more memory than any Node's
  *   `status.allocatable.memory` (`scale/capacity.ts` `decideFit`): no patch, Warning Events (step 7);
@@ -53,6 +57,7 @@ export type OutcomeReason =
   | "NotMeasured"
   | "NotOOMKilled"
   | "NotTrending"
+  | "FixedHeap"
   | "AdmissionRefused"
   | "Unschedulable"
   | "RolloutExceedsQuota"
@@ -107,6 +112,12 @@ export interface Scale {
   readonly changes: readonly ContainerChange[];
   readonly skipped: readonly SkippedContainer[];
   readonly dryRun: boolean;
+  /**
+   * Containers scaled whose last run ended in an in-process heap failure (exit code 134, reason
+   * `Error`) with no heap flag that fixes their heap read (`scale/fixed-heap.ts`): a `HeapFailure`
+   * Warning says the raise may not reach the heap. Absent: none.
+   */
+  readonly heapFailed?: readonly string[];
 }
 
 /**

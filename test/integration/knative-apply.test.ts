@@ -202,6 +202,7 @@ describe("the AppMonitor CRD, installed", () => {
     ["multiplier 0.5", { memThresholdPercent: 75, memMultiplier: 0.5 }, /spec\.memMultiplier: Invalid value: 0\.5: .*should be greater than 1/],
     ["an unknown mode", { memThresholdPercent: 75, memMultiplier: 2, mode: "Sometimes" }, /spec\.mode: Unsupported value: "Sometimes": supported values: "Scale", "DryRun"/],
     ["no multiplier", { memThresholdPercent: 75 }, /spec\.memMultiplier: Required value/],
+    ["an unknown heapFlags", { memThresholdPercent: 75, memMultiplier: 2, heapFlags: "Raise" }, /spec\.heapFlags: Unsupported value: "Raise": supported values: "Hold", "Scale"/],
   ];
   for (const [what, spec, why] of invalid) {
     test(`refuses ${what}, saying why`, async (t) => {

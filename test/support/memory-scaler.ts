@@ -80,9 +80,13 @@ export async function scalerBehindProxy(t: TestContext, dir: string, name: strin
   return { proxy, server };
 }
 
-/** A memhog-like Deployment `web` (384Mi/256Mi, annotated) and an AppMonitor `m` in `ns`; returns the Running Pod's name. */
-export async function monitoredDeployment(ns: string): Promise<string> {
-  await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+/**
+ * A memhog-like Deployment `web` (384Mi/256Mi, annotated) and an AppMonitor `m` (threshold 75,
+ * multiplier 2, and `spec`) in `ns`; `container` adds to the one container `memhog` (its command,
+ * args, env). Returns the Running Pod's name.
+ */
+export async function monitoredDeployment(ns: string, spec: Record<string, unknown> = {}, container: Pick<k8s.V1Container, "command" | "args" | "env"> = {}): Promise<string> {
+  await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, ...spec });
   await (await adminKubeConfig()).makeApiClient(k8s.AppsV1Api).createNamespacedDeployment({
     namespace: ns,
     body: {
@@ -92,7 +96,7 @@ export async function monitoredDeployment(ns: string): Promise<string> {
         selector: { matchLabels: { app: "web" } },
         template: {
           metadata: { labels: { app: "web" }, annotations: { "app-monitor.kubedemo.com/monitor": "true" } },
-          spec: { containers: [{ name: "memhog", image: "registry.example/app:1", resources: { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } } }] },
+          spec: { containers: [{ name: "memhog", image: "registry.example/app:1", resources: { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } }, ...container }] },
         },
       },
     },

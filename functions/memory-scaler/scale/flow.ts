@@ -14,7 +14,8 @@
  *    scaled, whatever the Pod carries); an owner deleted meanwhile → `OwnerGone`; no controller →
  *    the bare Pod is the target, else the workload's template.
  * 2. Plan (`plan.ts`, pure): the governing AppMonitor (`NotCovered`, `AppMonitorNotGoverning`),
- *    what the target's last scale leaves, and `decideScale` told the target's way.
+ *    what the target's last scale leaves, `decideScale` told the target's way, and a raise a heap
+ *    flag makes useless held (`FixedHeap`, `fixed-heap.ts`).
  * 3. The last scale made sure of, whatever this alert comes to (`report.ts` `repairReport`): its
  *    Events and status entry repaired, its revert told once. Failures are warnings.
  * 4. Act: the decision's skip (`AtCap` listed in `status.capped`); the alert's evidence
@@ -47,6 +48,7 @@ import { objectRef } from "../model.ts";
 import type { Outcome, Scale, Skip } from "../outcome.ts";
 import type { FlowDeps } from "./deps.ts";
 import { checkEvidence } from "./evidence.ts";
+import { heapFailures } from "./fixed-heap.ts";
 import { alertOrigin, type ValidAppMonitor } from "./governing.ts";
 import { inPlaceTarget } from "./in-place-target.ts";
 import { type Observation, observeFiring } from "./observe.ts";
@@ -251,10 +253,23 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
       return answer({}, report);
     }
     const target = targetOf(observation, namespace, pod, entry.fallback !== undefined);
+    // Said, not guessed: a heap flag in a ConfigMap or Secret is not in the spec (`heap-flags.ts`).
+    for (const heap of target.heaps.filter((h) => h.unknown.length > 0)) {
+      log.info({ container: heap.container, env: heap.unknown }, "heap env vars set from valueFrom are not read: a heap they fix is not seen");
+    }
     const withOwner = { workload: target.workload };
 
     // Plan; a fallback's decision is the raise its in-place record holds.
-    const planned = planFiring({ target, monitors: observation.monitors, named, alert: { pod, ...(entry.data?.container === undefined ? {} : { container: entry.data.container }) }, now, statusLimit: deps.status.limit });
+    const statuses = containerStatuses(observation.pod);
+    const planned = planFiring({
+      target,
+      monitors: observation.monitors,
+      named,
+      alert: { pod, ...(entry.data?.container === undefined ? {} : { container: entry.data.container }) },
+      now,
+      statusLimit: deps.status.limit,
+      heapFailed: heapFailures(statuses),
+    });
     if (!planned.governed) return { ...base, ...withOwner, outcome: "skipped", reason: planned.reason, message: planned.message, attempts: attempt };
     const plan = entry.fallback === undefined ? planned : { ...planned, decision: fallbackDecision(target, planned.appMonitor) };
     const am = plan.appMonitor;
@@ -271,7 +286,7 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
     if (repair !== undefined) await write(logRepair(log, target, plan, repair), subjects, amRef, now);
 
     // Act, then report: the ending's row of the table, applied once.
-    const ending = await act(deps, { target, plan, appMonitor: am, amRef, entry, trigger: entry.trigger, statuses: containerStatuses(observation.pod), now, log, warnings, attempt });
+    const ending = await act(deps, { target, plan, appMonitor: am, amRef, entry, trigger: entry.trigger, statuses, now, log, warnings, attempt });
     if (ending === "conflict") continue;
     return end(reportOf(ending, context));
   }

@@ -124,6 +124,8 @@ export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: W
 
   return {
     ...base,
+    // A running Pod's command, args and env are immutable: a resize cannot raise a heap flag.
+    rewritesHeaps: false,
     running,
     // The template does not change: nothing for a GitOps tool to put back.
     gitOps: undefined,

@@ -3,10 +3,11 @@
  * names: which AppMonitor governs the target, what the target's last scale leaves (a repair, a
  * revert, the revert budget), and whether to scale — `decideScale` on the target's memory, told
  * the target's way (`WriteTarget.refine`: an OnDelete workload's `RolloutWaitsForDelete`, a bare
- * Pod's `ResizeUnderWay`). No I/O: plain data in, a decision out.
+ * Pod's `ResizeUnderWay`), and held where a heap flag makes the raise useless (`FixedHeap`). No I/O: plain data in, a decision out.
  */
 import type { NoneGoverns, Scale, Skip } from "../outcome.ts";
 import { decideScale } from "./decide.ts";
+import { holdFixedHeaps } from "./fixed-heap.ts";
 import { governingAppMonitor, type NamespaceAppMonitors, type ValidAppMonitor } from "./governing.ts";
 import type { History, WriteTarget } from "./target.ts";
 
@@ -26,6 +27,8 @@ export interface PlanInput {
   readonly now: Date;
   /** Entries kept in `status.recentScales`. */
   readonly statusLimit: number;
+  /** The alerting Pod's containers whose last run was an in-process heap failure (`fixed-heap.ts` `heapFailures`). */
+  readonly heapFailed?: readonly string[];
 }
 
 /**
@@ -34,7 +37,9 @@ export interface PlanInput {
  *    bare Pod's own metadata), else `NotCovered` / `AppMonitorNotGoverning`;
  * 2. what the target's last scale leaves (`WriteTarget.history`);
  * 3. `decideScale` on the target's memory asked for and running, its last scale's time and the
- *    alert's container, told the target's way (`WriteTarget.refine`).
+ *    alert's container, told the target's way (`WriteTarget.refine`);
+ * 4. each raise a heap flag makes useless held (`fixed-heap.ts` `holdFixedHeaps`, by
+ *    `spec.heapFlags`), a container left out as `FixedHeap`.
  */
 export function planFiring(input: PlanInput): FiringPlan {
   const { target, alert, now } = input;
@@ -49,5 +54,7 @@ export function planFiring(input: PlanInput): FiringPlan {
     ...(target.lastScaleTime === undefined ? {} : { lastScaleTime: target.lastScaleTime }),
     ...(alert.container === undefined ? {} : { alertContainer: alert.container }),
   });
-  return { governed: true, appMonitor: am, ...target.history(am, now, input.statusLimit), decision: target.refine(decision, am, alert) };
+  const refined = target.refine(decision, am, alert);
+  const held = holdFixedHeaps(refined, { heaps: target.heaps, policy: am.spec.heapFlags ?? "Hold", rewritable: target.rewritesHeaps, failed: input.heapFailed ?? [] });
+  return { governed: true, appMonitor: am, ...target.history(am, now, input.statusLimit), decision: held };
 }

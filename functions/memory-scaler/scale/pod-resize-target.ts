@@ -28,6 +28,7 @@ import { apiStatus, isPatchConflict, isRefusal, toHttpFailure } from "../../lib/
 import { gitOpsOwner, gitOpsPatchedNote } from "../coexist/gitops.ts";
 import type { Reported } from "../events.ts";
 import { lastResizeTime, memoryOf, runningMemory } from "../kube/views.ts";
+import { podHeaps } from "./heap-flags.ts";
 import { describeChanges, objectRef } from "../model.ts";
 import { oomWindow } from "./evidence.ts";
 import { buildResizePatch } from "./resize-patch.ts";
@@ -48,6 +49,9 @@ export function podResizeTarget(pod: k8s.V1Pod, namespace: string, name: string)
     gitOps: gitOpsOwner(pod.metadata),
     autoscalers: { hpas: [], vpas: [] },
     recorded: [],
+    heaps: podHeaps(pod.spec),
+    // A running Pod's command, args and env are immutable: a resize cannot raise a heap flag.
+    rewritesHeaps: false,
     verb: "resize",
     wouldDo: "would resize in place",
     scaledReason: "Resized",

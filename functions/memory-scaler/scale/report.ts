@@ -11,9 +11,9 @@
  * | `decided` (the decision's skip) | the skip's reason (Events only for the reasons that have them) | `AtCap`: listed in `status.capped` (`AtMaxMemory`) | skipped, with the containers left out |
  * | `unconfirmed` (the evidence's skip) | — | — | skipped |
  * | `held` (another manager: `coexist/gate.ts`) | the gate's reason, but `Reverted` (its Warnings came with the revert) | `GitOpsManaged`, `Reverted`: a `held` `recentScales` entry | skipped, with the changes; `revert: Held` |
- * | `dryRun` | `DryRun` | a `dryRun` `recentScales` entry | dry-run |
+ * | `dryRun` | `DryRun` (and `FixedHeap` for containers a heap flag held, `HeapFailure` for raised ones whose heap failed in-process) | a `dryRun` `recentScales` entry | dry-run |
  * | `refused` (admission, quota, Nodes) | the refusal's reason | — | skipped, with the changes |
- * | `written` | the target's (`Scaled`…, `Resized`…) | the scale's `recentScales` entry, its rollout pending, out of `status.capped` and `status.pendingScales` | scaled; `revert: Repatched` when it re-applied a reverted value |
+ * | `written` | the target's (`Scaled`…, `Resized`…), and `FixedHeap` / `HeapFailure` as for `dryRun` | the scale's `recentScales` entry, its rollout pending, out of `status.capped` and `status.pendingScales` | scaled; `revert: Repatched` when it re-applied a reverted value |
  *
  * And before any of these, the repair of the target's last scale ({@link repairReport}).
  */
@@ -28,6 +28,7 @@ import type { Outcome, Scale, Skip } from "../outcome.ts";
 import { cappedStatus, scaledStatus } from "../status/changes.ts";
 import type { ScaleEntry } from "../status/recent-scales.ts";
 import type { ValidAppMonitor } from "./governing.ts";
+import { heapFailureNote } from "./fixed-heap.ts";
 import type { History, WriteTarget, Written } from "./target.ts";
 
 /** How the flow ended (module table). */
@@ -73,6 +74,20 @@ export interface ReportContext {
 const skipped = (skip: Skip): Report["outcome"] => ({ outcome: "skipped", reason: skip.reason, message: skip.message, ...(skip.skipped === undefined ? {} : { skipped: skip.skipped }) });
 
 /**
+ * A scale's heap Warnings (`fixed-heap.ts`): `FixedHeap` for the containers it left out because a
+ * heap flag fixes their heap, `HeapFailure` for those it raised whose last run was an in-process
+ * heap failure.
+ */
+function heldHeaps(scale: Scale): Reported[] {
+  const held = scale.skipped.filter((s) => s.reason === "FixedHeap");
+  const failed = scale.heapFailed ?? [];
+  return [
+    ...(held.length === 0 ? [] : [{ reason: "FixedHeap", message: held.map((s) => s.message).join("; ") } as const]),
+    ...(failed.length === 0 ? [] : [{ reason: "HeapFailure", message: heapFailureNote(failed) } as const]),
+  ];
+}
+
+/**
  * The row of `ending` (module table).
  * @throws Error when an ending comes without the AppMonitor or target its row reads (a bug of the caller).
  */
@@ -109,7 +124,7 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
     case "dryRun": {
       const { scale } = ending;
       return {
-        reported: [{ reason: "DryRun", changes: scale.changes, trigger: context.trigger }],
+        reported: [{ reason: "DryRun", changes: scale.changes, trigger: context.trigger }, ...heldHeaps(scale)],
         status: { entry: { ...entryOf(scale), dryRun: true }, from: am().raw },
         outcome: { outcome: "dry-run", reason: "DryRun", message: `${target().wouldDo}: ${describeChanges(scale.changes)}`, changes: scale.changes, skipped: scale.skipped },
       };
@@ -122,7 +137,7 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
       const { written, scale, reverted } = ending;
       const entry = { ...entryOf(scale), dryRun: false, ...(reverted ? { reverted: true } : {}) };
       return {
-        reported: written.reported,
+        reported: [...written.reported, ...heldHeaps(scale)],
         status: { change: scaledStatus(entry, written.rollout, context.statusLimit), from: ending.statusFrom },
         outcome: { outcome: "scaled", reason: written.reason ?? target().scaledReason, message: written.message, changes: scale.changes, skipped: scale.skipped, ...(reverted ? { revert: "Repatched" as const } : {}) },
       };

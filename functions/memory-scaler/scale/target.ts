@@ -26,6 +26,7 @@ import type { Scale, Skip } from "../outcome.ts";
 import type { PendingRollout } from "../status/rollouts.ts";
 import type { Decision } from "./decide.ts";
 import type { TemplateOwner, ValidAppMonitor } from "./governing.ts";
+import type { ContainerHeap } from "./heap-flags.ts";
 
 /** What the target's last scale by the governing AppMonitor leaves for this alert. */
 export interface History {
@@ -127,6 +128,10 @@ export interface WriteTarget {
    * when there is none (and for a bare Pod).
    */
   readonly recorded: readonly ContainerChange[];
+  /** Each container's heap flags, from its command, args and env (`heap-flags.ts`): what `fixed-heap.ts` holds a raise by. */
+  readonly heaps: readonly ContainerHeap[];
+  /** Whether its write can raise a heap flag with the limit (`spec.heapFlags: Scale`): a Pod template can, a running Pod cannot. */
+  readonly rewritesHeaps: boolean;
   /** Seconds back from `now` within which an OOM kill is evidence (`evidence.ts` `checkOOMKilled`). */
   oomWindowSeconds(now: Date): number;
   /** What its last scale by `appMonitor` leaves (pure). */

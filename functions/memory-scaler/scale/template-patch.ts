@@ -2,6 +2,8 @@
 import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../lib/appmonitor.ts";
 import { formatTimestamp } from "../../lib/rfc3339.ts";
 import { type ContainerChange, type ContainerMemory, type JsonPatchOperation, kindOf, listOf } from "../model.ts";
+import type { HeapFlagChange } from "./fixed-heap.ts";
+import { type ContainerSpecLike, replaceToken } from "./heap-flags.ts";
 
 /** What {@link buildTemplatePatch} needs, all as read from the workload just before the write. */
 export interface TemplatePatchInput {
@@ -103,4 +105,46 @@ export function buildTemplatePatch(input: TemplatePatchInput): JsonPatchOperatio
     }
   }
   return [...ops, ...writes];
+}
+
+/**
+ * The operations that raise heap flags with their containers' limits (`spec.heapFlags: Scale`,
+ * `fixed-heap.ts` `heapFlagChanges`), for the same compare-and-swap as {@link buildTemplatePatch}:
+ * per flag, a `test` of the container's name and of the env var's name and value (or the
+ * `command`/`args` element) as read, then its `replace` with the one token changed. A flag
+ * changed since it was read fails the whole patch, as a changed limit does.
+ * @param spec the Pod template's `spec` as read (V1PodSpec fits).
+ * @throws {RangeError} when a change names a container or place the spec does not have, or a
+ *   token its value does not hold (`heapFlagChanges` is made from this spec, so never).
+ */
+export function buildHeapFlagPatch(
+  spec: { readonly containers?: readonly ContainerSpecLike[]; readonly initContainers?: readonly ContainerSpecLike[] | undefined } | undefined,
+  changes: readonly HeapFlagChange[],
+): JsonPatchOperation[] {
+  const ops: JsonPatchOperation[] = [];
+  for (const change of changes) {
+    const lists = [["containers", spec?.containers ?? []], ["initContainers", spec?.initContainers ?? []]] as const;
+    const found = lists.map(([list, containers]) => ({ list, index: containers.findIndex((c) => c.name === change.container), containers })).find((f) => f.index >= 0);
+    const container = found?.containers[found.index];
+    if (found === undefined || container === undefined) throw new RangeError(`container ${change.container} is not in the workload's Pod template`);
+    const base = `/spec/template/spec/${found.list}/${found.index}`;
+    ops.push({ op: "test", path: `${base}/name`, value: change.container });
+    const { place, token } = change.flag;
+    if ("env" in place) {
+      const env = container.env ?? [];
+      const j = env.findLastIndex((e) => e.name === place.env);
+      const entry = env[j];
+      if (entry === undefined || entry.value === undefined) throw new RangeError(`container ${change.container} sets no env ${place.env} value`);
+      ops.push({ op: "test", path: `${base}/env/${j}/name`, value: place.env });
+      ops.push({ op: "test", path: `${base}/env/${j}/value`, value: entry.value });
+      ops.push({ op: "replace", path: `${base}/env/${j}/value`, value: replaceToken(entry.value, token, change.to) });
+    } else {
+      const [list, k] = "command" in place ? (["command", place.command] as const) : (["args", place.args] as const);
+      const text = container[list]?.[k];
+      if (text === undefined) throw new RangeError(`container ${change.container} has no ${list}[${k}]`);
+      ops.push({ op: "test", path: `${base}/${list}/${k}`, value: text });
+      ops.push({ op: "replace", path: `${base}/${list}/${k}`, value: replaceToken(text, token, change.to) });
+    }
+  }
+  return ops;
 }

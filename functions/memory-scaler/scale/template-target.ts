@@ -26,7 +26,7 @@ import type * as k8s from "@kubernetes/client-node";
 import { IN_PLACE_LABEL, IN_PLACE_MEMORY_ANNOTATION, LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION, type AppMonitorStatus } from "../../lib/appmonitor.ts";
 import { gitOpsOwner, gitOpsPatchedNote } from "../coexist/gitops.ts";
 import { budgetUse, detectRevert, detectRevertFromStatus } from "../coexist/reverts.ts";
-import { type Reported, scaledNote } from "../events.ts";
+import { heapClause, type Reported, scaledNote } from "../events.ts";
 import { effectiveMemory, foldedChanges, type InPlaceEntry, parseInPlaceRecord, recordedChanges } from "../in-place.ts";
 import { memoryOf } from "../kube/views.ts";
 import { APPS_V1, type ContainerMemory, describeChanges, formatScaleRecord, type JsonPatchOperation, kindOf, objectRef, parseScaleRecord, type RecordedScale, type Workload } from "../model.ts";
@@ -38,9 +38,11 @@ import { pendingRollouts } from "../status/rollouts.ts";
 import type { Decision } from "./decide.ts";
 import { OOM_KILL_RECENT_SECONDS } from "./evidence.ts";
 import type { ValidAppMonitor } from "./governing.ts";
+import { describeHeapChanges, heapFlagChanges } from "./fixed-heap.ts";
+import { type ContainerHeap, podHeaps } from "./heap-flags.ts";
 import { onDeleteScaledNote, type RolloutStrategy, unreplacedNote, waitingForDelete, waitsForDelete } from "./on-delete.ts";
 import type { History, WriteInput, WriteResult, WriteTarget, Written } from "./target.ts";
-import { buildTemplatePatch, escapeJsonPointerToken } from "./template-patch.ts";
+import { buildHeapFlagPatch, buildTemplatePatch, escapeJsonPointerToken } from "./template-patch.ts";
 import { listPendingScale, podForAdmission, writeWorkload } from "./write.ts";
 
 /**
@@ -66,6 +68,8 @@ interface Template {
   readonly strategy: RolloutStrategy;
   /** Whether a scale replaces the workload's Pods and what that loses: the `Scaled` note and the `PodsReplaced` Warning. */
   readonly replacement: PodReplacement;
+  /** Each container's heap flags (`heap-flags.ts`). */
+  readonly heaps: readonly ContainerHeap[];
 }
 
 /**
@@ -90,6 +94,7 @@ export function templateTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: 
     running: memoryOf(pod.spec),
     strategy: { kind: workload.kind, name: workload.name, updateStrategy: spec.updateStrategy?.type, updateRevision: workload.object.status?.updateRevision, replicas: spec.replicas },
     replacement: podReplacement({ kind: workload.kind, replicas: spec.replicas, updateStrategy: spec.updateStrategy?.type, volumes: spec.template.spec?.volumes ?? [] }),
+    heaps: podHeaps(spec.template.spec),
   };
   return {
     workload: t.named,
@@ -101,6 +106,8 @@ export function templateTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: 
     gitOps: gitOpsOwner(metadata),
     autoscalers,
     recorded: recordedChanges(template, inPlace),
+    heaps: t.heaps,
+    rewritesHeaps: true,
     verb: "scale",
     wouldDo: "would scale",
     scaledReason: "Scaled",
@@ -191,7 +198,13 @@ async function write(t: Template, input: WriteInput): Promise<WriteResult> {
     ...(trigger === "oomKilled" ? { trigger } : {}),
     earlier: history.budget.scales,
   });
-  const patch = [...buildTemplatePatch({ templateContainers: template, changes, annotations, time: now, record }), ...withoutInPlace(annotations, workload.object.metadata?.labels)];
+  // spec.heapFlags: Scale: each flag that fixes a raised container's heap goes up with its limit, in the same patch.
+  const heapFlags = heapFlagChanges(input.changes, t.heaps, am.spec.heapFlags ?? "Hold");
+  const patch = [
+    ...buildTemplatePatch({ templateContainers: template, changes, annotations, time: now, record }),
+    ...buildHeapFlagPatch(workload.object.spec.template.spec, heapFlags),
+    ...withoutInPlace(annotations, workload.object.metadata?.labels),
+  ];
   const pending = listPendingScale(statusWriter, amRef, { workload: named, time, event: eventId }, am.raw, log);
   const written = await writeWorkload(
     cluster,
@@ -223,8 +236,10 @@ function written(t: Template, input: Parameters<WriteTarget["written"]>[0]): Wri
   // OnDelete: the patch is what the user's strategy asks for, but it reached no Pod; say so.
   const onDelete = waitsForDelete(strategy) ? onDeleteScaledNote(strategy, alertPod, describeChanges(changes)) : undefined;
   const gitOps = tool === undefined ? undefined : gitOpsPatchedNote(workload, tool, changes);
-  const scaled: Reported = { reason: "Scaled", changes, multiplier: am.spec.memMultiplier, trigger, onDelete, gitOps, replacement };
-  const note = scaledNote(workload, am.spec.memMultiplier, changes, trigger, replacement);
+  const heapFlags = heapFlagChanges(input.changes, t.heaps, am.spec.heapFlags ?? "Hold");
+  const heap = heapFlags.length === 0 ? undefined : describeHeapChanges(heapFlags);
+  const scaled: Reported = { reason: "Scaled", changes, multiplier: am.spec.memMultiplier, trigger, onDelete, gitOps, replacement, heap };
+  const note = `${scaledNote(workload, am.spec.memMultiplier, changes, trigger, replacement)}${heapClause(heap)}`;
   // InPlaceOrRollout: the Pods could not be resized in place, so they are replaced; say why.
   const fellBack: Reported[] = fallback === undefined ? [] : [{ reason: "InPlaceFallback", message: `${fallback}; wrote the template instead, so the Pods are replaced` }];
   return { reason: "Scaled", reported: [scaled, ...fellBack], message: onDelete ?? gitOps ?? (fallback === undefined ? note : `${note} (in place: ${fallback})`), rollout };

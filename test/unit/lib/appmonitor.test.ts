@@ -29,6 +29,7 @@ describe("validateAppMonitorSpec: valid", () => {
       cooldownSeconds: 0,
       mode: "DryRun",
       updateMode: "InPlaceOrRollout",
+      heapFlags: "Scale",
     };
     const before = structuredClone(spec);
     assert.deepEqual(validateAppMonitorSpec(spec), before);
@@ -65,6 +66,7 @@ describe("validateAppMonitorSpec: invalid", () => {
     ["fractional forSeconds", { ...base, forSeconds: 1.5 }, "/forSeconds", "type"],
     ["negative cooldown", { ...base, cooldownSeconds: -1 }, "/cooldownSeconds", "minimum"],
     ["unknown mode", { ...base, mode: "scale" }, "/mode", "enum"],
+    ["unknown heapFlags", { ...base, heapFlags: "Raise" }, "/heapFlags", "enum"],
     ["maxMemory with a space", { ...base, maxMemory: "1 Gi" }, "/maxMemory", "pattern"],
     ["maxMemory in bytes units", { ...base, maxMemory: "1GB" }, "/maxMemory", "pattern"],
     ["negative maxMemory", { ...base, maxMemory: "-1Gi" }, "/maxMemory", "pattern"],

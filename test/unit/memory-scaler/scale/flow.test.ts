@@ -640,3 +640,67 @@ describe("handleFiring: who else manages the workload", () => {
     assert.equal(failing.writes.length, 0);
   });
 });
+
+describe("handleFiring: a heap a flag fixes", () => {
+  const jvm = (env: k8s.V1EnvVar[]): k8s.V1PodSpec => ({ containers: [{ ...memhogContainer({ limits: { memory: "384Mi" }, requests: { memory: "256Mi" } }), env }] });
+  const templateEnv = (cluster: FakeCluster) => cluster.workloads.get(`Deployment/${NS}/memhog`)?.spec?.template?.spec?.containers[0]?.env;
+
+  it("Hold (the default): -Xmx within the limit is not raised; FixedHeap Warnings name the flag and its value, and the heap failure", async () => {
+    const cluster = memhogCluster();
+    setPodSpec(cluster, jvm([{ name: "JAVA_TOOL_OPTIONS", value: "-XX:+UseG1GC -Xmx256m" }]));
+    const pod = cluster.pods.get(`${NS}/memhog-5d8f-x2`);
+    if (pod === undefined) throw new Error("no memhog Pod");
+    cluster.pods.set(`${NS}/memhog-5d8f-x2`, { ...pod, status: { containerStatuses: [{ name: "memhog", image: "", imageID: "", ready: true, restartCount: 2, lastState: { terminated: { exitCode: 134, reason: "Error" } } }] } });
+    const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.equal(outcome.outcome, "skipped");
+    assert.equal(outcome.reason, "FixedHeap");
+    assert.equal(cluster.writes.length, 0);
+    assert.deepEqual(templateMemory(cluster), { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } });
+    const warnings = cluster.events.filter((e) => e.type === "Warning" && e.reason === "FixedHeap");
+    assert.deepEqual(warnings.map((e) => e.regarding?.kind).sort(), ["AppMonitor", "Deployment"]);
+    assert.match(warnings[0]?.note ?? "", /heap is fixed by -Xmx256m in env JAVA_TOOL_OPTIONS \(256m\), within its memory limit 384Mi/);
+    assert.match(warnings[0]?.note ?? "", /exit code 134 \(Error\), an in-process heap failure, not an OOM kill/);
+  });
+
+  it("no flag read, but the last run was an in-process heap failure: scaled, with HeapFailure Warnings", async () => {
+    const cluster = memhogCluster();
+    const pod = cluster.pods.get(`${NS}/memhog-5d8f-x2`);
+    if (pod === undefined) throw new Error("no memhog Pod");
+    cluster.pods.set(`${NS}/memhog-5d8f-x2`, { ...pod, status: { containerStatuses: [{ name: "memhog", image: "", imageID: "", ready: true, restartCount: 1, lastState: { terminated: { exitCode: 134, reason: "Error" } } }] } });
+    const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.equal(outcome.reason, "Scaled");
+    const failures = cluster.events.filter((e) => e.type === "Warning" && e.reason === "HeapFailure");
+    assert.deepEqual(failures.map((e) => e.regarding?.kind).sort(), ["AppMonitor", "Deployment"]);
+    assert.match(failures[0]?.note ?? "", /container memhog's last run ended in exit code 134 \(Error\), an in-process heap failure/);
+  });
+
+  it("Scale: the limit and the flag raised together in one compare-and-swap patch", async () => {
+    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, heapFlags: "Scale" });
+    setPodSpec(cluster, jvm([{ name: "NODE_OPTIONS", value: "--max-old-space-size=256" }]));
+    const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.equal(outcome.reason, "Scaled");
+    assert.equal(cluster.writes.length, 1);
+    assert.deepEqual(templateMemory(cluster), { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } });
+    assert.deepEqual(templateEnv(cluster), [{ name: "NODE_OPTIONS", value: "--max-old-space-size=512" }]);
+    assert.match(outcome.message, /heap flags raised with the limits: container memhog: --max-old-space-size=256 → --max-old-space-size=512 in env NODE_OPTIONS/);
+    assert.match(cluster.events.find((e) => e.reason === "Scaled")?.note ?? "", /--max-old-space-size=256 → --max-old-space-size=512/);
+  });
+
+  it("Scale: a flag changed since it was read fails the patch as a whole, and the next round scales from the new flag", async () => {
+    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, heapFlags: "Scale" });
+    setPodSpec(cluster, jvm([{ name: "GOMEMLIMIT", value: "300MiB" }]));
+    let changed = false;
+    const inner = cluster.patchWorkload.bind(cluster);
+    cluster.patchWorkload = async (...args: Parameters<FakeCluster["patchWorkload"]>) => {
+      if (!changed && args[4] !== true) {
+        changed = true;
+        setPodSpec(cluster, jvm([{ name: "GOMEMLIMIT", value: "320MiB" }]));
+      }
+      return inner(...args);
+    };
+    const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.equal(outcome.reason, "Scaled");
+    assert.equal(outcome.attempts, 2);
+    assert.deepEqual(templateEnv(cluster), [{ name: "GOMEMLIMIT", value: "640MiB" }]);
+  });
+});
