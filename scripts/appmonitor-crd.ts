@@ -166,6 +166,8 @@ export function appMonitorCrd(): Schema {
           { name: "Last Scale", type: "date", jsonPath: ".status.lastScaleTime" },
           { name: "Rollout", type: "string", jsonPath: '.status.conditions[?(@.type=="RolledOut")].reason', description: "how the last rollout a scale started stands" },
           { name: "At Max", type: "string", jsonPath: '.status.conditions[?(@.type=="AtMaxMemory")].status', description: "True while a workload is at spec.maxMemory (status.capped)" },
+          { name: "Rule", type: "string", jsonPath: '.status.conditions[?(@.type=="RuleReady")].reason', description: "whether Prometheus loaded the AppMonitor's rule (RuleReady's reason: RuleLoaded, RuleNotLoaded, …)" },
+          { name: "Metrics", type: "string", jsonPath: '.status.conditions[?(@.type=="MetricsReady")].reason', description: "whether the series the rule reads exist (MetricsReady's reason: SeriesFound, LimitNotScraped, …)" },
           { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
         ],
         schema: {

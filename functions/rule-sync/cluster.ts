@@ -6,8 +6,9 @@
  *
  * RBAC it needs (knative/rbac/rule-sync.yaml): `appmonitors` get, list; `appmonitors/status`
  * patch; `appmonitors/finalizers` update (the rule's ownerReference sets blockOwnerDeletion);
- * `prometheusrules` get, list, create, patch, delete; and `events.k8s.io` events create in its own
- * namespace, for the Warning Event that names a permission it lacks (`functions/lib/kube-access-report.ts`).
+ * `prometheusrules` get, list, create, patch, delete; and `events.k8s.io` events create, for the
+ * Warning Events on AppMonitors (`events.ts`) and the one on its own ServiceAccount that names a
+ * permission it lacks (`functions/lib/kube-access-report.ts`).
  */
 import * as k8s from "@kubernetes/client-node";
 import type { IPrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
@@ -43,11 +44,14 @@ export interface Cluster {
   applyStatus(body: StatusApply): Promise<"written" | "gone" | "conflict">;
   /** One cheap list per resource type in scope; throws when the API server does not answer or a CRD is missing. */
   probe(scope: NamespaceScope): Promise<void>;
+  /** Creates an events.k8s.io/v1 Event in `namespace`. */
+  createEvent(namespace: string, event: k8s.EventsV1Event): Promise<void>;
 }
 
 /** Creates the {@link Cluster} of a KubeConfig; `fieldManager` names every apply. */
 export function createCluster(kc: k8s.KubeConfig, fieldManager: string): Cluster {
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const events = kc.makeApiClient(k8s.EventsV1Api);
   const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
   const applyHeaders = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.ServerSideApply);
   const am = { group: APPMONITOR_GROUP, version: APPMONITOR_VERSION, plural: APPMONITOR_PLURAL };
@@ -145,6 +149,10 @@ export function createCluster(kc: k8s.KubeConfig, fieldManager: string): Cluster
     async probe(scope) {
       const [namespace] = namespacesOf(scope);
       await Promise.all([listAppMonitorsIn(namespace, 1, false), listRulesIn(namespace, 1, false)]);
+    },
+
+    async createEvent(namespace, body) {
+      await events.createNamespacedEvent({ namespace, body, fieldManager });
     },
   };
 }

@@ -13,9 +13,12 @@
  * | `RESYNC_ON_START` | `true` | reconcile every AppMonitor in scope once at start-up |
  * | `KUBECONFIG` | in-cluster credentials | kubeconfig file(s), as `KubeConfig.loadFromDefault()` reads them |
  * | `KUBE_API_TIMEOUT_MS` | 10000 | per Kubernetes API request, headers and body (`DEFAULT_KUBE_API_TIMEOUT_MS` in functions/lib/kubeconfig.ts says why); past it, 503 |
+ * | `PROMETHEUS_URL` | unset | the Prometheus that loads the rules, e.g. `http://prometheus-operated.monitoring.svc:9090`: asked whether it loaded each AppMonitor's group (RuleReady) and has the series of its expression (MetricsReady); unset: both conditions `Unknown` `PrometheusNotConfigured` |
+ * | `PROMETHEUS_TIMEOUT_MS` | 2000 | per request to Prometheus, headers and body (1–60000); past it, Prometheus counts as unreachable |
+ * | `RULE_LOAD_WAIT_MS` | 10000 | how long an event that wrote a rule waits for Prometheus to load it before it answers (0–60000; the Service's `timeoutSeconds` is 120); the instance keeps watching afterwards (`load-watcher.ts`) |
  */
 import { DEFAULT_KUBE_API_TIMEOUT_MS, KUBE_API_TIMEOUT_RANGE_MS } from "../lib/kubeconfig.ts";
-import { ConfigError, readEnum, readInteger, readString } from "../lib/runtime/env.ts";
+import { ConfigError, readEnum, readHttpUrl, readInteger, readString } from "../lib/runtime/env.ts";
 import type { Env } from "../lib/runtime/types.ts";
 import { isDnsLabel } from "../lib/kube-names.ts";
 import { DEFAULT_METRIC_SOURCE, DEFAULT_SEVERITY, METRIC_SOURCES, validateRuleConfig, type RuleConfig } from "./rule-config.ts";
@@ -25,6 +28,24 @@ import { RuleInputError } from "./rule-input.ts";
 export const DEFAULT_FIELD_MANAGER = "appmonitor-rule-sync";
 /** Default of `RESYNC_ON_START`. */
 export const DEFAULT_RESYNC_ON_START = true;
+/** Default of `PROMETHEUS_TIMEOUT_MS`: as memory-scaler's, a Prometheus slower than this is not one to wait for. */
+export const DEFAULT_PROMETHEUS_TIMEOUT_MS = 2_000;
+/**
+ * Default of `RULE_LOAD_WAIT_MS`: what a Prometheus reloading its rule files on its own (a plain
+ * one, or the operator's with a short kubelet sync) needs; the operator's usual minute or two is
+ * followed in the background instead, so no event is held that long.
+ */
+export const DEFAULT_RULE_LOAD_WAIT_MS = 10_000;
+
+/** Where rule-sync asks whether its rules are loaded and their series exist. */
+export interface PrometheusConfig {
+  /** Base URL, e.g. `http://prometheus-operated.monitoring.svc:9090`. */
+  readonly url: URL;
+  /** Per request, headers and body, in ms. */
+  readonly timeoutMs: number;
+  /** How long an event that wrote a rule waits for its load, in ms (0: not at all). */
+  readonly loadWaitMs: number;
+}
 
 /** Which namespaces rule-sync serves: every one, or the listed ones. */
 export type NamespaceScope = { readonly all: true } | { readonly all: false; readonly namespaces: readonly string[] };
@@ -41,6 +62,8 @@ export interface RuleSyncConfig {
   readonly kubeconfig: string | undefined;
   /** Per Kubernetes API request, headers and body, in ms. */
   readonly kubeApiTimeoutMs: number;
+  /** `PROMETHEUS_URL` and its timings; undefined when unset (RuleReady and MetricsReady `Unknown`). */
+  readonly prometheus: PrometheusConfig | undefined;
 }
 
 /**
@@ -51,7 +74,8 @@ export interface RuleSyncConfig {
  * `[A-Za-z0-9_.-]{1,63}`; a field manager longer than 128 characters or with non-printable
  * characters (https://kubernetes.io/docs/reference/using-api/server-side-apply/#managers); a
  * namespace that is not a DNS label; `RESYNC_ON_START` other than true/false; a
- * `KUBE_API_TIMEOUT_MS` that is not an integer in 100–60000.
+ * `KUBE_API_TIMEOUT_MS` that is not an integer in 100–60000; a `PROMETHEUS_URL` that is not an
+ * http(s) URL; `PROMETHEUS_TIMEOUT_MS` or `RULE_LOAD_WAIT_MS` out of their ranges.
  */
 export function readConfig(env: Env): RuleSyncConfig {
   const rule: RuleConfig = {
@@ -78,7 +102,15 @@ export function readConfig(env: Env): RuleSyncConfig {
     resyncOnStart: readBoolean(env, "RESYNC_ON_START", DEFAULT_RESYNC_ON_START),
     kubeconfig: readString(env, "KUBECONFIG"),
     kubeApiTimeoutMs: readInteger(env, "KUBE_API_TIMEOUT_MS", DEFAULT_KUBE_API_TIMEOUT_MS, KUBE_API_TIMEOUT_RANGE_MS),
+    prometheus: readPrometheus(env),
   };
+}
+
+function readPrometheus(env: Env): PrometheusConfig | undefined {
+  const timeoutMs = readInteger(env, "PROMETHEUS_TIMEOUT_MS", DEFAULT_PROMETHEUS_TIMEOUT_MS, { min: 1, max: 60_000 });
+  const loadWaitMs = readInteger(env, "RULE_LOAD_WAIT_MS", DEFAULT_RULE_LOAD_WAIT_MS, { min: 0, max: 60_000 });
+  const url = readHttpUrl(env, "PROMETHEUS_URL");
+  return url === undefined ? undefined : { url, timeoutMs, loadWaitMs };
 }
 
 /** `a=b,c=d` → `{ a: "b", c: "d" }`; spaces around entries are ignored, an empty value is allowed. */

@@ -8,14 +8,15 @@
  *
  * | event | does | status |
  * | --- | --- | --- |
- * | `dev.knative.apiserver.resource.add` / `.update`, `dev.knative.apiserver.ref.add` / `.update` | reads the AppMonitor and its rule, creates or replaces the rule by server-side apply, reports RuleReady | 204, outcome = what happened to the rule (`created`, `updated`, `unchanged`, `rejected`, `kept`), reason = the RuleReady reason reported (`RuleApplied`, `InvalidSpec`, `RuleConflict`, `RuleRejected`) |
+ * | `dev.knative.apiserver.resource.add` / `.update`, `dev.knative.apiserver.ref.add` / `.update` | reads the AppMonitor and its rule, creates or replaces the rule by server-side apply, asks Prometheus whether it loaded it and has its series (waiting up to `RULE_LOAD_WAIT_MS` for a rule it wrote), reports RuleReady and MetricsReady | 204, outcome = what happened to the rule (`created`, `updated`, `unchanged`, `rejected`, `kept`), reason = the RuleReady reason reported (`RuleLoaded`, `RuleNotLoaded`, `RuleEvaluationFailed`, `PrometheusNotConfigured`, `PrometheusUnreachable`, `PrometheusAPIError`, `InvalidSpec`, `RuleConflict`, `RuleRejected`) |
  * | `dev.knative.apiserver.resource.delete`, `dev.knative.apiserver.ref.delete` | deletes the rule if the AppMonitor is gone (the ownerReference makes the garbage collector do it too, but not after a delete with `propagationPolicy: Orphan`) | 204, outcome `deleted` or `kept` (nothing of ours to delete); a delete that could not be carried out fails like any other call (below) |
  * | `com.kubedemo.appmonitor.resync`, `dev.knative.sources.ping` | reconciles every AppMonitor in scope and deletes orphaned rules | 204, outcome `resynced` |
  * | an AppMonitor in a namespace outside `WATCH_NAMESPACES` | nothing | 204, outcome `skipped`, reason `NamespaceNotWatched` |
  *
  * An invalid AppMonitor is handled (RuleReady False with the reason, 204): retrying cannot fix
- * it, its next change brings a new event. Errors (DESIGN.md: the status tells the sender what
- * to do):
+ * it, its next change brings a new event. So is a Prometheus that cannot be asked (both
+ * conditions Unknown, a Warning Event on the AppMonitor): the rule was applied, and the next
+ * resync asks again. Errors (DESIGN.md: the status tells the sender what to do):
  * - 400 `{ error }`: an unknown event type, data that is not an AppMonitor or its reference
  *   (never retried);
  * - 422: the API server refused a write no caller expected it to refuse (never retried);

@@ -15,6 +15,11 @@
  * A permission its RBAC lacks is reported as a Warning Event on its ServiceAccount and a metric,
  * and a 401 makes it load its credentials again (`functions/lib/kube-access-report.ts`,
  * `functions/lib/kubeconfig.ts`).
+ *
+ * With `PROMETHEUS_URL` it asks that Prometheus whether each rule is loaded and its series exist
+ * (`prometheus-check.ts`), and watches written rules load (`load-watcher.ts`, stopped on close).
+ * Readiness does not depend on Prometheus: rules are still written while it is away, and the
+ * AppMonitors' conditions say it is.
  */
 import { reportKubeAccess } from "../lib/kube-access-report.ts";
 import { toHttpFailure } from "../lib/kube-api-errors.ts";
@@ -23,7 +28,10 @@ import type { CloudEventFunctionDefinition } from "../lib/runtime/types.ts";
 import { createCluster } from "./cluster.ts";
 import { readConfig, type RuleSyncConfig } from "./config.ts";
 import { createHandler } from "./handler.ts";
+import { createLoadWatcher } from "./load-watcher.ts";
 import { createMetrics } from "./metrics.ts";
+import { createPrometheusApi } from "./prometheus.ts";
+import type { PrometheusDeps } from "./prometheus-check.ts";
 import { resyncUntilDone } from "./resync.ts";
 
 /** The function definition the runtime serves. */
@@ -35,7 +43,13 @@ export const fn: CloudEventFunctionDefinition<RuleSyncConfig> = {
     const kc = loadKubeConfig(config.kubeconfig, { timeoutMs: config.kubeApiTimeoutMs });
     reportKubeAccess(kc, { functionName: "rule-sync", registry: deps.registry, log: deps.log });
     const cluster = createCluster(kc, config.fieldManager);
-    const sync = { cluster, config, metrics: createMetrics(deps.registry), log: deps.log };
+    const metrics = createMetrics(deps.registry);
+    let prometheus: PrometheusDeps | undefined;
+    if (config.prometheus !== undefined) {
+      const api = createPrometheusApi(config.prometheus.url, config.prometheus.timeoutMs, (endpoint, result) => metrics.prometheusRequests.inc({ endpoint, result }));
+      prometheus = { api, watcher: createLoadWatcher(api, deps.log), config: config.prometheus };
+    }
+    const sync = { cluster, config, metrics, log: deps.log, ...(prometheus === undefined ? {} : { prometheus }) };
     deps.log.info(
       {
         server: kc.getCurrentCluster()?.server,
@@ -45,6 +59,7 @@ export const fn: CloudEventFunctionDefinition<RuleSyncConfig> = {
         metricSource: config.rule.metricSource,
         ruleLabels: config.rule.ruleLabels,
         fieldManager: config.fieldManager,
+        prometheus: prometheus?.api.url ?? "not configured: RuleReady and MetricsReady stay Unknown",
       },
       "configured",
     );
@@ -62,6 +77,7 @@ export const fn: CloudEventFunctionDefinition<RuleSyncConfig> = {
       },
       async close() {
         stop.abort();
+        prometheus?.watcher.close();
         await startup;
         kc.destroyAgents();
       },

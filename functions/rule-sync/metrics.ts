@@ -13,8 +13,12 @@ export interface RuleSyncMetrics {
   readonly ruleWrites: Counter<"result">;
   /** Resyncs by trigger (`startup`, `event`) and outcome (`ok`, `failed`). */
   readonly resyncs: Counter<"trigger" | "outcome">;
-  /** AppMonitors in scope at the last complete resync, by RuleReady reason (`RuleApplied`, `InvalidSpec`, …). */
+  /** AppMonitors in scope at the last complete resync, by RuleReady reason (`RuleLoaded`, `RuleNotLoaded`, `InvalidSpec`, …). */
   readonly appMonitors: Gauge<"reason">;
+  /** AppMonitors in scope at the last complete resync, by MetricsReady reason (`SeriesFound`, `LimitNotScraped`, …). */
+  readonly metricsReady: Gauge<"reason">;
+  /** Requests to Prometheus by endpoint (`rules`, `query`) and result (`ok`, `unreachable`, `apiError`). */
+  readonly prometheusRequests: Counter<"endpoint" | "result">;
   /** Unix time of the last resync that completed without a failure, in seconds. */
   readonly lastResync: Gauge;
 }
@@ -45,6 +49,18 @@ export function createMetrics(registry: Registry): RuleSyncMetrics {
       name: `${prefix}appmonitors`,
       help: "AppMonitors in scope at the last complete resync, by RuleReady reason.",
       labelNames: ["reason"] as const,
+      registers: [registry],
+    }),
+    metricsReady: new Gauge({
+      name: `${prefix}appmonitors_metrics`,
+      help: "AppMonitors in scope at the last complete resync, by MetricsReady reason.",
+      labelNames: ["reason"] as const,
+      registers: [registry],
+    }),
+    prometheusRequests: new Counter({
+      name: `${prefix}prometheus_requests_total`,
+      help: "Requests to Prometheus (PROMETHEUS_URL), by endpoint (rules, query) and result (ok, unreachable, apiError).",
+      labelNames: ["endpoint", "result"] as const,
       registers: [registry],
     }),
     lastResync: new Gauge({

@@ -11,24 +11,10 @@
 import type { IPrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND, type AppMonitorCondition } from "../lib/appmonitor.ts";
 import { AppMonitorSpecError, validateAppMonitorSpec } from "../lib/appmonitor-spec.ts";
+import { REASONS, RULE_READY, type DesiredCondition } from "./conditions.ts";
 import { buildPrometheusRule } from "./rule.ts";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type RuleConfig } from "./rule-config.ts";
-import { checkRuleInput, RuleInputError } from "./rule-input.ts";
-
-/** The condition type rule-sync owns on an AppMonitor. */
-export const RULE_READY = "RuleReady";
-
-/** Reasons of the {@link RULE_READY} condition. */
-export const REASONS = {
-  /** True: the rule was applied for the AppMonitor's current generation. */
-  applied: "RuleApplied",
-  /** False: the spec cannot be turned into a rule (a selector key PromQL cannot hold, …). */
-  invalid: "InvalidSpec",
-  /** False: a PrometheusRule of that name exists and is not rule-sync's. */
-  conflict: "RuleConflict",
-  /** False: the API server refused the rule (schema validation, admission). */
-  rejected: "RuleRejected",
-} as const;
+import { checkRuleInput, RuleInputError, type RuleInput } from "./rule-input.ts";
 
 /** The metadata fields of an object as read from the API server that this module uses. */
 export interface ObservedMeta {
@@ -68,24 +54,24 @@ export interface RuleRef {
 
 /** What to do with the PrometheusRule. */
 export type RuleAction =
-  /** Server-side apply `rule`; with `replace`, delete that stale rule (another AppMonitor's, by uid) first. */
-  | { readonly kind: "apply"; readonly rule: IPrometheusRule; readonly replace: RuleRef | undefined }
+  /**
+   * Server-side apply `rule`, built from `input`; with `replace`, delete that stale rule (another
+   * AppMonitor's, by uid) first.
+   */
+  | { readonly kind: "apply"; readonly rule: IPrometheusRule; readonly input: RuleInput; readonly replace: RuleRef | undefined }
   /** Delete the rule: its AppMonitor is gone (`owner-gone`) or is another object now (`owner-mismatch`). */
   | { readonly kind: "delete"; readonly target: RuleRef; readonly why: "owner-gone" | "owner-mismatch" }
   /** Leave it alone (none exists, it is not ours, or it is the last good one of an invalid AppMonitor). */
   | { readonly kind: "keep" };
 
-/** The {@link RULE_READY} condition to report, without times. */
-export interface DesiredCondition {
-  readonly status: "True" | "False";
-  readonly reason: (typeof REASONS)[keyof typeof REASONS];
-  readonly message: string;
-}
-
 /** The decision for one AppMonitor name. */
 export interface Plan {
   readonly rule: RuleAction;
-  /** The condition to set on the AppMonitor once `rule` succeeded; absent when no AppMonitor is live. */
+  /**
+   * RuleReady when the plan alone decides it (the rule cannot or may not be written:
+   * `InvalidSpec`, `RuleConflict`), to set once `rule` succeeded; absent for an apply (what
+   * Prometheus says decides it, after the write: `rule-loaded.ts`) and when no AppMonitor is live.
+   */
   readonly condition: DesiredCondition | undefined;
 }
 
@@ -132,7 +118,7 @@ function live(monitor: ObservedAppMonitor | undefined): monitor is ObservedAppMo
  * | --- | --- | --- | --- |
  * | absent or being deleted | ours | delete (`owner-gone`) | — |
  * | absent or being deleted | none, or not ours | keep | — |
- * | valid | none, or ours | apply (replacing an ours whose controller is another object) | True `RuleApplied` |
+ * | valid | none, or ours | apply (replacing an ours whose controller is another object) | — (Prometheus decides) |
  * | valid | not ours | keep | False `RuleConflict` |
  * | invalid | ours, controller is another object | delete (`owner-mismatch`) | False `InvalidSpec` |
  * | invalid | anything else | keep: a rule of an earlier valid generation stays, as a workload controller keeps its last good state | False `InvalidSpec` |
@@ -155,12 +141,14 @@ export function planSync(monitor: ObservedAppMonitor | undefined, rule: Observed
   const { namespace, name, uid } = monitor.metadata;
   const target = ruleName(namespace, name);
   let desired: IPrometheusRule;
+  let input: RuleInput;
   try {
     const spec = validateAppMonitorSpec(monitor.spec);
-    desired = buildPrometheusRule(checkRuleInput({ metadata: monitor.metadata, spec }), config);
+    input = checkRuleInput({ metadata: monitor.metadata, spec });
+    desired = buildPrometheusRule(input, config);
   } catch (error) {
     if (!(error instanceof AppMonitorSpecError) && !(error instanceof RuleInputError)) throw error;
-    const condition: DesiredCondition = { status: "False", reason: REASONS.invalid, message: `cannot build PrometheusRule ${target}: ${error.message}` };
+    const condition: DesiredCondition = { type: RULE_READY, status: "False", reason: REASONS.invalid, message: `cannot build PrometheusRule ${target}: ${error.message}` };
     const stale = ours && ref !== undefined && ownedByAnother(rule, uid);
     return { rule: stale ? { kind: "delete", target: ref, why: "owner-mismatch" } : { kind: "keep" }, condition };
   }
@@ -168,6 +156,7 @@ export function planSync(monitor: ObservedAppMonitor | undefined, rule: Observed
     return {
       rule: { kind: "keep" },
       condition: {
+        type: RULE_READY,
         status: "False",
         reason: REASONS.conflict,
         message: `PrometheusRule ${target} exists and is not managed by rule-sync (no label ${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}); rename or delete it`,
@@ -175,15 +164,7 @@ export function planSync(monitor: ObservedAppMonitor | undefined, rule: Observed
     };
   }
   const replace = ours && ref !== undefined && ownedByAnother(rule, uid) ? ref : undefined;
-  const generation = monitor.metadata.generation;
-  return {
-    rule: { kind: "apply", rule: desired, replace },
-    condition: {
-      status: "True",
-      reason: REASONS.applied,
-      message: `PrometheusRule ${target} is in sync${generation === undefined ? "" : ` with generation ${generation}`}`,
-    },
-  };
+  return { rule: { kind: "apply", rule: desired, input, replace }, condition: undefined };
 }
 
 /**

@@ -115,6 +115,14 @@ export const PROMETHEUS_RULE_KIND = "PrometheusRule";
 /** PrometheusRule annotation recording the AppMonitor `metadata.generation` the rule was built from. */
 export const GENERATION_ANNOTATION = "app-monitor.kubedemo.com/appmonitor-generation";
 
+/**
+ * The same generation as an annotation of each alerting rule of a PrometheusRule's group, where
+ * Prometheus's `/api/v1/rules` shows it, so rule-sync can tell which generation Prometheus loaded
+ * (`rule-loaded.ts`). An annotation, not a label: a rule's labels are part of its alerts'
+ * identity, and a reload keeps a pending alert only when they stay the same.
+ */
+export const RULE_GENERATION_ANNOTATION = "appmonitor_generation";
+
 // Series of the pause container (Docker-era `POD`) and of the Pod-level cgroup (`""`) are not
 // containers anyone can scale.
 const CONTAINER_MATCHERS = 'container!="", container!="POD"';
@@ -131,7 +139,7 @@ function ksmLabelName(prefix: "label_" | "annotation_", key: string): string {
  * (`container=~"a|b"`, each name regex-quoted; PromQL anchors the regex), which are DNS labels
  * and so never empty nor `POD`.
  */
-function containerMatchers(monitor: RuleInput): string {
+export function containerMatchers(monitor: RuleInput): string {
   const names = monitor.spec.containers;
   if (names === undefined) return CONTAINER_MATCHERS;
   return `container=~${promqlString([...new Set(names)].map(regexQuote).join("|"))}`;
@@ -140,6 +148,23 @@ function containerMatchers(monitor: RuleInput): string {
 /** The kube_pod_labels selector of spec.selector's Pods (none without a selector). */
 function selectedPods(monitor: RuleInput, ns: string): string[] {
   return monitor.spec.selector === undefined ? [] : [`kube_pod_labels{${[ns, ...selectorMatchers(monitor.spec.selector)].join(", ")}}`];
+}
+
+/** The kube_pod_annotations selector of the Pods of `ns` (a namespace matcher) annotated {@link MONITOR_ANNOTATION}`="true"`. */
+function annotatedPods(ns: string): string {
+  return `kube_pod_annotations{${ns}, ${ksmLabelName("annotation_", MONITOR_ANNOTATION)}=${promqlString(MONITOR_ANNOTATION_VALUE)}}`;
+}
+
+/**
+ * The kube-state-metrics selectors of the Pods a monitor covers, as its kube-state-metrics rules
+ * join them: the annotated Pods of its namespace, then spec.selector's (`kube_pod_labels`) when set.
+ *
+ * @param monitor the checked AppMonitor.
+ * @returns one series selector per way of being covered.
+ */
+export function coveredPodSelectors(monitor: RuleInput): string[] {
+  const ns = `namespace=${promqlString(monitor.namespace)}`;
+  return [annotatedPods(ns), ...selectedPods(monitor, ns)];
 }
 
 /**
@@ -223,7 +248,7 @@ export function alertExpression(monitor: RuleInput, source: MetricSource): strin
  * `selected` (kube_pod_labels selectors), joined on namespace and pod.
  */
 function coveredPodsOnly(lines: readonly string[], ns: string, selected: readonly string[]): string {
-  const annotated = `kube_pod_annotations{${ns}, ${ksmLabelName("annotation_", MONITOR_ANNOTATION)}=${promqlString(MONITOR_ANNOTATION_VALUE)}}`;
+  const annotated = annotatedPods(ns);
   return [
     "(",
     ...lines.map((line) => `  ${line}`),
@@ -471,7 +496,8 @@ export function buildRuleGroup(monitor: RuleInput, config: RuleConfig): IRuleGro
  * {@link GENERATION_ANNOTATION} when metadata.generation is known; a controller ownerReference
  * to the AppMonitor (blockOwnerDeletion, so the writer needs `update` on
  * `appmonitors/finalizers` under the OwnerReferencesPermissionEnforcement admission plugin);
- * spec.groups = [{@link buildRuleGroup}].
+ * spec.groups = [{@link buildRuleGroup}], each rule annotated {@link RULE_GENERATION_ANNOTATION}
+ * with the generation when it is known.
  *
  * @param monitor the checked AppMonitor as read from the API server.
  * @param config how to build it.
@@ -499,8 +525,14 @@ export function buildPrometheusRule(monitor: RuleInput, config: RuleConfig): IPr
         { apiVersion: APPMONITOR_API_VERSION, kind: APPMONITOR_KIND, name, uid, controller: true, blockOwnerDeletion: true },
       ],
     },
-    spec: { groups: [buildRuleGroup(monitor, config)] },
+    spec: { groups: [withGeneration(buildRuleGroup(monitor, config), annotations[GENERATION_ANNOTATION])] },
   };
+}
+
+/** `group` with every rule annotated {@link RULE_GENERATION_ANNOTATION}` = generation`; unchanged without one. */
+function withGeneration(group: IRuleGroup, generation: string | undefined): IRuleGroup {
+  if (generation === undefined) return group;
+  return { ...group, rules: group.rules?.map((rule) => ({ ...rule, annotations: { ...rule.annotations, [RULE_GENERATION_ANNOTATION]: generation } })) };
 }
 
 /**

@@ -1,9 +1,10 @@
 /**
- * The AppMonitor status rule-sync writes: its {@link RULE_READY} condition and
- * `status.observedGeneration`, as a server-side apply body for the status subresource. Pure.
+ * The AppMonitor status rule-sync writes: its conditions (RuleReady and MetricsReady,
+ * `conditions.ts`) and `status.observedGeneration`, as a server-side
+ * apply body for the status subresource. Pure.
  *
  * `status.conditions` is a map list keyed by `type` in the AppMonitor CRD
- * (`x-kubernetes-list-type: map`), so applying only our condition leaves the others (e.g.
+ * (`x-kubernetes-list-type: map`), so applying only our conditions leaves the others (e.g.
  * memory-scaler's) untouched (https://kubernetes.io/docs/reference/using-api/server-side-apply/#merge-strategy).
  * Condition fields follow metav1.Condition
  * (https://github.com/kubernetes/community/blob/master/contributors/devel/sig-architecture/api-conventions.md#typical-status-properties):
@@ -11,7 +12,8 @@
  */
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND, type AppMonitorCondition } from "../lib/appmonitor.ts";
 import { formatTimestamp } from "../lib/rfc3339.ts";
-import { RULE_READY, type DesiredCondition, type ObservedAppMonitor } from "./plan.ts";
+import type { DesiredCondition } from "./conditions.ts";
+import type { ObservedAppMonitor } from "./plan.ts";
 
 /** A server-side apply body for `appmonitors/status`. */
 export interface StatusApply {
@@ -28,41 +30,44 @@ export interface StatusApply {
 
 /**
  * The status write that reports `desired` on `monitor`, or undefined when the AppMonitor
- * already says exactly that (same status, reason, message and observed generation), so a
- * resync that changes nothing writes nothing.
+ * already says exactly that (each condition's status, reason, message and observed generation,
+ * and the top-level observed generation), so a resync that changes nothing writes nothing.
+ *
+ * Every condition rule-sync owns is in every write: server-side apply removes a list entry its
+ * manager owned and left out. So `desired` holds RuleReady and MetricsReady.
  *
  * @param monitor the AppMonitor as read (its generation and current status).
- * @param desired the condition to report.
- * @param now the current time; becomes `lastTransitionTime` when the condition's status changes.
+ * @param desired the conditions to report, one per type.
+ * @param now the current time; becomes a condition's `lastTransitionTime` when its status changes.
  * @returns the apply body, or undefined.
  */
-export function statusApply(monitor: ObservedAppMonitor, desired: DesiredCondition, now: Date): StatusApply | undefined {
+export function statusApply(monitor: ObservedAppMonitor, desired: readonly DesiredCondition[], now: Date): StatusApply | undefined {
   const { name, namespace, resourceVersion, generation } = monitor.metadata;
   if (name === undefined || namespace === undefined) return undefined;
-  const current = monitor.status?.conditions?.find((c) => c.type === RULE_READY);
   const observedGeneration = typeof generation === "number" ? generation : undefined;
-  const unchanged =
-    current !== undefined &&
-    current.status === desired.status &&
-    current.reason === desired.reason &&
-    current.message === desired.message &&
-    current.observedGeneration === observedGeneration &&
-    monitor.status?.observedGeneration === observedGeneration;
-  if (unchanged) return undefined;
-  const keepTime = current?.status === desired.status && typeof current.lastTransitionTime === "string" && current.lastTransitionTime !== "";
-  const condition: AppMonitorCondition = {
-    type: RULE_READY,
-    status: desired.status,
-    reason: desired.reason,
-    // metav1.Condition's limit, so the message also fits a condition of a built-in type.
-    message: desired.message.slice(0, 32_768),
-    lastTransitionTime: keepTime && current.lastTransitionTime !== undefined ? current.lastTransitionTime : formatTimestamp(now),
-    ...(observedGeneration === undefined ? {} : { observedGeneration }),
+  const currentOf = (type: string) => monitor.status?.conditions?.find((c) => c.type === type);
+  const same = (d: DesiredCondition): boolean => {
+    const current = currentOf(d.type);
+    return current !== undefined && current.status === d.status && current.reason === d.reason && current.message === d.message && current.observedGeneration === observedGeneration;
   };
+  if (desired.every(same) && monitor.status?.observedGeneration === observedGeneration) return undefined;
+  const conditions = desired.map((d): AppMonitorCondition => {
+    const current = currentOf(d.type);
+    const keepTime = current?.status === d.status && typeof current.lastTransitionTime === "string" && current.lastTransitionTime !== "";
+    return {
+      type: d.type,
+      status: d.status,
+      reason: d.reason,
+      // metav1.Condition's limit, so the message also fits a condition of a built-in type.
+      message: d.message.slice(0, 32_768),
+      lastTransitionTime: keepTime && current.lastTransitionTime !== undefined ? current.lastTransitionTime : formatTimestamp(now),
+      ...(observedGeneration === undefined ? {} : { observedGeneration }),
+    };
+  });
   return {
     apiVersion: APPMONITOR_API_VERSION,
     kind: APPMONITOR_KIND,
     metadata: { name, namespace, ...(resourceVersion === undefined ? {} : { resourceVersion }) },
-    status: { ...(observedGeneration === undefined ? {} : { observedGeneration }), conditions: [condition] },
+    status: { ...(observedGeneration === undefined ? {} : { observedGeneration }), conditions },
   };
 }

@@ -1,17 +1,25 @@
 /**
  * The reconcile loop's shell: reads the AppMonitor and its PrometheusRule, lets `plan.ts`
- * decide, and writes once (the rule, then the AppMonitor's status). Every step is idempotent,
- * so a repeated or reordered event, or a resync running beside an event, converges on the same
+ * decide, writes the rule, asks Prometheus whether it loaded it and has its series
+ * (`prometheus-check.ts`), and writes the AppMonitor's status once. Every step is idempotent, so
+ * a repeated or reordered event, or a resync running beside an event, converges on the same
  * objects.
  */
+import { hostname } from "node:os";
 import type { Logger } from "pino";
-import { apiStatus, isRefusal, toHttpFailure } from "../lib/kube-api-errors.ts";
+import { apiStatus, isConflict, isRefusal, toHttpFailure } from "../lib/kube-api-errors.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
 import { forEachLimit } from "../lib/worker-pool.ts";
 import type { Cluster, DeleteOutcome } from "./cluster.ts";
+import { REASONS, RULE_READY, type DesiredCondition } from "./conditions.ts";
 import type { RuleSyncConfig } from "./config.ts";
+import { warningEvent, warningsFor } from "./events.ts";
 import type { RuleSyncMetrics } from "./metrics.ts";
-import { findOrphans, planSync, REASONS, type DesiredCondition, type ObservedAppMonitor, type RuleRef } from "./plan.ts";
+import { findOrphans, planSync, type ObservedAppMonitor, type RuleRef } from "./plan.ts";
+import { checkReadiness, createView, type PrometheusDeps, type PrometheusView } from "./prometheus-check.ts";
+import { ruleGroupName } from "./rule.ts";
+import type { AppliedRule } from "./rule-loaded.ts";
+import { metricsReadyWithoutRule } from "./series-check.ts";
 import { statusApply } from "./status.ts";
 
 /** AppMonitors reconciled at once during a resync. */
@@ -23,8 +31,22 @@ export interface SyncDeps {
   readonly config: RuleSyncConfig;
   readonly metrics: RuleSyncMetrics;
   readonly log: Logger;
-  /** Clock for condition times; `() => new Date()` when absent. */
+  /** Clock for condition and Event times; `() => new Date()` when absent. */
   readonly now?: () => Date;
+  /** rule-sync's Prometheus; undefined without `PROMETHEUS_URL` (RuleReady and MetricsReady `Unknown`). */
+  readonly prometheus?: PrometheusDeps;
+  /** `reportingInstance` of its Events; `rule-sync-<host name>` (the Pod name under Knative) when absent. */
+  readonly reportingInstance?: string;
+}
+
+/** How one reconcile asks Prometheus. */
+export interface SyncOptions {
+  /** Answers shared with the other AppMonitors of a resync; an event makes its own. */
+  readonly view?: PrometheusView;
+  /** Wait up to `RULE_LOAD_WAIT_MS` for a rule this reconcile wrote to load (events: yes; a resync: no, it would wait once per AppMonitor). */
+  readonly wait?: boolean;
+  /** Follow a written rule that is not loaded yet, and reconcile again once it is (`load-watcher.ts`); not for the reconcile that follow calls. */
+  readonly follow?: boolean;
 }
 
 /** What happened to the PrometheusRule. */
@@ -36,7 +58,9 @@ export interface SyncResult {
   readonly name: string;
   readonly rule: RuleOutcome;
   /** The RuleReady condition reported; absent when no AppMonitor is live. */
-  readonly ruleReady?: { readonly status: "True" | "False"; readonly reason: string; readonly message: string };
+  readonly ruleReady?: DesiredCondition;
+  /** The MetricsReady condition reported; absent when no AppMonitor is live. */
+  readonly metricsReady?: DesiredCondition;
 }
 
 /** The result of a resync. */
@@ -53,23 +77,26 @@ export interface ResyncResult {
 
 /**
  * Reconciles one AppMonitor name: reads the AppMonitor (unless `known` is given, as a resync
- * lists them) and the PrometheusRule of the same name, applies the decision of
- * `planSync` (plan.ts) and reports RuleReady on the AppMonitor.
+ * lists them) and the PrometheusRule of the same name, applies the decision of `planSync`
+ * (plan.ts), asks Prometheus about an applied rule (`prometheus-check.ts`: RuleReady and
+ * MetricsReady) and reports both on the AppMonitor, with a Warning Event when one turns to a
+ * reason that needs a change (`events.ts`).
  *
  * The API server refusing the rule (422, 400, an admission 403) is the AppMonitor's problem,
- * reported as RuleReady False `RuleRejected`, not an error.
+ * reported as RuleReady False `RuleRejected`, not an error; so is a Prometheus that cannot be
+ * asked (both conditions `Unknown`): the rule is applied, and a retry would not mend the URL.
  *
  * @returns what was done.
  * @throws HttpError from {@link toHttpFailure} (`functions/lib/kube-api-errors.ts`: 503, 429, 500
  *   or 422 by the failure's class); 503 when the rule to delete changed since it was read.
  */
-export async function syncOne(deps: SyncDeps, namespace: string, name: string, known?: ObservedAppMonitor): Promise<SyncResult> {
+export async function syncOne(deps: SyncDeps, namespace: string, name: string, known?: ObservedAppMonitor, options: SyncOptions = {}): Promise<SyncResult> {
   const { cluster, metrics } = deps;
   const where = `${namespace}/${name}`;
   const monitor = known ?? (await call(() => cluster.readAppMonitor(namespace, name), `read AppMonitor ${where}`));
   const existing = await call(() => cluster.readRule(namespace, name), `read PrometheusRule ${where}`);
   const plan = planSync(monitor, existing, deps.config.rule);
-  let condition: DesiredCondition | undefined = plan.condition;
+  let conditions: DesiredCondition[] | undefined = plan.condition === undefined ? undefined : [plan.condition, metricsReadyWithoutRule()];
   let outcome: RuleOutcome = "kept";
 
   const action = plan.rule;
@@ -94,14 +121,31 @@ export async function syncOne(deps: SyncDeps, namespace: string, name: string, k
     } catch (error) {
       if (!isRefusal(error)) throw toHttpFailure(error, `apply PrometheusRule ${where}`);
       outcome = "rejected";
-      condition = { status: "False", reason: REASONS.rejected, message: `the API server refused PrometheusRule ${where}: ${apiStatus(error).message}` };
+      conditions = [
+        { type: RULE_READY, status: "False", reason: REASONS.rejected, message: `the API server refused PrometheusRule ${where}: ${apiStatus(error).message}` },
+        metricsReadyWithoutRule(),
+      ];
     }
     metrics.ruleWrites.inc({ result: outcome });
     if (outcome !== "unchanged") deps.log.info({ namespace, name, result: outcome }, "PrometheusRule applied");
+    if (outcome !== "rejected") {
+      const applied: AppliedRule = { namespace, name, group: ruleGroupName(action.input), generation: action.input.generation, labels: action.rule.metadata?.labels ?? {} };
+      const wrote = outcome === "created" || outcome === "updated";
+      const { prometheus } = deps;
+      const view = options.view ?? (prometheus === undefined ? undefined : createView(prometheus.api, [applied.group]));
+      const readiness = await checkReadiness(prometheus, view, applied, action.input, deps.config.rule.metricSource, wrote && options.wait !== false, deps.log);
+      conditions = [readiness.ruleReady, readiness.metricsReady];
+      if (prometheus !== undefined && wrote && options.follow !== false && !readiness.loaded) {
+        prometheus.watcher.follow(applied, async () => {
+          await syncOne(deps, namespace, name, undefined, { wait: false, follow: false });
+        });
+      }
+    }
   }
 
-  if (monitor !== undefined && condition !== undefined) await reportStatus(deps, monitor, condition);
-  return { namespace, name, rule: outcome, ...(condition === undefined ? {} : { ruleReady: condition }) };
+  if (monitor !== undefined && conditions !== undefined) await reportStatus(deps, monitor, conditions);
+  const [ruleReady, metricsReady] = conditions ?? [];
+  return { namespace, name, rule: outcome, ...(ruleReady === undefined ? {} : { ruleReady }), ...(metricsReady === undefined ? {} : { metricsReady }) };
 }
 
 /**
@@ -122,15 +166,22 @@ export async function resync(deps: SyncDeps): Promise<ResyncResult> {
   const notReady: { namespace: string; name: string; reason: string; message: string }[] = [];
   const failed: { namespace: string; name: string; error: string }[] = [];
   const reasons = new Map<string, number>();
+  const metricsReasons = new Map<string, number>();
+  const count = (map: Map<string, number>, key: string): void => {
+    map.set(key, (map.get(key) ?? 0) + 1);
+  };
+  // One question to Prometheus for the rule groups of every AppMonitor, not one each.
+  const options: SyncOptions = { wait: false, ...(deps.prometheus === undefined ? {} : { view: createView(deps.prometheus.api) }) };
 
   await forEachLimit(monitors, RESYNC_CONCURRENCY, async (monitor) => {
     const { namespace, name } = monitor.metadata;
     if (namespace === undefined || name === undefined) return;
     try {
-      const result = await syncOne(deps, namespace, name, monitor);
+      const result = await syncOne(deps, namespace, name, monitor, options);
       counts[result.rule] += 1;
+      if (result.metricsReady !== undefined) count(metricsReasons, result.metricsReady.reason);
       if (result.ruleReady !== undefined) {
-        reasons.set(result.ruleReady.reason, (reasons.get(result.ruleReady.reason) ?? 0) + 1);
+        count(reasons, result.ruleReady.reason);
         if (result.ruleReady.status === "False") notReady.push({ namespace, name, reason: result.ruleReady.reason, message: result.ruleReady.message });
       }
     } catch (error) {
@@ -152,7 +203,9 @@ export async function resync(deps: SyncDeps): Promise<ResyncResult> {
 
   if (failed.length === 0) {
     deps.metrics.appMonitors.reset();
-    for (const [reason, count] of reasons) deps.metrics.appMonitors.set({ reason }, count);
+    for (const [reason, n] of reasons) deps.metrics.appMonitors.set({ reason }, n);
+    deps.metrics.metricsReady.reset();
+    for (const [reason, n] of metricsReasons) deps.metrics.metricsReady.set({ reason }, n);
   }
   return { appMonitors: monitors.length, rules: counts, notReady, failed };
 }
@@ -161,21 +214,28 @@ export async function resync(deps: SyncDeps): Promise<ResyncResult> {
 const STATUS_TRIES = 3;
 
 /**
- * Writes RuleReady (compare-and-swap on the resourceVersion read). On a conflict the AppMonitor
- * is read again: when it is gone, replaced (another uid) or has a new generation, the event of
- * that change reports instead; when only something else changed (another condition, a label),
- * the same condition is written against the fresh object.
+ * Writes the conditions (compare-and-swap on the resourceVersion read), then a Warning Event for
+ * each that turned to a reason needing a change (`events.ts`): once per change, since only the
+ * write that makes the change succeeds and a later one finds it made. On a conflict the
+ * AppMonitor is read again: when it is gone, replaced (another uid) or has a new generation, the
+ * event of that change reports instead; when only something else changed (another condition, a
+ * label), the same conditions are written against the fresh object.
  */
-async function reportStatus(deps: SyncDeps, read: ObservedAppMonitor, condition: DesiredCondition): Promise<void> {
+async function reportStatus(deps: SyncDeps, read: ObservedAppMonitor, conditions: readonly DesiredCondition[]): Promise<void> {
   const { namespace = "", name = "", uid, generation } = read.metadata;
   const where = `${namespace}/${name}`;
   let monitor = read;
   for (let attempt = 1; attempt <= STATUS_TRIES; attempt += 1) {
-    const body = statusApply(monitor, condition, (deps.now ?? (() => new Date()))());
+    const now = (deps.now ?? (() => new Date()))();
+    const body = statusApply(monitor, conditions, now);
     if (body === undefined) return;
     const written = await call(() => deps.cluster.applyStatus(body), `write the status of AppMonitor ${where}`);
-    if (written !== "conflict") {
-      if (written === "gone") deps.log.info({ namespace, name }, "AppMonitor gone before its status was written");
+    if (written === "written") {
+      await warn(deps, { namespace, name, uid }, warningsFor(conditions, monitor.status?.conditions), now);
+      return;
+    }
+    if (written === "gone") {
+      deps.log.info({ namespace, name }, "AppMonitor gone before its status was written");
       return;
     }
     const fresh = await call(() => deps.cluster.readAppMonitor(namespace, name), `read AppMonitor ${where}`);
@@ -186,6 +246,20 @@ async function reportStatus(deps: SyncDeps, read: ObservedAppMonitor, condition:
     monitor = fresh;
   }
   throw new HttpError(503, `the status of AppMonitor ${where} kept changing while it was written; retry`);
+}
+
+/** Writes the Warning Events; a failure is logged, not raised: the status, written, says the same. */
+async function warn(deps: SyncDeps, monitor: { namespace: string; name: string; uid: string | undefined }, conditions: readonly DesiredCondition[], now: Date): Promise<void> {
+  for (const condition of conditions) {
+    const event = warningEvent(monitor, condition, deps.reportingInstance ?? `rule-sync-${hostname()}`, now);
+    try {
+      await deps.cluster.createEvent(monitor.namespace, event);
+      deps.log.warn({ namespace: monitor.namespace, name: monitor.name, condition: condition.type, reason: condition.reason, note: condition.message }, "AppMonitor condition needs a change: Warning Event written");
+    } catch (error) {
+      if (isConflict(error)) continue;
+      deps.log.warn({ namespace: monitor.namespace, name: monitor.name, reason: condition.reason, problem: apiStatus(error).message }, `could not write the ${condition.reason} Warning Event`);
+    }
+  }
 }
 
 /** Deletes a rule with uid and resourceVersion preconditions; counts it. */

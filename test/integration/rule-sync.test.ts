@@ -79,7 +79,7 @@ test("an AppMonitor's PrometheusRule is created with its ownerReference, follows
   assert.equal(added.status, 204, describeAnswer(added));
   assert.equal(added.text, "", "no body: a Broker fails a reply body that is not a CloudEvent");
   assert.equal(added.outcome, "created");
-  assert.equal(added.reason, "RuleApplied");
+  assert.equal(added.reason, "PrometheusNotConfigured", "no PROMETHEUS_URL: whether Prometheus loaded it is not known (rule-sync-readiness.test.ts asks one)");
 
   const rule = await readRule(ns, name);
   assert.ok(rule, "the PrometheusRule exists");
@@ -96,8 +96,8 @@ test("an AppMonitor's PrometheusRule is created with its ownerReference, follows
   assert.ok(rule.metadata?.managedFields?.some((f) => f.manager === "appmonitor-rule-sync" && f.operation === "Apply"), JSON.stringify(rule.metadata?.managedFields));
 
   let monitor = await readAppMonitor(ns, name);
-  assert.equal(ruleReady(monitor)?.status, "True");
-  assert.equal(ruleReady(monitor)?.reason, "RuleApplied");
+  assert.equal(ruleReady(monitor)?.status, "Unknown");
+  assert.equal(ruleReady(monitor)?.reason, "PrometheusNotConfigured");
   assert.match(ruleReady(monitor)?.message ?? "", new RegExp(`PrometheusRule ${ns}/${name}`));
   assert.equal(monitor.status?.observedGeneration, 1);
   assert.equal(ruleReady(monitor)?.observedGeneration, 1);
@@ -213,7 +213,7 @@ test("resync at start-up and on an event restores a deleted rule, fixes an edite
   assert.deepEqual(since(writesBeforeAgain, await ruleWrites(fn.url)), { created: 0, updated: 0, unchanged: 3, deleted: 0, rejected: 0 });
 });
 
-test("an invalid AppMonitor gets RuleReady False with the reason and no rule, and True once fixed, keeping other writers' conditions", async (t) => {
+test("an invalid AppMonitor gets RuleReady False with the reason and no rule, and its rule once fixed, keeping other writers' conditions", async (t) => {
   const ns = await freshNamespace(t);
   const fn = await startRuleSync({ WATCH_NAMESPACES: ns, RESYNC_ON_START: "false" });
   t.after(() => fn.stop());
@@ -230,7 +230,7 @@ test("an invalid AppMonitor gets RuleReady False with the reason and no rule, an
   assert.equal(await readRule(ns, "bad"), undefined);
 
   // Another writer's condition (as memory-scaler would set one) must survive rule-sync's writes:
-  // conditions is a map list keyed by type, and rule-sync applies only RuleReady.
+  // conditions is a map list keyed by type, and rule-sync applies only RuleReady and MetricsReady.
   await (await customApi()).patchNamespacedCustomObjectStatus(
     {
       ...APPMONITORS, namespace: ns, name: "bad", fieldManager: "another-writer", force: true,
@@ -244,9 +244,9 @@ test("an invalid AppMonitor gets RuleReady False with the reason and no rule, an
   );
   assert.equal((await fn.send(`${REF_EVENT_PREFIX}update`, { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", name: "bad", namespace: ns })).status, 204);
   monitor = await readAppMonitor(ns, "bad");
-  assert.equal(ruleReady(monitor)?.status, "True");
+  assert.deepEqual([ruleReady(monitor)?.status, ruleReady(monitor)?.reason], ["Unknown", "PrometheusNotConfigured"], "applied; no PROMETHEUS_URL to tell whether it is loaded");
   assert.equal(monitor.status?.observedGeneration, 2);
-  assert.deepEqual(monitor.status?.conditions?.map((c) => c.type).sort(), ["RuleReady", "Scaled"]);
+  assert.deepEqual(monitor.status?.conditions?.map((c) => c.type).sort(), ["MetricsReady", "RuleReady", "Scaled"]);
   assert.ok(await readRule(ns, "bad"));
 });
 
@@ -274,16 +274,17 @@ test("rule-sync's ServiceAccount may do exactly what it needs", async () => {
   ];
   for (const [group, resource, verb, sub] of allowed) assert.equal(await can(group, resource, verb, sub), true, `${verb} ${group}/${resource}${sub ? `/${sub}` : ""}`);
   for (const [group, resource, verb, sub] of denied) assert.equal(await can(group, resource, verb, sub), false, `${verb} ${group}/${resource}${sub ? `/${sub}` : ""}`);
-  // Events only in its own namespace: the PermissionDenied Warning on its ServiceAccount.
+  // Events where the AppMonitors are (its Warnings on them) and in its own namespace (PermissionDenied on its ServiceAccount); never read.
   assert.equal(await can("events.k8s.io", "events", "create", undefined, RULE_SYNC_NAMESPACE), true, "create Events in its namespace");
-  assert.equal(await can("events.k8s.io", "events", "create"), false, "no Events elsewhere");
+  assert.equal(await can("events.k8s.io", "events", "create"), true, "create Events in the AppMonitors' namespaces");
   assert.equal(await can("events.k8s.io", "events", "list", undefined, RULE_SYNC_NAMESPACE), false, "no reading Events");
+  assert.equal(await can("", "events", "create"), false, "no core/v1 Events");
 });
 
 test("a ServiceAccount without rule-sync's grants is not ready, fails events with 500, and a Warning Event on it and a metric name the missing permission", async (t) => {
   const ns = await freshNamespace(t);
   const admin = await adminKubeConfig();
-  // It may create Events in its own namespace (as rule-sync's Role allows), and nothing else.
+  // It may create Events in its own namespace, and nothing else.
   await serviceAccountForEventsOnly(ns, "nobody");
   const fn = await startRuleSync({ WATCH_NAMESPACES: ns, RESYNC_ON_START: "false" }, { namespace: ns, name: "nobody" });
   t.after(() => fn.stop());

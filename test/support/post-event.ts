@@ -12,7 +12,7 @@ export interface EventAnswer {
   readonly status: number;
   /** `X-Appmonitor-Outcome` of a handled event, e.g. `scaled`, `created`; undefined otherwise. */
   readonly outcome: string | undefined;
-  /** `X-Appmonitor-Reason`, e.g. `Cooldown`, `RuleApplied`; undefined when none was given. */
+  /** `X-Appmonitor-Reason`, e.g. `Cooldown`, `RuleLoaded`; undefined when none was given. */
   readonly reason: string | undefined;
   readonly headers: Headers;
   /** The body as sent: empty for every 2xx. */

@@ -1,12 +1,17 @@
 /**
  * rule-sync's world in memory, for tests without an API server: a {@link Cluster} holding
- * AppMonitors and PrometheusRules, with errors injected per call, and the references and API
- * errors rule-sync's events and client carry.
+ * AppMonitors, PrometheusRules and the Events written, with errors injected per call; a
+ * {@link PrometheusApi} whose loaded groups and query answers the test sets; and the references
+ * and API errors rule-sync's events and client carry.
  */
+import assert from "node:assert/strict";
 import * as k8s from "@kubernetes/client-node";
 import type { IPrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
 import type { Cluster, DeleteOutcome } from "../../functions/rule-sync/cluster.ts";
 import type { ObservedAppMonitor, ObservedRule, RuleRef } from "../../functions/rule-sync/plan.ts";
+import { PrometheusError, type PrometheusApi, type Sample } from "../../functions/rule-sync/prometheus.ts";
+import type { LoadedGroup } from "../../functions/rule-sync/rule-loaded.ts";
+import { SIDE_LABEL } from "../../functions/rule-sync/series-check.ts";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "../../functions/rule-sync/rule-config.ts";
 import type { StatusApply } from "../../functions/rule-sync/status.ts";
 
@@ -15,6 +20,7 @@ export class FakeCluster implements Cluster {
   monitors = new Map<string, ObservedAppMonitor>();
   rules = new Map<string, ObservedRule & { spec?: unknown }>();
   statusWrites: StatusApply[] = [];
+  events: k8s.EventsV1Event[] = [];
   calls: string[] = [];
   fail: Partial<Record<keyof Cluster, (attempt: number) => unknown>> = {};
   private version = 1000;
@@ -94,7 +100,49 @@ export class FakeCluster implements Cluster {
   async probe() {
     this.maybeFail("probe");
   }
+  async createEvent(namespace: string, event: k8s.EventsV1Event) {
+    this.maybeFail("createEvent");
+    assert.equal(event.metadata?.namespace, namespace);
+    this.events.push(event);
+  }
 }
+
+/**
+ * A Prometheus in memory: `groups` is what `/api/v1/rules` lists; `series` the count of each side
+ * a query asks for (by the `side` tags of the query's `label_replace` calls); `down` makes every
+ * request fail as unreachable. `requests` counts them by endpoint.
+ */
+export class FakePrometheus implements PrometheusApi {
+  readonly url = "http://prometheus.test:9090";
+  groups = new Map<string, LoadedGroup>();
+  /** Counts answered for a namespace query (`namespace="…"` in it) and for the cluster-wide one. */
+  series: { inNamespace: Record<string, number>; inCluster: Record<string, number> } = { inNamespace: {}, inCluster: {} };
+  down: PrometheusError | undefined;
+  requests = { rules: 0, query: 0 };
+
+  /** Lists the group of `namespace/name` with `rules` rules at `generation`. */
+  load(namespace: string, name: string, generation: string | undefined, rules = 2): void {
+    const group = `appmonitor/${namespace}/${name}`;
+    this.groups.set(group, { name: group, file: `/etc/prometheus/rules/${namespace}-${name}.yaml`, rules: Array.from({ length: rules }, (_, i) => ({ name: `A${i}`, generation, health: "ok", lastError: undefined })) });
+  }
+
+  async ruleGroups(names?: readonly string[]) {
+    this.requests.rules += 1;
+    if (this.down) throw this.down;
+    return new Map([...this.groups].filter(([name]) => names === undefined || names.includes(name)));
+  }
+
+  async query(expr: string): Promise<Sample[]> {
+    this.requests.query += 1;
+    if (this.down) throw this.down;
+    const counts = /namespace="/.test(expr) ? this.series.inNamespace : this.series.inCluster;
+    const sides = [...expr.matchAll(new RegExp(`"${SIDE_LABEL}", "([A-Za-z]+)"`, "g"))].map((m) => m[1] ?? "");
+    return sides.filter((side) => (counts[side] ?? 0) > 0).map((side) => ({ metric: { [SIDE_LABEL]: side }, value: counts[side] ?? 0 }));
+  }
+}
+
+/** An unreachable Prometheus's error, as `prometheus.ts` raises it. */
+export const unreachable = (message = "connect ECONNREFUSED 127.0.0.1:9") => new PrometheusError("unreachable", message);
 
 /** An ApiServerSource reference (`mode: Reference`) to the AppMonitor `namespace/name`. */
 export const ref = (name: string, namespace = "demo") => ({ apiVersion: "kubedemo.com/v1", kind: "AppMonitor", name, namespace });

@@ -98,7 +98,7 @@ export interface FunctionResponse {
 export interface CloudEventOutcome {
   /** What was done, e.g. `scaled`, `skipped`, `created`: letters, digits, `.`, `_`, `-`; ≤ 64 characters. */
   readonly outcome: string;
-  /** Why, e.g. `Cooldown`, `RuleApplied`; same characters. */
+  /** Why, e.g. `Cooldown`, `RuleLoaded`; same characters. */
   readonly reason?: string;
 }
 

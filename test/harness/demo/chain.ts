@@ -475,7 +475,8 @@ async function startFunctions(run: Run, functions: FunctionProcess[]): Promise<R
   functions.push(scaler);
   const receiver = await start("alert-receiver", { K_SINK: scaler.url, WEBHOOK_TOKEN: token }, false);
   functions.push(receiver);
-  const ruleSync = await start("rule-sync", { WATCH_NAMESPACES: namespace, METRIC_SOURCE: options.metricSource ?? "cadvisor" }, true);
+  // The stack's Prometheus, where the demo loads the rule: rule-sync's RuleReady follows the load. No wait in the event: the rule file is written after its answer.
+  const ruleSync = await start("rule-sync", { WATCH_NAMESPACES: namespace, METRIC_SOURCE: options.metricSource ?? "cadvisor", PROMETHEUS_URL: state.prometheusUrl, RULE_LOAD_WAIT_MS: "0" }, true);
   functions.push(ruleSync);
   return { scaler, receiver, ruleSync, webhookToken: token };
 }

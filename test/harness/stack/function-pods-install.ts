@@ -60,13 +60,15 @@ export interface FunctionPods {
 /**
  * The adaptation of each function to the real node: alert-receiver sends its CloudEvents straight
  * to memory-scaler's Service unless `sink` is `"sinkbinding"` (without Eventing no Broker runs;
- * DESIGN.md allows `K_SINK` to be memory-scaler's URL); memory-scaler gets no `PROMETHEUS_URL` (the stack's Prometheus listens on 127.0.0.1, which
- * no Pod reaches), so it scales without re-checking the working set, as its README allows.
+ * DESIGN.md allows `K_SINK` to be memory-scaler's URL); memory-scaler and rule-sync get no
+ * `PROMETHEUS_URL` (the stack's Prometheus listens on 127.0.0.1, which no Pod reaches, and the
+ * shipped kube-prometheus-stack address does not exist here), so memory-scaler scales without
+ * re-checking the working set, as its README allows, and rule-sync reports RuleReady and
+ * MetricsReady `Unknown` `PrometheusNotConfigured`.
  */
 function envFor(name: FunctionPodName, sink: DeployFunctionPodsOptions["sink"]): Record<string, string | undefined> {
   if (name === "alert-receiver") return sink === "sinkbinding" ? {} : { K_SINK: `http://memory-scaler.${FUNCTIONS_NAMESPACE}.svc.${CLUSTER_DOMAIN}` };
-  if (name === "memory-scaler") return { PROMETHEUS_URL: undefined };
-  return {};
+  return { PROMETHEUS_URL: undefined };
 }
 
 /**

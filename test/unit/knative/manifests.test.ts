@@ -232,11 +232,12 @@ describe("RBAC", () => {
     assert.deepEqual([...granted].filter((g) => g.startsWith("/pods/")), ["/pods/resize:patch"], "no other Pod subresource");
   });
 
-  test("memory-scaler and rule-sync may create Events in their own namespace, for the PermissionDenied Warning on their ServiceAccount", () => {
+  test("memory-scaler and rule-sync may create Events wherever the AppMonitors are, for their Warnings on them and the PermissionDenied Warning on their ServiceAccount", () => {
     const granted = grants();
     for (const name of ["memory-scaler", "rule-sync"]) assert.ok(granted.get(`appmonitor/${name}`)?.has("events.k8s.io/events:create"), name);
-    const roles = ofKind("rbac.authorization.k8s.io/v1", "Role").filter((r) => r.metadata.name === "appmonitor-rule-sync-events");
-    assert.deepEqual(roles.map((r) => r.metadata.namespace), [INSTALL_NAMESPACE], "rule-sync's grant is a Role of the install's namespace, not cluster-wide");
+    const role = ofKind("rbac.authorization.k8s.io/v1", "ClusterRole").find((r) => r.metadata.name === "appmonitor-rule-sync") as { rules?: { apiGroups?: string[]; resources?: string[]; verbs?: string[] }[] } | undefined;
+    assert.ok(role?.rules?.some((r) => r.apiGroups?.includes("events.k8s.io") && r.resources?.includes("events") && r.verbs?.join() === "create"), "rule-sync's Event grant is its ClusterRole's: the AppMonitors are in every namespace");
+    assert.deepEqual(ofKind("rbac.authorization.k8s.io/v1", "Role").filter((r) => r.metadata.name === "appmonitor-rule-sync-events"), [], "no Role left beside it");
   });
 });
 

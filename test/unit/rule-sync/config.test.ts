@@ -1,7 +1,7 @@
 /** rule-sync's start-up configuration (functions/rule-sync/config.ts): defaults, overrides, errors naming the variable. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { DEFAULT_FIELD_MANAGER, inScope, readConfig } from "../../../functions/rule-sync/config.ts";
+import { DEFAULT_FIELD_MANAGER, DEFAULT_PROMETHEUS_TIMEOUT_MS, DEFAULT_RULE_LOAD_WAIT_MS, inScope, readConfig } from "../../../functions/rule-sync/config.ts";
 import { DEFAULT_KUBE_API_TIMEOUT_MS } from "../../../functions/lib/kubeconfig.ts";
 import { ConfigError } from "../../../functions/lib/runtime/env.ts";
 import { DEFAULT_METRIC_SOURCE, DEFAULT_SEVERITY } from "../../../functions/rule-sync/rule-config.ts";
@@ -16,6 +16,13 @@ describe("readConfig", () => {
     assert.equal(config.resyncOnStart, true);
     assert.equal(config.kubeconfig, undefined);
     assert.equal(config.kubeApiTimeoutMs, DEFAULT_KUBE_API_TIMEOUT_MS);
+    assert.equal(config.prometheus, undefined, "no PROMETHEUS_URL: nothing to ask");
+  });
+
+  it("reads PROMETHEUS_URL with its timeout and load wait, defaulted", () => {
+    const config = readConfig({ PROMETHEUS_URL: "http://prometheus-operated.monitoring.svc:9090" });
+    assert.deepEqual(config.prometheus, { url: new URL("http://prometheus-operated.monitoring.svc:9090"), timeoutMs: DEFAULT_PROMETHEUS_TIMEOUT_MS, loadWaitMs: DEFAULT_RULE_LOAD_WAIT_MS });
+    assert.equal(DEFAULT_RULE_LOAD_WAIT_MS, 10_000);
   });
 
   it("reads every override", () => {
@@ -28,6 +35,9 @@ describe("readConfig", () => {
       RESYNC_ON_START: "false",
       KUBECONFIG: "/tmp/kc",
       KUBE_API_TIMEOUT_MS: "4000",
+      PROMETHEUS_URL: "https://prom.example:9091/sub/",
+      PROMETHEUS_TIMEOUT_MS: "500",
+      RULE_LOAD_WAIT_MS: "0",
     });
     assert.deepEqual(config.rule, { metricSource: "kube-state-metrics", ruleLabels: { release: "prometheus", team: "platform", empty: "" }, severity: "critical" });
     assert.equal(config.fieldManager, "my-manager");
@@ -35,6 +45,7 @@ describe("readConfig", () => {
     assert.equal(config.resyncOnStart, false);
     assert.equal(config.kubeconfig, "/tmp/kc");
     assert.equal(config.kubeApiTimeoutMs, 4000);
+    assert.deepEqual(config.prometheus, { url: new URL("https://prom.example:9091/sub/"), timeoutMs: 500, loadWaitMs: 0 });
   });
 
   it("treats empty values as unset", () => {
@@ -57,6 +68,11 @@ describe("readConfig", () => {
     [{ FIELD_MANAGER: "tab\there" }, "FIELD_MANAGER", /1-128 printable/],
     [{ WATCH_NAMESPACES: "ok,Not_A_Namespace" }, "WATCH_NAMESPACES", /not a namespace name/],
     [{ RESYNC_ON_START: "yes" }, "RESYNC_ON_START", /true or false/],
+    [{ PROMETHEUS_URL: "prometheus:9090" }, "PROMETHEUS_URL", /http or https URL/],
+    [{ PROMETHEUS_URL: "not a url" }, "PROMETHEUS_URL", /absolute http\(s\) URL/],
+    [{ PROMETHEUS_TIMEOUT_MS: "0" }, "PROMETHEUS_TIMEOUT_MS", /between 1 and 60000/],
+    [{ RULE_LOAD_WAIT_MS: "60001" }, "RULE_LOAD_WAIT_MS", /between 0 and 60000/],
+    [{ RULE_LOAD_WAIT_MS: "10s" }, "RULE_LOAD_WAIT_MS", /must be an integer/],
   ];
   for (const [env, variable, message] of refused) {
     it(`refuses ${JSON.stringify(env)} naming ${variable}`, () => {

@@ -1,7 +1,8 @@
 /**
- * rule-sync's handler, reconcile shell and resync against an in-memory Cluster: what is written,
- * and which HTTP status each kind of API failure becomes (DESIGN.md: 2xx handled, 4xx never,
- * 5xx/429 retry).
+ * rule-sync's handler, reconcile shell and resync against an in-memory Cluster and Prometheus:
+ * what is written (the rule, RuleReady and MetricsReady, Warning Events once per change), and
+ * which HTTP status each kind of API failure becomes (DESIGN.md: 2xx handled, 4xx never, 5xx/429
+ * retry).
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
@@ -12,18 +13,39 @@ import { readConfig } from "../../../functions/rule-sync/config.ts";
 import { REF_EVENT_PREFIX, RESOURCE_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../../functions/rule-sync/incoming-event.ts";
 import { createHandler } from "../../../functions/rule-sync/handler.ts";
 import { createMetrics } from "../../../functions/rule-sync/metrics.ts";
-import { REASONS, RULE_READY } from "../../../functions/rule-sync/plan.ts";
+import { METRICS_READY, METRICS_REASONS, PROMETHEUS_REASONS, REASONS, RULE_READY } from "../../../functions/rule-sync/conditions.ts";
+import { createLoadWatcher } from "../../../functions/rule-sync/load-watcher.ts";
+import { PrometheusError } from "../../../functions/rule-sync/prometheus.ts";
 import { resyncUntilDone } from "../../../functions/rule-sync/resync.ts";
 import { syncOne, type SyncDeps } from "../../../functions/rule-sync/sync.ts";
-import { apiError, FakeCluster, ref } from "../../support/rule-sync-fakes.ts";
+import { waitUntil } from "../../harness/lib/wait-until.ts";
+import { apiError, FakeCluster, FakePrometheus, ref, unreachable } from "../../support/rule-sync-fakes.ts";
 
 const silent = pino({ level: "silent" });
 
-function setup(env: Record<string, string> = {}): { cluster: FakeCluster; deps: SyncDeps; registry: Registry; handle: ReturnType<typeof createHandler> } {
+interface Setup {
+  cluster: FakeCluster;
+  deps: SyncDeps;
+  registry: Registry;
+  handle: ReturnType<typeof createHandler>;
+}
+
+/** rule-sync on a FakeCluster, without PROMETHEUS_URL unless `prometheus` is given (its load watcher polling every 5 ms, waiting `loadWaitMs`). */
+function setup(env: Record<string, string> = {}, prometheus?: FakePrometheus, loadWaitMs = 0): Setup {
   const cluster = new FakeCluster();
   const registry = new Registry();
-  const deps: SyncDeps = { cluster, config: readConfig(env), metrics: createMetrics(registry), log: silent, now: () => new Date("2026-05-01T00:00:00Z") };
+  const config = readConfig({ ...env, ...(prometheus === undefined ? {} : { PROMETHEUS_URL: prometheus.url, RULE_LOAD_WAIT_MS: String(loadWaitMs) }) });
+  const deps: SyncDeps = {
+    cluster, config, metrics: createMetrics(registry), log: silent, now: () => new Date("2026-05-01T00:00:00Z"), reportingInstance: "rule-sync-test",
+    ...(prometheus === undefined || config.prometheus === undefined ? {} : { prometheus: { api: prometheus, watcher: createLoadWatcher(prometheus, silent, { pollMs: 5 }), config: config.prometheus } }),
+  };
   return { cluster, deps, registry, handle: createHandler(deps) };
+}
+
+/** The conditions of the last status write, by type: [status, reason]. */
+function lastConditions(cluster: FakeCluster): Record<string, [string, string]> {
+  const write = cluster.statusWrites.at(-1);
+  return Object.fromEntries((write?.status.conditions ?? []).map((c) => [c.type, [c.status, c.reason]]));
 }
 
 const context = { log: silent, requestId: "r1", signal: new AbortController().signal };
@@ -44,20 +66,130 @@ async function metric(registry: Registry, name: string, labels: Record<string, s
 }
 
 describe("add and update events", () => {
-  it("create the rule and report RuleReady True with observedGeneration", async () => {
+  it("create the rule; without PROMETHEUS_URL both conditions are Unknown, never True, with observedGeneration", async () => {
     const { cluster, handle, registry } = setup();
     cluster.addMonitor("mymonitor", spec);
     const response = await handle(context, { type: `${RESOURCE_EVENT_PREFIX}add`, data: { ...ref("mymonitor"), metadata: { name: "mymonitor", namespace: "demo" } } });
-    assert.deepEqual(response, { outcome: "created", reason: REASONS.applied });
+    assert.deepEqual(response, { outcome: "created", reason: PROMETHEUS_REASONS.notConfigured });
     assert.ok(cluster.rules.has("demo/mymonitor"));
     assert.equal(cluster.statusWrites.length, 1);
-    const condition = cluster.statusWrites[0]?.status.conditions[0];
-    assert.equal(condition?.type, RULE_READY);
-    assert.equal(condition?.status, "True");
-    assert.match(condition?.message ?? "", /PrometheusRule demo\/mymonitor/);
+    const [ruleReady, metricsReady] = cluster.statusWrites[0]?.status.conditions ?? [];
+    assert.deepEqual([ruleReady?.type, ruleReady?.status, ruleReady?.reason], [RULE_READY, "Unknown", PROMETHEUS_REASONS.notConfigured]);
+    assert.match(ruleReady?.message ?? "", /^PrometheusRule demo\/mymonitor \(generation 1\) is applied; whether Prometheus loaded it is not known: PROMETHEUS_URL is not set on rule-sync$/);
+    assert.deepEqual([metricsReady?.type, metricsReady?.status, metricsReady?.reason], [METRICS_READY, "Unknown", PROMETHEUS_REASONS.notConfigured]);
     assert.equal(cluster.statusWrites[0]?.status.observedGeneration, 1);
+    assert.deepEqual(cluster.events, [], "no Warning: nothing is wrong, only not asked");
     assert.equal(await metric(registry, "appmonitor_rule_sync_rule_writes_total", { result: "created" }), 1);
     assert.equal(await metric(registry, "appmonitor_rule_sync_events_total", { type: "add", outcome: "handled" }), 1);
+  });
+
+  it("with Prometheus: RuleReady True once it lists the group at this generation, MetricsReady True with both sides", async () => {
+    const prometheus = new FakePrometheus();
+    prometheus.load("demo", "mymonitor", "1");
+    prometheus.series.inNamespace = { workingSet: 3, cadvisorLimit: 3, ksmLimit: 3 };
+    const { cluster, handle } = setup({}, prometheus, 1_000);
+    cluster.addMonitor("mymonitor", spec);
+    const response = await handle(context, { type: `${REF_EVENT_PREFIX}add`, data: ref("mymonitor") });
+    assert.deepEqual(response, { outcome: "created", reason: REASONS.loaded });
+    assert.deepEqual(lastConditions(cluster), { [RULE_READY]: ["True", REASONS.loaded], [METRICS_READY]: ["True", METRICS_REASONS.found] });
+    assert.match(cluster.statusWrites[0]?.status.conditions[0]?.message ?? "", /is loaded by Prometheus at http:\/\/prometheus\.test:9090 as rule group appmonitor\/demo\/mymonitor/);
+    assert.deepEqual(prometheus.requests, { rules: 1, query: 1 }, "the group asked once, the sides in one query; nothing cluster-wide when nothing is missing");
+  });
+
+  it("an event that wrote the rule waits for Prometheus to load it, and answers True when it does within RULE_LOAD_WAIT_MS", async () => {
+    const prometheus = new FakePrometheus();
+    prometheus.series.inNamespace = { workingSet: 1, cadvisorLimit: 1 };
+    const { cluster, handle } = setup({}, prometheus, 5_000);
+    cluster.addMonitor("mymonitor", spec);
+    setTimeout(() => prometheus.load("demo", "mymonitor", "1"), 50);
+    const response = await handle(context, { type: `${REF_EVENT_PREFIX}add`, data: ref("mymonitor") });
+    assert.deepEqual(response, { outcome: "created", reason: REASONS.loaded });
+    assert.equal(cluster.statusWrites.length, 1, "one status write, after the wait");
+  });
+
+  it("not loaded within the wait: RuleNotLoaded, then the instance follows the group and writes True once Prometheus loads it", async () => {
+    const prometheus = new FakePrometheus();
+    prometheus.series.inNamespace = { workingSet: 1, cadvisorLimit: 1 };
+    const { cluster, handle, deps } = setup({ RULE_LABELS: "release=prometheus" }, prometheus, 20);
+    cluster.addMonitor("mymonitor", spec);
+    const response = await handle(context, { type: `${REF_EVENT_PREFIX}add`, data: ref("mymonitor") });
+    assert.deepEqual(response, { outcome: "created", reason: REASONS.notLoaded });
+    assert.deepEqual(lastConditions(cluster)[RULE_READY], ["False", REASONS.notLoaded]);
+    assert.match(cluster.statusWrites[0]?.status.conditions[0]?.message ?? "", /has not loaded its rule group appmonitor\/demo\/mymonitor: prometheus-operator loads it once its Prometheus's ruleSelector matches the rule's labels \(release=prometheus, app\.kubernetes\.io\/managed-by=appmonitor-rule-sync\)/);
+    assert.equal(deps.prometheus?.watcher.watching(), 1, "followed");
+    prometheus.load("demo", "mymonitor", "1");
+    await waitUntil("the follow-up's status write", () => (cluster.statusWrites.length === 2 ? true : undefined), { timeoutMs: 5_000, intervalMs: 5 });
+    assert.deepEqual(lastConditions(cluster)[RULE_READY], ["True", REASONS.loaded]);
+    assert.equal(deps.prometheus?.watcher.watching(), 0);
+    deps.prometheus?.watcher.close();
+  });
+
+  it("the group loaded at an earlier generation is not this one: RuleNotLoaded until the new generation is there", async () => {
+    const prometheus = new FakePrometheus();
+    prometheus.series.inNamespace = { workingSet: 1, cadvisorLimit: 1 };
+    const { cluster, handle, deps } = setup({}, prometheus);
+    const m = cluster.addMonitor("mymonitor", spec);
+    cluster.monitors.set("demo/mymonitor", { ...m, metadata: { ...m.metadata, generation: 2 } });
+    prometheus.load("demo", "mymonitor", "1");
+    await handle(context, { type: `${REF_EVENT_PREFIX}update`, data: ref("mymonitor") });
+    assert.deepEqual(lastConditions(cluster)[RULE_READY], ["False", REASONS.notLoaded]);
+    assert.match(cluster.statusWrites[0]?.status.conditions[0]?.message ?? "", /has generation 1 of rule group appmonitor\/demo\/mymonitor loaded, not this one yet/);
+    deps.prometheus?.watcher.close();
+  });
+
+  it("a side without series anywhere: MetricsReady False naming it, and one Warning Event for the change", async () => {
+    const prometheus = new FakePrometheus();
+    prometheus.load("demo", "mymonitor", "1");
+    // kube-prometheus-stack's relabeling dropped container_spec_*, and no kube-state-metrics.
+    prometheus.series = { inNamespace: { workingSet: 2 }, inCluster: { workingSet: 40 } };
+    const { cluster, handle } = setup({}, prometheus);
+    cluster.addMonitor("mymonitor", spec);
+    await handle(context, { type: `${REF_EVENT_PREFIX}add`, data: ref("mymonitor") });
+    assert.deepEqual(lastConditions(cluster), { [RULE_READY]: ["True", REASONS.loaded], [METRICS_READY]: ["False", METRICS_REASONS.limitNotScraped] });
+    assert.match(cluster.statusWrites[0]?.status.conditions[1]?.message ?? "", /neither container_spec_memory_limit_bytes \(kube-prometheus-stack drops it/);
+    assert.deepEqual(cluster.events.map((e) => [e.type, e.reason, e.regarding?.kind, e.regarding?.name, e.regarding?.uid]), [["Warning", METRICS_REASONS.limitNotScraped, "AppMonitor", "mymonitor", "uid-mymonitor"]]);
+    assert.equal(prometheus.requests.query, 2, "the cluster-wide counts asked to explain the missing side");
+    // The next event finds the same: no status write, no second Event.
+    await handle(context, { type: `${REF_EVENT_PREFIX}update`, data: ref("mymonitor") });
+    assert.equal(cluster.statusWrites.length, 1);
+    assert.equal(cluster.events.length, 1);
+  });
+
+  it("a Prometheus that does not answer: both Unknown PrometheusUnreachable, handled (2xx), one Warning per change, not per event", async () => {
+    const prometheus = new FakePrometheus();
+    prometheus.down = unreachable();
+    const { cluster, handle, deps } = setup({}, prometheus, 5_000);
+    cluster.addMonitor("mymonitor", spec);
+    const response = await handle(context, { type: `${REF_EVENT_PREFIX}add`, data: ref("mymonitor") });
+    assert.deepEqual(response, { outcome: "created", reason: PROMETHEUS_REASONS.unreachable }, "no wait for a load nobody can see");
+    assert.deepEqual(lastConditions(cluster), { [RULE_READY]: ["Unknown", PROMETHEUS_REASONS.unreachable], [METRICS_READY]: ["Unknown", PROMETHEUS_REASONS.unreachable] });
+    assert.match(cluster.statusWrites[0]?.status.conditions[0]?.message ?? "", /Prometheus at http:\/\/prometheus\.test:9090 did not answer: connect ECONNREFUSED 127\.0\.0\.1:9; check rule-sync's PROMETHEUS_URL/);
+    assert.deepEqual(prometheus.requests, { rules: 1, query: 0 }, "nothing more asked after the groups failed");
+    assert.deepEqual(cluster.events.map((e) => [e.type, e.reason, e.reportingController, e.action]), [["Warning", PROMETHEUS_REASONS.unreachable, "kubedemo.com/rule-sync", "CheckRule"]]);
+    assert.match(cluster.events[0]?.note ?? "", /did not answer/);
+
+    await handle(context, { type: `${REF_EVENT_PREFIX}update`, data: ref("mymonitor") });
+    await handle(context, { type: RESYNC_EVENT_TYPE });
+    assert.equal(cluster.statusWrites.length, 1, "the same failure writes nothing again");
+    assert.equal(cluster.events.length, 1);
+
+    // Another failure is a change: a wrong URL that answers, but not as Prometheus does.
+    prometheus.down = new PrometheusError("apiError", "HTTP 404 to GET /api/v1/rules, not JSON");
+    await handle(context, { type: `${REF_EVENT_PREFIX}update`, data: ref("mymonitor") });
+    assert.deepEqual(lastConditions(cluster)[RULE_READY], ["Unknown", PROMETHEUS_REASONS.apiError]);
+    assert.deepEqual(cluster.events.map((e) => e.reason), [PROMETHEUS_REASONS.unreachable, PROMETHEUS_REASONS.apiError]);
+    deps.prometheus?.watcher.close();
+  });
+
+  it("a Warning Event the API server refuses is logged, not a failure: the status says the same", async () => {
+    const prometheus = new FakePrometheus();
+    prometheus.down = unreachable();
+    const { cluster, handle } = setup({}, prometheus);
+    cluster.addMonitor("mymonitor", spec);
+    cluster.fail.createEvent = () => apiError(403, { reason: "Forbidden", message: "events.events.k8s.io is forbidden" });
+    const response = await handle(context, { type: `${REF_EVENT_PREFIX}add`, data: ref("mymonitor") });
+    assert.equal(response.outcome, "created");
+    assert.equal(cluster.statusWrites.length, 1);
   });
 
   it("repeated, apply again without a change and write no status", async () => {
@@ -252,10 +384,31 @@ describe("resync", () => {
       cluster.statusWrites.filter((w) => w.status.conditions[0]?.status === "False").map((w) => [w.metadata.name, w.status.conditions[0]?.reason]),
       [["bad", REASONS.invalid]],
     );
-    assert.equal(await metric(registry, "appmonitor_rule_sync_appmonitors", { reason: REASONS.applied }), 2);
+    assert.equal(await metric(registry, "appmonitor_rule_sync_appmonitors", { reason: PROMETHEUS_REASONS.notConfigured }), 2);
+    assert.equal(await metric(registry, "appmonitor_rule_sync_appmonitors_metrics", { reason: METRICS_REASONS.ruleNotApplied }), 1);
     assert.equal(await metric(registry, "appmonitor_rule_sync_appmonitors", { reason: REASONS.invalid }), 1);
     assert.equal(await metric(registry, "appmonitor_rule_sync_resyncs_total", { trigger: "event", outcome: "ok" }), 1);
     assert.ok((await metric(registry, "appmonitor_rule_sync_last_resync_timestamp_seconds", {})) > 0);
+  });
+
+  it("asks Prometheus for the rule groups once for every AppMonitor, and not again after that failed", async () => {
+    const prometheus = new FakePrometheus();
+    const { cluster, handle, registry } = setup({}, prometheus, 5_000);
+    for (const name of ["a", "b", "c"]) {
+      cluster.addMonitor(name, spec);
+      prometheus.load("demo", name, "1");
+    }
+    prometheus.series.inNamespace = { workingSet: 1, cadvisorLimit: 1 };
+    await handle(context, { type: RESYNC_EVENT_TYPE });
+    assert.deepEqual(prometheus.requests, { rules: 1, query: 3 }, "one list of groups; one query per AppMonitor; no wait in a resync");
+    assert.equal(await metric(registry, "appmonitor_rule_sync_appmonitors", { reason: REASONS.loaded }), 3);
+    assert.equal(await metric(registry, "appmonitor_rule_sync_appmonitors_metrics", { reason: METRICS_REASONS.found }), 3);
+
+    prometheus.down = unreachable();
+    prometheus.requests = { rules: 0, query: 0 };
+    await handle(context, { type: RESYNC_EVENT_TYPE });
+    assert.deepEqual(prometheus.requests, { rules: 1, query: 0 });
+    assert.equal(cluster.events.filter((e) => e.reason === PROMETHEUS_REASONS.unreachable).length, 3, "one Warning per AppMonitor whose condition turned");
   });
 
   it("lists the rules before the AppMonitors", async () => {

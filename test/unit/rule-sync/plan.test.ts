@@ -1,4 +1,4 @@
-/** rule-sync's pure decisions (plan.ts, status.ts): the reconcile table, orphans, and the RuleReady status write. */
+/** rule-sync's pure decisions (plan.ts, status.ts): the reconcile table, orphans, and the status write of its conditions. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
@@ -6,12 +6,11 @@ import {
   findOrphans,
   isManaged,
   planSync,
-  REASONS,
-  RULE_READY,
   type ObservedAppMonitor,
   type ObservedRule,
   type Plan,
 } from "../../../functions/rule-sync/plan.ts";
+import { METRICS_READY, METRICS_REASONS, REASONS, RULE_READY, type DesiredCondition } from "../../../functions/rule-sync/conditions.ts";
 import { GENERATION_ANNOTATION } from "../../../functions/rule-sync/rule.ts";
 import { DEFAULT_RULE_CONFIG, MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "../../../functions/rule-sync/rule-config.ts";
 import { statusApply } from "../../../functions/rule-sync/status.ts";
@@ -59,11 +58,11 @@ describe("planSync", () => {
     ["AppMonitor being deleted, our rule → delete it", monitor({ deleting: true }), rule(), { rule: "delete", why: "owner-gone" }],
     ["no AppMonitor, no rule → nothing", undefined, undefined, { rule: "keep" }],
     ["no AppMonitor, someone else's rule → leave it", undefined, rule({ managed: false }), { rule: "keep" }],
-    ["valid, no rule → create", monitor(), undefined, { rule: "apply", replace: false, condition: REASONS.applied }],
-    ["valid, our rule → re-apply", monitor(), rule(), { rule: "apply", replace: false, condition: REASONS.applied }],
-    ["valid, our rule orphaned (no owner) → adopt by apply", monitor(), rule({ ownerUid: null }), { rule: "apply", replace: false, condition: REASONS.applied }],
-    ["valid, our rule of an earlier AppMonitor of this name → replace", monitor(), rule({ ownerUid: "uid-0" }), { rule: "apply", replace: true, condition: REASONS.applied }],
-    ["valid, our rule controlled by something else → replace", monitor(), rule({ ownerKind: "Deployment" }), { rule: "apply", replace: true, condition: REASONS.applied }],
+    ["valid, no rule → create", monitor(), undefined, { rule: "apply", replace: false }],
+    ["valid, our rule → re-apply", monitor(), rule(), { rule: "apply", replace: false }],
+    ["valid, our rule orphaned (no owner) → adopt by apply", monitor(), rule({ ownerUid: null }), { rule: "apply", replace: false }],
+    ["valid, our rule of an earlier AppMonitor of this name → replace", monitor(), rule({ ownerUid: "uid-0" }), { rule: "apply", replace: true }],
+    ["valid, our rule controlled by something else → replace", monitor(), rule({ ownerKind: "Deployment" }), { rule: "apply", replace: true }],
     ["valid, someone else's rule of that name → conflict, untouched", monitor(), rule({ managed: false }), { rule: "keep", condition: REASONS.conflict }],
     ["invalid, no rule → report", monitor({ spec: invalidSpec }), undefined, { rule: "keep", condition: REASONS.invalid }],
     ["invalid, our rule of this AppMonitor → keep the last good one", monitor({ spec: invalidSpec }), rule(), { rule: "keep", condition: REASONS.invalid }],
@@ -82,11 +81,12 @@ describe("planSync", () => {
         assert.deepEqual(plan.rule.target, ref);
       }
       assert.equal(plan.condition?.reason, expected.condition);
-      assert.equal(plan.condition?.status, expected.condition === undefined ? undefined : expected.condition === REASONS.applied ? "True" : "False");
+      assert.equal(plan.condition?.status, expected.condition === undefined ? undefined : "False", "an apply's RuleReady is Prometheus's to decide");
+      if (plan.condition !== undefined) assert.equal(plan.condition.type, RULE_READY);
     });
   }
 
-  it("applies the rule built from the AppMonitor, naming the rule in the condition", () => {
+  it("applies the rule built from the AppMonitor, with the input it was built from", () => {
     const plan = planSync(monitor({ spec: { memThresholdPercent: 80, memMultiplier: 2, forSeconds: 5 } }), undefined, config);
     assert.equal(plan.rule.kind, "apply");
     if (plan.rule.kind !== "apply") return;
@@ -98,7 +98,8 @@ describe("planSync", () => {
     assert.deepEqual(applied.metadata?.ownerReferences, [{ apiVersion: "kubedemo.com/v1", kind: "AppMonitor", name: "mymonitor", uid: "uid-1", controller: true, blockOwnerDeletion: true }]);
     assert.match(applied.spec.groups?.[0]?.rules?.[0]?.expr as string, />= 80$/);
     assert.equal(applied.spec.groups?.[0]?.rules?.[0]?.for, "5s");
-    assert.equal(plan.condition?.message, "PrometheusRule demo/mymonitor is in sync with generation 3");
+    assert.deepEqual([plan.rule.input.namespace, plan.rule.input.name, plan.rule.input.generation, plan.rule.input.spec.memThresholdPercent], ["demo", "mymonitor", 3, 80]);
+    assert.equal(plan.condition, undefined);
   });
 
   it("says why an AppMonitor is invalid and names the field", () => {
@@ -136,38 +137,45 @@ describe("findOrphans", () => {
 
 describe("statusApply", () => {
   const now = new Date("2026-05-01T10:20:30.456Z");
-  const ready = { status: "True", reason: REASONS.applied, message: "PrometheusRule demo/mymonitor is in sync with generation 3" } as const;
+  const ready: DesiredCondition = { type: RULE_READY, status: "True", reason: REASONS.loaded, message: "PrometheusRule demo/mymonitor (generation 3) is loaded" };
+  const series: DesiredCondition = { type: METRICS_READY, status: "False", reason: METRICS_REASONS.limitNotScraped, message: "no memory limit series" };
+  const both = [ready, series];
+  const stored = (c: DesiredCondition, time = "2026-01-01T00:00:00Z") => ({ type: c.type, status: c.status, reason: c.reason, message: c.message, lastTransitionTime: time, observedGeneration: 3 });
 
-  it("writes RuleReady and observedGeneration, with the resourceVersion read as precondition", () => {
-    assert.deepEqual(statusApply(monitor(), ready, now), {
+  it("writes both conditions and observedGeneration, with the resourceVersion read as precondition", () => {
+    assert.deepEqual(statusApply(monitor(), both, now), {
       apiVersion: "kubedemo.com/v1",
       kind: "AppMonitor",
       metadata: { name: "mymonitor", namespace: "demo", resourceVersion: "100" },
       status: {
         observedGeneration: 3,
-        conditions: [{ type: RULE_READY, status: "True", reason: REASONS.applied, message: ready.message, lastTransitionTime: "2026-05-01T10:20:30Z", observedGeneration: 3 }],
+        conditions: [
+          { type: RULE_READY, status: "True", reason: REASONS.loaded, message: ready.message, lastTransitionTime: "2026-05-01T10:20:30Z", observedGeneration: 3 },
+          { type: METRICS_READY, status: "False", reason: METRICS_REASONS.limitNotScraped, message: series.message, lastTransitionTime: "2026-05-01T10:20:30Z", observedGeneration: 3 },
+        ],
       },
     });
   });
 
   it("writes nothing when the AppMonitor already says exactly that", () => {
-    const current = { observedGeneration: 3, conditions: [{ type: RULE_READY, status: "True" as const, reason: REASONS.applied, message: ready.message, lastTransitionTime: "2026-01-01T00:00:00Z", observedGeneration: 3 }] };
-    assert.equal(statusApply(monitor({ status: current }), ready, now), undefined);
-    // A new generation, another message, or another top-level observedGeneration is a change.
-    assert.notEqual(statusApply(monitor({ status: current, generation: 4 }), ready, now), undefined);
-    assert.notEqual(statusApply(monitor({ status: current }), { ...ready, message: "other" }, now), undefined);
-    assert.notEqual(statusApply(monitor({ status: { ...current, observedGeneration: 2 } }), ready, now), undefined);
+    const current = { observedGeneration: 3, conditions: [stored(ready), stored(series)] };
+    assert.equal(statusApply(monitor({ status: current }), both, now), undefined);
+    // A new generation, another message of either condition, or another top-level observedGeneration is a change.
+    assert.notEqual(statusApply(monitor({ status: current, generation: 4 }), both, now), undefined);
+    assert.notEqual(statusApply(monitor({ status: current }), [{ ...ready, message: "other" }, series], now), undefined);
+    assert.notEqual(statusApply(monitor({ status: current }), [ready, { ...series, reason: METRICS_REASONS.found }], now), undefined);
+    assert.notEqual(statusApply(monitor({ status: { ...current, observedGeneration: 2 } }), both, now), undefined);
+    assert.notEqual(statusApply(monitor({ status: { observedGeneration: 3, conditions: [stored(ready)] } }), both, now), undefined, "one of them missing");
   });
 
-  it("keeps lastTransitionTime while the status stays, and moves it when the status changes", () => {
-    const current = { conditions: [{ type: RULE_READY, status: "True" as const, reason: REASONS.applied, message: "old", lastTransitionTime: "2026-01-01T00:00:00Z" }] };
-    assert.equal(statusApply(monitor({ status: current }), ready, now)?.status.conditions[0]?.lastTransitionTime, "2026-01-01T00:00:00Z");
-    const failing = { status: "False", reason: REASONS.invalid, message: "cannot build" } as const;
-    assert.equal(statusApply(monitor({ status: current }), failing, now)?.status.conditions[0]?.lastTransitionTime, "2026-05-01T10:20:30Z");
+  it("keeps each condition's lastTransitionTime while its status stays, and moves it when its status changes", () => {
+    const current = { conditions: [{ ...stored(ready), message: "old" }, stored(series)] };
+    const written = statusApply(monitor({ status: current }), [ready, { ...series, status: "True", reason: METRICS_REASONS.found }], now)?.status.conditions;
+    assert.deepEqual(written?.map((c) => c.lastTransitionTime), ["2026-01-01T00:00:00Z", "2026-05-01T10:20:30Z"]);
   });
 
   it("leaves other conditions out of the apply, so their owners keep them", () => {
     const current = { conditions: [{ type: "Scaled", status: "True" as const, reason: "Scaled", message: "x", lastTransitionTime: "2026-01-01T00:00:00Z" }] };
-    assert.deepEqual(statusApply(monitor({ status: current }), ready, now)?.status.conditions.map((c) => c.type), [RULE_READY]);
+    assert.deepEqual(statusApply(monitor({ status: current }), both, now)?.status.conditions.map((c) => c.type), [RULE_READY, METRICS_READY]);
   });
 });

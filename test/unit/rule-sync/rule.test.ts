@@ -25,6 +25,7 @@ import {
   TREND_ALERT_NAME,
   TREND_DROP_PERCENT,
   trendAlertExpression,
+  RULE_GENERATION_ANNOTATION,
 } from "../../../functions/rule-sync/rule.ts";
 import { DEFAULT_RULE_CONFIG, MANAGED_BY_LABEL, MANAGED_BY_VALUE, validateRuleConfig, type RuleConfig } from "../../../functions/rule-sync/rule-config.ts";
 import { checkRuleInput, MAX_FOR_SECONDS, RuleInputError, type AppMonitorForRule, type RuleInput } from "../../../functions/rule-sync/rule-input.ts";
@@ -215,6 +216,15 @@ describe("buildPrometheusRule", () => {
     assert.deepEqual(buildPrometheusRule(monitor({ metadata: { generation: undefined } }), config).metadata?.annotations, {});
   });
 
+  test("annotates every rule of the group with the generation, where Prometheus's /api/v1/rules shows it; labels, and so the alerts' identity, stay as built", () => {
+    const built = buildRuleGroup(monitor(), config).rules ?? [];
+    const rules = rule.spec.groups?.[0]?.rules ?? [];
+    assert.deepEqual(rules, built.map((r) => ({ ...r, annotations: { ...r.annotations, [RULE_GENERATION_ANNOTATION]: "3" } })));
+    const unknown = buildPrometheusRule(monitor({ metadata: { generation: undefined } }), config).spec.groups?.[0]?.rules ?? [];
+    assert.deepEqual(unknown, built, "no generation, no annotation");
+    assert.match(RULE_GENERATION_ANNOTATION, /^[a-zA-Z_][a-zA-Z0-9_]*$/, "a name Prometheus 2 accepts for an annotation");
+  });
+
   test("one group with the threshold alert, then the OOM-kill alert: name, labels, annotations", () => {
     const groups = rule.spec.groups ?? [];
     assert.equal(groups.length, 1);
@@ -224,7 +234,8 @@ describe("buildPrometheusRule", () => {
       rules.map((r) => r.alert),
       [ALERT_NAME, OOM_ALERT_NAME],
     );
-    assert.deepEqual(rules[1], buildOOMAlertingRule(monitor(), config));
+    const oom = buildOOMAlertingRule(monitor(), config);
+    assert.deepEqual(rules[1], { ...oom, annotations: { ...oom.annotations, [RULE_GENERATION_ANNOTATION]: "3" } });
     const alert = rules[0];
     assert.equal(alert?.alert, ALERT_NAME);
     assert.equal(alert?.for, "60s");

@@ -162,7 +162,7 @@ describe("rule-sync answers every handled event without a body", () => {
     outcome: string;
     reason?: string;
   }[] = [
-    { name: "a new AppMonitor", setup: (c) => monitor(c), event: "add", outcome: "created", reason: "RuleApplied" },
+    { name: "a new AppMonitor", setup: (c) => monitor(c), event: "add", outcome: "created", reason: "PrometheusNotConfigured" },
     {
       name: "an AppMonitor whose rule is up to date",
       setup: async (c, deps) => {
@@ -171,9 +171,9 @@ describe("rule-sync answers every handled event without a body", () => {
       },
       event: "update",
       outcome: "unchanged",
-      reason: "RuleApplied",
+      reason: "PrometheusNotConfigured",
     },
-    { name: "an AppMonitor whose rule is stale", setup: rule(true, "uid-mymonitor", true), event: "update", outcome: "updated", reason: "RuleApplied" },
+    { name: "an AppMonitor whose rule is stale", setup: rule(true, "uid-mymonitor", true), event: "update", outcome: "updated", reason: "PrometheusNotConfigured" },
     { name: "an invalid AppMonitor", setup: (c) => monitor(c, { ...spec, selector: { matchLabels: { "no spaces": "x" } } }), event: "add", outcome: "kept", reason: "InvalidSpec" },
     {
       name: "a rule the API server refuses",
