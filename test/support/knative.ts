@@ -22,7 +22,7 @@ export const FUNCTION_NAMES = ["alert-receiver", "memory-scaler", "rule-sync"] a
 /** One of {@link FUNCTION_NAMES}. */
 export type FunctionName = (typeof FUNCTION_NAMES)[number];
 
-/** The namespace everything of the install lives in (`knative/namespace.yaml`). */
+/** The namespace everything of the install lives in (`knative/namespace/namespace.yaml`). */
 export const INSTALL_NAMESPACE = "appmonitor";
 
 /** The shapes of a manifest and a Knative Service live with the harness, which reads them too. */
@@ -41,14 +41,14 @@ export async function kubectlBinary(): Promise<string> {
 
 
 /**
- * `kubectl kustomize [flags] <repo>/<relativeDir>`, parsed (`--load-restrictor=LoadRestrictionsNone`
- * for a kustomization whose resources lie outside its directory).
+ * `kubectl kustomize [flags] <repo>/<relativeDir>` (or `<dir>` when absolute), parsed
+ * (`--load-restrictor=LoadRestrictionsNone` for a kustomization whose resources lie outside its directory).
  * @throws Error with kubectl's stderr when the build fails.
  */
 export async function kustomize(relativeDir: string, flags: readonly string[] = []): Promise<Manifest[]> {
   const kubectl = await kubectlBinary();
   try {
-    const { stdout } = await promisify(execFile)(kubectl, ["kustomize", ...flags, path.join(repoRoot, relativeDir)], { maxBuffer: 32 << 20 });
+    const { stdout } = await promisify(execFile)(kubectl, ["kustomize", ...flags, path.resolve(repoRoot, relativeDir)], { maxBuffer: 32 << 20 });
     return parseManifests(stdout, `kubectl kustomize ${relativeDir}`);
   } catch (error) {
     throw new Error(`kubectl kustomize ${relativeDir} failed: ${(error as { stderr?: string }).stderr ?? String(error)}`, { cause: error });

@@ -386,7 +386,7 @@ async function installPrerequisites(run: Run): Promise<void> {
   const { state, namespace, hops, core } = run;
   const ext = run.admin.makeApiClient(k8s.ApiextensionsV1Api);
   const promRuleCrd = path.join(path.dirname(state.binaries.kubectl), "crds", "monitoring.coreos.com_prometheusrules.yaml");
-  for (const f of ["knative/namespace.yaml", "knative/crd/appmonitor.yaml", promRuleCrd, "knative/rbac/memory-scaler.yaml", "knative/rbac/rule-sync.yaml"]) {
+  for (const f of ["knative/namespace/namespace.yaml", "knative/crd/appmonitor.yaml", promRuleCrd, "knative/rbac/memory-scaler.yaml", "knative/rbac/rule-sync.yaml"]) {
     await apply(state, await file(f));
   }
   for (const name of ["appmonitors.kubedemo.com", "prometheusrules.monitoring.coreos.com"]) {

@@ -5,7 +5,7 @@
  * second while the chain runs).
  *
  * With `eventing`, Knative Eventing runs there too (installed unless the stack has it) with
- * appmonitor's Broker, Triggers and sources (test/harness/eventing-overlay), and alert-receiver's
+ * appmonitor's Broker, Triggers and sources (the shipped Eventing-only profile), and alert-receiver's
  * `K_SINK` is the Broker's address, injected by the SinkBinding: the functions are wired as in a
  * Knative install.
  */
