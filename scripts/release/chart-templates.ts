@@ -20,17 +20,13 @@
  * The CRD is not a template: Helm installs `crds/` once and never deletes it.
  */
 import { stringify } from "yaml";
+import type { Manifest } from "../../test/harness/lib/knative-service.ts";
 
 /** The namespace the profiles are rendered with, to be found and templated: no other string of the install contains it. */
 export const NAMESPACE_SENTINEL = "chart-release-namespace";
 
-/** A rendered object, as far as the generator reads it. */
-export interface RenderedObject {
-  readonly apiVersion: string;
-  readonly kind: string;
-  readonly metadata: { readonly name: string; readonly namespace?: string; readonly labels?: Record<string, string>; readonly annotations?: Record<string, string> };
-  readonly [field: string]: unknown;
-}
+/** A rendered object: a manifest as kustomize writes it. */
+export type RenderedObject = Manifest;
 
 /** The two profiles, each object with the knative/ file it came from (kustomize's origin annotation, `path`). */
 export interface RenderedProfiles {
