@@ -37,29 +37,54 @@ async function kustomize(kubectl: string, dir: string): Promise<RenderedObject[]
   }
 }
 
+/** A kustomize `images` entry: the image as knative/ names it, and what it becomes. */
+export interface ImagePin {
+  readonly name: string;
+  readonly newName: string;
+  readonly newTag: string;
+  readonly digest: string;
+}
+
+/** How {@link renderProfiles} renders. */
+export interface RenderOptions {
+  /** The install's namespace (knative/namespace/namespace.yaml renamed in a copy, as a user would). */
+  readonly namespace: string;
+  /** Each object's source file in kustomize's origin annotation (`buildMetadata: [originAnnotations]`). */
+  readonly origins?: boolean;
+  /** Images to pin, through an overlay of each profile (`images:`), as a user would pin them. */
+  readonly images?: readonly ImagePin[];
+}
+
 /**
- * Both profiles as kustomize renders them from a copy of knative/, with the install's namespace
- * `namespace` (knative/namespace/namespace.yaml renamed, as a user would) and, with `origins`, each
- * object's source file in kustomize's origin annotation.
+ * Both profiles as kustomize renders them from a copy of knative/.
  * @throws Error when namespace.yaml has no `name: appmonitor` line, or kustomize fails.
  */
-export async function renderProfiles(kubectl: string, namespace: string, origins = false): Promise<RenderedProfiles> {
+export async function renderProfiles(kubectl: string, options: RenderOptions): Promise<RenderedProfiles> {
   const tmp = await mkdtemp(path.join(os.tmpdir(), "appmonitor-profiles-"));
   try {
     const copy = path.join(tmp, "knative");
     await cp(path.join(repoRoot, "knative"), copy, { recursive: true });
     const nsFile = path.join(copy, "namespace", "namespace.yaml");
     const text = await readFile(nsFile, "utf8");
-    const renamed = text.replace(/^ {2}name: appmonitor$/m, `  name: ${namespace}`);
-    if (namespace !== "appmonitor" && renamed === text) throw new Error(`${nsFile}: no "name: appmonitor" line to rename`);
+    const renamed = text.replace(/^ {2}name: appmonitor$/m, `  name: ${options.namespace}`);
+    if (options.namespace !== "appmonitor" && renamed === text) throw new Error(`${nsFile}: no "name: appmonitor" line to rename`);
     await writeFile(nsFile, renamed);
     const rendered: Partial<Record<keyof RenderedProfiles, RenderedObject[]>> = {};
     for (const [profile, dir] of Object.entries(PROFILE_DIRS) as [keyof RenderedProfiles, string][]) {
-      if (origins) {
-        const file = path.join(copy, dir, "kustomization.yaml");
+      let root = path.join(copy, dir);
+      if (options.origins) {
+        const file = path.join(root, "kustomization.yaml");
         await writeFile(file, `${await readFile(file, "utf8")}\nbuildMetadata: [originAnnotations]\n`);
       }
-      rendered[profile] = await kustomize(kubectl, path.join(copy, dir));
+      if (options.images) {
+        const overlay = path.join(tmp, `pinned-${profile}`);
+        await mkdir(overlay);
+        await writeFile(path.join(overlay, "kustomization.yaml"), stringify({
+          apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: [path.relative(overlay, root)], images: options.images,
+        }));
+        root = overlay;
+      }
+      rendered[profile] = await kustomize(kubectl, root);
     }
     return rendered as RenderedProfiles;
   } finally {
@@ -84,7 +109,7 @@ export async function buildChart(outDir: string, overrides: ChartOverrides = {},
   await rm(chartDir, { recursive: true, force: true });
   await mkdir(outDir, { recursive: true });
   await cp(CHART_SOURCE, chartDir, { recursive: true });
-  const profiles = await renderProfiles(kubectl ?? (await resolveBinaries()).kubectl, NAMESPACE_SENTINEL, true);
+  const profiles = await renderProfiles(kubectl ?? (await resolveBinaries()).kubectl, { namespace: NAMESPACE_SENTINEL, origins: true });
   for (const [file, text] of chartTemplates(profiles)) await writeFile(path.join(chartDir, file), text);
   await mkdir(path.join(chartDir, "crds"));
   await cp(path.join(repoRoot, "knative", "crd", "appmonitor.yaml"), path.join(chartDir, "crds", "appmonitor.yaml"));

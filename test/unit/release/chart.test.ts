@@ -65,7 +65,7 @@ async function chartImages(): Promise<Record<string, string>> {
 /** Every difference between kustomize's objects and helm's, as `key path: kustomize → helm`, and the objects only one has. */
 async function drift(profile: "serving" | "eventing-only", namespace: string): Promise<{ differences: string[]; onlyKustomize: string[]; onlyHelm: string[] }> {
   const [kustomized, helmed, images] = await Promise.all([
-    renderProfiles(kubectl, namespace).then((p) => p[profile]),
+    renderProfiles(kubectl, { namespace }).then((p) => p[profile]),
     template(namespace, [`profile=${profile}`]),
     chartImages(),
   ]);
