@@ -32,6 +32,7 @@
 import type { Logger } from "pino";
 import type { AlertEventData, AlertTrigger } from "../../lib/alert-event.ts";
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND } from "../../lib/appmonitor.ts";
+import { inScope } from "../../lib/namespace-scope.ts";
 import { formatTimestamp } from "../../lib/rfc3339.ts";
 import { HttpError } from "../../lib/runtime/errors.ts";
 import { gateScale } from "../coexist/gate.ts";
@@ -156,6 +157,10 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
   const base = { pod: `${data.namespace}/${data.pod}` };
   const origin = alertOrigin(data);
   if (origin.result === "none") return { ...base, outcome: "skipped", reason: origin.reason, message: origin.message, attempts: 0 };
+  // A scoped install has no permission elsewhere: nothing is read there.
+  if (deps.scope !== undefined && !inScope(deps.scope, data.namespace)) {
+    return { ...base, outcome: "skipped", reason: "NamespaceNotWatched", message: `namespace ${data.namespace} is not among WATCH_NAMESPACES`, attempts: 0 };
+  }
   // Kept across rounds: a write's warnings stand whatever a later round comes to.
   const warnings: string[] = [];
   const write = (report: Omit<Report, "outcome">, subjects: Subjects, amRef: AppMonitorRef, now: Date) => applyReport(deps, { report, subjects, amRef, eventId, now, warnings });
