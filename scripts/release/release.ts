@@ -8,7 +8,8 @@
  *   images.txt              archive, name, tag and digest of each, for push-images.sh
  *   push-images.sh          pushes them to a registry of yours, keeping (and checking) the digests
  *   manifests/              each install profile rendered by kustomize from knative/, every image
- *                           pinned by tag and digest (appmonitor-serving.yaml, appmonitor-eventing-only.yaml)
+ *                           pinned by tag and digest (appmonitor-serving.yaml, appmonitor-eventing-only.yaml),
+ *                           and the CRD alone (appmonitor-crd.yaml, for upgrades)
  *   appmonitor-<v>.tgz      the Helm chart (build-chart.ts), linted, its values pinning the digests
  *   examples/, alertmanager/  the original demo's objects; Alertmanager's routing (knative/)
  *   RELEASE-NOTES.md        CHANGELOG.md's section for the version, the images, the commands
@@ -114,7 +115,9 @@ export async function release(outDir: string, say: (line: string) => void = () =
     if (unpinned.length > 0) throw new Error(`manifests/appmonitor-${profile}.yaml: images not pinned by tag and digest: ${unpinned.join(", ")}`);
     await writeFile(path.join(outDir, "manifests", `appmonitor-${profile}.yaml`), `# appmonitor ${version}, the ${profile} profile (knative/${profile === "serving" ? "" : "eventing-only/"}), rendered by kustomize.\n${text}`);
   }
-  step("manifests: both profiles rendered, every image pinned by tag and digest");
+  // The CRD alone too: `helm upgrade` never changes a CRD, so an upgrade applies it first.
+  await cp(path.join(repoRoot, "knative", "crd", "appmonitor.yaml"), path.join(outDir, "manifests", "appmonitor-crd.yaml"));
+  step("manifests: both profiles rendered, every image pinned by tag and digest; the CRD");
 
   const chartBuild = path.join(outDir, ".chart");
   const digests = Object.fromEntries(images.filter((i) => i.key !== undefined).map((i) => [i.key as string, i.digest]));
