@@ -89,6 +89,10 @@ before(async () => {
   const pushed = await timed("push-images.sh", () => tool(path.join(releaseDir, "push-images.sh"), [`${registry.address}/${USER_REGISTRY}`], { ...process.env, PUSH_TOOL: "skopeo", TLS_VERIFY: "false" }));
   process.stderr.write(`# pushed:\n${pushed}`);
   await timed("Eventing install", () => installEventing(state as StackState));
+  // What the cluster must have (docs/install.md, "Requirements"): prometheus-operator's PrometheusRule CRD.
+  const promRuleCrd = path.join(path.dirname(state.binaries.kubectl), "crds", "monitoring.coreos.com_prometheusrules.yaml");
+  await tool(state.binaries.kubectl, [kubeconfigArg(), "apply", "--server-side", "-f", promRuleCrd]);
+  await tool(state.binaries.kubectl, [kubeconfigArg(), "wait", "--for=condition=Established", "--timeout=60s", "crd/prometheusrules.monitoring.coreos.com"]);
   // The namespaces first, placed on the real node, as the cluster's admin would prepare them.
   const core = kc.makeApiClient(k8s.CoreV1Api);
   for (const name of [NAMESPACE, WORKLOAD_NS]) {
@@ -103,6 +107,14 @@ after(async () => {
   await releaseLock?.();
 });
 
+/** The Pods and Warning Events of the install's namespace, for a failure's message. */
+async function namespaceState(): Promise<string> {
+  const kubectl = (state as StackState).binaries.kubectl;
+  const pods = await tool(kubectl, [kubeconfigArg(), "get", "pods,deployments", "-n", NAMESPACE, "-o", "wide"]).catch((e: Error) => e.message);
+  const events = await tool(kubectl, [kubeconfigArg(), "get", "events", "-n", NAMESPACE, "--field-selector", "type=Warning"]).catch((e: Error) => e.message);
+  return `${pods}\n${events}`;
+}
+
 /** The objects of `helm get manifest`: what the release rendered and installed. */
 async function releasedObjects(): Promise<{ apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }[]> {
   const text = await helmArgs("get", "manifest", "appmonitor", "-n", NAMESPACE);
@@ -114,7 +126,9 @@ const appMonitor = async () => (await kc.makeApiClient(k8s.CustomObjectsApi).get
 };
 
 test("helm install of the release's chart, Eventing-only, into namespace tools: every image pulled by digest from the user's registry, and memhog scales through it", { timeout: 30 * 60_000 }, async (t) => {
-  await timed("helm install", () => helmArgs("install", "appmonitor", chartFile(), "-n", NAMESPACE, ...installValues, "--wait", "--timeout", "5m"));
+  await timed("helm install", () => helmArgs("install", "appmonitor", chartFile(), "-n", NAMESPACE, ...installValues, "--wait", "--timeout", "5m")).catch(async (error: Error) => {
+    throw new Error(`${error.message}\n${await namespaceState()}`, { cause: error });
+  });
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const pods = (await core.listNamespacedPod({ namespace: NAMESPACE })).items.filter((p) => p.status?.phase === "Running");
   const byDigest = pods.flatMap((p) => p.spec?.containers.map((c) => c.image ?? "") ?? []).filter((i) => i.startsWith(`${USER_REGISTRY}/`));
