@@ -160,10 +160,11 @@ export type SkipReason =
  * - `NoAppMonitor`: the AppMonitor the alert names is not in the namespace, or its spec is invalid;
  * - `NotCovered`: no AppMonitor covers the workload's Pod template;
  * - `AppMonitorNotGoverning`: the named AppMonitor does not cover the template, another one does
- *   (that one's own alerts may scale it).
+ *   (that one's own alerts may scale it);
+ * - `NamespaceNotWatched`: the alert's namespace is outside `WATCH_NAMESPACES` (a scoped install).
  */
 export interface NoneGoverns {
   readonly result: "none";
-  readonly reason: "NotAppMonitorAlert" | "NoAppMonitor" | "NotCovered" | "AppMonitorNotGoverning";
+  readonly reason: "NotAppMonitorAlert" | "NoAppMonitor" | "NotCovered" | "AppMonitorNotGoverning" | "NamespaceNotWatched";
   readonly message: string;
 }

@@ -14,7 +14,7 @@ import * as k8s from "@kubernetes/client-node";
 import type { IPrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
 import { APPMONITOR_GROUP, APPMONITOR_PLURAL, APPMONITOR_VERSION } from "../lib/appmonitor.ts";
 import { isConflict, isObjectNotFound } from "../lib/kube-api-errors.ts";
-import type { NamespaceScope } from "./config.ts";
+import { scopeNamespaces, type NamespaceScope } from "../lib/namespace-scope.ts";
 import type { ObservedAppMonitor, ObservedRule, RuleRef } from "./plan.ts";
 import { PROMETHEUS_RULE_API_VERSION, PROMETHEUS_RULE_KIND } from "./rule.ts";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "./rule-config.ts";
@@ -55,7 +55,6 @@ export function createCluster(kc: k8s.KubeConfig, fieldManager: string): Cluster
   const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
   const applyHeaders = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.ServerSideApply);
   const am = { group: APPMONITOR_GROUP, version: APPMONITOR_VERSION, plural: APPMONITOR_PLURAL };
-  const namespacesOf = (scope: NamespaceScope): (string | undefined)[] => (scope.all ? [undefined] : [...scope.namespaces]);
 
   const rules = { group: "monitoring.coreos.com", version: "v1", plural: "prometheusrules" };
 
@@ -92,7 +91,7 @@ export function createCluster(kc: k8s.KubeConfig, fieldManager: string): Cluster
     },
 
     async listAppMonitors(scope) {
-      const lists = await Promise.all(namespacesOf(scope).map((ns) => listAppMonitorsIn(ns, PAGE, true)));
+      const lists = await Promise.all(scopeNamespaces(scope).map((ns) => listAppMonitorsIn(ns, PAGE, true)));
       return lists.flat();
     },
 
@@ -107,7 +106,7 @@ export function createCluster(kc: k8s.KubeConfig, fieldManager: string): Cluster
 
     async listManagedRules(scope) {
       const selector = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
-      const lists = await Promise.all(namespacesOf(scope).map((ns) => listRulesIn(ns, PAGE, true, selector)));
+      const lists = await Promise.all(scopeNamespaces(scope).map((ns) => listRulesIn(ns, PAGE, true, selector)));
       return lists.flat();
     },
 
@@ -147,7 +146,7 @@ export function createCluster(kc: k8s.KubeConfig, fieldManager: string): Cluster
     },
 
     async probe(scope) {
-      const [namespace] = namespacesOf(scope);
+      const [namespace] = scopeNamespaces(scope);
       await Promise.all([listAppMonitorsIn(namespace, 1, false), listRulesIn(namespace, 1, false)]);
     },
 

@@ -20,7 +20,7 @@
 import { DEFAULT_KUBE_API_TIMEOUT_MS, KUBE_API_TIMEOUT_RANGE_MS } from "../lib/kubeconfig.ts";
 import { ConfigError, readEnum, readHttpUrl, readInteger, readString } from "../lib/runtime/env.ts";
 import type { Env } from "../lib/runtime/types.ts";
-import { isDnsLabel } from "../lib/kube-names.ts";
+import { readNamespaceScope, type NamespaceScope } from "../lib/namespace-scope.ts";
 import { DEFAULT_METRIC_SOURCE, DEFAULT_SEVERITY, METRIC_SOURCES, validateRuleConfig, type RuleConfig } from "./rule-config.ts";
 import { RuleInputError } from "./rule-input.ts";
 
@@ -47,8 +47,7 @@ export interface PrometheusConfig {
   readonly loadWaitMs: number;
 }
 
-/** Which namespaces rule-sync serves: every one, or the listed ones. */
-export type NamespaceScope = { readonly all: true } | { readonly all: false; readonly namespaces: readonly string[] };
+export { inScope, type NamespaceScope } from "../lib/namespace-scope.ts";
 
 /** The validated configuration. */
 export interface RuleSyncConfig {
@@ -98,7 +97,7 @@ export function readConfig(env: Env): RuleSyncConfig {
   return {
     rule,
     fieldManager,
-    scope: readScope(env),
+    scope: readNamespaceScope(env),
     resyncOnStart: readBoolean(env, "RESYNC_ON_START", DEFAULT_RESYNC_ON_START),
     kubeconfig: readString(env, "KUBECONFIG"),
     kubeApiTimeoutMs: readInteger(env, "KUBE_API_TIMEOUT_MS", DEFAULT_KUBE_API_TIMEOUT_MS, KUBE_API_TIMEOUT_RANGE_MS),
@@ -129,26 +128,10 @@ function readRuleLabels(env: Env): Record<string, string> {
   return labels;
 }
 
-function readScope(env: Env): NamespaceScope {
-  const raw = readString(env, "WATCH_NAMESPACES");
-  if (raw === undefined) return { all: true };
-  const namespaces = [...new Set(raw.split(",").map((part) => part.trim()).filter((part) => part !== ""))];
-  if (namespaces.length === 0) return { all: true };
-  for (const namespace of namespaces) {
-    if (!isDnsLabel(namespace)) throw new ConfigError("WATCH_NAMESPACES", `${JSON.stringify(namespace)} is not a namespace name (an RFC 1123 DNS label)`);
-  }
-  return { all: false, namespaces };
-}
-
 function readBoolean(env: Env, name: string, fallback: boolean): boolean {
   const raw = readString(env, name);
   if (raw === undefined) return fallback;
   if (raw === "true") return true;
   if (raw === "false") return false;
   throw new ConfigError(name, `must be true or false, got ${JSON.stringify(raw)}`);
-}
-
-/** Whether `namespace` is served under `scope`. */
-export function inScope(scope: NamespaceScope, namespace: string): boolean {
-  return scope.all || scope.namespaces.includes(namespace);
 }

@@ -7,7 +7,7 @@
  * Uses the stack named by APPMONITOR_STACK_DIR when it runs Eventing (`npm run stack -- up
  * --real-node --eventing`), else starts one with the real node and Eventing in a temporary
  * directory and stops it at the end; either way it applies appmonitor's Eventing objects
- * (test/harness/eventing-overlay) and the functions as Pods, from their images (built first when not
+ * (the shipped Eventing-only profile, test/harness/stack/stack-profile.ts) and the functions as Pods, from their images (built first when not
  * cached). Root; the real node is one per machine, so
  * run it as `flock /tmp/appmonitor-real-node.lock node test/bench/broker-hop.ts`.
  *

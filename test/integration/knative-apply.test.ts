@@ -33,7 +33,7 @@ before(async () => {
   objects = await kustomize("knative");
   kc = await adminKubeConfig();
   // Shared with other test files: server-side apply, idempotent in any order.
-  await applyFiles("knative/namespace.yaml", "knative/rbac/alert-receiver.yaml", "knative/rbac/memory-scaler.yaml", "knative/rbac/rule-sync.yaml", "knative/rbac/apiserversource.yaml");
+  await applyFiles("knative/namespace/namespace.yaml", "knative/rbac/alert-receiver.yaml", "knative/rbac/memory-scaler.yaml", "knative/rbac/rule-sync.yaml", "knative/rbac/apiserversource.yaml");
   await ensureGeneratedCrd();
 });
 

@@ -78,7 +78,7 @@ before(async () => {
   objects = k8s.KubernetesObjectApi.makeApiClient(kc);
   // The PrometheusRule CRD is the operator's own, installed by the stack.
   await installCrdFiles(path.join(repoRoot, "knative", "crd", "appmonitor.yaml"));
-  await applyFiles("knative/namespace.yaml", "knative/rbac/rule-sync.yaml");
+  await applyFiles("knative/namespace/namespace.yaml", "knative/rbac/rule-sync.yaml");
   await core.createNamespace({ body: { metadata: { name: WORKLOAD_NAMESPACE } } });
   // rule-sync with the environment its shipped Service sets (RULE_LABELS=release=prometheus, ...).
   const service = parse(await readFile(path.join(repoRoot, "knative", "services", "rule-sync.yaml"), "utf8")) as {

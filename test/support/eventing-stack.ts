@@ -2,9 +2,9 @@
  * A stack of a test file's own with Knative Eventing running for real on its real node, for tests
  * that send events through the real data plane (ingress → in-memory channel → filter → Trigger →
  * subscriber): one kwok Node and the real node in a temporary state directory, Eventing installed
- * (test/harness/stack/eventing-install.ts), appmonitor's own Eventing objects applied through
- * test/harness/eventing-overlay (only the Knative Serving references substituted; the dead-letter sink is
- * Knative's event_display), the functions as Pods with alert-receiver's K_SINK injected by the
+ * (test/harness/stack/eventing-install.ts), appmonitor's own Eventing objects applied as the shipped
+ * Eventing-only profile has them (knative/eventing-only/ through test/harness/stack/stack-profile.ts;
+ * the dead-letter sink is Knative's event_display), the functions as Pods with alert-receiver's K_SINK injected by the
  * SinkBinding, and memhog with the AppMonitor `mymonitor` (threshold 75, multiplier 2) in a
  * workload namespace placed on the real node. One real node per machine: the file waits for the
  * machine-wide lock first (`real-node-lock.ts`).

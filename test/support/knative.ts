@@ -22,7 +22,7 @@ export const FUNCTION_NAMES = ["alert-receiver", "memory-scaler", "rule-sync"] a
 /** One of {@link FUNCTION_NAMES}. */
 export type FunctionName = (typeof FUNCTION_NAMES)[number];
 
-/** The namespace everything of the install lives in (`knative/namespace.yaml`). */
+/** The namespace everything of the install lives in (`knative/namespace/namespace.yaml`). */
 export const INSTALL_NAMESPACE = "appmonitor";
 
 /** The shapes of a manifest and a Knative Service live with the harness, which reads them too. */
@@ -41,14 +41,14 @@ export async function kubectlBinary(): Promise<string> {
 
 
 /**
- * `kubectl kustomize [flags] <repo>/<relativeDir>`, parsed (`--load-restrictor=LoadRestrictionsNone`
- * for a kustomization whose resources lie outside its directory).
+ * `kubectl kustomize [flags] <repo>/<relativeDir>` (or `<dir>` when absolute), parsed
+ * (`--load-restrictor=LoadRestrictionsNone` for a kustomization whose resources lie outside its directory).
  * @throws Error with kubectl's stderr when the build fails.
  */
 export async function kustomize(relativeDir: string, flags: readonly string[] = []): Promise<Manifest[]> {
   const kubectl = await kubectlBinary();
   try {
-    const { stdout } = await promisify(execFile)(kubectl, ["kustomize", ...flags, path.join(repoRoot, relativeDir)], { maxBuffer: 32 << 20 });
+    const { stdout } = await promisify(execFile)(kubectl, ["kustomize", ...flags, path.resolve(repoRoot, relativeDir)], { maxBuffer: 32 << 20 });
     return parseManifests(stdout, `kubectl kustomize ${relativeDir}`);
   } catch (error) {
     throw new Error(`kubectl kustomize ${relativeDir} failed: ${(error as { stderr?: string }).stderr ?? String(error)}`, { cause: error });
@@ -144,15 +144,18 @@ export interface ConfigVariables {
 export const RUNTIME_CONFIG_MODULE = "functions/lib/runtime/config.ts";
 
 /**
- * The variables function `name` reads: a static scan of `functions/<name>/config.ts` and the
- * runtime's `functions/lib/runtime/config.ts`. Every config module reads the environment through
+ * The variables function `name` reads: a static scan of `functions/<name>/config.ts`, the shared
+ * `functions/lib/` modules it imports, and the runtime's `functions/lib/runtime/config.ts`. Every config module reads the environment through
  * the helpers of `functions/lib/runtime/env.ts`, called as `helper(env, "NAME", …)`, so the scan
  * takes the string literal after `env` in every call; `readSecret(env, "NAME")` also reads
  * `NAME_FILE`. Direct reads (`env.NAME`, `env["NAME"]`) count too.
  * @throws Error when the function has no config module.
  */
 export async function configVariables(name: FunctionName): Promise<ConfigVariables> {
-  const files = [`functions/${name}/config.ts`, RUNTIME_CONFIG_MODULE];
+  const own = `functions/${name}/config.ts`;
+  // The shared modules its config module reads variables through (functions/lib/namespace-scope.ts's WATCH_NAMESPACES).
+  const shared = [...(await readFile(path.join(repoRoot, own), "utf8")).matchAll(/from "\.\.\/lib\/([\w-]+\.ts)"/g)].map((m) => `functions/lib/${m[1]}`);
+  const files = [own, ...shared, RUNTIME_CONFIG_MODULE];
   const names = new Set<string>();
   for (const file of files) {
     const source = stripComments(await readFile(path.join(repoRoot, file), "utf8"));

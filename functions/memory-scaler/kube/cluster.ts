@@ -9,6 +9,7 @@ import * as k8s from "@kubernetes/client-node";
 import { APPMONITOR_GROUP, APPMONITOR_PLURAL, APPMONITOR_VERSION } from "../../lib/appmonitor.ts";
 import { isObjectNotFound } from "../../lib/kube-api-errors.ts";
 import { FIELD_MANAGER, type JsonPatchOperation, type WorkloadKind, type WorkloadObject } from "../model.ts";
+import { scopeNamespaces, type NamespaceScope } from "../../lib/namespace-scope.ts";
 
 /** The VerticalPodAutoscaler resource (https://github.com/kubernetes/autoscaler/tree/master/vertical-pod-autoscaler). */
 export const VERTICAL_POD_AUTOSCALERS = { group: "autoscaling.k8s.io", version: "v1", plural: "verticalpodautoscalers" } as const;
@@ -55,9 +56,9 @@ export interface Cluster {
   /** DELETE pods/{name} with `uid` as precondition (409 when it is another Pod now); a Pod already gone is no error. */
   deletePod(namespace: string, name: string, uid: string | undefined): Promise<void>;
   /**
-   * LIST kubedemo.com/v1 appmonitors in every namespace (served from the API server's watch
-   * cache since consistent reads from it became the default:
-   * https://kubernetes.io/docs/reference/using-api/api-concepts/#semantics-for-get-and-list).
+   * LIST kubedemo.com/v1 appmonitors in every namespace served (one list across all, or one per
+   * watched namespace; served from the API server's watch cache since consistent reads from it
+   * became the default: https://kubernetes.io/docs/reference/using-api/api-concepts/#semantics-for-get-and-list).
    */
   listAllAppMonitors(): Promise<unknown[]>;
   /** LIST kubedemo.com/v1 appmonitors in `namespace` from the watch cache (`resourceVersion=0`): the raw objects, unvalidated. */
@@ -68,7 +69,7 @@ export interface Cluster {
   replaceAppMonitorStatus(namespace: string, name: string, body: Record<string, unknown>): Promise<Record<string, unknown>>;
   /** POST events.k8s.io/v1 events. */
   createEvent(namespace: string, event: k8s.EventsV1Event): Promise<void>;
-  /** LIST appmonitors across namespaces with `limit=1`: answers only when the API server does and the CRD is installed. */
+  /** LIST appmonitors with `limit=1` (across namespaces, or in the first watched one): answers only when the API server does and the CRD is installed. */
   probe(): Promise<void>;
 }
 
@@ -86,8 +87,8 @@ export interface Cluster {
  */
 const FROM_CACHE = { resourceVersion: "0" } as const;
 
-/** The {@link Cluster} backed by @kubernetes/client-node with `kc`'s credentials. */
-export function createCluster(kc: k8s.KubeConfig): Cluster {
+/** The {@link Cluster} backed by @kubernetes/client-node with `kc`'s credentials, listing AppMonitors in `scope`. */
+export function createCluster(kc: k8s.KubeConfig, scope: NamespaceScope = { all: true }): Cluster {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const apps = kc.makeApiClient(k8s.AppsV1Api);
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
@@ -157,8 +158,11 @@ export function createCluster(kc: k8s.KubeConfig): Cluster {
     },
 
     async listAllAppMonitors() {
-      const list = (await custom.listClusterCustomObject({ ...appMonitors })) as { items?: unknown };
-      return Array.isArray(list.items) ? (list.items as unknown[]) : [];
+      const lists = await Promise.all(scopeNamespaces(scope).map(async (namespace) => {
+        const list = (namespace === undefined ? await custom.listClusterCustomObject({ ...appMonitors }) : await custom.listNamespacedCustomObject({ ...appMonitors, namespace })) as { items?: unknown };
+        return Array.isArray(list.items) ? (list.items as unknown[]) : [];
+      }));
+      return lists.flat();
     },
 
     async dryRunCreatePod(namespace, pod) {
@@ -187,7 +191,8 @@ export function createCluster(kc: k8s.KubeConfig): Cluster {
     },
 
     async probe() {
-      await custom.listClusterCustomObject({ ...appMonitors, limit: 1 });
+      const [namespace] = scopeNamespaces(scope);
+      await (namespace === undefined ? custom.listClusterCustomObject({ ...appMonitors, limit: 1 }) : custom.listNamespacedCustomObject({ ...appMonitors, namespace, limit: 1 }));
     },
   };
 }

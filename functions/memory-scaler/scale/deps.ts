@@ -3,6 +3,7 @@
  * for a bare Pod): the only I/O they do goes through these, so tests can substitute them. A module
  * of its own, so that neither flow imports the other for it.
  */
+import type { NamespaceScope } from "../../lib/namespace-scope.ts";
 import type { Cluster } from "../kube/cluster.ts";
 import type { EventRecorder } from "../kube/event-recorder.ts";
 import type { Verifier } from "../kube/prometheus.ts";
@@ -20,4 +21,6 @@ export interface FlowDeps {
   readonly now: () => Date;
   /** Called once per lost compare-and-swap (for a metric). */
   readonly onConflict?: () => void;
+  /** The namespaces served (`WATCH_NAMESPACES`); absent: all. */
+  readonly scope?: NamespaceScope;
 }

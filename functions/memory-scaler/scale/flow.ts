@@ -38,6 +38,7 @@ import type { Logger } from "pino";
 import type { AlertEventData, AlertTrigger } from "../../lib/alert-event.ts";
 import type { UpdateMode } from "../../lib/appmonitor.ts";
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND } from "../../lib/appmonitor.ts";
+import { inScope } from "../../lib/namespace-scope.ts";
 import { formatTimestamp } from "../../lib/rfc3339.ts";
 import { HttpError } from "../../lib/runtime/errors.ts";
 import { gateScale } from "../coexist/gate.ts";
@@ -202,6 +203,10 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
 export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertEventData, log: Logger): Promise<Outcome> {
   const origin = alertOrigin(data);
   if (origin.result === "none") return { pod: `${data.namespace}/${data.pod}`, outcome: "skipped", reason: origin.reason, message: origin.message, attempts: 0 };
+  // A scoped install has no permission elsewhere: nothing is read there.
+  if (deps.scope !== undefined && !inScope(deps.scope, data.namespace)) {
+    return { pod: `${data.namespace}/${data.pod}`, outcome: "skipped", reason: "NamespaceNotWatched", message: `namespace ${data.namespace} is not among WATCH_NAMESPACES`, attempts: 0 };
+  }
   return runRounds(deps, { eventId, namespace: data.namespace, pod: data.pod, appmonitor: origin.name, trigger: origin.trigger, data }, log);
 }
 

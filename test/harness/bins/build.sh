@@ -12,8 +12,9 @@
 # upstream PrometheusRule CRD, generated from prometheus-operator's API module (crds/), and the
 # VerticalPodAutoscaler CRDs from the pinned vertical-pod-autoscaler module (gen_vpa_crd),
 # prometheus-operator/ the operator, its config reloader, every monitoring.coreos.com CRD and its
-# RBAC as the pinned module ships them (promop/), and knative-eventing/ Knative Eventing's commands
-# and their images (eventing.sh, eventing/).
+# RBAC as the pinned module ships them (promop/), knative-eventing/ Knative Eventing's commands
+# and their images (eventing.sh, eventing/), and helm, which packages, lints and installs the
+# release's chart (helm/).
 #
 # Environment: APPMONITOR_CACHE (default ~/.cache/appmonitor).
 set -euo pipefail
@@ -41,8 +42,8 @@ fi
 
 # Every set in build order, and the seconds its build took on a fresh machine of two cores (an
 # empty Go build cache): the expectation each progress line gives.
-SETS=(etcd kwok kube node proxy dns registry ksm crds promop eventing)
-declare -A COLD_SECONDS=([etcd]=39 [kwok]=68 [kube]=452 [node]=45 [proxy]=14 [dns]=163 [registry]=145 [ksm]=300 [crds]=126 [promop]=490 [eventing]=250)
+SETS=(etcd kwok kube node proxy dns registry ksm crds promop eventing helm)
+declare -A COLD_SECONDS=([etcd]=39 [kwok]=68 [kube]=452 [node]=45 [proxy]=14 [dns]=163 [registry]=145 [ksm]=300 [crds]=126 [promop]=490 [eventing]=250 [helm]=160)
 
 # The stamp a set leaves when built: keyed by its go.mod, go.sum and Go sources (crds: go.mod and
 # go.sum alone, since controller-gen's output follows from the pinned modules).
@@ -204,4 +205,15 @@ mkdir -p "$promop_out/crds" "$promop_out/rbac"
 install -m 0644 "$promop_dir"/example/prometheus-operator-crd/monitoring.coreos.com_*.yaml "$promop_out/crds/"
 install -m 0644 "$promop_dir/example/rbac/prometheus-operator/prometheus-operator-cluster-role.yaml" "$promop_out/rbac/"
 . "$here/eventing.sh"
+
+# Helm (helm/: its own module, as its k8s.io/client-go is not the kube set's), for `npm run release`
+# (helm lint, helm package) and the chart's install tests; stamped as its Makefile stamps a release:
+# its version, and the Kubernetes version its lint and capabilities assume, from its client-go.
+hver=$(awk '$1 == "helm.sh/helm/v3" { print $2 }' "$here/helm/go.mod")
+hkminor=$(awk '$1 == "k8s.io/client-go" { print $2 }' "$here/helm/go.mod" | cut -d. -f2)
+helm_ld="-X helm.sh/helm/v3/internal/version.version=$hver"
+for pkg in pkg/lint/rules pkg/chartutil; do
+  helm_ld="$helm_ld -X helm.sh/helm/v3/$pkg.k8sVersionMajor=1 -X helm.sh/helm/v3/$pkg.k8sVersionMinor=$hkminor"
+done
+build_set helm "$helm_ld" tool
 echo "$out"

@@ -52,7 +52,7 @@ import type { StackState } from "../stack/stack.ts";
 import { readFilterReceipts, type FilterReceipt } from "../lib/broker-filter-log.ts";
 import { serviceAccountCredentials } from "../lib/container.ts";
 import { waitUntil } from "../lib/wait-until.ts";
-import { podFunctions } from "./function-pods.ts";
+import { podFunctions, type InstalledFunctions } from "./function-pods.ts";
 import type { HopClock, TimelineHop } from "./timeline.ts";
 import { startFunction, type FunctionProcess, type LogLine } from "./processes.ts";
 
@@ -167,6 +167,12 @@ export interface ChainOptions {
    * rule-sync hears of the AppMonitor from the ApiServerSource, both through the Broker.
    */
   eventing?: boolean;
+  /**
+   * With `functionPods`: the functions are installed already (a Helm release of the chart) in
+   * `installed.namespace`, with their Broker when `eventing`; the chain installs none of their
+   * objects and follows their Pods. `webhookToken` is the token their Secret holds.
+   */
+  installed?: InstalledFunctions;
   /**
    * The Pod is OOM-killed rather than its usage raised. On a kwok Node its container status gets
    * `lastState.terminated.reason: OOMKilled` (what the kubelet reports after the kill) and the
@@ -422,7 +428,9 @@ async function installPrerequisites(run: Run): Promise<void> {
   const { state, namespace, hops, core } = run;
   const ext = run.admin.makeApiClient(k8s.ApiextensionsV1Api);
   const promRuleCrd = path.join(path.dirname(state.binaries.kubectl), "crds", "monitoring.coreos.com_prometheusrules.yaml");
-  for (const f of ["knative/namespace.yaml", "knative/crd/appmonitor.yaml", promRuleCrd, "knative/rbac/memory-scaler.yaml", "knative/rbac/rule-sync.yaml"]) {
+  // An install of its own has the AppMonitor CRD and the functions' RBAC: not ours to apply over.
+  const ours = run.options.installed ? [] : ["knative/namespace/namespace.yaml", "knative/crd/appmonitor.yaml", "knative/rbac/memory-scaler.yaml", "knative/rbac/rule-sync.yaml"];
+  for (const f of [...ours, promRuleCrd]) {
     await apply(state, await file(f));
   }
   for (const name of ["appmonitors.kubedemo.com", "prometheusrules.monitoring.coreos.com"]) {
@@ -458,7 +466,7 @@ async function startFunctions(run: Run, functions: FunctionProcess[]): Promise<R
     });
   }
   if (options.functionPods) {
-    const pods = await podFunctions(state, { eventing: options.eventing ?? false, ...(options.onProgress ? { progress: options.onProgress } : {}) }).catch((error: unknown) => {
+    const pods = await podFunctions(state, { eventing: options.eventing ?? false, ...(options.onProgress ? { progress: options.onProgress } : {}), ...(options.installed ? { installed: options.installed } : {}) }).catch((error: unknown) => {
       throw new HopError(options.eventing ? "the functions run as Pods on the real node behind the Broker" : "the functions run as Pods on the real node", (error as Error).message, hops);
     });
     const { "memory-scaler": scaler, "alert-receiver": receiver, "rule-sync": ruleSync } = pods.functions;

@@ -5,15 +5,15 @@
  * second while the chain runs).
  *
  * With `eventing`, Knative Eventing runs there too (installed unless the stack has it) with
- * appmonitor's Broker, Triggers and sources (test/harness/eventing-overlay), and alert-receiver's
+ * appmonitor's Broker, Triggers and sources (the shipped Eventing-only profile), and alert-receiver's
  * `K_SINK` is the Broker's address, injected by the SinkBinding: the functions are wired as in a
  * Knative install.
  */
 import * as k8s from "@kubernetes/client-node";
 import { EVENTING_NAMESPACE } from "../stack/eventing-manifests.ts";
 import { installEventing } from "../stack/eventing-install.ts";
-import { applyAppmonitorEventing, BROKER } from "../stack/eventing-objects.ts";
-import { deployFunctionPods, FUNCTIONS_NAMESPACE, type FunctionPodName, type FunctionPods } from "../stack/function-pods-install.ts";
+import { applyAppmonitorEventing, brokerIn } from "../stack/eventing-objects.ts";
+import { deployFunctionPods, FUNCTION_POD_NAMES, type FunctionPodName, type FunctionPods } from "../stack/function-pods-install.ts";
 import { saveState, type StackState } from "../stack/stack.ts";
 import { logFilterReceipts } from "../lib/broker-filter-log.ts";
 import { waitForDelivery } from "../lib/broker-hop.ts";
@@ -61,33 +61,64 @@ async function eventingForFunctions(state: StackState, kc: k8s.KubeConfig, progr
   return installSeconds === undefined ? { url, brokerReadySeconds } : { url, installSeconds, brokerReadySeconds };
 }
 
+/** Functions someone else installed (a Helm release of the chart): where, and the webhook token their Secret holds. */
+export interface InstalledFunctions {
+  readonly namespace: string;
+  readonly webhookToken: string;
+}
+
+/** The Broker's address as Eventing reports it, once it is Ready. @throws Error when it is not Ready within 60 s. */
+async function readyBrokerUrl(kc: k8s.KubeConfig, namespace: string): Promise<string> {
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const broker = brokerIn(namespace);
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const found = await custom.getNamespacedCustomObject({ group: "eventing.knative.dev", version: "v1", namespace, plural: "brokers", name: broker.name }) as {
+      status?: { conditions?: { type: string; status: string }[]; address?: { url?: string } };
+    };
+    if (found.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") && found.status.address?.url) return found.status.address.url;
+    if (Date.now() > deadline) throw new Error(`Broker ${namespace}/${broker.name} not Ready after 60 s: ${JSON.stringify(found.status?.conditions ?? [])}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
 /**
  * Deploys the functions on the real node (images from `npm run image`), then follows each one's
  * Pod: `url` is `http://<Pod IP>:8080`, `logs` is refreshed from its container log until `stop()`,
  * which stops the following and leaves the Deployments running. With `eventing`, first Eventing
  * and the Broker (above); returns once alert-receiver's `K_SINK` is the Broker's address and a
  * probe event posted to the Broker ingress has reached memory-scaler (`progress` hears each step; a Trigger's subscription
- * reaches the in-memory channel's dispatcher a little after the Trigger is Ready).
+ * reaches the in-memory channel's dispatcher a little after the Trigger is Ready). With `installed`
+ * nothing is deployed: the Pods of that install are followed (and its Broker, with `eventing`).
  * @throws StackStepError from the install or deployment; Error when a function has no Running
  *   Pod, alert-receiver's `K_SINK` is not the Broker's, or no probe gets through.
  */
-export async function podFunctions(state: StackState, options: { eventing?: boolean; progress?: (line: string) => void } = {}): Promise<PodFunctions> {
+export async function podFunctions(state: StackState, options: { eventing?: boolean; progress?: (line: string) => void; installed?: InstalledFunctions } = {}): Promise<PodFunctions> {
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(state.kubeconfig);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const progress = options.progress ?? (() => {});
-  const eventing = options.eventing ? await eventingForFunctions(state, kc, progress) : undefined;
-  const installed = await deployFunctionPods(state, eventing ? { sink: "sinkbinding", progress } : { progress });
+  const given = options.installed;
+  const eventing = !options.eventing ? undefined : given === undefined ? await eventingForFunctions(state, kc, progress) : await (async () => {
+    const t0 = Date.now();
+    const url = await readyBrokerUrl(kc, given.namespace);
+    await logFilterReceipts(kc);
+    return { url, brokerReadySeconds: (Date.now() - t0) / 1000 };
+  })();
+  const installed: FunctionPods = given === undefined
+    ? await deployFunctionPods(state, eventing ? { sink: "sinkbinding", progress } : { progress })
+    : { ...given, urls: Object.fromEntries(FUNCTION_POD_NAMES.map((n) => [n, `http://${n}.${given.namespace}.svc.cluster.local`])) as FunctionPods["urls"] };
+  const namespace = installed.namespace;
   const followed: Partial<Record<FunctionPodName, k8s.V1Pod>> = {};
   const follow = async (name: FunctionPodName): Promise<FunctionProcess> => {
-    const pods = (await core.listNamespacedPod({ namespace: FUNCTIONS_NAMESPACE, labelSelector: `app.kubernetes.io/name=${name}` })).items;
+    const pods = (await core.listNamespacedPod({ namespace, labelSelector: `app.kubernetes.io/name=${name}` })).items;
     const pod = pods.find((p) => p.status?.phase === "Running" && !p.metadata?.deletionTimestamp);
-    if (!pod?.status?.podIP || !pod.metadata?.name) throw new Error(`${name}: no Running Pod in ${FUNCTIONS_NAMESPACE}`);
+    if (!pod?.status?.podIP || !pod.metadata?.name) throw new Error(`${name}: no Running Pod in ${namespace}`);
     followed[name] = pod;
     const podName = pod.metadata.name;
     const fp: FunctionProcess = { name, url: `http://${pod.status.podIP}:8080`, logs: [], text: [], stop: async () => {} };
     const read = async () => {
-      const log = await core.readNamespacedPodLog({ name: podName, namespace: FUNCTIONS_NAMESPACE, container: name });
+      const log = await core.readNamespacedPodLog({ name: podName, namespace, container: name });
       const lines: LogLine[] = [];
       const text: string[] = [];
       for (const line of log.split("\n").filter((l) => l.trim())) {
@@ -120,7 +151,7 @@ export async function podFunctions(state: StackState, options: { eventing?: bool
     const ingress = (await core.listNamespacedPod({ namespace: EVENTING_NAMESPACE })).items.find((p) => p.metadata?.name?.startsWith("mt-broker-ingress-") && p.status?.phase === "Running" && p.status.podIP);
     const scalerName = followed["memory-scaler"]?.metadata?.name;
     if (!ingress || !scalerName) throw new Error("no Running Broker ingress Pod");
-    await waitForDelivery(core, `http://${ingress.status?.podIP}:8080${BROKER.ingressPath}`, { name: scalerName, namespace: FUNCTIONS_NAMESPACE });
+    await waitForDelivery(core, `http://${ingress.status?.podIP}:8080${brokerIn(namespace).ingressPath}`, { name: scalerName, namespace });
   } catch (error) {
     await stopAll();
     throw error;

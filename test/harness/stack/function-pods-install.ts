@@ -1,25 +1,28 @@
 /**
- * Runs the three functions on the stack's real node as Pods: their images imported into its
- * containerd, the install's namespace (restricted Pod Security), the AppMonitor CRD, their RBAC
- * (knative/rbac), the PrometheusRule CRD that rule-sync writes, alert-receiver's webhook token
- * Secret, and each Knative Service rendered as a Deployment and a ClusterIP Service
- * (`function-pods.ts`). Knative Serving does not run here, so no Revision, Route or autoscaler:
- * one replica each, reached at `http://<function>.appmonitor.svc.cluster.local` through kube-proxy.
+ * Runs the three functions on the stack's real node as the shipped Eventing-only profile runs them
+ * (knative/eventing-only/, through the stack's overlay, `stack-profile.ts`): their images imported
+ * into its containerd, the install's namespace (restricted Pod Security, placed on the real node by
+ * its annotations), the AppMonitor CRD, their RBAC, the PrometheusRule CRD that rule-sync writes,
+ * alert-receiver's webhook token Secret, and each function's Deployment and Service. Knative
+ * Serving does not run here, which is what the profile is for: one replica each, reached at
+ * `http://<function>.<namespace>.svc.cluster.local` through kube-proxy.
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFile, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import * as k8s from "@kubernetes/client-node";
-import { parse, stringify } from "yaml";
+import { stringify } from "yaml";
 import { FUNCTION_IMAGES } from "../images/build.ts";
 import { archiveDir } from "../images/paths.ts";
-import type { KnativeService } from "../lib/knative-service.ts";
-import { functionDeployment, functionService } from "./function-pods.ts";
+import type { Manifest } from "../lib/knative-service.ts";
+import { placeNamespace } from "./eventing-install.ts";
+import { eventingModule } from "./eventing-source.ts";
 import { importImages } from "./node-images.ts";
-import { repoRoot, StackStepError } from "./paths.ts";
-import { CLUSTER_DOMAIN, REAL_NODE_PLACEMENT } from "./real-node-config.ts";
+import { StackStepError } from "./paths.ts";
+import { CLUSTER_DOMAIN } from "./real-node-config.ts";
+import { isEventingObject, renderStackProfile, SHIPPED_NAMESPACE } from "./stack-profile.ts";
 import type { StackState } from "./stack.ts";
 
 const run = promisify(execFile);
@@ -30,8 +33,8 @@ export type FunctionPodName = keyof typeof FUNCTION_IMAGES;
 /** The functions, in the order they are deployed. */
 export const FUNCTION_POD_NAMES = Object.keys(FUNCTION_IMAGES) as FunctionPodName[];
 
-/** The namespace of knative/namespace.yaml. */
-export const FUNCTIONS_NAMESPACE = "appmonitor";
+/** The namespace of knative/namespace/namespace.yaml, the functions' unless another is chosen. */
+export const FUNCTIONS_NAMESPACE = SHIPPED_NAMESPACE;
 
 /** What {@link deployFunctionPods} was given besides the stack. */
 export interface DeployFunctionPodsOptions {
@@ -41,11 +44,13 @@ export interface DeployFunctionPodsOptions {
   timeoutMs?: number;
   /**
    * Where alert-receiver's `K_SINK` comes from: `"memory-scaler"` (default) sets it to
-   * memory-scaler's Service; `"sinkbinding"` leaves it out for the SinkBinding of
-   * knative/eventing/sinkbinding.yaml (applied through test/harness/eventing-overlay, Eventing running)
-   * to inject the Broker's URL, as in a Knative install.
+   * memory-scaler's Service; `"sinkbinding"` leaves it out for the profile's SinkBinding
+   * (applied by `applyAppmonitorEventing`, Eventing running) to inject the Broker's URL, as in a
+   * Knative install.
    */
   sink?: "memory-scaler" | "sinkbinding";
+  /** The install's namespace (default {@link FUNCTIONS_NAMESPACE}); chosen as users choose it, in namespace.yaml. */
+  namespace?: string;
   /** Hears one line per step: the images imported, each Deployment Available. */
   progress?: (line: string) => void;
 }
@@ -58,17 +63,23 @@ export interface FunctionPods {
 }
 
 /**
- * The adaptation of each function to the real node: alert-receiver sends its CloudEvents straight
- * to memory-scaler's Service unless `sink` is `"sinkbinding"` (without Eventing no Broker runs;
- * DESIGN.md allows `K_SINK` to be memory-scaler's URL); memory-scaler and rule-sync get no
- * `PROMETHEUS_URL` (the stack's Prometheus listens on 127.0.0.1, which no Pod reaches, and the
- * shipped kube-prometheus-stack address does not exist here), so memory-scaler scales without
- * re-checking the working set, as its README allows, and rule-sync reports RuleReady and
- * MetricsReady `Unknown` `PrometheusNotConfigured`.
+ * The shipped Eventing-only profile as the stack runs it (`stack-profile.ts`), rendered into the
+ * real node's directory: every object, Eventing's included.
+ * @throws StackStepError of `step` when kubectl's kustomize fails.
  */
-function envFor(name: FunctionPodName, sink: DeployFunctionPodsOptions["sink"]): Record<string, string | undefined> {
-  if (name === "alert-receiver") return sink === "sinkbinding" ? {} : { K_SINK: `http://memory-scaler.${FUNCTIONS_NAMESPACE}.svc.${CLUSTER_DOMAIN}` };
-  return { PROMETHEUS_URL: undefined };
+export async function stackProfileObjects(state: StackState, options: { namespace?: string; sink?: "memory-scaler" | "sinkbinding" }, step: string): Promise<Manifest[]> {
+  const node = state.realNode;
+  if (!node) throw new StackStepError(step, "the stack has no real node; start it with 'npm run stack -- up --real-node'");
+  const { version } = await eventingModule();
+  const namespace = options.namespace ?? FUNCTIONS_NAMESPACE;
+  const kustomize = async (dir: string) => {
+    try {
+      return (await run(state.binaries.kubectl, ["kustomize", dir], { maxBuffer: 32 << 20, timeout: 120_000 })).stdout;
+    } catch (error) {
+      throw new StackStepError(step, `kubectl kustomize ${dir}: ${(error as { stderr?: string }).stderr?.trim() ?? String(error)}`, { cause: error });
+    }
+  };
+  return renderStackProfile(path.join(node.paths.dir, `profile-${namespace}`), { namespace, eventingVersion: version, sink: options.sink ?? "memory-scaler" }, kustomize);
 }
 
 /**
@@ -93,23 +104,22 @@ export async function deployFunctionPods(state: StackState, options: DeployFunct
     }
   };
   const apply = (...files: string[]) => kubectl(["apply", "--server-side", "--force-conflicts", "--field-manager=appmonitor-stack", ...files.flatMap((f) => ["-f", f])]);
-  const knative = (f: string) => path.join(repoRoot, "knative", f);
+  const namespace = options.namespace ?? FUNCTIONS_NAMESPACE;
+  const objects = (await stackProfileObjects(state, options, "deploy the functions as Pods")).filter((o) => !isEventingObject(o));
   const prometheusRuleCrd = path.join(path.dirname(state.binaries.kubectl), "crds", "monitoring.coreos.com_prometheusrules.yaml");
-  await apply(knative("namespace.yaml"), knative("crd/appmonitor.yaml"), prometheusRuleCrd);
+  const write = async (name: string, list: readonly object[]) => {
+    const file = path.join(node.paths.dir, name);
+    await writeFile(file, list.map((o) => stringify(o)).join("---\n"));
+    return file;
+  };
+  const first = (o: Manifest) => o.kind === "Namespace" || o.kind === "CustomResourceDefinition";
+  await apply(await write("function-pods-crds.yaml", objects.filter(first)), prometheusRuleCrd);
   await kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd/appmonitors.kubedemo.com", "crd/prometheusrules.monitoring.coreos.com"]);
-  await apply(...FUNCTION_POD_NAMES.map((name) => knative(`rbac/${name}.yaml`)));
+  await placeNamespace(state, namespace);
 
   const webhookToken = randomBytes(32).toString("hex");
-  const objects: object[] = [{
-    apiVersion: "v1", kind: "Secret", metadata: { name: "appmonitor-webhook", namespace: FUNCTIONS_NAMESPACE }, stringData: { token: webhookToken },
-  }];
-  for (const name of FUNCTION_POD_NAMES) {
-    const ksvc = parse(await readFile(knative(`services/${name}.yaml`), "utf8")) as KnativeService;
-    objects.push(functionDeployment(ksvc, { env: envFor(name, options.sink), placement: REAL_NODE_PLACEMENT }), functionService(ksvc));
-  }
-  const rendered = path.join(node.paths.dir, "function-pods.yaml");
-  await writeFile(rendered, objects.map((o) => stringify(o)).join("---\n"));
-  await apply(rendered);
+  const secret = { apiVersion: "v1", kind: "Secret", metadata: { name: "appmonitor-webhook", namespace }, stringData: { token: webhookToken } };
+  await apply(await write("function-pods.yaml", [secret, ...objects.filter((o) => !first(o))]));
 
   const timeoutMs = options.timeoutMs ?? 180_000;
   const kc = new k8s.KubeConfig();
@@ -119,10 +129,10 @@ export async function deployFunctionPods(state: StackState, options: DeployFunct
   const deadline = Date.now() + timeoutMs;
   for (const name of FUNCTION_POD_NAMES) {
     for (;;) {
-      const d = await apps.readNamespacedDeployment({ name, namespace: FUNCTIONS_NAMESPACE });
+      const d = await apps.readNamespacedDeployment({ name, namespace });
       if (d.status?.conditions?.some((c) => c.type === "Available" && c.status === "True") && (d.status.readyReplicas ?? 0) >= 1) break;
       if (Date.now() > deadline) {
-        const pods = await core.listNamespacedPod({ namespace: FUNCTIONS_NAMESPACE, labelSelector: `app.kubernetes.io/name=${name}` });
+        const pods = await core.listNamespacedPod({ namespace, labelSelector: `app.kubernetes.io/name=${name}` });
         const states = pods.items.map((p) => `${p.metadata?.name}: ${p.status?.phase} ${JSON.stringify(p.status?.containerStatuses?.[0]?.state ?? p.status?.conditions ?? {})}`);
         throw new StackStepError("deploy the functions as Pods", `Deployment ${name} not Available after ${timeoutMs / 1000} s; ${states.join("; ") || "no Pods"} (${JSON.stringify(d.status?.conditions ?? [])})`);
       }
@@ -130,6 +140,6 @@ export async function deployFunctionPods(state: StackState, options: DeployFunct
     }
     say(`functions: Deployment ${name} Available (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   }
-  const urls = Object.fromEntries(FUNCTION_POD_NAMES.map((name) => [name, `http://${name}.${FUNCTIONS_NAMESPACE}.svc.${CLUSTER_DOMAIN}`])) as Record<FunctionPodName, string>;
-  return { namespace: FUNCTIONS_NAMESPACE, webhookToken, urls };
+  const urls = Object.fromEntries(FUNCTION_POD_NAMES.map((name) => [name, `http://${name}.${namespace}.svc.${CLUSTER_DOMAIN}`])) as Record<FunctionPodName, string>;
+  return { namespace, webhookToken, urls };
 }

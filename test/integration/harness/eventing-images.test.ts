@@ -1,15 +1,13 @@
 // The Knative Eventing images test/harness/bins/build.sh makes (cached; the stack's start runs it too),
 // read back from their OCI archives: each is named as the rendered install names it (or, for
-// event_display, as test/harness/eventing-overlay names the dead-letter sink's image), holds its
+// event_display, as the stack's overlay of the shipped profile names the dead-letter sink's image,
+// test/harness/stack/stack-profile.ts), holds its
 // command's static binary alone where ko would put it, and runs as the non-root user 65532.
 import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
-import path from "node:path";
-import { parse } from "yaml";
 import { eventingImage } from "../../harness/stack/eventing-manifests.ts";
-import { EVENTING_OVERLAY_DIR } from "../../harness/stack/eventing-objects.ts";
+import { stackProfileImages } from "../../harness/stack/stack-profile.ts";
 import { EVENTING_SINK_COMMANDS, eventingImageArchive, eventingInstall, type EventingModule } from "../../harness/stack/eventing-source.ts";
 import { buildBinaries } from "../../harness/stack/paths.ts";
 import { runCommand } from "../../support/run-command.ts";
@@ -23,9 +21,8 @@ before(async () => {
   const install = await eventingInstall();
   module = install.module;
   installImages = new Set(JSON.stringify(install.objects).match(/localhost\/appmonitor\/knative-eventing\/[^"]+/g) ?? []);
-  // The overlay gives the dead-letter sink its image with kustomize's `images` (name → newName:newTag).
-  const overlay = parse(await readFile(path.join(EVENTING_OVERLAY_DIR, "kustomization.yaml"), "utf8")) as { images?: { newName: string; newTag: string }[] };
-  for (const image of overlay.images ?? []) overlayImages.add(`${image.newName}:${image.newTag}`);
+  // The stack's overlay gives the dead-letter sink its image with kustomize's `images` (name → newName:newTag).
+  for (const image of stackProfileImages(module.version)) overlayImages.add(`${image.newName}:${image.newTag}`);
 });
 
 const overlayImages = new Set<string>();

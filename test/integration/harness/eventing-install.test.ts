@@ -42,7 +42,7 @@ before(async () => {
   installFile = path.join(dir.path, "eventing.yaml");
   await writeFile(installFile, installed.map((o) => stringify(o)).join("---\n"));
   kc = await adminKubeConfig();
-  await applyFiles("knative/namespace.yaml");
+  await applyFiles("knative/namespace/namespace.yaml");
 });
 
 after(async () => {

@@ -1,7 +1,7 @@
 // Knative Eventing for real on the stack's real node: its controller, webhook, Broker ingress and
 // filter, and in-memory channel run there as Pods (test/harness/stack/eventing-install.ts), appmonitor's
-// own Eventing objects are applied through test/harness/eventing-overlay (only the Knative Serving
-// references substituted), and the functions run as Pods with alert-receiver's K_SINK injected
+// own Eventing objects are applied as the shipped Eventing-only profile has them (knative/eventing-only/,
+// through the stack's overlay, test/harness/stack/stack-profile.ts), and the functions run as Pods with alert-receiver's K_SINK injected
 // by the SinkBinding. Events go through the real data plane: ingress → channel → filter →
 // Trigger → memory-scaler.
 //
@@ -13,13 +13,11 @@
 // lock `/tmp/appmonitor-real-node.lock` first.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import type { CloudEvent } from "cloudevents";
 import { EVENTING_NAMESPACE } from "../../harness/stack/eventing-manifests.ts";
-import { BROKER, EVENTING_OVERLAY_DIR } from "../../harness/stack/eventing-objects.ts";
+import { BROKER } from "../../harness/stack/eventing-objects.ts";
 import { FUNCTIONS_NAMESPACE } from "../../harness/stack/function-pods-install.ts";
-import { repoRoot } from "../../harness/stack/paths.ts";
 import { REAL_NODE } from "../../harness/stack/real-node-config.ts";
 import { logFilterReceipts, readFilterReceipts } from "../../harness/lib/broker-filter-log.ts";
 import { waitForDelivery } from "../../harness/lib/broker-hop.ts";
@@ -200,9 +198,8 @@ test("an AppMonitor whose add event is lost while rule-sync is down gets its Pro
   const mergePatch = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch);
   const strategic = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.StrategicMergePatch);
   const shippedSchedule = (await custom.getNamespacedCustomObject(ping) as { spec: { schedule: string } }).spec.schedule;
-  const shippedTrigger = (await kustomize(path.relative(repoRoot, EVENTING_OVERLAY_DIR), ["--load-restrictor=LoadRestrictionsNone"]))
-    .find((o) => o.kind === "Trigger" && o.metadata.name === addTrigger.name);
-  assert.ok(shippedTrigger, "the overlay renders the add Trigger");
+  const shippedTrigger = (await kustomize("knative/eventing-only")).find((o) => o.kind === "Trigger" && o.metadata.name === addTrigger.name);
+  assert.ok(shippedTrigger, "the Eventing-only profile has the add Trigger");
   const ruleSyncPods = async () => (await core.listNamespacedPod({ namespace: FUNCTIONS_NAMESPACE, labelSelector: "app.kubernetes.io/name=rule-sync" })).items;
   const triggerExists = async () => custom.getNamespacedCustomObject(addTrigger).then(() => true, (error: { code?: number }) => {
     if (error.code === 404) return false;

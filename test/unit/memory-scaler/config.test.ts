@@ -15,6 +15,10 @@ describe("readConfig", () => {
     assert.equal(config.kubeApiTimeoutMs, DEFAULT_KUBE_API_TIMEOUT_MS);
     assert.equal(config.prometheusTimeoutMs, 2_000);
   });
+  it("serves every namespace unless WATCH_NAMESPACES lists some (spaces and repeats ignored)", () => {
+    assert.deepEqual(readConfig({}).scope, { all: true });
+    assert.deepEqual(readConfig({ WATCH_NAMESPACES: " team-a, team-b ,team-a" }).scope, { all: false, namespaces: ["team-a", "team-b"] });
+  });
   it("reads KUBE_API_TIMEOUT_MS", () => {
     assert.equal(readConfig({ KUBE_API_TIMEOUT_MS: "2500" }).kubeApiTimeoutMs, 2500);
   });
@@ -25,6 +29,7 @@ describe("readConfig", () => {
     ["PROMETHEUS_URL", { PROMETHEUS_URL: "ftp://prometheus" }],
     ["RECENT_SCALES_LIMIT", { RECENT_SCALES_LIMIT: "21" }],
     ["SCALE_MAX_ATTEMPTS", { SCALE_MAX_ATTEMPTS: "0" }],
+    ["WATCH_NAMESPACES", { WATCH_NAMESPACES: "team-a,Team_B" }],
   ];
   for (const [variable, env] of bad) {
     it(`names ${variable} when it is invalid`, () => {

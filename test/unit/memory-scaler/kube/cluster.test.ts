@@ -59,4 +59,17 @@ describe("every write of memory-scaler's adapter carries its field manager", () 
     await cluster.listVerticalPodAutoscalers("ns");
     assert.deepEqual(requests.map((r) => `${r.method} ${r.path}`), ["GET /apis/autoscaling/v2/namespaces/ns/horizontalpodautoscalers", "GET /apis/autoscaling.k8s.io/v1/namespaces/ns/verticalpodautoscalers"]);
   });
+
+  it("lists and probes AppMonitors across namespaces, or in each watched namespace only", async () => {
+    requests.length = 0;
+    await createCluster(kc).listAllAppMonitors();
+    await createCluster(kc).probe();
+    await createCluster(kc, { all: false, namespaces: ["team-a", "team-b"] }).listAllAppMonitors();
+    await createCluster(kc, { all: false, namespaces: ["team-a", "team-b"] }).probe();
+    assert.deepEqual(requests.map((r) => `${r.method} ${r.path}`), [
+      "GET /apis/kubedemo.com/v1/appmonitors", "GET /apis/kubedemo.com/v1/appmonitors",
+      "GET /apis/kubedemo.com/v1/namespaces/team-a/appmonitors", "GET /apis/kubedemo.com/v1/namespaces/team-b/appmonitors",
+      "GET /apis/kubedemo.com/v1/namespaces/team-a/appmonitors",
+    ]);
+  });
 });

@@ -60,6 +60,16 @@ const MEMHOG_REPLACED =
 const memhogContainer = (resources: k8s.V1ResourceRequirements): k8s.V1Container => ({ name: "memhog", image: "quay.io/metral/memhog:v0.0.1", resources });
 
 describe("handleFiring", () => {
+  it("skips an alert from a namespace outside WATCH_NAMESPACES as NamespaceNotWatched, reading and writing nothing", async () => {
+    const cluster = memhogCluster();
+    const outcome = await handleFiring(deps(cluster, { scope: { all: false, namespaces: ["elsewhere"] } }), "e1", data(), silent);
+    assert.deepEqual([outcome.outcome, outcome.reason, outcome.attempts], ["skipped", "NamespaceNotWatched", 0]);
+    assert.equal(cluster.writes.length, 0);
+    assert.deepEqual(cluster.events, []);
+    const served = await handleFiring(deps(cluster, { scope: { all: false, namespaces: [NS] } }), "e1", data(), silent);
+    assert.equal(served.outcome, "scaled", "its own namespace is served");
+  });
+
   it("scales the original demo once: 384Mi/256Mi → 768Mi/512Mi, Events, status", async () => {
     const cluster = memhogCluster();
     const outcome = await handleFiring(deps(cluster), "e1", data(), silent);

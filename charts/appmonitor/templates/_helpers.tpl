@@ -1,0 +1,49 @@
+{{- /*
+The chart's named templates. The templates beside this file that say "Generated" come from
+knative/ (scripts/release/build-chart.ts); these, the webhook Secret, the scoped RBAC and NOTES.txt
+are the chart's own.
+*/}}
+
+{{- /* Helm's labels on every object the chart installs. */}}
+{{- define "appmonitor.labels" -}}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end }}
+
+{{- /*
+An image by its key in .Values.images: <image.registry>/<name>:<tag, default the chart's appVersion>,
+and @<digest> when one is given (a release gives every image's). Called as (list $ "memoryScaler").
+*/}}
+{{- define "appmonitor.image" -}}
+{{- $root := index . 0 }}
+{{- $image := index $root.Values.images (index . 1) }}
+{{- $ref := printf "%s/%s:%s" (trimSuffix "/" $root.Values.image.registry) $image.name (default $root.Chart.AppVersion $image.tag) }}
+{{- if $image.digest }}{{ printf "%s@%s" $ref $image.digest }}{{ else }}{{ $ref }}{{ end }}
+{{- end }}
+
+{{- /* The Secret that holds the webhook token alert-receiver requires and Alertmanager sends. */}}
+{{- define "appmonitor.webhookSecretName" -}}
+{{- default "appmonitor-webhook" .Values.webhook.existingSecret }}
+{{- end }}
+
+{{- /* RULE_LABELS from .Values.ruleLabels: key=value pairs, sorted, joined by commas. */}}
+{{- define "appmonitor.ruleLabels" -}}
+{{- $pairs := list }}
+{{- range $key := keys .Values.ruleLabels | sortAlpha }}
+{{- $pairs = append $pairs (printf "%s=%s" $key (index $.Values.ruleLabels $key)) }}
+{{- end }}
+{{- join "," $pairs }}
+{{- end }}
+
+{{- /* The ApiServerSource's namespaceSelector: every namespace, or the watched ones. */}}
+{{- define "appmonitor.namespaceSelector" -}}
+{{- if .Values.watchNamespaces }}
+matchExpressions:
+  - key: kubernetes.io/metadata.name
+    operator: In
+    values: {{ toJson .Values.watchNamespaces }}
+{{- else }}
+{}
+{{- end }}
+{{- end }}

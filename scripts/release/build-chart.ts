@@ -1,0 +1,150 @@
+/**
+ * `npm run chart -- DIR`: builds the Helm chart into `DIR/appmonitor/`: the chart's own files
+ * (charts/appmonitor/: values, schema, helpers, NOTES, the webhook Secret, the scoped RBAC), the
+ * templates generated from knative/ (`chart-templates.ts`), the CRD in `crds/`, and `Chart.yaml`
+ * with package.json's version as both the chart's version and its appVersion. Prints the chart's
+ * directory. Exit codes: 0 built; 1 a step failed (named on stderr); 2 usage.
+ */
+import { execFile } from "node:child_process";
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { parseAllDocuments, parseDocument, stringify } from "yaml";
+import { repoRoot, resolveBinaries } from "../../test/harness/stack/paths.ts";
+import { chartTemplates, NAMESPACE_SENTINEL, type RenderedObject, type RenderedProfiles } from "./chart-templates.ts";
+
+const run = promisify(execFile);
+
+/** The chart's own files, copied as they are into the chart built. */
+export const CHART_SOURCE = path.join(repoRoot, "charts", "appmonitor");
+
+/** The kustomization directory of each profile, under knative/. */
+export const PROFILE_DIRS: Readonly<Record<keyof RenderedProfiles, string>> = { serving: ".", "eventing-only": "eventing-only" };
+
+/** package.json's name, version and description. */
+export async function packageFacts(): Promise<{ name: string; version: string; description: string }> {
+  return JSON.parse(await readFile(path.join(repoRoot, "package.json"), "utf8")) as { name: string; version: string; description: string };
+}
+
+/** `kubectl kustomize DIR`, its objects. @throws Error with kubectl's stderr. */
+async function kustomize(kubectl: string, dir: string): Promise<RenderedObject[]> {
+  try {
+    const { stdout } = await run(kubectl, ["kustomize", dir], { maxBuffer: 32 << 20 });
+    return parseAllDocuments(stdout).map((d) => d.toJS() as RenderedObject).filter((o) => o !== null);
+  } catch (error) {
+    throw new Error(`kubectl kustomize ${dir}: ${(error as { stderr?: string }).stderr?.trim() ?? String(error)}`, { cause: error });
+  }
+}
+
+/** A kustomize `images` entry: the image as knative/ names it, and what it becomes. */
+export interface ImagePin {
+  readonly name: string;
+  readonly newName: string;
+  readonly newTag: string;
+  readonly digest: string;
+}
+
+/** How {@link renderProfiles} renders. */
+export interface RenderOptions {
+  /** The install's namespace (knative/namespace/namespace.yaml renamed in a copy, as a user would). */
+  readonly namespace: string;
+  /** Each object's source file in kustomize's origin annotation (`buildMetadata: [originAnnotations]`). */
+  readonly origins?: boolean;
+  /** Images to pin, through an overlay of each profile (`images:`), as a user would pin them. */
+  readonly images?: readonly ImagePin[];
+}
+
+/**
+ * Both profiles as kustomize renders them from a copy of knative/.
+ * @throws Error when namespace.yaml has no `name: appmonitor` line, or kustomize fails.
+ */
+export async function renderProfiles(kubectl: string, options: RenderOptions): Promise<RenderedProfiles> {
+  const tmp = await mkdtemp(path.join(os.tmpdir(), "appmonitor-profiles-"));
+  try {
+    const copy = path.join(tmp, "knative");
+    await cp(path.join(repoRoot, "knative"), copy, { recursive: true });
+    const nsFile = path.join(copy, "namespace", "namespace.yaml");
+    const text = await readFile(nsFile, "utf8");
+    const renamed = text.replace(/^ {2}name: appmonitor$/m, `  name: ${options.namespace}`);
+    if (options.namespace !== "appmonitor" && renamed === text) throw new Error(`${nsFile}: no "name: appmonitor" line to rename`);
+    await writeFile(nsFile, renamed);
+    const rendered: Partial<Record<keyof RenderedProfiles, RenderedObject[]>> = {};
+    for (const [profile, dir] of Object.entries(PROFILE_DIRS) as [keyof RenderedProfiles, string][]) {
+      let root = path.join(copy, dir);
+      if (options.origins) {
+        const file = path.join(root, "kustomization.yaml");
+        await writeFile(file, `${await readFile(file, "utf8")}\nbuildMetadata: [originAnnotations]\n`);
+      }
+      if (options.images) {
+        const overlay = path.join(tmp, `pinned-${profile}`);
+        await mkdir(overlay);
+        await writeFile(path.join(overlay, "kustomization.yaml"), stringify({
+          apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: [path.relative(overlay, root)], images: options.images,
+        }));
+        root = overlay;
+      }
+      rendered[profile] = await kustomize(kubectl, root);
+    }
+    return rendered as RenderedProfiles;
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+/** What a build may put in the chart's values besides their defaults (the release's digests). */
+export interface ChartOverrides {
+  /** Each image's digest by its key in `values.images` (`memoryScaler`: `sha256:…`). */
+  readonly digests?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Builds the chart into `<outDir>/appmonitor/` (replaced if there).
+ * @param kubectl the kubectl whose kustomize renders knative/ (default the stack's, built by build.sh when missing).
+ * @returns the chart's directory.
+ * @throws Error naming the step that failed.
+ */
+export async function buildChart(outDir: string, overrides: ChartOverrides = {}, kubectl?: string): Promise<string> {
+  const chartDir = path.join(outDir, "appmonitor");
+  await rm(chartDir, { recursive: true, force: true });
+  await mkdir(outDir, { recursive: true });
+  await cp(CHART_SOURCE, chartDir, { recursive: true });
+  const profiles = await renderProfiles(kubectl ?? (await resolveBinaries()).kubectl, { namespace: NAMESPACE_SENTINEL, origins: true });
+  for (const [file, text] of chartTemplates(profiles)) await writeFile(path.join(chartDir, file), text);
+  await mkdir(path.join(chartDir, "crds"));
+  await cp(path.join(repoRoot, "knative", "crd", "appmonitor.yaml"), path.join(chartDir, "crds", "appmonitor.yaml"));
+  const pkg = await packageFacts();
+  await writeFile(path.join(chartDir, "Chart.yaml"), [
+    "# Written by scripts/release/build-chart.ts from package.json.",
+    stringify({
+      apiVersion: "v2", name: pkg.name, description: pkg.description, type: "application",
+      version: pkg.version, appVersion: pkg.version, kubeVersion: ">=1.30.0-0",
+      keywords: ["knative", "memory", "autoscaling", "prometheus", "vertical-scaling"],
+      annotations: { "appmonitor.kubedemo.com/profiles": "serving, eventing-only" },
+    }),
+  ].join("\n"));
+  if (overrides.digests) {
+    const valuesFile = path.join(chartDir, "values.yaml");
+    const values = parseDocument(await readFile(valuesFile, "utf8"));
+    for (const [key, digest] of Object.entries(overrides.digests)) {
+      if (!values.hasIn(["images", key])) throw new Error(`values.images has no ${key}`);
+      values.setIn(["images", key, "digest"], digest);
+    }
+    await writeFile(valuesFile, values.toString({ lineWidth: 0 }));
+  }
+  return chartDir;
+}
+
+if (import.meta.main) {
+  const [outDir, ...rest] = process.argv.slice(2);
+  if (outDir === undefined || rest.length > 0) {
+    console.error("usage: npm run chart -- DIR   (builds DIR/appmonitor/)");
+    process.exit(2);
+  }
+  try {
+    console.log(await buildChart(path.resolve(outDir)));
+  } catch (error) {
+    console.error(`chart: ${(error as Error).message}`);
+    process.exit(1);
+  }
+}

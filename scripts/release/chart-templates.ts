@@ -1,0 +1,261 @@
+/**
+ * The Helm chart's templates, generated from the two install profiles as kustomize renders them
+ * (knative/ and knative/eventing-only/), so that the chart and the kustomize tree cannot drift:
+ * every object of both profiles becomes a template, unchanged but for the holes the chart's values
+ * fill. Pure: rendered objects in, template files out (`build-chart.ts` does the I/O).
+ *
+ * The holes (the chart's values, charts/appmonitor/values.yaml):
+ * - the install's namespace: the profiles are rendered with {@link NAMESPACE_SENTINEL} as their
+ *   namespace (knative/namespace/namespace.yaml renamed), so every place kustomize makes follow it
+ *   (metadata, subjects, the policy's username, the Triggers' filters) becomes
+ *   `{{ $.Release.Namespace }}`; the Namespace itself is Helm's (`--namespace`, `--create-namespace`);
+ * - each container's image: `appmonitor.image` (registry, tag, digest);
+ * - the functions' resources and the environment the values name ({@link ENV_VALUES}), and
+ *   `WATCH_NAMESPACES` for memory-scaler and rule-sync when `watchNamespaces` is set;
+ * - the webhook token's Secret (`appmonitor.webhookSecretName`);
+ * - `watchNamespaces`: the ClusterRoleBindings of memory-scaler, rule-sync and the ApiServerSource
+ *   become RoleBindings in those namespaces, and the ApiServerSource selects only them;
+ * - Helm's labels on every object, and the profile: an object of one profile only is rendered
+ *   only for it (`profile: serving` or `eventing-only`).
+ * The CRD is not a template: Helm installs `crds/` once and never deletes it.
+ */
+import { stringify } from "yaml";
+import type { Manifest } from "../../test/harness/lib/knative-service.ts";
+
+/** The namespace the profiles are rendered with, to be found and templated: no other string of the install contains it. */
+export const NAMESPACE_SENTINEL = "chart-release-namespace";
+
+/** A rendered object: a manifest as kustomize writes it. */
+export type RenderedObject = Manifest;
+
+/** The two profiles, each object with the knative/ file it came from (kustomize's origin annotation, `path`). */
+export interface RenderedProfiles {
+  readonly serving: readonly RenderedObject[];
+  readonly "eventing-only": readonly RenderedObject[];
+}
+
+/** The profiles' names, as `values.profile` takes them. */
+export const PROFILES = ["serving", "eventing-only"] as const;
+
+/** kustomize's annotation that names the file an object came from (`buildMetadata: [originAnnotations]`). */
+export const ORIGIN_ANNOTATION = "config.kubernetes.io/origin";
+
+/** Each shipped image (as knative/ names it, without tag) and the key of `values.images` that names it. */
+export const IMAGE_KEYS: Readonly<Record<string, string>> = {
+  "ghcr.io/kubedemo/appmonitor-alert-receiver": "alertReceiver",
+  "ghcr.io/kubedemo/appmonitor-memory-scaler": "memoryScaler",
+  "ghcr.io/kubedemo/appmonitor-rule-sync": "ruleSync",
+  "gcr.io/knative-releases/knative.dev/eventing/cmd/event_display": "eventDisplay",
+};
+
+/** Each workload (Knative Service or Deployment) of the install and its key in `values.resources`. */
+export const WORKLOAD_KEYS: Readonly<Record<string, string>> = {
+  "alert-receiver": "alertReceiver",
+  "memory-scaler": "memoryScaler",
+  "rule-sync": "ruleSync",
+  "appmonitor-dead-letter": "deadLetter",
+};
+
+/** The environment variables the values set, by container: the template expression of each. */
+export const ENV_VALUES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  "alert-receiver": { LOG_LEVEL: "$.Values.logLevel | quote" },
+  "memory-scaler": { PROMETHEUS_URL: "$.Values.prometheusUrl | quote", LOG_LEVEL: "$.Values.logLevel | quote" },
+  "rule-sync": {
+    PROMETHEUS_URL: "$.Values.prometheusUrl | quote",
+    METRIC_SOURCE: "$.Values.metricSource | quote",
+    RULE_LABELS: `include "appmonitor.ruleLabels" $ | quote`,
+    ALERT_SEVERITY: "$.Values.alertSeverity | quote",
+    LOG_LEVEL: "$.Values.logLevel | quote",
+  },
+};
+
+/** The containers that get `WATCH_NAMESPACES` from `values.watchNamespaces`. */
+export const SCOPED_CONTAINERS: ReadonlySet<string> = new Set(["memory-scaler", "rule-sync"]);
+
+/** The ClusterRoleBindings that become RoleBindings in each watched namespace. */
+export const SCOPED_BINDINGS: ReadonlySet<string> = new Set(["appmonitor-memory-scaler", "appmonitor-rule-sync", "appmonitor-source"]);
+
+/** The webhook token's Secret as knative/ names it (the chart makes it, or takes yours: `webhook.existingSecret`). */
+export const WEBHOOK_SECRET = "appmonitor-webhook";
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type Obj = { [key: string]: Json };
+
+/** What a marker stands for in the YAML text: a scalar, a block under a key, or lines in place of a list item or map entry. */
+type Hole = { readonly kind: "scalar"; readonly expr: string } | { readonly kind: "block"; readonly expr: string } | { readonly kind: "lines"; readonly lines: (indent: string) => string[] };
+
+/** Markers in one document's YAML and what replaces them. */
+class Holes {
+  readonly holes = new Map<string, Hole>();
+  add(hole: Hole): string {
+    const marker = `HELMHOLE${String(this.holes.size).padStart(3, "0")}X`;
+    this.holes.set(marker, hole);
+    return marker;
+  }
+  /** The YAML text with each marker replaced. @throws Error when a marker was lost (a bug here). */
+  fill(text: string): string {
+    const out = text.split("\n").flatMap((line) => {
+      const m = /^(\s*)(- )?(?:([^\s:][^:]*): )?(HELMHOLE\d{3}X)(?:: \S+)?$/.exec(line);
+      const hole = m?.[4] === undefined ? undefined : this.holes.get(m[4]);
+      if (!m || !hole || hole.kind === "scalar") return [line];
+      const indent = m[1] ?? "";
+      if (hole.kind === "lines") return hole.lines(indent + (m[2] ?? ""));
+      return [`${indent}${m[2] ?? ""}${m[3]}:`, `${indent}  {{- ${hole.expr} | nindent ${indent.length + (m[2] ? 4 : 2)} }}`];
+    }).join("\n");
+    let filled = out;
+    for (const [marker, hole] of this.holes) if (hole.kind === "scalar") filled = filled.replaceAll(marker, `{{ ${hole.expr} }}`);
+    if (/HELMHOLE\d{3}X/.test(filled)) throw new Error(`a template hole was not filled: ${/.*HELMHOLE\d{3}X.*/.exec(filled)?.[0]}`);
+    return filled;
+  }
+}
+
+const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/** Every string of `value` with the sentinel namespace templated. */
+function templateNamespace(value: Json, holes: Holes, namespace: string): Json {
+  if (typeof value === "string") return value.includes(NAMESPACE_SENTINEL) ? value.replaceAll(NAMESPACE_SENTINEL, holes.add({ kind: "scalar", expr: namespace })) : value;
+  if (Array.isArray(value)) return value.map((v) => templateNamespace(v, holes, namespace));
+  if (isObj(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, templateNamespace(v, holes, namespace)]));
+  return value;
+}
+
+/** The image hole of a container, when its image is one of {@link IMAGE_KEYS}. */
+function imageHole(image: string, holes: Holes): string {
+  const repository = image.replace(/@sha256:[0-9a-f]{64}$/, "").replace(/:[\w.-]+$/, "");
+  const key = IMAGE_KEYS[repository];
+  if (key === undefined) throw new Error(`image ${image}: not one of the chart's images (${Object.keys(IMAGE_KEYS).join(", ")}); add it to IMAGE_KEYS and values.images`);
+  return holes.add({ kind: "scalar", expr: `include "appmonitor.image" (list $ "${key}")` });
+}
+
+/** The Pod template's containers of a Deployment or Knative Service, or undefined. */
+function podContainers(o: Obj): Obj[] | undefined {
+  const spec = isObj(o.spec) && isObj(o.spec.template) && isObj(o.spec.template.spec) ? o.spec.template.spec : undefined;
+  return spec && Array.isArray(spec.containers) ? spec.containers.filter(isObj) : undefined;
+}
+
+/** Fills the holes of one workload's Pod template (containers, the webhook Secret volume). */
+function templatePodSpec(o: Obj, holes: Holes): void {
+  const name = isObj(o.metadata) ? String(o.metadata.name) : "";
+  for (const container of podContainers(o) ?? []) {
+    const cname = String(container.name);
+    container.image = imageHole(String(container.image), holes);
+    const resourcesKey = WORKLOAD_KEYS[name];
+    if (resourcesKey !== undefined && container.resources !== undefined) container.resources = holes.add({ kind: "block", expr: `toYaml (index $.Values.resources "${resourcesKey}")` });
+    const env = Array.isArray(container.env) ? container.env.filter(isObj) : [];
+    for (const entry of env) {
+      const expr = ENV_VALUES[cname]?.[String(entry.name)];
+      if (expr !== undefined) entry.value = holes.add({ kind: "scalar", expr });
+    }
+    if (SCOPED_CONTAINERS.has(cname)) {
+      env.push({ name: holes.add({ kind: "lines", lines: (indent) => [
+        `${" ".repeat(indent.length - 2)}{{- with $.Values.watchNamespaces }}`,
+        `${indent}name: WATCH_NAMESPACES`,
+        `${" ".repeat(indent.length)}value: {{ join "," . | quote }}`,
+        `${" ".repeat(indent.length - 2)}{{- end }}`,
+      ] }) });
+      container.env = env;
+    }
+  }
+  const spec = isObj(o.spec) && isObj(o.spec.template) && isObj(o.spec.template.spec) ? o.spec.template.spec : undefined;
+  for (const volume of Array.isArray(spec?.volumes) ? spec.volumes.filter(isObj) : []) {
+    if (isObj(volume.secret) && volume.secret.secretName === WEBHOOK_SECRET) volume.secret.secretName = holes.add({ kind: "scalar", expr: `include "appmonitor.webhookSecretName" $` });
+  }
+}
+
+/** `kind/name` of an object, as the chart's file and condition names read. */
+const keyOf = (o: RenderedObject) => `${o.apiVersion} ${o.kind} ${o.metadata.name}`;
+
+/**
+ * One object as template text (a `---` document), holes filled.
+ * @param namespace the expression of the install's namespace (`$.Release.Namespace`, or `.` inside a range).
+ */
+export function objectTemplate(object: RenderedObject, namespace = "$.Release.Namespace"): string {
+  const holes = new Holes();
+  const o = templateNamespace(structuredClone(object) as unknown as Json, holes, namespace) as Obj;
+  const metadata = o.metadata as Obj;
+  const annotations = isObj(metadata.annotations) ? metadata.annotations : undefined;
+  if (annotations) {
+    delete annotations[ORIGIN_ANNOTATION];
+    if (Object.keys(annotations).length === 0) delete metadata.annotations;
+  }
+  const labels = isObj(metadata.labels) ? metadata.labels : {};
+  labels[holes.add({ kind: "lines", lines: (indent) => [`${indent}{{- include "appmonitor.labels" $ | nindent ${indent.length} }}`] })] = "x";
+  metadata.labels = labels;
+  if (podContainers(o)) templatePodSpec(o, holes);
+  if (o.kind === "ApiServerSource" && isObj(o.spec)) {
+    o.spec.namespaceSelector = holes.add({ kind: "block", expr: `include "appmonitor.namespaceSelector" $` });
+  }
+  return `---\n${holes.fill(stringify(o, { lineWidth: 0 }).trimEnd())}\n`;
+}
+
+/** A ClusterRoleBinding of {@link SCOPED_BINDINGS} as the template that binds cluster-wide, or in each watched namespace. */
+function bindingTemplate(binding: RenderedObject): string {
+  const roleBinding = { ...structuredClone(binding), kind: "RoleBinding", metadata: { ...structuredClone(binding.metadata), namespace: "WATCHED" } } as RenderedObject;
+  const scoped = objectTemplate(roleBinding).replace(/^(\s*)namespace: WATCHED$/m, "$1namespace: {{ . }}");
+  return [
+    "{{- if not $.Values.watchNamespaces }}",
+    objectTemplate(binding).trimEnd(),
+    "{{- else }}",
+    "{{- range $.Values.watchNamespaces }}",
+    scoped.trimEnd(),
+    "{{- end }}",
+    "{{- end }}",
+    "",
+  ].join("\n");
+}
+
+/**
+ * The file an object came from (origin annotation, relative to its profile's root), e.g.
+ * `rbac/memory-scaler.yaml`, as a template file name: `templates/rbac-memory-scaler.yaml`. A file
+ * of knative/eventing-only/'s own (the only one without a folder) is named for that folder.
+ */
+function templateFile(object: RenderedObject): string {
+  const origin = object.metadata.annotations?.[ORIGIN_ANNOTATION];
+  const file = origin === undefined ? undefined : /path: (\S+)/.exec(origin)?.[1]?.replace(/^(\.\.\/)+/, "");
+  if (file === undefined) throw new Error(`${keyOf(object)}: no ${ORIGIN_ANNOTATION} annotation (render with buildMetadata: [originAnnotations])`);
+  const named = file.includes("/") ? file : `eventing-only/${file}`;
+  return `templates/${named.replace(/\.ya?ml$/, "").replaceAll("/", "-")}.yaml`;
+}
+
+/**
+ * The chart's generated templates, by file name (`templates/rbac-memory-scaler.yaml`, …), each
+ * headed by a line naming its source. Objects the two profiles share are unconditional; an object
+ * of one profile only, or that differs between them, is rendered for its profile only.
+ * @throws Error on an object without an origin, an image the chart does not know, or a Namespace
+ *   that is not the sentinel one.
+ */
+export function chartTemplates(profiles: RenderedProfiles): Map<string, string> {
+  const files = new Map<string, string[]>();
+  const add = (file: string, text: string) => files.set(file, [...(files.get(file) ?? []), text]);
+  const byKey = (list: readonly RenderedObject[]) => new Map(list.map((o) => [keyOf(o), o]));
+  const serving = byKey(profiles.serving);
+  const eventingOnly = byKey(profiles["eventing-only"]);
+  const strip = (o: RenderedObject | undefined) => {
+    if (o === undefined) return undefined;
+    const copy = structuredClone(o) as { metadata: { annotations?: Record<string, string> } };
+    delete copy.metadata.annotations?.[ORIGIN_ANNOTATION];
+    return JSON.stringify(copy);
+  };
+  for (const key of [...new Set([...serving.keys(), ...eventingOnly.keys()])]) {
+    const s = serving.get(key);
+    const e = eventingOnly.get(key);
+    const any = (s ?? e) as RenderedObject;
+    if (any.kind === "Namespace") {
+      if (any.metadata.name !== NAMESPACE_SENTINEL) throw new Error(`Namespace ${any.metadata.name}: the profiles were not rendered with the sentinel namespace`);
+      continue;
+    }
+    if (any.kind === "CustomResourceDefinition") continue;
+    const render = (o: RenderedObject) => (o.kind === "ClusterRoleBinding" && SCOPED_BINDINGS.has(o.metadata.name) ? bindingTemplate(o) : objectTemplate(o));
+    if (s && e && strip(s) === strip(e)) {
+      add(templateFile(s), render(s));
+      continue;
+    }
+    for (const [profile, o] of [["serving", s], ["eventing-only", e]] as const) {
+      if (o) add(templateFile(o), `{{- if eq $.Values.profile "${profile}" }}\n${render(o).trimEnd()}\n{{- end }}\n`);
+    }
+  }
+  return new Map([...files].sort(([a], [b]) => a.localeCompare(b)).map(([file, texts]) => [
+    file,
+    `{{- /* Generated by scripts/release/build-chart.ts from knative/ (${file.slice("templates/".length)}); edit knative/, not this file. */}}\n${texts.join("")}`,
+  ]));
+}

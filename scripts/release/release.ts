@@ -1,0 +1,154 @@
+/**
+ * `npm run release [-- DIR]`: writes the release of package.json's version into one directory
+ * (default `dist/appmonitor-<version>/`, replaced if there):
+ *
+ *   images/*.oci.tar        alert-receiver, memory-scaler, rule-sync, the dead-letter sink
+ *                           (event_display) and memhog, each an OCI archive named
+ *                           ghcr.io/kubedemo/appmonitor-<name>:<tag>, its digest kept from the build
+ *   images.txt              archive, name, tag and digest of each, for push-images.sh
+ *   push-images.sh          pushes them to a registry of yours, keeping (and checking) the digests
+ *   manifests/              each install profile rendered by kustomize from knative/, every image
+ *                           pinned by tag and digest (appmonitor-serving.yaml, appmonitor-eventing-only.yaml),
+ *                           and the CRD alone (appmonitor-crd.yaml, for upgrades)
+ *   appmonitor-<v>.tgz      the Helm chart (build-chart.ts), linted, its values pinning the digests
+ *   examples/, alertmanager/  the original demo's objects; Alertmanager's routing (knative/)
+ *   RELEASE-NOTES.md        CHANGELOG.md's section for the version, the images, the commands
+ *   SHA256SUMS              every file above
+ *
+ * The images are built with `npm run image`'s builder (podman, cached) and event_display by
+ * test/harness/bins/build.sh, as are helm and kubectl. Prints one line per step and the directory.
+ * Exit codes: 0 written; 1 a step failed (named on stderr); 2 usage.
+ */
+import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
+import { chmod, cp, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+import { stringify } from "yaml";
+import { buildImages } from "../../test/harness/images/build.ts";
+import { buildBinaries, repoRoot } from "../../test/harness/stack/paths.ts";
+import { archiveDigest } from "../../test/harness/stack/registry.ts";
+import { buildChart, packageFacts, renderProfiles, type ImagePin } from "./build-chart.ts";
+import { IMAGE_KEYS, PROFILES } from "./chart-templates.ts";
+import { changelogSection, checksums, imagesList, PUSH_SCRIPT, RELEASE_REGISTRY, releaseNotes, type ReleaseImage } from "./release-files.ts";
+
+const run = promisify(execFile);
+
+/** The Knative Eventing version event_display is built from (test/harness/bins/eventing/go.mod), its tag. */
+async function eventingVersion(): Promise<string> {
+  const goMod = await readFile(path.join(repoRoot, "test/harness/bins/eventing/go.mod"), "utf8");
+  const version = /^\s*knative\.dev\/eventing (v\S+)/m.exec(goMod)?.[1];
+  if (version === undefined) throw new Error("test/harness/bins/eventing/go.mod requires no knative.dev/eventing");
+  return version;
+}
+
+/** Runs a tool; its stdout. @throws Error naming the command, with its stderr. */
+async function tool(file: string, args: readonly string[]): Promise<string> {
+  try {
+    return (await run(file, [...args], { maxBuffer: 64 << 20 })).stdout;
+  } catch (error) {
+    throw new Error(`${path.basename(file)} ${args.join(" ")}: ${(error as { stderr?: string }).stderr?.trim() || String(error)}`, { cause: error });
+  }
+}
+
+/** Every file under `dir`, as paths relative to it. */
+async function filesUnder(dir: string, prefix = ""): Promise<string[]> {
+  const entries = await readdir(path.join(dir, prefix), { withFileTypes: true });
+  const nested = await Promise.all(entries.map((e) => (e.isDirectory() ? filesUnder(dir, path.join(prefix, e.name)) : [path.join(prefix, e.name)])));
+  return nested.flat();
+}
+
+async function sha256(file: string): Promise<string> {
+  return createHash("sha256").update(await readFile(file)).digest("hex");
+}
+
+/**
+ * Writes the release into `outDir`.
+ * @param say hears one line per step.
+ * @returns the directory.
+ * @throws Error naming the step that failed.
+ */
+export async function release(outDir: string, say: (line: string) => void = () => {}): Promise<string> {
+  const t0 = Date.now();
+  const step = (line: string) => say(`${line} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+  const { version } = await packageFacts();
+  const section = changelogSection(await readFile(path.join(repoRoot, "CHANGELOG.md"), "utf8"), version);
+  const bin = await buildBinaries(process.env, say);
+  const [kubectl, helm] = [path.join(bin, "kubectl"), path.join(bin, "helm")];
+  step("binaries: kubectl, helm");
+
+  await rm(outDir, { recursive: true, force: true });
+  await mkdir(path.join(outDir, "images"), { recursive: true });
+  const built = await buildImages(["alert-receiver", "memory-scaler", "rule-sync", "memhog"], say);
+  const archiveOf = (name: string) => built.find((b) => b.name === name)?.archive ?? "";
+  const sources = [
+    { key: "alertReceiver", name: "appmonitor-alert-receiver", tag: version, from: archiveOf("alert-receiver"), what: "alert-receiver: Alertmanager's webhook → one CloudEvent per alert" },
+    { key: "memoryScaler", name: "appmonitor-memory-scaler", tag: version, from: archiveOf("memory-scaler"), what: "memory-scaler: raises the workload's memory" },
+    { key: "ruleSync", name: "appmonitor-rule-sync", tag: version, from: archiveOf("rule-sync"), what: "rule-sync: one PrometheusRule per AppMonitor" },
+    { key: "eventDisplay", name: "appmonitor-event-display", tag: await eventingVersion(), from: path.join(bin, "knative-eventing", "event_display.oci.tar"), what: "the dead-letter sink: Knative's event_display, built from knative.dev/eventing" },
+    { key: undefined, name: "appmonitor-memhog", tag: version, from: archiveOf("memhog"), what: "memhog, the original demo's workload (examples/memhog.yaml names it quay.io/metral/memhog:v0.0.1)" },
+  ];
+  const images: (ReleaseImage & { key: string | undefined })[] = [];
+  for (const s of sources) {
+    const archive = `${s.name}.oci.tar`;
+    // The same manifest under the release's name: the digest is the build's.
+    await tool("skopeo", ["copy", "--quiet", "--preserve-digests", `oci-archive:${s.from}`, `oci-archive:${path.join(outDir, "images", archive)}:${RELEASE_REGISTRY}/${s.name}:${s.tag}`]);
+    const digest = await archiveDigest(path.join(outDir, "images", archive));
+    if (digest !== (await archiveDigest(s.from))) throw new Error(`images/${archive}: its digest ${digest} is not the build's`);
+    images.push({ key: s.key, archive, name: s.name, tag: s.tag, digest, what: s.what });
+  }
+  await writeFile(path.join(outDir, "images.txt"), imagesList(images));
+  await writeFile(path.join(outDir, "push-images.sh"), PUSH_SCRIPT);
+  await chmod(path.join(outDir, "push-images.sh"), 0o755);
+  step(`images: ${images.map((i) => `${i.name}:${i.tag}@${i.digest.slice(0, 19)}`).join(", ")}`);
+
+  const pins: ImagePin[] = Object.entries(IMAGE_KEYS).map(([name, key]) => {
+    const image = images.find((i) => i.key === key);
+    if (!image) throw new Error(`no release image for ${name} (${key})`);
+    return { name, newName: `${RELEASE_REGISTRY}/${image.name}`, newTag: image.tag, digest: image.digest };
+  });
+  const profiles = await renderProfiles(kubectl, { namespace: "appmonitor", images: pins });
+  await mkdir(path.join(outDir, "manifests"));
+  for (const profile of PROFILES) {
+    const text = profiles[profile].map((o) => stringify(o, { lineWidth: 0 })).join("---\n");
+    const unpinned = [...text.matchAll(/^\s*image: (\S+)$/gm)].map((m) => m[1] ?? "").filter((i) => !/:[\w.-]+@sha256:[0-9a-f]{64}$/.test(i));
+    if (unpinned.length > 0) throw new Error(`manifests/appmonitor-${profile}.yaml: images not pinned by tag and digest: ${unpinned.join(", ")}`);
+    await writeFile(path.join(outDir, "manifests", `appmonitor-${profile}.yaml`), `# appmonitor ${version}, the ${profile} profile (knative/${profile === "serving" ? "" : "eventing-only/"}), rendered by kustomize.\n${text}`);
+  }
+  // The CRD alone too: `helm upgrade` never changes a CRD, so an upgrade applies it first.
+  await cp(path.join(repoRoot, "knative", "crd", "appmonitor.yaml"), path.join(outDir, "manifests", "appmonitor-crd.yaml"));
+  step("manifests: both profiles rendered, every image pinned by tag and digest; the CRD");
+
+  const chartBuild = path.join(outDir, ".chart");
+  const digests = Object.fromEntries(images.filter((i) => i.key !== undefined).map((i) => [i.key as string, i.digest]));
+  const chart = await buildChart(chartBuild, { digests }, kubectl);
+  for (const profile of PROFILES) await tool(helm, ["lint", "--strict", chart, "--set", `profile=${profile}`]);
+  await tool(helm, ["package", chart, "--destination", outDir]);
+  await rm(chartBuild, { recursive: true, force: true });
+  step(`chart: appmonitor-${version}.tgz, helm lint clean for both profiles`);
+
+  await cp(path.join(repoRoot, "knative", "examples"), path.join(outDir, "examples"), { recursive: true, filter: (f) => !f.endsWith("kustomization.yaml") });
+  await mkdir(path.join(outDir, "alertmanager"));
+  await cp(path.join(repoRoot, "knative", "alertmanager", "alertmanager.yml"), path.join(outDir, "alertmanager", "alertmanager.yml"));
+  await writeFile(path.join(outDir, "RELEASE-NOTES.md"), releaseNotes(version, section, images));
+  const files = await filesUnder(outDir);
+  await writeFile(path.join(outDir, "SHA256SUMS"), checksums(await Promise.all(files.map(async (f) => ({ path: f, sha256: await sha256(path.join(outDir, f)) })))));
+  step(`RELEASE-NOTES.md, SHA256SUMS over ${files.length} files`);
+  return outDir;
+}
+
+if (import.meta.main) {
+  const args = process.argv.slice(2);
+  if (args.length > 1) {
+    console.error("usage: npm run release [-- DIR]   (default dist/appmonitor-<version>/)");
+    process.exit(2);
+  }
+  try {
+    const { version } = await packageFacts();
+    const dir = path.resolve(args[0] ?? path.join(repoRoot, "dist", `appmonitor-${version}`));
+    console.log(await release(dir, (line) => process.stderr.write(`release: ${line}\n`)));
+  } catch (error) {
+    console.error(`release: ${(error as Error).message}`);
+    process.exit(1);
+  }
+}

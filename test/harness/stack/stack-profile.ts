@@ -1,0 +1,114 @@
+/**
+ * The shipped Eventing-only profile (knative/eventing-only/) as the stack's real node runs it: the
+ * very files users apply, rendered by kustomize through an overlay of the stack's own that changes
+ * only what this machine needs, as a user's overlay would for their cluster:
+ *   - the dead-letter sink's image is Knative's event_display built here from the pinned module
+ *     (`test/harness/bins/eventing.sh`; no registry of Knative's can be reached);
+ *   - memory-scaler's and rule-sync's `PROMETHEUS_URL` are empty (unset): the stack's Prometheus
+ *     listens on 127.0.0.1, which no Pod reaches, and the shipped kube-prometheus-stack address
+ *     does not exist here, so memory-scaler scales without re-checking the working set, as its
+ *     README allows, and rule-sync reports RuleReady and MetricsReady `Unknown`
+ *     `PrometheusNotConfigured`;
+ *   - the images are used as imported into the node (`imagePullPolicy: IfNotPresent`): a `:latest`
+ *     tag would mean `Always`;
+ *   - without Eventing (`sink: "memory-scaler"`), alert-receiver's `K_SINK` is memory-scaler's
+ *     Service (DESIGN.md allows it), where the SinkBinding would inject the Broker's address.
+ * Another namespace is chosen as users choose it: in a copy of knative/, namespace.yaml renamed.
+ * Placement on the real node is not the overlay's: the namespace's annotations give every Pod in
+ * it the node's nodeSelector and toleration (`placeNamespace`).
+ */
+import { cp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { stringify } from "yaml";
+import type { Manifest } from "../lib/knative-service.ts";
+import { parseManifests } from "../lib/manifests.ts";
+import { eventingImage } from "./eventing-manifests.ts";
+import { repoRoot } from "./paths.ts";
+import { CLUSTER_DOMAIN } from "./real-node-config.ts";
+
+/** The namespace of knative/namespace/namespace.yaml, the install's as shipped. */
+export const SHIPPED_NAMESPACE = "appmonitor";
+
+/** The dead-letter sink's image as knative/eventing/dead-letter.yaml names it. */
+export const SHIPPED_SINK_IMAGE = "gcr.io/knative-releases/knative.dev/eventing/cmd/event_display";
+
+/** How the stack adapts the profile. */
+export interface StackProfileOptions {
+  /** The install's namespace (default {@link SHIPPED_NAMESPACE}). */
+  readonly namespace?: string;
+  /** The pinned Eventing module's version, the tag of the event_display image built here (e.g. `v0.50.0`). */
+  readonly eventingVersion: string;
+  /** Where alert-receiver's CloudEvents go: the SinkBinding's Broker (default), or memory-scaler's Service when Eventing does not run. */
+  readonly sink?: "sinkbinding" | "memory-scaler";
+}
+
+/** The images the stack's overlay renames: the dead-letter sink's, to the one built here. */
+export function stackProfileImages(eventingVersion: string): { name: string; newName: string; newTag: string }[] {
+  const built = eventingImage("event_display", eventingVersion);
+  const colon = built.lastIndexOf(":");
+  return [{ name: SHIPPED_SINK_IMAGE, newName: built.slice(0, colon), newTag: built.slice(colon + 1) }];
+}
+
+/**
+ * The stack's overlay (`kustomization.yaml` text) over `profileDir`, relative to the overlay's own
+ * directory (e.g. `../knative/eventing-only`). Pure text from plain data.
+ */
+export function stackProfileKustomization(profileDir: string, options: StackProfileOptions): string {
+  const namespace = options.namespace ?? SHIPPED_NAMESPACE;
+  const env = (deployment: string, name: string, value: string) => ({
+    target: { group: "apps", kind: "Deployment", name: deployment },
+    patch: stringify({
+      apiVersion: "apps/v1", kind: "Deployment", metadata: { name: deployment },
+      spec: { template: { spec: { containers: [{ name: deployment, env: [{ name, value }] }] } } },
+    }),
+  });
+  const patches = [
+    env("memory-scaler", "PROMETHEUS_URL", ""),
+    env("rule-sync", "PROMETHEUS_URL", ""),
+    ...(options.sink === "memory-scaler" ? [env("alert-receiver", "K_SINK", `http://memory-scaler.${namespace}.svc.${CLUSTER_DOMAIN}`)] : []),
+    {
+      target: { group: "apps", kind: "Deployment" },
+      patch: stringify([{ op: "add", path: "/spec/template/spec/containers/0/imagePullPolicy", value: "IfNotPresent" }]),
+    },
+  ];
+  return [
+    "# Written by test/harness/stack/stack-profile.ts: the shipped profile as the stack's real node runs it (see there for why).",
+    stringify({ apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: [profileDir], images: stackProfileImages(options.eventingVersion), patches }),
+  ].join("\n");
+}
+
+/**
+ * Renders the Eventing-only profile for the stack into `workDir` (emptied first): a copy of
+ * knative/ (its namespace.yaml renamed when `namespace` is another), the stack's overlay beside it,
+ * and the rendered objects in `rendered.yaml`.
+ * @param kustomize renders a kustomization directory (the stack's `kubectl kustomize`), returning its YAML.
+ * @returns the objects, in kustomize's order.
+ * @throws Error when namespace.yaml has no `name: appmonitor` line to rename, or as `kustomize` does.
+ */
+export async function renderStackProfile(workDir: string, options: StackProfileOptions, kustomize: (dir: string) => Promise<string>): Promise<Manifest[]> {
+  await rm(workDir, { recursive: true, force: true });
+  const copy = path.join(workDir, "knative");
+  await cp(path.join(repoRoot, "knative"), copy, { recursive: true });
+  const namespace = options.namespace ?? SHIPPED_NAMESPACE;
+  if (namespace !== SHIPPED_NAMESPACE) {
+    const file = path.join(copy, "namespace", "namespace.yaml");
+    const text = await readFile(file, "utf8");
+    const renamed = text.replace(new RegExp(`^  name: ${SHIPPED_NAMESPACE}$`, "m"), `  name: ${namespace}`);
+    if (renamed === text) throw new Error(`${file}: no "name: ${SHIPPED_NAMESPACE}" line to rename`);
+    await writeFile(file, renamed);
+  }
+  const overlay = path.join(workDir, "stack");
+  await mkdir(overlay, { recursive: true });
+  await writeFile(path.join(overlay, "kustomization.yaml"), stackProfileKustomization("../knative/eventing-only", options));
+  const yaml = await kustomize(overlay);
+  await writeFile(path.join(workDir, "rendered.yaml"), yaml);
+  return parseManifests(yaml, `the stack's Eventing-only profile (${overlay})`);
+}
+
+/** The names of the objects beside the `*.knative.dev` kinds that only Eventing uses: the dead-letter sink's Deployment and Service, the ApiServerSource's ServiceAccount and RBAC. */
+const EVENTING_ONLY_NAMES: ReadonlySet<string> = new Set(["appmonitor-dead-letter", "appmonitor-source"]);
+
+/** Whether an object of the profile only serves Knative Eventing (see {@link EVENTING_ONLY_NAMES}). */
+export function isEventingObject(o: Manifest): boolean {
+  return o.apiVersion.split("/")[0]?.endsWith(".knative.dev") === true || EVENTING_ONLY_NAMES.has(o.metadata.name);
+}

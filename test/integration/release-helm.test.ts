@@ -1,0 +1,201 @@
+// The release installed as a user installs it, on the stack's real node with Knative Eventing:
+// `npm run release`'s directory (release()), its images pushed with its push-images.sh into the
+// stack's registry under a registry name of the user's (registry.appmonitor.test/release, which the
+// node's containerd pulls from that registry), then
+//   - `helm install` of the packaged chart, Eventing-only profile, into the namespace `tools` (not
+//     the shipped one), image.registry the one value set for the registry: every image pulled by
+//     digest; the original memhog example scales 384Mi → 768Mi through the installed release
+//     (the demo's chain: Prometheus, Alertmanager, alert-receiver, the Broker, memory-scaler);
+//   - `helm upgrade` to a changed value (logLevel=debug): the functions roll out with it, the
+//     AppMonitor and its status are kept, and so is the webhook token;
+//   - `helm uninstall`: every object the release rendered is gone in every namespace; the CRD and
+//     the AppMonitors stay, as do memory-scaler's annotations on the workload it scaled.
+// Figures (release, install, chain, upgrade, uninstall) go to the diagnostics. One real node per
+// machine: the file takes the machine-wide lock first.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import * as k8s from "@kubernetes/client-node";
+import { parseAllDocuments } from "yaml";
+import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../functions/lib/appmonitor.ts";
+import { release } from "../../scripts/release/release.ts";
+import { runChain, type ChainResult } from "../harness/demo/chain.ts";
+import { installEventing, placeNamespace } from "../harness/stack/eventing-install.ts";
+import { buildBinaries } from "../harness/stack/paths.ts";
+import { REAL_NODE, realNodePaths } from "../harness/stack/real-node-config.ts";
+import { hostsDirName, hostsToml } from "../harness/stack/registry-config.ts";
+import { down, up, type StackState } from "../harness/stack/stack.ts";
+import { acquireRealNodeLock } from "../support/real-node-lock.ts";
+
+const run = promisify(execFile);
+/** The user's registry, as the chart names it; the node's containerd pulls it from the stack's registry. */
+const USER_REGISTRY = "registry.appmonitor.test/release";
+/** Not the shipped namespace: every place that names it must follow. */
+const NAMESPACE = "tools";
+const WORKLOAD_NS = "release-demo";
+
+let state: StackState | undefined;
+let stateDir = "";
+let releaseDir = "";
+let helm = "";
+let releaseLock: (() => Promise<void>) | undefined;
+let kc: k8s.KubeConfig;
+let chained: ChainResult | undefined;
+const seconds: Record<string, number> = {};
+
+async function timed<T>(name: string, work: () => Promise<T>): Promise<T> {
+  const t0 = Date.now();
+  try {
+    return await work();
+  } finally {
+    seconds[name] = (Date.now() - t0) / 1000;
+  }
+}
+
+async function tool(file: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  try {
+    return (await run(file, [...args], { maxBuffer: 64 << 20, env, timeout: 600_000 })).stdout;
+  } catch (error) {
+    throw new Error(`${path.basename(file)} ${args.join(" ")}: ${(error as { stderr?: string }).stderr ?? String(error)}`, { cause: error });
+  }
+}
+
+const kubeconfigArg = () => `--kubeconfig=${state?.kubeconfig}`;
+const chartFile = () => path.join(releaseDir, "appmonitor-0.2.0.tgz");
+const helmArgs = (...args: string[]) => tool(helm, [...args, kubeconfigArg()]);
+const installValues = ["--set", "profile=eventing-only", "--set", `image.registry=${USER_REGISTRY}`, "--set", "prometheusUrl="];
+
+before(async () => {
+  releaseLock = await acquireRealNodeLock();
+  helm = path.join(await buildBinaries(), "helm");
+  const work = await mkdtemp(path.join(os.tmpdir(), "appmonitor-release-helm-"));
+  releaseDir = await timed("release", () => release(path.join(work, "appmonitor-0.2.0"), (line) => process.stderr.write(`# release: ${line}\n`)));
+  stateDir = path.join(work, "stack");
+  await mkdir(stateDir);
+  state = await timed("stack up with the real node", () => up({ stateDir, nodes: 1, realNode: true, progress: (line) => process.stderr.write(`# stack: ${line}\n`) }));
+  process.env.APPMONITOR_STACK_DIR = stateDir;
+  kc = new k8s.KubeConfig();
+  kc.loadFromFile(state.kubeconfig);
+  const registry = state.registry;
+  assert.ok(registry, "the stack has its registry");
+  // The user's registry is served by the stack's: containerd pulls registry.appmonitor.test from it.
+  const hostsDir = path.join(realNodePaths(stateDir).containerdHostsDir, hostsDirName(USER_REGISTRY.split("/")[0] as string));
+  await mkdir(hostsDir, { recursive: true });
+  await writeFile(path.join(hostsDir, "hosts.toml"), hostsToml(USER_REGISTRY.split("/")[0] as string, registry.address));
+  const pushed = await timed("push-images.sh", () => tool(path.join(releaseDir, "push-images.sh"), [`${registry.address}/${USER_REGISTRY}`], { ...process.env, PUSH_TOOL: "skopeo", TLS_VERIFY: "false" }));
+  process.stderr.write(`# pushed:\n${pushed}`);
+  await timed("Eventing install", () => installEventing(state as StackState));
+  // What the cluster must have (docs/install.md, "Requirements"): prometheus-operator's PrometheusRule CRD.
+  const promRuleCrd = path.join(path.dirname(state.binaries.kubectl), "crds", "monitoring.coreos.com_prometheusrules.yaml");
+  await tool(state.binaries.kubectl, [kubeconfigArg(), "apply", "--server-side", "-f", promRuleCrd]);
+  await tool(state.binaries.kubectl, [kubeconfigArg(), "wait", "--for=condition=Established", "--timeout=60s", "crd/prometheusrules.monitoring.coreos.com"]);
+  // The namespaces first, placed on the real node, as the cluster's admin would prepare them.
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  for (const name of [NAMESPACE, WORKLOAD_NS]) {
+    await core.createNamespace({ body: { metadata: { name } } });
+    await placeNamespace(state, name);
+  }
+}, { timeout: 40 * 60_000 });
+
+after(async () => {
+  process.stderr.write(`# figures (s): ${JSON.stringify(seconds)}\n`);
+  if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
+  await releaseLock?.();
+});
+
+/** The Pods and Warning Events of the install's namespace, for a failure's message. */
+async function namespaceState(): Promise<string> {
+  const kubectl = (state as StackState).binaries.kubectl;
+  const pods = await tool(kubectl, [kubeconfigArg(), "get", "pods,deployments", "-n", NAMESPACE, "-o", "wide"]).catch((e: Error) => e.message);
+  const events = await tool(kubectl, [kubeconfigArg(), "get", "events", "-n", NAMESPACE, "--field-selector", "type=Warning"]).catch((e: Error) => e.message);
+  return `${pods}\n${events}`;
+}
+
+/** The objects of `helm get manifest`: what the release rendered and installed. */
+async function releasedObjects(): Promise<{ apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }[]> {
+  const text = await helmArgs("get", "manifest", "appmonitor", "-n", NAMESPACE);
+  return parseAllDocuments(text).map((d) => d.toJS() as { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }).filter((o) => o !== null);
+}
+
+const appMonitor = async () => (await kc.makeApiClient(k8s.CustomObjectsApi).getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace: WORKLOAD_NS, plural: "appmonitors", name: "mymonitor" })) as {
+  metadata: { uid: string }; status?: { scaleCount?: number; recentScales?: unknown[] };
+};
+
+test("helm install of the release's chart, Eventing-only, into namespace tools: every image pulled by digest from the user's registry, and memhog scales through it", { timeout: 30 * 60_000 }, async (t) => {
+  await timed("helm install", () => helmArgs("install", "appmonitor", chartFile(), "-n", NAMESPACE, ...installValues, "--wait", "--timeout", "5m")).catch(async (error: Error) => {
+    throw new Error(`${error.message}\n${await namespaceState()}`, { cause: error });
+  });
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const pods = (await core.listNamespacedPod({ namespace: NAMESPACE })).items.filter((p) => p.status?.phase === "Running");
+  const byDigest = pods.flatMap((p) => p.spec?.containers.map((c) => c.image ?? "") ?? []).filter((i) => i.startsWith(`${USER_REGISTRY}/`));
+  assert.ok(byDigest.length >= 4, `the function and sink Pods run images of the user's registry: ${byDigest.join(", ")}`);
+  for (const image of byDigest) assert.match(image, /:[\w.-]+@sha256:[0-9a-f]{64}$/, image);
+  for (const p of pods) assert.equal(p.spec?.nodeName, REAL_NODE.name, `${p.metadata?.name} on the real node`);
+  const secret = await core.readNamespacedSecret({ name: "appmonitor-webhook", namespace: NAMESPACE });
+  const webhookToken = Buffer.from(secret.data?.token ?? "", "base64").toString();
+  assert.equal(webhookToken.length, 64, "the chart made the webhook token");
+
+  chained = await timed("demo chain through the release", () => runChain(state as StackState, {
+    namespace: WORKLOAD_NS, realNode: true, functionPods: true, eventing: true, keep: true, installed: { namespace: NAMESPACE, webhookToken },
+    onProgress: (line) => t.diagnostic(line),
+  }));
+  assert.deepEqual(chained.before, { request: "256Mi", limit: "384Mi" });
+  assert.deepEqual(chained.after, { request: "512Mi", limit: "768Mi" });
+  assert.ok(chained.hops.some((h) => h.name === "CloudEvent handed to Trigger memory-scaler-alert-firing by the Broker filter"), "through the release's Broker");
+  assert.equal(chained.recorded.scaleCount, 1);
+  t.diagnostic(`images: ${[...new Set(byDigest)].join(", ")}`);
+  for (const hop of chained.hops) t.diagnostic(`${hop.name}${hop.detail ? `: ${hop.detail}` : ""}`);
+});
+
+test("helm upgrade to a changed value rolls the functions out with it and keeps the AppMonitor, its status and the webhook token", { timeout: 15 * 60_000 }, async () => {
+  assert.ok(chained, "the install test ran");
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const apps = kc.makeApiClient(k8s.AppsV1Api);
+  const before = await appMonitor();
+  const token = (await core.readNamespacedSecret({ name: "appmonitor-webhook", namespace: NAMESPACE })).data?.token;
+  await timed("helm upgrade", () => helmArgs("upgrade", "appmonitor", chartFile(), "-n", NAMESPACE, ...installValues, "--set", "logLevel=debug", "--wait", "--timeout", "5m"));
+  for (const name of ["alert-receiver", "memory-scaler", "rule-sync"]) {
+    const d = await apps.readNamespacedDeployment({ name, namespace: NAMESPACE });
+    assert.equal(d.spec?.template.spec?.containers[0]?.env?.find((e) => e.name === "LOG_LEVEL")?.value, "debug", name);
+    assert.equal(d.status?.updatedReplicas, 1, `${name} rolled out`);
+  }
+  const afterUpgrade = await appMonitor();
+  assert.equal(afterUpgrade.metadata.uid, before.metadata.uid, "the same AppMonitor");
+  assert.equal(afterUpgrade.status?.scaleCount, 1);
+  assert.deepEqual(afterUpgrade.status?.recentScales, before.status?.recentScales);
+  assert.equal((await core.readNamespacedSecret({ name: "appmonitor-webhook", namespace: NAMESPACE })).data?.token, token, "the token is kept");
+  assert.match(await helmArgs("status", "appmonitor", "-n", NAMESPACE), /REVISION: 2/);
+});
+
+test("helm uninstall removes every object the release installed, in every namespace; the CRD, the AppMonitors and memory-scaler's annotations on the workload stay", { timeout: 10 * 60_000 }, async (t) => {
+  assert.ok(chained, "the install test ran");
+  const installed = await releasedObjects();
+  assert.ok(installed.length > 30, `${installed.length} objects`);
+  await timed("helm uninstall", () => helmArgs("uninstall", "appmonitor", "-n", NAMESPACE, "--wait", "--timeout", "5m"));
+  const kubectl = (state as StackState).binaries.kubectl;
+  const kinds = [...new Set(installed.map((o) => `${o.kind}.${o.apiVersion.includes("/") ? o.apiVersion.split("/")[0] : ""}`.replace(/\.$/, "")))].sort();
+  const left = await tool(kubectl, [kubeconfigArg(), "get", kinds.join(","), "--all-namespaces", "-o", "json"]);
+  const names = new Set(installed.map((o) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`));
+  const remaining = (JSON.parse(left) as { items: { kind: string; metadata: { name: string; namespace?: string } }[] }).items
+    .map((o) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`).filter((k) => names.has(k));
+  assert.deepEqual(remaining, [], "nothing the release installed is left");
+  // What Eventing made for the release (the Broker's channel, the adapter's Deployment) goes with it.
+  const inNamespace = JSON.parse(await tool(kubectl, [kubeconfigArg(), "get", "all,brokers,triggers,inmemorychannels,subscriptions,apiserversources,pingsources,sinkbindings", "-n", NAMESPACE, "-o", "json"])) as { items: { kind: string; metadata: { name: string } }[] };
+  const eventually = inNamespace.items.filter((o) => !(o.kind === "Service" && o.metadata.name === "kubernetes"));
+  t.diagnostic(`kubectl get ${kinds.join(",")} --all-namespaces: none of the release's; in ${NAMESPACE} afterwards: ${eventually.map((o) => `${o.kind}/${o.metadata.name}`).join(", ") || "nothing"}`);
+  const crd = await kc.makeApiClient(k8s.ApiextensionsV1Api).readCustomResourceDefinition({ name: "appmonitors.kubedemo.com" });
+  assert.equal(crd.metadata?.name, "appmonitors.kubedemo.com", "Helm keeps the CRD of crds/");
+  assert.equal((await appMonitor()).status?.scaleCount, 1, "the AppMonitor and its status stay with the CRD");
+  const memhog = await kc.makeApiClient(k8s.AppsV1Api).readNamespacedDeployment({ name: "memhog", namespace: WORKLOAD_NS });
+  const annotations = memhog.metadata?.annotations ?? {};
+  assert.ok(annotations[LAST_SCALE_ANNOTATION] && annotations[LAST_SCALE_RECORD_ANNOTATION], "memory-scaler's record of the scale stays on the workload");
+  assert.equal(memhog.spec?.template.spec?.containers[0]?.resources?.limits?.memory, "768Mi", "and so does the memory it set");
+  await tool(kubectl, [kubeconfigArg(), "annotate", "deployment", "memhog", "-n", WORKLOAD_NS, `${LAST_SCALE_ANNOTATION}-`, `${LAST_SCALE_RECORD_ANNOTATION}-`]);
+  const cleaned = await kc.makeApiClient(k8s.AppsV1Api).readNamespacedDeployment({ name: "memhog", namespace: WORKLOAD_NS });
+  assert.equal(Object.keys(cleaned.metadata?.annotations ?? {}).filter((k) => k.startsWith("app-monitor.kubedemo.com/")).length, 0, "the documented command removes them");
+  t.diagnostic(`figures (s): ${JSON.stringify(seconds)}`);
+});

@@ -1,0 +1,172 @@
+// The Helm chart (scripts/release/build-chart.ts) against the kustomize install it is generated
+// from: built, linted by the real helm (test/harness/bins/helm), rendered by `helm template` and
+// compared object by object with `kubectl kustomize` of each profile, in the shipped namespace and
+// in another. Equal but for what is Helm's (its labels, the webhook Secret it makes, the Namespace
+// and the CRD it leaves to --create-namespace and crds/) and the images, which name the release's
+// registry. So the chart and knative/ cannot drift; and each value does what values.yaml says.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+import { parseAllDocuments } from "yaml";
+import { buildChart, renderProfiles } from "../../../scripts/release/build-chart.ts";
+import { IMAGE_KEYS, type RenderedObject } from "../../../scripts/release/chart-templates.ts";
+import { buildBinaries, repoRoot } from "../../harness/stack/paths.ts";
+import { objectKey, overlayDifferences } from "../../support/profiles.ts";
+import { tempDir, type TempDir } from "../../support/temp-dir.ts";
+
+const run = promisify(execFile);
+let scratch: TempDir;
+let chart = "";
+let helm = "";
+let kubectl = "";
+
+before(async () => {
+  const bin = await buildBinaries();
+  [helm, kubectl] = [path.join(bin, "helm"), path.join(bin, "kubectl")];
+  scratch = await tempDir("appmonitor-chart");
+  chart = await buildChart(scratch.path, {}, kubectl);
+});
+after(() => scratch.remove());
+
+/** `helm template` of the chart, its objects. @throws Error with helm's stderr. */
+async function template(namespace: string, set: readonly string[] = []): Promise<RenderedObject[]> {
+  try {
+    const { stdout } = await run(helm, ["template", "appmonitor", chart, "--namespace", namespace, ...set.flatMap((s) => ["--set", s])], { maxBuffer: 32 << 20 });
+    return parseAllDocuments(stdout).map((d) => d.toJS() as RenderedObject).filter((o) => o !== null);
+  } catch (error) {
+    throw new Error(`helm template: ${(error as { stderr?: string }).stderr ?? String(error)}`, { cause: error });
+  }
+}
+
+const HELM_LABELS = ["app.kubernetes.io/managed-by", "app.kubernetes.io/instance", "helm.sh/chart"];
+
+/** An object with Helm's labels gone and each image named by its key in values.images. */
+function normalized(o: RenderedObject, images: Readonly<Record<string, string>>): RenderedObject {
+  const copy = structuredClone(o) as RenderedObject & { metadata: { labels?: Record<string, string> } };
+  for (const label of HELM_LABELS) delete copy.metadata.labels?.[label];
+  if (copy.metadata.labels && Object.keys(copy.metadata.labels).length === 0) delete copy.metadata.labels;
+  const containers = (copy as { spec?: { template?: { spec?: { containers?: { image: string }[] } } } }).spec?.template?.spec?.containers ?? [];
+  for (const c of containers) {
+    const repository = c.image.replace(/@sha256:[0-9a-f]{64}$/, "").replace(/:[\w.-]+$/, "");
+    c.image = `image of ${images[repository] ?? `unknown ${repository}`}`;
+  }
+  return copy;
+}
+
+/** The chart's image repositories (at the default registry), by key, for {@link normalized}. */
+async function chartImages(): Promise<Record<string, string>> {
+  const values = parseAllDocuments(await readFile(path.join(chart, "values.yaml"), "utf8"))[0]?.toJS() as { image: { registry: string }; images: Record<string, { name: string }> };
+  return Object.fromEntries(Object.entries(values.images).map(([key, image]) => [`${values.image.registry}/${image.name}`, key]));
+}
+
+/** Every difference between kustomize's objects and helm's, as `key path: kustomize → helm`, and the objects only one has. */
+async function drift(profile: "serving" | "eventing-only", namespace: string): Promise<{ differences: string[]; onlyKustomize: string[]; onlyHelm: string[] }> {
+  const [kustomized, helmed, images] = await Promise.all([
+    renderProfiles(kubectl, { namespace }).then((p) => p[profile]),
+    template(namespace, [`profile=${profile}`]),
+    chartImages(),
+  ]);
+  const k = new Map(kustomized.map((o) => [objectKey(o), normalized(o, IMAGE_KEYS)]));
+  const h = new Map(helmed.map((o) => [objectKey(o), normalized(o, images)]));
+  return {
+    differences: [...k].flatMap(([key, o]) => (h.has(key) ? overlayDifferences(o, h.get(key)).map((d) => `${key} ${d.path}: ${JSON.stringify(d.shipped)} → ${JSON.stringify(d.rendered)}`) : [])),
+    onlyKustomize: [...k.keys()].filter((key) => !h.has(key)).sort(),
+    onlyHelm: [...h.keys()].filter((key) => !k.has(key)).sort(),
+  };
+}
+
+describe("the chart", () => {
+  for (const set of [[], ["profile=eventing-only"], ["watchNamespaces={team-a,team-b}"], ["webhook.existingSecret=mine", "prometheusUrl="]]) {
+    test(`helm lint passes${set.length ? ` with ${set.join(" ")}` : ""}`, async () => {
+      const { stdout } = await run(helm, ["lint", "--strict", chart, ...set.flatMap((s) => ["--set", s])]);
+      assert.match(stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+    });
+  }
+
+  test("its CRD is knative/'s, byte for byte, in crds/ (Helm installs it once and keeps it)", async () => {
+    assert.equal(await readFile(path.join(chart, "crds", "appmonitor.yaml"), "utf8"), await readFile(path.join(repoRoot, "knative", "crd", "appmonitor.yaml"), "utf8"));
+  });
+
+  test("Chart.yaml carries package.json's version as version and appVersion", async () => {
+    const { version } = JSON.parse(await readFile(path.join(repoRoot, "package.json"), "utf8")) as { version: string };
+    const facts = parseAllDocuments(await readFile(path.join(chart, "Chart.yaml"), "utf8"))[0]?.toJS() as { version: string; appVersion: string };
+    assert.deepEqual([facts.version, facts.appVersion], [version, version]);
+  });
+
+  for (const profile of ["serving", "eventing-only"] as const) {
+    for (const namespace of ["appmonitor", "tools"]) {
+      test(`${profile} in namespace ${namespace}: helm template renders what kubectl kustomize does, but for Helm's own`, async () => {
+        const found = await drift(profile, namespace);
+        assert.deepEqual(found.differences, []);
+        assert.deepEqual(found.onlyKustomize, ["apiextensions.k8s.io/v1 CustomResourceDefinition /appmonitors.kubedemo.com", `v1 Namespace /${namespace}`]);
+        assert.deepEqual(found.onlyHelm, [`v1 Secret ${namespace}/appmonitor-webhook`]);
+      });
+    }
+  }
+});
+
+describe("the chart's values", () => {
+  const find = (objects: RenderedObject[], kind: string, name: string) => objects.find((o) => o.kind === kind && o.metadata.name === name) as
+    (RenderedObject & { spec: Record<string, unknown> & { template: { spec: { containers: { env: { name: string; value: string }[]; image: string }[]; volumes?: { secret?: { secretName: string } }[] } } } }) | undefined;
+  const env = (o: ReturnType<typeof find>) => Object.fromEntries((o?.spec.template.spec.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
+
+  test("image.registry is the one value that moves every image, digests kept", async () => {
+    const digest = `sha256:${"a".repeat(64)}`;
+    const objects = await template("appmonitor", ["profile=eventing-only", "image.registry=registry.example.com/team", `images.memoryScaler.digest=${digest}`]);
+    const images = objects.flatMap((o) => (o as unknown as { spec?: { template?: { spec?: { containers?: { image: string }[] } } } }).spec?.template?.spec?.containers?.map((c) => c.image) ?? []).sort();
+    const { version } = JSON.parse(await readFile(path.join(repoRoot, "package.json"), "utf8")) as { version: string };
+    assert.deepEqual(images, [
+      `registry.example.com/team/appmonitor-alert-receiver:${version}`,
+      "registry.example.com/team/appmonitor-event-display:v0.50.0",
+      `registry.example.com/team/appmonitor-memory-scaler:${version}@${digest}`,
+      `registry.example.com/team/appmonitor-rule-sync:${version}`,
+    ]);
+  });
+
+  test("prometheusUrl, metricSource, ruleLabels, alertSeverity and logLevel reach the functions' environment", async () => {
+    const objects = await template("appmonitor", ["profile=eventing-only", "prometheusUrl=", "metricSource=kube-state-metrics", "ruleLabels.release=kps", "ruleLabels.team=a", "alertSeverity=critical", "logLevel=debug"]);
+    assert.deepEqual(env(find(objects, "Deployment", "memory-scaler")), { PROMETHEUS_URL: "", LOG_LEVEL: "debug" });
+    assert.deepEqual(env(find(objects, "Deployment", "rule-sync")), { PROMETHEUS_URL: "", METRIC_SOURCE: "kube-state-metrics", RULE_LABELS: "release=kps,team=a", ALERT_SEVERITY: "critical", LOG_LEVEL: "debug" });
+  });
+
+  test("webhook.existingSecret: alert-receiver mounts yours and the chart makes none; else it makes appmonitor-webhook with a 64-character token", async () => {
+    const mine = await template("appmonitor", ["webhook.existingSecret=mine"]);
+    assert.equal(find(mine, "Secret", "appmonitor-webhook"), undefined);
+    const receiver = find(mine, "Service", "alert-receiver");
+    assert.equal(receiver?.spec.template.spec.volumes?.[0]?.secret?.secretName, "mine");
+    const made = find(await template("appmonitor"), "Secret", "appmonitor-webhook") as unknown as { data: { token: string } };
+    assert.equal(Buffer.from(made.data.token, "base64").toString().length, 64);
+  });
+
+  test("watchNamespaces: RoleBindings in each listed namespace instead of ClusterRoleBindings, the source watches those, WATCH_NAMESPACES set; Nodes stay cluster-wide", async () => {
+    const objects = await template("appmonitor", ["profile=eventing-only", "watchNamespaces={team-a,team-b}"]);
+    const bindings = objects.filter((o) => o.kind === "ClusterRoleBinding").map((o) => o.metadata.name).sort();
+    assert.deepEqual(bindings, ["appmonitor-memory-scaler-nodes"]);
+    const roleBindings = objects.filter((o) => o.kind === "RoleBinding").map((o) => `${o.metadata.namespace}/${o.metadata.name}`).sort();
+    assert.deepEqual(roleBindings, [
+      "appmonitor/appmonitor-memory-scaler-events",
+      ...["team-a", "team-b"].flatMap((ns) => ["appmonitor-memory-scaler", "appmonitor-rule-sync", "appmonitor-source"].map((n) => `${ns}/${n}`)),
+    ].sort());
+    const nodes = objects.find((o) => o.kind === "ClusterRole" && o.metadata.name === "appmonitor-memory-scaler-nodes") as unknown as { rules: unknown[] };
+    assert.deepEqual(nodes.rules, [{ apiGroups: [""], resources: ["nodes"], verbs: ["list"] }]);
+    assert.deepEqual(find(objects, "ApiServerSource", "appmonitors")?.spec.namespaceSelector, { matchExpressions: [{ key: "kubernetes.io/metadata.name", operator: "In", values: ["team-a", "team-b"] }] });
+    for (const name of ["memory-scaler", "rule-sync"]) assert.equal(env(find(objects, "Deployment", name)).WATCH_NAMESPACES, "team-a,team-b", name);
+    assert.equal(env(find(objects, "Deployment", "alert-receiver")).WATCH_NAMESPACES, undefined);
+  });
+
+  const refused: [string, RegExp][] = [
+    ["profile=knative", /profile/],
+    ["metricSource=kubelet", /metricSource/],
+    ["watchNamespaces={Team_A}", /watchNamespaces/],
+    ["images.memoryScaler.digest=latest", /digest/],
+    ["imageRegistry=x", /imageRegistry/],
+  ];
+  for (const [set, names] of refused) {
+    test(`a bad value is refused with its name: ${set}`, async () => {
+      await assert.rejects(template("appmonitor", [set]), (error: Error) => names.test(error.message));
+    });
+  }
+});
