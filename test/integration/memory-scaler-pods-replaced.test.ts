@@ -58,7 +58,7 @@ describe("memory-scaler says a scale replaces the workload's Pods", { concurrenc
       const warning = events.find((e) => e.reason === "PodsReplaced");
       assert.ok(warning?.note?.startsWith(`${prefix}the rollout of this scale replaces (restarts) its Pods, and what they hold in memory and in emptyDir volumes is lost: `), warning?.note);
       assert.match(warning?.note ?? "", /Deployment web has a single replica, so no other Pod holds what its Pod holds; its Pod template has emptyDir volume cache\./, kind);
-      assert.match(warning?.note ?? "", /without replacing them \(an in-place resize\)$/, kind);
+      assert.match(warning?.note ?? "", /spec\.updateMode: InPlace \(or InPlaceOrRollout\) on the AppMonitor resizes the running Pods instead, without replacing them$/, kind);
       assert.equal(warning?.related?.kind, kind === "Deployment" ? "AppMonitor" : "Deployment");
     }
   });

@@ -71,9 +71,9 @@ async function start(name: FunctionName): Promise<FunctionContainer> {
     delete env.WEBHOOK_TOKEN_FILE;
     return runContainer({ image, env: { ...env, WEBHOOK_TOKEN, K_SINK: sink.url } });
   }
+  // The Services' PROMETHEUS_URL names kube-prometheus-stack's in-cluster Service: not here.
+  delete env.PROMETHEUS_URL;
   if (name === "memory-scaler") {
-    // The Service's PROMETHEUS_URL names kube-prometheus-stack's in-cluster Service: not here.
-    delete env.PROMETHEUS_URL;
     return runContainer({ image, env, credentials: await credentials(SCALER_NAMESPACE, SCALER_SERVICE_ACCOUNT) });
   }
   // The shared stack's AppMonitors belong to other tests.
