@@ -266,12 +266,14 @@ describe("a wrong PROMETHEUS_URL", () => {
     await fn2.send(RESYNC_EVENT_TYPE, {});
     assert.deepEqual((await warnings(ns, "watch")).sort(), ["PrometheusAPIError", "PrometheusUnreachable"]);
 
-    // Pointed at Prometheus, it mends: the conditions say what Prometheus says, no new Warning.
+    // Pointed at Prometheus, it mends: the conditions say what Prometheus says, and no new Warning
+    // about Prometheus itself (whether this stack's Prometheus has the namespace's series, which
+    // MetricsReady warns about, is not this test's).
     await fn2.stop();
     const fn3 = await ruleSyncFor(t, ns, { PROMETHEUS_URL: prometheus.url });
     await fn3.send(RESYNC_EVENT_TYPE, {});
     const mended = condition(await readAppMonitor(ns, "watch"), "RuleReady");
     assert.deepEqual([mended?.status, mended?.reason], ["False", "RuleNotLoaded"]);
-    assert.equal((await warnings(ns, "watch")).length, 2);
+    assert.deepEqual((await warnings(ns, "watch")).filter((reason) => reason.startsWith("Prometheus")).sort(), ["PrometheusAPIError", "PrometheusUnreachable"]);
   });
 });

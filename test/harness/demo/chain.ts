@@ -32,6 +32,7 @@
  * its working set reaches the threshold: the chain reads the old Pod's working set back from
  * Prometheus, for the caller to see where the scale came on it.
  */
+import { FUNCTIONS_NAMESPACE } from "../stack/function-pods-install.ts";
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -344,13 +345,14 @@ function clock(at: number | undefined): string {
 }
 
 /**
- * The Broker filter's receipt of event `eventId` for Trigger `appmonitor/<trigger>`, from its log,
+ * The Broker filter's receipt of event `eventId` for Trigger `<functions' namespace>/<trigger>`, from its log,
  * with the ingress's arrival time: the proof that the event went through the Broker.
  * @throws HopError when the filter has not logged it within 10 s.
  */
-async function brokerReceipt(admin: k8s.KubeConfig, hops: Hop[], trigger: string, eventId: string): Promise<FilterReceipt & { arrivedAt: number }> {
-  return until(`the Broker filter hands event ${eventId} to Trigger ${trigger}`, hops, 10_000, async () =>
-    (await readFilterReceipts(admin)).find((r): r is FilterReceipt & { arrivedAt: number } => r.trigger === `appmonitor/${trigger}` && r.eventId === eventId && r.arrivedAt !== undefined));
+async function brokerReceipt(run: Run, trigger: string, eventId: string): Promise<FilterReceipt & { arrivedAt: number }> {
+  const namespace = run.options.installed?.namespace ?? FUNCTIONS_NAMESPACE;
+  return until(`the Broker filter hands event ${eventId} to Trigger ${trigger}`, run.hops, 10_000, async () =>
+    (await readFilterReceipts(run.admin)).find((r): r is FilterReceipt & { arrivedAt: number } => r.trigger === `${namespace}/${trigger}` && r.eventId === eventId && r.arrivedAt !== undefined));
 }
 
 /** What every step of one run shares: the stack, the options, the admin's clients and the hops so far. */
@@ -517,14 +519,14 @@ async function routeAlerts(run: Run, receiverUrl: string, webhookToken: string):
  * @returns the AppMonitor as stored and the PrometheusRule's groups.
  */
 async function syncRule(run: Run, ruleSync: FunctionProcess): Promise<{ stored: StoredAppMonitor; groups: { name: string }[] }> {
-  const { state, options, namespace, hops, hop, admin, custom } = run;
+  const { state, options, namespace, hops, hop, custom } = run;
   await apply(state, await appMonitorManifest(options.trend), namespace);
   const stored = (await custom.getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace, plural: "appmonitors", name: "mymonitor" })) as StoredAppMonitor;
   if (options.eventing) {
     // The ApiServerSource's adapter sees the new object and sends its add event to the Broker.
     const reconciled = await until("rule-sync receives the AppMonitor's add event from the ApiServerSource", hops, 60_000, async () =>
       firstLog(ruleSync, (l) => l.msg === "AppMonitor reconciled" && l.eventType === "dev.knative.apiserver.resource.add" && l.namespace === namespace && l.name === "mymonitor"));
-    const receipt = await brokerReceipt(admin, hops, "rule-sync-appmonitor-add", String(reconciled.eventId));
+    const receipt = await brokerReceipt(run, "rule-sync-appmonitor-add", String(reconciled.eventId));
     hop("AppMonitor add event through the Broker to rule-sync", logTime(reconciled), `ApiServerSource appmonitors → Broker (ingress ${clock(receipt.arrivedAt)}, filter ${clock(receipt.at)}) → Trigger rule-sync-appmonitor-add`, logClock("rule-sync"));
   } else {
     // What an ApiServerSource in Resource mode sends for the new object.
@@ -686,7 +688,7 @@ async function alertFires(run: Run, oldName: string, stored: StoredAppMonitor): 
  * @throws HopError when memory-scaler did not scale.
  */
 async function observeScale(run: Run, fns: RunningFunctions, oldName: string): Promise<void> {
-  const { options, namespace, hops, hop, admin } = run;
+  const { options, namespace, hops, hop } = run;
   const { scaler, receiver } = fns;
   const podKey = `${namespace}/${oldName}`;
   const decided = await until("memory-scaler decides on the alerting Pod", hops, 30_000, async () =>
@@ -698,7 +700,7 @@ async function observeScale(run: Run, fns: RunningFunctions, oldName: string): P
   // Straight to memory-scaler, its request arrives while alert-receiver's webhook request is
   // in flight; through the Broker, the ingress accepts the event then (alert-receiver waits for
   // its 202) and the filter delivers it a little later.
-  const receipt = options.eventing ? await brokerReceipt(admin, hops, "memory-scaler-alert-firing", String(decided.eventId)) : undefined;
+  const receipt = options.eventing ? await brokerReceipt(run, "memory-scaler-alert-firing", String(decided.eventId)) : undefined;
   const sent = receipt?.arrivedAt ?? eventArrived;
   const webhook = await until("alert-receiver's webhook request log", hops, 5_000, async () =>
     firstLog(receiver, (l) => l.msg === "request" && l.path === "/" && span(l).start <= sent && sent <= span(l).end));
