@@ -12,7 +12,9 @@
 # upstream PrometheusRule CRD, generated from prometheus-operator's API module (crds/), and the
 # VerticalPodAutoscaler CRDs from the pinned vertical-pod-autoscaler module (gen_vpa_crd),
 # prometheus-operator/ the operator, its config reloader, every monitoring.coreos.com CRD and its
-# RBAC as the pinned module ships them (promop/), knative-eventing/ Knative Eventing's commands
+# RBAC as the pinned module ships them (promop/), with the config reloader's image, prometheus/
+# upstream Prometheus and promtool with the Prometheus image, for the operator stack on the real
+# node (prom/), knative-eventing/ Knative Eventing's commands
 # and their images (eventing.sh, eventing/), and helm, which packages, lints and installs the
 # release's chart (helm/).
 #
@@ -42,8 +44,8 @@ fi
 
 # Every set in build order, and the seconds its build took on a fresh machine of two cores (an
 # empty Go build cache): the expectation each progress line gives.
-SETS=(etcd kwok kube node proxy dns registry ksm crds promop eventing helm)
-declare -A COLD_SECONDS=([etcd]=39 [kwok]=68 [kube]=452 [node]=45 [proxy]=14 [dns]=163 [registry]=145 [ksm]=300 [crds]=126 [promop]=490 [eventing]=250 [helm]=160)
+SETS=(etcd kwok kube node proxy dns registry ksm crds promop prom eventing helm)
+declare -A COLD_SECONDS=([etcd]=39 [kwok]=68 [kube]=452 [node]=45 [proxy]=14 [dns]=163 [registry]=145 [ksm]=300 [crds]=126 [promop]=490 [prom]=300 [eventing]=250 [helm]=160)
 
 # The stamp a set leaves when built: keyed by its go.mod, go.sum and Go sources (crds: go.mod and
 # go.sum alone, since controller-gen's output follows from the pinned modules).
@@ -204,6 +206,23 @@ promop_dir=$(cd "$here/promop" && go list -m -f '{{.Dir}}' github.com/prometheus
 mkdir -p "$promop_out/crds" "$promop_out/rbac"
 install -m 0644 "$promop_dir"/example/prometheus-operator-crd/monitoring.coreos.com_*.yaml "$promop_out/crds/"
 install -m 0644 "$promop_dir/example/rbac/prometheus-operator/prometheus-operator-cluster-role.yaml" "$promop_out/rbac/"
+# The config reloader's image, as the operator's StatefulSets run it (`/bin/prometheus-config-reloader`, its
+# Command there), for the operator stack on the real node; 65534 as the upstream image's user.
+[ "$promop_out/prometheus-config-reloader.oci.tar" -nt "$promop_out/prometheus-config-reloader" ] ||
+  oci_image "$promop_out/prometheus-config-reloader" "localhost/appmonitor/prometheus-config-reloader:$pover" \
+    "$promop_out/prometheus-config-reloader.oci.tar" 65534:65534 bin
+
+# Upstream Prometheus (prom/) for the operator's StatefulSet on the real node, with Kubernetes service
+# discovery alone (the only one the operator's configuration uses; Debian's build has none), and its
+# promtool; the image runs /bin/prometheus as the upstream image does, the operator passing args only.
+prom_out="$out/prometheus"
+mkdir -p "$prom_out"
+# Its module version v0.3MM.P is release 3.MM.P.
+prver=$(awk '$1 == "github.com/prometheus/prometheus" { sub(/^v0\.3/, "3.", $2); print $2 }' "$here/prom/go.mod")
+GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=remove_all_sd,enable_kubernetes_sd" BUILD_OUT="$prom_out" \
+  build_set prom "-X github.com/prometheus/common/version.Version=$prver" tool
+[ "$prom_out/prometheus.oci.tar" -nt "$prom_out/prometheus" ] ||
+  oci_image "$prom_out/prometheus" "localhost/appmonitor/prometheus:v$prver" "$prom_out/prometheus.oci.tar" 65534:65534 bin
 . "$here/eventing.sh"
 
 # Helm (helm/: its own module, as its k8s.io/client-go is not the kube set's), for `npm run release`

@@ -200,6 +200,17 @@ export interface ChainOptions {
    * and log lines are memhog's).
    */
   workload?: ChainWorkload;
+  /**
+   * The stack's prometheus-operator runs the Prometheus and the Alertmanager on the real node
+   * (`up({ realNode: true, prometheusOperator: true })`; needs `functionPods` and `eventing`): the
+   * operator's config reloader loads the rule rule-sync writes, and the alerts are routed as
+   * docs/install.md says for kube-prometheus-stack: the route and receiver of
+   * knative/alertmanager/alertmanager.yml in the Alertmanager's base configuration (its Secret,
+   * the chart's `alertmanager.config`), the token Secret in its `spec.secrets`; the default
+   * receiver is a webhook at `defaultReceiverUrl` when given. The scrape and evaluation intervals
+   * are the chart's (30 s), so waits on Prometheus are longer.
+   */
+  operator?: { readonly defaultReceiverUrl?: string };
 }
 
 /**
@@ -357,7 +368,13 @@ async function brokerReceipt(run: Run, trigger: string, eventId: string): Promis
 
 /** What every step of one run shares: the stack, the options, the admin's clients and the hops so far. */
 interface Run {
-  readonly state: StackState;
+  /**
+   * The stack, its Prometheus and Alertmanager URLs those the chain uses: with `operator`, the
+   * operator's Pods (the Alertmanager's set anew when routing rolls its Pod).
+   */
+  state: StackState;
+  /** How many times longer waits on Prometheus last: 3 on the operator stack, whose intervals are 30 s, else 1. */
+  readonly slow: number;
   readonly options: ChainOptions;
   readonly namespace: string;
   /** The alert the run expects: the threshold alert, the OOM-kill alert with `oomKill`, the trend alert with `trend`. */
@@ -491,6 +508,58 @@ async function startFunctions(run: Run, functions: FunctionProcess[]): Promise<R
   return { scaler, receiver, ruleSync, webhookToken: token };
 }
 
+/**
+ * On the operator stack, routes the alerts as docs/install.md says for kube-prometheus-stack: the
+ * install's token copied into the Alertmanager's namespace as the Secret `appmonitor-webhook` and
+ * listed in its `spec.secrets`; knative/alertmanager/alertmanager.yml's route first under the base
+ * configuration's routes and its `appmonitor` receiver beside the base's (the default receiver a
+ * webhook at `defaultReceiverUrl` when given, standing in for a team's Slack); then waits until the
+ * Alertmanager runs that configuration (the operator regenerates it, its config reloader reloads).
+ * The run's namespace goes with the stack's file, so nothing is put back.
+ */
+async function routeAlertsThroughOperator(run: Run, installNamespace: string, webhookToken: string): Promise<void> {
+  const { state, options, hops, hop, admin, core } = run;
+  const operator = state.prometheusOperator;
+  if (!operator?.onRealNode) throw new HopError("route the alerts through the operator's Alertmanager", "the stack runs no prometheus-operator on its real node", hops);
+  const ns = operator.namespace;
+  const secretName = `alertmanager-${operator.alertmanager}`;
+  const baseSecret = await core.readNamespacedSecret({ namespace: ns, name: secretName });
+  const before = Buffer.from(baseSecret.data?.["alertmanager.yaml"] ?? "", "base64").toString("utf8");
+  const base = (parseAllDocuments(before)[0]?.toJS() ?? {}) as { route: { routes?: unknown[] }; receivers: { name: string }[] };
+  const shipped = parseAllDocuments(await file("knative/alertmanager/alertmanager.yml"))[0]?.toJS() as {
+    route: { routes: { receiver: string }[] }; receivers: { name: string; webhook_configs?: { url: string }[] }[];
+  };
+  const ours = shipped.receivers.find((r) => r.name === "appmonitor");
+  if (!ours) throw new HopError("route the alerts through the operator's Alertmanager", "knative/alertmanager/alertmanager.yml has no appmonitor receiver", hops);
+  // The receiver's URL names the shipped namespace; an install elsewhere is reached at its own.
+  const receiver = { ...ours, webhook_configs: (ours.webhook_configs ?? []).map((w) => ({ ...w, url: w.url.replace(".appmonitor.svc", `.${installNamespace}.svc`) })) };
+  const defaultUrl = options.operator?.defaultReceiverUrl;
+  const config = {
+    ...base,
+    route: { ...base.route, routes: [...shipped.route.routes.filter((r) => r.receiver === "appmonitor"), ...(base.route.routes ?? [])] },
+    receivers: [...base.receivers.map((r) => defaultUrl !== undefined && r.name === "null" ? { name: "null", webhook_configs: [{ url: defaultUrl, send_resolved: false }] } : r), receiver],
+  };
+  await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: "appmonitor-webhook" }, stringData: { token: webhookToken } } }).catch((e: { code?: number }) => {
+    if (e.code !== 409) throw e;
+  });
+  const custom = admin.makeApiClient(k8s.CustomObjectsApi);
+  await custom.patchNamespacedCustomObject({ group: "monitoring.coreos.com", version: "v1", namespace: ns, plural: "alertmanagers", name: operator.alertmanager, body: { spec: { secrets: ["appmonitor-webhook"] } } },
+    k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
+  await core.patchNamespacedSecret({ namespace: ns, name: secretName, body: { stringData: { "alertmanager.yaml": stringify(config) } } },
+    k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
+  // spec.secrets rolls the StatefulSet: follow the Alertmanager's Pod IP while it moves.
+  const amUrl = await until("the operator's Alertmanager runs the appmonitor route", hops, 300_000, async () => {
+    const pod = await core.readNamespacedPod({ namespace: ns, name: `alertmanager-${operator.alertmanager}-0` });
+    const mounted = pod.spec?.volumes?.some((v) => v.secret?.secretName === "appmonitor-webhook");
+    if (!mounted || !pod.status?.podIP || !pod.status.conditions?.some((c) => c.type === "Ready" && c.status === "True")) return undefined;
+    const url = `http://${pod.status.podIP}:9093`;
+    const status = await getJson<{ config: { original: string } }>(`${url}/api/v2/status`);
+    return status.config.original.includes("credentials_file: /etc/alertmanager/secrets/appmonitor-webhook/token") ? url : undefined;
+  });
+  run.state = { ...state, alertmanagerUrl: amUrl };
+  hop("Alertmanager configured by the operator", Date.now(), `base configuration Secret ${ns}/${secretName} with the appmonitor route first, spec.secrets [appmonitor-webhook]; matcher strategy OnNamespace (the default)`);
+}
+
 /** Routes the namespace's alerts in Alertmanager to alert-receiver, with bearer auth, and reloads it. */
 async function routeAlerts(run: Run, receiverUrl: string, webhookToken: string): Promise<void> {
   const { state, namespace, hops } = run;
@@ -551,19 +620,23 @@ async function syncRule(run: Run, ruleSync: FunctionProcess): Promise<{ stored: 
 
 /**
  * What prometheus-operator does with a PrometheusRule: its groups into a rule file, then a
- * reload; waits until Prometheus has loaded them and knows Alertmanager again.
+ * reload (on the operator stack the operator and its config reloader do it themselves); waits
+ * until Prometheus has loaded them and knows Alertmanager again.
  */
 async function loadRule(run: Run, ruleFile: string, groups: { name: string }[]): Promise<void> {
-  const { state, hops, hop } = run;
-  await writeFile(ruleFile, stringify({ groups }));
-  const reload = await fetch(`${state.prometheusUrl}/-/reload`, { method: "POST" });
-  if (!reload.ok) throw new HopError("load the rule into Prometheus", `reload answered ${reload.status}: ${await reload.text()}`, hops);
+  const { state, options, hops, hop } = run;
+  if (!options.operator) {
+    await writeFile(ruleFile, stringify({ groups }));
+    const reload = await fetch(`${state.prometheusUrl}/-/reload`, { method: "POST" });
+    if (!reload.ok) throw new HopError("load the rule into Prometheus", `reload answered ${reload.status}: ${await reload.text()}`, hops);
+  }
   const groupNames = groups.map((g) => g.name);
-  await until("Prometheus loads the rule", hops, 20_000, async () => {
+  // The operator's way: its rule files ConfigMap, the kubelet's refresh of the mounted volume, the config reloader's reload.
+  await until(options.operator ? "the operator's config reloader loads the rule into Prometheus" : "Prometheus loads the rule", hops, options.operator ? 300_000 : 20_000, async () => {
     const body = await getJson<{ data: { groups: { name: string }[] } }>(`${state.prometheusUrl}/api/v1/rules`);
     return groupNames.every((n) => body.data.groups.some((g) => g.name === n));
   });
-  hop("rule loaded by Prometheus");
+  hop(options.operator ? "rule loaded by the operator's Prometheus" : "rule loaded by Prometheus");
   // Before Prometheus 2.55 a reload empties the list of Alertmanagers until discovery fills it
   // again, and an alert sent meanwhile is dropped, re-sent only a minute later
   // (prometheus/prometheus#13064; Debian's is 2.42): the OOM-kill alert, with no `for`, fires
@@ -595,7 +668,7 @@ async function startMemhog(run: Run): Promise<MemhogPod> {
  * past the threshold (the AppMonitor's percent of the limit).
  */
 async function causeAlert(run: Run, old: MemhogPod, stored: StoredAppMonitor): Promise<void> {
-  const { state, options, namespace, hops, hop, core, workload } = run;
+  const { state, options, namespace, hops, hop, core, workload, slow } = run;
   const { container } = workload;
   const oomSeries = `container_oom_events_total{namespace="${namespace}",pod="${old.name}",container="${container}"}`;
   // The crossing: the working set reaches the AppMonitor's percent of the limit.
@@ -642,14 +715,14 @@ async function causeAlert(run: Run, old: MemhogPod, stored: StoredAppMonitor): P
 
   if (realKill) {
     const reason = `kube_pod_container_status_last_terminated_reason{namespace="${namespace}",pod="${old.name}",container="${container}",reason="OOMKilled"}`;
-    await until("Prometheus scrapes the OOM kill from kube-state-metrics", hops, 60_000, async () => (await promValue(state, reason)) === "1");
+    await until("Prometheus scrapes the OOM kill from kube-state-metrics", hops, 60_000 * slow, async () => (await promValue(state, reason)) === "1");
     hop("OOM kill scraped by Prometheus", await firstSampleAt(state, reason, (v) => v >= 1), "kube-state-metrics: last terminated reason OOMKilled", SAMPLE);
   } else if (options.oomKill) {
     await until("Prometheus scrapes the OOM event", hops, 60_000, async () => Number(await promValue(state, oomSeries)) >= 1);
     hop("OOM event scraped by Prometheus", await firstSampleAt(state, oomSeries, (v) => v >= 1), undefined, SAMPLE);
   } else {
     const series = `container_memory_working_set_bytes{namespace="${namespace}",pod="${old.name}",container="${container}"}`;
-    await until("Prometheus scrapes the new working set", hops, 60_000, async () => {
+    await until("Prometheus scrapes the new working set", hops, 60_000 * slow, async () => {
       const value = await promValue(state, series);
       return value !== undefined && compare(parseQuantity(value), rational(threshold)) >= 0;
     });
@@ -659,7 +732,7 @@ async function causeAlert(run: Run, old: MemhogPod, stored: StoredAppMonitor): P
 
 /** Waits for the alert on the old Pod: pending (the threshold alert's `for`), firing in Prometheus, then in Alertmanager. */
 async function alertFires(run: Run, oldName: string, stored: StoredAppMonitor): Promise<void> {
-  const { state, options, namespace, alertname, hops, hop } = run;
+  const { state, options, namespace, alertname, hops, hop, slow } = run;
   type PromAlert = { labels: Record<string, string>; state: string; activeAt: string };
   const alertFor = async (wanted: string) => {
     const body = await getJson<{ data: { alerts: PromAlert[] } }>(`${state.prometheusUrl}/api/v1/alerts`);
@@ -668,12 +741,12 @@ async function alertFires(run: Run, oldName: string, stored: StoredAppMonitor): 
   // The OOM-kill alert has no `for`: it fires at its first evaluation, never pending.
   if (!options.oomKill) {
     // The trend alert waits for its window to fill above the floor first.
-    const pending = await until("the alert goes pending in Prometheus", hops, options.trend === undefined ? 30_000 : 300_000, () => alertFor("pending"));
+    const pending = await until("the alert goes pending in Prometheus", hops, (options.trend === undefined ? 30_000 : 300_000) * slow, () => alertFor("pending"));
     hop("alert pending in Prometheus", Date.parse(pending.activeAt), `${pending.labels.alertname}{appmonitor="${pending.labels.appmonitor}"}, for ${stored.spec?.forSeconds ?? 60} s`, { source: "Prometheus's activeAt of the alert", resolutionMs: 1 });
   }
-  await until("the alert fires in Prometheus", hops, 180_000, () => alertFor("firing"));
+  await until("the alert fires in Prometheus", hops, 180_000 * slow, () => alertFor("firing"));
   hop("alert firing in Prometheus");
-  await until("Alertmanager receives the alert", hops, 30_000, async () => {
+  await until("Alertmanager receives the alert", hops, 30_000 * slow, async () => {
     const alerts = await getJson<unknown[]>(`${state.alertmanagerUrl}/api/v2/alerts?${new URLSearchParams({ filter: `namespace="${namespace}"` })}`);
     return alerts.length > 0;
   });
@@ -804,7 +877,9 @@ async function cleanUp(run: Run, functions: readonly FunctionProcess[], ruleFile
   const { state, options, namespace, core, tmp } = run;
   await Promise.all(functions.map((f) => f.stop()));
   await rm(tmp, { recursive: true, force: true });
-  if (!options.keep) {
+  if (!options.keep && options.operator) {
+    await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+  } else if (!options.keep) {
     await writeFile(state.alertmanagerConfig, amConfigBefore);
     await fetch(`${state.alertmanagerUrl}/-/reload`, { method: "POST" }).catch(() => undefined);
     await rm(ruleFile, { force: true });
@@ -825,11 +900,14 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
   if (options.eventing && !options.functionPods) throw new Error("eventing needs functionPods: the Broker delivers to the functions' Services");
   if (options.workload !== undefined && !(options.realNode && options.oomKill)) throw new Error("a workload of its own needs realNode and oomKill: it grows by its own means until the kernel kills it");
   if (options.trend !== undefined && !(options.realNode && !options.oomKill && options.workload === undefined)) throw new Error("trend needs realNode, memhog and no oomKill: memhog grows there for real");
+  const onNode = state.prometheusOperator?.onRealNode;
+  if (options.operator && !(options.eventing && onNode)) throw new Error("operator needs functionPods, eventing and a stack up with realNode and prometheusOperator");
   const hops: Hop[] = [];
   const admin = new k8s.KubeConfig();
   admin.loadFromFile(state.kubeconfig);
   const run: Run = {
-    state,
+    state: options.operator && onNode ? { ...state, prometheusUrl: onNode.prometheusUrl, alertmanagerUrl: onNode.alertmanagerUrl } : state,
+    slow: options.operator ? 3 : 1,
     options,
     namespace,
     alertname: options.oomKill ? "AppMonitorOOMKilled" : options.trend !== undefined ? "AppMonitorMemoryTrend" : "AppMonitorMemoryHigh",
@@ -853,7 +931,8 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
   try {
     await installPrerequisites(run);
     const fns = await startFunctions(run, functions);
-    await routeAlerts(run, fns.receiver.url, fns.webhookToken);
+    if (options.operator) await routeAlertsThroughOperator(run, options.installed?.namespace ?? FUNCTIONS_NAMESPACE, fns.webhookToken);
+    else await routeAlerts(run, fns.receiver.url, fns.webhookToken);
     const { stored, groups } = await syncRule(run, fns.ruleSync);
     await loadRule(run, ruleFile, groups);
     const old = await startMemhog(run);

@@ -1,11 +1,11 @@
 /**
  * `npm run image`: builds the images of the three functions from the repository's Dockerfile,
  * on the base image of `base.ts` (`--build-arg NODE_IMAGE=`), and the memhog demo image from
- * `memhog/`, and Debian's Redis (`redis.ts`: a real program for the real node's tests); saves each as an OCI archive under `<cache>/images/`; prints each image's name,
+ * `memhog/`, Debian's Redis (a real program for the real node's tests) and Alertmanager (prometheus-operator's on the real node), both `debian-image.ts`; saves each as an OCI archive under `<cache>/images/`; prints each image's name,
  * digest and size. Podman's layer cache and the base image's keyed tag make a second run
  * cheap. Needs root and Debian's podman, runc and mmdebstrap (`podman.ts` says why).
  *
- * Usage: `npm run image [-- NAME…]` (NAME: alert-receiver, memory-scaler, rule-sync, memhog, redis;
+ * Usage: `npm run image [-- NAME…]` (NAME: alert-receiver, memory-scaler, rule-sync, memhog, redis, alertmanager;
  * all when none is given). Exit codes: 0 built; 1 a step failed (named on stderr); 2 usage.
  */
 import { execFile } from "node:child_process";
@@ -19,7 +19,7 @@ import { repoRoot } from "../stack/paths.ts";
 import { ensureBaseImage } from "./base.ts";
 import { archiveDir } from "./paths.ts";
 import { checkImageTools, podman } from "./podman.ts";
-import { buildRedis, redisImageTag } from "./redis.ts";
+import { ALERTMANAGER, buildDebianImage, debianImageTag, REDIS, type DebianImageRecipe } from "./debian-image.ts";
 
 /** The functions, each built from the Dockerfile with `--build-arg FUNCTION=<name>`. */
 export const FUNCTION_IMAGES = {
@@ -32,8 +32,11 @@ export const FUNCTION_IMAGES = {
 export const MEMHOG_IMAGES = ["localhost/appmonitor/memhog:latest", "quay.io/metral/memhog:v0.0.1"] as const;
 
 /** Every name `npm run image` takes. */
-export type ImageName = keyof typeof FUNCTION_IMAGES | "memhog" | "redis";
-export const IMAGE_NAMES: readonly ImageName[] = [...(Object.keys(FUNCTION_IMAGES) as (keyof typeof FUNCTION_IMAGES)[]), "memhog", "redis"];
+export type ImageName = keyof typeof FUNCTION_IMAGES | "memhog" | "redis" | "alertmanager";
+export const IMAGE_NAMES: readonly ImageName[] = [...(Object.keys(FUNCTION_IMAGES) as (keyof typeof FUNCTION_IMAGES)[]), "memhog", "redis", "alertmanager"];
+
+/** The images unpacked from Debian's packages, by name. */
+const DEBIAN_IMAGES: Readonly<Record<string, DebianImageRecipe>> = { redis: REDIS, alertmanager: ALERTMANAGER };
 
 /** A built image as `npm run image` reports it. */
 export interface BuiltImage {
@@ -114,11 +117,11 @@ async function buildMemhog(): Promise<readonly string[]> {
   return MEMHOG_IMAGES;
 }
 
-/** The Redis image, built unless its keyed tag is there already. */
-async function redisImage(): Promise<readonly string[]> {
-  const tag = redisImageTag();
+/** An image of Debian's packages, built unless its keyed tag is there already. */
+async function debianImage(recipe: DebianImageRecipe): Promise<readonly string[]> {
+  const tag = debianImageTag(recipe);
   const found = await podman(["image", "exists", tag]).then(() => true, () => false);
-  return found ? [tag] : buildRedis();
+  return found ? [tag] : buildDebianImage(recipe);
 }
 
 /**
@@ -127,7 +130,7 @@ async function redisImage(): Promise<readonly string[]> {
  * image also fills the dependency layer (`npm ci`) the other two share.
  */
 export const COLD_IMAGE_SECONDS: Readonly<Record<ImageName, number>> = {
-  "alert-receiver": 120, "memory-scaler": 35, "rule-sync": 40, memhog: 5, redis: 30,
+  "alert-receiver": 120, "memory-scaler": 35, "rule-sync": 40, memhog: 5, redis: 30, alertmanager: 30,
 };
 
 /**
@@ -138,7 +141,7 @@ export const COLD_IMAGE_SECONDS: Readonly<Record<ImageName, number>> = {
  */
 export async function buildImages(names: readonly ImageName[] = IMAGE_NAMES, progress: (line: string) => void = () => {}): Promise<BuiltImage[]> {
   await checkImageTools();
-  const needsBase = names.some((n) => n !== "memhog" && n !== "redis");
+  const needsBase = names.some((n) => n !== "memhog" && DEBIAN_IMAGES[n] === undefined);
   const base = needsBase ? await ensureBaseImage(progress) : undefined;
   const built: BuiltImage[] = [];
   for (const [i, name] of names.entries()) {
@@ -146,7 +149,8 @@ export async function buildImages(names: readonly ImageName[] = IMAGE_NAMES, pro
     const t0 = Date.now();
     let step = "build";
     try {
-      const tags = name === "memhog" ? await buildMemhog() : name === "redis" ? await redisImage() : await buildFunction(name, base as string);
+      const recipe = DEBIAN_IMAGES[name];
+      const tags = name === "memhog" ? await buildMemhog() : recipe ? await debianImage(recipe) : await buildFunction(name as keyof typeof FUNCTION_IMAGES, base as string);
       const first = tags[0] as string;
       step = "inspect";
       const facts = await inspect(first);

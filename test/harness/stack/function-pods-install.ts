@@ -79,7 +79,9 @@ export async function stackProfileObjects(state: StackState, options: { namespac
       throw new StackStepError(step, `kubectl kustomize ${dir}: ${(error as { stderr?: string }).stderr?.trim() ?? String(error)}`, { cause: error });
     }
   };
-  return renderStackProfile(path.join(node.paths.dir, `profile-${namespace}`), { namespace, eventingVersion: version, sink: options.sink ?? "memory-scaler" }, kustomize);
+  // On the operator stack the shipped kube-prometheus-stack address exists: the profile keeps it.
+  const shippedPrometheus = state.prometheusOperator?.onRealNode !== undefined;
+  return renderStackProfile(path.join(node.paths.dir, `profile-${namespace}`), { namespace, eventingVersion: version, sink: options.sink ?? "memory-scaler", shippedPrometheus }, kustomize);
 }
 
 /**

@@ -32,22 +32,35 @@ export interface KubeStateMetricsPorts {
   readonly telemetry: number;
 }
 
+/** How kube-state-metrics runs: where its `/metrics` listens, and with which collectors. */
+export interface KubeStateMetricsOptions {
+  readonly kubeconfig: string;
+  readonly ports: KubeStateMetricsPorts;
+  /** The address of `/metrics` (default 127.0.0.1); the real node's IP where its Pods scrape it. */
+  readonly host?: string;
+  /**
+   * kube-prometheus-stack's defaults (`kube-state-metrics` subchart: every collector, no
+   * annotation or label allowlist), for the operator stack, rather than this stack's own.
+   */
+  readonly chartDefaults?: boolean;
+}
+
 /**
- * kube-state-metrics' flags: both listeners on 127.0.0.1 only (its default `::` is every address);
- * Pods alone, the only objects rule-sync's rules read, which keeps its watch and memory small;
- * the opt-in annotation and every Pod label exported (`kube_pod_annotations`, `kube_pod_labels`),
- * which the rules join on to select the covered Pods (functions/rule-sync/rule.ts).
+ * kube-state-metrics' flags: `/metrics` on `host`, telemetry on 127.0.0.1 (its default `::` is
+ * every address). By default Pods alone, the only objects rule-sync's rules read, which keeps its
+ * watch and memory small, with the opt-in annotation and every Pod label exported
+ * (`kube_pod_annotations`, `kube_pod_labels`), which the rules join on to select the covered Pods
+ * (functions/rule-sync/rule.ts); with `chartDefaults`, none of those three flags.
  */
-export function kubeStateMetricsArgs(opts: { kubeconfig: string; ports: KubeStateMetricsPorts }): string[] {
+export function kubeStateMetricsArgs(opts: KubeStateMetricsOptions): string[] {
+  const own = ["--resources=pods", `--metric-annotations-allowlist=pods=[${MONITOR_ANNOTATION}]`, "--metric-labels-allowlist=pods=[*]"];
   return [
     `--kubeconfig=${opts.kubeconfig}`,
-    "--host=127.0.0.1",
+    `--host=${opts.host ?? "127.0.0.1"}`,
     `--port=${opts.ports.metrics}`,
     "--telemetry-host=127.0.0.1",
     `--telemetry-port=${opts.ports.telemetry}`,
-    "--resources=pods",
-    `--metric-annotations-allowlist=pods=[${MONITOR_ANNOTATION}]`,
-    "--metric-labels-allowlist=pods=[*]",
+    ...(opts.chartDefaults ? [] : own),
   ];
 }
 
@@ -56,11 +69,11 @@ export function kubeStateMetricsArgs(opts: { kubeconfig: string; ports: KubeStat
  * the `namespace`, `pod` and `container` labels name the Pod described, not the exporter (without
  * it they would move to `exported_namespace` and `exported_pod`, which memory-scaler refuses).
  */
-export function kubeStateMetricsScrapeJob(ports: KubeStateMetricsPorts): Record<string, unknown> {
+export function kubeStateMetricsScrapeJob(ports: KubeStateMetricsPorts, host = "127.0.0.1"): Record<string, unknown> {
   return {
     job_name: "kube-state-metrics",
     honor_labels: true,
-    static_configs: [{ targets: [`127.0.0.1:${ports.metrics}`] }],
+    static_configs: [{ targets: [`${host}:${ports.metrics}`] }],
   };
 }
 
@@ -76,6 +89,8 @@ export interface StartKubeStateMetricsInput {
   /** The stack's CA certificate file (PEM). */
   readonly caFile: string;
   readonly ports: KubeStateMetricsPorts;
+  readonly host?: string;
+  readonly chartDefaults?: boolean;
   readonly env: NodeJS.ProcessEnv;
   readonly log: (name: string) => string;
   readonly record: (s: Started, endpoint: string) => Promise<void>;
@@ -117,7 +132,7 @@ export async function startKubeStateMetrics(input: StartKubeStateMetricsInput): 
     contexts: [{ name: "appmonitor-stack", context: { cluster: "appmonitor-stack", user: name } }],
     "current-context": "appmonitor-stack",
   }), { mode: 0o600 });
-  const ksm = startProcess("kube-state-metrics", input.bin, kubeStateMetricsArgs({ kubeconfig, ports: input.ports }), input.log("kube-state-metrics"), input.env);
-  await input.record(ksm, `http://127.0.0.1:${input.ports.metrics}/metrics`);
+  const ksm = startProcess("kube-state-metrics", input.bin, kubeStateMetricsArgs({ kubeconfig, ports: input.ports, ...(input.host ? { host: input.host } : {}), ...(input.chartDefaults ? { chartDefaults: true } : {}) }), input.log("kube-state-metrics"), input.env);
+  await input.record(ksm, `http://${input.host ?? "127.0.0.1"}:${input.ports.metrics}/metrics`);
   await waitReady(ksm, async () => (await fetch(`http://127.0.0.1:${input.ports.telemetry}/readyz`, { signal: AbortSignal.timeout(2000) })).ok, 60_000);
 }

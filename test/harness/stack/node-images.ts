@@ -37,3 +37,23 @@ export async function importImages(node: Pick<RealNodeState, "bins" | "paths">, 
     }
   }
 }
+
+/**
+ * The image reference an OCI archive's index names: containerd's `io.containerd.image.name`
+ * (build.sh's archives, whose `org.opencontainers.image.ref.name` is the tag alone), else
+ * `org.opencontainers.image.ref.name` (podman's, the full reference): what `ctr images import`
+ * names it, so what a Pod's `image` must say.
+ * @throws StackStepError when the archive cannot be read or names no image.
+ */
+export async function archiveReference(archive: string): Promise<string> {
+  let index: { manifests?: { annotations?: Record<string, string> }[] };
+  try {
+    index = JSON.parse((await run("tar", ["-xOf", archive, "index.json"], { maxBuffer: 1 << 20 })).stdout) as typeof index;
+  } catch (error) {
+    throw new StackStepError("read an image archive", `${archive}: ${(error as Error).message}`, { cause: error });
+  }
+  const annotations = index.manifests?.[0]?.annotations ?? {};
+  const reference = annotations["io.containerd.image.name"] ?? annotations["org.opencontainers.image.ref.name"];
+  if (!reference?.includes(":")) throw new StackStepError("read an image archive", `${archive}: its index names no image reference`);
+  return reference;
+}

@@ -7,11 +7,15 @@
  * it follows). Built by test/harness/bins/build.sh from the pinned module (`promop/`).
  *
  * The operator generates what Prometheus and Alertmanager load (the rule files ConfigMap
- * `prometheus-<name>-rulefiles-0`, the Secret `alertmanager-<name>-generated`); the StatefulSets it
- * makes run on kwok's fake Nodes, since no image of Prometheus or Alertmanager is built here. The
- * stack's own Prometheus and Alertmanager processes stay as they are; a test loads the generated
- * files into real ones. The pure parts are exported for tests; {@link startPrometheusOperator}
- * does the I/O.
+ * `prometheus-<name>-rulefiles-0`, the Secret `alertmanager-<name>-generated`). Without the real
+ * node its StatefulSets' Pods go to kwok's fake Nodes and a test loads the generated files into
+ * real processes. With the real node ({@link OperatorOnRealNode}) they run there for real, from
+ * images built here (upstream Prometheus, Debian's Alertmanager, the operator's config reloader),
+ * with the ServiceAccount, Services and ServiceMonitors the chart adds
+ * (`prometheus-operator-chart.ts`): the config reloader loads each rule the operator writes, and
+ * the Prometheus scrapes the kubelet and kube-state-metrics as on a default install. The stack's
+ * own Prometheus and Alertmanager processes stay as they are either way. The pure parts are
+ * exported for tests; {@link startPrometheusOperator} does the I/O.
  */
 import { execFile } from "node:child_process";
 import { readFile, readdir, writeFile } from "node:fs/promises";
@@ -20,20 +24,12 @@ import { promisify } from "node:util";
 import type * as k8s from "@kubernetes/client-node";
 import { parse, stringify } from "yaml";
 import { freePort } from "../lib/free-port.ts";
+import { chartLabels, chartServices, KUBELET_SERVICE, kubeletServiceMonitor, kubeStateMetricsObjects, PROMETHEUS_POD_SERVICE_ACCOUNT, prometheusRbac } from "./prometheus-operator-chart.ts";
+import { PROMETHEUS_OPERATOR } from "./prometheus-operator-names.ts";
 import { StackStepError } from "./paths.ts";
 import { startProcess, waitReady, type Started } from "./processes.ts";
 
-/**
- * Names as kube-prometheus-stack gives them for a release `prometheus` (whose `release` label
- * rule-sync's shipped `RULE_LABELS=release=prometheus` matches) installed in `monitoring`.
- */
-export const PROMETHEUS_OPERATOR = {
-  namespace: "monitoring",
-  release: "prometheus",
-  serviceAccount: "prometheus-operator",
-  prometheus: "prometheus-kube-prometheus-prometheus",
-  alertmanager: "prometheus-kube-prometheus-alertmanager",
-} as const;
+export { PROMETHEUS_OPERATOR };
 
 /** What `up --prometheus-operator` records in the stack's state. */
 export interface PrometheusOperatorState {
@@ -47,21 +43,49 @@ export interface PrometheusOperatorState {
   readonly alertmanager: string;
   /** The operator's own `/metrics`. */
   readonly metricsUrl: string;
+  /**
+   * With the real node: the Prometheus and Alertmanager Pods the operator runs there, at their Pod
+   * IPs (routed to the host, unlike ClusterIPs), and the versions they run.
+   */
+  readonly onRealNode?: { readonly prometheusUrl: string; readonly alertmanagerUrl: string; readonly prometheusVersion: string; readonly alertmanagerVersion: string };
+}
+
+/** The operator's Prometheus and Alertmanager run on the real node: their images and placement. */
+export interface OperatorOnRealNode {
+  /** Image references as imported into the node's containerd (`localhost/appmonitor/...`). */
+  readonly images: { readonly prometheus: string; readonly alertmanager: string; readonly configReloader: string };
+  /** The image archives to import. */
+  readonly archives: readonly string[];
+  /** nodeSelector and tolerations that put a Pod on the real node. */
+  readonly placement: { readonly nodeSelector: Record<string, string>; readonly tolerations: readonly Record<string, string>[] };
+  /** Where kube-state-metrics (a host process) listens, for its Service's EndpointSlice. */
+  readonly kubeStateMetrics: { readonly ip: string; readonly port: number };
 }
 
 /**
  * The operator's flags: its web server (metrics, `/healthz`) on 127.0.0.1 without TLS (it would
- * look for a serving certificate under /etc/tls/private); everything else its defaults (all
- * namespaces; no kubelet Service, which kube-prometheus-stack turns on for its kubelet
- * ServiceMonitor, not needed for rules and routing).
+ * look for a serving certificate under /etc/tls/private); all namespaces. With the real node, the
+ * config reloader image built here and the kubelet Service kube-prometheus-stack turns on for its
+ * kubelet ServiceMonitor (`prometheusOperator.kubeletService.enabled: true`); without it, no
+ * kubelet Service, not needed for rules and routing.
  */
-export function prometheusOperatorArgs(port: number): string[] {
-  return [`--web.listen-address=127.0.0.1:${port}`, "--web.enable-tls=false", "--log-level=info"];
+export function prometheusOperatorArgs(port: number, node?: Pick<OperatorOnRealNode, "images">): string[] {
+  const base = [`--web.listen-address=127.0.0.1:${port}`, "--web.enable-tls=false", "--log-level=info"];
+  if (!node) return base;
+  return [...base, `--prometheus-config-reloader=${node.images.configReloader}`, `--kubelet-service=${KUBELET_SERVICE.namespace}/${KUBELET_SERVICE.name}`, "--kubelet-endpoints=true"];
 }
 
-/** Labels kube-prometheus-stack puts on its objects, of which the selectors read `release`. */
-function chartLabels(app: string): Record<string, string> {
-  return { app: `kube-prometheus-stack-${app}`, release: PROMETHEUS_OPERATOR.release, "app.kubernetes.io/part-of": "kube-prometheus-stack" };
+/**
+ * The chart's Pod security context of both (`prometheus.prometheusSpec.securityContext`,
+ * `alertmanager.alertmanagerSpec.securityContext`), less its `seccompProfile`.
+ */
+const CHART_SECURITY_CONTEXT = { runAsGroup: 2000, runAsNonRoot: true, runAsUser: 1000, fsGroup: 2000 };
+
+/** Where a resource's Pods run: the real node, from an image built here, or kwok's fake Nodes. */
+function podPlacement(node: OperatorOnRealNode | undefined, image: string | undefined): Record<string, unknown> {
+  // Not the chart's: without the real node the Pods go to kwok's fake Nodes, as no image runs there.
+  if (!node || image === undefined) return { nodeSelector: { type: "kwok" } };
+  return { image, imagePullPolicy: "IfNotPresent", nodeSelector: node.placement.nodeSelector, tolerations: node.placement.tolerations, securityContext: CHART_SECURITY_CONTEXT };
 }
 
 /** Selects what carries the release label, as the chart's `*SelectorNilUsesHelmValues: true` does. */
@@ -72,7 +96,7 @@ const releaseSelector = () => ({ matchLabels: { release: PROMETHEUS_OPERATOR.rel
  * `prometheus.prometheusSpec`). `version` is the Prometheus the stack runs, so the operator
  * generates configuration for it (the chart sets it from `image.tag`).
  */
-export function prometheusResource(version: string): Record<string, unknown> {
+export function prometheusResource(version: string, node?: OperatorOnRealNode): Record<string, unknown> {
   const { namespace, prometheus, alertmanager } = PROMETHEUS_OPERATOR;
   return {
     apiVersion: "monitoring.coreos.com/v1",
@@ -98,8 +122,8 @@ export function prometheusResource(version: string): Record<string, unknown> {
       // (alertmanager.apiVersion: v2, alertmanager.alertmanagerSpec.portName, routePrefix: /).
       alerting: { alertmanagers: [{ namespace, name: alertmanager, port: "http-web", pathPrefix: "/", apiVersion: "v2" }] },
       retention: "10d", // retention: 10d
-      // Not the chart's: its Pods go to kwok's fake Nodes, as no Prometheus image is built here.
-      nodeSelector: { type: "kwok" },
+      ...(node ? { serviceAccountName: PROMETHEUS_POD_SERVICE_ACCOUNT } : {}), // prometheus.serviceAccount.create: true
+      ...podPlacement(node, node?.images.prometheus),
     },
   };
 }
@@ -109,7 +133,7 @@ export function prometheusResource(version: string): Record<string, unknown> {
  * `alertmanager.alertmanagerSpec`). `version` is the Alertmanager the stack runs (the chart sets it
  * from `image.tag`), so the generated configuration is one it loads.
  */
-export function alertmanagerResource(version: string): Record<string, unknown> {
+export function alertmanagerResource(version: string, node?: OperatorOnRealNode): Record<string, unknown> {
   const { namespace, alertmanager } = PROMETHEUS_OPERATOR;
   return {
     apiVersion: "monitoring.coreos.com/v1",
@@ -124,7 +148,7 @@ export function alertmanagerResource(version: string): Record<string, unknown> {
       retention: "120h", // retention: 120h
       portName: "http-web", // portName: http-web
       routePrefix: "/", // routePrefix: /
-      nodeSelector: { type: "kwok" }, // not the chart's: as for the Prometheus
+      ...podPlacement(node, node?.images.alertmanager),
     },
   };
 }
@@ -181,6 +205,8 @@ export interface StartPrometheusOperatorInput {
   readonly core: k8s.CoreV1Api;
   readonly rbac: k8s.RbacAuthorizationV1Api;
   readonly objects: k8s.KubernetesObjectApi;
+  /** Run the Prometheus and Alertmanager on the real node (their images already imported there). */
+  readonly node?: OperatorOnRealNode;
 }
 
 /**
@@ -212,7 +238,10 @@ export async function startPrometheusOperator(input: StartPrometheusOperatorInpu
   const { namespace, serviceAccount } = PROMETHEUS_OPERATOR;
   const role = parse(await readFile(path.join(input.dir, "rbac", "prometheus-operator-cluster-role.yaml"), "utf8")) as k8s.V1ClusterRole;
   if (role.kind !== "ClusterRole" || !role.metadata?.name) throw new StackStepError("prometheus-operator's RBAC", `expected a ClusterRole in ${input.dir}/rbac`);
-  await input.core.createNamespace({ body: { metadata: { name: namespace } } });
+  // The real node has made the namespace already, for its kubelet's scraper.
+  await input.core.createNamespace({ body: { metadata: { name: namespace } } }).catch((error: { code?: number }) => {
+    if (error.code !== 409) throw error;
+  });
   await input.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: serviceAccount } } });
   await input.rbac.createClusterRole({ body: role });
   await input.rbac.createClusterRoleBinding({
@@ -243,20 +272,61 @@ export async function startPrometheusOperator(input: StartPrometheusOperatorInpu
   const port = await freePort();
   const metricsUrl = `http://127.0.0.1:${port}/metrics`;
   // The operator reads KUBECONFIG (it has no flag for it).
-  const operator = startProcess("prometheus-operator", bin, prometheusOperatorArgs(port), input.log("prometheus-operator"), { ...input.env, KUBECONFIG: kubeconfig });
+  const operator = startProcess("prometheus-operator", bin, prometheusOperatorArgs(port, input.node), input.log("prometheus-operator"), { ...input.env, KUBECONFIG: kubeconfig });
   await input.record(operator, metricsUrl);
   await waitReady(operator, async () => (await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(2000) })).ok, 60_000);
 
+  const { node } = input;
+  if (node) {
+    for (const object of [...prometheusRbac(), ...chartServices(), kubeletServiceMonitor(), ...kubeStateMetricsObjects(node.kubeStateMetrics)]) {
+      await input.objects.create(object as k8s.KubernetesObject);
+    }
+  }
   await input.objects.create(alertmanagerConfigSecret(alertmanagerBaseConfig()));
-  await input.objects.create(alertmanagerResource(input.alertmanagerVersion) as k8s.KubernetesObject);
-  await input.objects.create(prometheusResource(input.prometheusVersion) as k8s.KubernetesObject);
+  await input.objects.create(alertmanagerResource(input.alertmanagerVersion, node) as k8s.KubernetesObject);
+  await input.objects.create(prometheusResource(input.prometheusVersion, node) as k8s.KubernetesObject);
   const { prometheus, alertmanager } = PROMETHEUS_OPERATOR;
   await waitReady(operator, async () => {
     await input.core.readNamespacedSecret({ namespace, name: `alertmanager-${alertmanager}-generated` });
     await input.core.readNamespacedConfigMap({ namespace, name: `prometheus-${prometheus}-rulefiles-0` });
     return true;
   }, 60_000);
-  return { version, namespace, release: PROMETHEUS_OPERATOR.release, prometheus, alertmanager, metricsUrl };
+  const state = { version, namespace, release: PROMETHEUS_OPERATOR.release, prometheus, alertmanager, metricsUrl };
+  if (!node) return state;
+  const [prometheusIp, alertmanagerIp] = await Promise.all([
+    readyPodIp(operator, input.core, `prometheus-${prometheus}-0`),
+    readyPodIp(operator, input.core, `alertmanager-${alertmanager}-0`),
+  ]);
+  const prometheusUrl = `http://${prometheusIp}:9090`;
+  const alertmanagerUrl = `http://${alertmanagerIp}:9093`;
+  // Ready Pods answer their readiness probes; the host's own check says the route to them works.
+  await waitReady(operator, async () => (await fetch(`${prometheusUrl}/-/ready`, { signal: AbortSignal.timeout(2000) })).ok, 60_000);
+  await waitReady(operator, async () => (await fetch(`${alertmanagerUrl}/-/ready`, { signal: AbortSignal.timeout(2000) })).ok, 60_000);
+  return { ...state, onRealNode: { prometheusUrl, alertmanagerUrl, prometheusVersion: input.prometheusVersion, alertmanagerVersion: input.alertmanagerVersion } };
+}
+
+/**
+ * The IP of the operator's StatefulSet Pod `name` once it is Ready (up to 180 s: the first start
+ * waits for its config reloader's first configuration).
+ * @throws StackStepError when it is not, naming its containers' states; it wraps the operator's
+ *   ComponentError when the operator exits meanwhile.
+ */
+async function readyPodIp(operator: Started, core: k8s.CoreV1Api, name: string): Promise<string> {
+  const { namespace } = PROMETHEUS_OPERATOR;
+  let ip = "";
+  let seen = "no Pod yet";
+  try {
+    await waitReady(operator, async () => {
+      const pod = await core.readNamespacedPod({ namespace, name }).catch(() => undefined);
+      if (!pod) return false;
+      seen = JSON.stringify([...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].map((c) => ({ name: c.name, ready: c.ready, state: c.state })));
+      ip = pod.status?.podIP ?? "";
+      return ip !== "" && (pod.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+    }, 180_000);
+  } catch (error) {
+    throw new StackStepError("prometheus-operator's StatefulSets on the real node", `${namespace}/${name} not Ready: ${seen}: ${(error as Error).message}`, { cause: error });
+  }
+  return ip;
 }
 
 /** The version a Debian binary reports (`prometheus --version` → `v2.42.0`), for the resources' `version`. */

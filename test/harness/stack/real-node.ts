@@ -212,8 +212,10 @@ export interface StartRealNodeInput {
   apiserverUrl: string;
   kubeletPort: number;
   healthzPort: number;
-  /** kube-state-metrics' ports on 127.0.0.1 (Prometheus's scrape job names the metrics one). */
+  /** kube-state-metrics' ports (Prometheus's scrape job names the metrics one, on the node IP). */
   kubeStateMetricsPorts: KubeStateMetricsPorts;
+  /** Run kube-state-metrics with kube-prometheus-stack's default flags (the operator stack). */
+  kubeStateMetricsChartDefaults?: boolean;
   env: NodeJS.ProcessEnv;
   log: (name: string) => string;
   /** Records a started process in the stack's state (so `down` stops it and `status` shows it). */
@@ -292,9 +294,10 @@ export async function startRealNode(input: StartRealNodeInput): Promise<RealNode
   });
   await startKubeStateMetrics({
     bin: bins.kubeStateMetrics, rbacDir: bins.kubeStateMetricsRbac, dir: paths.dir, apiserverUrl: input.apiserverUrl, caFile: input.pki.caCert,
-    ports: input.kubeStateMetricsPorts, env: input.env, log: input.log, record: input.record, core: input.core, rbac: input.rbac,
+    ports: input.kubeStateMetricsPorts, host: REAL_NODE.nodeIp, ...(input.kubeStateMetricsChartDefaults ? { chartDefaults: true } : {}),
+    env: input.env, log: input.log, record: input.record, core: input.core, rbac: input.rbac,
   });
-  input.say(`real node: kube-state-metrics ready on 127.0.0.1:${input.kubeStateMetricsPorts.metrics}`);
+  input.say(`real node: kube-state-metrics ready on ${REAL_NODE.nodeIp}:${input.kubeStateMetricsPorts.metrics}`);
   return node;
 }
 

@@ -8,7 +8,8 @@
  *     listens on 127.0.0.1, which no Pod reaches, and the shipped kube-prometheus-stack address
  *     does not exist here, so memory-scaler scales without re-checking the working set, as its
  *     README allows, and rule-sync reports RuleReady and MetricsReady `Unknown`
- *     `PrometheusNotConfigured`;
+ *     `PrometheusNotConfigured`; on the operator stack (`shippedPrometheus`) that address exists
+ *     and the shipped value stays;
  *   - the images are used as imported into the node (`imagePullPolicy: IfNotPresent`): a `:latest`
  *     tag would mean `Always`;
  *   - without Eventing (`sink: "memory-scaler"`), alert-receiver's `K_SINK` is memory-scaler's
@@ -40,6 +41,8 @@ export interface StackProfileOptions {
   readonly eventingVersion: string;
   /** Where alert-receiver's CloudEvents go: the SinkBinding's Broker (default), or memory-scaler's Service when Eventing does not run. */
   readonly sink?: "sinkbinding" | "memory-scaler";
+  /** Keep the shipped `PROMETHEUS_URL`s: the stack runs kube-prometheus-stack's Prometheus where they point. */
+  readonly shippedPrometheus?: boolean;
 }
 
 /** The images the stack's overlay renames: the dead-letter sink's, to the one built here. */
@@ -63,8 +66,7 @@ export function stackProfileKustomization(profileDir: string, options: StackProf
     }),
   });
   const patches = [
-    env("memory-scaler", "PROMETHEUS_URL", ""),
-    env("rule-sync", "PROMETHEUS_URL", ""),
+    ...(options.shippedPrometheus ? [] : [env("memory-scaler", "PROMETHEUS_URL", ""), env("rule-sync", "PROMETHEUS_URL", "")]),
     ...(options.sink === "memory-scaler" ? [env("alert-receiver", "K_SINK", `http://memory-scaler.${namespace}.svc.${CLUSTER_DOMAIN}`)] : []),
     {
       target: { group: "apps", kind: "Deployment" },

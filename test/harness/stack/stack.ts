@@ -18,9 +18,10 @@ import { freePort } from "../lib/free-port.ts";
 import { alive, ComponentError, startProcess, stopAll, tail, waitReady, type Started } from "./processes.ts";
 import { checkRealNodeHost, realNodeStatusLines, resolveNodeBinaries, startRealNode, stopRealNode, type NodeBinaries, type RealNodeState } from "./real-node.ts";
 import { kubeStateMetricsScrapeJob, type KubeStateMetricsPorts } from "./kube-state-metrics.ts";
-import { kubeletScrapeJobs, REAL_NODE, realNodePaths, SERVICE_CIDR } from "./real-node-config.ts";
+import { kubeletScrapeJobs, REAL_NODE, REAL_NODE_PLACEMENT, realNodePaths, SERVICE_CIDR } from "./real-node-config.ts";
 import { registryReadyLine, registryStatusLines, serveImages, type RegistryState } from "./registry.ts";
-import type { PrometheusOperatorState } from "./prometheus-operator.ts";
+import type { OperatorOnRealNode, PrometheusOperatorState } from "./prometheus-operator.ts";
+import { archiveDir } from "../images/paths.ts";
 
 /** Options of `up`. Intervals are Prometheus durations (`1s`, `500ms`). */
 export interface UpOptions {
@@ -218,7 +219,7 @@ async function writeConfigFiles(launch: Launch, pki: Pki): Promise<{ promConfig:
     alertmanagerAddress: `127.0.0.1:${ports.alertmanager}`,
     extraScrapeConfigs: nodeBins ? [...kubeletScrapeJobs({
       address: `${REAL_NODE.nodeIp}:${ports.kubelet}`, caFile: pki.caCert, tokenFile: realNodePaths(dir).prometheusToken,
-    }), kubeStateMetricsScrapeJob(ports.kubeStateMetrics)] : [],
+    }), kubeStateMetricsScrapeJob(ports.kubeStateMetrics, REAL_NODE.nodeIp)] : [],
   }));
   const kwokConfig = path.join(dir, "kwok.yaml");
   await writeFile(kwokConfig, [...kwokStages(bins), kwokPodReadyAgainStage(), kwokMetricsConfig()].join("---\n"));
@@ -332,7 +333,7 @@ async function startNode(launch: Launch, pki: Pki, nodeBins: NodeBinaries, nodeP
   say(registryReadyLine(state.registry, Date.now() - t1));
   await startRealNode({
     stateDir: dir, bins: nodeBins, pki, nodePki, apiserverUrl: state.apiserverUrl, kubeletPort: ports.kubelet, healthzPort: ports.kubeletHealthz,
-    kubeStateMetricsPorts: ports.kubeStateMetrics, env, log, record,
+    kubeStateMetricsPorts: ports.kubeStateMetrics, ...(opts.prometheusOperator ? { kubeStateMetricsChartDefaults: true } : {}), env, log, record,
     save: async (node) => {
       state.realNode = node;
       await writeFile(stateFile(dir), JSON.stringify(state, null, 2));
@@ -461,18 +462,46 @@ export async function up(opts: UpOptions): Promise<StackState> {
   }
 }
 
-/** Starts prometheus-operator from build.sh's `prometheus-operator/` (see `prometheus-operator.ts`). */
+/**
+ * Starts prometheus-operator from build.sh's `prometheus-operator/` (see `prometheus-operator.ts`).
+ * With the real node, its Prometheus (upstream, build.sh's `prometheus/`) and Alertmanager
+ * (Debian's, `npm run image -- alertmanager`) run there: their images and the config reloader's
+ * are imported into the node first.
+ * @throws StackStepError naming a missing archive and the command that makes it.
+ */
 async function startOperator(launch: Launch, pki: Pki, kc: k8s.KubeConfig): Promise<PrometheusOperatorState> {
-  const { env, bins, state, dir, log, record } = launch;
-  // Loaded here: only this option needs it.
+  const { env, bins, state, dir, log, record, ports } = launch;
+  // Loaded here: only this option needs them.
   const { binaryVersion, startPrometheusOperator } = await import("./prometheus-operator.ts");
+  const { archiveReference, importImages } = await import("./node-images.ts");
   const { CoreV1Api, RbacAuthorizationV1Api, KubernetesObjectApi } = await import("@kubernetes/client-node");
+  const built = await buildBinaries(env);
+  const operatorDir = path.join(built, "prometheus-operator");
+  let node: OperatorOnRealNode | undefined;
+  let prometheusBin = bins.prometheus;
+  if (state.realNode) {
+    prometheusBin = path.join(built, "prometheus", "prometheus");
+    const archives = {
+      prometheus: path.join(built, "prometheus", "prometheus.oci.tar"),
+      alertmanager: path.join(archiveDir(env), "alertmanager.oci.tar"),
+      configReloader: path.join(operatorDir, "prometheus-config-reloader.oci.tar"),
+    };
+    await importImages(state.realNode, Object.values(archives), (missing) =>
+      missing.some((a) => a === archives.alertmanager) ? "npm run image -- alertmanager" : "bash test/harness/bins/build.sh");
+    node = {
+      images: { prometheus: await archiveReference(archives.prometheus), alertmanager: await archiveReference(archives.alertmanager), configReloader: await archiveReference(archives.configReloader) },
+      archives: Object.values(archives),
+      placement: REAL_NODE_PLACEMENT,
+      kubeStateMetrics: { ip: REAL_NODE.nodeIp, port: ports.kubeStateMetrics.metrics },
+    };
+  }
   return startPrometheusOperator({
-    dir: path.join(await buildBinaries(env), "prometheus-operator"),
+    dir: operatorDir,
     stateDir: dir, kubectl: bins.kubectl, adminKubeconfig: state.kubeconfig, apiserverUrl: state.apiserverUrl, caFile: pki.caCert,
-    prometheusVersion: await binaryVersion(bins.prometheus), alertmanagerVersion: await binaryVersion(bins.alertmanager),
+    prometheusVersion: await binaryVersion(prometheusBin), alertmanagerVersion: await binaryVersion(bins.alertmanager),
     env, log, record,
     core: kc.makeApiClient(CoreV1Api), rbac: kc.makeApiClient(RbacAuthorizationV1Api), objects: KubernetesObjectApi.makeApiClient(kc),
+    ...(node ? { node } : {}),
   });
 }
 

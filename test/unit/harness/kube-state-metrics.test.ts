@@ -36,3 +36,11 @@ test("Prometheus scrapes it with honor_labels, so namespace and pod name the Pod
   assert.equal(job.honor_labels, true);
   assert.deepEqual(job.static_configs, [{ targets: ["127.0.0.1:18080"] }]);
 });
+
+test("on the real node it listens on the node IP, and with the chart's defaults it runs every collector with no allowlist, as kube-prometheus-stack's subchart does", () => {
+  const args = flags(kubeStateMetricsArgs({ kubeconfig: "k", ports, host: "10.245.255.1", chartDefaults: true }));
+  assert.equal(args.get("--host"), "10.245.255.1");
+  assert.equal(args.get("--telemetry-host"), "127.0.0.1");
+  for (const flag of ["--resources", "--metric-annotations-allowlist", "--metric-labels-allowlist"]) assert.equal(args.has(flag), false, flag);
+  assert.deepEqual(kubeStateMetricsScrapeJob(ports, "10.245.255.1").static_configs, [{ targets: ["10.245.255.1:18080"] }]);
+});

@@ -45,6 +45,11 @@ test("with Eventing: the shipped profile but for the sink's image, PROMETHEUS_UR
   assert.deepEqual(stackProfileImages(VERSION), [{ name: SHIPPED_SINK_IMAGE, newName: "localhost/appmonitor/knative-eventing/event_display", newTag: VERSION }]);
 });
 
+test("on the operator stack the shipped PROMETHEUS_URL stays: the kube-prometheus-stack address exists there", async () => {
+  const [shipped, stack] = await Promise.all([kustomize("knative/eventing-only"), render({ eventingVersion: VERSION, sink: "sinkbinding", shippedPrometheus: true })]);
+  assert.deepEqual(differences(shipped, stack).sort(), common.filter((d) => !d.includes("PROMETHEUS_URL") && !d.includes("/env/0/value")).sort());
+});
+
 test("without Eventing: alert-receiver's K_SINK is memory-scaler's Service, the one more difference", async () => {
   const [shipped, stack] = await Promise.all([kustomize("knative/eventing-only"), render({ eventingVersion: VERSION, sink: "memory-scaler" })]);
   const found = differences(shipped, stack);

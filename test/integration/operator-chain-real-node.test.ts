@@ -1,0 +1,125 @@
+// The demo's chain on the monitoring stack users run: prometheus-operator with a Prometheus
+// (upstream, built here) and an Alertmanager (Debian's) as its StatefulSets on the stack's real
+// node, configured as kube-prometheus-stack's defaults configure them (the kubelet ServiceMonitor
+// with its default cAdvisor relabelings, which drop container_spec_*; kube-state-metrics with the
+// chart's default flags; the release label's ruleSelector; matcher strategy OnNamespace), and the
+// functions as the Eventing-only profile ships them, PROMETHEUS_URL included. Nothing is
+// configured beyond docs/install.md's steps: the rule rule-sync writes is loaded by the
+// operator's config reloader, its alert fires for memhog, reaches alert-receiver through the
+// route of knative/alertmanager/alertmanager.yml in the Alertmanager's base configuration and no
+// other receiver (a webhook of this file's own as the default one), and memhog is scaled once;
+// RuleReady and MetricsReady are True though the limit's cAdvisor series is dropped. One real
+// node per machine: the file takes the machine-wide lock first.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { createServer, type Server } from "node:http";
+import { mkdtemp } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import * as k8s from "@kubernetes/client-node";
+import { runChain, type ChainResult } from "../harness/demo/chain.ts";
+import { buildImages } from "../harness/images/build.ts";
+import { FUNCTION_POD_NAMES } from "../harness/stack/function-pods-install.ts";
+import { PROMETHEUS_OPERATOR } from "../harness/stack/prometheus-operator.ts";
+import { REAL_NODE } from "../harness/stack/real-node-config.ts";
+import { down, up, type StackState } from "../harness/stack/stack.ts";
+import { acquireRealNodeLock } from "../support/real-node-lock.ts";
+
+const NAMESPACE = "shop";
+
+let state: StackState | undefined;
+let stateDir = "";
+let releaseLock: (() => Promise<void>) | undefined;
+let defaultReceiver: Server | undefined;
+/** The alert names each notification to the default receiver carried. */
+const defaultReceived: string[] = [];
+let chained: ChainResult | undefined;
+
+before(async () => {
+  releaseLock = await acquireRealNodeLock();
+  stateDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-operator-chain-"));
+  const images = await buildImages(["memhog", ...FUNCTION_POD_NAMES, "alertmanager"]);
+  const t0 = Date.now();
+  state = await up({
+    stateDir, nodes: 1, realNode: true, prometheusOperator: true,
+    memhogArchive: images.find((i) => i.name === "memhog")?.archive ?? "",
+    progress: (line) => process.stderr.write(`# stack: ${line}\n`),
+  });
+  process.stderr.write(`# stack with the real node and the operator's Prometheus and Alertmanager on it up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+  process.env.APPMONITOR_STACK_DIR = stateDir;
+  // The default receiver: a webhook on the node IP, which the Alertmanager's Pod reaches.
+  defaultReceiver = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c: Buffer) => (body += c.toString("utf8")));
+    req.on("end", () => {
+      for (const alert of (JSON.parse(body) as { alerts: { labels: Record<string, string> }[] }).alerts) defaultReceived.push(alert.labels.alertname ?? "");
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => defaultReceiver?.listen(0, REAL_NODE.nodeIp, resolve));
+}, { timeout: 25 * 60_000 });
+
+after(async () => {
+  await new Promise<void>((resolve) => (defaultReceiver ? defaultReceiver.close(() => resolve()) : resolve()));
+  if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
+  await releaseLock?.();
+});
+
+test("the operator's Prometheus and Alertmanager run on the real node from the images built here, at the versions the stack pins", async () => {
+  const onNode = state?.prometheusOperator?.onRealNode;
+  assert.ok(onNode, "the stack records the operator's Pods");
+  const info = await (await fetch(`${onNode.prometheusUrl}/api/v1/status/buildinfo`)).json() as { data: { version: string } };
+  assert.equal(`v${info.data.version}`, onNode.prometheusVersion);
+  const status = await (await fetch(`${onNode.alertmanagerUrl}/api/v2/status`)).json() as { versionInfo: { version: string } };
+  assert.equal(`v${status.versionInfo.version}`, onNode.alertmanagerVersion);
+  // Scraped as the chart scrapes: the kubelet's cAdvisor with container_spec_* dropped, kube-state-metrics' limits kept.
+  const query = async (q: string) => ((await (await fetch(`${onNode.prometheusUrl}/api/v1/query?${new URLSearchParams({ query: q })}`)).json()) as { data: { result: unknown[] } }).data.result.length;
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline && (await query('container_memory_working_set_bytes{metrics_path="/metrics/cadvisor"}')) === 0) await new Promise((r) => setTimeout(r, 2000));
+  assert.ok((await query('container_memory_working_set_bytes{metrics_path="/metrics/cadvisor", job="kubelet"}')) > 0, "the kubelet's cAdvisor is scraped through the chart's ServiceMonitor");
+  assert.equal(await query("container_spec_memory_limit_bytes"), 0, "the chart's cAdvisor relabelings drop container_spec_*");
+  assert.ok((await query('kube_pod_container_resource_limits{resource="memory"}')) > 0, "kube-state-metrics is scraped");
+});
+
+test("the demo's chain on the operator stack: the rule loaded by the config reloader, the alert routed to alert-receiver alone under OnNamespace, memhog scaled once", { timeout: 20 * 60_000 }, async (t) => {
+  assert.ok(state && defaultReceiver);
+  const address = defaultReceiver.address() as { port: number };
+  chained = await runChain(state, {
+    namespace: NAMESPACE, realNode: true, functionPods: true, eventing: true, keep: true,
+    operator: { defaultReceiverUrl: `http://${REAL_NODE.nodeIp}:${address.port}/` },
+    onProgress: (line) => t.diagnostic(line),
+  });
+  const crossed = chained.hops.find((h) => h.name === "usage crossed the threshold")?.at ?? 0;
+  for (const h of chained.hops) t.diagnostic(`${h.at >= crossed ? `+${((h.at - crossed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
+  assert.deepEqual([chained.before, chained.after], [{ request: "256Mi", limit: "384Mi" }, { request: "512Mi", limit: "768Mi" }]);
+  const names = chained.hops.map((h) => h.name);
+  for (const hop of ["Alertmanager configured by the operator", "rule loaded by the operator's Prometheus", "alert firing in Prometheus", "alert in Alertmanager",
+    "webhook received by alert-receiver", "Deployment patched by memory-scaler", "new container's cgroup limit"]) assert.ok(names.includes(hop), `${hop}: ${names.join(", ")}`);
+  assert.deepEqual(chained.decisions.filter((d) => d.outcome === "scaled").map((d) => d.pod), [`${NAMESPACE}/${chained.oldPod}`]);
+  assert.equal(chained.recorded.scaleCount, 1);
+});
+
+test("the rule came through the operator: in its rule files ConfigMap, selected by the release label; the default receiver got none of appmonitor's alerts", async () => {
+  assert.ok(state && chained, "the chain ran");
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(state.kubeconfig);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const files = await core.readNamespacedConfigMap({ namespace: PROMETHEUS_OPERATOR.namespace, name: `prometheus-${PROMETHEUS_OPERATOR.prometheus}-rulefiles-0` });
+  assert.ok(Object.keys(files.data ?? {}).some((k) => k.startsWith(`${NAMESPACE}-mymonitor-`)), `rule files: ${Object.keys(files.data ?? {}).join(", ")}`);
+  // Alertmanager sends a group's first notification after group_wait (the base route's 30 s): give any stray one the time to arrive.
+  await new Promise((r) => setTimeout(r, 35_000));
+  assert.deepEqual(defaultReceived.filter((n) => n.startsWith("AppMonitor")), [], "no alert of appmonitor's reached the default receiver");
+});
+
+test("RuleReady and MetricsReady are True on kube-prometheus-stack's defaults: the limit comes from kube-state-metrics, container_spec_* being dropped", async () => {
+  assert.ok(state && chained, "the chain ran");
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(state.kubeconfig);
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const monitor = await custom.getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace: NAMESPACE, plural: "appmonitors", name: "mymonitor" }) as
+    { status?: { conditions?: { type: string; status: string; reason: string; message: string }[] } };
+  const condition = (type: string) => monitor.status?.conditions?.find((c) => c.type === type);
+  assert.equal(condition("RuleReady")?.status, "True", JSON.stringify(condition("RuleReady")));
+  assert.equal(condition("MetricsReady")?.status, "True", JSON.stringify(condition("MetricsReady")));
+  assert.match(condition("MetricsReady")?.message ?? "", /kube_pod_container_resource_limits/);
+});
