@@ -8,18 +8,22 @@
 // operator's config reloader, its alert fires for memhog, reaches alert-receiver through the
 // route of knative/alertmanager/alertmanager.yml in the Alertmanager's base configuration and no
 // other receiver (a webhook of this file's own as the default one), and memhog is scaled once;
-// RuleReady and MetricsReady are True though the limit's cAdvisor series is dropped. One real
+// RuleReady and MetricsReady are True though the limit's cAdvisor series is dropped; and the
+// functions' PodMonitor is loaded by the operator and their Pods scraped. One real
 // node per machine: the file takes the machine-wide lock first.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { mkdtemp } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import * as k8s from "@kubernetes/client-node";
 import { runChain, type ChainResult } from "../harness/demo/chain.ts";
 import { buildImages } from "../harness/images/build.ts";
-import { FUNCTION_POD_NAMES } from "../harness/stack/function-pods-install.ts";
+import { FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE } from "../harness/stack/function-pods-install.ts";
+import { repoRoot } from "../harness/stack/paths.ts";
 import { PROMETHEUS_OPERATOR } from "../harness/stack/prometheus-operator.ts";
 import { REAL_NODE } from "../harness/stack/real-node-config.ts";
 import { down, up, type StackState } from "../harness/stack/stack.ts";
@@ -122,4 +126,25 @@ test("RuleReady and MetricsReady are True on kube-prometheus-stack's defaults: t
   assert.equal(condition("RuleReady")?.status, "True", JSON.stringify(condition("RuleReady")));
   assert.equal(condition("MetricsReady")?.status, "True", JSON.stringify(condition("MetricsReady")));
   assert.match(condition("MetricsReady")?.message ?? "", /kube_pod_container_resource_limits/);
+});
+
+test("the functions' PodMonitor (knative/monitoring/) is selected by the operator's Prometheus, which scrapes each function's /metrics", { timeout: 600_000 }, async () => {
+  assert.ok(state && chained, "the chain ran");
+  const onNode = state.prometheusOperator?.onRealNode;
+  assert.ok(onNode);
+  const { stdout } = await promisify(execFile)(state.binaries.kubectl, [`--kubeconfig=${state.kubeconfig}`, "apply", "-k", path.join(repoRoot, "knative", "monitoring")]);
+  assert.match(stdout, /podmonitor\.monitoring\.coreos\.com\/appmonitor (created|configured)/);
+  const series = async (q: string) => ((await (await fetch(`${onNode.prometheusUrl}/api/v1/query?${new URLSearchParams({ query: q })}`)).json()) as { data: { result: { metric: Record<string, string> }[] } }).data.result;
+  // The operator's reload, then the PodMonitor's 30 s interval.
+  const up = `up{job="${FUNCTIONS_NAMESPACE}/appmonitor", namespace="${FUNCTIONS_NAMESPACE}"} == 1`;
+  const deadline = Date.now() + 480_000;
+  let found: string[] = [];
+  while (Date.now() < deadline) {
+    found = (await series(up)).map((r) => r.metric.pod ?? "").sort();
+    if (found.length >= 3) break;
+    await new Promise((r) => setTimeout(r, 5000));
+  }
+  assert.deepEqual(FUNCTION_POD_NAMES.map((name) => found.some((pod) => pod.startsWith(`${name}-`))), FUNCTION_POD_NAMES.map(() => true), `scraped Pods: ${found.join(", ")}`);
+  const scaled = await series(`appmonitor_memory_scaler_events_total{namespace="${FUNCTIONS_NAMESPACE}"}`);
+  assert.ok(scaled.length > 0, "memory-scaler's own counter is in the operator's Prometheus");
 });

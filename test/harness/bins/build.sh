@@ -12,9 +12,10 @@
 # upstream PrometheusRule CRD, generated from prometheus-operator's API module (crds/), and the
 # VerticalPodAutoscaler CRDs from the pinned vertical-pod-autoscaler module (gen_vpa_crd),
 # prometheus-operator/ the operator, its config reloader, every monitoring.coreos.com CRD and its
-# RBAC as the pinned module ships them (promop/), with the config reloader's image, prometheus/
+# RBAC as the pinned module ships them (promop/), with the config reloader's image, prometheus-upstream/
 # upstream Prometheus and promtool with the Prometheus image, for the operator stack on the real
-# node (prom/), knative-eventing/ Knative Eventing's commands
+# node (prom/; not in prometheus/, which would shadow Debian's on a PATH that holds this directory),
+# knative-eventing/ Knative Eventing's commands
 # and their images (eventing.sh, eventing/), and helm, which packages, lints and installs the
 # release's chart (helm/).
 #
@@ -215,7 +216,7 @@ install -m 0644 "$promop_dir/example/rbac/prometheus-operator/prometheus-operato
 # Upstream Prometheus (prom/) for the operator's StatefulSet on the real node, with Kubernetes service
 # discovery alone (the only one the operator's configuration uses; Debian's build has none), and its
 # promtool; the image runs /bin/prometheus as the upstream image does, the operator passing args only.
-prom_out="$out/prometheus"
+prom_out="$out/prometheus-upstream"
 mkdir -p "$prom_out"
 # Its module version v0.3MM.P is release 3.MM.P.
 prver=$(awk '$1 == "github.com/prometheus/prometheus" { sub(/^v0\.3/, "3.", $2); print $2 }' "$here/prom/go.mod")

@@ -126,19 +126,18 @@ export function kubeletServiceMonitor(): Manifest {
  * kube-state-metrics as the chart's subchart puts it behind a Service, and its ServiceMonitor
  * (`kube-state-metrics.prometheus.monitor`: port `http`, `honorLabels: true`). The stack runs
  * kube-state-metrics as a host process on the node IP, so the Service has no selector and an
- * EndpointSlice of ours names that address.
+ * Endpoints object of ours names that address.
  */
 export function kubeStateMetricsObjects(address: { ip: string; port: number }): Manifest[] {
   const { namespace, name, port } = KUBE_STATE_METRICS_SERVICE;
   const labels = { "app.kubernetes.io/name": "kube-state-metrics", "app.kubernetes.io/instance": PROMETHEUS_OPERATOR.release, release: PROMETHEUS_OPERATOR.release };
   return [
     { apiVersion: "v1", kind: "Service", metadata: { name, namespace, labels }, spec: { type: "ClusterIP", ports: [{ name: port, port: 8080, targetPort: address.port, protocol: "TCP" }] } },
+    // Endpoints, not an EndpointSlice: the operator's Prometheus discovers ServiceMonitors' targets
+    // through Endpoints by default (`serviceDiscoveryRole`), and nothing mirrors a slice into them.
     {
-      apiVersion: "discovery.k8s.io/v1", kind: "EndpointSlice",
-      metadata: { name: `${name}-host`, namespace, labels: { ...labels, "kubernetes.io/service-name": name, "endpointslice.kubernetes.io/managed-by": "appmonitor-stack" } },
-      addressType: "IPv4",
-      endpoints: [{ addresses: [address.ip], conditions: { ready: true } }],
-      ports: [{ name: port, port: address.port, protocol: "TCP" }],
+      apiVersion: "v1", kind: "Endpoints", metadata: { name, namespace, labels },
+      subsets: [{ addresses: [{ ip: address.ip }], ports: [{ name: port, port: address.port, protocol: "TCP" }] }],
     },
     {
       apiVersion: "monitoring.coreos.com/v1", kind: "ServiceMonitor", metadata: { name, namespace, labels },

@@ -66,13 +66,17 @@ export interface OperatorOnRealNode {
  * The operator's flags: its web server (metrics, `/healthz`) on 127.0.0.1 without TLS (it would
  * look for a serving certificate under /etc/tls/private); all namespaces. With the real node, the
  * config reloader image built here and the kubelet Service kube-prometheus-stack turns on for its
- * kubelet ServiceMonitor (`prometheusOperator.kubeletService.enabled: true`); without it, no
- * kubelet Service, not needed for rules and routing.
+ * kubelet ServiceMonitor (`prometheusOperator.kubeletService.enabled: true`), of the real node's
+ * kubelet; without it, no kubelet Service, not needed for rules and routing.
  */
-export function prometheusOperatorArgs(port: number, node?: Pick<OperatorOnRealNode, "images">): string[] {
+export function prometheusOperatorArgs(port: number, node?: Pick<OperatorOnRealNode, "images" | "placement">): string[] {
   const base = [`--web.listen-address=127.0.0.1:${port}`, "--web.enable-tls=false", "--log-level=info"];
   if (!node) return base;
-  return [...base, `--prometheus-config-reloader=${node.images.configReloader}`, `--kubelet-service=${KUBELET_SERVICE.namespace}/${KUBELET_SERVICE.name}`, "--kubelet-endpoints=true"];
+  // The kubelets of the real node alone: kwok's fake Nodes have 127.0.0.1 as their address, which
+  // an Endpoints object refuses, and the operator would then write none at all.
+  const selector = Object.entries(node.placement.nodeSelector).map(([k, v]) => `${k}=${v}`).join(",");
+  return [...base, `--prometheus-config-reloader=${node.images.configReloader}`, `--kubelet-service=${KUBELET_SERVICE.namespace}/${KUBELET_SERVICE.name}`,
+    "--kubelet-endpoints=true", `--kubelet-selector=${selector}`];
 }
 
 /**

@@ -464,7 +464,7 @@ export async function up(opts: UpOptions): Promise<StackState> {
 
 /**
  * Starts prometheus-operator from build.sh's `prometheus-operator/` (see `prometheus-operator.ts`).
- * With the real node, its Prometheus (upstream, build.sh's `prometheus/`) and Alertmanager
+ * With the real node, its Prometheus (upstream, build.sh's `prometheus-upstream/`) and Alertmanager
  * (Debian's, `npm run image -- alertmanager`) run there: their images and the config reloader's
  * are imported into the node first.
  * @throws StackStepError naming a missing archive and the command that makes it.
@@ -480,9 +480,9 @@ async function startOperator(launch: Launch, pki: Pki, kc: k8s.KubeConfig): Prom
   let node: OperatorOnRealNode | undefined;
   let prometheusBin = bins.prometheus;
   if (state.realNode) {
-    prometheusBin = path.join(built, "prometheus", "prometheus");
+    prometheusBin = path.join(built, "prometheus-upstream", "prometheus");
     const archives = {
-      prometheus: path.join(built, "prometheus", "prometheus.oci.tar"),
+      prometheus: path.join(built, "prometheus-upstream", "prometheus.oci.tar"),
       alertmanager: path.join(archiveDir(env), "alertmanager.oci.tar"),
       configReloader: path.join(operatorDir, "prometheus-config-reloader.oci.tar"),
     };

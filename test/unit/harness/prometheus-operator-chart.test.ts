@@ -48,6 +48,7 @@ test("the operator gets the config reloader image and the kubelet Service only o
   const flags = prometheusOperatorArgs(8080, node);
   assert.ok(flags.includes(`--prometheus-config-reloader=${node.images.configReloader}`));
   assert.ok(flags.includes(`--kubelet-service=${KUBELET_SERVICE.namespace}/${KUBELET_SERVICE.name}`));
+  assert.ok(flags.includes("--kubelet-selector=appmonitor.kubedemo.com/node=real"), "the real node's kubelet alone");
   assert.equal(prometheusOperatorArgs(8080).some((f) => f.startsWith("--kubelet-service")), false);
 });
 
@@ -56,6 +57,6 @@ test("the Services the chart puts in front: the Alertmanager's is the one the Pr
   const services = chartServices();
   const am = services.find((s) => s.metadata.name === alerting?.name) as { spec: { ports: { name: string }[] } } | undefined;
   assert.equal(am?.spec.ports[0]?.name, alerting?.port);
-  const slice = kubeStateMetricsObjects(node.kubeStateMetrics).find((o) => o.kind === "EndpointSlice") as { endpoints: { addresses: string[] }[]; ports: { port: number }[] } | undefined;
-  assert.deepEqual([slice?.endpoints[0]?.addresses, slice?.ports[0]?.port], [["10.245.255.1"], 18080]);
+  const endpoints = kubeStateMetricsObjects(node.kubeStateMetrics).find((o) => o.kind === "Endpoints") as { subsets: { addresses: { ip: string }[]; ports: { port: number }[] }[] } | undefined;
+  assert.deepEqual([endpoints?.subsets[0]?.addresses[0]?.ip, endpoints?.subsets[0]?.ports[0]?.port], ["10.245.255.1", 18080]);
 });
