@@ -1,5 +1,5 @@
 /**
- * `npm run demo -- [--real-node (default) [--host-functions] [--no-eventing] | --kwok] [--containers]`: the main job on the local stack,
+ * `npm run demo -- [--real-node (default) [--host-functions] [--no-eventing] [--prometheus-operator] | --kwok] [--containers]`: the main job on the local stack,
  * from one command on a fresh machine. Installs the Debian packages it needs when run as root
  * (`debian-packages.ts`, saying which and why; otherwise it names the command), builds what it
  * needs and has not cached (the Go-built binaries, the base, function and memhog images and their
@@ -18,7 +18,10 @@
  * Broker, its resyncs from the PingSource; `--no-eventing` has alert-receiver post straight to
  * memory-scaler's Service instead. `--kwok` runs memhog on a kwok Node instead, its usage an annotation, and the
  * functions as host processes. `--containers` runs the three functions from their images under
- * podman (root). (`--real-node`, the default, is still accepted.)
+ * podman (root). (`--real-node`, the default, is still accepted.) `--prometheus-operator` runs the
+ * chain on the monitoring stack users run: prometheus-operator's Prometheus and Alertmanager as
+ * its StatefulSets on the real node, configured as kube-prometheus-stack's defaults configure
+ * them, the alerts routed as docs/install.md says (with the function Pods and Eventing only).
  *
  * Exit codes: 0 the Deployment was scaled and its new Pod runs; 1 a hop failed (named); 2 usage
  * or a missing prerequisite (named, with the command that fixes it).
@@ -40,11 +43,12 @@ const THRESHOLD_PERCENT = 75;
 const COLD_MINUTES = { binaries: 27, images: 5 } as const;
 const FUNCTION_NAMES = Object.keys(FUNCTION_IMAGES) as (keyof typeof FUNCTION_IMAGES)[];
 
-const usage = "usage: npm run demo -- [--real-node (default) [--host-functions] [--no-eventing] | --kwok] [--containers]";
+const usage = "usage: npm run demo -- [--real-node (default) [--host-functions] [--no-eventing] [--prometheus-operator] | --kwok] [--containers]";
 let containers = false;
 let kwok = false;
 let hostFunctions = false;
 let noEventing = false;
+let operator = false;
 try {
   const { values } = parseArgs({
     options: {
@@ -53,9 +57,11 @@ try {
       "real-node": { type: "boolean", default: false },
       "host-functions": { type: "boolean", default: false },
       "no-eventing": { type: "boolean", default: false },
+      "prometheus-operator": { type: "boolean", default: false },
     },
   });
-  ({ containers, kwok, "host-functions": hostFunctions, "no-eventing": noEventing } = values);
+  ({ containers, kwok, "host-functions": hostFunctions, "no-eventing": noEventing, "prometheus-operator": operator } = values);
+  if (operator && (kwok || containers || values["host-functions"] || values["no-eventing"])) throw new Error("--prometheus-operator needs the real node's function Pods and Eventing");
   if (kwok && values["real-node"]) throw new Error("--kwok and --real-node exclude each other");
   // Both choose where the functions run on the real node; on kwok they run on the host already.
   for (const flag of ["host-functions", "no-eventing"] as const) if (kwok && values[flag]) throw new Error(`--${flag} applies to the real node's function Pods, not to --kwok`);
@@ -82,7 +88,7 @@ const functionPods = realNode && !containers && !hostFunctions;
 const eventing = functionPods && !noEventing;
 const say = (part: string) => (l: string) => console.log(`  ${part}: ${l}`);
 
-const images: ImageName[] = [...(realNode ? ["memhog" as const] : []), ...(functionPods || containers ? FUNCTION_NAMES : [])];
+const images: ImageName[] = [...(realNode ? ["memhog" as const] : []), ...(functionPods || containers ? FUNCTION_NAMES : []), ...(operator ? ["alertmanager" as const] : [])];
 
 let code = 0;
 try {
@@ -97,16 +103,17 @@ try {
     await buildImages(images, say("images"));
     say("images")(`${images.length} ready (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   }
-  const state = await up({ stateDir, realNode, progress: say("stack") });
+  const state = await up({ stateDir, realNode, prometheusOperator: operator, progress: say("stack") });
   // A stack that was already up may lack an image, or serve an older one: push what differs.
   if (existing && state.registry) await pushImages(state.registry.address, servedImages());
   if (containers) console.log("the functions run from their images (npm run image)");
   if (realNode) console.log("memhog runs on the real node: real memory, read from its log, cAdvisor and its cgroup");
   if (functionPods) console.log("the functions run as Pods on the real node (Deployments rendered from knative/services)");
   if (eventing) console.log("their events go through Knative Eventing on the real node: Broker, Triggers, ApiServerSource, PingSource, SinkBinding (knative/eventing)");
+  if (operator) console.log("Prometheus and Alertmanager run as prometheus-operator's StatefulSets on the real node, as kube-prometheus-stack's defaults configure them");
   console.log("the chain, each hop as it is seen:");
   const result = await runChain(state, {
-    namespace: "appmonitor-demo", containers, realNode, functionPods, eventing,
+    namespace: "appmonitor-demo", containers, realNode, functionPods, eventing, ...(operator ? { operator: {} } : {}),
     onHop: (h) => console.log(`  seen: ${h.name}`), onProgress: say("set-up"),
   });
   const legend = hasWholeSecondClock(result.hops) ? "; ≈: a whole-second clock" : "";

@@ -17,6 +17,12 @@ export const REAL_NODE = {
   nodeInterface: "appmon-node",
   /** The node's InternalIP: the kubelet refuses a loopback one. Lives on `nodeInterface`, a /32. */
   nodeIp: "10.245.255.1",
+  /**
+   * The kubelet's port on the node IP: its default, 10250, which prometheus-operator writes into
+   * the kubelet Service's endpoints whatever port a Node reports. Free: the node IP is the real
+   * node's own, and one real node runs per machine.
+   */
+  kubeletPort: 10250,
   /** The Pods' bridge, created by the CNI bridge plugin on the first Pod. */
   bridge: "appmon-br0",
   /** The Pods' addresses (kwok's fake Pod IPs are 10.244.0.0/16, Services 10.96.0.0/16, podman's 10.88.0.0/16). */

@@ -118,7 +118,7 @@ interface StackPorts {
   kwok: number;
   prometheus: number;
   alertmanager: number;
-  /** The real node's kubelet and its healthz. */
+  /** The real node's kubelet (on the node IP, {@link REAL_NODE}.kubeletPort) and its healthz. */
   kubelet: number;
   kubeletHealthz: number;
   kubeStateMetrics: KubeStateMetricsPorts;
@@ -170,12 +170,12 @@ async function runningStack(dir: string, opts: UpOptions): Promise<StackState | 
   throw new StackStepError("stack up", `a stack in ${dir} has stopped components (${dead.map((c) => c.name).join(", ")}); run 'npm run stack -- down' first`);
 }
 
-/** Twelve free ports at once, by role. */
+/** Eleven free ports at once, by role, and the kubelet's. */
 async function freePorts(): Promise<StackPorts> {
-  const [etcd, etcdPeer, apiserver, controllerManager, scheduler, kwok, prometheus, alertmanager, kubelet, kubeletHealthz, ksm, ksmTelemetry] = await Promise.all(
-    Array.from({ length: 12 }, () => freePort()),
-  ) as [number, number, number, number, number, number, number, number, number, number, number, number];
-  return { etcd, etcdPeer, apiserver, controllerManager, scheduler, kwok, prometheus, alertmanager, kubelet, kubeletHealthz, kubeStateMetrics: { metrics: ksm, telemetry: ksmTelemetry } };
+  const [etcd, etcdPeer, apiserver, controllerManager, scheduler, kwok, prometheus, alertmanager, kubeletHealthz, ksm, ksmTelemetry] = await Promise.all(
+    Array.from({ length: 11 }, () => freePort()),
+  ) as [number, number, number, number, number, number, number, number, number, number, number];
+  return { etcd, etcdPeer, apiserver, controllerManager, scheduler, kwok, prometheus, alertmanager, kubelet: REAL_NODE.kubeletPort, kubeletHealthz, kubeStateMetrics: { metrics: ksm, telemetry: ksmTelemetry } };
 }
 
 /** The state of a stack about to start in `dir`: its URLs, files and Nodes, no component yet. */
