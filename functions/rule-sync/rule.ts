@@ -23,6 +23,9 @@
 //   noisier. cAdvisor reports the limit of an unlimited container (any limit above 2^62 bytes)
 //   as 0 (google/cadvisor metrics/prometheus.go, specMemoryValue), which the rule filters out.
 //
+// With spec.targetRef every series selector is also limited to the Pods named after the workload
+// (`podScope`), with either source.
+//
 // - "kube-state-metrics": working set from cAdvisor as above, limit from kube-state-metrics'
 //   `kube_pod_container_resource_limits{resource="memory"}`, and the Pods narrowed to those the
 //   AppMonitor covers by joining `kube_pod_annotations` (the opt-in annotation) or
@@ -227,16 +230,16 @@ function selectorMatchers(selector: LabelSelector): string[] {
 }
 
 /**
- * The selectors the working-set alerts share: the namespace matcher, the working set series of the
+ * The selectors the working-set alerts share, within {@link podScope}: the working set series of the
  * monitored containers, and their memory limit (module comment, "Metric sources"), neither reduced.
  */
-function seriesOf(monitor: RuleInput, source: MetricSource): { ns: string; workingSet: string; limit: string } {
+function seriesOf(monitor: RuleInput, source: MetricSource): { workingSet: string; limit: string } {
   const ns = podScope(monitor);
   const containers = containerMatchers(monitor);
   const ksmLimit = `kube_pod_container_resource_limits{${ns}, resource="memory", ${containers}} > 0`;
   // cAdvisor's limit, or kube-state-metrics' where a relabeling dropped cAdvisor's (module comment).
   const limit = source === "cadvisor" ? `container_spec_memory_limit_bytes{${ns}, ${containers}} > 0 or ${ksmLimit}` : ksmLimit;
-  return { ns, workingSet: `container_memory_working_set_bytes{${ns}, ${containers}}`, limit };
+  return { workingSet: `container_memory_working_set_bytes{${ns}, ${containers}}`, limit };
 }
 
 /**
@@ -258,7 +261,7 @@ function seriesOf(monitor: RuleInput, source: MetricSource): { ns: string; worki
  * @returns the expression, over several lines.
  */
 export function alertExpression(monitor: RuleInput, source: MetricSource): string {
-  const { ns, workingSet, limit } = seriesOf(monitor, source);
+  const { workingSet, limit } = seriesOf(monitor, source);
   // 100 × used / limit rather than used / limit × 100: exact whenever the percentage is a whole
   // number, so an alert at 76 % reports 76, not 76.00000000000001.
   const ratio = [
@@ -366,7 +369,7 @@ export function oomAlertExpression(monitor: RuleInput, source: MetricSource): st
  * @returns the expression, over several lines.
  */
 export function trendAlertExpression(monitor: RuleInput, trend: Required<AppMonitorTrend>, source: MetricSource): string {
-  const { ns, workingSet, limit } = seriesOf(monitor, source);
+  const { workingSet, limit } = seriesOf(monitor, source);
   const window = promDuration(trend.windowSeconds);
   const ranged = `${workingSet}[${window}]`;
   const maxLimit = `max by ${BY} (${limit})`;
