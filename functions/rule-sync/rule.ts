@@ -23,9 +23,6 @@
 //   noisier. cAdvisor reports the limit of an unlimited container (any limit above 2^62 bytes)
 //   as 0 (google/cadvisor metrics/prometheus.go, specMemoryValue), which the rule filters out.
 //
-// With spec.targetRef every series selector is also limited to the Pods named after the workload
-// (`podScope`), with either source.
-//
 // - "kube-state-metrics": working set from cAdvisor as above, limit from kube-state-metrics'
 //   `kube_pod_container_resource_limits{resource="memory"}`, and the Pods narrowed to those the
 //   AppMonitor covers by joining `kube_pod_annotations` (the opt-in annotation) or
@@ -40,7 +37,11 @@
 //   `[a-zA-Z0-9_]` with `_`, so two keys differing only there (`a.b`, `a-b`) are
 //   indistinguishable; a label whose value is empty looks absent, so `Exists` does not match it.
 //   A label missing from the allowlist makes `In` match nothing and `NotIn`/`DoesNotExist`
-//   match every Pod.
+//   match every Pod. With `selectorMode: Narrow` the annotated and the selected Pods are joined
+//   with `and`, and with spec.targetRef the join is on every Pod (`kube_pod_labels`).
+//
+// With spec.targetRef, either source, every series selector is also limited to the Pods named
+// after the workload (`podScope`).
 //
 // The local test stack's kwok emulates the kubelet's cAdvisor endpoint with
 // `container_memory_working_set_bytes`, `container_spec_memory_limit_bytes` and
