@@ -20,7 +20,7 @@ export const CONFLICT_REASONS = {
   precedes: "TakesPrecedence",
   /** True: this AppMonitor covers the workload with others, and one of them acts on it. */
   outranked: "Outranked",
-  /** False: the last workload it conflicted over is now covered by it alone. */
+  /** False: the last workload it conflicted over is no longer covered by several AppMonitors. */
   none: "NoConflict",
 } as const;
 
@@ -56,7 +56,7 @@ export function withConflict(status: AppMonitorStatus | undefined, name: string,
     change = conflictCondition(name, conflict);
   } else {
     if (old?.status !== "True" || !old.message.startsWith(`${subjectOf(workload)} is covered`)) return status;
-    change = { type: CONFLICT_CONDITION, status: "False", reason: CONFLICT_REASONS.none, message: `${subjectOf(workload)} is covered by this AppMonitor alone` };
+    change = { type: CONFLICT_CONDITION, status: "False", reason: CONFLICT_REASONS.none, message: `${subjectOf(workload)} is no longer covered by more than one AppMonitor` };
   }
   if (old !== undefined && old.status === change.status && old.reason === change.reason && old.message === change.message) return status;
   return withCondition(status ?? {}, change, now);
