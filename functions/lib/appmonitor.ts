@@ -172,7 +172,7 @@ export interface AppMonitorSpec {
   heapFlags?: "Hold" | "Scale";
   /**
    * Once the memory memory-scaler set on a workload was lowered by another writer (a revert), at
-   * most this many patches of that workload per hour, integer 0–10; absent:
+   * most this many patches of that workload per hour, integer 0–10; default
    * {@link DEFAULT_REVERT_BUDGET_PER_HOUR} (`functions/memory-scaler/coexist/reverts.ts`).
    */
   revertBudgetPerHour?: number;
@@ -180,7 +180,7 @@ export interface AppMonitorSpec {
   trend?: AppMonitorTrend;
 }
 
-/** `spec.revertBudgetPerHour` when absent: three patches of a reverted workload per hour. */
+/** `spec.revertBudgetPerHour`'s default (the schema's, so the API server writes it): three patches of a reverted workload per hour. */
 export const DEFAULT_REVERT_BUDGET_PER_HOUR = 3;
 
 /**

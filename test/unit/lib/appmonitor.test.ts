@@ -1,7 +1,7 @@
 // AppMonitor spec validation, label selectors and coverage (which AppMonitor governs: memory-scaler/parts.test.ts).
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { MONITOR_ANNOTATION } from "../../../functions/lib/appmonitor.ts";
+import { DEFAULT_REVERT_BUDGET_PER_HOUR, MONITOR_ANNOTATION } from "../../../functions/lib/appmonitor.ts";
 import { AppMonitorSpecError, validateAppMonitorSpec } from "../../../functions/lib/appmonitor-spec.ts";
 import { LabelSelectorError, matchesLabelSelector, type LabelSelector } from "../../../functions/lib/label-selector.ts";
 import { type AppMonitorLike, coverage, covers, type PodTemplateLike } from "../../../functions/memory-scaler/scale/governing.ts";
@@ -21,6 +21,10 @@ describe("validateAppMonitorSpec: valid", () => {
       heapFlags: "Hold",
       revertBudgetPerHour: 3,
     });
+  });
+
+  it("the code's revert budget is the schema's default", () => {
+    assert.equal(validateAppMonitorSpec({ memThresholdPercent: 75, memMultiplier: 2 }).revertBudgetPerHour, DEFAULT_REVERT_BUDGET_PER_HOUR);
   });
 
   it("keeps given values and does not modify its input", () => {
