@@ -5,7 +5,10 @@
  * the committed file is what this produces.
  *
  * The JSON Schema's `exclusiveMinimum: N` becomes OpenAPI v3.0's `minimum: N, exclusiveMinimum: true`
- * (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#specifying-a-structural-schema).
+ * (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#specifying-a-structural-schema),
+ * and `uniqueItems: true` becomes `x-kubernetes-list-type: set`; `x-kubernetes-validations` (CEL
+ * rules, https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#validation-rules)
+ * pass through unchanged.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -26,6 +29,9 @@ export function toOpenApiV3(schema: Schema): Schema {
     if (key === "exclusiveMinimum" && typeof value === "number") {
       out.minimum = value;
       out.exclusiveMinimum = true;
+    } else if (key === "uniqueItems") {
+      // The API server refuses uniqueItems (quadratic); a set list type refuses duplicates instead.
+      if (value === true) out["x-kubernetes-list-type"] = "set";
     } else if (key === "properties" && value && typeof value === "object") {
       out.properties = Object.fromEntries(Object.entries(value as Schema).map(([k, v]) => [k, toOpenApiV3(v as Schema)]));
     } else if ((key === "items" || key === "additionalProperties") && value && typeof value === "object") {

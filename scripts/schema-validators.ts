@@ -50,6 +50,8 @@ export function validatorModule(spec: ValidatorSpec): string {
   const schema = JSON.parse(readFileSync(path.join(root, "schemas", spec.schema), "utf8")) as Record<string, unknown>;
   const ajv = new Ajv({ allErrors: true, strict: true, ...spec.options, code: { source: true, esm: true } });
   addFormats(ajv);
+  // The API server's CEL rules: annotations to ajv; `appmonitor-spec.ts` checks the same in code.
+  ajv.addKeyword({ keyword: "x-kubernetes-validations", schemaType: "array" });
   const code = standaloneCode(ajv, ajv.compile(schema));
   const modules: string[] = [];
   const body = code.replace(/require\("([^"]+)"\)/g, (_, specifier: string) => {

@@ -1,8 +1,8 @@
 /**
  * Validating an AppMonitor `spec`: `schemas/appmonitor.schema.json` (precompiled,
  * `schemas/validators/appmonitor-spec.js`, which also writes the schema's defaults) and the rules
- * the schema cannot state (label selector operators and values, `maxMemory` in the quantity
- * parser's range). Every caller that acts on a spec goes through {@link validateAppMonitorSpec}
+ * the schema cannot state for ajv (label selector operators and values and the cross-field rules
+ * the CRD states in CEL, `maxMemory` in the quantity parser's range). Every caller that acts on a spec goes through {@link validateAppMonitorSpec}
  * once; what it returns is the {@link AppMonitorSpecWithDefaults} the rest of the code trusts.
  */
 import type { ErrorObject } from "ajv";
@@ -34,8 +34,11 @@ export class AppMonitorSpecError extends Error {
 
 /**
  * Validates an AppMonitor `spec` against `schemas/appmonitor.schema.json` and returns a copy with
- * the defaults applied (`forSeconds` 60, `cooldownSeconds` 300, `mode` "Scale", `updateMode` "Rollout"). The input is
- * not modified. Rules: DESIGN.md "The API" (AppMonitor table); selector operator/values rules from
+ * the defaults applied (`forSeconds` 60, `cooldownSeconds` 300, `mode` "Scale", `updateMode`
+ * "Rollout", `selectorMode` "Widen", `stuckRollout` "Report", `gitOpsManaged` "Skip", `heapFlags`
+ * "Hold", `revertBudgetPerHour` 3: the CRD's, so the API server writes the same). The input is
+ * not modified. The CRD's CEL rules are checked too: `targetRef` and `selector` exclusive,
+ * `selectorMode` `Narrow` only with a `selector`. Rules: DESIGN.md "The API" (AppMonitor table); selector operator/values rules from
  * https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/label-selector/ ;
  * `maxMemory` must also parse as a quantity (see `parseQuantity`).
  * @param spec the `spec` field as parsed from JSON or YAML.
@@ -60,6 +63,13 @@ export function validateAppMonitorSpec(spec: unknown): AppMonitorSpecWithDefault
         message: err.message,
       });
     }
+  }
+  // The CRD's x-kubernetes-validations (CEL) across fields, for a spec that reached us another way.
+  if (valid.targetRef !== undefined && valid.selector !== undefined) {
+    problems.push({ instancePath: "", schemaPath: "#/x-kubernetes-validations/0", keyword: "x-kubernetes-validations", params: {}, message: "targetRef and selector are exclusive: a targetRef covers exactly the workload it names" });
+  }
+  if (valid.selectorMode === "Narrow" && valid.selector === undefined) {
+    problems.push({ instancePath: "/selectorMode", schemaPath: "#/x-kubernetes-validations/1", keyword: "x-kubernetes-validations", params: {}, message: "selectorMode Narrow needs a selector to narrow the annotated Pod templates by" });
   }
   if (valid.maxMemory !== undefined) {
     // The pattern admits exponents the quantity parser refuses as out of range.

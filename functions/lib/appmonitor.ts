@@ -104,6 +104,21 @@ export interface AppMonitorTrend {
  */
 export type UpdateMode = "Rollout" | "InPlace" | "InPlaceOrRollout";
 
+/** The workload kinds a `spec.targetRef` can name: those memory-scaler scales (`functions/memory-scaler/model.ts` `WorkloadKind`). */
+export const TARGET_REF_KINDS = ["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"] as const;
+
+/** `spec.targetRef`: a workload of the AppMonitor's namespace, named as the VPA's `targetRef` names one. */
+export interface AppMonitorTargetRef {
+  /** `apps/v1`. */
+  apiVersion: "apps/v1";
+  kind: (typeof TARGET_REF_KINDS)[number];
+  /** The workload's `metadata.name`. */
+  name: string;
+}
+
+/** `spec.selectorMode` values: `Widen` (selected or annotated), `Narrow` (selected and annotated). */
+export type SelectorMode = "Widen" | "Narrow";
+
 /** `spec.mode` values: `Scale` patches the workload, `DryRun` only records what it would do. */
 export type AppMonitorMode = "Scale" | "DryRun";
 
@@ -116,8 +131,15 @@ export interface AppMonitorSpec {
   memThresholdPercent: number;
   /** Factor applied to memory request and limit; 1 < x ≤ 10. */
   memMultiplier: number;
-  /** Pods to watch in addition to annotated ones. */
+  /**
+   * The one workload covered (as the VPA's `targetRef`), annotated or not; not with `selector`
+   * (`functions/memory-scaler/scale/governing.ts` for what it takes precedence over).
+   */
+  targetRef?: AppMonitorTargetRef;
+  /** Pod templates to watch: with `selectorMode` `Widen`, in addition to annotated ones; `Narrow`, only annotated ones it matches. */
   selector?: LabelSelector;
+  /** How `selector` combines with the opt-in annotation; default `Widen`; `Narrow` needs a `selector`. */
+  selectorMode?: SelectorMode;
   /** Only these containers are scaled; absent: every container with a memory limit. */
   containers?: string[];
   /** Kubernetes quantity (bytes) a limit is never raised above. */
@@ -150,7 +172,7 @@ export interface AppMonitorSpec {
   heapFlags?: "Hold" | "Scale";
   /**
    * Once the memory memory-scaler set on a workload was lowered by another writer (a revert), at
-   * most this many patches of that workload per hour, integer 0–10; absent:
+   * most this many patches of that workload per hour, integer 0–10; default
    * {@link DEFAULT_REVERT_BUDGET_PER_HOUR} (`functions/memory-scaler/coexist/reverts.ts`).
    */
   revertBudgetPerHour?: number;
@@ -158,7 +180,7 @@ export interface AppMonitorSpec {
   trend?: AppMonitorTrend;
 }
 
-/** `spec.revertBudgetPerHour` when absent: three patches of a reverted workload per hour. */
+/** `spec.revertBudgetPerHour`'s default (the schema's, so the API server writes it): three patches of a reverted workload per hour. */
 export const DEFAULT_REVERT_BUDGET_PER_HOUR = 3;
 
 /**
@@ -166,7 +188,9 @@ export const DEFAULT_REVERT_BUDGET_PER_HOUR = 3;
  * with every defaulted field set (`spec.trend`'s too, when it is there).
  */
 export type AppMonitorSpecWithDefaults = AppMonitorSpec &
-  Required<Pick<AppMonitorSpec, "forSeconds" | "cooldownSeconds" | "mode" | "updateMode">> & { trend?: Required<AppMonitorTrend> };
+  Required<Pick<AppMonitorSpec, "forSeconds" | "cooldownSeconds" | "mode" | "updateMode" | "selectorMode" | "stuckRollout" | "gitOpsManaged" | "heapFlags" | "revertBudgetPerHour">> & {
+    trend?: Required<AppMonitorTrend>;
+  };
 
 /**
  * A status condition, shaped like metav1.Condition.

@@ -11,7 +11,7 @@
  * | --- | --- |
  * | 204, outcome `scaled` \| `dry-run` \| `skipped`, reason (`Scaled`, `Resized` for a bare Pod resized in place, `DryRun`, `Cooldown`, …) | a firing alert was handled: scaled, or deliberately not (the reason says why; the list is in `scale/flow.ts` and the README) |
  * | 204, outcome `skipped`, reason `NotAppMonitorAlert` | an alert no AppMonitor rule raised (another alertname, no `appmonitor` label, or `exported_namespace`/`exported_pod` labels): never acted on, nothing read |
- * | 204, outcome `skipped`, reason `NoAppMonitor` \| `NotCovered` \| `AppMonitorNotGoverning` | the AppMonitor the alert names is not in the namespace, or does not cover the workload's Pod template |
+ * | 204, outcome `skipped`, reason `NoAppMonitor` \| `NotCovered` \| `AppMonitorNotGoverning` \| `AppMonitorConflict` | the AppMonitor the alert names is not in the namespace, does not cover the workload's Pod template, or covers it and another that covers it takes precedence |
  * | 204, outcome `skipped`, reason `NamespaceNotWatched` | the alert's namespace is not among `WATCH_NAMESPACES`: nothing read |
  * | 204, outcome `ignored`, reason `Resolved` | a resolved alert: nothing to undo |
  * | 204, the outcome and reason of the first answer | a copy of a firing event (same `source` and `id`) this instance is handling, or scaled (or dry-ran) in the last 600 s: nothing read (`answers.ts`) |

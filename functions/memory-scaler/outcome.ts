@@ -161,10 +161,12 @@ export type SkipReason =
  * - `NotCovered`: no AppMonitor covers the workload's Pod template;
  * - `AppMonitorNotGoverning`: the named AppMonitor does not cover the template, another one does
  *   (that one's own alerts may scale it);
+ * - `AppMonitorConflict`: the named AppMonitor covers the template, and another one that covers it
+ *   takes precedence (`scale/governing.ts` `byPrecedence`): only that one's alerts scale it;
  * - `NamespaceNotWatched`: the alert's namespace is outside `WATCH_NAMESPACES` (a scoped install).
  */
 export interface NoneGoverns {
   readonly result: "none";
-  readonly reason: "NotAppMonitorAlert" | "NoAppMonitor" | "NotCovered" | "AppMonitorNotGoverning" | "NamespaceNotWatched";
+  readonly reason: "NotAppMonitorAlert" | "NoAppMonitor" | "NotCovered" | "AppMonitorNotGoverning" | "AppMonitorConflict" | "NamespaceNotWatched";
   readonly message: string;
 }

@@ -37,12 +37,13 @@ export class RuleInputError extends Error {
  * `validateAppMonitorSpec` returns it (valid, defaults applied): spec.memThresholdPercent in
  * percent (0 < x ≤ 100), spec.forSeconds in whole seconds ≥ 0, spec.containers (at least one
  * container name, each a DNS label), spec.selector (operators with the values they need) and
- * spec.trend (whole seconds within the schema's bounds, its defaults applied) are taken as that
- * function promises them.
+ * spec.trend (whole seconds within the schema's bounds, its defaults applied), spec.targetRef (a
+ * workload name) and spec.selectorMode (absent: `Widen`) are taken as that function promises them.
  */
 export interface AppMonitorForRule {
   readonly metadata: Pick<ObjectMetaLike, "name" | "namespace" | "uid" | "generation">;
-  readonly spec: Pick<AppMonitorSpecWithDefaults, "memThresholdPercent" | "forSeconds" | "selector" | "containers" | "trend">;
+  readonly spec: Pick<AppMonitorSpecWithDefaults, "memThresholdPercent" | "forSeconds" | "selector" | "containers" | "trend" | "targetRef"> &
+    Partial<Pick<AppMonitorSpecWithDefaults, "selectorMode">>;
 }
 
 /**

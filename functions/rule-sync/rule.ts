@@ -37,7 +37,11 @@
 //   `[a-zA-Z0-9_]` with `_`, so two keys differing only there (`a.b`, `a-b`) are
 //   indistinguishable; a label whose value is empty looks absent, so `Exists` does not match it.
 //   A label missing from the allowlist makes `In` match nothing and `NotIn`/`DoesNotExist`
-//   match every Pod.
+//   match every Pod. With `selectorMode: Narrow` the annotated and the selected Pods are joined
+//   with `and`, and with spec.targetRef the join is on every Pod (`kube_pod_labels`).
+//
+// With spec.targetRef, either source, every series selector is also limited to the Pods named
+// after the workload (`podScope`).
 //
 // The local test stack's kwok emulates the kubelet's cAdvisor endpoint with
 // `container_memory_working_set_bytes`, `container_spec_memory_limit_bytes` and
@@ -145,6 +149,29 @@ export function containerMatchers(monitor: RuleInput): string {
   return `container=~${promqlString([...new Set(names)].map(regexQuote).join("|"))}`;
 }
 
+/**
+ * Longest prefix of a generated Pod name kept whole: the API server cuts a `generateName` to 58
+ * characters before adding 5 random ones (k8s.io/apiserver names.SimpleNameGenerator), and a
+ * Deployment's Pods are named after its ReplicaSet, itself `<deployment>-<hash>`.
+ */
+const GENERATED_PREFIX_MAX = 58;
+
+/**
+ * The matchers that place a series among the Pods a monitor may cover: its namespace, and with
+ * spec.targetRef the Pods named after that workload (`<name>-…`: a Deployment's
+ * `<name>-<hash>-<suffix>`, a StatefulSet's `<name>-<ordinal>`, a DaemonSet's or ReplicaSet's
+ * `<name>-<suffix>`). Neither cAdvisor nor kube-state-metrics' Pod series name the workload
+ * above a ReplicaSet, so the name is a filter, not proof: a workload whose name extends the
+ * target's (`web-api` beside `web`) passes it too, and memory-scaler, which reads the Pod's
+ * owner, skips its alerts (`AppMonitorNotGoverning`).
+ */
+export function podScope(monitor: RuleInput): string {
+  const ns = `namespace=${promqlString(monitor.namespace)}`;
+  const ref = monitor.spec.targetRef;
+  if (ref === undefined) return ns;
+  return `${ns}, pod=~${promqlString(`${regexQuote(`${ref.name}-`.slice(0, GENERATED_PREFIX_MAX))}.+`)}`;
+}
+
 /** The kube_pod_labels selector of spec.selector's Pods (none without a selector). */
 function selectedPods(monitor: RuleInput, ns: string): string[] {
   return monitor.spec.selector === undefined ? [] : [`kube_pod_labels{${[ns, ...selectorMatchers(monitor.spec.selector)].join(", ")}}`];
@@ -157,14 +184,20 @@ function annotatedPods(ns: string): string {
 
 /**
  * The kube-state-metrics selectors of the Pods a monitor covers, as its kube-state-metrics rules
- * join them: the annotated Pods of its namespace, then spec.selector's (`kube_pod_labels`) when set.
+ * join them (`or`): with spec.targetRef the Pods named after the workload ({@link podScope}, every
+ * Pod has `kube_pod_labels`), annotated or not; with `selectorMode: Narrow` the annotated Pods that
+ * spec.selector matches (one `and`); else the annotated Pods of its namespace, then spec.selector's
+ * (`kube_pod_labels`) when set.
  *
  * @param monitor the checked AppMonitor.
  * @returns one series selector per way of being covered.
  */
 export function coveredPodSelectors(monitor: RuleInput): string[] {
-  const ns = `namespace=${promqlString(monitor.namespace)}`;
-  return [annotatedPods(ns), ...selectedPods(monitor, ns)];
+  const ns = podScope(monitor);
+  if (monitor.spec.targetRef !== undefined) return [`kube_pod_labels{${ns}}`];
+  const selected = selectedPods(monitor, ns);
+  if (monitor.spec.selectorMode === "Narrow") return selected.map((s) => `${annotatedPods(ns)} and on (namespace, pod) ${s}`);
+  return [annotatedPods(ns), ...selected];
 }
 
 /**
@@ -198,16 +231,16 @@ function selectorMatchers(selector: LabelSelector): string[] {
 }
 
 /**
- * The selectors the working-set alerts share: the namespace matcher, the working set series of the
+ * The selectors the working-set alerts share, within {@link podScope}: the working set series of the
  * monitored containers, and their memory limit (module comment, "Metric sources"), neither reduced.
  */
-function seriesOf(monitor: RuleInput, source: MetricSource): { ns: string; workingSet: string; limit: string } {
-  const ns = `namespace=${promqlString(monitor.namespace)}`;
+function seriesOf(monitor: RuleInput, source: MetricSource): { workingSet: string; limit: string } {
+  const ns = podScope(monitor);
   const containers = containerMatchers(monitor);
   const ksmLimit = `kube_pod_container_resource_limits{${ns}, resource="memory", ${containers}} > 0`;
   // cAdvisor's limit, or kube-state-metrics' where a relabeling dropped cAdvisor's (module comment).
   const limit = source === "cadvisor" ? `container_spec_memory_limit_bytes{${ns}, ${containers}} > 0 or ${ksmLimit}` : ksmLimit;
-  return { ns, workingSet: `container_memory_working_set_bytes{${ns}, ${containers}}`, limit };
+  return { workingSet: `container_memory_working_set_bytes{${ns}, ${containers}}`, limit };
 }
 
 /**
@@ -229,7 +262,7 @@ function seriesOf(monitor: RuleInput, source: MetricSource): { ns: string; worki
  * @returns the expression, over several lines.
  */
 export function alertExpression(monitor: RuleInput, source: MetricSource): string {
-  const { ns, workingSet, limit } = seriesOf(monitor, source);
+  const { workingSet, limit } = seriesOf(monitor, source);
   // 100 × used / limit rather than used / limit × 100: exact whenever the percentage is a whole
   // number, so an alert at 76 % reports 76, not 76.00000000000001.
   const ratio = [
@@ -239,23 +272,21 @@ export function alertExpression(monitor: RuleInput, source: MetricSource): strin
     `  >= ${promqlNumber(monitor.spec.memThresholdPercent)}`,
   ];
   if (source === "cadvisor") return ratio.join("\n");
-  return coveredPodsOnly(ratio, ns, selectedPods(monitor, ns));
+  return coveredPodsOnly(ratio, monitor);
 }
 
 /**
  * `lines` (an expression whose series carry namespace and pod) kept only for the Pods
- * kube-state-metrics shows annotated {@link MONITOR_ANNOTATION}`="true"` or matched by one of
- * `selected` (kube_pod_labels selectors), joined on namespace and pod.
+ * kube-state-metrics shows covered ({@link coveredPodSelectors}), joined on namespace and pod.
  */
-function coveredPodsOnly(lines: readonly string[], ns: string, selected: readonly string[]): string {
-  const annotated = annotatedPods(ns);
+function coveredPodsOnly(lines: readonly string[], monitor: RuleInput): string {
   return [
     "(",
     ...lines.map((line) => `  ${line}`),
     ")",
     "and on (namespace, pod)",
     "(",
-    ...[annotated, ...selected].map((line) => `  ${line}`).join("\n  or\n").split("\n"),
+    ...coveredPodSelectors(monitor).map((line) => `  ${line}`).join("\n  or\n").split("\n"),
     ")",
   ].join("\n");
 }
@@ -291,7 +322,7 @@ function coveredPodsOnly(lines: readonly string[], ns: string, selected: readonl
  * @returns the expression, over several lines.
  */
 export function oomAlertExpression(monitor: RuleInput, source: MetricSource): string {
-  const ns = `namespace=${promqlString(monitor.namespace)}`;
+  const ns = podScope(monitor);
   const containers = containerMatchers(monitor);
   const window = promDuration(OOM_WINDOW_SECONDS);
   const restartedOOMKilled = [
@@ -310,7 +341,7 @@ export function oomAlertExpression(monitor: RuleInput, source: MetricSource): st
       ")",
     ].join("\n");
   }
-  return coveredPodsOnly(restartedOOMKilled, ns, selectedPods(monitor, ns));
+  return coveredPodsOnly(restartedOOMKilled, monitor);
 }
 
 /**
@@ -339,7 +370,7 @@ export function oomAlertExpression(monitor: RuleInput, source: MetricSource): st
  * @returns the expression, over several lines.
  */
 export function trendAlertExpression(monitor: RuleInput, trend: Required<AppMonitorTrend>, source: MetricSource): string {
-  const { ns, workingSet, limit } = seriesOf(monitor, source);
+  const { workingSet, limit } = seriesOf(monitor, source);
   const window = promDuration(trend.windowSeconds);
   const ranged = `${workingSet}[${window}]`;
   const maxLimit = `max by ${BY} (${limit})`;
@@ -371,7 +402,7 @@ export function trendAlertExpression(monitor: RuleInput, trend: Required<AppMoni
     ")",
   ];
   if (source === "cadvisor") return lines.join("\n");
-  return coveredPodsOnly(lines, ns, selectedPods(monitor, ns));
+  return coveredPodsOnly(lines, monitor);
 }
 
 /**

@@ -183,7 +183,19 @@ describe("the AppMonitor CRD, installed", () => {
     const custom = kc.makeApiClient(k8s.CustomObjectsApi);
     await againstGeneratedCrd(async () => {
       const created = (await custom.createNamespacedCustomObject({ group, version, namespace, plural, body: original, dryRun: "All" })) as { spec: Record<string, unknown> };
-      assert.deepEqual(created.spec, { memThresholdPercent: 75, memMultiplier: 2, mode: "Scale", updateMode: "Rollout", forSeconds: 60, cooldownSeconds: 300 });
+      assert.deepEqual(created.spec, {
+        memThresholdPercent: 75,
+        memMultiplier: 2,
+        mode: "Scale",
+        updateMode: "Rollout",
+        forSeconds: 60,
+        cooldownSeconds: 300,
+        selectorMode: "Widen",
+        stuckRollout: "Report",
+        gitOpsManaged: "Skip",
+        heapFlags: "Hold",
+        revertBudgetPerHour: 3,
+      });
     });
   });
 
@@ -195,6 +207,20 @@ describe("the AppMonitor CRD, installed", () => {
     assert.match(result.stdout, /appmonitor\.kubedemo\.com\/mymonitor created \(server dry run\)/);
   });
 
+  const base = { memThresholdPercent: 75, memMultiplier: 2 };
+  const webRef = { apiVersion: "apps/v1", kind: "Deployment", name: "web" };
+  test("accepts a targetRef and a Narrow selector", async (t) => {
+    const namespace = await freshNamespace(t);
+    const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    await againstGeneratedCrd(async () => {
+      for (const [name, spec] of [["exact", { ...base, targetRef: webRef }], ["narrow", { ...base, selector: { matchExpressions: [{ key: "tier", operator: "In", values: ["web"] }] }, selectorMode: "Narrow" }]] as const) {
+        const body = { apiVersion: `${group}/${version}`, kind: "AppMonitor", metadata: { name }, spec };
+        const created = (await custom.createNamespacedCustomObject({ group, version, namespace, plural, body, dryRun: "All" })) as { spec: Record<string, unknown> };
+        assert.equal(created.spec.memMultiplier, 2);
+      }
+    });
+  });
+
   const invalid: [string, Record<string, unknown>, RegExp][] = [
     ["threshold 0", { memThresholdPercent: 0, memMultiplier: 2 }, /spec\.memThresholdPercent: Invalid value: 0: .*should be greater than 0/],
     ["threshold 150", { memThresholdPercent: 150, memMultiplier: 2 }, /spec\.memThresholdPercent: Invalid value: 150: .*should be less than or equal to 100/],
@@ -203,6 +229,14 @@ describe("the AppMonitor CRD, installed", () => {
     ["an unknown mode", { memThresholdPercent: 75, memMultiplier: 2, mode: "Sometimes" }, /spec\.mode: Unsupported value: "Sometimes": supported values: "Scale", "DryRun"/],
     ["no multiplier", { memThresholdPercent: 75 }, /spec\.memMultiplier: Required value/],
     ["an unknown heapFlags", { memThresholdPercent: 75, memMultiplier: 2, heapFlags: "Raise" }, /spec\.heapFlags: Unsupported value: "Raise": supported values: "Hold", "Scale"/],
+    ["In without values", { ...base, selector: { matchExpressions: [{ key: "app", operator: "In" }] } }, /spec\.selector\.matchExpressions\[0\]: Invalid value: .*values must be non-empty for operator In and NotIn/],
+    ["NotIn with empty values", { ...base, selector: { matchExpressions: [{ key: "app", operator: "NotIn", values: [] }] } }, /spec\.selector\.matchExpressions\[0\]: Invalid value: .*values must be non-empty for operator In and NotIn/],
+    ["Exists with values", { ...base, selector: { matchExpressions: [{ key: "app", operator: "Exists", values: ["x"] }] } }, /spec\.selector\.matchExpressions\[0\]: Invalid value: .*values must be empty for operator Exists and DoesNotExist/],
+    ["a container named twice", { ...base, containers: ["app", "sidecar", "app"] }, /spec\.containers\[2\]: Duplicate value: "app"/],
+    ["a targetRef and a selector", { ...base, targetRef: webRef, selector: { matchLabels: { app: "web" } } }, /spec: Invalid value: .*targetRef and selector are exclusive/],
+    ["selectorMode Narrow without a selector", { ...base, selectorMode: "Narrow" }, /spec: Invalid value: .*selectorMode Narrow needs a selector/],
+    ["a targetRef of a kind memory-scaler does not scale", { ...base, targetRef: { ...webRef, kind: "CronJob" } }, /spec\.targetRef\.kind: Unsupported value: "CronJob"/],
+    ["a targetRef without a name", { ...base, targetRef: { apiVersion: "apps/v1", kind: "Deployment" } }, /spec\.targetRef\.name: Required value/],
   ];
   for (const [what, spec, why] of invalid) {
     test(`refuses ${what}, saying why`, async (t) => {

@@ -3,7 +3,8 @@
  * StatefulSet, a DaemonSet, an unannotated Pod template (and its live Pod annotated or labelled
  * by hand, which grants nothing), a namespace without AppMonitor, alerts no AppMonitor rule
  * raised (kube-state-metrics scraped without honor_labels among them), an alert of an AppMonitor
- * that does not govern the workload, native sidecars and init containers, the maxMemory cap
+ * that does not govern the workload, coverage by targetRef and by a Narrow selector, two AppMonitors
+ * over one workload (one scale, a Conflict condition on both), native sidecars and init containers, the maxMemory cap
  * (keeping the request/limit ratio; one AtCap Warning per cooldown window), the cooldown,
  * DryRun, LimitRanges (a max below the new limit, a maxLimitRequestRatio the container is
  * exactly at, a default limit the template lacks), a scaled Pod no Node can hold, a StatefulSet with updateStrategy OnDelete, and the
@@ -442,6 +443,58 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     assert.equal(own.outcome, "scaled", describeAnswer(own));
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("768Mi", "512Mi") });
     assert.equal((await appMonitorStatus(ns, "web-mon")).scaleCount, 1);
+  });
+
+  it("two AppMonitors over one workload: the targetRef's alert scales it once, the annotation's is a conflict, a Conflict condition on both naming the other", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "wide", { memThresholdPercent: 75, memMultiplier: 2 });
+    await createAppMonitor(ns, "exact", { memThresholdPercent: 75, memMultiplier: 3, targetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" } });
+    await createDeployment(ns, "web");
+    const pod = await onlyRunningPod(ns, "app=web");
+    const outranked = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "wide" }));
+    assertSkipped(outranked, "AppMonitorConflict");
+    assert.equal((await readDeployment(ns, "web")).metadata?.generation, 1);
+
+    const own = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "exact" }));
+    assert.equal(own.outcome, "scaled", describeAnswer(own));
+    const web = await readDeployment(ns, "web");
+    assert.equal(web.metadata?.generation, 2);
+    assert.deepEqual(resourcesOf(web.spec?.template), { memhog: res("1152Mi", "768Mi") });
+    const [wide, exact] = await Promise.all([appMonitorStatus(ns, "wide"), appMonitorStatus(ns, "exact")]);
+    assert.equal(wide.scaleCount, undefined);
+    assert.equal(exact.scaleCount, 1);
+    const lost = conditionOf(wide, "Conflict");
+    const won = conditionOf(exact, "Conflict");
+    assert.deepEqual([lost?.status, lost?.reason], ["True", "Outranked"]);
+    assert.match(lost?.message ?? "", /Deployment web is covered by this AppMonitor \(annotation\) and by AppMonitor exact \(targetRef\)/);
+    assert.deepEqual([won?.status, won?.reason], ["True", "TakesPrecedence"]);
+    assert.match(won?.message ?? "", /Deployment web is covered by this AppMonitor \(targetRef\) and by AppMonitor wide \(annotation\): this AppMonitor acts on it/);
+  });
+
+  it("a targetRef covers its unannotated workload and nothing else", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "exact", { memThresholdPercent: 75, memMultiplier: 2, targetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" } });
+    await createDeployment(ns, "web", [memhog], false);
+    await createDeployment(ns, "other");
+    const [web, other] = await Promise.all([onlyRunningPod(ns, "app=web"), onlyRunningPod(ns, "app=other")]);
+    const skipped = await deliver(scaler().url, alertEvent({ namespace: ns, pod: other.metadata.name, container: "memhog", appmonitor: "exact" }));
+    assertSkipped(skipped, "NotCovered");
+    const scaled = await deliver(scaler().url, alertEvent({ namespace: ns, pod: web.metadata.name, container: "memhog", appmonitor: "exact" }));
+    assert.equal(scaled.outcome, "scaled", describeAnswer(scaled));
+    assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("768Mi", "512Mi") });
+    assert.equal((await readDeployment(ns, "other")).metadata?.generation, 1);
+  });
+
+  it("a Narrow selector covers only the annotated Pod templates it matches", async (t) => {
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "narrow", { memThresholdPercent: 75, memMultiplier: 2, selector: { matchLabels: { app: "web" } }, selectorMode: "Narrow" });
+    await createDeployment(ns, "web");
+    await createDeployment(ns, "db");
+    const [web, db] = await Promise.all([onlyRunningPod(ns, "app=web"), onlyRunningPod(ns, "app=db")]);
+    assertSkipped(await deliver(scaler().url, alertEvent({ namespace: ns, pod: db.metadata.name, container: "memhog", appmonitor: "narrow" })), "NotCovered");
+    const scaled = await deliver(scaler().url, alertEvent({ namespace: ns, pod: web.metadata.name, container: "memhog", appmonitor: "narrow" }));
+    assert.equal(scaled.outcome, "scaled", describeAnswer(scaled));
+    assert.equal((await readDeployment(ns, "db")).metadata?.generation, 1);
   });
 
   it("a native sidecar is scaled in initContainers; an ordinary init container is skipped", async (t) => {

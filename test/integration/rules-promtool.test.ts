@@ -335,6 +335,43 @@ describe("promtool test rules: when the alert fires", () => {
     });
   }
 
+  for (const source of SOURCES) {
+    test(`${source}: a targetRef fires for its workload's Pods, annotated or not, and not for another workload's; a Narrow selector only for annotated, selected Pods`, async () => {
+      const targeted: AppMonitorForRule = {
+        metadata: { name: "exact", namespace: "shop", uid: "u" },
+        spec: { memThresholdPercent: 75, forSeconds: 60, targetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" } },
+      };
+      const narrow: AppMonitorForRule = {
+        metadata: { name: "narrow", namespace: "stock", uid: "u" },
+        spec: { memThresholdPercent: 75, forSeconds: 60, selector: { matchLabels: { tier: "web" } }, selectorMode: "Narrow" },
+      };
+      const containers: Container[] = [
+        { ...base, pod: "web-5d8f9c7b4-x2kqz", usage: 80, annotated: false },
+        { ...base, pod: "db-0", usage: 80 },
+        // Not named after web: `web-` is the prefix, not `web`.
+        { ...base, pod: "webshop-5d8f9c7b4-x2kqz", usage: 80 },
+        { ...base, namespace: "stock", pod: "both", usage: 80, podLabels: { tier: "web" } },
+        { ...base, namespace: "stock", pod: "selected-only", usage: 80, annotated: false, podLabels: { tier: "web" } },
+        { ...base, namespace: "stock", pod: "annotated-only", usage: 80 },
+      ];
+      // cAdvisor series carry no Pod labels or annotations: there a Narrow selector narrows nothing (memory-scaler does).
+      const stock = source === "cadvisor" ? ["annotated-only", "both", "selected-only"] : ["both"];
+      await assertPromtoolTest(rulesFile([targeted, narrow], configFor(source)), [
+        {
+          interval: "1m",
+          input_series: inputSeries(containers, source),
+          alert_rule_test: [
+            {
+              eval_time: "5m",
+              alertname: ALERT_NAME,
+              exp_alerts: [expectedAlert("shop", "web-5d8f9c7b4-x2kqz", "app", 80, "exact", 75), ...stock.map((pod) => expectedAlert("stock", pod, "app", 80, "narrow", 75))],
+            },
+          ],
+        },
+      ]);
+    });
+  }
+
   test("kube-state-metrics: without the annotation or a matching label a Pod never fires; label keys are sanitized as kube-state-metrics does", async () => {
     const monitor: AppMonitorForRule = {
       metadata: { name: "m", namespace: "shop", uid: "u" },

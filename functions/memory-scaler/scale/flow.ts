@@ -13,7 +13,8 @@
  *    unknown owner → `UnsupportedOwner` (a Warning on the Pod: no template to judge, never
  *    scaled, whatever the Pod carries); an owner deleted meanwhile → `OwnerGone`; no controller →
  *    the bare Pod is the target, else the workload's template.
- * 2. Plan (`plan.ts`, pure): the governing AppMonitor (`NotCovered`, `AppMonitorNotGoverning`),
+ * 2. Plan (`plan.ts`, pure): the governing AppMonitor (`NotCovered`, `AppMonitorNotGoverning`,
+ *    `AppMonitorConflict`; a `Conflict` condition on each AppMonitor covering the target when several do),
  *    what the target's last scale leaves, `decideScale` told the target's way, and a raise a heap
  *    flag makes useless held (`FixedHeap`, `fixed-heap.ts`).
  * 3. The last scale made sure of, whatever this alert comes to (`report.ts` `repairReport`): its
@@ -48,6 +49,7 @@ import { containerStatuses } from "../kube/views.ts";
 import { objectRef } from "../model.ts";
 import type { Outcome, Scale, Skip } from "../outcome.ts";
 import type { FlowDeps } from "./deps.ts";
+import { withConflict } from "./conflict-condition.ts";
 import { checkEvidence } from "./evidence.ts";
 import { heapFailures } from "./fixed-heap.ts";
 import { alertOrigin, type ValidAppMonitor } from "./governing.ts";
@@ -275,7 +277,8 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
       statusLimit: deps.status.limit,
       heapFailed: heapFailures(statuses),
     });
-    if (!planned.governed) return { ...base, ...withOwner, outcome: "skipped", reason: planned.reason, message: planned.message, attempts: attempt };
+    await recordConflict(deps, planned, named, target, now, warnings);
+    if (!planned.governed) return { ...base, ...withOwner, outcome: "skipped", reason: planned.reason, message: planned.message, attempts: attempt, ...(warnings.length > 0 ? { warnings } : {}) };
     const plan = entry.fallback === undefined ? planned : { ...planned, decision: fallbackDecision(target, planned.appMonitor) };
     const am = plan.appMonitor;
     const amRef = { namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid };
@@ -295,6 +298,24 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
     if (ending === "conflict") continue;
     return end(reportOf(ending, context));
   }
+}
+
+/**
+ * The `Conflict` condition (`conflict-condition.ts`) on every AppMonitor that covers the target
+ * when several do, else on the alert's own when it last conflicted over this target. A failed
+ * write is a warning of the answer: the decision stands without it.
+ */
+async function recordConflict(deps: FlowDeps, plan: FiringPlan, named: ValidAppMonitor, target: WriteTarget, now: Date, warnings: string[]): Promise<void> {
+  const workload = { kind: target.owner.kind, name: target.owner.name };
+  const time = formatTimestamp(now);
+  const monitors = plan.conflict?.contenders.map((c) => c.appMonitor) ?? [named];
+  await Promise.all(
+    monitors.map((am) =>
+      deps.status
+        .update({ namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid }, (status) => withConflict(status, am.metadata.name, workload, plan.conflict, time), am.raw)
+        .catch((error: unknown) => void warnings.push((error as Error).message)),
+    ),
+  );
 }
 
 /** A fallback's decision: the template target's recorded raise, or nothing to write. */

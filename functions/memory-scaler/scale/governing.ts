@@ -12,13 +12,13 @@
 import { triggerOf, type AlertEventData, type AlertTrigger } from "../../lib/alert-event.ts";
 import { APPMONITOR_ALERT_LABEL, APPMONITOR_ALERT_NAME, APPMONITOR_OOM_ALERT_NAME, APPMONITOR_TREND_ALERT_NAME, MONITOR_ANNOTATION, type AppMonitorSpec, type AppMonitorSpecWithDefaults, type ObjectMetaLike } from "../../lib/appmonitor.ts";
 import { AppMonitorSpecError, validateAppMonitorSpec } from "../../lib/appmonitor-spec.ts";
-import { LabelSelectorError, matchesLabelSelector } from "../../lib/label-selector.ts";
+import { type LabelSelector, LabelSelectorError, matchesLabelSelector } from "../../lib/label-selector.ts";
 import type { NoneGoverns } from "../outcome.ts";
 
 /** What {@link covers} needs of an AppMonitor. */
 export interface AppMonitorLike {
   metadata?: ObjectMetaLike;
-  spec: Pick<AppMonitorSpec, "selector">;
+  spec: Pick<AppMonitorSpec, "selector" | "selectorMode" | "targetRef">;
 }
 
 /**
@@ -32,40 +32,97 @@ export interface PodTemplateLike {
   metadata?: Pick<ObjectMetaLike, "namespace" | "labels" | "annotations">;
 }
 
-/** How an AppMonitor covers a Pod template: by its selector, or only by the opt-in annotation. */
-export type Coverage = "selector" | "annotation";
-
-/**
- * How `appMonitor` covers the Pod template `template`, if at all: `"selector"` when
- * `spec.selector` matches the template's labels, else `"annotation"` when the template carries
- * `app-monitor.kubedemo.com/monitor: "true"`, else `undefined`. An AppMonitor never covers a
- * template in another namespace (when both namespaces are known). An invalid selector selects
- * nothing, as the API server would not have admitted it.
- * Source: DESIGN.md "The API" (`spec.selector`) and "Contracts kept from the original demo"
- * (the annotation is on the Pod template).
- */
-export function coverage(template: PodTemplateLike, appMonitor: AppMonitorLike): Coverage | undefined {
-  const templateNs = template.metadata?.namespace;
-  const amNs = appMonitor.metadata?.namespace;
-  if (templateNs !== undefined && amNs !== undefined && templateNs !== amNs) return undefined;
-  const selector = appMonitor.spec.selector;
-  if (selector !== undefined) {
-    try {
-      if (matchesLabelSelector(selector, template.metadata?.labels)) return "selector";
-    } catch (err) {
-      if (!(err instanceof LabelSelectorError)) throw err;
-    }
-  }
-  return template.metadata?.annotations?.[MONITOR_ANNOTATION] === "true" ? "annotation" : undefined;
+/** The workload a template belongs to, for `spec.targetRef`: its kind (`Pod` for a bare Pod) and name. */
+export interface WorkloadIdentity {
+  readonly kind: string;
+  readonly name: string;
 }
 
 /**
- * Whether `appMonitor` covers the Pod template `template`: it is annotated
- * `app-monitor.kubedemo.com/monitor: "true"` or the AppMonitor's `spec.selector` matches its
- * labels. See {@link coverage}.
+ * How an AppMonitor covers a Pod template, most specific first: its `spec.targetRef` names the
+ * workload; its `spec.selector` with `selectorMode: Narrow` matches the annotated template; its
+ * selector (`Widen`) matches the template; only the opt-in annotation.
  */
-export function covers(template: PodTemplateLike, appMonitor: AppMonitorLike): boolean {
-  return coverage(template, appMonitor) !== undefined;
+export type Coverage = "targetRef" | "narrowSelector" | "selector" | "annotation";
+
+/**
+ * The precedence of {@link Coverage}s when several AppMonitors cover one workload, first wins
+ * (DESIGN.md "Which AppMonitor acts"): naming the workload is the most deliberate choice, a
+ * selector that narrows the annotated templates more than one that widens them, the namespace's
+ * annotation least.
+ */
+export const COVERAGE_PRECEDENCE: readonly Coverage[] = ["targetRef", "narrowSelector", "selector", "annotation"];
+
+/**
+ * How `appMonitor` covers the Pod template `template` of `workload`, if at all:
+ * - with `spec.targetRef`: `"targetRef"` when it names `workload` (kind and name), whatever the
+ *   template's annotations and labels; nothing else;
+ * - with `spec.selectorMode: Narrow`: `"narrowSelector"` when the template carries
+ *   `app-monitor.kubedemo.com/monitor: "true"` and `spec.selector` matches its labels;
+ * - else (`Widen`, or no mode: the default) `"selector"` when `spec.selector` matches the
+ *   template's labels, else `"annotation"` when the template carries the annotation;
+ * `undefined` otherwise. An AppMonitor never covers a template in another namespace (when both
+ * namespaces are known). An invalid selector selects nothing, as the API server would not have
+ * admitted it.
+ * Source: DESIGN.md "The API" (`spec.targetRef`, `spec.selector`, `spec.selectorMode`) and
+ * "Contracts kept from the original demo" (the annotation is on the Pod template).
+ */
+export function coverage(template: PodTemplateLike, appMonitor: AppMonitorLike, workload?: WorkloadIdentity): Coverage | undefined {
+  const templateNs = template.metadata?.namespace;
+  const amNs = appMonitor.metadata?.namespace;
+  if (templateNs !== undefined && amNs !== undefined && templateNs !== amNs) return undefined;
+  const { targetRef, selector, selectorMode } = appMonitor.spec;
+  if (targetRef !== undefined) return workload !== undefined && workload.kind === targetRef.kind && workload.name === targetRef.name ? "targetRef" : undefined;
+  const annotated = template.metadata?.annotations?.[MONITOR_ANNOTATION] === "true";
+  const selected = selector !== undefined && selects(selector, template.metadata?.labels);
+  if (selectorMode === "Narrow") return annotated && selected ? "narrowSelector" : undefined;
+  if (selected) return "selector";
+  return annotated ? "annotation" : undefined;
+}
+
+/** Whether `selector` matches `labels`; an invalid selector matches nothing. */
+function selects(selector: LabelSelector, labels: Readonly<Record<string, string>> | undefined): boolean {
+  try {
+    return matchesLabelSelector(selector, labels);
+  } catch (err) {
+    if (!(err instanceof LabelSelectorError)) throw err;
+    return false;
+  }
+}
+
+/**
+ * Whether `appMonitor` covers the Pod template `template` (of `workload`, for `spec.targetRef`).
+ * See {@link coverage}.
+ */
+export function covers(template: PodTemplateLike, appMonitor: AppMonitorLike, workload?: WorkloadIdentity): boolean {
+  return coverage(template, appMonitor, workload) !== undefined;
+}
+
+/** An AppMonitor that covers a workload, and how. */
+export interface Contender<A extends AppMonitorLike = AppMonitorLike> {
+  readonly appMonitor: A;
+  readonly coverage: Coverage;
+}
+
+/** Milliseconds since the epoch of a creationTimestamp; a missing or unreadable one sorts last. */
+function createdAt(meta: ObjectMetaLike | undefined): number {
+  const t = meta?.creationTimestamp;
+  const ms = t instanceof Date ? t.getTime() : t === undefined ? NaN : Date.parse(t);
+  return Number.isNaN(ms) ? Infinity : ms;
+}
+
+/**
+ * `contenders` in the order in which they act on a workload, the one that acts first: by
+ * {@link COVERAGE_PRECEDENCE}, then the oldest `metadata.creationTimestamp`, then the name
+ * (so every replica, every time, picks the same one). Does not modify its input.
+ */
+export function byPrecedence<A extends AppMonitorLike>(contenders: readonly Contender<A>[]): Contender<A>[] {
+  return [...contenders].sort(
+    (a, b) =>
+      COVERAGE_PRECEDENCE.indexOf(a.coverage) - COVERAGE_PRECEDENCE.indexOf(b.coverage) ||
+      createdAt(a.appMonitor.metadata) - createdAt(b.appMonitor.metadata) ||
+      (a.appMonitor.metadata?.name ?? "").localeCompare(b.appMonitor.metadata?.name ?? ""),
+  );
 }
 
 /** An AppMonitor whose spec passed validation, defaults applied. */
@@ -101,8 +158,22 @@ const APPMONITOR_ALERT_NAMES: readonly string[] = [APPMONITOR_ALERT_NAME, APPMON
 /** The result of {@link namedAppMonitor}. */
 export type NamedAppMonitor = { readonly result: "found"; readonly appMonitor: ValidAppMonitor } | NoneGoverns;
 
-/** The result of {@link governingAppMonitor}. */
-export type Governing = { readonly result: "governed"; readonly appMonitor: ValidAppMonitor } | NoneGoverns;
+/**
+ * Several AppMonitors covering one workload: the workload, and every one that covers it in the
+ * order of {@link byPrecedence} (the first acts, the others answer `AppMonitorConflict`).
+ */
+export interface CoverageConflict {
+  readonly workload: WorkloadIdentity;
+  readonly contenders: readonly Contender<ValidAppMonitor>[];
+}
+
+/**
+ * The result of {@link governingAppMonitor}; `conflict` is set whenever more than one AppMonitor
+ * covers the workload, whoever governs.
+ */
+export type Governing =
+  | { readonly result: "governed"; readonly appMonitor: ValidAppMonitor; readonly conflict?: CoverageConflict }
+  | (NoneGoverns & { readonly conflict?: CoverageConflict });
 
 /** The workload whose Pod template is judged: its kind and name (for the message) and template. */
 export interface TemplateOwner {
@@ -192,39 +263,60 @@ export function namedAppMonitor(monitors: NamespaceAppMonitors, name: string): N
 
 /**
  * Whether `named` (the alert's AppMonitor, from {@link namedAppMonitor}) governs `workload`: it
- * covers the workload's Pod template — by the template's annotations and labels, in the
- * workload's namespace ({@link covers}). A live Pod's own annotations and labels
- * never grant coverage: anyone allowed to annotate one Pod could otherwise get its workload
- * scaled. When several AppMonitors cover a template, each governs the alerts of its own rule.
+ * covers the workload's Pod template — by `spec.targetRef`, or the template's annotations and
+ * labels, in the workload's namespace ({@link coverage}) — and no other AppMonitor of the
+ * namespace that covers it comes before it in {@link byPrecedence}. A live Pod's own annotations
+ * and labels never grant coverage: anyone allowed to annotate one Pod could otherwise get its
+ * workload scaled. Exactly one AppMonitor governs a covered workload, so two never scale it.
  * Reasons when `named` does not govern:
  * - `NotCovered`: no AppMonitor of the namespace covers the template (no opt-in annotation, no
- *   matching selector);
- * - `AppMonitorNotGoverning`: others do (a cAdvisor rule fires for every Pod with a limit in its
- *   namespace, so another AppMonitor's rule raises alerts for the Pods of this one).
- * Nothing may be scaled in either case (DESIGN.md "Contracts kept from the original demo" and
- * "Decisions that matter for correctness").
+ *   matching selector, no targetRef naming it);
+ * - `AppMonitorNotGoverning`: `named` does not cover it, others do (a cAdvisor rule fires for every
+ *   Pod with a limit in its namespace, so another AppMonitor's rule raises alerts for the Pods of this one);
+ * - `AppMonitorConflict`: `named` covers it, and another that covers it takes precedence.
+ * Nothing may be scaled in any of these cases (DESIGN.md "Contracts kept from the original demo",
+ * "Decisions that matter for correctness" and "Which AppMonitor acts").
  */
 export function governingAppMonitor(workload: TemplateOwner, monitors: NamespaceAppMonitors, named: ValidAppMonitor): Governing {
   const { labels, annotations } = workload.template.metadata ?? {};
   const template: PodTemplateLike = {
     metadata: { namespace: monitors.namespace, ...(labels === undefined ? {} : { labels }), ...(annotations === undefined ? {} : { annotations }) },
   };
-  if (covers(template, named)) return { result: "governed", appMonitor: named };
-  const others = monitors.valid
-    .filter((am) => am !== named && covers(template, am))
-    .map((am) => am.metadata.name)
-    .sort();
+  const identity: WorkloadIdentity = { kind: workload.kind, name: workload.name };
+  const found: Contender<ValidAppMonitor>[] = [];
+  for (const am of monitors.valid.includes(named) ? monitors.valid : [named, ...monitors.valid]) {
+    const how = coverage(template, am, identity);
+    if (how !== undefined) found.push({ appMonitor: am, coverage: how });
+  }
+  const contenders = byPrecedence(found);
+  const conflict = contenders.length > 1 ? { conflict: { workload: identity, contenders } } : {};
   const subject = `${workload.kind} ${workload.name}`;
-  if (others.length > 0) {
+  const winner = contenders[0];
+  if (winner === undefined) {
     return {
       result: "none",
-      reason: "AppMonitorNotGoverning",
-      message: `AppMonitor ${named.metadata.name}, whose rule raised the alert, does not cover ${subject} (its selector does not match the Pod template's labels and the template lacks the annotation app-monitor.kubedemo.com/monitor: "true"); ${subject} is governed by ${others.map((n) => `AppMonitor ${n}`).join(", ")}, whose own alerts scale it`,
+      reason: "NotCovered",
+      message: `no AppMonitor covers ${subject}: its Pod template lacks the annotation app-monitor.kubedemo.com/monitor: "true", no selector matches the template's labels and no targetRef names it`,
     };
   }
+  if (winner.appMonitor === named) return { result: "governed", appMonitor: named, ...conflict };
+  const mine = contenders.find((c) => c.appMonitor === named);
+  if (mine !== undefined) {
+    return {
+      result: "none",
+      reason: "AppMonitorConflict",
+      message: `AppMonitor ${named.metadata.name}, whose rule raised the alert, covers ${subject} (${mine.coverage}), and so does AppMonitor ${winner.appMonitor.metadata.name} (${winner.coverage}), which takes precedence (${precedenceRule}): only its alerts scale ${subject}`,
+      ...conflict,
+    };
+  }
+  const others = contenders.map((c) => `AppMonitor ${c.appMonitor.metadata.name}`);
   return {
     result: "none",
-    reason: "NotCovered",
-    message: `no AppMonitor covers ${subject}: its Pod template lacks the annotation app-monitor.kubedemo.com/monitor: "true" and no selector matches the template's labels`,
+    reason: "AppMonitorNotGoverning",
+    message: `AppMonitor ${named.metadata.name}, whose rule raised the alert, does not cover ${subject} (${named.spec.targetRef === undefined ? "its selector does not match the Pod template's labels and the template lacks the annotation app-monitor.kubedemo.com/monitor: \"true\"" : `its targetRef names ${named.spec.targetRef.kind} ${named.spec.targetRef.name}`}); ${subject} is governed by ${others[0] ?? ""}, whose own alerts scale it`,
+    ...conflict,
   };
 }
+
+/** The precedence rule in words, for messages. */
+export const precedenceRule = "targetRef, then a Narrow selector, then a selector, then the annotation; then the oldest; then the first name";

@@ -8,13 +8,14 @@
 import type { NoneGoverns, Scale, Skip } from "../outcome.ts";
 import { decideScale } from "./decide.ts";
 import { holdFixedHeaps } from "./fixed-heap.ts";
-import { governingAppMonitor, type NamespaceAppMonitors, type ValidAppMonitor } from "./governing.ts";
+import { type CoverageConflict, governingAppMonitor, type NamespaceAppMonitors, type ValidAppMonitor } from "./governing.ts";
 import type { History, WriteTarget } from "./target.ts";
 
-/** What the plan says of one alert. */
-export type FiringPlan =
+/** What the plan says of one alert; `conflict` when several AppMonitors cover the target (`governing.ts`). */
+export type FiringPlan = (
   | { readonly governed: false; readonly reason: NoneGoverns["reason"]; readonly message: string }
-  | ({ readonly governed: true; readonly appMonitor: ValidAppMonitor; readonly decision: Skip | Scale } & History);
+  | ({ readonly governed: true; readonly appMonitor: ValidAppMonitor; readonly decision: Skip | Scale } & History)
+) & { readonly conflict?: CoverageConflict };
 
 /** What the plan reads: the target, the namespace's AppMonitors, the alert, the time, and how many scales the status keeps. */
 export interface PlanInput {
@@ -34,7 +35,8 @@ export interface PlanInput {
 /**
  * Plans one alert:
  * 1. the alert's AppMonitor must govern the target (`governing.ts`: a workload's Pod template, a
- *    bare Pod's own metadata), else `NotCovered` / `AppMonitorNotGoverning`;
+ *    bare Pod's own metadata) and come first among those that cover it, else `NotCovered` /
+ *    `AppMonitorNotGoverning` / `AppMonitorConflict`;
  * 2. what the target's last scale leaves (`WriteTarget.history`);
  * 3. `decideScale` on the target's memory asked for and running, its last scale's time and the
  *    alert's container, told the target's way (`WriteTarget.refine`);
@@ -44,7 +46,8 @@ export interface PlanInput {
 export function planFiring(input: PlanInput): FiringPlan {
   const { target, alert, now } = input;
   const governing = governingAppMonitor(target.owner, input.monitors, input.named);
-  if (governing.result === "none") return { governed: false, reason: governing.reason, message: governing.message };
+  const conflict = governing.conflict === undefined ? {} : { conflict: governing.conflict };
+  if (governing.result === "none") return { governed: false, reason: governing.reason, message: governing.message, ...conflict };
   const am = governing.appMonitor;
   const decision = decideScale({
     podContainers: target.running,
@@ -56,5 +59,5 @@ export function planFiring(input: PlanInput): FiringPlan {
   });
   const refined = target.refine(decision, am, alert);
   const held = holdFixedHeaps(refined, { heaps: target.heaps, policy: am.spec.heapFlags ?? "Hold", rewritable: target.rewritesHeaps, failed: input.heapFailed ?? [] });
-  return { governed: true, appMonitor: am, ...target.history(am, now, input.statusLimit), decision: held };
+  return { governed: true, appMonitor: am, ...target.history(am, now, input.statusLimit), decision: held, ...conflict };
 }

@@ -1,7 +1,7 @@
 // AppMonitor spec validation, label selectors and coverage (which AppMonitor governs: memory-scaler/parts.test.ts).
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { MONITOR_ANNOTATION } from "../../../functions/lib/appmonitor.ts";
+import { DEFAULT_REVERT_BUDGET_PER_HOUR, MONITOR_ANNOTATION } from "../../../functions/lib/appmonitor.ts";
 import { AppMonitorSpecError, validateAppMonitorSpec } from "../../../functions/lib/appmonitor-spec.ts";
 import { LabelSelectorError, matchesLabelSelector, type LabelSelector } from "../../../functions/lib/label-selector.ts";
 import { type AppMonitorLike, coverage, covers, type PodTemplateLike } from "../../../functions/memory-scaler/scale/governing.ts";
@@ -15,7 +15,16 @@ describe("validateAppMonitorSpec: valid", () => {
       cooldownSeconds: 300,
       mode: "Scale",
       updateMode: "Rollout",
+      selectorMode: "Widen",
+      stuckRollout: "Report",
+      gitOpsManaged: "Skip",
+      heapFlags: "Hold",
+      revertBudgetPerHour: 3,
     });
+  });
+
+  it("the code's revert budget is the schema's default", () => {
+    assert.equal(validateAppMonitorSpec({ memThresholdPercent: 75, memMultiplier: 2 }).revertBudgetPerHour, DEFAULT_REVERT_BUDGET_PER_HOUR);
   });
 
   it("keeps given values and does not modify its input", () => {
@@ -30,6 +39,10 @@ describe("validateAppMonitorSpec: valid", () => {
       mode: "DryRun",
       updateMode: "InPlaceOrRollout",
       heapFlags: "Scale",
+      selectorMode: "Narrow",
+      stuckRollout: "DeletePod",
+      gitOpsManaged: "Patch",
+      revertBudgetPerHour: 0,
     };
     const before = structuredClone(spec);
     assert.deepEqual(validateAppMonitorSpec(spec), before);
@@ -84,6 +97,13 @@ describe("validateAppMonitorSpec: invalid", () => {
     ["fractional trend window", { ...base, trend: { horizonSeconds: 600, windowSeconds: 1.5 } }, "/trend/windowSeconds", "type"],
     ["trend window over a day", { ...base, trend: { horizonSeconds: 600, windowSeconds: 86_401 } }, "/trend/windowSeconds", "maximum"],
     ["trend floor above 100", { ...base, trend: { horizonSeconds: 600, floorPercent: 101 } }, "/trend/floorPercent", "maximum"],
+    ["a container named twice", { ...base, containers: ["app", "app"] }, "/containers", "uniqueItems"],
+    ["a targetRef and a selector", { ...base, targetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" }, selector: {} }, "", "x-kubernetes-validations"],
+    ["selectorMode Narrow without a selector", { ...base, selectorMode: "Narrow" }, "/selectorMode", "x-kubernetes-validations"],
+    ["a targetRef of an unsupported kind", { ...base, targetRef: { apiVersion: "apps/v1", kind: "CronJob", name: "web" } }, "/targetRef/kind", "enum"],
+    ["a targetRef of another API version", { ...base, targetRef: { apiVersion: "v1", kind: "Deployment", name: "web" } }, "/targetRef/apiVersion", "enum"],
+    ["a targetRef name that is no DNS subdomain", { ...base, targetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "Web_1" } }, "/targetRef/name", "pattern"],
+    ["an unknown selectorMode", { ...base, selector: {}, selectorMode: "Only" }, "/selectorMode", "enum"],
     ["not an object", "memThresholdPercent: 75", "", "type"],
   ];
   for (const [name, spec, path, keyword] of cases) {

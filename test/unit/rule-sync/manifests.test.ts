@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 import { parse } from "yaml";
+import { validateAppMonitorSpec } from "../../../functions/lib/appmonitor-spec.ts";
 import { ManifestError, readAppMonitors, unknownFields } from "../../../functions/rule-sync/manifests.ts";
 
 const example = readFileSync(new URL("../../../knative/examples/appmonitor.yaml", import.meta.url), "utf8");
@@ -40,7 +41,8 @@ describe("readAppMonitors", () => {
         apiVersion: "kubedemo.com/v1",
         kind: "AppMonitor",
         metadata: { name: "mymonitor", namespace: "default" },
-        spec: { memThresholdPercent: 75, memMultiplier: 2, forSeconds: 60, cooldownSeconds: 300, mode: "Scale", updateMode: "Rollout" },
+        // The defaults, as validateAppMonitorSpec writes them (its own tests list them).
+        spec: validateAppMonitorSpec({ memThresholdPercent: 75, memMultiplier: 2 }),
       },
       unknownFields: [],
     });

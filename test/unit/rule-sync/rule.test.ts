@@ -597,3 +597,34 @@ describe("buildRulesFile", () => {
     assert.equal((parse(text) as { groups: unknown[] }).groups.length, 2);
   });
 });
+
+describe("spec.targetRef and selectorMode Narrow narrow the rule", () => {
+  const targeted = monitor({ spec: { targetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web.v2" } } });
+  test("every series of every alert, either source, is limited to the Pods named after the workload", () => {
+    for (const source of ["cadvisor", "kube-state-metrics"] as const) {
+      for (const expr of [alertExpression(targeted, source), oomAlertExpression(targeted, source)]) {
+        const selectors = expr.match(/\{[^}]*\}/g) ?? [];
+        assert.ok(selectors.length > 0);
+        for (const selector of selectors) assert.match(selector, /namespace="shop", pod=~"web\\\\.v2-\.\+"/, `${source}: ${selector}`);
+      }
+    }
+  });
+  test("with kube-state-metrics the targeted Pods are covered without the annotation", () => {
+    const expr = alertExpression(targeted, "kube-state-metrics");
+    assert.doesNotMatch(expr, /kube_pod_annotations/);
+    assert.match(expr, /and on \(namespace, pod\)\n\(\n {2}kube_pod_labels\{namespace="shop", pod=~"web\\\\.v2-\.\+"\}\n\)$/);
+  });
+  test("a long name keeps the prefix a generated Pod name keeps (58 characters)", () => {
+    const name = "a".repeat(70);
+    const expr = alertExpression(monitor({ spec: { targetRef: { apiVersion: "apps/v1", kind: "StatefulSet", name } } }), "cadvisor");
+    assert.match(expr, new RegExp(`pod=~"${"a".repeat(58)}\\.\\+"`));
+  });
+  test("Narrow: the annotated Pods the selector matches, joined with and", () => {
+    const expr = alertExpression(monitor({ spec: { selector: { matchLabels: { app: "web" } }, selectorMode: "Narrow" } }), "kube-state-metrics");
+    assert.match(expr, /kube_pod_annotations\{namespace="shop", annotation_app_monitor_kubedemo_com_monitor="true"\} and on \(namespace, pod\) kube_pod_labels\{namespace="shop", label_app="web"\}/);
+    assert.doesNotMatch(expr, /\n {2}or\n/);
+  });
+  test("without a targetRef the series are limited to the namespace only, as before", () => {
+    assert.doesNotMatch(alertExpression(monitor(), "cadvisor"), /pod=~/);
+  });
+});

@@ -1,4 +1,5 @@
 // The scaling decision: each rule of the memory-scaler, as a table, plus properties.
+import { validateAppMonitorSpec } from "../../../../functions/lib/appmonitor-spec.ts";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
@@ -12,7 +13,7 @@ const NOW = new Date("2025-06-01T12:00:00Z");
 const secondsAgo = (s: number): string => new Date(NOW.getTime() - s * 1000).toISOString();
 
 function spec(over: Partial<AppMonitorSpecWithDefaults> = {}): AppMonitorSpecWithDefaults {
-  return { memThresholdPercent: 75, memMultiplier: 2, forSeconds: 60, cooldownSeconds: 300, mode: "Scale", updateMode: "Rollout", ...over };
+  return { ...validateAppMonitorSpec({ memThresholdPercent: 75, memMultiplier: 2 }), ...over };
 }
 
 const memhog: ContainerMemory = { name: "memhog", request: "256Mi", limit: "384Mi" };

@@ -1,4 +1,5 @@
 // The compare-and-swap JSON Patch of a workload's Pod template, applied to real object shapes.
+import { validateAppMonitorSpec } from "../../../../functions/lib/appmonitor-spec.ts";
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { applyJsonPatch as applyToCopy, type Json } from "../../../support/memory-scaler-fakes.ts";
@@ -49,7 +50,7 @@ function changesFor(containers: ContainerMemory[], alertContainer?: string) {
     podContainers: containers,
     templateContainers: containers,
     now: TIME,
-    spec: { memThresholdPercent: 75, memMultiplier: 2, forSeconds: 60, cooldownSeconds: 300, mode: "Scale", updateMode: "Rollout" },
+    spec: validateAppMonitorSpec({ memThresholdPercent: 75, memMultiplier: 2 }),
     ...(alertContainer === undefined ? {} : { alertContainer }),
   });
   assert.equal(d.action, "scale");
