@@ -69,7 +69,7 @@ after(async () => {
   await releaseLock?.();
 });
 
-test("the operator's Prometheus and Alertmanager run on the real node from the images built here, at the versions the stack pins", async () => {
+test("the operator's Prometheus and Alertmanager run on the real node from the images built here, at the versions the stack pins", { timeout: 300_000 }, async () => {
   const onNode = state?.prometheusOperator?.onRealNode;
   assert.ok(onNode, "the stack records the operator's Pods");
   const info = await (await fetch(`${onNode.prometheusUrl}/api/v1/status/buildinfo`)).json() as { data: { version: string } };
@@ -78,8 +78,10 @@ test("the operator's Prometheus and Alertmanager run on the real node from the i
   assert.equal(`v${status.versionInfo.version}`, onNode.alertmanagerVersion);
   // Scraped as the chart scrapes: the kubelet's cAdvisor with container_spec_* dropped, kube-state-metrics' limits kept.
   const query = async (q: string) => ((await (await fetch(`${onNode.prometheusUrl}/api/v1/query?${new URLSearchParams({ query: q })}`)).json()) as { data: { result: unknown[] } }).data.result.length;
-  const deadline = Date.now() + 120_000;
-  while (Date.now() < deadline && (await query('container_memory_working_set_bytes{metrics_path="/metrics/cadvisor"}')) === 0) await new Promise((r) => setTimeout(r, 2000));
+  // Each target's first scrape comes within its 30 s interval of the operator's reload.
+  const deadline = Date.now() + 180_000;
+  const scraped = async () => (await query('container_memory_working_set_bytes{metrics_path="/metrics/cadvisor"}')) > 0 && (await query("kube_pod_info")) > 0;
+  while (Date.now() < deadline && !(await scraped())) await new Promise((r) => setTimeout(r, 2000));
   assert.ok((await query('container_memory_working_set_bytes{metrics_path="/metrics/cadvisor", job="kubelet"}')) > 0, "the kubelet's cAdvisor is scraped through the chart's ServiceMonitor");
   assert.equal(await query("container_spec_memory_limit_bytes"), 0, "the chart's cAdvisor relabelings drop container_spec_*");
   assert.ok((await query('kube_pod_container_resource_limits{resource="memory"}')) > 0, "kube-state-metrics is scraped");
