@@ -88,7 +88,7 @@ describe("reportOf", () => {
 describe("repairReport", () => {
   const budget = { budget: 3, scales: [], exhausted: false };
   it("nothing to repair, nothing reverted: nothing to write", () => {
-    assert.equal(repairReport({ repair: undefined, revert: undefined, budget }, deployment, am), undefined);
+    assert.equal(repairReport({ repair: undefined, revert: undefined, budget, marks: [] }, deployment, am), undefined);
   });
   it("the last scale's Events and status change, and the revert's Warnings keyed by the scale that was reverted", () => {
     const status = (s: unknown) => s as never;
