@@ -156,7 +156,7 @@ export interface AppMonitorSpec {
   revertBudgetPerHour?: number;
   /** The early-warning trigger; absent: none. */
   trend?: AppMonitorTrend;
-  /** Per-container limits of scaling (`functions/memory-scaler/scale/caps.ts`); a named entry wins over `*`. */
+  /** Per-container limits of scaling (`functions/memory-scaler/caps.ts`); a named entry wins over `*`. */
   containerPolicies?: ContainerPolicy[];
   /** How many scales of one workload within a window before the leak guard stops it (`functions/memory-scaler/scale/leak-guard.ts`). */
   leakGuard?: { maxScales?: number; windowSeconds?: number };

@@ -22,7 +22,7 @@ import { readNamespaceScope, type NamespaceScope } from "../lib/namespace-scope.
 import { ConfigError, readHttpUrl, readInteger, readString } from "../lib/runtime/env.ts";
 import type { Env } from "../lib/runtime/types.ts";
 import { floor, parseQuantity } from "../lib/quantity.ts";
-import { DEFAULT_MAX_MEMORY } from "./scale/caps.ts";
+import { DEFAULT_MAX_MEMORY } from "./caps.ts";
 
 /**
  * ms, the whole answer. One query per event, so its bound is the event's: well under the 60 s a

@@ -7,7 +7,7 @@
  * | reported | Events (`regarding` → `related`) | note |
  * | --- | --- | --- |
  * | `UnsupportedOwner` | Warning on the Pod → the AppMonitor | `not scaled: <message>` |
- * | `AtCap` | Warning on the workload → the AppMonitor, and on the AppMonitor → the workload; at most one per workload per `cooldownSeconds`, at least {@link AT_CAP_WARNING_SECONDS} (`windowedKey`) | `not scaled: <message>` (+ how often it is written) |
+ * | `AtCap` | Warning on the workload → the AppMonitor, and on the AppMonitor → the workload; at most one per workload per `cooldownSeconds`, at least {@link AT_CAP_WARNING_SECONDS} when it is above 0 (`windowedKey`) | `not scaled: <message>` (+ how often it is written) |
  * | `LimitNotInTemplate` | the same pair | `not scaled: <message>` |
  * | `HeapFailure` (with `Scaled`, `Resized` or `DryRun`) | Warning pair: a raised container's last run ended in exit code 134 (`Error`), an in-process heap failure, and no heap flag read fixes its heap (`scale/fixed-heap.ts` `heapFailureNote`) | `<message>` |
  * | `FixedHeap` | the same pair, at most one per workload per `cooldownSeconds` (`windowedKey`) | `not scaled: <message>` (the flag, its value and where; an in-process heap failure when the Pod's last run ended in one) |
@@ -149,12 +149,12 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
     }
     case "AtCap": {
       // A workload at the cap alerts until its memory use drops: one AtCap Warning per workload
-      // per window (the cooldown, at least an hour: the status lists it meanwhile) says it, the
-      // deterministic name turns the rest into 409s.
+      // per window (the cooldown, at least an hour: the status lists it meanwhile; none asked
+      // for, none) says it, the deterministic name turns the rest into 409s.
       const wl = workload();
-      const window = Math.max(subjects.cooldownSeconds, AT_CAP_WARNING_SECONDS);
+      const window = subjects.cooldownSeconds > 0 ? Math.max(subjects.cooldownSeconds, AT_CAP_WARNING_SECONDS) : 0;
       const key = windowedKey(`${wl.kind ?? ""}/${wl.name}/${wl.uid ?? ""}`, now, window, eventId);
-      const often = ` (this Warning is written at most once every ${window}s)`;
+      const often = key === eventId ? "" : ` (this Warning is written at most once every ${window}s)`;
       return warningPair("AtCap", `not scaled: ${String(r.message)}${often}`, key);
     }
     case "LimitNotInTemplate":

@@ -42,7 +42,7 @@ import { formatTimestamp } from "../../lib/rfc3339.ts";
 import { podResizeView, type PodResizeView, podView, selectorString, workloadView } from "../kube/views.ts";
 import { APPS_V1, objectRef, type WorkloadKind } from "../model.ts";
 import { cappedWorkloads, withCapsOf } from "../status/capped.ts";
-import { capOf } from "../scale/caps.ts";
+import { capOf } from "../caps.ts";
 import { pendingScales } from "../status/pending-scales.ts";
 import { type PendingRollout, pendingRollouts, type RolloutConditionChange, withResizeProgress, withRolloutFollowedUp } from "../status/rollouts.ts";
 import type { FollowDeps } from "./deps.ts";

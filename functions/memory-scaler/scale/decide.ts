@@ -3,7 +3,7 @@ import type { AppMonitorSpecWithDefaults, MemoryResources } from "../../lib/appm
 import { ceil, compare, divide, formatBytes, fromInteger, fromNumber, multiply, parseQuantity, type Quantity } from "../../lib/quantity.ts";
 import { type ContainerChange, type ContainerMemory, kindOf, type SkippedContainer } from "../model.ts";
 import type { SkipReason } from "../outcome.ts";
-import { capOf, describeCap, policyOf } from "./caps.ts";
+import { capOf, describeCap, policyOf } from "../caps.ts";
 
 /** Everything {@link decideScale} looks at; read by the caller from the API server and the event. */
 export interface DecideInput {

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import type { AppMonitorSpecWithDefaults } from "../../../../functions/lib/appmonitor.ts";
 import { AppMonitorSpecError, validateAppMonitorSpec } from "../../../../functions/lib/appmonitor-spec.ts";
 import type { ContainerMemory } from "../../../../functions/memory-scaler/model.ts";
-import { capOf, DEFAULT_MAX_MEMORY, policyOf } from "../../../../functions/memory-scaler/scale/caps.ts";
+import { capOf, DEFAULT_MAX_MEMORY, policyOf } from "../../../../functions/memory-scaler/caps.ts";
 import { decideScale } from "../../../../functions/memory-scaler/scale/decide.ts";
 
 const NOW = new Date("2025-06-01T12:00:00Z");

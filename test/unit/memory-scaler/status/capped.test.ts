@@ -25,7 +25,7 @@ describe("capped-status", () => {
       type: CAPPED_CONDITION,
       status: "True",
       reason: "AtCap",
-      message: "at spec.maxMemory 1Gi, not scaled further: Deployment web (app)",
+      message: "at the memory cap, not scaled further: Deployment web (app at 1Gi)",
       lastTransitionTime: T0,
     });
     assert.equal(status?.scaleCount, 2, "the rest of the status is kept");
@@ -47,7 +47,7 @@ describe("capped-status", () => {
 
   it("two workloads: both named; the one scaled leaves, the condition stays True for the other", () => {
     const both = withCapped(withCapped(undefined, web, T0), db, T1);
-    assert.equal(condition(both)?.message, "at spec.maxMemory 1Gi, not scaled further: Deployment web (app); StatefulSet db (db, sidecar)");
+    assert.equal(condition(both)?.message, "at the memory cap, not scaled further: Deployment web (app at 1Gi); StatefulSet db (db, sidecar at 1Gi)");
     const after = withoutCapped(both, web.workload, T1);
     assert.deepEqual(cappedWorkloads(after), [db]);
     assert.equal(condition(after)?.status, "True");
@@ -56,7 +56,7 @@ describe("capped-status", () => {
   it("the last one scaled: list gone, AtMaxMemory False BelowMaxMemory at that time", () => {
     const after = withoutCapped(withCapped(undefined, web, T0), web.workload, T1);
     assert.equal((after as { capped?: unknown }).capped, undefined);
-    assert.deepEqual(condition(after), { type: CAPPED_CONDITION, status: "False", reason: "BelowMaxMemory", message: "no workload is at spec.maxMemory", lastTransitionTime: T1 });
+    assert.deepEqual(condition(after), { type: CAPPED_CONDITION, status: "False", reason: "BelowMaxMemory", message: "no workload is at its memory cap", lastTransitionTime: T1 });
   });
 
   it("a workload not listed, or no status: unchanged (no condition is made up)", () => {

@@ -5,10 +5,10 @@
  * 1. the container's `spec.containerPolicies` entry (its own by `containerName`, else `*`):
  *    `mode: Off` → never scaled; its `maxMemory`, when set;
  * 2. `spec.maxMemory`;
- * 3. the install's `DEFAULT_MAX_MEMORY` (`../config.ts`; {@link DEFAULT_MAX_MEMORY} when unset).
+ * 3. the install's `DEFAULT_MAX_MEMORY` (`config.ts`; {@link DEFAULT_MAX_MEMORY} when unset).
  */
-import type { AppMonitorSpec, ContainerPolicy } from "../../lib/appmonitor.ts";
-import { floor, parseQuantity } from "../../lib/quantity.ts";
+import type { AppMonitorSpec, ContainerPolicy } from "../lib/appmonitor.ts";
+import { floor, parseQuantity } from "../lib/quantity.ts";
 
 /**
  * The install-wide cap when `DEFAULT_MAX_MEMORY` is unset: 8Gi, a quarter to a half of the
