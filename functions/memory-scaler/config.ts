@@ -11,7 +11,7 @@
  * | `PROMETHEUS_TIMEOUT_MS` | 2000 | per query, headers and body; a timeout counts as Prometheus unavailable (503) |
  * | `SCALE_MAX_ATTEMPTS` | 5 | read–decide–write rounds when the compare-and-swap write loses a race |
  * | `RECENT_SCALES_LIMIT` | 10 | entries kept in an AppMonitor's `status.recentScales` (the CRD allows 20) |
- * | `DEFAULT_MAX_MEMORY` | 8Gi | the cap of a container no `spec.containerPolicies` entry and no `spec.maxMemory` caps (`scale/caps.ts` says why) |
+ * | `DEFAULT_MAX_MEMORY` | 8Gi | the cap of a container no `spec.containerPolicies` entry and no `spec.maxMemory` caps (`caps.ts` says why) |
  * | `ALERTMANAGER_URL` | unset | Alertmanager's base URL: the leak guard's `AppMonitorProbableLeak` alert is posted there (`kube/alertmanager.ts`); unset: none |
  * | `WATCH_NAMESPACES` | all namespaces | comma-separated namespaces served: an alert from another is skipped (`NamespaceNotWatched`), and the follow-up ticks list AppMonitors in these only |
  */
@@ -89,7 +89,7 @@ export function readConfig(env: Env): MemoryScalerConfig {
   };
 }
 
-/** `DEFAULT_MAX_MEMORY`, a positive quantity; unset: `scale/caps.ts` `DEFAULT_MAX_MEMORY`. */
+/** `DEFAULT_MAX_MEMORY`, a positive quantity; unset: `caps.ts` `DEFAULT_MAX_MEMORY`. */
 function readCap(env: Env): string {
   const raw = readString(env, "DEFAULT_MAX_MEMORY") ?? DEFAULT_MAX_MEMORY;
   let bytes: bigint;

@@ -142,7 +142,7 @@ export interface Scale {
  *   limit, the container of another kind, or a lower template limit): the alert says nothing
  *   about the current template.
  * - `RolloutUnderWay`: the template already gives the container a larger limit than the Pod has.
- * - `AtCap`: the limit is already at its cap (`scale/caps.ts`: a container policy's `maxMemory`,
+ * - `AtCap`: the limit is already at its cap (`caps.ts`: a container policy's `maxMemory`,
  *   `spec.maxMemory` or the install's `DEFAULT_MAX_MEMORY`); the caller emits a Warning Event.
  * - `PolicyOff`: the container's `spec.containerPolicies` entry says `mode: Off`.
  * - `ProbableLeak`: the leak guard holds the workload (`scale/leak-guard.ts`).

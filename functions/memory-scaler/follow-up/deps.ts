@@ -22,7 +22,7 @@ export interface FollowDeps {
   readonly events: EventRecorder;
   readonly status: StatusWriter;
   readonly now: () => Date;
-  /** The install's cap (`DEFAULT_MAX_MEMORY`, `../scale/caps.ts`); absent: its default. */
+  /** The install's cap (`DEFAULT_MAX_MEMORY`, `../caps.ts`); absent: its default. */
   readonly defaultMaxMemory?: string;
   /**
    * Writes the recorded memory of a workload whose in-place resize failed into its Pod template

@@ -22,7 +22,7 @@ export interface DecideInput {
   spec: AppMonitorSpecWithDefaults;
   /** The alert's `container` label, if the alert names one. */
   alertContainer?: string;
-  /** The install's cap, a quantity (`DEFAULT_MAX_MEMORY`, `caps.ts`); absent: `caps.ts` `DEFAULT_MAX_MEMORY`. */
+  /** The install's cap, a quantity (`DEFAULT_MAX_MEMORY`, `caps.ts`); absent: `../caps.ts` `DEFAULT_MAX_MEMORY`. */
   defaultMaxMemory?: string;
 }
 

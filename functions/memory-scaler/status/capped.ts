@@ -1,7 +1,7 @@
 /**
  * The workloads an AppMonitor can raise no further (CRD fields, DESIGN.md "The API", Status):
  * `status.capped` lists each workload whose alert was skipped `AtCap` (its memory limit already at
- * its cap, `scale/caps.ts`: a container policy's `maxMemory`, `spec.maxMemory`, or the install's
+ * its cap, `caps.ts`: a container policy's `maxMemory`, `spec.maxMemory`, or the install's
  * `DEFAULT_MAX_MEMORY`), with that cap and where it comes from, and the condition `AtMaxMemory` says whether any is listed, so
  * `kubectl get appmonitors` and `kubectl describe` show it without reading Events. A workload
  * leaves the list when it is scaled again, and every workload listed at another cap leaves it on
@@ -24,7 +24,7 @@ export interface CappedWorkload {
   readonly containers: readonly string[];
   /** The cap it was seen at (a quantity, e.g. `1Gi`). */
   readonly maxMemory: string;
-  /** Where the cap comes from (`scale/caps.ts`); absent in entries of older versions. */
+  /** Where the cap comes from (`caps.ts`); absent in entries of older versions. */
   readonly source?: "containerPolicy" | "spec" | "default";
   /** RFC 3339: the first `AtCap` skip at this cap. */
   readonly since: string;
@@ -83,7 +83,7 @@ export function withoutCapped(status: AppMonitorStatus | undefined, workload: Ca
 
 /**
  * `status` without the workloads listed at a cap other than their containers' caps now
- * (`capOf`: the cap of a container, `scale/caps.ts`): the spec changed since, so they may be
+ * (`capOf`: the cap of a container, `caps.ts`): the spec changed since, so they may be
  * raised again, and an alert at the new cap lists them anew. Returns `status` itself when none is
  * dropped.
  */

@@ -37,7 +37,7 @@ export function scaledStatus(entry: ScaleEntry, rollout: PendingRollout | undefi
  * The status change of an `AtCap` skip (step 4): the workload listed in `status.capped` with the
  * containers skipped at the cap, and the `AtMaxMemory` condition `True`. Unchanged (nothing
  * written) when it is already listed so, however often it alerts.
- * The cap listed is the first capped container's (`SkippedContainer.cap`, `scale/caps.ts`).
+ * The cap listed is the first capped container's (`SkippedContainer.cap`, `caps.ts`).
  * @param now RFC 3339.
  */
 export function cappedStatus(

@@ -63,3 +63,13 @@ export function withLeak(status: AppMonitorStatus | undefined, entry: ProbableLe
   else delete next.probableLeaks;
   return next;
 }
+
+/**
+ * `status` without the entries whose window has ended (`until` at or before `now`, RFC 3339), the
+ * condition set from what is left: the follow-up tick's, so `ProbableLeak` turns `False` when a
+ * hold ends even if its workload never alerts again. Returns `status` itself when none ended.
+ */
+export function withoutEndedLeaks(status: AppMonitorStatus | undefined, now: string): AppMonitorStatus | undefined {
+  const ended = probableLeaks(status).filter((l) => !(Date.parse(l.until) > Date.parse(now)));
+  return ended.reduce((s, entry) => withLeak(s, entry, true, now), status);
+}

@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { RecordedScale } from "../../../../functions/memory-scaler/model.ts";
 import { DEFAULT_LEAK_MAX_SCALES, DEFAULT_LEAK_WINDOW_SECONDS, guardLeak, type LeakInput, templateHash } from "../../../../functions/memory-scaler/scale/leak-guard.ts";
-import { LEAK_CONDITION, withLeak } from "../../../../functions/memory-scaler/status/leaks.ts";
+import { LEAK_CONDITION, withLeak, withoutEndedLeaks } from "../../../../functions/memory-scaler/status/leaks.ts";
 
 const NOW = new Date("2025-06-01T12:00:00Z");
 const ago = (s: number): string => new Date(NOW.getTime() - s * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
@@ -84,5 +84,18 @@ describe("withLeak", () => {
     assert.deepEqual(cleared?.conditions?.map((c) => [c.status, c.reason]), [["False", "NoLeak"]]);
     const dropped = withLeak(cleared, entry, true, ago(0)) as { probableLeaks?: unknown };
     assert.equal(dropped.probableLeaks, undefined);
+  });
+});
+
+describe("withoutEndedLeaks", () => {
+  it("drops the holds whose window has ended, the condition False once none holds; none ended: the same status", () => {
+    const ended = { workload: web, since: ago(7200), until: ago(3600), template: TEMPLATE, scales: [] };
+    const open = { workload: { kind: "StatefulSet", name: "db" }, since: ago(60), until: ago(-3600), template: TEMPLATE, scales: [] };
+    const both = withLeak(withLeak(undefined, ended, false, ago(7200)), open, false, ago(60));
+    const after = withoutEndedLeaks(both, ago(0));
+    assert.deepEqual((after as { probableLeaks?: { workload: unknown }[] }).probableLeaks?.map((l) => l.workload), [open.workload]);
+    assert.equal(withoutEndedLeaks(after, ago(0)), after);
+    const none = withoutEndedLeaks(withLeak(undefined, ended, false, ago(7200)), ago(0));
+    assert.deepEqual([(none as { probableLeaks?: unknown }).probableLeaks, none?.conditions?.[0]?.status], [undefined, "False"]);
   });
 });
