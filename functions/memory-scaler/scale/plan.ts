@@ -52,8 +52,8 @@ export interface PlanInput {
  *    alert's container, told the target's way (`WriteTarget.refine`);
  * 4. each raise a heap flag makes useless held (`fixed-heap.ts` `holdFixedHeaps`, by
  *    `spec.heapFlags`), a container left out as `FixedHeap`;
- * 5. a raise left (not a dry run) asked of the leak guard (`leak-guard.ts` `guardLeak`): held →
- *    skipped `ProbableLeak`.
+ * 5. a raise left (not a dry run, not of a reverted workload, which the revert budget bounds)
+ *    asked of the leak guard (`leak-guard.ts` `guardLeak`): held → skipped `ProbableLeak`.
  */
 export function planFiring(input: PlanInput): FiringPlan {
   const { target, alert, now } = input;
@@ -72,7 +72,8 @@ export function planFiring(input: PlanInput): FiringPlan {
   const refined = target.refine(decision, am, alert);
   const held = holdFixedHeaps(refined, { heaps: target.heaps, policy: am.spec.heapFlags ?? "Hold", rewritable: target.rewritesHeaps, failed: input.heapFailed ?? [] });
   const history = target.history(am, now, input.statusLimit);
-  if (held.action === "skip" || held.dryRun) return { governed: true, appMonitor: am, ...history, decision: held };
+  // A reverted workload's memory does not grow (another writer lowers it): the revert budget bounds it, not the leak guard.
+  if (held.action === "skip" || held.dryRun || history.revert !== undefined) return { governed: true, appMonitor: am, ...history, decision: held };
   const since = now.getTime() - leakWindowMs(am.spec);
   const status = am.raw.status as AppMonitorStatus | undefined;
   const leak = guardLeak({

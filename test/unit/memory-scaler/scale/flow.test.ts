@@ -607,8 +607,7 @@ describe("handleFiring: who else manages the workload", () => {
   });
 
   it("a storm of concurrent alerts while a writer keeps reverting: never more patches than the budget", async () => {
-    // The leak guard allows more scales than the budget: the budget is what this is about.
-    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 0, leakGuard: { maxScales: 10 } });
+    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 0 });
     const d = deps(cluster);
     let stop = false;
     const reverter = (async () => {
