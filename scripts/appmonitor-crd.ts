@@ -116,8 +116,26 @@ const statusSchema: Schema = {
         properties: {
           workload: { type: "object", properties: { kind: { type: "string" }, name: { type: "string" } } },
           containers: { type: "array", items: { type: "string" } },
-          maxMemory: { type: "string", description: "spec.maxMemory when the workload was found at it" },
+          maxMemory: { type: "string", description: "the cap the workload was found at: a spec.containerPolicies maxMemory, spec.maxMemory, or the install's DEFAULT_MAX_MEMORY" },
+          source: { type: "string", enum: ["containerPolicy", "spec", "default"], description: "where that cap comes from" },
           since: { type: "string", format: "date-time" },
+        },
+      },
+    },
+    probableLeaks: {
+      type: "array",
+      description: "workloads the leak guard stopped scaling (spec.leakGuard; the ProbableLeak condition), and those it released early (cleared: the spec or the Pod template changed), each kept until its window has passed",
+      maxItems: 50,
+      items: {
+        type: "object",
+        properties: {
+          workload: { type: "object", properties: { kind: { type: "string" }, name: { type: "string" } } },
+          since: { type: "string", format: "date-time", description: "when the guard stopped scaling it" },
+          until: { type: "string", format: "date-time", description: "when the window ends and scaling resumes" },
+          generation: { type: "integer", format: "int64", description: "the AppMonitor's metadata.generation then" },
+          template: { type: "string", description: "a hash of the Pod template then" },
+          scales: { type: "array", items: { type: "string" }, description: "the scales in the window: time, container, from → to" },
+          cleared: { type: "string", description: "why the guard released it before the window's end" },
         },
       },
     },
@@ -174,6 +192,7 @@ export function appMonitorCrd(): Schema {
           { name: "At Max", type: "string", jsonPath: '.status.conditions[?(@.type=="AtMaxMemory")].status', description: "True while a workload is at spec.maxMemory (status.capped)" },
           { name: "Rule", type: "string", jsonPath: '.status.conditions[?(@.type=="RuleReady")].reason', description: "whether Prometheus loaded the AppMonitor's rule (RuleReady's reason: RuleLoaded, RuleNotLoaded, …)" },
           { name: "Metrics", type: "string", jsonPath: '.status.conditions[?(@.type=="MetricsReady")].reason', description: "whether the series the rule reads exist (MetricsReady's reason: SeriesFound, LimitNotScraped, …)" },
+          { name: "Leak", type: "string", jsonPath: '.status.conditions[?(@.type=="ProbableLeak")].status', description: "True while the leak guard holds a workload (status.probableLeaks)" },
           { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
         ],
         schema: {

@@ -7,10 +7,10 @@
  */
 import type { ErrorObject } from "ajv";
 import validateSchema from "../../schemas/validators/appmonitor-spec.js";
-import type { AppMonitorSpecWithDefaults } from "./appmonitor.ts";
+import type { AppMonitorSpecWithDefaults, ContainerPolicy } from "./appmonitor.ts";
 import { describeSchemaErrors, type SchemaValidator } from "./json-schema.ts";
 import { checkLabelSelector, LabelSelectorError } from "./label-selector.ts";
-import { parseQuantity, QuantityError } from "./quantity.ts";
+import { compare, parseQuantity, type Quantity, QuantityError } from "./quantity.ts";
 
 /** The schema, precompiled; a valid spec has its defaults written in. */
 const validateSpecSchema = validateSchema as SchemaValidator<AppMonitorSpecWithDefaults>;
@@ -80,6 +80,36 @@ export function validateAppMonitorSpec(spec: unknown): AppMonitorSpecWithDefault
       problems.push({ instancePath: "/maxMemory", schemaPath: "#/properties/maxMemory", keyword: "quantity", params: {}, message: err.message });
     }
   }
+  problems.push(...policyProblems(valid.containerPolicies ?? []));
   if (problems.length > 0) throw new AppMonitorSpecError(problems);
   return valid;
+}
+
+/**
+ * What the schema cannot say of `spec.containerPolicies`: each `containerName` once, its
+ * quantities in the parser's range, and `minMemory` at most `maxMemory`.
+ */
+function policyProblems(policies: readonly ContainerPolicy[]): ErrorObject[] {
+  const problems: ErrorObject[] = [];
+  const problem = (index: number, field: string, message: string): void => {
+    problems.push({ instancePath: `/containerPolicies/${index}${field}`, schemaPath: "#/properties/containerPolicies/items", keyword: "containerPolicy", params: {}, message });
+  };
+  policies.forEach((policy, index) => {
+    if (policies.findIndex((p) => p.containerName === policy.containerName) !== index) problem(index, "/containerName", `names ${policy.containerName} a second time`);
+    const parsed: Partial<Record<"maxMemory" | "minMemory", Quantity>> = {};
+    for (const field of ["maxMemory", "minMemory"] as const) {
+      const value = policy[field];
+      if (value === undefined) continue;
+      try {
+        parsed[field] = parseQuantity(value);
+      } catch (err) {
+        if (!(err instanceof QuantityError)) throw err;
+        problem(index, `/${field}`, err.message);
+      }
+    }
+    if (parsed.maxMemory !== undefined && parsed.minMemory !== undefined && compare(parsed.minMemory, parsed.maxMemory) > 0) {
+      problem(index, "/minMemory", `${policy.minMemory ?? ""} is above maxMemory ${policy.maxMemory ?? ""}`);
+    }
+  });
+  return problems;
 }

@@ -178,6 +178,22 @@ export interface AppMonitorSpec {
   revertBudgetPerHour?: number;
   /** The early-warning trigger; absent: none. */
   trend?: AppMonitorTrend;
+  /** Per-container limits of scaling (`functions/memory-scaler/caps.ts`); a named entry wins over `*`. */
+  containerPolicies?: ContainerPolicy[];
+  /** How many scales of one workload within a window before the leak guard stops it (`functions/memory-scaler/scale/leak-guard.ts`). */
+  leakGuard?: { maxScales?: number; windowSeconds?: number };
+}
+
+/** One entry of `spec.containerPolicies`, named as the VerticalPodAutoscaler's `containerPolicies`. */
+export interface ContainerPolicy {
+  /** A container name, or `*` for every container no other entry names. */
+  containerName: string;
+  /** Quantity a limit of this container is never raised above; replaces `spec.maxMemory` for it. */
+  maxMemory?: string;
+  /** Quantity a limit of this container is never lowered below (at most `maxMemory`). */
+  minMemory?: string;
+  /** `Off`: never changed; `Auto` (also when absent): scaled. */
+  mode?: "Auto" | "Off";
 }
 
 /** `spec.revertBudgetPerHour`'s default (the schema's, so the API server writes it): three patches of a reverted workload per hour. */

@@ -11,6 +11,8 @@
  * | `PROMETHEUS_TIMEOUT_MS` | 2000 | per query, headers and body; a timeout counts as Prometheus unavailable (503) |
  * | `SCALE_MAX_ATTEMPTS` | 5 | read–decide–write rounds when the compare-and-swap write loses a race |
  * | `RECENT_SCALES_LIMIT` | 10 | entries kept in an AppMonitor's `status.recentScales` (the CRD allows 20) |
+ * | `DEFAULT_MAX_MEMORY` | 8Gi | the cap of a container no `spec.containerPolicies` entry and no `spec.maxMemory` caps (`caps.ts` says why) |
+ * | `ALERTMANAGER_URL` | unset | Alertmanager's base URL: the leak guard's `AppMonitorProbableLeak` alert is posted there (`kube/alertmanager.ts`); unset: none |
  * | `WATCH_NAMESPACES` | all namespaces | comma-separated namespaces served: an alert from another is skipped (`NamespaceNotWatched`), and the follow-up ticks list AppMonitors in these only |
  */
 import { accessSync, constants } from "node:fs";
@@ -19,6 +21,8 @@ import { DEFAULT_KUBE_API_TIMEOUT_MS, KUBE_API_TIMEOUT_RANGE_MS } from "../lib/k
 import { readNamespaceScope, type NamespaceScope } from "../lib/namespace-scope.ts";
 import { ConfigError, readHttpUrl, readInteger, readString } from "../lib/runtime/env.ts";
 import type { Env } from "../lib/runtime/types.ts";
+import { floor, parseQuantity } from "../lib/quantity.ts";
+import { DEFAULT_MAX_MEMORY } from "./caps.ts";
 
 /**
  * ms, the whole answer. One query per event, so its bound is the event's: well under the 60 s a
@@ -48,13 +52,18 @@ export interface MemoryScalerConfig {
   readonly recentScalesLimit: number;
   /** The namespaces served (`WATCH_NAMESPACES`). */
   readonly scope: NamespaceScope;
+  /** The install's cap, a quantity (`DEFAULT_MAX_MEMORY`). */
+  readonly defaultMaxMemory: string;
+  /** Alertmanager's base URL; undefined → no leak alert is posted. */
+  readonly alertmanagerUrl: URL | undefined;
 }
 
 /**
  * Reads the variables in the table above.
  * @throws ConfigError naming the variable: a `KUBECONFIG` file that cannot be read, a
  * `PROMETHEUS_URL` that is not an http(s) URL, a number out of range (`KUBE_API_TIMEOUT_MS`: 100–60000),
- * a `WATCH_NAMESPACES` entry that is not a namespace name.
+ * a `WATCH_NAMESPACES` entry that is not a namespace name, a `DEFAULT_MAX_MEMORY` that is not a
+ * positive quantity, an `ALERTMANAGER_URL` that is not an http(s) URL.
  */
 export function readConfig(env: Env): MemoryScalerConfig {
   const kubeconfig = readString(env, "KUBECONFIG");
@@ -75,5 +84,20 @@ export function readConfig(env: Env): MemoryScalerConfig {
     scaleMaxAttempts: readInteger(env, "SCALE_MAX_ATTEMPTS", DEFAULT_SCALE_MAX_ATTEMPTS, { min: 1, max: 20 }),
     recentScalesLimit: readInteger(env, "RECENT_SCALES_LIMIT", DEFAULT_RECENT_SCALES_LIMIT, { min: 1, max: MAX_RECENT_SCALES }),
     scope: readNamespaceScope(env),
+    defaultMaxMemory: readCap(env),
+    alertmanagerUrl: readHttpUrl(env, "ALERTMANAGER_URL"),
   };
+}
+
+/** `DEFAULT_MAX_MEMORY`, a positive quantity; unset: `caps.ts` `DEFAULT_MAX_MEMORY`. */
+function readCap(env: Env): string {
+  const raw = readString(env, "DEFAULT_MAX_MEMORY") ?? DEFAULT_MAX_MEMORY;
+  let bytes: bigint;
+  try {
+    bytes = floor(parseQuantity(raw));
+  } catch (error) {
+    throw new ConfigError("DEFAULT_MAX_MEMORY", `${JSON.stringify(raw)} is not a Kubernetes quantity: ${(error as Error).message}`, { cause: error });
+  }
+  if (bytes <= 0n) throw new ConfigError("DEFAULT_MAX_MEMORY", `${raw} is not a positive quantity of memory`);
+  return raw;
 }

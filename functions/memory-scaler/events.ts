@@ -7,7 +7,7 @@
  * | reported | Events (`regarding` → `related`) | note |
  * | --- | --- | --- |
  * | `UnsupportedOwner` | Warning on the Pod → the AppMonitor | `not scaled: <message>` |
- * | `AtCap` | Warning on the workload → the AppMonitor, and on the AppMonitor → the workload; at most one per workload per `cooldownSeconds` (`windowedKey`) | `not scaled: <message>` (+ how often it is written) |
+ * | `AtCap` | Warning on the workload → the AppMonitor, and on the AppMonitor → the workload; at most one per workload per `cooldownSeconds`, at least {@link AT_CAP_WARNING_SECONDS} when it is above 0 (`windowedKey`) | `not scaled: <message>` (+ how often it is written) |
  * | `LimitNotInTemplate` | the same pair | `not scaled: <message>` |
  * | `HeapFailure` (with `Scaled`, `Resized` or `DryRun`) | Warning pair: a raised container's last run ended in exit code 134 (`Error`), an in-process heap failure, and no heap flag read fixes its heap (`scale/fixed-heap.ts` `heapFailureNote`) | `<message>` |
  * | `FixedHeap` | the same pair, at most one per workload per `cooldownSeconds` (`windowedKey`) | `not scaled: <message>` (the flag, its value and where; an in-process heap failure when the Pod's last run ended in one) |
@@ -15,6 +15,7 @@
  * | `RolloutExceedsQuota`, `Unschedulable` | the same pair | `not scaled (<changes>): <message>` |
  * | `HPAOnMemory`, `VPAControlled`, `GitOpsManaged` (skipped) | the same pair, at most one per workload per `cooldownSeconds` (`windowedKey`) | `<message>` (it starts `not scaled:`) |
  * | `Reverted` | the same pair, once per reverted scale (keyed by the id of the event that scaled) | `<message>` |
+ * | `ProbableLeak` | the same pair, once per hold of the leak guard (keyed by the workload and the hold's `since`) | `not scaled: <message>` (the scales, from → to) |
  * | `DryRun` | Normal pair | `DryRun: would scale <kind> <name>[ after an OOM kill\| on its trend toward the limit]: <changes>` |
  * | `Scaled` | Normal pair (its note ends with the heap flags raised under `spec.heapFlags: Scale`), and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill\| on its trend toward the limit]: <changes>[; the rollout replaces (restarts) its Pods]` (`replacement.ts` `replacementClause`) |
  * | `PodsReplaced` (with `Scaled`) | Warning pair, when the replaced Pods likely keep state in memory or in `emptyDir` volumes (`replacement.ts`: a single-replica Deployment, any StatefulSet, an `emptyDir` volume in the Pod template); never for a bare Pod resized in place | `podsReplacedNote`: why, and that their memory and emptyDir contents are lost |
@@ -31,6 +32,13 @@ import type { AlertTrigger } from "../lib/alert-event.ts";
 import type * as k8s from "@kubernetes/client-node";
 import { type ContainerChange, describeChanges, type ObjectRef } from "./model.ts";
 import { type PodReplacement, podsReplacedNote, replacementClause } from "./replacement.ts";
+
+/**
+ * The shortest window of `AtCap` Warnings, seconds: an hour, the API server's default Event TTL
+ * (`--event-ttl`), so a workload at its cap, listed in `status.capped` meanwhile, is warned about
+ * about once while an Event of it lasts.
+ */
+export const AT_CAP_WARNING_SECONDS = 3600;
 
 /** What an outcome's Events are about. */
 export interface Subjects {
@@ -50,6 +58,8 @@ export type Reported =
   | { readonly reason: "AdmissionRefused" | "RolloutExceedsQuota" | "Unschedulable"; readonly message: string; readonly changes: readonly ContainerChange[] }
   /** Another manager of the workload holds the scale (`coexist/gate.ts` `gateScale`); `Reverted` there writes no Event of its own (the detection's below says it). */
   | { readonly reason: "HPAOnMemory" | "VPAControlled" | "GitOpsManaged"; readonly message: string }
+  /** The leak guard's hold, reported once: `key` names the hold (its workload and `since`). */
+  | { readonly reason: "ProbableLeak"; readonly message: string; readonly key: string }
   /** The revert of a scale, reported once: `key` is the id of the event that made that scale. */
   | { readonly reason: "Reverted"; readonly message: string; readonly key: string }
   | { readonly reason: "DryRun"; readonly changes: readonly ContainerChange[]; readonly trigger: AlertTrigger }
@@ -139,10 +149,12 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
     }
     case "AtCap": {
       // A workload at the cap alerts until its memory use drops: one AtCap Warning per workload
-      // per cooldown window says it, the deterministic name turns the rest into 409s.
+      // per window (the cooldown, at least an hour: the status lists it meanwhile; none asked
+      // for, none) says it, the deterministic name turns the rest into 409s.
       const wl = workload();
-      const key = windowedKey(`${wl.kind ?? ""}/${wl.name}/${wl.uid ?? ""}`, now, subjects.cooldownSeconds, eventId);
-      const often = key === eventId ? "" : ` (this Warning is written at most once every ${subjects.cooldownSeconds}s)`;
+      const window = subjects.cooldownSeconds > 0 ? Math.max(subjects.cooldownSeconds, AT_CAP_WARNING_SECONDS) : 0;
+      const key = windowedKey(`${wl.kind ?? ""}/${wl.name}/${wl.uid ?? ""}`, now, window, eventId);
+      const often = key === eventId ? "" : ` (this Warning is written at most once every ${window}s)`;
       return warningPair("AtCap", `not scaled: ${String(r.message)}${often}`, key);
     }
     case "LimitNotInTemplate":
@@ -163,6 +175,8 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
     }
     case "Reverted":
       return warningPair("Reverted", String(r.message), `reverted/${String(r.key)}`);
+    case "ProbableLeak":
+      return warningPair("ProbableLeak", `not scaled: ${String(r.message)}`, String(r.key));
     case "AdmissionRefused":
       return warningPair("AdmissionRefused", `not scaled (${describeChanges(r.changes as ContainerChange[])}): the API server refused it: ${String(r.message)}`);
     case "RolloutExceedsQuota":

@@ -21,6 +21,7 @@ import { createAnswerMemory } from "./answers.ts";
 import { type MemoryScalerConfig, readConfig } from "./config.ts";
 import { createHandler } from "./handler.ts";
 import { createCluster } from "./kube/cluster.ts";
+import { createLeakAlerter } from "./kube/alertmanager.ts";
 import { createEventRecorder } from "./kube/event-recorder.ts";
 import { createPrometheusVerifier } from "./kube/prometheus.ts";
 import { createStatusWriter } from "./kube/status-writer.ts";
@@ -45,7 +46,19 @@ export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
     );
     const events = createEventRecorder(cluster);
     const status = createStatusWriter(cluster, config.recentScalesLimit, deps.log);
-    const flow: FlowDeps = { cluster, events, status, verifier, maxAttempts: config.scaleMaxAttempts, now: () => new Date(), onConflict: () => metrics.conflicts.inc(), scope: config.scope };
+    const leakAlerts = config.alertmanagerUrl === undefined ? {} : { leakAlerts: createLeakAlerter(config.alertmanagerUrl, config.prometheusTimeoutMs) };
+    const flow: FlowDeps = {
+      cluster,
+      events,
+      status,
+      verifier,
+      maxAttempts: config.scaleMaxAttempts,
+      now: () => new Date(),
+      onConflict: () => metrics.conflicts.inc(),
+      scope: config.scope,
+      defaultMaxMemory: config.defaultMaxMemory,
+      ...leakAlerts,
+    };
     return {
       handle: createHandler({
         validate: validateAlertEventData,
@@ -56,6 +69,7 @@ export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
           events,
           status,
           now: () => new Date(),
+          defaultMaxMemory: config.defaultMaxMemory,
           onEnded: (kind, result, reason) => metrics.rollouts.inc({ kind, result, reason }),
           // A failed in-place resize under InPlaceOrRollout: the tick decides, the one scale flow writes.
           fallBack: (request, log) => handleFallback(flow, request, log),

@@ -3,6 +3,7 @@
  * (`handler.ts`: 204 with `X-Appmonitor-Outcome` and `X-Appmonitor-Reason`). Its steps are
  * `scale/flow.ts`'s; which reasons write Events is `events.ts`'s table.
  */
+import type { ProbableLeak } from "./status/leaks.ts";
 import type { AlertTrigger } from "../lib/alert-event.ts";
 import type { ContainerChange, SkippedContainer } from "./model.ts";
 
@@ -104,6 +105,8 @@ export interface Skip {
   readonly reason: OutcomeReason;
   readonly message: string;
   readonly skipped?: readonly SkippedContainer[];
+  /** `ProbableLeak`: the leak guard's entry (`scale/leak-guard.ts`), for the status, the Warning and the alert. */
+  readonly leak?: ProbableLeak;
 }
 
 /** To scale (or, `dryRun`, to say what a scale would do): each container's memory before and after. */
@@ -139,7 +142,10 @@ export interface Scale {
  *   limit, the container of another kind, or a lower template limit): the alert says nothing
  *   about the current template.
  * - `RolloutUnderWay`: the template already gives the container a larger limit than the Pod has.
- * - `AtCap`: the limit is already at `spec.maxMemory`; the caller emits a Warning Event.
+ * - `AtCap`: the limit is already at its cap (`caps.ts`: a container policy's `maxMemory`,
+ *   `spec.maxMemory` or the install's `DEFAULT_MAX_MEMORY`); the caller emits a Warning Event.
+ * - `PolicyOff`: the container's `spec.containerPolicies` entry says `mode: Off`.
+ * - `ProbableLeak`: the leak guard holds the workload (`scale/leak-guard.ts`).
  */
 export type SkipReason =
   | "Cooldown"
@@ -152,7 +158,9 @@ export type SkipReason =
   | "InvalidResources"
   | "TemplateDiffers"
   | "RolloutUnderWay"
-  | "AtCap";
+  | "AtCap"
+  | "PolicyOff"
+  | "ProbableLeak";
 
 /**
  * Why no AppMonitor governs:

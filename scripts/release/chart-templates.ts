@@ -59,7 +59,12 @@ export const WORKLOAD_KEYS: Readonly<Record<string, string>> = {
 /** The environment variables the values set, by container: the template expression of each. */
 export const ENV_VALUES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   "alert-receiver": { LOG_LEVEL: "$.Values.logLevel | quote" },
-  "memory-scaler": { PROMETHEUS_URL: "$.Values.prometheusUrl | quote", LOG_LEVEL: "$.Values.logLevel | quote" },
+  "memory-scaler": {
+    PROMETHEUS_URL: "$.Values.prometheusUrl | quote",
+    DEFAULT_MAX_MEMORY: "$.Values.defaultMaxMemory | quote",
+    ALERTMANAGER_URL: "$.Values.alertmanagerUrl | quote",
+    LOG_LEVEL: "$.Values.logLevel | quote",
+  },
   "rule-sync": {
     PROMETHEUS_URL: "$.Values.prometheusUrl | quote",
     METRIC_SOURCE: "$.Values.metricSource | quote",

@@ -237,6 +237,8 @@ describe("the AppMonitor CRD, installed", () => {
     ["selectorMode Narrow without a selector", { ...base, selectorMode: "Narrow" }, /spec: Invalid value: .*selectorMode Narrow needs a selector/],
     ["a targetRef of a kind memory-scaler does not scale", { ...base, targetRef: { ...webRef, kind: "CronJob" } }, /spec\.targetRef\.kind: Unsupported value: "CronJob"/],
     ["a targetRef without a name", { ...base, targetRef: { apiVersion: "apps/v1", kind: "Deployment" } }, /spec\.targetRef\.name: Required value/],
+    ["a container policy's minMemory above its maxMemory", { ...base, containerPolicies: [{ containerName: "app", minMemory: "2Gi", maxMemory: "1Gi" }] }, /spec\.containerPolicies\[0\]: Invalid value: .*minMemory must not be above maxMemory/],
+    ["a container policy named twice", { ...base, containerPolicies: [{ containerName: "app" }, { containerName: "app", mode: "Off" }] }, /spec\.containerPolicies: Invalid value: .*each containerName at most once/],
   ];
   for (const [what, spec, why] of invalid) {
     test(`refuses ${what}, saying why`, async (t) => {

@@ -5,7 +5,7 @@
  * raised (kube-state-metrics scraped without honor_labels among them), an alert of an AppMonitor
  * that does not govern the workload, coverage by targetRef and by a Narrow selector, two AppMonitors
  * over one workload (one scale, a Conflict condition on both), native sidecars and init containers, the maxMemory cap
- * (keeping the request/limit ratio; one AtCap Warning per cooldown window), the cooldown,
+ * (keeping the request/limit ratio; one AtCap Warning per window: the cooldown, at least an hour), the cooldown,
  * DryRun, LimitRanges (a max below the new limit, a maxLimitRequestRatio the container is
  * exactly at, a default limit the template lacks), a scaled Pod no Node can hold, a StatefulSet with updateStrategy OnDelete, and the
  * Prometheus check. The function runs with a token of exactly its ServiceAccount. Each case has
@@ -316,7 +316,7 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     const listed = atMax.capped as { workload: unknown; containers: unknown; maxMemory: unknown; since: unknown }[] | undefined;
     assert.deepEqual(listed?.map(({ workload, containers, maxMemory }) => ({ workload, containers, maxMemory })), [{ workload: { kind: "Deployment", name: "web" }, containers: ["memhog"], maxMemory: "400Mi" }]);
     assert.equal(conditionOf(atMax, "AtMaxMemory")?.status, "True");
-    assert.match(conditionOf(atMax, "AtMaxMemory")?.message ?? "", /at spec\.maxMemory 400Mi, not scaled further: Deployment web \(memhog\)/);
+    assert.match(conditionOf(atMax, "AtMaxMemory")?.message ?? "", /at the memory cap, not scaled further: Deployment web \(memhog at 400Mi, spec\.maxMemory\)/);
 
     // maxMemory raised: the next alert scales, and the workload leaves the list.
     await patchAppMonitorSpec(ns, "m", { maxMemory: "800Mi" });
@@ -337,7 +337,8 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     const nodes = (await (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api).listNode()).items;
     // 200Gi fits them, 200Gi × 1.5 = 300Gi does not.
     assert.deepEqual([...new Set(nodes.map((n) => n.status?.allocatable?.memory))], ["256Gi"], "the stack's kwok Nodes (test/harness/stack/stack.ts fakeNode) allocate 256Gi each");
-    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 1.5 });
+    // A cap above the Nodes (else the install's DEFAULT_MAX_MEMORY, 8Gi, holds it first).
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 1.5, maxMemory: "1Ti" });
     await createDeployment(ns, "big", [{ name: "memhog", limit: "200Gi", request: "200Gi" }]);
     const pod = await onlyRunningPod(ns, "app=big");
     const answer = await deliver(scaler().url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));

@@ -132,14 +132,28 @@ export interface BudgetUse {
  * `recent` entries and the workload's last-scale `record` (its time and `earlier` marks), each
  * counted once; and whether they reach `budget` (undefined: {@link DEFAULT_REVERT_BUDGET_PER_HOUR}).
  */
-export function budgetUse(input: {
+export function budgetUse(input: ScaleMarksInput & { readonly budget: number | undefined }): BudgetUse {
+  const scales = scaleMarks(input, REVERT_WINDOW_MS);
+  const budget = input.budget ?? DEFAULT_REVERT_BUDGET_PER_HOUR;
+  return { budget, scales, exhausted: scales.length >= budget };
+}
+
+/** What {@link scaleMarks} counts from. */
+export interface ScaleMarksInput {
   readonly workload: { readonly kind: string; readonly name: string };
   readonly record: ScaleRecordAnnotation | undefined;
   readonly recent: readonly RecordedScale[];
   readonly now: Date;
-  readonly budget: number | undefined;
-}): BudgetUse {
-  const since = input.now.getTime() - REVERT_WINDOW_MS;
+}
+
+/**
+ * memory-scaler's scales of `workload` within `windowMs` before `now` (or later than `now` when
+ * clocks differ), newest first, at most {@link MAX_EARLIER}: from the AppMonitor's `recent`
+ * entries and the workload's last-scale `record` (its time and `earlier` marks), each counted
+ * once. The revert budget counts the last hour's; the leak guard (`scale/leak-guard.ts`) its window's.
+ */
+export function scaleMarks(input: ScaleMarksInput, windowMs: number): ScaleMark[] {
+  const since = input.now.getTime() - windowMs;
   const candidates: ScaleMark[] = [
     ...(input.record === undefined ? [] : [{ time: input.record.time, event: input.record.event }, ...(input.record.earlier ?? [])]),
     ...input.recent
@@ -154,8 +168,7 @@ export function budgetUse(input: {
     if (!same) scales.push(mark);
   }
   scales.sort((a, b) => Date.parse(b.time) - Date.parse(a.time));
-  const budget = input.budget ?? DEFAULT_REVERT_BUDGET_PER_HOUR;
-  return { budget, scales: scales.slice(0, MAX_EARLIER), exhausted: scales.length >= budget };
+  return scales.slice(0, MAX_EARLIER);
 }
 
 /**

@@ -22,6 +22,8 @@ export interface FollowDeps {
   readonly events: EventRecorder;
   readonly status: StatusWriter;
   readonly now: () => Date;
+  /** The install's cap (`DEFAULT_MAX_MEMORY`, `../caps.ts`); absent: its default. */
+  readonly defaultMaxMemory?: string;
   /**
    * Writes the recorded memory of a workload whose in-place resize failed into its Pod template
    * (the scale flow's `handleFallback`, wired in `../index.ts`: the tick decides, the one scale flow

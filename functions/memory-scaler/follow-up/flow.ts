@@ -5,7 +5,8 @@
  *
  * 1. One LIST of the AppMonitors of every namespace, from the API server's watch cache. An
  *    AppMonitor whose `status.capped` lists workloads at a cap other than its `spec.maxMemory`
- *    now drops them (`status/capped.ts`; a status write, no read). None with `status.rollouts`
+ *    now drops them (`status/capped.ts`), and one whose `status.probableLeaks` holds a window that
+ *    has ended drops it (`status/leaks.ts`; a status write, no read). None with `status.rollouts`
  *    or `status.pendingScales`: done, nothing else is read.
  * 1a. For each scale still listed in `status.pendingScales` (`status/pending-scales.ts`: listed before
  *    its patch, taken off by the status write that records it, so one listed here is a scale
@@ -36,12 +37,14 @@
  * Broker retries the tick, and what was done is not done twice.
  */
 import type { Logger } from "pino";
-import { APPMONITOR_API_VERSION, APPMONITOR_KIND, type AppMonitorStatus, type UpdateMode } from "../../lib/appmonitor.ts";
+import { APPMONITOR_API_VERSION, APPMONITOR_KIND, type AppMonitorSpec, type AppMonitorStatus, type UpdateMode } from "../../lib/appmonitor.ts";
 import { toHttpFailure } from "../../lib/kube-api-errors.ts";
 import { formatTimestamp } from "../../lib/rfc3339.ts";
 import { podResizeView, type PodResizeView, podView, selectorString, workloadView } from "../kube/views.ts";
 import { APPS_V1, objectRef, type WorkloadKind } from "../model.ts";
-import { withCapsOf } from "../status/capped.ts";
+import { cappedWorkloads, withCapsOf } from "../status/capped.ts";
+import { capOf } from "../caps.ts";
+import { withoutEndedLeaks } from "../status/leaks.ts";
 import { pendingScales } from "../status/pending-scales.ts";
 import { type PendingRollout, pendingRollouts, type RolloutConditionChange, withResizeProgress, withRolloutFollowedUp } from "../status/rollouts.ts";
 import type { FollowDeps } from "./deps.ts";
@@ -127,16 +130,27 @@ export async function followRollouts(deps: FollowDeps, log: Logger): Promise<Fol
 }
 
 /**
- * Drops from each AppMonitor's `status.capped` the workloads listed at a cap other than its
- * `spec.maxMemory` now (`withCapsOf`); returns the first write's failure, if any, once all were tried.
+ * Drops from each AppMonitor's `status.capped` the workloads listed at a cap other than their
+ * containers' caps now (`withCapsOf`, `../caps.ts`), and from its `status.probableLeaks` the
+ * holds whose window has ended (`withoutEndedLeaks`); one status write per AppMonitor that
+ * changes; returns the first write's failure, if any, once all were tried.
  */
 async function uncapStale(deps: FollowDeps, items: readonly unknown[]): Promise<unknown> {
   const now = formatTimestamp(deps.now());
   const writes = items.flatMap((item) => {
-    const am = item as { metadata?: { name?: string; namespace?: string; uid?: string }; spec?: { maxMemory?: string }; status?: AppMonitorStatus };
+    const am = item as { metadata?: { name?: string; namespace?: string; uid?: string }; spec?: Pick<AppMonitorSpec, "maxMemory" | "containerPolicies">; status?: AppMonitorStatus };
     const { name, namespace, uid } = am.metadata ?? {};
-    if (name === undefined || namespace === undefined || withCapsOf(am.status, am.spec?.maxMemory, now) === am.status) return [];
-    return [deps.status.update({ name, namespace, uid }, (status) => withCapsOf(status, am.spec?.maxMemory, now), item as Record<string, unknown>)];
+    // A cap that does not parse (a spec the API server should have refused) keeps the entry.
+    const capNow = (container: string): string => {
+      try {
+        return capOf(am.spec ?? {}, container, deps.defaultMaxMemory).maxMemory;
+      } catch {
+        return cappedWorkloads(am.status).find((c) => c.containers.includes(container))?.maxMemory ?? "";
+      }
+    };
+    const change = (status: AppMonitorStatus | undefined) => withoutEndedLeaks(withCapsOf(status, capNow, now), now);
+    if (name === undefined || namespace === undefined || change(am.status) === am.status) return [];
+    return [deps.status.update({ name, namespace, uid }, change, item as Record<string, unknown>)];
   });
   const results = await Promise.allSettled(writes);
   return results.find((r): r is PromiseRejectedResult => r.status === "rejected")?.reason;

@@ -1,8 +1,9 @@
 // The scaling decision, from plain data: which containers get how much memory, or why none do.
 import type { AppMonitorSpecWithDefaults, MemoryResources } from "../../lib/appmonitor.ts";
-import { ceil, compare, divide, floor, formatBytes, fromInteger, fromNumber, multiply, parseQuantity, type Quantity } from "../../lib/quantity.ts";
+import { ceil, compare, divide, formatBytes, fromInteger, fromNumber, multiply, parseQuantity, type Quantity } from "../../lib/quantity.ts";
 import { type ContainerChange, type ContainerMemory, kindOf, type SkippedContainer } from "../model.ts";
 import type { SkipReason } from "../outcome.ts";
+import { capOf, describeCap, policyOf } from "../caps.ts";
 
 /** Everything {@link decideScale} looks at; read by the caller from the API server and the event. */
 export interface DecideInput {
@@ -21,6 +22,8 @@ export interface DecideInput {
   spec: AppMonitorSpecWithDefaults;
   /** The alert's `container` label, if the alert names one. */
   alertContainer?: string;
+  /** The install's cap, a quantity (`DEFAULT_MAX_MEMORY`, `caps.ts`); absent: `../caps.ts` `DEFAULT_MAX_MEMORY`. */
+  defaultMaxMemory?: string;
 }
 
 /** Nothing to patch. `skipped` lists the per-container reasons (empty for `Cooldown`). */
@@ -45,6 +48,7 @@ export type Decision = SkipDecision | ScaleDecision;
 /** When every container is skipped, the decision reports the first of these found (the most actionable). */
 const REASON_PRIORITY: readonly SkipReason[] = [
   "AtCap",
+  "PolicyOff",
   "LimitNotInTemplate",
   "RolloutUnderWay",
   "TemplateDiffers",
@@ -72,9 +76,10 @@ function targetNames(input: DecideInput): string[] | SkippedContainer<SkipReason
   return [...new Set(spec.containers ?? templateContainers.filter((c) => kindOf(c) !== "init").map((c) => c.name))];
 }
 
-/** Decides one container; `multiplier` and `capBytes` come from the spec. */
-function decideContainer(input: DecideInput, name: string, multiplier: Quantity, capBytes: bigint | undefined): ContainerChange | SkippedContainer<SkipReason> {
+/** Decides one container; `multiplier` comes from the spec, its cap from `caps.ts`. */
+function decideContainer(input: DecideInput, name: string, multiplier: Quantity): ContainerChange | SkippedContainer<SkipReason> {
   const skip = (reason: SkipReason, message: string): SkippedContainer<SkipReason> => ({ container: name, reason, message });
+  if (policyOf(input.spec, name)?.mode === "Off") return skip("PolicyOff", `container ${name} has mode Off in spec.containerPolicies: its memory is never changed`);
   const tmpl = input.templateContainers.find((c) => c.name === name);
   if (tmpl === undefined) return skip("ContainerNotFound", `container ${name} is not in the workload's Pod template`);
   const kind = kindOf(tmpl);
@@ -112,12 +117,11 @@ function decideContainer(input: DecideInput, name: string, multiplier: Quantity,
   // Whole bytes: the raised limit rounds up so it never falls short of limit × multiplier, the
   // cap rounds down so the limit never passes maxMemory.
   let newLimit = ceil(multiply(limit, multiplier));
-  if (capBytes !== undefined) {
-    if (compare(limit, fromInteger(capBytes)) >= 0) {
-      return skip("AtCap", `container ${name} memory limit ${tmpl.limit} is already at spec.maxMemory ${input.spec.maxMemory ?? ""}`);
-    }
-    if (newLimit > capBytes) newLimit = capBytes;
+  const cap = capOf(input.spec, name, input.defaultMaxMemory);
+  if (compare(limit, fromInteger(cap.bytes)) >= 0) {
+    return { ...skip("AtCap", `container ${name} memory limit ${tmpl.limit} is already at ${describeCap(cap)}`), cap: { maxMemory: cap.maxMemory, source: cap.source } };
   }
+  if (newLimit > cap.bytes) newLimit = cap.bytes;
   const to: MemoryResources = { limit: formatBytes(newLimit) };
   if (request !== undefined) {
     // The template's request/limit ratio, applied to the limit as rounded and capped, rounded
@@ -145,9 +149,10 @@ function decideContainer(input: DecideInput, name: string, multiplier: Quantity,
  *    → `InitContainer`; no memory limit in the template → `LimitNotInTemplate` when the Pod has
  *    one, else `NoMemoryLimit`; template limit above the Pod's → `RolloutUnderWay` (this makes
  *    re-sent alerts harmless); below it, or the Pod lacks the container, its limit, or runs it
- *    as another kind → `TemplateDiffers`; limit at or above `spec.maxMemory` → `AtCap`;
- * 4. new limit = limit × memMultiplier rounded up to whole bytes, clamped to `spec.maxMemory`
- *    rounded down; new request = new limit × (request / limit) rounded up to whole bytes: the
+ *    as another kind → `TemplateDiffers`; `mode: Off` in its `spec.containerPolicies` entry →
+ *    `PolicyOff`; limit at or above its cap (`caps.ts` `capOf`: its policy's `maxMemory`, else
+ *    `spec.maxMemory`, else the install's `DEFAULT_MAX_MEMORY`) → `AtCap`;
+ * 4. new limit = limit × memMultiplier rounded up to whole bytes, clamped to the cap rounded down; new request = new limit × (request / limit) rounded up to whole bytes: the
  *    template's ratio is kept (at the cap too, e.g. 256Mi/384Mi × 2 capped at 400Mi →
  *    279620267 bytes ≈ 266.7Mi / 400Mi), the rounding can only lower limit/request (so a
  *    LimitRange `maxLimitRequestRatio` the template meets holds), and request ≤ limit. Both are
@@ -158,8 +163,8 @@ function decideContainer(input: DecideInput, name: string, multiplier: Quantity,
  * otherwise `{action: "skip"}` with the most actionable per-container reason (`AtCap`, then
  * `LimitNotInTemplate`, first).
  * Quantities: https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/
- * @throws {QuantityError} when a memory value or `spec.maxMemory` is not a valid quantity (the
- *   API server and spec validation rule that out).
+ * @throws {QuantityError} when a memory value or a cap is not a valid quantity (the API server,
+ *   spec validation and the configuration rule that out).
  */
 export function decideScale(input: DecideInput): Decision {
   const { spec, now } = input;
@@ -177,11 +182,10 @@ export function decideScale(input: DecideInput): Decision {
   if (names.length === 0) return { action: "skip", reason: "NoTargetContainer", message: "the workload's Pod template has no containers", skipped: [] };
 
   const multiplier = fromNumber(spec.memMultiplier);
-  const capBytes = spec.maxMemory === undefined ? undefined : floor(parseQuantity(spec.maxMemory));
   const changes: ContainerChange[] = [];
   const skipped: SkippedContainer<SkipReason>[] = [];
   for (const name of names) {
-    const result = decideContainer(input, name, multiplier, capBytes);
+    const result = decideContainer(input, name, multiplier);
     if ("reason" in result) skipped.push(result);
     else changes.push(result);
   }

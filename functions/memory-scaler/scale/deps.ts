@@ -4,6 +4,7 @@
  * of its own, so that neither flow imports the other for it.
  */
 import type { NamespaceScope } from "../../lib/namespace-scope.ts";
+import type { LeakAlerter } from "../kube/alertmanager.ts";
 import type { Cluster } from "../kube/cluster.ts";
 import type { EventRecorder } from "../kube/event-recorder.ts";
 import type { Verifier } from "../kube/prometheus.ts";
@@ -23,4 +24,8 @@ export interface FlowDeps {
   readonly onConflict?: () => void;
   /** The namespaces served (`WATCH_NAMESPACES`); absent: all. */
   readonly scope?: NamespaceScope;
+  /** The install's cap (`DEFAULT_MAX_MEMORY`, `caps.ts`); absent: its default. */
+  readonly defaultMaxMemory?: string;
+  /** Where the leak guard's alert goes (`ALERTMANAGER_URL`); absent: nowhere. */
+  readonly leakAlerts?: LeakAlerter;
 }

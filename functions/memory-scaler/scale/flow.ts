@@ -19,7 +19,8 @@
  *    flag makes useless held (`FixedHeap`, `fixed-heap.ts`).
  * 3. The last scale made sure of, whatever this alert comes to (`report.ts` `repairReport`): its
  *    Events and status entry repaired, its revert told once. Failures are warnings.
- * 4. Act: the decision's skip (`AtCap` listed in `status.capped`); the alert's evidence
+ * 4. Act: the decision's skip (`AtCap` listed in `status.capped`; `ProbableLeak` listed in
+ *    `status.probableLeaks` and its alert posted to Alertmanager, a hold that ended written first); the alert's evidence
  *    (`evidence.ts`: an OOM kill in the Pod read at 1, Prometheus' working set against the
  *    threshold, or Prometheus' prediction against the limit for a trend alert; Prometheus
  *    unavailable → 503); who else sets the memory (`coexist/gate.ts`:
@@ -44,7 +45,9 @@ import { formatTimestamp } from "../../lib/rfc3339.ts";
 import { HttpError } from "../../lib/runtime/errors.ts";
 import { gateScale } from "../coexist/gate.ts";
 import { eventsOf, type Subjects } from "../events.ts";
+import type { LeakAlerter } from "../kube/alertmanager.ts";
 import type { AppMonitorRef } from "../kube/status-writer.ts";
+import { type ProbableLeak, withLeak } from "../status/leaks.ts";
 import { containerStatuses } from "../kube/views.ts";
 import { objectRef } from "../model.ts";
 import type { Outcome, Scale, Skip } from "../outcome.ts";
@@ -276,10 +279,12 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
       now,
       statusLimit: deps.status.limit,
       heapFailed: heapFailures(statuses),
+      defaultMaxMemory: deps.defaultMaxMemory,
     });
     await recordConflict(deps, planned, named, target, now, warnings);
     if (!planned.governed) return { ...base, ...withOwner, outcome: "skipped", reason: planned.reason, message: planned.message, attempts: attempt, ...(warnings.length > 0 ? { warnings } : {}) };
-    const plan = entry.fallback === undefined ? planned : { ...planned, decision: fallbackDecision(target, planned.appMonitor) };
+    // A fallback writes a raise already decided, and guarded, when its alert came.
+    const plan = entry.fallback === undefined ? planned : { ...planned, decision: fallbackDecision(target, planned.appMonitor), leak: undefined };
     const am = plan.appMonitor;
     const amRef = { namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid };
     const subjects: Subjects = { pod: podRef, appMonitor: appMonitorRef(am), cooldownSeconds: am.spec.cooldownSeconds, workload: target.ref };
@@ -293,9 +298,16 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
     const repair = repairReport(plan, target, am);
     if (repair !== undefined) await write(logRepair(log, target, plan, repair), subjects, amRef, now);
 
+    // A hold of the leak guard ended: its entry cleared (the alert resolved) or dropped first.
+    const released = plan.leak?.action === "scale" ? plan.leak.change : undefined;
+    if (released !== undefined) await releaseLeak(deps, { released, amRef, am, namespace, now, warnings });
+
     // Act, then report: the ending's row of the table, applied once.
     const ending = await act(deps, { target, plan, appMonitor: am, amRef, entry, trigger: entry.trigger, statuses, now, log, warnings, attempt });
     if (ending === "conflict") continue;
+    // A hold's alert, posted again with every alert it answers (`kube/alertmanager.ts`).
+    const held = ending.step === "decided" ? ending.skip.leak : undefined;
+    if (held !== undefined) await postLeak(deps, held, { namespace, appmonitor: am.metadata.name, description: ending.step === "decided" ? ending.skip.message : "", endsAt: held.until }, warnings);
     return end(reportOf(ending, context));
   }
 }
@@ -316,6 +328,22 @@ async function recordConflict(deps: FlowDeps, plan: FiringPlan, named: ValidAppM
         .catch((error: unknown) => void warnings.push((error as Error).message)),
     ),
   );
+}
+
+/** Posts a leak alert when `ALERTMANAGER_URL` is set; a failure is a warning of the outcome. */
+async function postLeak(deps: FlowDeps, entry: ProbableLeak, input: Parameters<LeakAlerter["post"]>[1], warnings: string[]): Promise<void> {
+  await deps.leakAlerts?.post(entry, input).catch((error: unknown) => void warnings.push((error as Error).message));
+}
+
+/** Writes a released hold's entry (cleared, or dropped after its window) and resolves the alert of a cleared one. */
+async function releaseLeak(
+  deps: FlowDeps,
+  input: { readonly released: { readonly entry: ProbableLeak; readonly drop: boolean }; readonly amRef: AppMonitorRef; readonly am: ValidAppMonitor; readonly namespace: string; readonly now: Date; readonly warnings: string[] },
+): Promise<void> {
+  const { released, amRef, am, now, warnings } = input;
+  const time = formatTimestamp(now);
+  await deps.status.update(amRef, (status) => withLeak(status, released.entry, released.drop, time), am.raw).catch((error: unknown) => void warnings.push((error as Error).message));
+  if (!released.drop) await postLeak(deps, released.entry, { namespace: input.namespace, appmonitor: am.metadata.name, description: `released: ${released.entry.cleared ?? ""}`, endsAt: time }, warnings);
 }
 
 /** A fallback's decision: the template target's recorded raise, or nothing to write. */

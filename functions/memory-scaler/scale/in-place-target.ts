@@ -96,7 +96,7 @@ export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: W
     let statusFrom: Record<string, unknown> | undefined = am.raw;
     if (!catchUp) {
       const { time, eventId, trigger, history } = input;
-      const scaleRecord = formatScaleRecord({ time, appmonitor: am.metadata.name, event: eventId, multiplier: am.spec.memMultiplier, changes, ...(trigger === "oomKilled" ? { trigger } : {}), mode: "inPlace", earlier: history.budget.scales });
+      const scaleRecord = formatScaleRecord({ time, appmonitor: am.metadata.name, event: eventId, multiplier: am.spec.memMultiplier, changes, ...(trigger === "oomKilled" ? { trigger } : {}), mode: "inPlace", earlier: history.marks });
       const pending = listPendingScale(input.status, input.amRef, { workload: base.workload, time, event: eventId }, am.raw, log);
       const claim = buildInPlaceClaimPatch({ template, resourceVersion: metadata?.resourceVersion, annotations: metadata?.annotations, labels: metadata?.labels, time, record: scaleRecord, inPlace: formatInPlaceRecord(inPlace ?? []) });
       await pending.listed;

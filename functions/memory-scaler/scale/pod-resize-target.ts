@@ -56,7 +56,7 @@ export function podResizeTarget(pod: k8s.V1Pod, namespace: string, name: string)
     wouldDo: "would resize in place",
     scaledReason: "Resized",
     oomWindowSeconds: (now) => oomWindow(lastScaleTime, now),
-    history: () => ({ repair: undefined, revert: undefined, budget: { budget: 0, scales: [], exhausted: false } }),
+    history: () => ({ repair: undefined, revert: undefined, budget: { budget: 0, scales: [], exhausted: false }, marks: [] }),
 
     refine(decision) {
       if (decision.action === "scale") return { action: "scale", changes: decision.changes, skipped: decision.skipped, dryRun: decision.dryRun };

@@ -8,7 +8,7 @@
  * | ending | Events | status | outcome |
  * | --- | --- | --- | --- |
  * | `unsupported` (no template to judge) | `UnsupportedOwner` | — | skipped |
- * | `decided` (the decision's skip) | the skip's reason (Events only for the reasons that have them) | `AtCap`: listed in `status.capped` (`AtMaxMemory`) | skipped, with the containers left out |
+ * | `decided` (the decision's skip) | the skip's reason (Events only for the reasons that have them) | `AtCap`: listed in `status.capped` (`AtMaxMemory`); `ProbableLeak`: listed in `status.probableLeaks` (`ProbableLeak`) | skipped, with the containers left out |
  * | `unconfirmed` (the evidence's skip) | — | — | skipped |
  * | `held` (another manager: `coexist/gate.ts`) | the gate's reason, but `Reverted` (its Warnings came with the revert) | `GitOpsManaged`, `Reverted`: a `held` `recentScales` entry | skipped, with the changes; `revert: Held` |
  * | `dryRun` | `DryRun` (and `FixedHeap` for containers a heap flag held, `HeapFailure` for raised ones whose heap failed in-process) | a `dryRun` `recentScales` entry | dry-run |
@@ -26,6 +26,7 @@ import type { StatusChange } from "../kube/status-writer.ts";
 import { describeChanges } from "../model.ts";
 import type { Outcome, Scale, Skip } from "../outcome.ts";
 import { cappedStatus, scaledStatus } from "../status/changes.ts";
+import { withLeak } from "../status/leaks.ts";
 import type { ScaleEntry } from "../status/recent-scales.ts";
 import type { ValidAppMonitor } from "./governing.ts";
 import { heapFailureNote } from "./fixed-heap.ts";
@@ -106,8 +107,16 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
       return { reported: [{ reason: "UnsupportedOwner", message: ending.message }], outcome: { outcome: "skipped", reason: "UnsupportedOwner", message: ending.message } };
     case "decided": {
       const { skip } = ending;
-      const capped =
-        skip.reason === "AtCap" ? { change: cappedStatus(target().workload, skip.skipped ?? [], am().spec.maxMemory ?? "", formatTimestamp(now)), from: am().raw } : undefined;
+      const time = formatTimestamp(now);
+      const { leak } = skip;
+      if (leak !== undefined) {
+        return {
+          reported: [{ reason: "ProbableLeak", message: skip.message, key: `ProbableLeak/${leak.workload.kind}/${leak.workload.name}/${leak.since}` }],
+          status: { change: (status) => withLeak(status, leak, false, time), from: am().raw },
+          outcome: skipped(skip),
+        };
+      }
+      const capped = skip.reason === "AtCap" ? { change: cappedStatus(target().workload, skip.skipped ?? [], time), from: am().raw } : undefined;
       return { reported: [{ reason: skip.reason, message: skip.message }], status: capped, outcome: skipped(ending.skip) };
     }
     case "unconfirmed":

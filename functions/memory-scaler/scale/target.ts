@@ -21,7 +21,7 @@ import type { BudgetUse, Revert } from "../coexist/reverts.ts";
 import type { Reported } from "../events.ts";
 import type { Cluster } from "../kube/cluster.ts";
 import type { AppMonitorRef, StatusChange, StatusWriter } from "../kube/status-writer.ts";
-import type { ContainerChange, ContainerMemory, ObjectRef } from "../model.ts";
+import type { ContainerChange, ContainerMemory, ObjectRef, ScaleMark } from "../model.ts";
 import type { Scale, Skip } from "../outcome.ts";
 import type { PendingRollout } from "../status/rollouts.ts";
 import type { Decision } from "./decide.ts";
@@ -41,6 +41,12 @@ export interface History {
   readonly revert: Revert | undefined;
   /** memory-scaler's scales of the target in the last hour, against `spec.revertBudgetPerHour`. */
   readonly budget: BudgetUse;
+  /**
+   * Its scales within the leak guard's window or the hour, whichever is longer, newest first
+   * (`coexist/reverts.ts` `scaleMarks`): what the leak guard counts and the next last-scale
+   * record keeps as `earlier`.
+   */
+  readonly marks: readonly ScaleMark[];
 }
 
 /** What a write needs beyond the target: the adapters, the scale and whose it is. */

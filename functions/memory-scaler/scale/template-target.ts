@@ -25,7 +25,8 @@
 import type * as k8s from "@kubernetes/client-node";
 import { IN_PLACE_LABEL, IN_PLACE_MEMORY_ANNOTATION, LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION, type AppMonitorStatus } from "../../lib/appmonitor.ts";
 import { gitOpsOwner, gitOpsPatchedNote } from "../coexist/gitops.ts";
-import { budgetUse, detectRevert, detectRevertFromStatus } from "../coexist/reverts.ts";
+import { budgetUse, detectRevert, detectRevertFromStatus, REVERT_WINDOW_MS, scaleMarks } from "../coexist/reverts.ts";
+import { leakWindowMs } from "./leak-guard.ts";
 import { heapClause, type Reported, scaledNote } from "../events.ts";
 import { effectiveMemory, foldedChanges, type InPlaceEntry, parseInPlaceRecord, recordedChanges } from "../in-place.ts";
 import { memoryOf } from "../kube/views.ts";
@@ -142,8 +143,9 @@ function history(t: Template, am: ValidAppMonitor, now: Date, statusLimit: numbe
   const revert =
     detectRevertFromStatus({ workload, appmonitor: am.metadata.name, multiplier: am.spec.memMultiplier, recent, now, templateContainers: desired, after: lastScaleTime }) ??
     detectRevert({ lastScale: lastScaleTime, record, templateContainers: desired });
-  const budget = budgetUse({ workload, record: parseScaleRecord(record), recent, now, budget: am.spec.revertBudgetPerHour });
-  return { repair, revert, budget };
+  const marksInput = { workload, record: parseScaleRecord(record), recent, now };
+  const budget = budgetUse({ ...marksInput, budget: am.spec.revertBudgetPerHour });
+  return { repair, revert, budget, marks: scaleMarks(marksInput, Math.max(REVERT_WINDOW_MS, leakWindowMs(am.spec))) };
 }
 
 /** `decideScale`'s decision for the template: an OnDelete workload's skip (or scale) becomes `RolloutWaitsForDelete` where nothing replaces the Pod. */
@@ -196,7 +198,7 @@ async function write(t: Template, input: WriteInput): Promise<WriteResult> {
     multiplier: am.spec.memMultiplier,
     changes,
     ...(trigger === "oomKilled" ? { trigger } : {}),
-    earlier: history.budget.scales,
+    earlier: history.marks,
   });
   // spec.heapFlags: Scale: each flag that fixes a raised container's heap goes up with its limit, in the same patch.
   const heapFlags = heapFlagChanges(input.changes, t.heaps, am.spec.heapFlags ?? "Hold");

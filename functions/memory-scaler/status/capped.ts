@@ -1,10 +1,11 @@
 /**
  * The workloads an AppMonitor can raise no further (CRD fields, DESIGN.md "The API", Status):
  * `status.capped` lists each workload whose alert was skipped `AtCap` (its memory limit already at
- * `spec.maxMemory`), and the condition `AtMaxMemory` says whether any is listed, so
+ * its cap, `caps.ts`: a container policy's `maxMemory`, `spec.maxMemory`, or the install's
+ * `DEFAULT_MAX_MEMORY`), with that cap and where it comes from, and the condition `AtMaxMemory` says whether any is listed, so
  * `kubectl get appmonitors` and `kubectl describe` show it without reading Events. A workload
  * leaves the list when it is scaled again, and every workload listed at another cap leaves it on
- * the next follow-up tick once `spec.maxMemory` is changed (`follow-up/flow.ts`). Pure: the status
+ * the next follow-up tick once its cap is changed (`follow-up/flow.ts`). Pure: the status
  * writer applies these to the object it read, and writes nothing when they return it unchanged,
  * so a workload that keeps alerting at the cap costs no status write after the first.
  */
@@ -21,13 +22,18 @@ export interface CappedWorkload {
   readonly workload: { readonly kind: string; readonly name: string };
   /** The containers whose memory limit is at the cap, sorted. */
   readonly containers: readonly string[];
-  /** `spec.maxMemory` when it was seen at the cap (a quantity, e.g. `1Gi`). */
+  /** The cap it was seen at (a quantity, e.g. `1Gi`). */
   readonly maxMemory: string;
+  /** Where the cap comes from (`caps.ts`); absent in entries of older versions. */
+  readonly source?: "containerPolicy" | "spec" | "default";
   /** RFC 3339: the first `AtCap` skip at this cap. */
   readonly since: string;
 }
 
 type WithCapped = AppMonitorStatus & { capped?: CappedWorkload[] };
+
+/** How the condition's message names a cap's source. */
+const SOURCE_NAMES = { containerPolicy: "spec.containerPolicies", spec: "spec.maxMemory", default: "the install's DEFAULT_MAX_MEMORY" } as const;
 
 const sameWorkload = (a: CappedWorkload["workload"], b: CappedWorkload["workload"]): boolean => a.kind === b.kind && a.name === b.name;
 
@@ -38,9 +44,9 @@ export function cappedWorkloads(status: unknown): CappedWorkload[] {
 }
 
 function conditionOf(capped: readonly CappedWorkload[]): Omit<AppMonitorCondition, "lastTransitionTime"> {
-  if (capped.length === 0) return { type: CAPPED_CONDITION, status: "False", reason: "BelowMaxMemory", message: "no workload is at spec.maxMemory" };
-  const named = capped.map((c) => `${c.workload.kind} ${c.workload.name} (${c.containers.join(", ")})`).join("; ");
-  return { type: CAPPED_CONDITION, status: "True", reason: "AtCap", message: `at spec.maxMemory ${capped[capped.length - 1]?.maxMemory ?? ""}, not scaled further: ${named}` };
+  if (capped.length === 0) return { type: CAPPED_CONDITION, status: "False", reason: "BelowMaxMemory", message: "no workload is at its memory cap" };
+  const named = capped.map((c) => `${c.workload.kind} ${c.workload.name} (${c.containers.join(", ")} at ${c.maxMemory}${c.source === undefined ? "" : `, ${SOURCE_NAMES[c.source]}`})`).join("; ");
+  return { type: CAPPED_CONDITION, status: "True", reason: "AtCap", message: `at the memory cap, not scaled further: ${named}` };
 }
 
 function withList(status: WithCapped, capped: CappedWorkload[], now: string): WithCapped {
@@ -76,13 +82,14 @@ export function withoutCapped(status: AppMonitorStatus | undefined, workload: Ca
 }
 
 /**
- * `status` without the workloads listed at a cap other than `maxMemory` (`spec.maxMemory` now;
- * undefined: no cap, so none is at it): the spec changed since, so they may be raised again, and
- * an alert at the new cap lists them anew. Returns `status` itself when none is dropped.
+ * `status` without the workloads listed at a cap other than their containers' caps now
+ * (`capOf`: the cap of a container, `caps.ts`): the spec changed since, so they may be
+ * raised again, and an alert at the new cap lists them anew. Returns `status` itself when none is
+ * dropped.
  */
-export function withCapsOf(status: AppMonitorStatus | undefined, maxMemory: string | undefined, now: string): AppMonitorStatus | undefined {
+export function withCapsOf(status: AppMonitorStatus | undefined, capOf: (container: string) => string, now: string): AppMonitorStatus | undefined {
   const listed = cappedWorkloads(status);
-  const kept = listed.filter((c) => c.maxMemory === maxMemory);
+  const kept = listed.filter((c) => c.containers.every((container) => capOf(container) === c.maxMemory));
   if (status === undefined || kept.length === listed.length) return status;
   return withList(status, kept, now);
 }

@@ -37,16 +37,19 @@ export function scaledStatus(entry: ScaleEntry, rollout: PendingRollout | undefi
  * The status change of an `AtCap` skip (step 4): the workload listed in `status.capped` with the
  * containers skipped at the cap, and the `AtMaxMemory` condition `True`. Unchanged (nothing
  * written) when it is already listed so, however often it alerts.
- * @param maxMemory `spec.maxMemory`, a quantity; `now` RFC 3339.
+ * The cap listed is the first capped container's (`SkippedContainer.cap`, `caps.ts`).
+ * @param now RFC 3339.
  */
 export function cappedStatus(
   workload: { readonly kind: string; readonly name: string },
   skipped: readonly SkippedContainer[],
-  maxMemory: string,
   now: string,
 ): (status: AppMonitorStatus | undefined) => AppMonitorStatus | undefined {
-  const containers = [...new Set(skipped.filter((s) => s.reason === "AtCap").map((s) => s.container))].sort();
-  return (status) => withCapped(status, { workload: { kind: workload.kind, name: workload.name }, containers, maxMemory, since: now }, now);
+  const atCap = skipped.filter((s) => s.reason === "AtCap");
+  const containers = [...new Set(atCap.map((s) => s.container))].sort();
+  const cap = atCap.find((s) => s.cap !== undefined)?.cap;
+  const source = cap === undefined ? {} : { source: cap.source };
+  return (status) => withCapped(status, { workload: { kind: workload.kind, name: workload.name }, containers, maxMemory: cap?.maxMemory ?? "", ...source, since: now }, now);
 }
 
 /**

@@ -14,6 +14,12 @@ describe("readConfig", () => {
     assert.equal(config.recentScalesLimit, 10);
     assert.equal(config.kubeApiTimeoutMs, DEFAULT_KUBE_API_TIMEOUT_MS);
     assert.equal(config.prometheusTimeoutMs, 2_000);
+    assert.equal(config.defaultMaxMemory, "8Gi");
+    assert.equal(config.alertmanagerUrl, undefined);
+  });
+  it("reads DEFAULT_MAX_MEMORY and ALERTMANAGER_URL", () => {
+    const config = readConfig({ DEFAULT_MAX_MEMORY: "16Gi", ALERTMANAGER_URL: "http://alertmanager:9093" });
+    assert.deepEqual([config.defaultMaxMemory, config.alertmanagerUrl?.href], ["16Gi", "http://alertmanager:9093/"]);
   });
   it("serves every namespace unless WATCH_NAMESPACES lists some (spaces and repeats ignored)", () => {
     assert.deepEqual(readConfig({}).scope, { all: true });
@@ -30,6 +36,9 @@ describe("readConfig", () => {
     ["RECENT_SCALES_LIMIT", { RECENT_SCALES_LIMIT: "21" }],
     ["SCALE_MAX_ATTEMPTS", { SCALE_MAX_ATTEMPTS: "0" }],
     ["WATCH_NAMESPACES", { WATCH_NAMESPACES: "team-a,Team_B" }],
+    ["DEFAULT_MAX_MEMORY", { DEFAULT_MAX_MEMORY: "lots" }],
+    ["DEFAULT_MAX_MEMORY", { DEFAULT_MAX_MEMORY: "0" }],
+    ["ALERTMANAGER_URL", { ALERTMANAGER_URL: "alertmanager:9093" }],
   ];
   for (const [variable, env] of bad) {
     it(`names ${variable} when it is invalid`, () => {

@@ -117,15 +117,15 @@ describe("eventsOf: the Events of each outcome, one table", () => {
     });
   }
 
-  test("AtCap: one Warning pair per workload per cooldown window, the same key for every event in the window, a new one in the next", () => {
+  test("AtCap: one Warning pair per workload per window (the cooldown, at least an hour), the same key for every event in the window, a new one in the next", () => {
     const at = (iso: string, id: string) => eventsOf({ reason: "AtCap", message: "at maxMemory" }, subjects, id, new Date(iso));
     const [first] = at("2026-05-01T00:00:10Z", "e1");
-    const [second] = at("2026-05-01T00:04:50Z", "e2");
-    const [next] = at("2026-05-01T00:05:10Z", "e3");
+    const [second] = at("2026-05-01T00:59:50Z", "e2");
+    const [next] = at("2026-05-01T01:00:10Z", "e3");
     assert.equal(first?.key, second?.key);
     assert.notEqual(first?.key, next?.key);
     assert.notEqual(first?.key, "e1");
-    assert.equal(first?.note, "not scaled: at maxMemory (this Warning is written at most once every 300s)");
+    assert.equal(first?.note, "not scaled: at maxMemory (this Warning is written at most once every 3600s)");
     assert.deepEqual(at("2026-05-01T00:00:10Z", "e1").map((e) => [e.type, e.regarding.kind, e.related?.kind]), [["Warning", "Deployment", "AppMonitor"], ["Warning", "AppMonitor", "Deployment"]]);
   });
 

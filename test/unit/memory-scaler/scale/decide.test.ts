@@ -341,7 +341,9 @@ describe("decideScale: properties", () => {
         const d = decideScale(input([container], { spec: s }));
 
         const ceilMul = (n: bigint): bigint => (n * BigInt(w.multiplierPermille) + 999n) / 1000n;
-        const atCap = w.cap !== undefined && w.cap <= w.limit;
+        // No maxMemory: the install's default caps (caps.ts DEFAULT_MAX_MEMORY, 8Gi).
+        const cap = w.cap ?? 8n * 1024n ** 3n;
+        const atCap = cap <= w.limit;
         if (atCap) {
           assert.equal(d.action, "skip");
           assert.equal(d.action === "skip" && d.reason, "AtCap");
@@ -353,12 +355,12 @@ describe("decideScale: properties", () => {
         assert.ok(change);
         assert.equal(d.changes.length, 1);
         const newLimit = parseQuantity(change.to.limit);
-        const wantLimit = w.cap === undefined || ceilMul(w.limit) < w.cap ? ceilMul(w.limit) : w.cap;
+        const wantLimit = ceilMul(w.limit) < cap ? ceilMul(w.limit) : cap;
         // ⌈n / d⌉ for positive d.
         const ceilDiv = (n: bigint, d: bigint): bigint => (n + d - 1n) / d;
         assert.deepEqual(newLimit, rational(wantLimit));
         assert.equal(compare(newLimit, rational(w.limit)), 1, "the limit grows");
-        if (w.cap !== undefined) assert.ok(compare(newLimit, rational(w.cap)) <= 0, "the cap holds");
+        assert.ok(compare(newLimit, rational(cap)) <= 0, "the cap holds");
         assert.doesNotMatch(change.to.limit, /m$|\./);
         if (request === undefined) {
           assert.equal(change.to.request, undefined);

@@ -168,7 +168,7 @@ describe("handleFiring", () => {
   });
 
   it("a scaled Pod no Node can hold: Unschedulable, no write, Warnings naming the request and the largest allocatable", async () => {
-    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 1.5 });
+    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 1.5, maxMemory: "1Ti" });
     setPodSpec(cluster, { containers: [memhogContainer({ limits: { memory: "200Gi" }, requests: { memory: "200Gi" } })] });
     cluster.nodeMemory = ["256Gi", "128Gi"];
     const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
@@ -243,16 +243,16 @@ describe("handleFiring", () => {
     assert.equal((await handleFiring(deps(cluster), "e2", data({ pod: "db-0" }), silent)).reason, "RolloutUnderWay");
   });
 
-  it("at the cap, alert after alert: one AtCap Warning per object per cooldown window", async () => {
+  it("at the cap, alert after alert: one AtCap Warning per object per window (the cooldown, at least an hour)", async () => {
     const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, maxMemory: "384Mi", cooldownSeconds: 300 });
     const at = (time: string) => deps(cluster, { now: () => new Date(time) });
     const warnings = () => cluster.events.filter((e) => e.type === "Warning" && e.reason === "AtCap").map((e) => e.regarding?.kind).sort();
-    for (const [id, time] of [["e1", "2025-06-01T12:00:10Z"], ["e2", "2025-06-01T12:02:00Z"], ["e3", "2025-06-01T12:04:59Z"]] as const) {
+    for (const [id, time] of [["e1", "2025-06-01T12:00:10Z"], ["e2", "2025-06-01T12:20:00Z"], ["e3", "2025-06-01T12:59:59Z"]] as const) {
       assert.equal((await handleFiring(at(time), id, data(), silent)).reason, "AtCap");
     }
     assert.deepEqual(warnings(), ["AppMonitor", "Deployment"], "three alerts in one window: one Warning on each");
-    assert.match(cluster.events[0]?.note ?? "", /already at spec.maxMemory 384Mi \(this Warning is written at most once every 300s\)/);
-    assert.equal((await handleFiring(at("2025-06-01T12:05:00Z"), "e4", data(), silent)).reason, "AtCap");
+    assert.match(cluster.events[0]?.note ?? "", /already at spec.maxMemory 384Mi \(this Warning is written at most once every 3600s\)/);
+    assert.equal((await handleFiring(at("2025-06-01T13:00:00Z"), "e4", data(), silent)).reason, "AtCap");
     assert.deepEqual(warnings(), ["AppMonitor", "AppMonitor", "Deployment", "Deployment"], "the next window: one more on each");
     assert.equal(cluster.writes.length, 0);
 

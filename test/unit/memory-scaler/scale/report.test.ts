@@ -27,12 +27,12 @@ describe("reportOf", () => {
   });
 
   it("decided AtCap: the skip's Events and the workload listed in status.capped, from the AppMonitor as listed", () => {
-    const skipped = [{ container: "memhog", reason: "AtCap", message: "at 1Gi" }];
+    const skipped = [{ container: "memhog", reason: "AtCap", message: "at 1Gi", cap: { maxMemory: "1Gi", source: "spec" } as const }];
     const report = reportOf({ step: "decided", skip: { action: "skip", reason: "AtCap", message: "at the cap", skipped } }, context);
     assert.deepEqual(reasons(report.reported), ["AtCap"]);
     assert.ok(report.status !== undefined && "change" in report.status);
     assert.equal(report.status.from, raw);
-    assert.deepEqual((report.status.change(undefined) as { capped?: unknown } | undefined)?.capped, [{ workload: { kind: "Deployment", name: "web" }, containers: ["memhog"], maxMemory: "1Gi", since: "2025-06-01T12:00:00Z" }]);
+    assert.deepEqual((report.status.change(undefined) as { capped?: unknown } | undefined)?.capped, [{ workload: { kind: "Deployment", name: "web" }, containers: ["memhog"], maxMemory: "1Gi", source: "spec", since: "2025-06-01T12:00:00Z" }]);
     assert.deepEqual(report.outcome, { outcome: "skipped", reason: "AtCap", message: "at the cap", skipped });
   });
 
@@ -88,7 +88,7 @@ describe("reportOf", () => {
 describe("repairReport", () => {
   const budget = { budget: 3, scales: [], exhausted: false };
   it("nothing to repair, nothing reverted: nothing to write", () => {
-    assert.equal(repairReport({ repair: undefined, revert: undefined, budget }, deployment, am), undefined);
+    assert.equal(repairReport({ repair: undefined, revert: undefined, budget, marks: [] }, deployment, am), undefined);
   });
   it("the last scale's Events and status change, and the revert's Warnings keyed by the scale that was reverted", () => {
     const status = (s: unknown) => s as never;

@@ -25,7 +25,7 @@ describe("capped-status", () => {
       type: CAPPED_CONDITION,
       status: "True",
       reason: "AtCap",
-      message: "at spec.maxMemory 1Gi, not scaled further: Deployment web (app)",
+      message: "at the memory cap, not scaled further: Deployment web (app at 1Gi)",
       lastTransitionTime: T0,
     });
     assert.equal(status?.scaleCount, 2, "the rest of the status is kept");
@@ -47,7 +47,7 @@ describe("capped-status", () => {
 
   it("two workloads: both named; the one scaled leaves, the condition stays True for the other", () => {
     const both = withCapped(withCapped(undefined, web, T0), db, T1);
-    assert.equal(condition(both)?.message, "at spec.maxMemory 1Gi, not scaled further: Deployment web (app); StatefulSet db (db, sidecar)");
+    assert.equal(condition(both)?.message, "at the memory cap, not scaled further: Deployment web (app at 1Gi); StatefulSet db (db, sidecar at 1Gi)");
     const after = withoutCapped(both, web.workload, T1);
     assert.deepEqual(cappedWorkloads(after), [db]);
     assert.equal(condition(after)?.status, "True");
@@ -56,7 +56,7 @@ describe("capped-status", () => {
   it("the last one scaled: list gone, AtMaxMemory False BelowMaxMemory at that time", () => {
     const after = withoutCapped(withCapped(undefined, web, T0), web.workload, T1);
     assert.equal((after as { capped?: unknown }).capped, undefined);
-    assert.deepEqual(condition(after), { type: CAPPED_CONDITION, status: "False", reason: "BelowMaxMemory", message: "no workload is at spec.maxMemory", lastTransitionTime: T1 });
+    assert.deepEqual(condition(after), { type: CAPPED_CONDITION, status: "False", reason: "BelowMaxMemory", message: "no workload is at its memory cap", lastTransitionTime: T1 });
   });
 
   it("a workload not listed, or no status: unchanged (no condition is made up)", () => {
@@ -85,11 +85,11 @@ describe("capped-status", () => {
 describe("report: status changes of AtCap and of a scale", () => {
   it("an AtCap skip lists the workload with the containers skipped at the cap, sorted, not the others", () => {
     const change = cappedStatus({ kind: "Deployment", name: "web" }, [
-      { container: "z", reason: "AtCap", message: "" },
-      { container: "a", reason: "AtCap", message: "" },
+      { container: "z", reason: "AtCap", message: "", cap: { maxMemory: "1Gi", source: "spec" } },
+      { container: "a", reason: "AtCap", message: "", cap: { maxMemory: "1Gi", source: "spec" } },
       { container: "m", reason: "ContainerNotSelected", message: "" },
-    ], "1Gi", T0);
-    assert.deepEqual(cappedWorkloads(change(undefined)), [{ workload: { kind: "Deployment", name: "web" }, containers: ["a", "z"], maxMemory: "1Gi", since: T0 }]);
+    ], T0);
+    assert.deepEqual(cappedWorkloads(change(undefined)), [{ workload: { kind: "Deployment", name: "web" }, containers: ["a", "z"], maxMemory: "1Gi", source: "spec", since: T0 }]);
   });
 
   it("a scale takes its workload out of the list", () => {
@@ -127,10 +127,10 @@ describe("AtCap through the flow and the follow-up tick (in-memory cluster)", ()
 describe("withCapsOf", () => {
   it("keeps the workloads listed at today's cap, drops the others; none dropped: the same status", () => {
     const both = withCapped(withCapped(undefined, web, T0), { ...db, maxMemory: "2Gi" }, T0);
-    assert.equal(withCapsOf(both, "1Gi", T1) === both, false);
-    assert.deepEqual(cappedWorkloads(withCapsOf(both, "1Gi", T1)), [web]);
-    assert.deepEqual(cappedWorkloads(withCapsOf(both, undefined, T1)), []);
+    assert.equal(withCapsOf(both, () => "1Gi", T1) === both, false);
+    assert.deepEqual(cappedWorkloads(withCapsOf(both, () => "1Gi", T1)), [web]);
+    assert.deepEqual(cappedWorkloads(withCapsOf(both, () => "8Gi", T1)), [], "the install's default cap now: neither is at it");
     const one = withCapped(undefined, web, T0);
-    assert.equal(withCapsOf(one, "1Gi", T1), one);
+    assert.equal(withCapsOf(one, () => "1Gi", T1), one);
   });
 });
