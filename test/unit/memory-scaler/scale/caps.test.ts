@@ -10,7 +10,10 @@ import { decideScale } from "../../../../functions/memory-scaler/scale/decide.ts
 const NOW = new Date("2025-06-01T12:00:00Z");
 
 function spec(over: Partial<AppMonitorSpecWithDefaults> = {}): AppMonitorSpecWithDefaults {
-  return { memThresholdPercent: 75, memMultiplier: 2, forSeconds: 60, cooldownSeconds: 0, mode: "Scale", updateMode: "Rollout", ...over };
+  return {
+    memThresholdPercent: 75, memMultiplier: 2, forSeconds: 60, cooldownSeconds: 0, mode: "Scale", updateMode: "Rollout",
+    selectorMode: "Widen", stuckRollout: "Report", gitOpsManaged: "Skip", heapFlags: "Hold", revertBudgetPerHour: 3, ...over,
+  };
 }
 
 const app: ContainerMemory = { name: "app", limit: "1Gi" };
