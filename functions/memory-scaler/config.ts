@@ -11,13 +11,14 @@
  * | `PROMETHEUS_TIMEOUT_MS` | 2000 | per query, headers and body; a timeout counts as Prometheus unavailable (503) |
  * | `SCALE_MAX_ATTEMPTS` | 5 | read–decide–write rounds when the compare-and-swap write loses a race |
  * | `RECENT_SCALES_LIMIT` | 10 | entries kept in an AppMonitor's `status.recentScales` (the CRD allows 20) |
+ * | `PAUSE_SCALING` | `false` | `true`: every AppMonitor behaves as `spec.mode: DryRun` — each alert runs every check of its write (dry runs, quota, Node fit) and writes nothing; outcomes, Events and `status.lastOutcome` say `paused install-wide (PAUSE_SCALING)` |
  * | `WATCH_NAMESPACES` | all namespaces | comma-separated namespaces served: an alert from another is skipped (`NamespaceNotWatched`), and the follow-up ticks list AppMonitors in these only |
  */
 import { accessSync, constants } from "node:fs";
 import path from "node:path";
 import { DEFAULT_KUBE_API_TIMEOUT_MS, KUBE_API_TIMEOUT_RANGE_MS } from "../lib/kubeconfig.ts";
 import { readNamespaceScope, type NamespaceScope } from "../lib/namespace-scope.ts";
-import { ConfigError, readHttpUrl, readInteger, readString } from "../lib/runtime/env.ts";
+import { ConfigError, readEnum, readHttpUrl, readInteger, readString } from "../lib/runtime/env.ts";
 import type { Env } from "../lib/runtime/types.ts";
 
 /**
@@ -48,13 +49,15 @@ export interface MemoryScalerConfig {
   readonly recentScalesLimit: number;
   /** The namespaces served (`WATCH_NAMESPACES`). */
   readonly scope: NamespaceScope;
+  /** `PAUSE_SCALING=true`: every AppMonitor behaves as DryRun. */
+  readonly paused: boolean;
 }
 
 /**
  * Reads the variables in the table above.
  * @throws ConfigError naming the variable: a `KUBECONFIG` file that cannot be read, a
  * `PROMETHEUS_URL` that is not an http(s) URL, a number out of range (`KUBE_API_TIMEOUT_MS`: 100–60000),
- * a `WATCH_NAMESPACES` entry that is not a namespace name.
+ * a `WATCH_NAMESPACES` entry that is not a namespace name, a `PAUSE_SCALING` other than `true` or `false`.
  */
 export function readConfig(env: Env): MemoryScalerConfig {
   const kubeconfig = readString(env, "KUBECONFIG");
@@ -75,5 +78,6 @@ export function readConfig(env: Env): MemoryScalerConfig {
     scaleMaxAttempts: readInteger(env, "SCALE_MAX_ATTEMPTS", DEFAULT_SCALE_MAX_ATTEMPTS, { min: 1, max: 20 }),
     recentScalesLimit: readInteger(env, "RECENT_SCALES_LIMIT", DEFAULT_RECENT_SCALES_LIMIT, { min: 1, max: MAX_RECENT_SCALES }),
     scope: readNamespaceScope(env),
+    paused: readEnum(env, "PAUSE_SCALING", ["true", "false"], "false") === "true",
   };
 }
