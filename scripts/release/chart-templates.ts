@@ -59,7 +59,7 @@ export const WORKLOAD_KEYS: Readonly<Record<string, string>> = {
 /** The environment variables the values set, by container: the template expression of each. */
 export const ENV_VALUES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   "alert-receiver": { LOG_LEVEL: "$.Values.logLevel | quote" },
-  "memory-scaler": { PROMETHEUS_URL: "$.Values.prometheusUrl | quote", LOG_LEVEL: "$.Values.logLevel | quote" },
+  "memory-scaler": { PROMETHEUS_URL: "$.Values.prometheusUrl | quote", LOG_LEVEL: "$.Values.logLevel | quote", PAUSE_SCALING: "$.Values.pauseScaling | quote" },
   "rule-sync": {
     PROMETHEUS_URL: "$.Values.prometheusUrl | quote",
     METRIC_SOURCE: "$.Values.metricSource | quote",
