@@ -11,7 +11,9 @@
  * kept in memory: it holds across instances and restarts. Pure.
  */
 import type { AppMonitorStatus } from "../../lib/appmonitor.ts";
-import type { Outcome } from "../outcome.ts";
+
+/** How an alert ended, as memory-scaler's outcome says (`../outcome.ts` `Outcome.outcome`). */
+export type OutcomeKind = "scaled" | "dry-run" | "skipped";
 
 /** `status.lastOutcome`: the last alert's outcome (module comment). */
 export interface LastOutcome {
@@ -21,20 +23,24 @@ export interface LastOutcome {
   readonly pod: string;
   /** The workload, once resolved. */
   readonly workload?: { readonly kind: string; readonly name: string };
-  readonly outcome: Outcome["outcome"];
-  /** {@link Outcome.reason}: `Scaled`, `DryRun`, `Cooldown`, `NotCovered`, … */
+  readonly outcome: OutcomeKind;
+  /** The outcome's reason: `Scaled`, `DryRun`, `Cooldown`, `NotCovered`, … */
   readonly reason: string;
-  /** {@link Outcome.message}, at most {@link MAX_MESSAGE_LENGTH} characters. */
+  /** The outcome's message, at most {@link MAX_MESSAGE_LENGTH} characters. */
   readonly message: string;
 }
 
 /** A message longer than this is cut (an API server's refusal can run to kilobytes). */
 export const MAX_MESSAGE_LENGTH = 1024;
 
-type WithLastOutcome = AppMonitorStatus & { lastOutcome?: LastOutcome };
+/** A status that may carry `lastOutcome`. */
+export type WithLastOutcome = AppMonitorStatus & { lastOutcome?: LastOutcome };
 
 /** `outcome` as recorded at `time`. */
-export function lastOutcomeOf(outcome: Pick<Outcome, "pod" | "workload" | "outcome" | "reason" | "message">, time: string): LastOutcome {
+export function lastOutcomeOf(
+  outcome: { readonly pod: string; readonly workload?: { readonly kind: string; readonly name: string } | undefined; readonly outcome: OutcomeKind; readonly reason: string; readonly message: string },
+  time: string,
+): LastOutcome {
   const message = outcome.message.length > MAX_MESSAGE_LENGTH ? `${outcome.message.slice(0, MAX_MESSAGE_LENGTH - 1)}…` : outcome.message;
   return {
     time,
@@ -51,13 +57,13 @@ export function lastOutcomeOf(outcome: Pick<Outcome, "pod" | "workload" | "outco
  * records a skip of the same workload with the same reason less than `windowSeconds` before
  * `last.time` (module comment). Scales and dry runs are always recorded.
  */
-export function withLastOutcome(status: AppMonitorStatus | undefined, last: LastOutcome, windowSeconds: number): AppMonitorStatus | undefined {
-  const current = (status as WithLastOutcome | undefined)?.lastOutcome;
+export function withLastOutcome(status: WithLastOutcome | undefined, last: LastOutcome, windowSeconds: number): WithLastOutcome | undefined {
+  const current = status?.lastOutcome;
   if (current !== undefined && last.outcome === "skipped" && sameSkip(current, last)) {
     const age = (Date.parse(last.time) - Date.parse(current.time)) / 1000;
     if (age >= 0 && age < windowSeconds) return status;
   }
-  return { ...status, lastOutcome: last } as WithLastOutcome;
+  return { ...status, lastOutcome: last };
 }
 
 /** The same skip of the same workload (of the same Pod when no workload was resolved): any of its Pods alerting counts. */
