@@ -12,6 +12,7 @@
  *                           and the CRD alone (appmonitor-crd.yaml, for upgrades)
  *   appmonitor-<v>.tgz      the Helm chart (build-chart.ts), linted, its values pinning the digests
  *   examples/, alertmanager/  the original demo's objects; Alertmanager's routing (knative/)
+ *   monitoring/             the PrometheusRule of alerts on appmonitor itself (knative/monitoring/)
  *   RELEASE-NOTES.md        CHANGELOG.md's section for the version, the images, the commands
  *   SHA256SUMS              every file above
  *
@@ -130,6 +131,9 @@ export async function release(outDir: string, say: (line: string) => void = () =
   await cp(path.join(repoRoot, "knative", "examples"), path.join(outDir, "examples"), { recursive: true, filter: (f) => !f.endsWith("kustomization.yaml") });
   await mkdir(path.join(outDir, "alertmanager"));
   await cp(path.join(repoRoot, "knative", "alertmanager", "alertmanager.yml"), path.join(outDir, "alertmanager", "alertmanager.yml"));
+  // Not in the manifests: it needs prometheus-operator's CRDs, which an install may lack.
+  await mkdir(path.join(outDir, "monitoring"));
+  await cp(path.join(repoRoot, "knative", "monitoring", "appmonitor-alerts.yaml"), path.join(outDir, "monitoring", "appmonitor-alerts.yaml"));
   await writeFile(path.join(outDir, "RELEASE-NOTES.md"), releaseNotes(version, section, images));
   const files = await filesUnder(outDir);
   await writeFile(path.join(outDir, "SHA256SUMS"), checksums(await Promise.all(files.map(async (f) => ({ path: f, sha256: await sha256(path.join(outDir, f)) })))));
