@@ -49,13 +49,15 @@ test("each alert on appmonitor fires on its series, and stays silent without the
       {
         interval: "1m",
         input_series: [
-          series("appmonitor_memory_scaler_events_total", 'type="firing",outcome="failed",reason="403"', "0 0 0 1 1 1 1 1 1 1"),
+          series("appmonitor_memory_scaler_events_total", 'type="firing",outcome="failed",reason="503"', "0 0 0 1 1 1 1 1 1 1"),
+          series("appmonitor_kubernetes_permission_denied_total", 'pod="memory-scaler-1",verb="list",group="",resource="resourcequotas"', "0 0 0 2 2 2 2 2 2 2"),
           series("appmonitor_memory_scaler_events_total", 'type="firing",outcome="skipped",reason="ProbableLeak"', "0 0 0 0 0 2 2 2 2 2"),
           series("appmonitor_rule_sync_prometheus_requests_total", 'endpoint="rules",result="unreachable"', "0+1x40"),
           series("appmonitor_rule_sync_last_resync_timestamp_seconds", 'pod="rule-sync-1"', "0x60"),
         ],
         alert_rule_test: [
           silent("AppMonitorScaleFailed", "2m"),
+          silent("AppMonitorPermissionDenied", "2m"),
           firing("AppMonitorScaleFailed", "5m"),
           firing("AppMonitorPermissionDenied", "5m"),
           silent("AppMonitorProbableLeak", "4m"),
