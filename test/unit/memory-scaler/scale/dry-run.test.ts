@@ -75,3 +75,36 @@ describe("PAUSE_SCALING: every AppMonitor behaves as DryRun", () => {
     assert.deepEqual([lastOutcome(cluster)?.outcome, lastOutcome(cluster)?.reason, lastOutcome(cluster)?.workload], ["scaled", "Scaled", { kind: "Deployment", name: "memhog" }]);
   });
 });
+
+describe("DryRun of a resize in place runs the resizes' and the claim's dry runs", () => {
+  /** memhog's cluster under `updateMode: InPlace` and DryRun, its Pod on a node. */
+  function inPlaceDryRun(): FakeCluster {
+    const cluster = memhogCluster({ ...DRY_RUN, updateMode: "InPlace" });
+    const workload = cluster.workloads.get(`Deployment/${NS}/memhog`);
+    if (workload?.spec === undefined) throw new Error("no memhog Deployment");
+    workload.spec.selector = { matchLabels: { name: "memhog" } };
+    const pod = cluster.pods.get(`${NS}/memhog-5d8f-x2`);
+    if (pod?.spec === undefined) throw new Error("no memhog Pod");
+    pod.spec = { ...pod.spec, nodeName: "node-1" };
+    return cluster;
+  }
+
+  it("every dry run passing: would resize in place; no Pod resized, no claim written", async () => {
+    const cluster = inPlaceDryRun();
+    const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.deepEqual([outcome.outcome, outcome.reason], ["dry-run", "DryRun"], outcome.message);
+    assert.match(outcome.message, /^would resize in place: memhog: limit 384Mi → 768Mi/);
+    assert.deepEqual([cluster.resizeDryRuns, cluster.dryRuns], [1, 1], "the resize and the claim dry-run");
+    assert.equal(cluster.writes.length, 0);
+    assert.equal(cluster.resizes.length, 0);
+  });
+
+  it("a resize the API server refuses: dry-run AdmissionRefused naming the Pod, nothing written", async () => {
+    const cluster = inPlaceDryRun();
+    cluster.resizeRefusal = apiError(422, "Pod running on node without support for resize");
+    const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.deepEqual([outcome.outcome, outcome.reason], ["dry-run", "AdmissionRefused"]);
+    assert.match(outcome.message, /^would be refused: .*Pod memhog-5d8f-x2: Pod running on node without support for resize/);
+    assert.equal(cluster.writes.length, 0);
+  });
+});
