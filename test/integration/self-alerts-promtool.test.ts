@@ -27,18 +27,18 @@ interface AlertRule {
 }
 let alertRules: AlertRule[] = [];
 
-/** An alert expected firing at `evalTime`: its rule's labels and annotations (static: no `$value` in them), for the install's namespace. */
-const firing = (alertname: string, evalTime: string) => {
+/** An alert expected firing at `evalTime`: its rule's labels and annotations (static: no `$value` in them), for the install's namespace, with the `by` labels its expression keeps. */
+const firing = (alertname: string, evalTime: string, kept: Record<string, string> = {}) => {
   const rule = alertRules.find((r) => r.alert === alertname);
   if (rule === undefined) throw new Error(`no alert ${alertname} in appmonitor-alerts.yaml`);
-  return { eval_time: evalTime, alertname, exp_alerts: [{ exp_labels: { namespace: NS, ...rule.labels }, exp_annotations: rule.annotations }] };
+  return { eval_time: evalTime, alertname, exp_alerts: [{ exp_labels: { namespace: NS, ...kept, ...rule.labels }, exp_annotations: rule.annotations }] };
 };
 const silent = (alertname: string, evalTime: string) => ({ eval_time: evalTime, alertname, exp_alerts: [] });
 
 test("each alert on appmonitor fires on its series, and stays silent without them (promtool test rules)", async () => {
   const rule = parse(await readFile(path.join(repoRoot, "knative/monitoring/appmonitor-alerts.yaml"), "utf8")) as { spec: { groups: { rules: AlertRule[] }[] } };
   alertRules = rule.spec.groups.flatMap((g) => g.rules);
-  assert.deepEqual(alertRules.map((r) => r.alert).sort(), ["AppMonitorPermissionDenied", "AppMonitorProbableLeak", "AppMonitorPrometheusUnreachable", "AppMonitorRuleSyncStale", "AppMonitorScaleFailed"]);
+  assert.deepEqual(alertRules.map((r) => r.alert).sort(), ["AppMonitorPermissionDenied", "AppMonitorProbableLeak", "AppMonitorPrometheusUnreachable", "AppMonitorRolloutFailed", "AppMonitorRuleSyncStale", "AppMonitorScaleFailed"]);
   const rules = path.join(dir.path, "alerts.yaml");
   await writeFile(rules, stringify({ groups: rule.spec.groups }));
   const series = (name: string, labels: string, values: string) => ({ series: `${name}{namespace="${NS}",${labels}}`, values });
@@ -50,6 +50,7 @@ test("each alert on appmonitor fires on its series, and stays silent without the
         interval: "1m",
         input_series: [
           series("appmonitor_memory_scaler_events_total", 'type="firing",outcome="failed",reason="503"', "0 0 0 1 1 1 1 1 1 1"),
+          series("appmonitor_memory_scaler_rollouts_total", 'kind="Deployment",result="RolloutFailed",reason="ProgressDeadlineExceeded"', "0 0 0 0 1 1 1 1 1 1"),
           series("appmonitor_kubernetes_permission_denied_total", 'pod="memory-scaler-1",verb="list",group="",resource="resourcequotas"', "0 0 0 2 2 2 2 2 2 2"),
           series("appmonitor_memory_scaler_events_total", 'type="firing",outcome="skipped",reason="ProbableLeak"', "0 0 0 0 0 2 2 2 2 2"),
           series("appmonitor_rule_sync_prometheus_requests_total", 'endpoint="rules",result="unreachable"', "0+1x40"),
@@ -58,6 +59,8 @@ test("each alert on appmonitor fires on its series, and stays silent without the
         alert_rule_test: [
           silent("AppMonitorScaleFailed", "2m"),
           silent("AppMonitorPermissionDenied", "2m"),
+          silent("AppMonitorRolloutFailed", "3m"),
+          firing("AppMonitorRolloutFailed", "6m", { kind: "Deployment" }),
           firing("AppMonitorScaleFailed", "5m"),
           firing("AppMonitorPermissionDenied", "5m"),
           silent("AppMonitorProbableLeak", "4m"),
@@ -74,9 +77,10 @@ test("each alert on appmonitor fires on its series, and stays silent without the
         input_series: [
           series("appmonitor_memory_scaler_events_total", 'type="firing",outcome="scaled",reason="Scaled"', "0+1x12"),
           series("appmonitor_rule_sync_prometheus_requests_total", 'endpoint="rules",result="ok"', "0+1x12"),
+          series("appmonitor_memory_scaler_rollouts_total", 'kind="Deployment",result="RolledOut",reason="RolledOut"', "0+1x12"),
           series("appmonitor_rule_sync_last_resync_timestamp_seconds", 'pod="rule-sync-1"', "0+300x12"),
         ],
-        alert_rule_test: ["AppMonitorScaleFailed", "AppMonitorPermissionDenied", "AppMonitorPrometheusUnreachable", "AppMonitorRuleSyncStale", "AppMonitorProbableLeak"].map((name) => silent(name, "60m")),
+        alert_rule_test: ["AppMonitorScaleFailed", "AppMonitorRolloutFailed", "AppMonitorPermissionDenied", "AppMonitorPrometheusUnreachable", "AppMonitorRuleSyncStale", "AppMonitorProbableLeak"].map((name) => silent(name, "60m")),
       },
     ],
   };
