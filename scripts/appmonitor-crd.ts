@@ -139,6 +139,19 @@ const statusSchema: Schema = {
         },
       },
     },
+    lastOutcome: {
+      type: "object",
+      description:
+        "what the AppMonitor's last alert came to, written by memory-scaler: scaled, a dry run (or what would have refused it), or a skip and why; the same skip of a workload is recorded once per spec.cooldownSeconds",
+      properties: {
+        time: { type: "string", format: "date-time" },
+        pod: { type: "string", description: "<namespace>/<pod> of the alerting Pod" },
+        workload: { type: "object", properties: { kind: { type: "string" }, name: { type: "string" } } },
+        outcome: { type: "string", enum: ["scaled", "dry-run", "skipped"] },
+        reason: { type: "string", description: "Scaled, Resized, DryRun, Cooldown, BelowThreshold, NotCovered, RolloutExceedsQuota, …" },
+        message: { type: "string", maxLength: 1024 },
+      },
+    },
     scaleCount: { type: "integer", format: "int64", minimum: 0 },
     recentScales: {
       type: "array",
@@ -183,6 +196,8 @@ export function appMonitorCrd(): Schema {
         storage: true,
         subresources: { status: {} },
         additionalPrinterColumns: [
+          { name: "Ready", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].status', description: "True once the rule is in effect over series that exist (RuleReady and MetricsReady, summarised by rule-sync)" },
+          { name: "Last Outcome", type: "string", jsonPath: ".status.lastOutcome.reason", description: "what the last alert came to (status.lastOutcome: Scaled, DryRun, Cooldown, NotCovered, …)" },
           { name: "Threshold", type: "number", jsonPath: ".spec.memThresholdPercent", description: "percent of the memory limit" },
           { name: "Multiplier", type: "number", jsonPath: ".spec.memMultiplier" },
           { name: "Mode", type: "string", jsonPath: ".spec.mode" },

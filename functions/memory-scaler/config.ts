@@ -13,13 +13,14 @@
  * | `RECENT_SCALES_LIMIT` | 10 | entries kept in an AppMonitor's `status.recentScales` (the CRD allows 20) |
  * | `DEFAULT_MAX_MEMORY` | 8Gi | the cap of a container no `spec.containerPolicies` entry and no `spec.maxMemory` caps (`caps.ts` says why) |
  * | `ALERTMANAGER_URL` | unset | Alertmanager's base URL: the leak guard's `AppMonitorProbableLeak` alert is posted there (`kube/alertmanager.ts`); unset: none |
+ * | `PAUSE_SCALING` | `false` | `true`: every AppMonitor behaves as `spec.mode: DryRun` — each alert runs every check of its write (dry runs, quota, Node fit) and writes nothing; outcomes, Events and `status.lastOutcome` say `paused install-wide (PAUSE_SCALING)` |
  * | `WATCH_NAMESPACES` | all namespaces | comma-separated namespaces served: an alert from another is skipped (`NamespaceNotWatched`), and the follow-up ticks list AppMonitors in these only |
  */
 import { accessSync, constants } from "node:fs";
 import path from "node:path";
 import { DEFAULT_KUBE_API_TIMEOUT_MS, KUBE_API_TIMEOUT_RANGE_MS } from "../lib/kubeconfig.ts";
 import { readNamespaceScope, type NamespaceScope } from "../lib/namespace-scope.ts";
-import { ConfigError, readHttpUrl, readInteger, readString } from "../lib/runtime/env.ts";
+import { ConfigError, readEnum, readHttpUrl, readInteger, readString } from "../lib/runtime/env.ts";
 import type { Env } from "../lib/runtime/types.ts";
 import { floor, parseQuantity } from "../lib/quantity.ts";
 import { DEFAULT_MAX_MEMORY } from "./caps.ts";
@@ -56,6 +57,8 @@ export interface MemoryScalerConfig {
   readonly defaultMaxMemory: string;
   /** Alertmanager's base URL; undefined → no leak alert is posted. */
   readonly alertmanagerUrl: URL | undefined;
+  /** `PAUSE_SCALING=true`: every AppMonitor behaves as DryRun. */
+  readonly paused: boolean;
 }
 
 /**
@@ -63,7 +66,8 @@ export interface MemoryScalerConfig {
  * @throws ConfigError naming the variable: a `KUBECONFIG` file that cannot be read, a
  * `PROMETHEUS_URL` that is not an http(s) URL, a number out of range (`KUBE_API_TIMEOUT_MS`: 100–60000),
  * a `WATCH_NAMESPACES` entry that is not a namespace name, a `DEFAULT_MAX_MEMORY` that is not a
- * positive quantity, an `ALERTMANAGER_URL` that is not an http(s) URL.
+ * positive quantity, an `ALERTMANAGER_URL` that is not an http(s) URL, a `PAUSE_SCALING` other
+ * than `true` or `false`.
  */
 export function readConfig(env: Env): MemoryScalerConfig {
   const kubeconfig = readString(env, "KUBECONFIG");
@@ -86,6 +90,7 @@ export function readConfig(env: Env): MemoryScalerConfig {
     scope: readNamespaceScope(env),
     defaultMaxMemory: readCap(env),
     alertmanagerUrl: readHttpUrl(env, "ALERTMANAGER_URL"),
+    paused: readEnum(env, "PAUSE_SCALING", ["true", "false"], "false") === "true",
   };
 }
 

@@ -11,12 +11,15 @@
  * | `LimitNotInTemplate` | the same pair | `not scaled: <message>` |
  * | `HeapFailure` (with `Scaled`, `Resized` or `DryRun`) | Warning pair: a raised container's last run ended in exit code 134 (`Error`), an in-process heap failure, and no heap flag read fixes its heap (`scale/fixed-heap.ts` `heapFailureNote`) | `<message>` |
  * | `FixedHeap` | the same pair, at most one per workload per `cooldownSeconds` (`windowedKey`) | `not scaled: <message>` (the flag, its value and where; an in-process heap failure when the Pod's last run ended in one) |
- * | `AdmissionRefused` | the same pair | `not scaled (<changes>): the API server refused it: <message>` |
- * | `RolloutExceedsQuota`, `Unschedulable` | the same pair | `not scaled (<changes>): <message>` |
+ * | `AdmissionRefused` | the same pair | `not scaled (<changes>): the API server refused it: <message>` (a dry run's: `DryRun: would not be scaled (<changes>): …`) |
+ * | `RolloutExceedsQuota`, `Unschedulable` | the same pair | `not scaled (<changes>): <message>` (a dry run's as above) |
  * | `HPAOnMemory`, `VPAControlled`, `GitOpsManaged` (skipped) | the same pair, at most one per workload per `cooldownSeconds` (`windowedKey`) | `<message>` (it starts `not scaled:`) |
  * | `Reverted` | the same pair, once per reverted scale (keyed by the id of the event that scaled) | `<message>` |
  * | `ProbableLeak` | the same pair, once per hold of the leak guard (keyed by the workload and the hold's `since`) | `not scaled: <message>` (the scales, from → to) |
- * | `DryRun` | Normal pair | `DryRun: would scale <kind> <name>[ after an OOM kill\| on its trend toward the limit]: <changes>` |
+ * | `Cooldown`, `BelowThreshold` | Normal pair, at most one per workload per `cooldownSeconds` (300 s without one: `status/last-outcome.ts` `skipWindowSeconds`) | `not scaled: <message>` |
+ * | `NotCovered` | Warning pair (the workload and the AppMonitor the alert names), at most one per workload per window as above | `not scaled: <message>` |
+ * | `NoAppMonitor` | Warning on the Pod ({@link noAppMonitorEvent}: there is no AppMonitor to relate), at most one per Pod per 300 s | `not scaled: <message>` |
+ * | `DryRun` | Normal pair | `DryRun[ (<note>: paused install-wide)]: would scale <kind> <name>[ after an OOM kill\| on its trend toward the limit]: <changes>` |
  * | `Scaled` | Normal pair (its note ends with the heap flags raised under `spec.heapFlags: Scale`), and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill\| on its trend toward the limit]: <changes>[; the rollout replaces (restarts) its Pods]` (`replacement.ts` `replacementClause`) |
  * | `PodsReplaced` (with `Scaled`) | Warning pair, when the replaced Pods likely keep state in memory or in `emptyDir` volumes (`replacement.ts`: a single-replica Deployment, any StatefulSet, an `emptyDir` volume in the Pod template); never for a bare Pod resized in place | `podsReplacedNote`: why, and that their memory and emptyDir contents are lost |
  * | `Resized` | Normal pair on the bare Pod (its `workload`), or the workload whose Pods were resized in place, and the AppMonitor | `resized <kind> <name> in place by <multiplier>[ after an OOM kill\| on its trend toward the limit]: <changes>[ (Pods <names>)]` |
@@ -32,6 +35,7 @@ import type { AlertTrigger } from "../lib/alert-event.ts";
 import type * as k8s from "@kubernetes/client-node";
 import { type ContainerChange, describeChanges, type ObjectRef } from "./model.ts";
 import { type PodReplacement, podsReplacedNote, replacementClause } from "./replacement.ts";
+import { skipWindowSeconds } from "./status/last-outcome.ts";
 
 /**
  * The shortest window of `AtCap` Warnings, seconds: an hour, the API server's default Event TTL
@@ -54,15 +58,17 @@ export interface Subjects {
 
 /** An outcome as reported: its reason and what its note says. */
 export type Reported =
-  | { readonly reason: "UnsupportedOwner" | "AtCap" | "LimitNotInTemplate" | "FixedHeap" | "HeapFailure"; readonly message: string }
-  | { readonly reason: "AdmissionRefused" | "RolloutExceedsQuota" | "Unschedulable"; readonly message: string; readonly changes: readonly ContainerChange[] }
+  | { readonly reason: "UnsupportedOwner" | "AtCap" | "LimitNotInTemplate" | "FixedHeap" | "HeapFailure" | "Cooldown" | "BelowThreshold" | "NotCovered"; readonly message: string }
+  /** `dryRun`: what would have refused a dry run's write (`spec.mode: DryRun`, or the install paused). */
+  | { readonly reason: "AdmissionRefused" | "RolloutExceedsQuota" | "Unschedulable"; readonly message: string; readonly changes: readonly ContainerChange[]; readonly dryRun?: boolean }
   /** Another manager of the workload holds the scale (`coexist/gate.ts` `gateScale`); `Reverted` there writes no Event of its own (the detection's below says it). */
   | { readonly reason: "HPAOnMemory" | "VPAControlled" | "GitOpsManaged"; readonly message: string }
   /** The leak guard's hold, reported once: `key` names the hold (its workload and `since`). */
   | { readonly reason: "ProbableLeak"; readonly message: string; readonly key: string }
   /** The revert of a scale, reported once: `key` is the id of the event that made that scale. */
   | { readonly reason: "Reverted"; readonly message: string; readonly key: string }
-  | { readonly reason: "DryRun"; readonly changes: readonly ContainerChange[]; readonly trigger: AlertTrigger }
+  /** `note`: why a dry run when the AppMonitor's mode is not DryRun (the install paused). */
+  | { readonly reason: "DryRun"; readonly changes: readonly ContainerChange[]; readonly trigger: AlertTrigger; readonly note?: string }
   | {
       readonly reason: "Scaled";
       readonly changes: readonly ContainerChange[];
@@ -173,18 +179,30 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
       const wl = workload();
       return warningPair(reported.reason, String(r.message), windowedKey(`${reported.reason}/${wl.kind ?? ""}/${wl.name}/${wl.uid ?? ""}`, now, subjects.cooldownSeconds, eventId));
     }
+    case "Cooldown":
+    case "BelowThreshold":
+    case "NotCovered": {
+      // The common skips: the alert keeps firing while they last, so one pair per workload per window says it.
+      const wl = workload();
+      const key = windowedKey(`${reported.reason}/${wl.kind ?? ""}/${wl.name}/${wl.uid ?? ""}`, now, skipWindowSeconds(subjects.cooldownSeconds), eventId);
+      const note = `not scaled: ${String(r.message)}`;
+      return reported.reason === "NotCovered" ? warningPair("NotCovered", note, key) : normalPair(reported.reason, note, key);
+    }
     case "Reverted":
       return warningPair("Reverted", String(r.message), `reverted/${String(r.key)}`);
     case "ProbableLeak":
       return warningPair("ProbableLeak", `not scaled: ${String(r.message)}`, String(r.key));
     case "AdmissionRefused":
-      return warningPair("AdmissionRefused", `not scaled (${describeChanges(r.changes as ContainerChange[])}): the API server refused it: ${String(r.message)}`);
     case "RolloutExceedsQuota":
-    case "Unschedulable":
-      return warningPair(reported.reason, `not scaled (${describeChanges(r.changes as ContainerChange[])}): ${String(r.message)}`);
+    case "Unschedulable": {
+      const not = r.dryRun === true ? "DryRun: would not be scaled" : "not scaled";
+      const refused = reported.reason === "AdmissionRefused" ? "the API server refused it: " : "";
+      return warningPair(reported.reason, `${not} (${describeChanges(r.changes as ContainerChange[])}): ${refused}${String(r.message)}`);
+    }
     case "DryRun": {
       const wl = workload();
-      return normalPair("DryRun", `DryRun: would scale ${wl.kind ?? ""} ${wl.name}${becauseOf(r.trigger as AlertTrigger)}: ${describeChanges(r.changes as ContainerChange[])}`);
+      const note = typeof r.note === "string" ? ` (${r.note})` : "";
+      return normalPair("DryRun", `DryRun${note}: would scale ${wl.kind ?? ""} ${wl.name}${becauseOf(r.trigger as AlertTrigger)}: ${describeChanges(r.changes as ContainerChange[])}`);
     }
     case "Scaled": {
       const scaled = reported as Extract<Reported, { reason: "Scaled"; multiplier: number }>;
@@ -218,6 +236,14 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
     default:
       return [];
   }
+}
+
+/**
+ * The `NoAppMonitor` Warning on the alerting Pod: the AppMonitor its alert names is not in the
+ * namespace, or its spec is invalid (module table), at most one per Pod per 300 s.
+ */
+export function noAppMonitorEvent(pod: ObjectRef, message: string, eventId: string, now: Date): EventSpec {
+  return { type: "Warning", reason: "NoAppMonitor", note: `not scaled: ${message}`, regarding: pod, key: windowedKey(`NoAppMonitor/${pod.name}/${pod.uid ?? ""}`, now, skipWindowSeconds(undefined), eventId) };
 }
 
 /** What to report, and about which object. */

@@ -8,6 +8,8 @@
  *   what stops the rule being written, `rule-loaded.ts` for what Prometheus says).
  * - {@link METRICS_READY}: whether each side of the rule's expression has series for the
  *   AppMonitor's namespace (`series-check.ts`).
+ * - {@link READY}: the summary kstatus, Flux and Argo CD health checks read ({@link readyOf}),
+ *   written by rule-sync with the two above, at the same `observedGeneration`.
  */
 
 /** The condition that says whether the AppMonitor's rule is in effect. */
@@ -15,8 +17,11 @@ export const RULE_READY = "RuleReady";
 /** The condition that says whether the series the rule reads exist. */
 export const METRICS_READY = "MetricsReady";
 
+/** The summary condition: True only when the AppMonitor is reconciled (its rule in effect over series that exist). */
+export const READY = "Ready";
+
 /** A condition type rule-sync writes. */
-export type ConditionType = typeof RULE_READY | typeof METRICS_READY;
+export type ConditionType = typeof RULE_READY | typeof METRICS_READY | typeof READY;
 
 /** Reasons of {@link RULE_READY}. */
 export const REASONS = {
@@ -69,4 +74,24 @@ export interface DesiredCondition {
   readonly status: "True" | "False" | "Unknown";
   readonly reason: string;
   readonly message: string;
+}
+
+/** Reasons of {@link READY}; when not True it carries the reason of the condition that is not. */
+export const READY_REASONS = {
+  /** True: RuleReady and MetricsReady are both True. */
+  reconciled: "Reconciled",
+} as const;
+
+/**
+ * The {@link READY} condition of `conditions` (RuleReady and MetricsReady; pure): True when every
+ * one is True; else False when one is False, else Unknown, with the reason and message of the
+ * first that is not True (RuleReady first), its type named in the message. The kstatus convention
+ * (https://github.com/kubernetes-sigs/cli-utils/blob/master/pkg/kstatus/README.md): `Ready` True
+ * only once the object is reconciled, read with the condition's `observedGeneration`.
+ */
+export function readyOf(conditions: readonly DesiredCondition[]): DesiredCondition {
+  const parts = conditions.filter((c) => c.type !== READY);
+  const notTrue = parts.find((c) => c.status === "False") ?? parts.find((c) => c.status !== "True");
+  if (notTrue === undefined) return { type: READY, status: "True", reason: READY_REASONS.reconciled, message: "the rule is loaded by Prometheus and the series it reads exist" };
+  return { type: READY, status: notTrue.status, reason: notTrue.reason, message: `${notTrue.type}: ${notTrue.message}` };
 }

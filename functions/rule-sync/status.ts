@@ -1,6 +1,6 @@
 /**
- * The AppMonitor status rule-sync writes: its conditions (RuleReady and MetricsReady,
- * `conditions.ts`) and `status.observedGeneration`, as a server-side
+ * The AppMonitor status rule-sync writes: its conditions (RuleReady and MetricsReady, and Ready
+ * summarising them, `conditions.ts` `readyOf`) and `status.observedGeneration`, as a server-side
  * apply body for the status subresource. Pure.
  *
  * `status.conditions` is a map list keyed by `type` in the AppMonitor CRD
@@ -12,7 +12,7 @@
  */
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND, type AppMonitorCondition } from "../lib/appmonitor.ts";
 import { formatTimestamp } from "../lib/rfc3339.ts";
-import type { DesiredCondition } from "./conditions.ts";
+import { type DesiredCondition, READY, readyOf } from "./conditions.ts";
 import type { ObservedAppMonitor } from "./plan.ts";
 
 /** A server-side apply body for `appmonitors/status`. */
@@ -34,14 +34,15 @@ export interface StatusApply {
  * and the top-level observed generation), so a resync that changes nothing writes nothing.
  *
  * Every condition rule-sync owns is in every write: server-side apply removes a list entry its
- * manager owned and left out. So `desired` holds RuleReady and MetricsReady.
+ * manager owned and left out. So `given` holds RuleReady and MetricsReady; Ready is added here.
  *
  * @param monitor the AppMonitor as read (its generation and current status).
- * @param desired the conditions to report, one per type.
+ * @param given the conditions to report, one per type (Ready, their summary, is derived from them).
  * @param now the current time; becomes a condition's `lastTransitionTime` when its status changes.
  * @returns the apply body, or undefined.
  */
-export function statusApply(monitor: ObservedAppMonitor, desired: readonly DesiredCondition[], now: Date): StatusApply | undefined {
+export function statusApply(monitor: ObservedAppMonitor, given: readonly DesiredCondition[], now: Date): StatusApply | undefined {
+  const desired = [...given.filter((c) => c.type !== READY), readyOf(given)];
   const { name, namespace, resourceVersion, generation } = monitor.metadata;
   if (name === undefined || namespace === undefined) return undefined;
   const observedGeneration = typeof generation === "number" ? generation : undefined;

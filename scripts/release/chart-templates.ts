@@ -64,6 +64,7 @@ export const ENV_VALUES: Readonly<Record<string, Readonly<Record<string, string>
     DEFAULT_MAX_MEMORY: "$.Values.defaultMaxMemory | quote",
     ALERTMANAGER_URL: "$.Values.alertmanagerUrl | quote",
     LOG_LEVEL: "$.Values.logLevel | quote",
+    PAUSE_SCALING: "$.Values.pauseScaling | quote",
   },
   "rule-sync": {
     PROMETHEUS_URL: "$.Values.prometheusUrl | quote",

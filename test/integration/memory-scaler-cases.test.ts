@@ -240,7 +240,10 @@ describe("memory-scaler, case by case", { concurrency: 4 }, () => {
     const deployment = await readDeployment(ns, "plain");
     assert.equal(deployment.metadata?.generation, 1);
     assert.deepEqual(resourcesOf(deployment.spec?.template), { memhog: res("384Mi", "256Mi") });
-    assert.deepEqual(await eventsRegarding(ns, "Deployment", "plain"), []);
+    // Said, not scaled: a NotCovered Warning names what is missing.
+    const events = await eventsRegarding(ns, "Deployment", "plain");
+    assert.deepEqual(events.map((e) => [e.type, e.reason]), [["Warning", "NotCovered"]]);
+    assert.match(events[0]?.note ?? "", /^not scaled: .*Pod template lacks the annotation/);
   });
 
   it("a selector matching only a label added by hand to the live Pod does not cover its Deployment", async (t) => {

@@ -230,7 +230,7 @@ test("an invalid AppMonitor gets RuleReady False with the reason and no rule, an
   assert.equal(await readRule(ns, "bad"), undefined);
 
   // Another writer's condition (as memory-scaler would set one) must survive rule-sync's writes:
-  // conditions is a map list keyed by type, and rule-sync applies only RuleReady and MetricsReady.
+  // conditions is a map list keyed by type, and rule-sync applies only RuleReady, MetricsReady and Ready.
   await (await customApi()).patchNamespacedCustomObjectStatus(
     {
       ...APPMONITORS, namespace: ns, name: "bad", fieldManager: "another-writer", force: true,
@@ -246,7 +246,7 @@ test("an invalid AppMonitor gets RuleReady False with the reason and no rule, an
   monitor = await readAppMonitor(ns, "bad");
   assert.deepEqual([ruleReady(monitor)?.status, ruleReady(monitor)?.reason], ["Unknown", "PrometheusNotConfigured"], "applied; no PROMETHEUS_URL to tell whether it is loaded");
   assert.equal(monitor.status?.observedGeneration, 2);
-  assert.deepEqual(monitor.status?.conditions?.map((c) => c.type).sort(), ["MetricsReady", "RuleReady", "Scaled"]);
+  assert.deepEqual(monitor.status?.conditions?.map((c) => c.type).sort(), ["MetricsReady", "Ready", "RuleReady", "Scaled"]);
   assert.ok(await readRule(ns, "bad"));
 });
 

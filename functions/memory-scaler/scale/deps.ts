@@ -22,6 +22,8 @@ export interface FlowDeps {
   readonly now: () => Date;
   /** Called once per lost compare-and-swap (for a metric). */
   readonly onConflict?: () => void;
+  /** `PAUSE_SCALING`: every AppMonitor behaves as `spec.mode: DryRun` (its checks run, nothing is written). */
+  readonly paused?: boolean;
   /** The namespaces served (`WATCH_NAMESPACES`); absent: all. */
   readonly scope?: NamespaceScope;
   /** The install's cap (`DEFAULT_MAX_MEMORY`, `caps.ts`); absent: its default. */

@@ -24,12 +24,17 @@
  *    (`evidence.ts`: an OOM kill in the Pod read at 1, Prometheus' working set against the
  *    threshold, or Prometheus' prediction against the limit for a trend alert; Prometheus
  *    unavailable → 503); who else sets the memory (`coexist/gate.ts`:
- *    `HPAOnMemory`, `VPAControlled`, `GitOpsManaged`, `Reverted`); `DryRun`; the target's one
- *    compare-and-swap write. A lost race starts again at 1, at most `maxAttempts` rounds (then
+ *    `HPAOnMemory`, `VPAControlled`, `GitOpsManaged`, `Reverted`); the target's one
+ *    compare-and-swap write — or, for `spec.mode: DryRun` or an install paused (`PAUSE_SCALING`),
+ *    every check of that write (its dry runs, quota, Node fit) and no write: `DryRun`, or what
+ *    would have refused it. A lost race starts again at 1, at most `maxAttempts` rounds (then
  *    503): the next round sees what the winner wrote and skips, so deliveries never compound.
  * 5. Report: the ending's row of `report.ts` applied once — its Events (`../events.ts`) and its
- *    one status write. Their failure is in the outcome's `warnings`, not an error: what was
- *    decided or written stands, and a retry would only skip.
+ *    one status write, which also records the outcome in `status.lastOutcome`
+ *    (`../status/last-outcome.ts`; a skip also ending before a report — `NotCovered`,
+ *    `AppMonitorNotGoverning` — records it there, and `NotCovered` and `NoAppMonitor` write their
+ *    Warnings). Their failure is in the outcome's `warnings`, not an error: what was decided or
+ *    written stands, and a retry would only skip.
  *
  * The flow does I/O only through `FlowDeps` (`deps.ts`): the adapters in `../kube/`. Any API
  * server failure before the write → HttpError (the status of its class in
@@ -44,13 +49,15 @@ import { inScope } from "../../lib/namespace-scope.ts";
 import { formatTimestamp } from "../../lib/rfc3339.ts";
 import { HttpError } from "../../lib/runtime/errors.ts";
 import { gateScale } from "../coexist/gate.ts";
-import { eventsOf, type Subjects } from "../events.ts";
+import { eventsOf, noAppMonitorEvent, type Subjects } from "../events.ts";
 import type { LeakAlerter } from "../kube/alertmanager.ts";
-import type { AppMonitorRef } from "../kube/status-writer.ts";
+import type { AppMonitorRef, StatusChange } from "../kube/status-writer.ts";
 import { type ProbableLeak, withLeak } from "../status/leaks.ts";
 import { containerStatuses } from "../kube/views.ts";
 import { objectRef } from "../model.ts";
 import type { Outcome, Scale, Skip } from "../outcome.ts";
+import { lastOutcomeOf, skipWindowSeconds, withLastOutcome } from "../status/last-outcome.ts";
+import { withScales } from "../status/recent-scales.ts";
 import type { FlowDeps } from "./deps.ts";
 import { withConflict } from "./conflict-condition.ts";
 import { checkEvidence } from "./evidence.ts";
@@ -82,10 +89,10 @@ function targetOf(observation: Extract<Observation, { result: "bare" | "observed
  */
 async function applyReport(
   deps: FlowDeps,
-  input: { readonly report: Omit<Report, "outcome">; readonly subjects: Subjects; readonly amRef: AppMonitorRef; readonly eventId: string; readonly now: Date; readonly warnings: string[] },
+  input: { readonly report: Omit<Report, "outcome">; readonly subjects: Subjects; readonly amRef: AppMonitorRef; readonly eventId: string; readonly now: Date; readonly warnings: string[]; readonly last?: LastWrite },
 ): Promise<void> {
   const { report, subjects, amRef, eventId, now, warnings } = input;
-  const { status } = report;
+  const status = withLast(report.status, input.last, deps.status.limit);
   const [problems] = await Promise.all([
     Promise.all(report.reported.flatMap((reported) => eventsOf(reported, subjects, eventId, now)).map((spec) => deps.events.record(spec))),
     status === undefined
@@ -93,6 +100,27 @@ async function applyReport(
       : ("entry" in status ? deps.status.add(amRef, status.entry, status.from) : deps.status.update(amRef, status.change, status.from)).catch((error: unknown) => void warnings.push((error as Error).message)),
   ]);
   for (const problem of problems) if (problem !== undefined) warnings.push(problem);
+}
+
+/** The `status.lastOutcome` change an ending adds to its status write, and the object it starts from. */
+interface LastWrite {
+  readonly change: StatusChange;
+  readonly from: Record<string, unknown> | undefined;
+}
+
+/** `status` and then `last`, as one status write (the writer's one round trip); either may be absent. */
+function withLast(status: Report["status"], last: LastWrite | undefined, limit: number): Report["status"] {
+  if (last === undefined) return status;
+  if (status === undefined) return last;
+  const first: StatusChange = "entry" in status ? (s) => withScales(s, [status.entry], limit) : status.change;
+  return { change: (s) => last.change(first(s)), from: status.from };
+}
+
+/** The `status.lastOutcome` write of `outcome` (`../status/last-outcome.ts`), from the AppMonitor `am` as read. */
+function lastWrite(outcome: Parameters<typeof lastOutcomeOf>[0], am: ValidAppMonitor, now: Date): LastWrite {
+  const last = lastOutcomeOf(outcome, formatTimestamp(now));
+  const window = skipWindowSeconds(am.spec.cooldownSeconds);
+  return { change: (s) => withLastOutcome(s, last, window), from: am.raw };
 }
 
 /** Logs what the repair of the last scale is about; returns it. */
@@ -149,9 +177,12 @@ interface ActInput {
   readonly attempt: number;
 }
 
+/** The outcome message of a dry run made because the install is paused (`PAUSE_SCALING`), before what it would have done. */
+export const PAUSED_NOTE = "paused install-wide (PAUSE_SCALING)";
+
 /**
  * One round's act (module comment, 4): the decision's skip, the alert's evidence, the gate,
- * `DryRun`, or the target's one write. Writes nothing but the target; the caller reports the ending.
+ * and the target's one write, or its checks only for a dry run. Writes nothing but the target; the caller reports the ending.
  * @returns the ending, or `conflict` when the compare-and-swap lost (read again).
  * @throws HttpError when Prometheus or the API server failed before the write, or 503 after the last round's lost race.
  */
@@ -181,18 +212,22 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
   if (checked.action === "skip") return { step: "unconfirmed", skip: checked };
   const { changes } = checked;
   const gate = gateScale({ workload: target.workload, changes, gitOpsManaged: am.spec.gitOpsManaged, gitOps: target.gitOps, revert: plan.revert, budget: plan.budget, autoscalers: target.autoscalers });
-  if (gate.action === "skip") return { step: "held", gate, scale: checked };
-  if (checked.dryRun) return { step: "dryRun", scale: checked };
+  // Paused install-wide: every AppMonitor behaves as DryRun.
+  const paused = deps.paused === true && !checked.dryRun;
+  const scale: Scale = paused ? { ...checked, dryRun: true } : checked;
+  if (gate.action === "skip") return { step: "held", gate, scale };
 
   const time = formatTimestamp(now);
   const { amRef } = input;
   const { eventId } = entry;
-  const result = await target.write({ cluster: deps.cluster, status: deps.status, eventId, appMonitor: am, amRef, changes, trigger, history: plan, now, time, log, warn: (message) => input.warnings.push(message) });
+  const { dryRun } = scale;
+  const result = await target.write({ cluster: deps.cluster, status: deps.status, eventId, appMonitor: am, amRef, changes, trigger, history: plan, now, time, log, dryRun, warn: (message) => input.warnings.push(message) });
   if (result.result === "conflict") {
     lostRace(deps, log, target, input.attempt, result.message);
     return "conflict";
   }
-  if (result.result === "refused") return { step: "refused", reason: result.reason, message: result.message, scale: checked };
+  if (result.result === "refused") return { step: "refused", reason: result.reason, message: result.message, scale, ...(paused ? { note: PAUSED_NOTE } : {}) };
+  if (result.result === "checked") return { step: "dryRun", scale, ...(paused ? { note: PAUSED_NOTE } : {}) };
   const fallback = result.fallback ?? entry.fallback;
   const written = target.written({ changes, appMonitor: am, trigger, gitOps: gate.gitOps, generation: result.generation, time, eventId, alertPod: entry.pod, resized: result.resized, fallback });
   return { step: "written", written, scale: checked, reverted: gate.reverted, statusFrom: result.statusFrom };
@@ -246,12 +281,18 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
   const base = { pod: `${namespace}/${pod}`, ...(entry.data === undefined ? {} : { trigger: entry.trigger }) };
   // Kept across rounds: a write's warnings stand whatever a later round comes to.
   const warnings: string[] = [];
-  const write = (report: Omit<Report, "outcome">, subjects: Subjects, amRef: AppMonitorRef, now: Date) => applyReport(deps, { report, subjects, amRef, eventId, now, warnings });
+  const write = (report: Omit<Report, "outcome">, subjects: Subjects, amRef: AppMonitorRef, now: Date, last?: LastWrite) => applyReport(deps, { report, subjects, amRef, eventId, now, warnings, ...(last === undefined ? {} : { last }) });
 
   for (let attempt = 1; ; attempt += 1) {
     // Observe.
     const observation = await observeFiring(deps.cluster, { namespace, pod, appmonitor: entry.appmonitor }, log);
-    if (observation.result === "ended") return { ...base, outcome: "skipped", reason: observation.reason, message: observation.message, attempts: attempt };
+    if (observation.result === "ended") {
+      if (observation.reason === "NoAppMonitor" && observation.pod !== undefined) {
+        const problem = await deps.events.record(noAppMonitorEvent(objectRef("v1", "Pod", namespace, pod, observation.pod.metadata?.uid), observation.message, eventId, deps.now()));
+        if (problem !== undefined) warnings.push(problem);
+      }
+      return { ...base, outcome: "skipped", reason: observation.reason, message: observation.message, attempts: attempt, ...(warnings.length > 0 ? { warnings } : {}) };
+    }
     const now = deps.now();
     const podRef = objectRef("v1", "Pod", namespace, pod, observation.pod.metadata?.uid);
     const named = observation.named;
@@ -259,7 +300,8 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
     if (observation.result === "unsupported") {
       // No template to judge, so never scaled; warn so whoever opted this Pod in learns why.
       const report = reportOf({ step: "unsupported", message: observation.message }, { eventId, now, statusLimit: deps.status.limit, trigger: entry.trigger });
-      await write(report, { pod: podRef, appMonitor: appMonitorRef(named), cooldownSeconds: named.spec.cooldownSeconds }, { namespace: named.metadata.namespace, name: named.metadata.name, uid: named.metadata.uid }, now);
+      const namedRef = { namespace: named.metadata.namespace, name: named.metadata.name, uid: named.metadata.uid };
+      await write(report, { pod: podRef, appMonitor: appMonitorRef(named), cooldownSeconds: named.spec.cooldownSeconds }, namedRef, now, lastWrite({ ...base, ...report.outcome }, named, now));
       return answer({}, report);
     }
     const target = targetOf(observation, namespace, pod, entry.fallback !== undefined);
@@ -282,7 +324,13 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
       defaultMaxMemory: deps.defaultMaxMemory,
     });
     await recordConflict(deps, planned, named, target, now, warnings);
-    if (!planned.governed) return { ...base, ...withOwner, outcome: "skipped", reason: planned.reason, message: planned.message, attempts: attempt, ...(warnings.length > 0 ? { warnings } : {}) };
+    if (!planned.governed) {
+      // Recorded on the AppMonitor the alert names; NotCovered also said in Warnings.
+      const report: Report = { reported: planned.reason === "NotCovered" ? [{ reason: "NotCovered", message: planned.message }] : [], outcome: { outcome: "skipped", reason: planned.reason, message: planned.message } };
+      const namedRef = { namespace: named.metadata.namespace, name: named.metadata.name, uid: named.metadata.uid };
+      await write(report, { pod: podRef, appMonitor: appMonitorRef(named), cooldownSeconds: named.spec.cooldownSeconds, workload: target.ref }, namedRef, now, lastWrite({ ...base, ...withOwner, ...report.outcome }, named, now));
+      return answer(withOwner, report);
+    }
     // A fallback writes a raise already decided, and guarded, when its alert came.
     const plan = entry.fallback === undefined ? planned : { ...planned, decision: fallbackDecision(target, planned.appMonitor), leak: undefined };
     const am = plan.appMonitor;
@@ -290,7 +338,7 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
     const subjects: Subjects = { pod: podRef, appMonitor: appMonitorRef(am), cooldownSeconds: am.spec.cooldownSeconds, workload: target.ref };
     const context = { target, appMonitor: am, eventId, now, statusLimit: deps.status.limit, trigger: entry.trigger };
     const end = async (report: Report): Promise<Outcome> => {
-      await write(report, subjects, amRef, now);
+      await write(report, subjects, amRef, now, lastWrite({ ...base, ...withOwner, ...report.outcome }, am, now));
       return answer({ ...withOwner, appmonitor: am.metadata.name }, report);
     };
 

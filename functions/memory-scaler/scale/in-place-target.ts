@@ -13,7 +13,8 @@
  * - An OOM kill counts only when it ended after the last scale (the container outlives a resize).
  * - No GitOps tool is crossed (the template does not change), so `GitOpsManaged` holds nothing; an
  *   HPA on memory or a VPA still would fight the Pods' memory and hold the scale.
- * - Writes (`write`): dry runs of every running Pod's resize, then the claim (`in-place-patch.ts`:
+ * - Writes (`write`): dry runs of every running Pod's resize (a dry run of the scale stops after
+ *   them and a dry run of the claim), then the claim (`in-place-patch.ts`:
  *   the workload's metadata, a compare-and-swap), listed in `status.pendingScales` first as a
  *   template patch is, then the resizes, each a compare-and-swap on its Pod's values. A refused dry
  *   run writes nothing: `InPlace` → `AdmissionRefused` naming the Pod and the API server's message;
@@ -26,7 +27,7 @@ import type * as k8s from "@kubernetes/client-node";
 import { IN_PLACE_MEMORY_ANNOTATION, type UpdateMode } from "../../lib/appmonitor.ts";
 import { apiStatus, isPatchConflict, isRefusal, toHttpFailure } from "../../lib/kube-api-errors.ts";
 import { gitOpsOwner } from "../coexist/gitops.ts";
-import { effectiveMemory, formatInPlaceRecord, parseInPlaceRecord, podChanges, withInPlaceChanges } from "../in-place.ts";
+import { effectiveMemory, formatInPlaceRecord, type InPlaceEntry, parseInPlaceRecord, podChanges, withInPlaceChanges } from "../in-place.ts";
 import { memoryOf, runningMemory, selectorString } from "../kube/views.ts";
 import { describeChanges, formatScaleRecord, type Workload } from "../model.ts";
 import { oomWindow } from "./evidence.ts";
@@ -57,6 +58,13 @@ export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: W
   // Containers the alerting Pod runs short of the workload's memory, and whether a resize is asking for it.
   const behind = podChanges(running, base.desired);
   const resizing = podChanges(running, specMemory).length > 0;
+
+  /** The claim of a new scale (`in-place-patch.ts`): the last-scale record and the in-place record `inPlace`. */
+  function claimOf(input: WriteInput, inPlace: readonly InPlaceEntry[] | undefined) {
+    const { time, eventId, trigger, history, appMonitor: am, changes } = input;
+    const record = formatScaleRecord({ time, appmonitor: am.metadata.name, event: eventId, multiplier: am.spec.memMultiplier, changes, ...(trigger === "oomKilled" ? { trigger } : {}), mode: "inPlace", earlier: history.marks });
+    return buildInPlaceClaimPatch({ template, resourceVersion: metadata?.resourceVersion, annotations: metadata?.annotations, labels: metadata?.labels, time, record, inPlace: formatInPlaceRecord(inPlace ?? []) });
+  }
 
   async function write(input: WriteInput): Promise<WriteResult> {
     const { cluster, changes, appMonitor: am, log } = input;
@@ -92,13 +100,24 @@ export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: W
       const written = await base.write(input);
       return written.result === "written" ? { ...written, fallback: why } : written;
     }
+    // A dry run: the resizes passed; the claim is dry-run too (admission may judge the workload's metadata).
+    if (input.dryRun) {
+      if (catchUp) return { result: "checked" };
+      try {
+        await cluster.patchWorkload(workload.kind, namespace, name, claimOf(input, inPlace), true);
+        return { result: "checked" };
+      } catch (error) {
+        if (isPatchConflict(error)) return { result: "conflict", message: apiStatus(error).message };
+        if (isRefusal(error)) return { result: "refused", reason: "AdmissionRefused", message: apiStatus(error).message };
+        throw toHttpFailure(error, `dry-run the patch of ${kind} ${namespace}/${name}`);
+      }
+    }
 
     let statusFrom: Record<string, unknown> | undefined = am.raw;
     if (!catchUp) {
-      const { time, eventId, trigger, history } = input;
-      const scaleRecord = formatScaleRecord({ time, appmonitor: am.metadata.name, event: eventId, multiplier: am.spec.memMultiplier, changes, ...(trigger === "oomKilled" ? { trigger } : {}), mode: "inPlace", earlier: history.marks });
+      const { time, eventId } = input;
       const pending = listPendingScale(input.status, input.amRef, { workload: base.workload, time, event: eventId }, am.raw, log);
-      const claim = buildInPlaceClaimPatch({ template, resourceVersion: metadata?.resourceVersion, annotations: metadata?.annotations, labels: metadata?.labels, time, record: scaleRecord, inPlace: formatInPlaceRecord(inPlace ?? []) });
+      const claim = claimOf(input, inPlace);
       await pending.listed;
       try {
         await cluster.patchWorkload(workload.kind, namespace, name, claim, false);

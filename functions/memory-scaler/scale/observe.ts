@@ -24,7 +24,8 @@ import { namedAppMonitor, type NamespaceAppMonitors, type ValidAppMonitor, valid
 /** What the read step found. */
 export type Observation =
   /** Nothing to scale, and nothing to tell anyone: the Pod or its owner is gone, the alert's AppMonitor is not there. */
-  | { readonly result: "ended"; readonly reason: "PodGone" | "OwnerGone" | NoneGoverns["reason"]; readonly message: string }
+  /** `pod`: the Pod read, when it was (a `NoAppMonitor` Warning regards it). */
+  | { readonly result: "ended"; readonly reason: "PodGone" | "OwnerGone" | NoneGoverns["reason"]; readonly message: string; readonly pod?: k8s.V1Pod }
   /** The Pod's owner has no Pod template memory-scaler can scale (a Job, an unknown kind). */
   | { readonly result: "unsupported"; readonly message: string; readonly pod: k8s.V1Pod; readonly named: ValidAppMonitor }
   /** A bare Pod (no controller owner reference): resized in place (`scale/pod-resize-target.ts`). */
@@ -75,7 +76,7 @@ export async function observeFiring(cluster: Cluster, alert: { readonly namespac
   const monitors = validAppMonitors(alert.namespace, items);
   for (const rejected of monitors.rejected) log.warn({ appmonitor: rejected.name, problem: rejected.problem }, "ignoring an AppMonitor with an invalid spec");
   const named = namedAppMonitor(monitors, alert.appmonitor);
-  if (named.result === "none") return { result: "ended", reason: named.reason, message: named.message };
+  if (named.result === "none") return { result: "ended", reason: named.reason, message: named.message, pod };
 
   if (controllerOf(pod.metadata) === undefined) return { result: "bare", pod, monitors, named: named.appMonitor };
   // The owner before coverage: coverage is judged on the workload's Pod template, not on the

@@ -66,9 +66,10 @@ export function podResizeTarget(pod: k8s.V1Pod, namespace: string, name: string)
       return { action: "skip", reason: "ResizeUnderWay", message, skipped: decision.skipped };
     },
 
-    async write({ cluster, changes, appMonitor }) {
+    async write({ cluster, changes, appMonitor, dryRun }) {
       try {
-        const { generation } = await cluster.resizePod(namespace, name, buildResizePatch(desired, changes, pod.metadata?.resourceVersion));
+        const { generation } = await cluster.resizePod(namespace, name, buildResizePatch(desired, changes, pod.metadata?.resourceVersion), dryRun);
+        if (dryRun) return { result: "checked" };
         return { result: "written", generation, statusFrom: appMonitor.raw };
       } catch (error) {
         if (isPatchConflict(error)) return { result: "conflict", message: apiStatus(error).message };

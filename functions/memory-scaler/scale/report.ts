@@ -9,10 +9,10 @@
  * | --- | --- | --- | --- |
  * | `unsupported` (no template to judge) | `UnsupportedOwner` | — | skipped |
  * | `decided` (the decision's skip) | the skip's reason (Events only for the reasons that have them) | `AtCap`: listed in `status.capped` (`AtMaxMemory`); `ProbableLeak`: listed in `status.probableLeaks` (`ProbableLeak`) | skipped, with the containers left out |
- * | `unconfirmed` (the evidence's skip) | — | — | skipped |
+ * | `unconfirmed` (the evidence's skip) | the skip's reason (`BelowThreshold` has them) | — | skipped |
  * | `held` (another manager: `coexist/gate.ts`) | the gate's reason, but `Reverted` (its Warnings came with the revert) | `GitOpsManaged`, `Reverted`: a `held` `recentScales` entry | skipped, with the changes; `revert: Held` |
- * | `dryRun` | `DryRun` (and `FixedHeap` for containers a heap flag held, `HeapFailure` for raised ones whose heap failed in-process) | a `dryRun` `recentScales` entry | dry-run |
- * | `refused` (admission, quota, Nodes) | the refusal's reason | — | skipped, with the changes |
+ * | `dryRun` (every check of the write passed; `note`: the install is paused) | `DryRun` (and `FixedHeap` for containers a heap flag held, `HeapFailure` for raised ones whose heap failed in-process) | a `dryRun` `recentScales` entry | dry-run |
+ * | `refused` (admission, quota, Nodes) | the refusal's reason | — | skipped, with the changes; for a dry run, dry-run: `would be refused: <message>` |
  * | `written` | the target's (`Scaled`…, `Resized`…), and `FixedHeap` / `HeapFailure` as for `dryRun` | the scale's `recentScales` entry, its rollout pending, out of `status.capped` and `status.pendingScales` | scaled; `revert: Repatched` when it re-applied a reverted value |
  *
  * And before any of these, the repair of the target's last scale ({@link repairReport}).
@@ -38,8 +38,9 @@ export type Ending =
   | { readonly step: "decided"; readonly skip: Skip }
   | { readonly step: "unconfirmed"; readonly skip: Skip }
   | { readonly step: "held"; readonly gate: Extract<Gate, { action: "skip" }>; readonly scale: Scale }
-  | { readonly step: "dryRun"; readonly scale: Scale }
-  | { readonly step: "refused"; readonly reason: "AdmissionRefused" | "RolloutExceedsQuota" | "Unschedulable"; readonly message: string; readonly scale: Scale }
+  /** `note`: why this is a dry run when the AppMonitor's mode is not (`PAUSED_NOTE`). */
+  | { readonly step: "dryRun"; readonly scale: Scale; readonly note?: string }
+  | { readonly step: "refused"; readonly reason: "AdmissionRefused" | "RolloutExceedsQuota" | "Unschedulable"; readonly message: string; readonly scale: Scale; readonly note?: string }
   | { readonly step: "written"; readonly written: Written; readonly scale: Scale; readonly reverted: boolean; readonly statusFrom: Record<string, unknown> | undefined };
 
 /**
@@ -120,7 +121,7 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
       return { reported: [{ reason: skip.reason, message: skip.message }], status: capped, outcome: skipped(ending.skip) };
     }
     case "unconfirmed":
-      return { reported: [], outcome: skipped(ending.skip) };
+      return { reported: [{ reason: ending.skip.reason, message: ending.skip.message }], outcome: skipped(ending.skip) };
     case "held": {
       const { gate, scale } = ending;
       return {
@@ -131,15 +132,20 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
       };
     }
     case "dryRun": {
-      const { scale } = ending;
+      const { scale, note } = ending;
       return {
-        reported: [{ reason: "DryRun", changes: scale.changes, trigger: context.trigger }, ...heldHeaps(scale)],
+        reported: [{ reason: "DryRun", changes: scale.changes, trigger: context.trigger, ...(note === undefined ? {} : { note }) }, ...heldHeaps(scale)],
         status: { entry: { ...entryOf(scale), dryRun: true }, from: am().raw },
-        outcome: { outcome: "dry-run", reason: "DryRun", message: `${target().wouldDo}: ${describeChanges(scale.changes)}`, changes: scale.changes, skipped: scale.skipped },
+        outcome: { outcome: "dry-run", reason: "DryRun", message: `${note === undefined ? "" : `${note}: `}${target().wouldDo}: ${describeChanges(scale.changes)}`, changes: scale.changes, skipped: scale.skipped },
       };
     }
     case "refused": {
-      const { reason, message, scale } = ending;
+      const { reason, message, scale, note } = ending;
+      // A dry run says what would have refused the write: the same reason, as a dry run's outcome.
+      if (scale.dryRun) {
+        const said = `${note === undefined ? "" : `${note}: `}would be refused: ${message}`;
+        return { reported: [{ reason, message, changes: scale.changes, dryRun: true }], outcome: { outcome: "dry-run", reason, message: said, changes: scale.changes, skipped: scale.skipped } };
+      }
       return { reported: [{ reason, message, changes: scale.changes }], outcome: { outcome: "skipped", reason, message, changes: scale.changes, skipped: scale.skipped } };
     }
     case "written": {

@@ -65,6 +65,11 @@ export interface WriteInput {
   /** `now` as RFC 3339 (whole seconds): the scale's time in every record of it. */
   readonly time: string;
   readonly log: Logger;
+  /**
+   * A dry run (`spec.mode: DryRun`, or `PAUSE_SCALING`): every check the write makes runs — the
+   * API server's dry runs (`dryRun=All`), the quota, the Node fit — and nothing is written.
+   */
+  readonly dryRun: boolean;
   /** Hears a problem that does not stop the write (a Node or quota list that failed); it lands in the outcome's `warnings`. */
   readonly warn: (message: string) => void;
 }
@@ -84,6 +89,8 @@ export type WriteResult =
       readonly resized?: readonly ResizedPod[];
       readonly fallback?: string;
     }
+  /** A dry run: every check passed, so the write would have been made; nothing was written. */
+  | { readonly result: "checked" }
   /** A `test` operation failed: the object changed since it was read; read again. */
   | { readonly result: "conflict"; readonly message: string }
   /** Not written, and why (the API server's message, or the check's). */
@@ -144,7 +151,7 @@ export interface WriteTarget {
   history(appMonitor: ValidAppMonitor, now: Date, statusLimit: number): History;
   /** `decideScale`'s decision as this target tells it (pure): e.g. an OnDelete workload's or a resize's skip said its own way. */
   refine(decision: Decision, appMonitor: ValidAppMonitor, alert: { readonly pod: string; readonly container?: string | undefined }): Skip | Scale;
-  /** Writes the scale once, as a compare-and-swap. @throws HttpError on an unexpected API failure, before anything was written. */
+  /** Writes the scale once, as a compare-and-swap (with `input.dryRun`, only its checks). @throws HttpError on an unexpected API failure, before anything was written. */
   write(input: WriteInput): Promise<WriteResult>;
   /** What a written scale reports (pure). */
   written(input: WrittenInput): Written;

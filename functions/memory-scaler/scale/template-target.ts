@@ -188,7 +188,7 @@ function withoutInPlace(annotations: Record<string, string> | undefined, labels:
 /** The checked patch of the template (module comment), the scale listed in `status.pendingScales` first. */
 async function write(t: Template, input: WriteInput): Promise<WriteResult> {
   const { workload, named, annotations, template } = t;
-  const { cluster, status: statusWriter, eventId, appMonitor: am, amRef, trigger, history, now, time, log, warn } = input;
+  const { cluster, status: statusWriter, eventId, appMonitor: am, amRef, trigger, history, now, time, log, warn, dryRun } = input;
   // Decided from the workload's memory; written from the template's own (the in-place part included).
   const changes = foldedChanges(template, input.changes);
   const record = formatScaleRecord({
@@ -207,7 +207,8 @@ async function write(t: Template, input: WriteInput): Promise<WriteResult> {
     ...buildHeapFlagPatch(workload.object.spec.template.spec, heapFlags),
     ...withoutInPlace(annotations, workload.object.metadata?.labels),
   ];
-  const pending = listPendingScale(statusWriter, amRef, { workload: named, time, event: eventId }, am.raw, log);
+  // A dry run writes nothing, so lists nothing.
+  const pending = dryRun ? undefined : listPendingScale(statusWriter, amRef, { workload: named, time, event: eventId }, am.raw, log);
   const written = await writeWorkload(
     cluster,
     workload,
@@ -217,13 +218,21 @@ async function write(t: Template, input: WriteInput): Promise<WriteResult> {
       log.warn({ workload: `${workload.kind}/${workload.name}` }, message);
       warn(message);
     },
-    pending.listed,
+    pending?.listed,
+    dryRun,
   );
+  if (written.result === "checked" || pending === undefined) return written.result === "written" ? { ...written, statusFrom: am.raw } : refusedOf(written);
   // Once listed, the writer's answer to that write is the status to start from (no read).
   const statusFrom = (await pending.listed) ? undefined : am.raw;
   if (written.result === "written") return { result: "written", generation: written.generation, statusFrom };
   if (written.result === "conflict") return written;
   await pending.unlist();
+  return refusedOf(written);
+}
+
+/** A write that did not happen as the target says it: checked (a dry run), a lost race, or the refusal's reason. */
+function refusedOf(written: Exclude<Awaited<ReturnType<typeof writeWorkload>>, { result: "written" }>): WriteResult {
+  if (written.result === "checked" || written.result === "conflict") return written;
   const reason = ({ refused: "AdmissionRefused", overQuota: "RolloutExceedsQuota", unschedulable: "Unschedulable" } as const)[written.result];
   return { result: "refused", reason, message: written.message };
 }

@@ -48,6 +48,8 @@ export function podForAdmission(workload: Workload, changes: readonly ContainerC
 /** How the write step ended: written (with the generation the patch gave the workload) or why not. */
 export type WriteResult =
   | { result: "written"; generation: number | undefined }
+  /** A dry run (`dryRun`): every check passed, nothing was written. */
+  | { result: "checked" }
   | { result: "conflict"; message: string }
   | { result: "refused"; message: string }
   | { result: "overQuota"; message: string }
@@ -69,6 +71,8 @@ function shapeOf(workload: Workload): RolloutShape {
  * dry runs (`status/pending-scales.ts`), must be written before the patch it stands for. A Node or quota list that fails — forbidden by RBAC that
  * predates it, the API server unavailable — or a Node list that says nothing (no Node, none
  * reporting allocatable memory) never blocks the scale: `onWarning` hears why and the write goes on.
+ * With `dryRun` (`spec.mode: DryRun`, or the install paused) every check runs and nothing is
+ * written: `checked` where the patch would have been.
  * @returns `written` with the workload's new `metadata.generation`, or `conflict` (a `test`
  * operation failed: the workload changed since it was read), `refused` (admission, with the API
  * server's message), `overQuota` or `unschedulable`, each with a message.
@@ -81,6 +85,7 @@ export async function writeWorkload(
   pod: k8s.V1Pod,
   onWarning: (message: string) => void,
   before?: Promise<unknown>,
+  dryRun = false,
 ): Promise<WriteResult> {
   const { kind, name, namespace } = workload;
   const classify = (error: unknown, doing: string): WriteResult => {
@@ -116,6 +121,7 @@ export async function writeWorkload(
     if (fit.result === "unschedulable") return { result: "unschedulable", message: fit.message };
     if (fit.result === "unknown") onWarning(`${fit.message} (scaling anyway)`);
   }
+  if (dryRun) return { result: "checked" };
   await before;
   try {
     const { generation } = await cluster.patchWorkload(kind, namespace, name, patch, false);

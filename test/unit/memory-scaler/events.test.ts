@@ -107,7 +107,29 @@ describe("eventsOf: the Events of each outcome, one table", () => {
       reported: { reason: "Resized", changes, multiplier: 2, trigger: "threshold" },
       events: [["Normal", "Resized", "Deployment", "AppMonitor", `resized Deployment memhog in place by 2: ${summary}`, "e1"], ["Normal", "Resized", "AppMonitor", "Deployment", `resized Deployment memhog in place by 2: ${summary}`, "e1"]],
     },
-    ...["Cooldown", "RolloutUnderWay", "RolloutWaitsForDelete", "BelowThreshold", "NotMeasured", "NotOOMKilled", "NotTrending", "NotCovered", "AppMonitorNotGoverning"].map((reason) => ({ reported: { reason, message: "m" }, events: [] })),
+    // The common skips: one pair per workload per window (the key names the window).
+    ...(["Cooldown", "BelowThreshold"] as const).map((reason) => ({
+      reported: { reason, message: "m" },
+      events: [
+        ["Normal", reason, "Deployment", "AppMonitor", "not scaled: m", `${reason}/Deployment/memhog/w1@5925312`],
+        ["Normal", reason, "AppMonitor", "Deployment", "not scaled: m", `${reason}/Deployment/memhog/w1@5925312`],
+      ] as Row[],
+    })),
+    {
+      reported: { reason: "NotCovered", message: "m" },
+      events: [
+        ["Warning", "NotCovered", "Deployment", "AppMonitor", "not scaled: m", "NotCovered/Deployment/memhog/w1@5925312"],
+        ["Warning", "NotCovered", "AppMonitor", "Deployment", "Deployment memhog: not scaled: m", "NotCovered/Deployment/memhog/w1@5925312"],
+      ],
+    },
+    {
+      reported: { reason: "RolloutExceedsQuota", message: "over", changes, dryRun: true },
+      events: [
+        ["Warning", "RolloutExceedsQuota", "Deployment", "AppMonitor", `DryRun: would not be scaled (${summary}): over`, "e1"],
+        ["Warning", "RolloutExceedsQuota", "AppMonitor", "Deployment", `Deployment memhog: DryRun: would not be scaled (${summary}): over`, "e1"],
+      ],
+    },
+    ...["RolloutUnderWay", "RolloutWaitsForDelete", "NotMeasured", "NotOOMKilled", "NotTrending", "AppMonitorNotGoverning"].map((reason) => ({ reported: { reason, message: "m" }, events: [] })),
   ];
   for (const { reported, events } of cases) {
     const variant = "onDelete" in reported ? " (OnDelete, repaired)" : "replacement" in reported ? ` (Pods replaced, ${reported.replacement?.atRisk.length === 0 ? "nothing at risk" : "state at risk"})` : "";

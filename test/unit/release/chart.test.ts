@@ -126,9 +126,10 @@ describe("the chart's values", () => {
     ]);
   });
 
-  test("prometheusUrl, defaultMaxMemory, alertmanagerUrl, metricSource, ruleLabels, alertSeverity and logLevel reach the functions' environment", async () => {
-    const objects = await template("appmonitor", ["profile=eventing-only", "prometheusUrl=", "defaultMaxMemory=16Gi", "alertmanagerUrl=", "metricSource=kube-state-metrics", "ruleLabels.release=kps", "ruleLabels.team=a", "alertSeverity=critical", "logLevel=debug"]);
-    assert.deepEqual(env(find(objects, "Deployment", "memory-scaler")), { PROMETHEUS_URL: "", DEFAULT_MAX_MEMORY: "16Gi", ALERTMANAGER_URL: "", LOG_LEVEL: "debug" });
+  test("prometheusUrl, defaultMaxMemory, alertmanagerUrl, metricSource, ruleLabels, alertSeverity, logLevel and pauseScaling reach the functions' environment", async () => {
+    const objects = await template("appmonitor", ["profile=eventing-only", "prometheusUrl=", "defaultMaxMemory=16Gi", "alertmanagerUrl=", "metricSource=kube-state-metrics", "ruleLabels.release=kps", "ruleLabels.team=a", "alertSeverity=critical", "logLevel=debug", "pauseScaling=true"]);
+    assert.deepEqual(env(find(objects, "Deployment", "memory-scaler")), { PROMETHEUS_URL: "", DEFAULT_MAX_MEMORY: "16Gi", ALERTMANAGER_URL: "", LOG_LEVEL: "debug", PAUSE_SCALING: "true" });
+    assert.equal(env(find(await template("appmonitor"), "Service", "memory-scaler")).PAUSE_SCALING, "false", "not paused by default");
     assert.deepEqual(env(find(objects, "Deployment", "rule-sync")), { PROMETHEUS_URL: "", METRIC_SOURCE: "kube-state-metrics", RULE_LABELS: "release=kps,team=a", ALERT_SEVERITY: "critical", LOG_LEVEL: "debug" });
   });
 

@@ -43,9 +43,10 @@ function setup(env: Record<string, string> = {}, prometheus?: FakePrometheus, lo
 }
 
 /** The conditions of the last status write, by type: [status, reason]. */
-function lastConditions(cluster: FakeCluster): Record<string, [string, string]> {
+/** RuleReady's and MetricsReady's status and reason in the last status write (Ready, their summary, is checked where it matters). */
+function lastConditions(cluster: FakeCluster, withReady = false): Record<string, [string, string]> {
   const write = cluster.statusWrites.at(-1);
-  return Object.fromEntries((write?.status.conditions ?? []).map((c) => [c.type, [c.status, c.reason]]));
+  return Object.fromEntries((write?.status.conditions ?? []).filter((c) => withReady || c.type !== "Ready").map((c) => [c.type, [c.status, c.reason]]));
 }
 
 const context = { log: silent, requestId: "r1", signal: new AbortController().signal };
@@ -91,7 +92,7 @@ describe("add and update events", () => {
     cluster.addMonitor("mymonitor", spec);
     const response = await handle(context, { type: `${REF_EVENT_PREFIX}add`, data: ref("mymonitor") });
     assert.deepEqual(response, { outcome: "created", reason: REASONS.loaded });
-    assert.deepEqual(lastConditions(cluster), { [RULE_READY]: ["True", REASONS.loaded], [METRICS_READY]: ["True", METRICS_REASONS.found] });
+    assert.deepEqual(lastConditions(cluster, true), { [RULE_READY]: ["True", REASONS.loaded], [METRICS_READY]: ["True", METRICS_REASONS.found], Ready: ["True", "Reconciled"] });
     assert.match(cluster.statusWrites[0]?.status.conditions[0]?.message ?? "", /is loaded by Prometheus at http:\/\/prometheus\.test:9090 as rule group appmonitor\/demo\/mymonitor/);
     assert.deepEqual(prometheus.requests, { rules: 1, query: 1 }, "the group asked once, the sides in one query; nothing cluster-wide when nothing is missing");
   });

@@ -10,7 +10,7 @@ import {
   type ObservedRule,
   type Plan,
 } from "../../../functions/rule-sync/plan.ts";
-import { METRICS_READY, METRICS_REASONS, REASONS, RULE_READY, type DesiredCondition } from "../../../functions/rule-sync/conditions.ts";
+import { METRICS_READY, METRICS_REASONS, READY, READY_REASONS, readyOf, REASONS, RULE_READY, type DesiredCondition } from "../../../functions/rule-sync/conditions.ts";
 import { GENERATION_ANNOTATION } from "../../../functions/rule-sync/rule.ts";
 import { DEFAULT_RULE_CONFIG, MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "../../../functions/rule-sync/rule-config.ts";
 import { statusApply } from "../../../functions/rule-sync/status.ts";
@@ -135,6 +135,24 @@ describe("findOrphans", () => {
   });
 });
 
+describe("readyOf", () => {
+  const rule = (status: DesiredCondition["status"], reason = "R"): DesiredCondition => ({ type: RULE_READY, status, reason, message: "rule" });
+  const metrics = (status: DesiredCondition["status"], reason = "M"): DesiredCondition => ({ type: METRICS_READY, status, reason, message: "metrics" });
+  const cases: [string, DesiredCondition[], Pick<DesiredCondition, "status" | "reason">][] = [
+    ["both True", [rule("True"), metrics("True")], { status: "True", reason: READY_REASONS.reconciled }],
+    ["RuleReady False", [rule("False", "RuleRejected"), metrics("Unknown", "RuleNotApplied")], { status: "False", reason: "RuleRejected" }],
+    ["a False MetricsReady beats an Unknown RuleReady", [rule("Unknown", "PrometheusUnreachable"), metrics("False", "NoMatchingSeries")], { status: "False", reason: "NoMatchingSeries" }],
+    ["Unknown only", [rule("True"), metrics("Unknown", "PrometheusUnreachable")], { status: "Unknown", reason: "PrometheusUnreachable" }],
+  ];
+  for (const [name, given, want] of cases) {
+    it(name, () => {
+      const ready = readyOf(given);
+      assert.equal(ready.type, READY);
+      assert.deepEqual({ status: ready.status, reason: ready.reason }, want);
+    });
+  }
+});
+
 describe("statusApply", () => {
   const now = new Date("2026-05-01T10:20:30.456Z");
   const ready: DesiredCondition = { type: RULE_READY, status: "True", reason: REASONS.loaded, message: "PrometheusRule demo/mymonitor (generation 3) is loaded" };
@@ -152,13 +170,14 @@ describe("statusApply", () => {
         conditions: [
           { type: RULE_READY, status: "True", reason: REASONS.loaded, message: ready.message, lastTransitionTime: "2026-05-01T10:20:30Z", observedGeneration: 3 },
           { type: METRICS_READY, status: "False", reason: METRICS_REASONS.limitNotScraped, message: series.message, lastTransitionTime: "2026-05-01T10:20:30Z", observedGeneration: 3 },
+          { type: READY, status: "False", reason: METRICS_REASONS.limitNotScraped, message: `MetricsReady: ${series.message}`, lastTransitionTime: "2026-05-01T10:20:30Z", observedGeneration: 3 },
         ],
       },
     });
   });
 
   it("writes nothing when the AppMonitor already says exactly that", () => {
-    const current = { observedGeneration: 3, conditions: [stored(ready), stored(series)] };
+    const current = { observedGeneration: 3, conditions: [stored(ready), stored(series), stored(readyOf(both))] };
     assert.equal(statusApply(monitor({ status: current }), both, now), undefined);
     // A new generation, another message of either condition, or another top-level observedGeneration is a change.
     assert.notEqual(statusApply(monitor({ status: current, generation: 4 }), both, now), undefined);
@@ -171,11 +190,11 @@ describe("statusApply", () => {
   it("keeps each condition's lastTransitionTime while its status stays, and moves it when its status changes", () => {
     const current = { conditions: [{ ...stored(ready), message: "old" }, stored(series)] };
     const written = statusApply(monitor({ status: current }), [ready, { ...series, status: "True", reason: METRICS_REASONS.found }], now)?.status.conditions;
-    assert.deepEqual(written?.map((c) => c.lastTransitionTime), ["2026-01-01T00:00:00Z", "2026-05-01T10:20:30Z"]);
+    assert.deepEqual(written?.map((c) => c.lastTransitionTime), ["2026-01-01T00:00:00Z", "2026-05-01T10:20:30Z", "2026-05-01T10:20:30Z"]);
   });
 
   it("leaves other conditions out of the apply, so their owners keep them", () => {
     const current = { conditions: [{ type: "Scaled", status: "True" as const, reason: "Scaled", message: "x", lastTransitionTime: "2026-01-01T00:00:00Z" }] };
-    assert.deepEqual(statusApply(monitor({ status: current }), both, now)?.status.conditions.map((c) => c.type), [RULE_READY, METRICS_READY]);
+    assert.deepEqual(statusApply(monitor({ status: current }), both, now)?.status.conditions.map((c) => c.type), [RULE_READY, METRICS_READY, READY]);
   });
 });

@@ -36,11 +36,11 @@ describe("reportOf", () => {
     assert.deepEqual(report.outcome, { outcome: "skipped", reason: "AtCap", message: "at the cap", skipped });
   });
 
-  it("decided otherwise, and unconfirmed: no status; the evidence's skip writes no Event either", () => {
+  it("decided otherwise, and unconfirmed: no status; the evidence's skip is reported for its Events (BelowThreshold has them)", () => {
     const skip = { action: "skip", reason: "Cooldown", message: "scaled 10s ago", skipped: [] } as const;
     assert.equal(reportOf({ step: "decided", skip }, context).status, undefined);
     const unconfirmed = reportOf({ step: "unconfirmed", skip: { action: "skip", reason: "BelowThreshold", message: "40%" } }, context);
-    assert.deepEqual([unconfirmed.reported, unconfirmed.status, unconfirmed.outcome], [[], undefined, { outcome: "skipped", reason: "BelowThreshold", message: "40%" }]);
+    assert.deepEqual([unconfirmed.reported, unconfirmed.status, unconfirmed.outcome], [[{ reason: "BelowThreshold", message: "40%" }], undefined, { outcome: "skipped", reason: "BelowThreshold", message: "40%" }]);
   });
 
   it("held by GitOps: its Warnings and a held recentScales entry; held by a revert: the entry only, and revert Held", () => {

@@ -132,7 +132,7 @@ describe("a scale whose status write failed after its patch is recorded by the n
     const later = await handleFiring(flowDeps(cluster, { now: () => new Date("2025-06-01T12:01:00Z") }), "e2", alertData(), log);
     assert.equal(later.reason, "Cooldown");
     assert.equal(statusOf(cluster)?.scaleCount, 1);
-    assert.equal(cluster.events.length, 4);
+    assert.deepEqual(cluster.events.slice(4).map((e) => e.reason), ["Cooldown", "Cooldown"], "nothing but the skip's own pair");
   });
 
   it("a listing left by a delivery that lost the race to a copy of the same event: the tick counts the scale once and takes the listing off", async () => {
@@ -153,7 +153,7 @@ describe("a scale whose status write failed after its patch is recorded by the n
     const refused = memhogCluster();
     refused.podRefusal = apiError(403, "exceeded quota: mem");
     assert.equal((await handleFiring(flowDeps(refused), "e1", alertData(), log)).reason, "AdmissionRefused");
-    assert.equal(refused.appMonitors.get(`${NS}/mymonitor`)?.status, undefined);
+    assert.deepEqual(Object.keys(refused.appMonitors.get(`${NS}/mymonitor`)?.status ?? {}), ["lastOutcome"], "no listing left, only the outcome");
 
     const cluster = memhogCluster();
     const am = cluster.appMonitors.get(`${NS}/mymonitor`);
