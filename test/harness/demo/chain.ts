@@ -123,6 +123,13 @@ export interface ChainResult {
    * its start to the patch, and the threshold and limit in bytes it is measured against.
    */
   workingSet?: { samples: { at: number; bytes: number }[]; threshold: number; limit: number };
+  /**
+   * The container's memory over the run as Prometheus scraped it, old Pod and new: the working set
+   * (cAdvisor's endpoint) and the limit (kube-state-metrics' `kube_pod_container_resource_limits`
+   * where it is scraped, else the Pod's spec at each sample), with the AppMonitor's percent;
+   * undefined when Prometheus could not be read for it (the chart is left out, not the run).
+   */
+  memory?: { samples: { series: "working set" | "limit"; pod: string; at: number; bytes: number }[]; thresholdPercent: number };
 }
 
 /** The hop that did not happen: its name, and why. */
@@ -870,6 +877,34 @@ async function oldWorkingSet(run: Run, old: MemhogPod, stored: StoredAppMonitor)
 }
 
 /**
+ * The container's working set and limit, both Pods, from the old Pod's start to now, as
+ * {@link ChainResult}'s `memory` says; undefined when a query fails.
+ */
+async function memoryOverTime(run: Run, old: MemhogPod, fresh: MemhogPod, stored: StoredAppMonitor): Promise<ChainResult["memory"]> {
+  const { state, namespace, hops, workload } = run;
+  const started = hops.find((h) => h.name === `${workload.name} Pod Running`)?.at ?? Date.now();
+  const range = `${Math.ceil((Date.now() - started) / 1000) + 30}s`;
+  const pods = `pod=~"${old.name}|${fresh.name}"`;
+  const read = async (series: string) => (await getJson<{ data: { result: { metric: Record<string, string>; values: [number, string][] }[] } }>(
+    `${state.prometheusUrl}/api/v1/query?${new URLSearchParams({ query: `${series}[${range}]` })}`)).data.result;
+  try {
+    const base = `namespace="${namespace}",container="${workload.container}",${pods}`;
+    const toSamples = (series: "working set" | "limit", result: Awaited<ReturnType<typeof read>>) =>
+      result.flatMap((r) => r.values.map(([at, v]) => ({ series, pod: r.metric.pod ?? "", at: Math.round(at * 1000), bytes: Number(v) })));
+    const workingSet = toSamples("working set", await read(`container_memory_working_set_bytes{${base},metrics_path="/metrics/cadvisor"}`));
+    let limits = toSamples("limit", await read(`kube_pod_container_resource_limits{${base},resource="memory"}`));
+    if (limits.length === 0) {
+      // No kube-state-metrics: each Pod's limit is its spec's, at each of its working-set samples.
+      const limitOf = (pod: string) => Number(floor(parseQuantity((pod === old.name ? old.memory.limit : fresh.memory.limit) ?? "0")));
+      limits = workingSet.map((w) => ({ ...w, series: "limit" as const, bytes: limitOf(w.pod) }));
+    }
+    return { samples: [...workingSet, ...limits].sort((a, b) => a.at - b.at), thresholdPercent: stored.spec?.memThresholdPercent ?? 75 };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Stops the functions and removes the scratch directory; unless `keep`, also puts Alertmanager's
  * configuration back, removes the rule file (reloading both) and deletes the namespace.
  */
@@ -945,7 +980,11 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
     const decisions = fns.scaler.logs.filter((l) => l.pod !== undefined && DECISIONS.includes(String(l.outcome)))
       .map((l) => ({ pod: String(l.pod), ...(l.trigger === undefined ? {} : { trigger: String(l.trigger) }), outcome: String(l.outcome), reason: String(l.reason) }));
     const workingSet = options.trend === undefined ? undefined : await oldWorkingSet(run, old, stored);
-    return { namespace, hops, before: old.memory, after: fresh.memory, oldPod: old.name, newPod: fresh.name, recorded, decisions, ...(workingSet === undefined ? {} : { workingSet }) };
+    const memory = await memoryOverTime(run, old, fresh, stored);
+    return {
+      namespace, hops, before: old.memory, after: fresh.memory, oldPod: old.name, newPod: fresh.name, recorded, decisions,
+      ...(workingSet === undefined ? {} : { workingSet }), ...(memory === undefined ? {} : { memory }),
+    };
   } finally {
     await cleanUp(run, functions, ruleFile, amConfigBefore);
   }

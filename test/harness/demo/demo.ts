@@ -7,7 +7,9 @@
  * `APPMONITOR_STACK_DIR`/.stack, pushing any image its registry lacks), runs the chain
  * (`chain.ts`) with the original demo's AppMonitor and memhog Deployment, prints the timeline in
  * the order things happened with each time's clock (`timeline.ts`) and the resources before and
- * after, and stops everything it started.
+ * after, writes a chart of the run (`run-chart.ts`: working set, limit and threshold from
+ * Prometheus, each hop marked) to `<cache>/demo/run-<time>.svg` and prints its path, and stops
+ * everything it started.
  *
  * By default memhog runs on the stack's real node (root; `npm run stack -- up --real-node`): real
  * memory, a real cgroup limit read back after the scale; the three functions run there too, as
@@ -26,13 +28,17 @@
  * Exit codes: 0 the Deployment was scaled and its new Pod runs; 1 a hop failed (named); 2 usage
  * or a missing prerequisite (named, with the command that fixes it).
  */
+import { mkdir, writeFile } from "node:fs/promises";
+import path from "node:path";
 import { parseArgs } from "node:util";
 import { buildImages, FUNCTION_IMAGES, type ImageName } from "../images/build.ts";
+import { cacheDir } from "../images/paths.ts";
 import { ensureDebianPackages } from "../stack/debian-packages.ts";
 import { defaultStateDir, resolveBinaries, StackStepError } from "../stack/paths.ts";
 import { pushImages, servedImages } from "../stack/registry.ts";
 import { down, readState, up } from "../stack/stack.ts";
 import { HopError, runChain } from "./chain.ts";
+import { runChartInput, runChartSvg } from "./run-chart.ts";
 import { hasWholeSecondClock, timelineLines } from "./timeline.ts";
 
 /** The hop the timeline counts from. */
@@ -124,6 +130,13 @@ try {
   const crossed = result.hops.find((h) => h.name === CROSSING);
   const running = result.hops.find((h) => h.name === "new Pod Running, old Pod gone");
   if (crossed && running) console.log(`reaction time (usage crossed → new Pod Running): ${((running.at - crossed.at) / 1000).toFixed(1)} s`);
+  const chart = runChartInput(result, CROSSING);
+  if (chart) {
+    const file = path.join(cacheDir(), "demo", `run-${new Date().toISOString().replace(/[:.]/g, "-")}.svg`);
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, await runChartSvg(chart));
+    console.log(`chart of this run (working set, limit and threshold from Prometheus, each hop marked): ${file}`);
+  }
 } catch (error) {
   code = 1;
   console.error(`\ndemo failed: ${error instanceof HopError || error instanceof StackStepError ? error.message : (error as Error).stack ?? String(error)}`);
