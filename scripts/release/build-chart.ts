@@ -1,6 +1,7 @@
 /**
  * `npm run chart -- DIR`: builds the Helm chart into `DIR/appmonitor/`: the chart's own files
- * (charts/appmonitor/: values, schema, helpers, NOTES, the webhook Secret, the scoped RBAC), the
+ * (charts/appmonitor/: values, schema, helpers, NOTES, the webhook Secret, the scoped RBAC, the
+ * dashboard's ConfigMap, with knative/monitoring/dashboard.json in `dashboards/`), the
  * templates generated from knative/ (`chart-templates.ts`), the CRD in `crds/`, and `Chart.yaml`
  * with package.json's version as both the chart's version and its appVersion. Prints the chart's
  * directory. Exit codes: 0 built; 1 a step failed (named on stderr); 2 usage.
@@ -111,6 +112,9 @@ export async function buildChart(outDir: string, overrides: ChartOverrides = {},
   await cp(CHART_SOURCE, chartDir, { recursive: true });
   const profiles = await renderProfiles(kubectl ?? (await resolveBinaries()).kubectl, { namespace: NAMESPACE_SENTINEL, origins: true });
   for (const [file, text] of chartTemplates(profiles)) await writeFile(path.join(chartDir, file), text);
+  // The dashboard's one source is knative/monitoring/; templates/dashboard.yaml reads this copy.
+  await mkdir(path.join(chartDir, "dashboards"));
+  await cp(path.join(repoRoot, "knative", "monitoring", "dashboard.json"), path.join(chartDir, "dashboards", "appmonitor.json"));
   await mkdir(path.join(chartDir, "crds"));
   await cp(path.join(repoRoot, "knative", "crd", "appmonitor.yaml"), path.join(chartDir, "crds", "appmonitor.yaml"));
   const pkg = await packageFacts();

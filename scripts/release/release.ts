@@ -12,8 +12,10 @@
  *                           and the CRD alone (appmonitor-crd.yaml, for upgrades)
  *   appmonitor-<v>.tgz      the Helm chart (build-chart.ts), linted, its values pinning the digests
  *   examples/, alertmanager/  the original demo's objects; Alertmanager's routing (knative/)
- *   monitoring/             the functions' PodMonitor and the PrometheusRule of alerts on appmonitor
- *                           itself, for a Prometheus prometheus-operator runs (knative/monitoring/)
+ *   monitoring/             for a Prometheus prometheus-operator runs (knative/monitoring/): the
+ *                           functions' PodMonitor and the Grafana dashboard's ConfigMap
+ *                           (monitoring.yaml), the dashboard alone (appmonitor-dashboard.json) and
+ *                           the PrometheusRule of alerts on appmonitor itself
  *   RELEASE-NOTES.md        CHANGELOG.md's section for the version, the images, the commands
  *   SHA256SUMS              every file above
  *
@@ -136,7 +138,8 @@ export async function release(outDir: string, say: (line: string) => void = () =
   await cp(path.join(repoRoot, "knative", "alertmanager", "alertmanager.yml"), path.join(outDir, "alertmanager", "alertmanager.yml"));
   // Not in the manifests: it needs prometheus-operator's CRDs, which an install may lack.
   await mkdir(path.join(outDir, "monitoring"));
-  await writeFile(path.join(outDir, "monitoring", "podmonitor.yaml"), await tool(kubectl, ["kustomize", path.join(repoRoot, "knative", "monitoring")]));
+  await writeFile(path.join(outDir, "monitoring", "monitoring.yaml"), await tool(kubectl, ["kustomize", path.join(repoRoot, "knative", "monitoring")]));
+  await cp(path.join(repoRoot, "knative", "monitoring", "dashboard.json"), path.join(outDir, "monitoring", "appmonitor-dashboard.json"));
   await cp(path.join(repoRoot, "knative", "monitoring", "appmonitor-alerts.yaml"), path.join(outDir, "monitoring", "appmonitor-alerts.yaml"));
   await writeFile(path.join(outDir, "RELEASE-NOTES.md"), releaseNotes(version, section, images));
   const files = await filesUnder(outDir);

@@ -9,13 +9,14 @@
 // route of knative/alertmanager/alertmanager.yml in the Alertmanager's base configuration and no
 // other receiver (a webhook of this file's own as the default one), and memhog is scaled once;
 // RuleReady and MetricsReady are True though the limit's cAdvisor series is dropped; and the
-// functions' PodMonitor is loaded by the operator and their Pods scraped. One real
+// functions' PodMonitor is loaded by the operator and their Pods scraped, and the dashboard's
+// queries find the run there. One real
 // node per machine: the file takes the machine-wide lock first.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { createServer, type Server } from "node:http";
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, readFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -149,4 +150,25 @@ test("the functions' PodMonitor (knative/monitoring/) is selected by the operato
   assert.deepEqual(FUNCTION_POD_NAMES.map((name) => found.some((pod) => pod.startsWith(`${name}-`))), FUNCTION_POD_NAMES.map(() => true), `scraped Pods: ${found.join(", ")}`);
   const scaled = await series(`appmonitor_memory_scaler_events_total{namespace="${FUNCTIONS_NAMESPACE}"}`);
   assert.ok(scaled.length > 0, "memory-scaler's own counter is in the operator's Prometheus");
+});
+
+test("the dashboard's queries, run against the operator's Prometheus after the chain: each is valid, and those of the run's events return series with the labels their legends use", { timeout: 300_000 }, async () => {
+  assert.ok(state && chained, "the chain ran");
+  const onNode = state.prometheusOperator?.onRealNode;
+  assert.ok(onNode);
+  const dashboard = JSON.parse(await readFile(path.join(repoRoot, "knative", "monitoring", "dashboard.json"), "utf8")) as { panels: { title: string; targets: { expr: string; legendFormat: string }[] }[] };
+  // What the run did not have: no skip, no failure, no denied call.
+  const eventless = new Set(["Skipped, capped, held and leak-guarded", "Failed scales and denied API calls"]);
+  const end = Date.now() / 1000;
+  for (const panel of dashboard.panels) {
+    for (const target of panel.targets) {
+      const params = new URLSearchParams({ query: target.expr, start: String(end - 1200), end: String(end), step: "30" });
+      const body = await (await fetch(`${onNode.prometheusUrl}/api/v1/query_range?${params}`)).json() as { status: string; error?: string; data: { result: { metric: Record<string, string> }[] } };
+      assert.equal(body.status, "success", `${panel.title}: ${target.expr}: ${body.error ?? ""}`);
+      if (eventless.has(panel.title)) continue;
+      assert.ok(body.data.result.length > 0, `${panel.title}: no series for ${target.expr}`);
+      const labels = [...target.legendFormat.matchAll(/\{\{(\w+)\}\}/g)].map((m) => m[1] as string);
+      for (const series of body.data.result) for (const label of labels) assert.ok(series.metric[label] !== undefined, `${panel.title}: a series without ${label}: ${JSON.stringify(series.metric)}`);
+    }
+  }
 });

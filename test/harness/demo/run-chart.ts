@@ -87,7 +87,7 @@ export async function runChartSvg(input: RunChartInput): Promise<string> {
  * `origin` (the crossing), the threshold at the AppMonitor's percent of each limit sample, and the
  * {@link MARKED_HOPS}; undefined when the result has no memory samples or no such hop.
  */
-export function runChartInput(result: Pick<ChainResult, "hops" | "memory" | "before" | "after">, origin: string): RunChartInput | undefined {
+export function runChartInput(result: Pick<ChainResult, "memory" | "before" | "after"> & { readonly hops: readonly { readonly name: string; readonly at: number }[] }, origin: string): RunChartInput | undefined {
   const at = result.hops.find((h) => h.name === origin)?.at;
   if (at === undefined || result.memory === undefined || result.memory.samples.length === 0) return undefined;
   const { samples, thresholdPercent } = result.memory;

@@ -102,7 +102,7 @@ describe("the chart", () => {
         const found = await drift(profile, namespace);
         assert.deepEqual(found.differences, []);
         assert.deepEqual(found.onlyKustomize, ["apiextensions.k8s.io/v1 CustomResourceDefinition /appmonitors.kubedemo.com", `v1 Namespace /${namespace}`]);
-        assert.deepEqual(found.onlyHelm, [`v1 Secret ${namespace}/appmonitor-webhook`]);
+        assert.deepEqual(found.onlyHelm, [`v1 ConfigMap ${namespace}/appmonitor-dashboard`, `v1 Secret ${namespace}/appmonitor-webhook`]);
       });
     }
   }
