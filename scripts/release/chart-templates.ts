@@ -190,7 +190,8 @@ export function objectTemplate(object: RenderedObject, namespace = "$.Release.Na
   if (o.kind === "ApiServerSource" && isObj(o.spec)) {
     o.spec.namespaceSelector = holes.add({ kind: "block", expr: `include "appmonitor.namespaceSelector" $` });
   }
-  return `---\n${holes.fill(stringify(o, { lineWidth: 0 }).trimEnd())}\n`;
+  // Helm reads YAML 1.1, where a bare Off (an enum value of the CRD) is false: quote such strings.
+  return `---\n${holes.fill(stringify(o, { lineWidth: 0, version: "1.1" }).trimEnd())}\n`;
 }
 
 /** A ClusterRoleBinding of {@link SCOPED_BINDINGS} as the template that binds cluster-wide, or in each watched namespace. */

@@ -35,6 +35,8 @@ import { IMAGE_KEYS, PROFILES } from "./chart-templates.ts";
 import { changelogSection, checksums, imagesList, PUSH_SCRIPT, RELEASE_REGISTRY, releaseNotes, type ReleaseImage } from "./release-files.ts";
 
 const run = promisify(execFile);
+/** kubectl and Helm read YAML 1.1, where a bare `Off` (an enum value of the CRD) is false: quote such strings. */
+const YAML_11 = { lineWidth: 0, version: "1.1" } as const;
 
 /** The Knative Eventing version event_display is built from (test/harness/bins/eventing/go.mod), its tag. */
 async function eventingVersion(): Promise<string> {
@@ -112,7 +114,7 @@ export async function release(outDir: string, say: (line: string) => void = () =
   const profiles = await renderProfiles(kubectl, { namespace: "appmonitor", images: pins });
   await mkdir(path.join(outDir, "manifests"));
   for (const profile of PROFILES) {
-    const text = profiles[profile].map((o) => stringify(o, { lineWidth: 0 })).join("---\n");
+    const text = profiles[profile].map((o) => stringify(o, YAML_11)).join("---\n");
     const unpinned = [...text.matchAll(/^\s*image: (\S+)$/gm)].map((m) => m[1] ?? "").filter((i) => !/:[\w.-]+@sha256:[0-9a-f]{64}$/.test(i));
     if (unpinned.length > 0) throw new Error(`manifests/appmonitor-${profile}.yaml: images not pinned by tag and digest: ${unpinned.join(", ")}`);
     await writeFile(path.join(outDir, "manifests", `appmonitor-${profile}.yaml`), `# appmonitor ${version}, the ${profile} profile (knative/${profile === "serving" ? "" : "eventing-only/"}), rendered by kustomize.\n${text}`);

@@ -87,7 +87,7 @@ async function dryRunApply(manifests: readonly object[]): Promise<{ code: number
   const dir = await tempDir("knative-dry-run");
   try {
     const file = path.join(dir.path, "objects.yaml");
-    await writeFile(file, manifests.map((m) => stringify(m)).join("---\n"));
+    await writeFile(file, manifests.map((m) => stringify(m, { version: "1.1" })).join("---\n"));
     return await runCommand(await kubectlBinary(), ["apply", "--server-side", "--dry-run=server", "--validate=strict", "--field-manager=appmonitor-tests", "-f", file]);
   } finally {
     await dir.remove();
@@ -209,6 +209,17 @@ describe("the AppMonitor CRD, installed", () => {
 
   const base = { memThresholdPercent: 75, memMultiplier: 2 };
   const webRef = { apiVersion: "apps/v1", kind: "Deployment", name: "web" };
+  test("accepts container policies, mode Off among them (a YAML 1.1 reader takes a bare Off for false)", async (t) => {
+    const namespace = await freshNamespace(t);
+    const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    await againstGeneratedCrd(async () => {
+      const spec = { ...base, containerPolicies: [{ containerName: "app", minMemory: "256Mi", maxMemory: "2Gi" }, { containerName: "envoy", mode: "Off" }, { containerName: "*", maxMemory: "512Mi" }] };
+      const body = { apiVersion: `${group}/${version}`, kind: "AppMonitor", metadata: { name: "policies" }, spec };
+      const created = (await custom.createNamespacedCustomObject({ group, version, namespace, plural, body, dryRun: "All" })) as { spec: { containerPolicies: { mode?: string }[] } };
+      assert.equal(created.spec.containerPolicies[1]?.mode, "Off");
+    });
+  });
+
   test("accepts a targetRef and a Narrow selector", async (t) => {
     const namespace = await freshNamespace(t);
     const custom = kc.makeApiClient(k8s.CustomObjectsApi);

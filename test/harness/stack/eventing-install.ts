@@ -51,7 +51,7 @@ export async function stackKubectl(state: StackState, args: readonly string[], s
 
 /** Server-side apply of `objects`, written to `file` first (kept for a reader of the state directory). */
 async function applyObjects(state: StackState, objects: readonly object[], file: string): Promise<void> {
-  await writeFile(file, objects.map((o) => stringify(o)).join("---\n"));
+  await writeFile(file, objects.map((o) => stringify(o, { version: "1.1" })).join("---\n"));
   await stackKubectl(state, ["apply", "--server-side", "--force-conflicts", "--field-manager=appmonitor-stack", "-f", file]);
 }
 

@@ -47,7 +47,7 @@ export async function applyAppmonitorEventing(state: StackState, timeoutMs = 120
   const objects = await stackProfileObjects(state, { namespace, sink: "sinkbinding" }, STEP);
   const write = async (name: string, list: readonly Manifest[]) => {
     const file = path.join(state.realNode?.paths.dir ?? "", name);
-    await writeFile(file, list.map((o) => stringify(o)).join("---\n"));
+    await writeFile(file, list.map((o) => stringify(o, { version: "1.1" })).join("---\n"));
     return ["-f", file];
   };
   // The AppMonitor CRD first: the ApiServerSource's adapter exits at start when its kind is not served.

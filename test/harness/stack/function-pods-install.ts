@@ -111,7 +111,7 @@ export async function deployFunctionPods(state: StackState, options: DeployFunct
   const prometheusRuleCrd = path.join(path.dirname(state.binaries.kubectl), "crds", "monitoring.coreos.com_prometheusrules.yaml");
   const write = async (name: string, list: readonly object[]) => {
     const file = path.join(node.paths.dir, name);
-    await writeFile(file, list.map((o) => stringify(o)).join("---\n"));
+    await writeFile(file, list.map((o) => stringify(o, { version: "1.1" })).join("---\n"));
     return file;
   };
   const first = (o: Manifest) => o.kind === "Namespace" || o.kind === "CustomResourceDefinition";
