@@ -157,6 +157,11 @@ test("the dashboard's queries, run against the operator's Prometheus after the c
   const onNode = state.prometheusOperator?.onRealNode;
   assert.ok(onNode);
   const dashboard = JSON.parse(await readFile(path.join(repoRoot, "knative", "monitoring", "dashboard.json"), "utf8")) as { panels: { title: string; targets: { expr: string; legendFormat: string }[] }[] };
+  // increase() and rate() need two samples of the functions' series: wait for a second scrape.
+  const twice = `count_over_time(appmonitor_memory_scaler_events_total{type="firing"}[10m]) >= 2`;
+  const deadline = Date.now() + 180_000;
+  const samples = async () => ((await (await fetch(`${onNode.prometheusUrl}/api/v1/query?${new URLSearchParams({ query: twice })}`)).json()) as { data: { result: unknown[] } }).data.result.length;
+  while (Date.now() < deadline && (await samples()) === 0) await new Promise((r) => setTimeout(r, 5000));
   // What the run did not have: no skip, no failure, no denied call.
   const eventless = new Set(["Skipped, capped, held and leak-guarded", "Failed scales and denied API calls"]);
   const end = Date.now() / 1000;

@@ -15,6 +15,7 @@ import { FUNCTIONS_NAMESPACE, stackProfileObjects } from "./function-pods-instal
 import { StackStepError } from "./paths.ts";
 import { isEventingObject } from "./stack-profile.ts";
 import type { StackState } from "./stack.ts";
+import { waitEstablished } from "../lib/crd-established.ts";
 
 const STEP = "apply appmonitor's Eventing objects";
 
@@ -53,7 +54,7 @@ export async function applyAppmonitorEventing(state: StackState, timeoutMs = 120
   // The AppMonitor CRD first: the ApiServerSource's adapter exits at start when its kind is not served.
   const first = objects.filter((o) => o.kind === "Namespace" || o.kind === "CustomResourceDefinition");
   await stackKubectl(state, ["apply", "--server-side", "--field-manager=appmonitor-stack", ...await write("appmonitor-crds.yaml", first)], STEP);
-  await stackKubectl(state, ["wait", "--for=condition=Established", "--timeout=60s", "crd/appmonitors.kubedemo.com"], STEP);
+  await waitEstablished((args) => stackKubectl(state, args, STEP), ["crd/appmonitors.kubedemo.com"]);
   await placeNamespace(state, namespace);
   await stackKubectl(state, ["apply", "--server-side", "--force-conflicts", "--field-manager=appmonitor-stack", ...await write("appmonitor-eventing.yaml", objects.filter(isEventingObject))], STEP);
   const broker = brokerIn(namespace);

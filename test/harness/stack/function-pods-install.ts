@@ -24,6 +24,7 @@ import { StackStepError } from "./paths.ts";
 import { CLUSTER_DOMAIN } from "./real-node-config.ts";
 import { isEventingObject, renderStackProfile, SHIPPED_NAMESPACE } from "./stack-profile.ts";
 import type { StackState } from "./stack.ts";
+import { waitEstablished } from "../lib/crd-established.ts";
 
 const run = promisify(execFile);
 
@@ -116,7 +117,7 @@ export async function deployFunctionPods(state: StackState, options: DeployFunct
   };
   const first = (o: Manifest) => o.kind === "Namespace" || o.kind === "CustomResourceDefinition";
   await apply(await write("function-pods-crds.yaml", objects.filter(first)), prometheusRuleCrd);
-  await kubectl(["wait", "--for=condition=Established", "--timeout=60s", "crd/appmonitors.kubedemo.com", "crd/prometheusrules.monitoring.coreos.com"]);
+  await waitEstablished(kubectl, ["crd/appmonitors.kubedemo.com", "crd/prometheusrules.monitoring.coreos.com"]);
   await placeNamespace(state, namespace);
 
   const webhookToken = randomBytes(32).toString("hex");

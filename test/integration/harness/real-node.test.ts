@@ -38,6 +38,7 @@ import { checkRuleInput } from "../../../functions/rule-sync/rule-input.ts";
 import { deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE, type FunctionPods } from "../../harness/stack/function-pods-install.ts";
 import { importImages } from "../../harness/stack/node-images.ts";
 import { acquireRealNodeLock } from "../../support/real-node-lock.ts";
+import { waitEstablished } from "../../harness/lib/crd-established.ts";
 
 const run = promisify(execFile);
 const Mi = 1 << 20;
@@ -570,7 +571,7 @@ test("the three functions run on the real node as Deployments rendered from thei
 async function createAppMonitorWhenServed(): Promise<void> {
   const kubectl = (state as StackState).binaries.kubectl;
   await run(kubectl, [`--kubeconfig=${(state as StackState).kubeconfig}`, "apply", "--server-side", "-f", path.join(repoRoot, "knative/crd/appmonitor.yaml")]);
-  await run(kubectl, [`--kubeconfig=${(state as StackState).kubeconfig}`, "wait", "--for=condition=Established", "crd/appmonitors.kubedemo.com"]);
+  await waitEstablished((args) => run(kubectl, [`--kubeconfig=${(state as StackState).kubeconfig}`, ...args]), ["crd/appmonitors.kubedemo.com"]);
   await createAppMonitor(WORKLOAD_NS, "mymonitor", { memThresholdPercent: 75, memMultiplier: 2 });
 }
 
@@ -686,7 +687,8 @@ test("resizes the real node cannot hold now or ever, and one whose resizePolicy 
   await installMemoryScaler();
   const scaler = await startScaler({ PROMETHEUS_URL: "" });
   t.after(() => scaler.stop());
-  await createAppMonitor("default", "resize-more", { memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 0, selector: { matchLabels: { app: "resize-more" } } });
+  // A cap above every resize here: the install's default (8Gi) may be below them on a large host.
+  await createAppMonitor("default", "resize-more", { memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 0, maxMemory: "1Ti", selector: { matchLabels: { app: "resize-more" } } });
   const node = await core.readNode({ name: REAL_NODE.name });
   const allocatable = Number(floor(parseQuantity(node.status?.allocatable?.memory ?? "0")));
   const share = (fraction: number) => `${Math.floor((allocatable * fraction) / Mi)}Mi`;
