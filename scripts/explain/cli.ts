@@ -182,7 +182,7 @@ if (import.meta.main) {
   try {
     const args = parseExplainArgs(process.argv.slice(2), process.env);
     const kc = new k8s.KubeConfig();
-    kc.loadFromDefault();
+    await mustRead(`the kubeconfig (${process.env.KUBECONFIG === undefined ? "the default" : `KUBECONFIG=${process.env.KUBECONFIG}`})`, async () => kc.loadFromDefault());
     process.stdout.write(`${(await explain(args, kc)).join("\n")}\n`);
   } catch (error) {
     if (error instanceof UsageError) {
