@@ -73,7 +73,7 @@ describe("explain: not covered", () => {
 
 describe("explain: coverage and precedence", () => {
   it("names how the AppMonitor covers the workload", () => {
-    assert.match(lineOf(explain(workload(true), [appMonitor("m")]), "coverage"), /^coverage: covered by AppMonitor m \(annotation\)  \(/);
+    assert.match(lineOf(explain(workload(true), [appMonitor("m")]), "coverage"), /^coverage: covered by AppMonitor m \(annotation\) {2}\(/);
     assert.match(lineOf(explain(workload(false), [appMonitor("m", { selector: { matchLabels: { app: "web" } } })]), "coverage"), /covered by AppMonitor m \(selector\)/);
   });
 
@@ -88,8 +88,8 @@ describe("explain: rule not loaded", () => {
     const status = { conditions: [{ type: "RuleReady", status: "False", reason: "RuleNotLoaded", message: "Prometheus lists no group" }] };
     const lines = explain(workload(), [appMonitor("m", {}, status)], chain({ prometheusRule: { ok: true, value: undefined }, ruleGroup: { name: "appmonitor-shop-m", loaded: { ok: true, value: undefined } } }));
     assert.match(lineOf(lines, "rule object"), /^rule object: absent: .*\(PrometheusRule shop\/m\)$/);
-    assert.match(lineOf(lines, "rule loaded"), /^rule loaded: not loaded: Prometheus lists no rule group appmonitor-shop-m, so no alert can fire  \(Prometheus \/api\/v1\/rules rule_group\[\]=appmonitor-shop-m\)$/);
-    assert.match(lineOf(lines, "conditions"), /^conditions: RuleReady=False \(RuleNotLoaded: Prometheus lists no group\)  \(AppMonitor shop\/m status\.conditions\)$/);
+    assert.match(lineOf(lines, "rule loaded"), /^rule loaded: not loaded: Prometheus lists no rule group appmonitor-shop-m, so no alert can fire {2}\(Prometheus \/api\/v1\/rules rule_group\[\]=appmonitor-shop-m\)$/);
+    assert.match(lineOf(lines, "conditions"), /^conditions: RuleReady=False \(RuleNotLoaded: Prometheus lists no group\) {2}\(AppMonitor shop\/m status\.conditions\)$/);
   });
 
   it("says when no conditions are set yet", () => {
@@ -113,9 +113,9 @@ describe("explain: rule not loaded", () => {
 describe("explain: series and threshold", () => {
   it("below the threshold: each container's percent against it, the query as source on one line", () => {
     const lines = explain(workload(), [appMonitor("m")]);
-    assert.match(lineOf(lines, "series"), /^series: 1 container series  \(100 \* max by \(namespace, pod, container\) \(x\) \/ on/);
-    assert.match(lineOf(lines, "usage web-1/memhog"), /^usage web-1\/memhog: 40% of its memory limit, below the threshold 75%  \(100 \* max/);
-    assert.match(lineOf(lines, "alert"), /^alert: none pending or firing for its Pods  \(ALERTS\{namespace="shop", appmonitor="m"\}\)$/);
+    assert.match(lineOf(lines, "series"), /^series: 1 container series {2}\(100 \* max by \(namespace, pod, container\) \(x\) \/ on/);
+    assert.match(lineOf(lines, "usage web-1/memhog"), /^usage web-1\/memhog: 40% of its memory limit, below the threshold 75% {2}\(100 \* max/);
+    assert.match(lineOf(lines, "alert"), /^alert: none pending or firing for its Pods {2}\(ALERTS\{namespace="shop", appmonitor="m"\}\)$/);
   });
 
   it("at the threshold counts as above (the rule's >=)", () => {
@@ -152,8 +152,8 @@ describe("explain: scaled", () => {
 
   it("shows the last outcome, the record, the recent scales and the cooldown left", () => {
     const lines = explain(workload(true, annotations), [appMonitor("m", {}, status)]);
-    assert.match(lineOf(lines, "last outcome"), /^last outcome: scaled at 2026-12-02T05:58:00Z for Pod web-1: Scaled: memhog: limit 384Mi → 768Mi  \(AppMonitor shop\/m status\.lastOutcome\)$/);
-    assert.match(lineOf(lines, "last scale"), /^last scale: at 2026-12-02T05:58:00Z by AppMonitor m: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi  \(Deployment shop\/web metadata\.annotations app-monitor\.kubedemo\.com\/last-scale-record\)$/);
+    assert.match(lineOf(lines, "last outcome"), /^last outcome: scaled at 2026-12-02T05:58:00Z for Pod web-1: Scaled: memhog: limit 384Mi → 768Mi {2}\(AppMonitor shop\/m status\.lastOutcome\)$/);
+    assert.match(lineOf(lines, "last scale"), /^last scale: at 2026-12-02T05:58:00Z by AppMonitor m: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi {2}\(Deployment shop\/web metadata\.annotations app-monitor\.kubedemo\.com\/last-scale-record\)$/);
     assert.match(lineOf(lines, "recent scales"), /^recent scales: 1, newest at 2026-12-02T05:58:00Z: memhog limit 384Mi → 768Mi/);
     // 300 s default cooldown, 120 s passed.
     assert.match(lineOf(lines, "cooldown"), /^cooldown: 180s left of 300s since 2026-12-02T05:58:00Z: an alert now is skipped \(Cooldown\)/);
@@ -209,6 +209,6 @@ describe("explain: caps and gates", () => {
 
 describe("explain: every line names its source", () => {
   it("ends each line in a parenthesised source", () => {
-    for (const l of explain(workload(), [appMonitor("m")])) assert.match(l, /^[a-z][^:]*: .+  \(.+\)$/s);
+    for (const l of explain(workload(), [appMonitor("m")])) assert.match(l, /^[a-z][^:]*: .+ {2}\(.+\)$/s);
   });
 });
