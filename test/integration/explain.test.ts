@@ -16,11 +16,10 @@ import { validateAppMonitorSpec } from "../../functions/lib/appmonitor-spec.ts";
 import { DEFAULT_RULE_CONFIG } from "../../functions/rule-sync/rule-config.ts";
 import { checkRuleInput } from "../../functions/rule-sync/rule-input.ts";
 import { buildPrometheusRule, buildRulesFile, ruleGroupName } from "../../functions/rule-sync/rule.ts";
-import { usageMemoryAnnotation } from "../harness/stack/config-files.ts";
 import { describeAnswer } from "../support/post-event.ts";
-import { alertEvent, appMonitorStatus, deliver, monitoredDeployment, scalerForSuite } from "../support/memory-scaler.ts";
+import { alertEvent, appMonitorStatus, deliver, monitoredDeployment, scalerForSuite, setWorkingSet } from "../support/memory-scaler.ts";
 import { installRuleSync } from "../support/rule-sync.ts";
-import { adminKubeConfig, freshNamespace, promQuery, stack, waitFor } from "../support/stack.ts";
+import { adminKubeConfig, freshNamespace, stack, waitFor } from "../support/stack.ts";
 
 const MI = 1024 * 1024;
 
@@ -41,16 +40,6 @@ function lineOf(stdout: string, what: string): string {
   const found = stdout.split("\n").find((l) => l.startsWith(`${what}: `));
   assert.ok(found !== undefined, `no "${what}" line in:\n${stdout}`);
   return found;
-}
-
-/** Sets the Pod's working set (kwok's cAdvisor emulation) and waits until Prometheus has scraped it. */
-async function usage(ns: string, pod: string, quantity: string, bytes: number): Promise<void> {
-  const core = (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api);
-  await core.patchNamespacedPod({ namespace: ns, name: pod, body: { metadata: { annotations: { [usageMemoryAnnotation]: quantity } } } }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
-  await waitFor(`Prometheus to see ${quantity} for ${pod}`, async () => {
-    const samples = await promQuery(`container_memory_working_set_bytes{namespace="${ns}",pod="${pod}",container="memhog"}`);
-    return samples.length === 1 && samples[0]?.value === bytes;
-  });
 }
 
 describe("explain against the stack", () => {
@@ -105,7 +94,7 @@ describe("explain against the stack", () => {
     await writeFile(file, buildRulesFile([input], DEFAULT_RULE_CONFIG));
     await reload();
     await waitFor("Prometheus to load the rule group", async () => (await fetch(new URL(`api/v1/rules?rule_group[]=${encodeURIComponent(ruleGroupName(input))}`, `${prometheusUrl}/`)).then((r) => r.text())).includes(ruleGroupName(input)));
-    await usage(ns, pod, "100Mi", 100 * MI);
+    await setWorkingSet(ns, pod, "100Mi", 100 * MI);
 
     const { code, stdout, stderr } = await explain("deploy/web", "-n", ns);
     assert.equal(code, 0, stderr);
