@@ -97,12 +97,21 @@ function why(error: unknown): string {
   return `${typeof code === "number" ? `HTTP ${code}: ` : ""}${(error as Error).message.split("\n")[0] ?? ""}`;
 }
 
-/** `read`'s value, or a {@link ReadError} naming `what`. */
+/** Attempts of a read the API server answers 429 (busy, or a CRD just established): it asks to try again. */
+const ATTEMPTS = 5;
+
+/** `read`'s value, or a {@link ReadError} naming `what`; a 429 is tried again after a second, {@link ATTEMPTS} times in all. */
 async function mustRead<T>(what: string, read: () => Promise<T>): Promise<T> {
-  try {
-    return await read();
-  } catch (error) {
-    throw new ReadError(`cannot read ${what}: ${why(error)}`, { cause: error });
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await read();
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 429 && attempt < ATTEMPTS) {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        continue;
+      }
+      throw new ReadError(`cannot read ${what}: ${why(error)}`, { cause: error });
+    }
   }
 }
 
