@@ -262,15 +262,30 @@ function seriesOf(monitor: RuleInput, source: MetricSource): { workingSet: strin
  * @returns the expression, over several lines.
  */
 export function alertExpression(monitor: RuleInput, source: MetricSource): string {
+  const ratio = [...percentOfLimitLines(monitor, source), `  >= ${promqlNumber(monitor.spec.memThresholdPercent)}`];
+  if (source === "cadvisor") return ratio.join("\n");
+  return coveredPodsOnly(ratio, monitor);
+}
+
+/** The working set in percent of the memory limit, per namespace, pod and container: {@link alertExpression} without its threshold. */
+function percentOfLimitLines(monitor: RuleInput, source: MetricSource): string[] {
   const { workingSet, limit } = seriesOf(monitor, source);
   // 100 × used / limit rather than used / limit × 100: exact whenever the percentage is a whole
   // number, so an alert at 76 % reports 76, not 76.00000000000001.
-  const ratio = [
-    `100 * max by ${BY} (${workingSet})`,
-    `  / on ${BY}`,
-    `max by ${BY} (${limit})`,
-    `  >= ${promqlNumber(monitor.spec.memThresholdPercent)}`,
-  ];
+  return [`100 * max by ${BY} (${workingSet})`, `  / on ${BY}`, `max by ${BY} (${limit})`];
+}
+
+/**
+ * The series {@link alertExpression} compares with `spec.memThresholdPercent`: each covered
+ * container's working set in percent of its memory limit (labels namespace, pod, container),
+ * whatever its value — what `explain` reports as the distance to the threshold.
+ *
+ * @param monitor the checked AppMonitor.
+ * @param source the metric source.
+ * @returns the expression, over several lines.
+ */
+export function percentOfLimitExpression(monitor: RuleInput, source: MetricSource): string {
+  const ratio = percentOfLimitLines(monitor, source);
   if (source === "cadvisor") return ratio.join("\n");
   return coveredPodsOnly(ratio, monitor);
 }

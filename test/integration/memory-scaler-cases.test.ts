@@ -14,7 +14,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it, type TestContext } from "node:test";
 import * as k8s from "@kubernetes/client-node";
-import { usageMemoryAnnotation } from "../harness/stack/config-files.ts";
 import { freePort } from "../harness/lib/free-port.ts";
 import { installMemoryScaler } from "../support/install.ts";
 import { describeAnswer } from "../support/post-event.ts";
@@ -30,11 +29,12 @@ import {
   runningPods,
   waitForWatchCache,
   scalerForSuite,
+  setWorkingSet,
   startScaler,
   type Answer,
   type ScalerUnderTest,
 } from "../support/memory-scaler.ts";
-import { adminKubeConfig, freshNamespace, promQuery, stack, waitFor } from "../support/stack.ts";
+import { adminKubeConfig, freshNamespace, stack, waitFor } from "../support/stack.ts";
 
 const MONITOR = { "app-monitor.kubedemo.com/monitor": "true" };
 
@@ -617,29 +617,17 @@ describe("memory-scaler with PROMETHEUS_URL", () => {
     await blind?.stop();
   });
 
-  async function usage(ns: string, pod: string, quantity: string, bytes: number): Promise<void> {
-    const core = (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api);
-    await core.patchNamespacedPod(
-      { namespace: ns, name: pod, body: { metadata: { annotations: { [usageMemoryAnnotation]: quantity } } } },
-      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
-    );
-    await waitFor(`Prometheus to see ${quantity} for ${pod}`, async () => {
-      const samples = await promQuery(`container_memory_working_set_bytes{namespace="${ns}",pod="${pod}",container="memhog"}`);
-      return samples.length === 1 && samples[0]?.value === bytes;
-    }, 30_000);
-  }
-
   it("skips an alert Prometheus does not confirm, scales one it does", async (t) => {
     const { ns, pod } = await monitoredCase(t, { memThresholdPercent: 75, memMultiplier: 2 }, (ns) => createDeployment(ns, "web"), "app=web");
     const mi = 1024 * 1024;
 
-    await usage(ns, pod.metadata.name, "100Mi", 100 * mi);
+    await setWorkingSet(ns, pod.metadata.name, "100Mi", 100 * mi);
     const stale = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(stale.status, 204);
     assert.equal(stale.reason, "BelowThreshold", describeAnswer(stale));
     assert.equal((await readDeployment(ns, "web")).metadata?.generation, 1);
 
-    await usage(ns, pod.metadata.name, "300Mi", 300 * mi);
+    await setWorkingSet(ns, pod.metadata.name, "300Mi", 300 * mi);
     const real = await deliver(scaler.url, alertEvent({ namespace: ns, pod: pod.metadata.name, container: "memhog", appmonitor: "m" }));
     assert.equal(real.outcome, "scaled", describeAnswer(real));
     assert.deepEqual(resourcesOf((await readDeployment(ns, "web")).spec?.template), { memhog: res("768Mi", "512Mi") });

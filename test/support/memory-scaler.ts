@@ -19,7 +19,8 @@ import { manifestFile } from "../harness/lib/manifests.ts";
 import { installMemoryScaler } from "./install.ts";
 import { postEvent, type EventAnswer } from "./post-event.ts";
 import { down, up } from "../harness/stack/stack.ts";
-import { adminKubeConfig, serviceAccountKubeConfig, waitFor } from "./stack.ts";
+import { adminKubeConfig, promQuery, serviceAccountKubeConfig, waitFor } from "./stack.ts";
+import { usageMemoryAnnotation } from "../harness/stack/config-files.ts";
 import { startTcpProxy, type TcpProxy } from "./tcp-proxy.ts";
 import { tempDir } from "./temp-dir.ts";
 
@@ -303,4 +304,17 @@ export async function eventsRegarding(namespace: string, kind: string, name: str
   const events = (await adminKubeConfig()).makeApiClient(k8s.EventsV1Api);
   const list = await events.listNamespacedEvent({ namespace });
   return list.items.filter((e) => e.regarding?.kind === kind && e.regarding.name === name && e.reportingController === "kubedemo.com/memory-scaler");
+}
+
+/**
+ * Sets the working set kwok's cAdvisor emulation reports for the container `memhog` of Pod
+ * `pod` to `quantity` (`bytes` whole bytes) and waits until Prometheus has scraped it.
+ */
+export async function setWorkingSet(ns: string, pod: string, quantity: string, bytes: number): Promise<void> {
+  const core = (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api);
+  await core.patchNamespacedPod({ namespace: ns, name: pod, body: { metadata: { annotations: { [usageMemoryAnnotation]: quantity } } } }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
+  await waitFor(`Prometheus to see ${quantity} for ${pod}`, async () => {
+    const samples = await promQuery(`container_memory_working_set_bytes{namespace="${ns}",pod="${pod}",container="memhog"}`);
+    return samples.length === 1 && samples[0]?.value === bytes;
+  });
 }

@@ -136,6 +136,19 @@ function decideContainer(input: DecideInput, name: string, multiplier: Quantity)
 }
 
 /**
+ * Whole seconds (rounded up) of `cooldownSeconds` left at `now` since `lastScaleTime` (RFC 3339),
+ * 0 when none: no last scale, an unparseable timestamp, a cooldown of 0, or the time passed. A
+ * future timestamp counts as recent (rule 1 of {@link decideScale}).
+ */
+export function cooldownLeft(lastScaleTime: string | undefined, cooldownSeconds: number, now: Date): number {
+  if (lastScaleTime === undefined || cooldownSeconds <= 0) return 0;
+  const last = Date.parse(lastScaleTime);
+  const elapsedMs = now.getTime() - last;
+  if (Number.isNaN(last) || elapsedMs >= cooldownSeconds * 1000) return 0;
+  return Math.ceil((cooldownSeconds * 1000 - elapsedMs) / 1000);
+}
+
+/**
  * Decides whether and how to raise a workload's memory after a memory-threshold alert. Pure: no
  * I/O, no clock (pass `now`). Rules (DESIGN.md "Decisions that matter for correctness" and the
  * AppMonitor fields in "The API"), in order:
@@ -168,13 +181,9 @@ function decideContainer(input: DecideInput, name: string, multiplier: Quantity)
  */
 export function decideScale(input: DecideInput): Decision {
   const { spec, now } = input;
-  if (input.lastScaleTime !== undefined && spec.cooldownSeconds > 0) {
-    const last = Date.parse(input.lastScaleTime);
-    const elapsedMs = now.getTime() - last;
-    if (!Number.isNaN(last) && elapsedMs < spec.cooldownSeconds * 1000) {
-      const remaining = Math.ceil((spec.cooldownSeconds * 1000 - elapsedMs) / 1000);
-      return { action: "skip", reason: "Cooldown", message: `last scaled at ${input.lastScaleTime}; cooldown of ${spec.cooldownSeconds}s has ${remaining}s left`, skipped: [] };
-    }
+  const remaining = cooldownLeft(input.lastScaleTime, spec.cooldownSeconds, now);
+  if (remaining > 0) {
+    return { action: "skip", reason: "Cooldown", message: `last scaled at ${input.lastScaleTime ?? ""}; cooldown of ${spec.cooldownSeconds}s has ${remaining}s left`, skipped: [] };
   }
 
   const names = targetNames(input);

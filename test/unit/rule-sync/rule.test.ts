@@ -22,6 +22,7 @@ import {
   buildTrendAlertingRule,
   OOM_ALERT_NAME,
   oomAlertExpression,
+  percentOfLimitExpression,
   TREND_ALERT_NAME,
   TREND_DROP_PERCENT,
   trendAlertExpression,
@@ -627,4 +628,17 @@ describe("spec.targetRef and selectorMode Narrow narrow the rule", () => {
   test("without a targetRef the series are limited to the namespace only, as before", () => {
     assert.doesNotMatch(alertExpression(monitor(), "cadvisor"), /pod=~/);
   });
+});
+
+describe("percentOfLimitExpression", () => {
+  for (const source of ["cadvisor", "kube-state-metrics"] as const) {
+    test(`${source}: the threshold alert's expression without its threshold`, () => {
+      const m = monitor();
+      const percent = percentOfLimitExpression(m, source);
+      assert.doesNotMatch(percent, />=/);
+      const alert = alertExpression(m, source);
+      if (source === "cadvisor") assert.equal(alert, `${percent}\n  >= 75`);
+      else assert.equal(alert.replace("\n    >= 75", ""), percent);
+    });
+  }
 });

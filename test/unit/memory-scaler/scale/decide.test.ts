@@ -7,7 +7,7 @@ import type { AppMonitorSpecWithDefaults } from "../../../../functions/lib/appmo
 import { compare, formatBytes, parseQuantity, rational } from "../../../../functions/lib/quantity.ts";
 import type { ContainerChange, ContainerMemory } from "../../../../functions/memory-scaler/model.ts";
 import type { SkipReason } from "../../../../functions/memory-scaler/outcome.ts";
-import { type DecideInput, decideScale, type Decision } from "../../../../functions/memory-scaler/scale/decide.ts";
+import { cooldownLeft, type DecideInput, decideScale, type Decision } from "../../../../functions/memory-scaler/scale/decide.ts";
 
 const NOW = new Date("2025-06-01T12:00:00Z");
 const secondsAgo = (s: number): string => new Date(NOW.getTime() - s * 1000).toISOString();
@@ -398,4 +398,20 @@ describe("decideScale: properties", () => {
       { numRuns: 200 },
     );
   });
+});
+
+describe("cooldownLeft", () => {
+  const now = new Date("2026-12-02T06:00:00Z");
+  const cases: [string | undefined, number, number][] = [
+    [undefined, 300, 0],
+    ["2026-12-02T05:58:00Z", 300, 180],
+    ["2026-12-02T05:58:00.500Z", 300, 181],
+    ["2026-12-02T05:55:00Z", 300, 0],
+    ["2026-12-02T05:59:00Z", 0, 0],
+    ["not a time", 300, 0],
+    ["2026-12-02T06:01:00Z", 300, 360],
+  ];
+  for (const [last, cooldown, left] of cases) {
+    it(`${String(last)} with ${cooldown}s → ${left}s`, () => assert.equal(cooldownLeft(last, cooldown, now), left));
+  }
 });
