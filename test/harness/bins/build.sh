@@ -16,7 +16,8 @@
 # upstream Prometheus and promtool with the Prometheus image, for the operator stack on the real
 # node (prom/; not in prometheus/, which would shadow Debian's on a PATH that holds this directory),
 # knative-eventing/ Knative Eventing's commands
-# and their images (eventing.sh, eventing/), and helm, which packages, lints and installs the
+# and their images (eventing.sh, eventing/), knative-serving/ Knative Serving's, all but the
+# ingress (serving.sh, serving/), and helm, which packages, lints and installs the
 # release's chart (helm/).
 #
 # Environment: APPMONITOR_CACHE (default ~/.cache/appmonitor).
@@ -45,8 +46,8 @@ fi
 
 # Every set in build order, and the seconds its build took on a fresh machine of two cores (an
 # empty Go build cache): the expectation each progress line gives.
-SETS=(etcd kwok kube node proxy dns registry ksm crds promop prom eventing helm)
-declare -A COLD_SECONDS=([etcd]=39 [kwok]=68 [kube]=452 [node]=45 [proxy]=14 [dns]=163 [registry]=145 [ksm]=300 [crds]=126 [promop]=490 [prom]=300 [eventing]=250 [helm]=160)
+SETS=(etcd kwok kube node proxy dns registry ksm crds promop prom eventing serving helm)
+declare -A COLD_SECONDS=([etcd]=39 [kwok]=68 [kube]=452 [node]=45 [proxy]=14 [dns]=163 [registry]=145 [ksm]=300 [crds]=126 [promop]=490 [prom]=300 [eventing]=250 [serving]=200 [helm]=160)
 
 # The stamp a set leaves when built: keyed by its go.mod, go.sum and Go sources (crds: go.mod and
 # go.sum alone, since controller-gen's output follows from the pinned modules).
@@ -225,6 +226,7 @@ GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=remove_all_sd,enable_kubernetes_sd" BUILD_OU
 [ "$prom_out/prometheus.oci.tar" -nt "$prom_out/prometheus" ] ||
   oci_image "$prom_out/prometheus" "localhost/appmonitor/prometheus:v$prver" "$prom_out/prometheus.oci.tar" 65534:65534 bin
 . "$here/eventing.sh"
+. "$here/serving.sh"
 
 # Helm (helm/: its own module, as its k8s.io/client-go is not the kube set's), for `npm run release`
 # (helm lint, helm package) and the chart's install tests; stamped as its Makefile stamps a release:

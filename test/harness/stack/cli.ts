@@ -3,7 +3,8 @@
  * Alertmanager stack for users and tests. State lives in `APPMONITOR_STACK_DIR` (default
  * `<repo>/.stack`). `--real-node` adds the real node (containerd, runc, CNI, a kubelet; root only)
  * and first builds the memhog image its registry serves (cached; `npm run image`'s);
- * `--eventing` also installs Knative Eventing on it (`eventing-install.ts`); `down` removes it with the node.
+ * `--eventing` also installs Knative Eventing on it (`eventing-install.ts`), and `--serving` (with
+ * `--eventing`) Knative Serving all but the ingress (`serving-install.ts`); `down` removes them with the node.
  * `--prometheus-operator` (with or without `--real-node`) installs the monitoring.coreos.com CRDs
  * and runs prometheus-operator with a Prometheus and an Alertmanager as kube-prometheus-stack's
  * defaults make them (`prometheus-operator.ts`).
@@ -16,13 +17,17 @@
 import { defaultStateDir } from "./paths.ts";
 import { down, envLines, readState, saveState, statusLines, up } from "./stack.ts";
 
-const usage = "usage: npm run stack -- up [--real-node [--eventing]] [--prometheus-operator] | down | status | env";
-const upFlags = ["--real-node", "--eventing", "--prometheus-operator"];
+const usage = "usage: npm run stack -- up [--real-node [--eventing [--serving]]] [--prometheus-operator] | down | status | env";
+const upFlags = ["--real-node", "--eventing", "--serving", "--prometheus-operator"];
 
 async function main(command: string | undefined, flags: string[]): Promise<number> {
   const unknown = flags.filter((f) => !(command === "up" && upFlags.includes(f)));
   if (flags.includes("--eventing") && !flags.includes("--real-node")) {
     console.error(`${usage}\n--eventing runs Knative Eventing on the real node: add --real-node`);
+    return 2;
+  }
+  if (flags.includes("--serving") && !flags.includes("--eventing")) {
+    console.error(`${usage}\n--serving runs Knative Serving beside Eventing on the real node: add --real-node --eventing`);
     return 2;
   }
   if (unknown.length > 0) {
@@ -70,7 +75,15 @@ async function main(command: string | undefined, flags: string[]): Promise<numbe
         await saveState(state);
         console.error(`stack: Knative Eventing ${installed.version} Available on the real node (${installed.seconds.toFixed(1)} s)`);
       }
+      if (flags.includes("--serving") && !state.serving) {
+        const { installServing } = await import("./serving-install.ts");
+        const installed = await installServing(state, { progress: (line) => console.error(`stack: ${line}`) });
+        state.serving = { version: installed.version, deployments: installed.deployments };
+        await saveState(state);
+        console.error(`stack: Knative Serving ${installed.version} (no ingress) Available on the real node (${installed.seconds.toFixed(1)} s)`);
+      }
       if (state.eventing) console.log(`eventing        Knative Eventing ${state.eventing.version} on the real node: ${state.eventing.deployments.join(", ")}`);
+      if (state.serving) console.log(`serving         Knative Serving ${state.serving.version} on the real node, no ingress: ${state.serving.deployments.join(", ")}`);
       console.log(`state           ${state.stateDir}`);
       console.log(`\nuse it from a shell: eval "$(npm run -s stack -- env)"`);
       return 0;

@@ -28,7 +28,7 @@ const run = promisify(execFile);
 const STEP = "install Knative Eventing on the real node";
 
 /** Kinds applied only after the webhook serves. */
-const WEBHOOK_CONFIG_KINDS: ReadonlySet<string> = new Set(["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]);
+export const WEBHOOK_CONFIG_KINDS: ReadonlySet<string> = new Set(["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]);
 
 /** What {@link installEventing} did. */
 export interface EventingInstallation {
@@ -49,17 +49,17 @@ export async function stackKubectl(state: StackState, args: readonly string[], s
   }
 }
 
-/** Server-side apply of `objects`, written to `file` first (kept for a reader of the state directory). */
-async function applyObjects(state: StackState, objects: readonly object[], file: string): Promise<void> {
+/** Server-side apply of `objects`, written to `file` first (kept for a reader of the state directory). @throws StackStepError of `step`. */
+export async function applyObjects(state: StackState, objects: readonly object[], file: string, step = STEP): Promise<void> {
   await writeFile(file, objects.map((o) => stringify(o, { version: "1.1" })).join("---\n"));
-  await stackKubectl(state, ["apply", "--server-side", "--force-conflicts", "--field-manager=appmonitor-stack", "-f", file]);
+  await stackKubectl(state, ["apply", "--server-side", "--force-conflicts", "--field-manager=appmonitor-stack", "-f", file], step);
 }
 
 /**
  * Polls `check` every 500 ms until it returns true.
  * @throws StackStepError of `step` after `timeoutMs` with `describe()`'s account of what is missing.
  */
-async function until(check: () => Promise<boolean>, timeoutMs: number, describe: () => Promise<string>, step = STEP): Promise<void> {
+export async function until(check: () => Promise<boolean>, timeoutMs: number, describe: () => Promise<string>, step = STEP): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check().catch(() => false))) {
     if (Date.now() > deadline) throw new StackStepError(step, `${await describe()} after ${timeoutMs / 1000} s`);
@@ -96,6 +96,28 @@ export async function placeNamespace(state: StackState, name: string): Promise<v
 }
 
 /**
+ * Applies a Knative install's webhook configurations (`configs`, written to `file`) once its
+ * webhook serves, and waits until the webhook has written its own CA into each of them: until
+ * then the API server cannot trust it.
+ * @throws StackStepError of `step` when the apply fails or a configuration has no CA bundle after `timeoutMs`.
+ */
+export async function applyWebhookConfigurations(state: StackState, kc: k8s.KubeConfig, configs: readonly EventingObject[], file: string, timeoutMs: number, step = STEP): Promise<void> {
+  await applyObjects(state, configs, file, step);
+  const reg = kc.makeApiClient(k8s.AdmissionregistrationV1Api);
+  const caBundles = async (): Promise<string[]> => {
+    const missing: string[] = [];
+    for (const o of configs) {
+      const config = o.kind === "MutatingWebhookConfiguration"
+        ? await reg.readMutatingWebhookConfiguration({ name: o.metadata.name })
+        : await reg.readValidatingWebhookConfiguration({ name: o.metadata.name });
+      if (!config.webhooks?.length || config.webhooks.some((w) => !w.clientConfig.caBundle)) missing.push(o.metadata.name);
+    }
+    return missing;
+  };
+  await until(async () => (await caBundles()).length === 0, timeoutMs, async () => `webhook configurations without a CA bundle: ${(await caBundles()).join(", ")}`, step);
+}
+
+/**
  * Installs Knative Eventing (core, in-memory channel, channel-based Broker) on the stack's real
  * node and waits until it serves.
  * @param timeoutMs how long to wait for each Deployment and for the webhook's configurations (default 240 000).
@@ -120,20 +142,7 @@ export async function installEventing(state: StackState, timeoutMs = 240_000, pr
   kc.loadFromFile(state.kubeconfig);
   await waitAvailable(kc, "eventing-webhook", timeoutMs);
   progress(`Knative Eventing: eventing-webhook Available (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
-  await applyObjects(state, webhookConfigs, path.join(node.paths.dir, "eventing-webhooks.yaml"));
-  // The webhook writes its own CA into each configuration; until then the API server cannot trust it.
-  const reg = kc.makeApiClient(k8s.AdmissionregistrationV1Api);
-  const caBundles = async (): Promise<string[]> => {
-    const missing: string[] = [];
-    for (const o of webhookConfigs) {
-      const config = o.kind === "MutatingWebhookConfiguration"
-        ? await reg.readMutatingWebhookConfiguration({ name: o.metadata.name })
-        : await reg.readValidatingWebhookConfiguration({ name: o.metadata.name });
-      if (!config.webhooks?.length || config.webhooks.some((w) => !w.clientConfig.caBundle)) missing.push(o.metadata.name);
-    }
-    return missing;
-  };
-  await until(async () => (await caBundles()).length === 0, timeoutMs, async () => `webhook configurations without a CA bundle: ${(await caBundles()).join(", ")}`);
+  await applyWebhookConfigurations(state, kc, webhookConfigs, path.join(node.paths.dir, "eventing-webhooks.yaml"), timeoutMs);
 
   const deployments = placed
     .filter((o): o is EventingObject & { spec?: { replicas?: number } } => o.kind === "Deployment" && o.metadata.namespace === EVENTING_NAMESPACE)
@@ -150,15 +159,23 @@ export async function installEventing(state: StackState, timeoutMs = 240_000, pr
  * One status line per Deployment {@link installEventing} waited for (`state.eventing`): its ready
  * replicas, `NOT READY` when none is, `MISSING` when the Deployment is gone; read with kubectl.
  */
-export async function eventingStatusLines(state: StackState): Promise<string[]> {
-  if (!state.eventing) return [];
-  const list = await stackKubectl(state, ["get", "deployments", "-n", EVENTING_NAMESPACE, "-o", "json"]).then(
+export function eventingStatusLines(state: StackState): Promise<string[]> {
+  return state.eventing ? deploymentStatusLines(state, "eventing", EVENTING_NAMESPACE, `Knative Eventing ${state.eventing.version}`, state.eventing.deployments) : Promise.resolve([]);
+}
+
+/**
+ * One status line per Deployment of `namespace` named in `deployments` (a Knative install's),
+ * each `<label> <name>` then its ready replicas, `NOT READY` when none is, `MISSING` when the
+ * Deployment is gone, and `what` (the install's name and version); read with kubectl.
+ */
+export async function deploymentStatusLines(state: StackState, label: string, namespace: string, what: string, deployments: readonly string[]): Promise<string[]> {
+  const list = await stackKubectl(state, ["get", "deployments", "-n", namespace, "-o", "json"]).then(
     (out) => (JSON.parse(out) as { items: { metadata: { name: string }; status?: { readyReplicas?: number; replicas?: number } }[] }).items,
     () => undefined,
   );
-  return state.eventing.deployments.map((name) => {
+  return deployments.map((name) => {
     const d = list?.find((i) => i.metadata.name === name);
-    const what = !list ? "NOT READY (the API server does not answer)" : !d ? "MISSING" : (d.status?.readyReplicas ?? 0) > 0 ? `ready ${d.status?.readyReplicas}/${d.status?.replicas}` : "NOT READY";
-    return `${`eventing ${name}`.padEnd(24)} ${what}  ${EVENTING_NAMESPACE}, Knative Eventing ${state.eventing?.version}`;
+    const ready = !list ? "NOT READY (the API server does not answer)" : !d ? "MISSING" : (d.status?.readyReplicas ?? 0) > 0 ? `ready ${d.status?.readyReplicas}/${d.status?.replicas}` : "NOT READY";
+    return `${`${label} ${name}`.padEnd(24)} ${ready}  ${namespace}, ${what}`;
   });
 }

@@ -58,8 +58,8 @@ export function eventingImage(command: string, version: string): string {
   return `${EVENTING_IMAGE_REPOSITORY}/${command}:${version}`;
 }
 
-/** Orders paths as ko's recursive walk does: directory by directory, each one's entries by name. */
-function walkOrder(a: string, b: string): number {
+/** Orders paths as ko's recursive walk does: directory by directory, each one's entries by name (for Serving's install too). */
+export function koWalkOrder(a: string, b: string): number {
   const as = a.split("/");
   const bs = b.split("/");
   for (let i = 0; i < Math.min(as.length, bs.length); i++) {
@@ -77,7 +77,7 @@ function walkOrder(a: string, b: string): number {
  */
 export function selectEventingFiles(paths: readonly string[]): string[] {
   return EVENTING_PARTS.flatMap((part) =>
-    paths.filter((p) => p.startsWith(`${part}/`) && p.endsWith(".yaml") && !(p in EVENTING_LEFT_OUT)).sort(walkOrder),
+    paths.filter((p) => p.startsWith(`${part}/`) && p.endsWith(".yaml") && !(p in EVENTING_LEFT_OUT)).sort(koWalkOrder),
   );
 }
 
@@ -113,25 +113,36 @@ export function parseEventingFile(file: EventingFile): EventingObject[] {
 }
 
 /**
- * The install: the objects of `files` (already selected and ordered, {@link selectEventingFiles}),
- * in order, each ko:// reference replaced by {@link eventingImage} of its command at `version`.
- * `commands` are those build.sh builds (the eventing module's tool block, as paths under `cmd/`):
- * a reference to any other command, or outside `knative.dev/eventing/cmd/`, names an image that
- * does not exist, and is refused rather than rendered.
+ * The objects of `files` (already selected and ordered), in order, each ko:// reference replaced
+ * by `image(command)`, the command its path under `koPrefix` (such as `ko://knative.dev/eventing/cmd/`).
+ * `commands` are those build.sh builds: a reference to any other command, or outside `koPrefix`,
+ * names an image that does not exist, and is refused rather than rendered. Eventing's install
+ * ({@link renderEventing}) and Serving's (`serving-manifests.ts`) alike.
  * @throws Error naming the file and the reference.
  */
-export function renderEventing(files: readonly EventingFile[], version: string, commands: readonly string[]): EventingObject[] {
+export function renderKoFiles(files: readonly EventingFile[], koPrefix: string, commands: readonly string[], image: (command: string) => string): EventingObject[] {
   const built = new Set(commands);
   return files.flatMap((file) =>
     parseEventingFile(file).map(
       (object) =>
         replaceKoReferences(object, (reference) => {
-          const command = reference.startsWith(KO_COMMAND_PREFIX) ? reference.slice(KO_COMMAND_PREFIX.length) : undefined;
+          const command = reference.startsWith(koPrefix) ? reference.slice(koPrefix.length) : undefined;
           if (command === undefined || !built.has(command)) {
             throw new Error(`${file.path}: ${object.kind} ${object.metadata.name} names ${reference}, which is not among the built commands (${commands.join(", ")})`);
           }
-          return eventingImage(command, version);
+          return image(command);
         }) as EventingObject,
     ),
   );
+}
+
+/**
+ * The install: the objects of `files` (already selected and ordered, {@link selectEventingFiles}),
+ * in order, each ko:// reference replaced by {@link eventingImage} of its command at `version`
+ * ({@link renderKoFiles} with {@link KO_COMMAND_PREFIX}). `commands` are those build.sh builds
+ * (the eventing module's tool block, as paths under `cmd/`).
+ * @throws Error naming the file and the reference.
+ */
+export function renderEventing(files: readonly EventingFile[], version: string, commands: readonly string[]): EventingObject[] {
+  return renderKoFiles(files, KO_COMMAND_PREFIX, commands, (command) => eventingImage(command, version));
 }

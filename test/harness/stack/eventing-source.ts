@@ -60,30 +60,48 @@ function goBinary(): string {
 }
 
 /**
- * Resolves the Eventing module with `go mod download -json` in {@link EVENTING_MODULE_DIR}
- * (downloads it into the module cache if it is not there yet; a no-op otherwise).
- * @throws Error with go's message when Go or the module proxy fails, or a tool is not an Eventing command.
+ * A module required by the go.mod in `goModDir`, as `go mod download -json` resolves it there
+ * (downloading it into the module cache if it is not there yet; a no-op otherwise).
+ * @throws Error with go's message when Go or the module proxy fails.
  */
-export async function eventingModule(): Promise<EventingModule> {
+export async function downloadModule(goModDir: string, modulePath: string): Promise<{ version: string; dir: string }> {
   let stdout: string;
   try {
-    ({ stdout } = await promisify(execFile)(goBinary(), ["mod", "download", "-json", EVENTING_MODULE], { cwd: EVENTING_MODULE_DIR, timeout: 10 * 60_000 }));
+    ({ stdout } = await promisify(execFile)(goBinary(), ["mod", "download", "-json", modulePath], { cwd: goModDir, timeout: 10 * 60_000 }));
   } catch (error) {
-    throw new Error(`go mod download ${EVENTING_MODULE} in ${EVENTING_MODULE_DIR} failed: ${(error as { stderr?: string }).stderr ?? error}`, { cause: error });
+    throw new Error(`go mod download ${modulePath} in ${goModDir} failed: ${(error as { stderr?: string }).stderr ?? error}`, { cause: error });
   }
   const { Version: version, Dir: dir } = JSON.parse(stdout) as { Version?: string; Dir?: string };
-  if (!version || !dir) throw new Error(`go mod download -json ${EVENTING_MODULE} gave no version or directory: ${stdout}`);
-  const prefix = `${EVENTING_MODULE}/cmd/`;
-  const tools = goModTools(await readFile(path.join(EVENTING_MODULE_DIR, "go.mod"), "utf8"));
+  if (!version || !dir) throw new Error(`go mod download -json ${modulePath} gave no version or directory: ${stdout}`);
+  return { version, dir };
+}
+
+/**
+ * The module `modulePath` pinned by the go.mod in `goModDir` ({@link downloadModule}) and the
+ * commands of that go.mod's tool block, as paths under `<modulePath>/cmd/`.
+ * @throws Error as {@link downloadModule}, or when a tool is not one of the module's commands.
+ */
+export async function pinnedModule(goModDir: string, modulePath: string): Promise<EventingModule> {
+  const { version, dir } = await downloadModule(goModDir, modulePath);
+  const prefix = `${modulePath}/cmd/`;
+  const tools = goModTools(await readFile(path.join(goModDir, "go.mod"), "utf8"));
   const commands = tools.map((tool) => {
-    if (!tool.startsWith(prefix)) throw new Error(`${EVENTING_MODULE_DIR}/go.mod: tool ${tool} is not under ${prefix}`);
+    if (!tool.startsWith(prefix)) throw new Error(`${goModDir}/go.mod: tool ${tool} is not under ${prefix}`);
     return tool.slice(prefix.length);
   });
   return { version, dir, commands };
 }
 
+/**
+ * Resolves the Eventing module in {@link EVENTING_MODULE_DIR} ({@link pinnedModule}).
+ * @throws Error with go's message when Go or the module proxy fails, or a tool is not an Eventing command.
+ */
+export function eventingModule(): Promise<EventingModule> {
+  return pinnedModule(EVENTING_MODULE_DIR, EVENTING_MODULE);
+}
+
 /** Every file under `dir`, as paths relative to it with `/` separators. */
-async function filesUnder(dir: string): Promise<string[]> {
+export async function filesUnder(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { recursive: true, withFileTypes: true });
   return entries.filter((e) => e.isFile()).map((e) => path.relative(dir, path.join(e.parentPath, e.name)).split(path.sep).join("/"));
 }

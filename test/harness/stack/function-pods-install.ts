@@ -68,7 +68,7 @@ export interface FunctionPods {
  * real node's directory: every object, Eventing's included.
  * @throws StackStepError of `step` when kubectl's kustomize fails.
  */
-export async function stackProfileObjects(state: StackState, options: { namespace?: string; sink?: "memory-scaler" | "sinkbinding" }, step: string): Promise<Manifest[]> {
+export async function stackProfileObjects(state: StackState, options: { namespace?: string; sink?: "memory-scaler" | "sinkbinding"; profile?: "eventing-only" | "serving"; imageDigests?: Readonly<Record<string, string>> }, step: string): Promise<Manifest[]> {
   const node = state.realNode;
   if (!node) throw new StackStepError(step, "the stack has no real node; start it with 'npm run stack -- up --real-node'");
   const { version } = await eventingModule();
@@ -82,7 +82,47 @@ export async function stackProfileObjects(state: StackState, options: { namespac
   };
   // On the operator stack the shipped kube-prometheus-stack address exists: the profile keeps it.
   const shippedPrometheus = state.prometheusOperator?.onRealNode !== undefined;
-  return renderStackProfile(path.join(node.paths.dir, `profile-${namespace}`), { namespace, eventingVersion: version, sink: options.sink ?? "memory-scaler", shippedPrometheus }, kustomize);
+  const profile = options.profile ?? "eventing-only";
+  return renderStackProfile(path.join(node.paths.dir, `${profile === "serving" ? "serving-" : ""}profile-${namespace}`), {
+    namespace, eventingVersion: version, sink: options.sink ?? "memory-scaler", shippedPrometheus, profile, ...(options.imageDigests ? { imageDigests: options.imageDigests } : {}),
+  }, kustomize);
+}
+
+/**
+ * Applies a rendered profile's `objects` to the stack in the order they can be admitted: the
+ * Namespace and CRDs (with the PrometheusRule CRD that rule-sync writes), Established; the
+ * namespace placed on the real node (`placeNamespace`); then alert-receiver's webhook token Secret
+ * (a fresh random token) and the rest. Each file is kept in the real node's directory, named
+ * `<filePrefix>-crds.yaml` and `<filePrefix>.yaml`.
+ * @returns the webhook token.
+ * @throws StackStepError of `step` when kubectl fails.
+ */
+export async function applyProfile(state: StackState, objects: readonly Manifest[], namespace: string, step: string, filePrefix: string): Promise<string> {
+  const node = state.realNode;
+  if (!node) throw new StackStepError(step, "the stack has no real node; start it with 'npm run stack -- up --real-node'");
+  const kubectl = async (args: string[]) => {
+    try {
+      return (await run(state.binaries.kubectl, [`--kubeconfig=${state.kubeconfig}`, ...args], { maxBuffer: 16 << 20, timeout: 120_000 })).stdout;
+    } catch (error) {
+      throw new StackStepError(step, `kubectl ${args.join(" ")}: ${(error as { stderr?: string }).stderr?.trim() ?? String(error)}`, { cause: error });
+    }
+  };
+  const apply = (...files: string[]) => kubectl(["apply", "--server-side", "--force-conflicts", "--field-manager=appmonitor-stack", ...files.flatMap((f) => ["-f", f])]);
+  const prometheusRuleCrd = path.join(path.dirname(state.binaries.kubectl), "crds", "monitoring.coreos.com_prometheusrules.yaml");
+  const write = async (name: string, list: readonly object[]) => {
+    const file = path.join(node.paths.dir, `${filePrefix}${name}`);
+    await writeFile(file, list.map((o) => stringify(o, { version: "1.1" })).join("---\n"));
+    return file;
+  };
+  const first = (o: Manifest) => o.kind === "Namespace" || o.kind === "CustomResourceDefinition";
+  await apply(await write("-crds.yaml", objects.filter(first)), prometheusRuleCrd);
+  await waitEstablished(kubectl, ["crd/appmonitors.kubedemo.com", "crd/prometheusrules.monitoring.coreos.com"]);
+  await placeNamespace(state, namespace);
+
+  const webhookToken = randomBytes(32).toString("hex");
+  const secret = { apiVersion: "v1", kind: "Secret", metadata: { name: "appmonitor-webhook", namespace }, stringData: { token: webhookToken } };
+  await apply(await write(".yaml", [secret, ...objects.filter((o) => !first(o))]));
+  return webhookToken;
 }
 
 /**
@@ -99,30 +139,9 @@ export async function deployFunctionPods(state: StackState, options: DeployFunct
   say(`functions: importing the images of ${FUNCTION_POD_NAMES.join(", ")} into the real node`);
   await importImages(node, archives);
 
-  const kubectl = async (args: string[]) => {
-    try {
-      return (await run(state.binaries.kubectl, [`--kubeconfig=${state.kubeconfig}`, ...args], { maxBuffer: 16 << 20, timeout: 120_000 })).stdout;
-    } catch (error) {
-      throw new StackStepError("deploy the functions as Pods", `kubectl ${args.join(" ")}: ${(error as { stderr?: string }).stderr?.trim() ?? String(error)}`, { cause: error });
-    }
-  };
-  const apply = (...files: string[]) => kubectl(["apply", "--server-side", "--force-conflicts", "--field-manager=appmonitor-stack", ...files.flatMap((f) => ["-f", f])]);
   const namespace = options.namespace ?? FUNCTIONS_NAMESPACE;
   const objects = (await stackProfileObjects(state, options, "deploy the functions as Pods")).filter((o) => !isEventingObject(o));
-  const prometheusRuleCrd = path.join(path.dirname(state.binaries.kubectl), "crds", "monitoring.coreos.com_prometheusrules.yaml");
-  const write = async (name: string, list: readonly object[]) => {
-    const file = path.join(node.paths.dir, name);
-    await writeFile(file, list.map((o) => stringify(o, { version: "1.1" })).join("---\n"));
-    return file;
-  };
-  const first = (o: Manifest) => o.kind === "Namespace" || o.kind === "CustomResourceDefinition";
-  await apply(await write("function-pods-crds.yaml", objects.filter(first)), prometheusRuleCrd);
-  await waitEstablished(kubectl, ["crd/appmonitors.kubedemo.com", "crd/prometheusrules.monitoring.coreos.com"]);
-  await placeNamespace(state, namespace);
-
-  const webhookToken = randomBytes(32).toString("hex");
-  const secret = { apiVersion: "v1", kind: "Secret", metadata: { name: "appmonitor-webhook", namespace }, stringData: { token: webhookToken } };
-  await apply(await write("function-pods.yaml", [secret, ...objects.filter((o) => !first(o))]));
+  const webhookToken = await applyProfile(state, objects, namespace, "deploy the functions as Pods", "function-pods");
 
   const timeoutMs = options.timeoutMs ?? 180_000;
   const kc = new k8s.KubeConfig();

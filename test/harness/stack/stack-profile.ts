@@ -14,6 +14,13 @@
  *     tag would mean `Always`;
  *   - without Eventing (`sink: "memory-scaler"`), alert-receiver's `K_SINK` is memory-scaler's
  *     Service (DESIGN.md allows it), where the SinkBinding would inject the Broker's address.
+ * The Serving profile (knative/ itself, `profile: "serving"`) the same way, where Serving runs
+ * beside Eventing (`serving-install.ts`): the same `PROMETHEUS_URL`s and sink image, the functions'
+ * images named by their digests in the stack's registry (as a release names them; Serving
+ * resolves no digest, and the real node pulls them from that registry), and no pull policy:
+ * a digest, like the sink's `v0.50.0` tag, means `IfNotPresent` already. Its Knative Services are
+ * patched by JSON patch with a `test` of the variable's name (a strategic merge on a custom
+ * resource would replace the whole containers list).
  * Another namespace is chosen as users choose it: in a copy of knative/, namespace.yaml renamed.
  * Placement on the real node is not the overlay's: the namespace's annotations give every Pod in
  * it the node's nodeSelector and toleration (`placeNamespace`).
@@ -43,6 +50,23 @@ export interface StackProfileOptions {
   readonly sink?: "sinkbinding" | "memory-scaler";
   /** Keep the shipped `PROMETHEUS_URL`s: the stack runs kube-prometheus-stack's Prometheus where they point. */
   readonly shippedPrometheus?: boolean;
+  /** Which shipped profile: knative/eventing-only/ (default) or the Serving one, knative/. */
+  readonly profile?: "eventing-only" | "serving";
+  /** With `profile: "serving"`: each function image's digest (`sha256:…`), by the name knative/services gives it without its tag. */
+  readonly imageDigests?: Readonly<Record<string, string>>;
+}
+
+/** Where each profile is, relative to knative/'s parent. */
+const PROFILE_DIRS = { "eventing-only": "knative/eventing-only", serving: "knative" } as const;
+
+/** The stack's patches of the Serving profile: an empty `PROMETHEUS_URL` (the first variable of both) for memory-scaler and rule-sync. */
+function servingPatches(options: StackProfileOptions): object[] {
+  if (options.shippedPrometheus) return [];
+  const env0 = "/spec/template/spec/containers/0/env/0";
+  return ["memory-scaler", "rule-sync"].map((name) => ({
+    target: { group: "serving.knative.dev", kind: "Service", name },
+    patch: stringify([{ op: "test", path: `${env0}/name`, value: "PROMETHEUS_URL" }, { op: "replace", path: `${env0}/value`, value: "" }]),
+  }));
 }
 
 /** The images the stack's overlay renames: the dead-letter sink's, to the one built here. */
@@ -57,6 +81,13 @@ export function stackProfileImages(eventingVersion: string): { name: string; new
  * directory (e.g. `../knative/eventing-only`). Pure text from plain data.
  */
 export function stackProfileKustomization(profileDir: string, options: StackProfileOptions): string {
+  if (options.profile === "serving") {
+    const digests = Object.entries(options.imageDigests ?? {}).map(([name, digest]) => ({ name, digest }));
+    return [
+      "# Written by test/harness/stack/stack-profile.ts: the shipped Serving profile as the stack's real node runs it (see there for why).",
+      stringify({ apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: [profileDir], images: [...stackProfileImages(options.eventingVersion), ...digests], patches: servingPatches(options) }),
+    ].join("\n");
+  }
   const namespace = options.namespace ?? SHIPPED_NAMESPACE;
   const env = (deployment: string, name: string, value: string) => ({
     target: { group: "apps", kind: "Deployment", name: deployment },
@@ -80,7 +111,7 @@ export function stackProfileKustomization(profileDir: string, options: StackProf
 }
 
 /**
- * Renders the Eventing-only profile for the stack into `workDir` (emptied first): a copy of
+ * Renders the Eventing-only profile (or `options.profile`'s) for the stack into `workDir` (emptied first): a copy of
  * knative/ (its namespace.yaml renamed when `namespace` is another), the stack's overlay beside it,
  * and the rendered objects in `rendered.yaml`.
  * @param kustomize renders a kustomization directory (the stack's `kubectl kustomize`), returning its YAML.
@@ -101,10 +132,10 @@ export async function renderStackProfile(workDir: string, options: StackProfileO
   }
   const overlay = path.join(workDir, "stack");
   await mkdir(overlay, { recursive: true });
-  await writeFile(path.join(overlay, "kustomization.yaml"), stackProfileKustomization("../knative/eventing-only", options));
+  await writeFile(path.join(overlay, "kustomization.yaml"), stackProfileKustomization(`../${PROFILE_DIRS[options.profile ?? "eventing-only"]}`, options));
   const yaml = await kustomize(overlay);
   await writeFile(path.join(workDir, "rendered.yaml"), yaml);
-  return parseManifests(yaml, `the stack's Eventing-only profile (${overlay})`);
+  return parseManifests(yaml, `the stack's ${options.profile ?? "eventing-only"} profile (${overlay})`);
 }
 
 /** The names of the objects beside the `*.knative.dev` kinds that only Eventing uses: the dead-letter sink's Deployment and Service, the ApiServerSource's ServiceAccount and RBAC. */

@@ -72,6 +72,8 @@ export interface StackState {
   registry?: RegistryState;
   /** Knative Eventing on the real node (`up --real-node --eventing`, `eventing-install.ts`): its version and the Deployments it waited for. */
   eventing?: { version: string; deployments: string[] };
+  /** Knative Serving, all but the ingress, on the real node (`up --real-node --eventing --serving`, `serving-install.ts`): as {@link StackState.eventing}. */
+  serving?: { version: string; deployments: string[] };
   /** prometheus-operator and the resources it manages (`up --prometheus-operator`, `prometheus-operator.ts`). */
   prometheusOperator?: PrometheusOperatorState;
 }
@@ -568,7 +570,8 @@ export async function statusLines(state: StackState): Promise<string[]> {
   const registry = state.registry ? await registryStatusLines(state.registry) : [];
   // Loaded only when there is Eventing: it brings the Kubernetes client, which `status` otherwise does without.
   const eventing = state.eventing ? await (await import("./eventing-install.ts")).eventingStatusLines(state) : [];
-  return state.realNode ? [...lines, ...(await realNodeStatusLines(state.realNode, state.binaries.kubectl, state.kubeconfig)), ...registry, ...eventing] : lines;
+  const serving = state.serving ? await (await import("./serving-install.ts")).servingStatusLines(state) : [];
+  return state.realNode ? [...lines, ...(await realNodeStatusLines(state.realNode, state.binaries.kubectl, state.kubeconfig)), ...registry, ...eventing, ...serving] : lines;
 }
 
 /** `export` lines for a shell: KUBECONFIG, PROMETHEUS_URL, ALERTMANAGER_URL, and PATH with the stack's kubectl. */

@@ -77,3 +77,15 @@ test("the Eventing objects are the *.knative.dev kinds, the dead-letter sink and
     ...["memory-scaler-alert-firing", "memory-scaler-rollouts-ping", "rule-sync-appmonitor-add", "rule-sync-appmonitor-delete", "rule-sync-appmonitor-update", "rule-sync-resync", "rule-sync-resync-ping"].map((t) => `Trigger/${t}`),
   ].sort());
 });
+
+test("the Serving profile (knative/): the shipped one but for the sink's image, the functions' images by digest and PROMETHEUS_URL", async () => {
+  const digest = (n: number) => `sha256:${String(n).repeat(64)}`;
+  const imageDigests = { "ghcr.io/kubedemo/appmonitor-alert-receiver": digest(1), "ghcr.io/kubedemo/appmonitor-memory-scaler": digest(2), "ghcr.io/kubedemo/appmonitor-rule-sync": digest(3) };
+  const [shipped, stack] = await Promise.all([kustomize("knative"), render({ eventingVersion: VERSION, sink: "sinkbinding", profile: "serving", imageDigests })]);
+  const ksvc = (name: string) => `serving.knative.dev/v1 Service appmonitor/${name} /spec/template/spec/containers/0`;
+  assert.deepEqual(differences(shipped, stack).sort(), [
+    `${ksvc("appmonitor-dead-letter")}/image: "${SHIPPED_SINK_IMAGE}" → "localhost/appmonitor/knative-eventing/event_display:${VERSION}"`,
+    ...Object.entries(imageDigests).map(([name, d]) => `${ksvc(name.slice("ghcr.io/kubedemo/appmonitor-".length))}/image: "${name}:latest" → "${name}@${d}"`),
+    ...["memory-scaler", "rule-sync"].map((name) => `${ksvc(name)}/env/0/value: "http://prometheus-operated.monitoring.svc.cluster.local:9090" → ""`),
+  ].sort());
+});
