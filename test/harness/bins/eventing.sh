@@ -12,14 +12,4 @@
 eventing_out="$out/knative-eventing"
 mkdir -p "$eventing_out"
 GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=timetzdata" BUILD_OUT="$eventing_out" build_set eventing "" tool
-eventing_version=$(cd "$here/eventing" && go list -m -f '{{.Version}}' knative.dev/eventing)
-for pkg in $(cd "$here/eventing" && go list tool); do
-  cmd=${pkg#knative.dev/eventing/cmd/}
-  bin="$eventing_out/$(basename "$cmd")"
-  # Remade when the binary or the image recipe is newer than the archive.
-  if [ ! "$bin.oci.tar" -nt "$bin" ] || [ ! "$bin.oci.tar" -nt "$here/oci-image.sh" ]; then
-    # As ko, which Knative releases with, lays it out: /ko-app/<binary>, user 65532 (non-root,
-    # so a Pod's runAsNonRoot passes without a runAsUser of its own).
-    oci_image "$bin" "localhost/appmonitor/knative-eventing/$cmd:$eventing_version" "$bin.oci.tar" 65532:65532 ko-app
-  fi
-done
+ko_images "$here/eventing" knative.dev/eventing "$eventing_out" localhost/appmonitor/knative-eventing

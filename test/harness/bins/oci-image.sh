@@ -29,3 +29,20 @@ oci_image() {
   mv -f "$archive.tmp" "$archive"
   rm -rf "$tmp"
 }
+
+# ko_images DIR MODULE OUT REPOSITORY: for each command of DIR/go.mod's tool block (packages under
+# MODULE/cmd/, built into OUT), OUT/<binary>.oci.tar named REPOSITORY/<path under cmd/>:<MODULE's
+# version>, laid out as ko, which Knative releases with, lays it out: /ko-app/<binary>, user 65532
+# (non-root, so a Pod's runAsNonRoot passes without a runAsUser of its own). Remade when the
+# binary or this recipe is newer than the archive.
+ko_images() {
+  local dir=$1 module=$2 out=$3 repository=$4 version pkg cmd bin
+  version=$(cd "$dir" && go list -m -f '{{.Version}}' "$module")
+  for pkg in $(cd "$dir" && go list tool); do
+    cmd=${pkg#"$module"/cmd/}
+    bin="$out/$(basename "$cmd")"
+    if [ ! "$bin.oci.tar" -nt "$bin" ] || [ ! "$bin.oci.tar" -nt "${BASH_SOURCE[0]}" ]; then
+      oci_image "$bin" "$repository/$cmd:$version" "$bin.oci.tar" 65532:65532 ko-app
+    fi
+  done
+}

@@ -7,12 +7,4 @@
 serving_out="$out/knative-serving"
 mkdir -p "$serving_out"
 BUILD_OUT="$serving_out" build_set serving "" tool
-serving_version=$(cd "$here/serving" && go list -m -f '{{.Version}}' knative.dev/serving)
-for pkg in $(cd "$here/serving" && go list tool); do
-  cmd=${pkg#knative.dev/serving/cmd/}
-  bin="$serving_out/$(basename "$cmd")"
-  if [ ! "$bin.oci.tar" -nt "$bin" ] || [ ! "$bin.oci.tar" -nt "$here/oci-image.sh" ]; then
-    # As ko lays it out (/ko-app/<binary>, user 65532), as for Eventing's images.
-    oci_image "$bin" "localhost/appmonitor/knative-serving/$cmd:$serving_version" "$bin.oci.tar" 65532:65532 ko-app
-  fi
-done
+ko_images "$here/serving" knative.dev/serving "$serving_out" localhost/appmonitor/knative-serving
