@@ -43,12 +43,14 @@ export const NO_INGRESS_CLASS = "none.ingress.networking.knative.dev";
 
 /**
  * Registries whose tags Serving's controller does not resolve to digests: its defaults
- * (`kind.local,ko.local,dev.local`, config-deployment's `_example`) and `localhost`, where the
- * images built here and imported into the real node are named (the dead-letter sink's
- * event_display); no Pod reaches a registry there. The functions' images are named by digest,
- * which Serving never resolves.
+ * (`kind.local,ko.local,dev.local`, config-deployment's `_example`) and `index.docker.io`, the
+ * registry go-containerregistry (which Serving parses names with) reads into the images built here
+ * and imported into the real node (the dead-letter sink's `localhost/appmonitor/knative-eventing/event_display`):
+ * it takes a first component for a registry only with a dot or a colon, so `localhost/…` is a
+ * Docker Hub repository to it. No Pod reaches a registry there. The functions' images are named
+ * by digest, which Serving never resolves.
  */
-export const SKIP_TAG_RESOLVING = ["kind.local", "ko.local", "dev.local", "localhost"] as const;
+export const SKIP_TAG_RESOLVING = ["kind.local", "ko.local", "dev.local", "index.docker.io"] as const;
 
 /**
  * The image made of Serving command `command` (its package path under `cmd/`, such as `queue`)

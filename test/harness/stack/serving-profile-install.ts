@@ -9,10 +9,10 @@
  * plus queue-proxy) Available on the real node.
  *
  * Not run: the Route's address through an ingress. No KIngress is reconciled (none runs here), so
- * the Routes and Knative Services do not become Ready, and a Trigger whose subscriber is a Knative
- * Service cannot resolve its address. A Revision's own Services (`<revision>` and
- * `<revision>-private`) do run: Serving points the first at the activator or at the Pods'
- * queue-proxy, the second at the Pods.
+ * the Routes and Knative Services do not become Ready, and the Route's address, which Triggers
+ * whose subscriber is a Knative Service resolve, leads nowhere (its Service stays Serving's
+ * placeholder ExternalName). A Revision's own Services (`<revision>` and `<revision>-private`) do
+ * run: Serving points the first at the activator or at the Pods' queue-proxy, the second at the Pods.
  */
 import * as k8s from "@kubernetes/client-node";
 import { FUNCTION_IMAGES } from "../images/build.ts";
