@@ -216,10 +216,12 @@ test("memory-scaler goes to zero after the autoscaler's window, and an event sen
   assert.equal(res.headers["x-appmonitor-reason"], "NotAppMonitorAlert");
   const d = await apps.readNamespacedDeployment({ name: deployment, namespace: profile.namespace });
   assert.equal(d.spec?.replicas, 1, "the autoscaler scaled the Deployment back to one");
-  const [pod] = await readyPods(revision);
+  t.diagnostic(`cold start through the activator: answered in ${latency} ms (POST to ${address}, Host ${revisionHost(revision)})`);
+  // The activator passes the request on once its own probe of queue-proxy passes, which can be
+  // before the kubelet has written the Pod's Ready condition.
+  const [pod] = await waitFor(`a Ready Pod of ${revision}`, async () => ((await readyPods(revision)).length > 0 ? readyPods(revision) : undefined), 60_000);
   assert.deepEqual(pod?.spec?.containers.map((c) => c.name), ["memory-scaler", "queue-proxy"]);
   assert.equal(pod?.spec?.nodeName, REAL_NODE.name);
-  t.diagnostic(`cold start through the activator: answered in ${latency} ms (POST to ${address}, Host ${revisionHost(revision)})`);
 });
 
 test("the hop not run: no ingress reconciles the Routes' KIngresses, so the Routes and Knative Services are not Ready and the Route's address leads nowhere", async () => {
