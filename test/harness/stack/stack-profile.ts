@@ -2,8 +2,6 @@
  * The shipped Eventing-only profile (knative/eventing-only/) as the stack's real node runs it: the
  * very files users apply, rendered by kustomize through an overlay of the stack's own that changes
  * only what this machine needs, as a user's overlay would for their cluster:
- *   - the dead-letter sink's image is Knative's event_display built here from the pinned module
- *     (`test/harness/bins/eventing.sh`; no registry of Knative's can be reached);
  *   - memory-scaler's and rule-sync's `PROMETHEUS_URL` are empty (unset): the stack's Prometheus
  *     listens on 127.0.0.1, which no Pod reaches, and the shipped kube-prometheus-stack address
  *     does not exist here, so memory-scaler scales without re-checking the working set, as its
@@ -23,33 +21,20 @@ import path from "node:path";
 import { stringify } from "yaml";
 import type { Manifest } from "../lib/knative-service.ts";
 import { parseManifests } from "../lib/manifests.ts";
-import { eventingImage } from "./eventing-manifests.ts";
 import { repoRoot } from "./paths.ts";
 import { CLUSTER_DOMAIN } from "./real-node-config.ts";
 
 /** The namespace of knative/namespace/namespace.yaml, the install's as shipped. */
 export const SHIPPED_NAMESPACE = "appmonitor";
 
-/** The dead-letter sink's image as knative/eventing/dead-letter.yaml names it. */
-export const SHIPPED_SINK_IMAGE = "gcr.io/knative-releases/knative.dev/eventing/cmd/event_display";
-
 /** How the stack adapts the profile. */
 export interface StackProfileOptions {
   /** The install's namespace (default {@link SHIPPED_NAMESPACE}). */
   readonly namespace?: string;
-  /** The pinned Eventing module's version, the tag of the event_display image built here (e.g. `v0.50.0`). */
-  readonly eventingVersion: string;
   /** Where alert-receiver's CloudEvents go: the SinkBinding's Broker (default), or memory-scaler's Service when Eventing does not run. */
   readonly sink?: "sinkbinding" | "memory-scaler";
   /** Keep the shipped `PROMETHEUS_URL`s: the stack runs kube-prometheus-stack's Prometheus where they point. */
   readonly shippedPrometheus?: boolean;
-}
-
-/** The images the stack's overlay renames: the dead-letter sink's, to the one built here. */
-export function stackProfileImages(eventingVersion: string): { name: string; newName: string; newTag: string }[] {
-  const built = eventingImage("event_display", eventingVersion);
-  const colon = built.lastIndexOf(":");
-  return [{ name: SHIPPED_SINK_IMAGE, newName: built.slice(0, colon), newTag: built.slice(colon + 1) }];
 }
 
 /**
@@ -75,7 +60,7 @@ export function stackProfileKustomization(profileDir: string, options: StackProf
   ];
   return [
     "# Written by test/harness/stack/stack-profile.ts: the shipped profile as the stack's real node runs it (see there for why).",
-    stringify({ apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: [profileDir], images: stackProfileImages(options.eventingVersion), patches }),
+    stringify({ apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: [profileDir], patches }),
   ].join("\n");
 }
 
@@ -107,7 +92,7 @@ export async function renderStackProfile(workDir: string, options: StackProfileO
   return parseManifests(yaml, `the stack's Eventing-only profile (${overlay})`);
 }
 
-/** The names of the objects beside the `*.knative.dev` kinds that only Eventing uses: the dead-letter sink's Deployment and Service, the ApiServerSource's ServiceAccount and RBAC. */
+/** The names of the objects beside the `*.knative.dev` kinds that only Eventing uses: the dead-letter sink's Deployment, Service, ServiceAccount and RBAC, the ApiServerSource's ServiceAccount and RBAC. */
 const EVENTING_ONLY_NAMES: ReadonlySet<string> = new Set(["appmonitor-dead-letter", "appmonitor-source"]);
 
 /** Whether an object of the profile only serves Knative Eventing (see {@link EVENTING_ONLY_NAMES}). */
