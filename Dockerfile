@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # The image of one appmonitor function; FUNCTION picks which (a folder under functions/):
 #   docker build --build-arg FUNCTION=alert-receiver -t ghcr.io/kubedemo/appmonitor-alert-receiver:latest .
-#   (likewise memory-scaler, rule-sync; podman build takes the same arguments)
+#   (likewise memory-scaler, rule-sync, dead-letter; podman build takes the same arguments)
 # NODE_IMAGE is any image with Node 24 and npm on PATH and a POSIX sh; `npm run image` passes one
 # built from Debian packages and the npm registry's Node 24 (test/harness/images/base.ts).
 ARG NODE_IMAGE=node:24-bookworm-slim
@@ -21,9 +21,9 @@ RUN --mount=type=secret,id=npm-ca \
 COPY scripts/bundle.ts ./scripts/
 COPY schemas/ ./schemas/
 COPY functions/ ./functions/
-# Declared here, not above, so the dependency layer is shared by the three functions' builds.
+# Declared here, not above, so the dependency layer is shared by the functions' builds.
 ARG FUNCTION
-RUN test -n "${FUNCTION}" || { echo "build with --build-arg FUNCTION=<alert-receiver|memory-scaler|rule-sync>" >&2; exit 1; }
+RUN test -n "${FUNCTION}" || { echo "build with --build-arg FUNCTION=<alert-receiver|memory-scaler|rule-sync|dead-letter>" >&2; exit 1; }
 RUN node scripts/bundle.ts "${FUNCTION}" /app \
  && NODE_COMPILE_CACHE=/app/compile-cache node --input-type=module -e 'await import("/app/function.mjs")'
 

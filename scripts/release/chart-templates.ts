@@ -45,7 +45,7 @@ export const IMAGE_KEYS: Readonly<Record<string, string>> = {
   "ghcr.io/kubedemo/appmonitor-alert-receiver": "alertReceiver",
   "ghcr.io/kubedemo/appmonitor-memory-scaler": "memoryScaler",
   "ghcr.io/kubedemo/appmonitor-rule-sync": "ruleSync",
-  "gcr.io/knative-releases/knative.dev/eventing/cmd/event_display": "eventDisplay",
+  "ghcr.io/kubedemo/appmonitor-dead-letter": "deadLetter",
 };
 
 /** Each workload (Knative Service or Deployment) of the install and its key in `values.resources`. */

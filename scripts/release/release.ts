@@ -3,7 +3,7 @@
  * (default `dist/appmonitor-<version>/`, replaced if there):
  *
  *   images/*.oci.tar        alert-receiver, memory-scaler, rule-sync, the dead-letter sink
- *                           (event_display) and memhog, each an OCI archive named
+ *                           (dead-letter) and memhog, each an OCI archive named
  *                           ghcr.io/kubedemo/appmonitor-<name>:<tag>, its digest kept from the build
  *   images.txt              archive, name, tag and digest of each, for push-images.sh
  *   push-images.sh          pushes them to a registry of yours, keeping (and checking) the digests
@@ -19,8 +19,8 @@
  *   RELEASE-NOTES.md        CHANGELOG.md's section for the version, the images, the commands
  *   SHA256SUMS              every file above
  *
- * The images are built with `npm run image`'s builder (podman, cached) and event_display by
- * test/harness/bins/build.sh, as are helm and kubectl. Prints one line per step and the directory.
+ * The images are built with `npm run image`'s builder (podman, cached); helm and kubectl by
+ * test/harness/bins/build.sh. Prints one line per step and the directory.
  * Exit codes: 0 written; 1 a step failed (named on stderr); 2 usage.
  */
 import { execFile } from "node:child_process";
@@ -39,14 +39,6 @@ import { changelogSection, checksums, imagesList, PUSH_SCRIPT, RELEASE_REGISTRY,
 const run = promisify(execFile);
 /** kubectl and Helm read YAML 1.1, where a bare `Off` (an enum value of the CRD) is false: quote such strings. */
 const YAML_11 = { lineWidth: 0, version: "1.1" } as const;
-
-/** The Knative Eventing version event_display is built from (test/harness/bins/eventing/go.mod), its tag. */
-async function eventingVersion(): Promise<string> {
-  const goMod = await readFile(path.join(repoRoot, "test/harness/bins/eventing/go.mod"), "utf8");
-  const version = /^\s*knative\.dev\/eventing (v\S+)/m.exec(goMod)?.[1];
-  if (version === undefined) throw new Error("test/harness/bins/eventing/go.mod requires no knative.dev/eventing");
-  return version;
-}
 
 /** Runs a tool; its stdout. @throws Error naming the command, with its stderr. */
 async function tool(file: string, args: readonly string[]): Promise<string> {
@@ -85,13 +77,13 @@ export async function release(outDir: string, say: (line: string) => void = () =
 
   await rm(outDir, { recursive: true, force: true });
   await mkdir(path.join(outDir, "images"), { recursive: true });
-  const built = await buildImages(["alert-receiver", "memory-scaler", "rule-sync", "memhog"], say);
+  const built = await buildImages(["alert-receiver", "memory-scaler", "rule-sync", "dead-letter", "memhog"], say);
   const archiveOf = (name: string) => built.find((b) => b.name === name)?.archive ?? "";
   const sources = [
     { key: "alertReceiver", name: "appmonitor-alert-receiver", tag: version, from: archiveOf("alert-receiver"), what: "alert-receiver: Alertmanager's webhook → one CloudEvent per alert" },
     { key: "memoryScaler", name: "appmonitor-memory-scaler", tag: version, from: archiveOf("memory-scaler"), what: "memory-scaler: raises the workload's memory" },
     { key: "ruleSync", name: "appmonitor-rule-sync", tag: version, from: archiveOf("rule-sync"), what: "rule-sync: one PrometheusRule per AppMonitor" },
-    { key: "eventDisplay", name: "appmonitor-event-display", tag: await eventingVersion(), from: path.join(bin, "knative-eventing", "event_display.oci.tar"), what: "the dead-letter sink: Knative's event_display, built from knative.dev/eventing" },
+    { key: "deadLetter", name: "appmonitor-dead-letter", tag: version, from: archiveOf("dead-letter"), what: "dead-letter: the dead-letter sink, one Warning Event per dead letter" },
     { key: undefined, name: "appmonitor-memhog", tag: version, from: archiveOf("memhog"), what: "memhog, the original demo's workload (examples/memhog.yaml names it quay.io/metral/memhog:v0.0.1)" },
   ];
   const images: (ReleaseImage & { key: string | undefined })[] = [];

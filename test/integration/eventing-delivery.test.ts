@@ -1,11 +1,12 @@
 // Delivery semantics as Knative Eventing defines them, through its real data plane on the stack's
 // real node (ingress → in-memory channel → filter → Trigger → function) with appmonitor's shipped
 // delivery spec (knative/eventing/triggers.yaml: 8 retries, exponential backoff from 1 s, then the
-// dead-letter sink) and its dead-letter sink as shipped, Knative's own event_display:
+// dead-letter sink) and its dead-letter sink as shipped, appmonitor's dead-letter function:
 //   - memory-scaler cut off from the API server answers 503, the Broker redelivers on the shipped
 //     backoff, and once the path is back the workload is scaled exactly once;
 //   - an event memory-scaler refuses as malformed (400) is delivered once and lands in the
-//     dead-letter sink with Knative's error extensions;
+//     dead-letter sink with Knative's error extensions: a Warning Event DeadLetter on the AppMonitor
+//     it names, which `kubectl appmonitor resend` sends again through the API server's proxy;
 //   - no answer of memory-scaler or rule-sync is a reply event, so nothing of ours goes back into
 //     the Broker: a catch-all Trigger sees each event once and nothing after.
 // The statuses of every failure class against Knative's retry table: test/unit/knative/delivery-retries.test.ts.
@@ -22,7 +23,10 @@ import { FIRING_TYPE } from "../../functions/lib/alert-event.ts";
 import { RESYNC_EVENT_TYPE } from "../../functions/rule-sync/incoming-event.ts";
 import { EVENTING_NAMESPACE, eventingImage } from "../harness/stack/eventing-manifests.ts";
 import { BROKER, DEAD_LETTER_SINK } from "../harness/stack/eventing-objects.ts";
-import { FUNCTIONS_NAMESPACE } from "../harness/stack/function-pods-install.ts";
+import { DEAD_LETTER_REASON } from "../../functions/dead-letter/letter.ts";
+import { FUNCTION_IMAGES } from "../harness/images/build.ts";
+import { DEAD_LETTER_FUNCTION, FUNCTIONS_NAMESPACE } from "../harness/stack/function-pods-install.ts";
+import { runCommand } from "../support/run-command.ts";
 import { REAL_NODE } from "../harness/stack/real-node-config.ts";
 import { waitForDelivery } from "../harness/lib/broker-hop.ts";
 import { displayedEvents, type DisplayedEvent } from "../support/event-display.ts";
@@ -64,19 +68,28 @@ async function triggerDelivery(name: string): Promise<DeliverySpec> {
 
 const seconds = (ms: number) => Number((ms / 1000).toFixed(2));
 
-test("the dead-letter sink is Knative's event_display, built from the pinned module and running on the real node", { timeout: 120_000 }, async (t) => {
-  const { core, installation } = stack();
+/** The Warning Events `DeadLetter` of the event `id`, in every namespace (their note names the id). */
+async function deadLetterEvents(id: string): Promise<k8s.EventsV1Event[]> {
+  const list = await stack().kc.makeApiClient(k8s.EventsV1Api).listEventForAllNamespaces({ fieldSelector: `reason=${DEAD_LETTER_REASON}` });
+  return list.items.filter((e) => e.note?.includes(`(id ${id})`) === true);
+}
+
+test("the dead-letter sink is appmonitor's dead-letter function on the real node: an event posted straight to it becomes a Warning Event on its ServiceAccount, once, however often it comes", { timeout: 120_000 }, async (t) => {
   const pod = await sinkPod();
   assert.equal(pod.spec?.nodeName, REAL_NODE.name);
-  assert.equal(pod.spec?.containers[0]?.image, eventingImage("event_display", installation.version));
-  // Straight to its Pod: it prints what it got, which is how the dead letters are read below.
-  const event = new CloudEvent({ type: "com.kubedemo.appmonitor.test.display", source: TEST_SOURCE, datacontenttype: "application/json", data: { hello: "event_display" } });
-  const answer = await postEvent(`http://${pod.status?.podIP}:8080/`, event);
-  assert.ok(answer.status >= 200 && answer.status < 300, `event_display answered ${answer.status}`);
-  const shown = await waitFor("event_display printed the event", async () => (await displayedEvents(core, podRef(pod))).find((e) => e.attributes.id === event.id), 10_000);
-  assert.equal(shown.attributes.type, event.type);
-  assert.deepEqual(JSON.parse(shown.data), { hello: "event_display" });
-  t.diagnostic(`${pod.metadata.name} on ${pod.spec?.nodeName}, image ${pod.spec?.containers[0]?.image}`);
+  assert.equal(pod.spec?.containers[0]?.image, FUNCTION_IMAGES[DEAD_LETTER_FUNCTION]);
+  const event = new CloudEvent({ type: "com.kubedemo.appmonitor.test.display", source: TEST_SOURCE, datacontenttype: "application/json", data: { hello: "sink" } });
+  for (const outcome of ["recorded", "duplicate"]) {
+    const answer = await postEvent(`http://${pod.status?.podIP}:8080/`, event);
+    assert.equal(answer.status, 204, answer.text);
+    assert.equal(answer.outcome, outcome);
+  }
+  const [recorded, ...more] = await deadLetterEvents(event.id);
+  assert.ok(recorded, "the Warning Event");
+  assert.equal(more.length, 0, "one Event for the two deliveries");
+  assert.deepEqual([recorded.type, recorded.regarding?.kind, recorded.regarding?.namespace, recorded.regarding?.name], ["Warning", "ServiceAccount", FUNCTIONS_NAMESPACE, DEAD_LETTER_SINK.name]);
+  assert.match(recorded.note ?? "", /came without Knative's error extensions/);
+  t.diagnostic(`${pod.metadata.name} on ${pod.spec?.nodeName}, image ${pod.spec?.containers[0]?.image}; Event ${recorded.metadata?.namespace}/${recorded.metadata?.name}`);
 });
 
 /**
@@ -163,7 +176,6 @@ test("with the in-memory channel a sender that stops waiting before the delivery
   const memhog = await runningMemhog(core, WORKLOAD_NS);
   const scaler = await scalerPod();
   const scalerRef = podRef(scaler);
-  const sinkRef = podRef(await sinkPod());
   const restore = await cutFromApiServer(scaler);
   t.after(restore);
   // An alert that needs the API server (memhog is in its cooldown now, which memory-scaler reads), sent
@@ -178,47 +190,65 @@ test("with the in-memory channel a sender that stops waiting before the delivery
   const seen = await deliveries(scalerRef, event.id);
   assert.ok(seen.length >= 1 && seen.every((d) => d.at - posted < 2_500), `deliveries only while the sender waited: ${JSON.stringify(seen.map((d) => seconds(d.at - posted)))}`);
   assert.deepEqual(seen.map((d) => d.status), Array(seen.length).fill(503));
-  assert.equal((await displayedEvents(core, sinkRef)).filter((e) => e.attributes.id === event.id).length, 0, "no dead letter");
+  assert.equal((await deadLetterEvents(event.id)).length, 0, "no dead letter");
   t.diagnostic(`deliveries after the POST (s): ${seen.map((d) => `${seconds(d.at - posted)} → ${d.status}`).join(", ")}; the sender gave up at 2 s, nothing after`);
 }));
 
-test("an event memory-scaler refuses as malformed is delivered once, not retried, and lands in the dead-letter sink with Knative's error extensions", { timeout: 120_000 }, (t) => explained(async () => {
-  const { core } = stack();
+test("an event memory-scaler refuses as malformed is delivered once, not retried, and leaves a Warning Event DeadLetter on the AppMonitor it names with Knative's reason; resend sends it through the API server's proxy to the Broker, where it arrives again", { timeout: 180_000 }, (t) => explained(async () => {
+  const { core, state } = stack();
   const scalerRef = podRef(await scalerPod());
-  const sinkRef = podRef(await sinkPod());
   const dispatcherBefore = (await readyPod(core, EVENTING_NAMESPACE, "imc-dispatcher-")).status?.containerStatuses?.[0];
-  // The firing type, so the Trigger routes it; data that is no alert, so memory-scaler answers 400.
-  const event = new CloudEvent({ type: FIRING_TYPE, source: TEST_SOURCE, datacontenttype: "application/json", data: { not: "an alert" } });
+  // The firing type, so the Trigger routes it; data that names the AppMonitor but is no alert, so memory-scaler answers 400.
+  const data = { namespace: WORKLOAD_NS, appmonitor: "mymonitor", not: "an alert" };
+  const event = new CloudEvent({ type: FIRING_TYPE, source: TEST_SOURCE, datacontenttype: "application/json", data });
+  const posted = Date.now();
   assert.equal(await postToBroker(core, event), 202);
-  const letter = await waitFor("the dead letter in event_display's log", async () => (await displayedEvents(core, sinkRef)).find((e) => e.attributes.id === event.id), 30_000, 200);
+  const [letter] = await waitFor("the dead letter's Warning Event", async () => {
+    const found = await deadLetterEvents(event.id);
+    return found.length > 0 ? found : undefined;
+  }, 30_000, 100);
+  const seen = Date.now();
+  assert.ok(letter);
   const [refused] = await deliveries(scalerRef, event.id);
   assert.ok(refused, "memory-scaler got it");
   assert.equal(refused.status, 400);
 
-  assert.equal(letter.attributes.type, FIRING_TYPE);
-  assert.deepEqual(JSON.parse(letter.data), { not: "an alert" }, "the event as sent");
-  assert.equal(letter.extensions.knativeerrorcode, "400");
-  assert.match(letter.extensions.knativeerrordest ?? "", /^http:\/\/memory-scaler\.appmonitor\.svc\.cluster\.local\/?$/);
-  const answer = JSON.parse(Buffer.from(letter.extensions.knativeerrordata ?? "", "base64").toString("utf8")) as { error?: string; detailsOmitted?: number };
-  assert.equal(answer.error, "malformed event data", "memory-scaler's answer, base64");
-  // Its eleven schema errors would make 790 bytes; the runtime answers what fits in 768 (response.ts,
-  // errorBody), as a longer answer panics the channel's dispatcher on the way here.
-  assert.ok((answer.detailsOmitted ?? 0) > 0, JSON.stringify(answer));
+  assert.equal(letter.type, "Warning");
+  assert.equal(letter.metadata?.namespace, WORKLOAD_NS);
+  const monitor = await stack().kc.makeApiClient(k8s.CustomObjectsApi).getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace: WORKLOAD_NS, plural: "appmonitors", name: "mymonitor" }) as { metadata: { uid: string } };
+  assert.deepEqual(letter.regarding, { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", namespace: WORKLOAD_NS, name: "mymonitor", uid: monitor.metadata.uid });
+  assert.match(letter.note ?? "", new RegExp(`^${FIRING_TYPE.replaceAll(".", "\\.")} from ${TEST_SOURCE} \\(id ${event.id}\\) was dead-lettered`));
+  // Knative's reason: the subscriber, its status and its answer (knativeerrordata, decoded).
+  assert.match(letter.note ?? "", /Why: http:\/\/memory-scaler\.appmonitor\.svc\.cluster\.local\/? answered 400: \{"error":"malformed event data"/);
+  const stored = JSON.parse(letter.metadata?.annotations?.["appmonitor.kubedemo.com/cloudevent"] ?? "{}") as Record<string, unknown>;
+  assert.deepEqual([stored.id, stored.type, stored.data], [event.id, FIRING_TYPE, data], "the event as sent, kept on the Event");
+  assert.ok(Object.keys(stored).every((k) => !k.startsWith("knativeerror")), "without Knative's error extensions");
   const dispatcher = (await readyPod(core, EVENTING_NAMESPACE, "imc-dispatcher-")).status?.containerStatuses?.[0];
   assert.equal(dispatcher?.restartCount, dispatcherBefore?.restartCount, `the in-memory channel's dispatcher did not restart: ${JSON.stringify(dispatcher?.lastState)}`);
-  // Dead-lettered at once: the first retry would have waited the backoff's first step (1 s).
-  const [firstWait] = backoffSeconds(await triggerDelivery("memory-scaler-alert-firing"));
-  const lag = seconds(letter.at - refused.at);
-  assert.ok(lag < (firstWait as number), `the dead letter came ${lag} s after the refusal`);
-  // And later still one delivery: no retry came at 1 s or 3 s.
+  // Dead-lettered at once: no retry came at 1 s or 3 s.
   await sleep(4_000);
   assert.equal((await deliveries(scalerRef, event.id)).length, 1, "delivered once");
-  assert.equal((await displayedEvents(core, sinkRef)).filter((e) => e.attributes.id === event.id).length, 1, "dead-lettered once");
-  t.diagnostic(`refused 400, dead letter ${lag} s later; knativeerrordest ${letter.extensions.knativeerrordest}, knativeerrordata ${JSON.stringify(answer).slice(0, 200)}`);
-  t.diagnostic(`imc-dispatcher restarts since the install: ${dispatcher?.restartCount}${dispatcher?.lastState?.terminated ? ` (last: ${JSON.stringify(dispatcher.lastState.terminated)})` : ""}`);
+  assert.equal((await deadLetterEvents(event.id)).length, 1, "dead-lettered once");
+
+  // Sent again with the user's kubeconfig through the API server's service proxy: it arrives at
+  // memory-scaler a second time (refused again, so dead-lettered again: the Event is written anew).
+  const resent = Date.now();
+  const result = await runCommand("scripts/explain/kubectl-appmonitor", ["resend", letter.metadata?.name ?? "", "-n", WORKLOAD_NS], { env: { ...process.env, KUBECONFIG: state.kubeconfig } });
+  assert.equal(result.code, 0, result.stdout + result.stderr);
+  assert.match(result.stdout, new RegExp(`sent ${FIRING_TYPE.replaceAll(".", "\\.")} .* to Broker ${FUNCTIONS_NAMESPACE}/default: HTTP 202`));
+  const again = await waitFor("the resent event at memory-scaler", async () => {
+    const all = await deliveries(scalerRef, event.id);
+    return all.length >= 2 ? all : undefined;
+  }, 30_000, 100);
+  assert.deepEqual(again.map((d) => d.status), [400, 400]);
+  const rewritten = await waitFor("its Warning Event again", async () => (await deadLetterEvents(event.id))[0], 30_000, 100);
+  assert.equal(rewritten.metadata?.name, letter.metadata?.name, "the same name: one Event per dead letter");
+  assert.notEqual(rewritten.metadata?.uid, letter.metadata?.uid, "written anew after resend deleted it");
+  t.diagnostic(`refused 400 ${seconds(refused.at - posted)} s after the POST; its Warning Event seen ${seconds(seen - posted)} s after the POST (listed every 100 ms): ${letter.metadata?.namespace}/${letter.metadata?.name}`);
+  t.diagnostic(`resend → second delivery ${seconds((again[1]?.at ?? 0) - resent)} s; note: ${letter.note?.slice(0, 300)}`);
 }));
 
-/** What the catch-all Trigger below delivers to: a second event_display, with the dead-letter sink's Pod template. */
+/** What the catch-all Trigger below delivers to: Knative's event_display, which logs every event it gets. */
 const OBSERVER = "broker-observer";
 /** A type no shipped Trigger matches: probes that tell when the observer's Trigger delivers. */
 const PROBE_TYPE = "com.kubedemo.appmonitor.test.probe";
@@ -229,11 +259,14 @@ const PROBE_TYPE = "com.kubedemo.appmonitor.test.probe";
  * @returns its Pod.
  */
 async function observeEverything(t: { after: (fn: () => Promise<unknown>) => void }): Promise<PodRef> {
-  const { core, apps, kc } = stack();
+  const { core, apps, kc, installation } = stack();
   const namespace = BROKER.namespace;
-  const sink = await apps.readNamespacedDeployment({ name: DEAD_LETTER_SINK.name, namespace });
   const labels = { "app.kubernetes.io/name": OBSERVER };
-  await apps.createNamespacedDeployment({ namespace, body: { metadata: { name: OBSERVER, labels }, spec: { replicas: 1, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: sink.spec?.template.spec } } } });
+  const container: k8s.V1Container = {
+    name: "event-display", image: eventingImage("event_display", installation.version), imagePullPolicy: "IfNotPresent", ports: [{ containerPort: 8080 }],
+    securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] }, seccompProfile: { type: "RuntimeDefault" } },
+  };
+  await apps.createNamespacedDeployment({ namespace, body: { metadata: { name: OBSERVER, labels }, spec: { replicas: 1, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { automountServiceAccountToken: false, containers: [container] } } } } });
   await core.createNamespacedService({ namespace, body: { metadata: { name: OBSERVER, labels }, spec: { selector: labels, ports: [{ name: "http", port: 80, targetPort: 8080 }] } } });
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const trigger = { group: "eventing.knative.dev", version: "v1", namespace, plural: "triggers" };
@@ -271,7 +304,7 @@ test("no reply of ours loops: memory-scaler and rule-sync answer without a reply
 
   // Through the Broker, watched by a Trigger that matches everything: a reply of any type would show there.
   const observer = await observeEverything(t);
-  const deadLettersBefore = (await displayedEvents(core, podRef(await sinkPod()))).length;
+  const deadLettersBefore = (await stack().kc.makeApiClient(k8s.EventsV1Api).listEventForAllNamespaces({ fieldSelector: `reason=${DEAD_LETTER_REASON}` })).items.length;
   const start = (await displayedEvents(core, observer)).length;
   const sent = [alert(), resync()];
   for (const event of sent) assert.equal(await postToBroker(core, event), 202);
@@ -300,6 +333,6 @@ test("no reply of ours loops: memory-scaler and rule-sync answer without a reply
   const others = seen.filter((e) => !ours.has(e.attributes.id ?? "") && e.attributes.type !== PROBE_TYPE);
   assert.deepEqual(others.filter((e) => !fromSources(e)).map((e) => `${e.attributes.type} from ${e.attributes.source}`), [], "no event came back from a function");
   assert.ok(quiet, "the sources' events the handling caused end: a 10 s window without one within 90 s");
-  assert.equal((await displayedEvents(core, podRef(await sinkPod()))).length, deadLettersBefore, "no dead letter either");
+  assert.equal((await stack().kc.makeApiClient(k8s.EventsV1Api).listEventForAllNamespaces({ fieldSelector: `reason=${DEAD_LETTER_REASON}` })).items.length, deadLettersBefore, "no dead letter either");
   t.diagnostic(`through the Broker: ${seen.length} event(s) seen by the catch-all Trigger: ${seen.map((e) => e.attributes.type).join(", ")}`);
 });

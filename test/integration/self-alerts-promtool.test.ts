@@ -38,7 +38,7 @@ const silent = (alertname: string, evalTime: string) => ({ eval_time: evalTime, 
 test("each alert on appmonitor fires on its series, and stays silent without them (promtool test rules)", async () => {
   const rule = parse(await readFile(path.join(repoRoot, "knative/monitoring/appmonitor-alerts.yaml"), "utf8")) as { spec: { groups: { rules: AlertRule[] }[] } };
   alertRules = rule.spec.groups.flatMap((g) => g.rules);
-  assert.deepEqual(alertRules.map((r) => r.alert).sort(), ["AppMonitorPermissionDenied", "AppMonitorProbableLeak", "AppMonitorPrometheusUnreachable", "AppMonitorRolloutFailed", "AppMonitorRuleSyncStale", "AppMonitorScaleFailed"]);
+  assert.deepEqual(alertRules.map((r) => r.alert).sort(), ["AppMonitorDeadLetters", "AppMonitorPermissionDenied", "AppMonitorProbableLeak", "AppMonitorPrometheusUnreachable", "AppMonitorRolloutFailed", "AppMonitorRuleSyncStale", "AppMonitorScaleFailed"]);
   const rules = path.join(dir.path, "alerts.yaml");
   await writeFile(rules, stringify({ groups: rule.spec.groups }));
   const series = (name: string, labels: string, values: string) => ({ series: `${name}{namespace="${NS}",${labels}}`, values });
@@ -55,9 +55,12 @@ test("each alert on appmonitor fires on its series, and stays silent without the
           series("appmonitor_memory_scaler_events_total", 'type="firing",outcome="skipped",reason="ProbableLeak"', "0 0 0 0 0 2 2 2 2 2"),
           series("appmonitor_rule_sync_prometheus_requests_total", 'endpoint="rules",result="unreachable"', "0+1x40"),
           series("appmonitor_rule_sync_last_resync_timestamp_seconds", 'pod="rule-sync-1"', "0x60"),
+          series("appmonitor_dead_letters_total", 'function="dead-letter",type="com.kubedemo.appmonitor.alert.firing",code="400"', "0 0 0 0 0 0 0 1 1 1"),
         ],
         alert_rule_test: [
           silent("AppMonitorScaleFailed", "2m"),
+          silent("AppMonitorDeadLetters", "6m"),
+          firing("AppMonitorDeadLetters", "8m"),
           silent("AppMonitorPermissionDenied", "2m"),
           silent("AppMonitorRolloutFailed", "3m"),
           firing("AppMonitorRolloutFailed", "6m", { kind: "Deployment" }),
@@ -79,8 +82,15 @@ test("each alert on appmonitor fires on its series, and stays silent without the
           series("appmonitor_rule_sync_prometheus_requests_total", 'endpoint="rules",result="ok"', "0+1x12"),
           series("appmonitor_memory_scaler_rollouts_total", 'kind="Deployment",result="RolledOut",reason="RolledOut"', "0+1x12"),
           series("appmonitor_rule_sync_last_resync_timestamp_seconds", 'pod="rule-sync-1"', "0+300x12"),
+          series("appmonitor_http_requests_total", 'function="dead-letter",route="function",method="POST",code="204"', "0+1x12"),
         ],
-        alert_rule_test: ["AppMonitorScaleFailed", "AppMonitorRolloutFailed", "AppMonitorPermissionDenied", "AppMonitorPrometheusUnreachable", "AppMonitorRuleSyncStale", "AppMonitorProbableLeak"].map((name) => silent(name, "60m")),
+        alert_rule_test: ["AppMonitorDeadLetters", "AppMonitorScaleFailed", "AppMonitorRolloutFailed", "AppMonitorPermissionDenied", "AppMonitorPrometheusUnreachable", "AppMonitorRuleSyncStale", "AppMonitorProbableLeak"].map((name) => silent(name, "60m")),
+      },
+      {
+        // A dead letter the sink could not record (the API server away: 503, Knative retries it).
+        interval: "1m",
+        input_series: [series("appmonitor_http_requests_total", 'function="dead-letter",route="function",method="POST",code="503"', "0 0 0 1 1 1 1 1")],
+        alert_rule_test: [silent("AppMonitorDeadLetters", "2m"), firing("AppMonitorDeadLetters", "5m")],
       },
     ],
   };

@@ -4,7 +4,7 @@
  * subscriber): one kwok Node and the real node in a temporary state directory, Eventing installed
  * (test/harness/stack/eventing-install.ts), appmonitor's own Eventing objects applied as the shipped
  * Eventing-only profile has them (knative/eventing-only/ through test/harness/stack/stack-profile.ts;
- * the dead-letter sink is Knative's event_display), the functions as Pods with alert-receiver's K_SINK injected by the
+ * the dead-letter sink is appmonitor's dead-letter function), the functions as Pods with alert-receiver's K_SINK injected by the
  * SinkBinding, and memhog with the AppMonitor `mymonitor` (threshold 75, multiplier 2) in a
  * workload namespace placed on the real node. One real node per machine: the file waits for the
  * machine-wide lock first (`real-node-lock.ts`).
@@ -19,7 +19,7 @@ import { buildImages } from "../harness/images/build.ts";
 import { EVENTING_NAMESPACE } from "../harness/stack/eventing-manifests.ts";
 import { installEventing, placeNamespace, type EventingInstallation } from "../harness/stack/eventing-install.ts";
 import { applyAppmonitorEventing, BROKER } from "../harness/stack/eventing-objects.ts";
-import { deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE } from "../harness/stack/function-pods-install.ts";
+import { DEAD_LETTER_FUNCTION, deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE } from "../harness/stack/function-pods-install.ts";
 import { REAL_NODE } from "../harness/stack/real-node-config.ts";
 import { down, up, type StackState } from "../harness/stack/stack.ts";
 import { createAppMonitor, memhogManifest } from "./memory-scaler.ts";
@@ -61,7 +61,7 @@ export function useEventingStack(options: EventingStackOptions): () => EventingS
     // One real node per machine: wait for any other test file's to be down first.
     releaseLock = await acquireRealNodeLock();
     stateDir = await mkdtemp(path.join(os.tmpdir(), options.stateDirPrefix));
-    const images = await buildImages(["memhog", ...FUNCTION_POD_NAMES]);
+    const images = await buildImages(["memhog", ...FUNCTION_POD_NAMES, DEAD_LETTER_FUNCTION]);
     const archive = (name: string) => images.find((i) => i.name === name)?.archive ?? "";
     const t0 = Date.now();
     state = await up({ stateDir, nodes: 1, realNode: true, memhogArchive: archive("memhog"), progress: (line) => process.stderr.write(`# stack: ${line}\n`) });
@@ -75,7 +75,7 @@ export function useEventingStack(options: EventingStackOptions): () => EventingS
     const installation = await installEventing(state);
     process.stderr.write(`# Eventing ${installation.version} installed and Available in ${installation.seconds.toFixed(1)} s\n`);
     const t1 = Date.now();
-    const brokerUrl = await applyAppmonitorEventing(state);
+    const brokerUrl = await applyAppmonitorEventing(state, undefined, undefined, archive(DEAD_LETTER_FUNCTION));
     process.stderr.write(`# Broker Ready at ${brokerUrl}, dead-letter sink Available, in ${((Date.now() - t1) / 1000).toFixed(1)} s\n`);
 
     // memhog on the real node too, placed by its namespace as the ApiServerSource's adapter is.

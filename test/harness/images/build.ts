@@ -1,11 +1,11 @@
 /**
- * `npm run image`: builds the images of the three functions from the repository's Dockerfile,
+ * `npm run image`: builds the images of the four functions (the dead-letter sink among them) from the repository's Dockerfile,
  * on the base image of `base.ts` (`--build-arg NODE_IMAGE=`), and the memhog demo image from
  * `memhog/`, Debian's Redis (a real program for the real node's tests) and Alertmanager (prometheus-operator's on the real node), both `debian-image.ts`; saves each as an OCI archive under `<cache>/images/`; prints each image's name,
  * digest and size. Podman's layer cache and the base image's keyed tag make a second run
  * cheap. Needs root and Debian's podman, runc and mmdebstrap (`podman.ts` says why).
  *
- * Usage: `npm run image [-- NAME…]` (NAME: alert-receiver, memory-scaler, rule-sync, memhog, redis, alertmanager;
+ * Usage: `npm run image [-- NAME…]` (NAME: alert-receiver, memory-scaler, rule-sync, dead-letter, memhog, redis, alertmanager;
  * all when none is given). Exit codes: 0 built; 1 a step failed (named on stderr); 2 usage.
  */
 import { execFile } from "node:child_process";
@@ -26,6 +26,7 @@ export const FUNCTION_IMAGES = {
   "alert-receiver": "ghcr.io/kubedemo/appmonitor-alert-receiver:latest",
   "memory-scaler": "ghcr.io/kubedemo/appmonitor-memory-scaler:latest",
   "rule-sync": "ghcr.io/kubedemo/appmonitor-rule-sync:latest",
+  "dead-letter": "ghcr.io/kubedemo/appmonitor-dead-letter:latest",
 } as const;
 
 /** The demo workload: our memhog, also tagged with the original demo's image name. */
@@ -130,7 +131,7 @@ async function debianImage(recipe: DebianImageRecipe): Promise<readonly string[]
  * image also fills the dependency layer (`npm ci`) the other two share.
  */
 export const COLD_IMAGE_SECONDS: Readonly<Record<ImageName, number>> = {
-  "alert-receiver": 120, "memory-scaler": 35, "rule-sync": 40, memhog: 5, redis: 30, alertmanager: 30,
+  "alert-receiver": 120, "memory-scaler": 35, "rule-sync": 40, "dead-letter": 35, memhog: 5, redis: 30, alertmanager: 30,
 };
 
 /**

@@ -1,6 +1,6 @@
 /**
  * Knative Eventing running on the stack's real node: its images imported into the node's
- * containerd (of every command built, event_display, the dead-letter sink's, included), its
+ * containerd (of every command built, event_display, the tests' observer, included), its
  * rendered install (`eventing-source.ts`) placed on the node (`eventing-placement.ts`) and
  * applied, its webhook configurations applied only once the webhook serves (with failurePolicy
  * Fail, an earlier one would make the API server refuse Eventing's own ConfigMaps), and every

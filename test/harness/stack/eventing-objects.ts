@@ -11,7 +11,9 @@ import * as k8s from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import type { Manifest } from "../lib/knative-service.ts";
 import { placeNamespace, stackKubectl, waitAvailable } from "./eventing-install.ts";
-import { FUNCTIONS_NAMESPACE, stackProfileObjects } from "./function-pods-install.ts";
+import { archiveDir } from "../images/paths.ts";
+import { DEAD_LETTER_FUNCTION, FUNCTIONS_NAMESPACE, stackProfileObjects } from "./function-pods-install.ts";
+import { importImages } from "./node-images.ts";
 import { StackStepError } from "./paths.ts";
 import { isEventingObject } from "./stack-profile.ts";
 import type { StackState } from "./stack.ts";
@@ -29,8 +31,9 @@ export function brokerIn(namespace: string): { name: string; namespace: string; 
 
 /**
  * The dead-letter sink of the Broker and every Trigger: knative/eventing/dead-letter.yaml's
- * Knative Service, which the Eventing-only profile runs as a Deployment of Knative's event_display
- * and a `v1` Service, both of this name; its Pods carry the label `app.kubernetes.io/name=<name>`.
+ * Knative Service, which the Eventing-only profile runs as a Deployment of the dead-letter function
+ * (functions/dead-letter/) and a `v1` Service, both of this name; its Pods carry the label
+ * `app.kubernetes.io/name=<name>`, its ServiceAccount is of this name too.
  */
 export const DEAD_LETTER_SINK = { name: "appmonitor-dead-letter", namespace: FUNCTIONS_NAMESPACE } as const;
 
@@ -38,13 +41,15 @@ export const DEAD_LETTER_SINK = { name: "appmonitor-dead-letter", namespace: FUN
  * Applies the profile's Namespace (annotated with the real node's placement), the AppMonitor CRD
  * and its Eventing objects, and waits until the Broker is Ready (its address known: the channel
  * and the ingress serve) and the dead-letter sink's Deployment is Available (its image,
- * event_display, is imported with Eventing's by `installEventing`).
+ * `npm run image`'s `dead-letter`, is imported into the real node first).
+ * @param sinkArchive the dead-letter function's OCI archive (default `<cache>/images/dead-letter.oci.tar`).
  * @param namespace the install's (default the shipped one).
  * @returns the Broker's address as Eventing reports it (`http://broker-ingress.knative-eventing.svc.cluster.local/<namespace>/default`).
  * @throws StackStepError when kubectl fails, or the Broker is not Ready or the sink not Available within `timeoutMs` (default 120 000).
  */
-export async function applyAppmonitorEventing(state: StackState, timeoutMs = 120_000, namespace = FUNCTIONS_NAMESPACE): Promise<string> {
+export async function applyAppmonitorEventing(state: StackState, timeoutMs = 120_000, namespace = FUNCTIONS_NAMESPACE, sinkArchive = path.join(archiveDir(), `${DEAD_LETTER_FUNCTION}.oci.tar`)): Promise<string> {
   if (!state.realNode) throw new StackStepError(STEP, "the stack has no real node");
+  await importImages(state.realNode, [sinkArchive]);
   const objects = await stackProfileObjects(state, { namespace, sink: "sinkbinding" }, STEP);
   const write = async (name: string, list: readonly Manifest[]) => {
     const file = path.join(state.realNode?.paths.dir ?? "", name);

@@ -33,7 +33,7 @@ const EVENTING_MODULE = "knative.dev/eventing";
  * Their images are imported with the install's all the same (`installEventing`).
  */
 export const EVENTING_SINK_COMMANDS: Readonly<Record<string, string>> = {
-  event_display: "Knative's event_display, the dead-letter sink of knative/eventing/dead-letter.yaml, as the stack runs the Eventing-only profile (stack-profile.ts)",
+  event_display: "Knative's event_display, a subscriber that logs every event it gets: what the tests watch the Broker with (test/support/event-display.ts)",
 };
 
 /**

@@ -18,7 +18,6 @@ import { FUNCTION_IMAGES } from "../images/build.ts";
 import { archiveDir } from "../images/paths.ts";
 import type { Manifest } from "../lib/knative-service.ts";
 import { placeNamespace } from "./eventing-install.ts";
-import { eventingModule } from "./eventing-source.ts";
 import { importImages } from "./node-images.ts";
 import { StackStepError } from "./paths.ts";
 import { CLUSTER_DOMAIN } from "./real-node-config.ts";
@@ -28,11 +27,14 @@ import { waitEstablished } from "../lib/crd-established.ts";
 
 const run = promisify(execFile);
 
-/** The functions that run as Pods, by their knative/services file name. */
-export type FunctionPodName = keyof typeof FUNCTION_IMAGES;
+/** The functions that run as Pods, by their knative/services file name (the dead-letter sink is knative/eventing's: `applyAppmonitorEventing`). */
+export type FunctionPodName = Exclude<keyof typeof FUNCTION_IMAGES, typeof DEAD_LETTER_FUNCTION>;
+
+/** The dead-letter sink's function (functions/dead-letter/), deployed with the Eventing objects. */
+export const DEAD_LETTER_FUNCTION = "dead-letter";
 
 /** The functions, in the order they are deployed. */
-export const FUNCTION_POD_NAMES = Object.keys(FUNCTION_IMAGES) as FunctionPodName[];
+export const FUNCTION_POD_NAMES = (Object.keys(FUNCTION_IMAGES) as (keyof typeof FUNCTION_IMAGES)[]).filter((name): name is FunctionPodName => name !== DEAD_LETTER_FUNCTION);
 
 /** The namespace of knative/namespace/namespace.yaml, the functions' unless another is chosen. */
 export const FUNCTIONS_NAMESPACE = SHIPPED_NAMESPACE;
@@ -71,7 +73,6 @@ export interface FunctionPods {
 export async function stackProfileObjects(state: StackState, options: { namespace?: string; sink?: "memory-scaler" | "sinkbinding"; profile?: "eventing-only" | "serving"; imageDigests?: Readonly<Record<string, string>> }, step: string): Promise<Manifest[]> {
   const node = state.realNode;
   if (!node) throw new StackStepError(step, "the stack has no real node; start it with 'npm run stack -- up --real-node'");
-  const { version } = await eventingModule();
   const namespace = options.namespace ?? FUNCTIONS_NAMESPACE;
   const kustomize = async (dir: string) => {
     try {
@@ -84,7 +85,7 @@ export async function stackProfileObjects(state: StackState, options: { namespac
   const shippedPrometheus = state.prometheusOperator?.onRealNode !== undefined;
   const profile = options.profile ?? "eventing-only";
   return renderStackProfile(path.join(node.paths.dir, `${profile === "serving" ? "serving-" : ""}profile-${namespace}`), {
-    namespace, eventingVersion: version, sink: options.sink ?? "memory-scaler", shippedPrometheus, profile, ...(options.imageDigests ? { imageDigests: options.imageDigests } : {}),
+    namespace, sink: options.sink ?? "memory-scaler", shippedPrometheus, profile, ...(options.imageDigests ? { imageDigests: options.imageDigests } : {}),
   }, kustomize);
 }
 

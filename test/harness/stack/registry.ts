@@ -62,8 +62,8 @@ export interface RegistryState {
 }
 
 /**
- * The images the stack serves: memhog as the original demo names it, and the three functions as
- * `knative/services/` names them, each from its archive in `<cache>/images/` (memhog's from
+ * The images the stack serves: memhog as the original demo names it, and the functions as
+ * `knative/services/` and `knative/eventing/dead-letter.yaml` name them, each from its archive in `<cache>/images/` (memhog's from
  * `memhogArchive` when given).
  */
 export function servedImages(env: NodeJS.ProcessEnv = process.env, memhogArchive?: string): ServedImage[] {

@@ -2,8 +2,6 @@
  * The shipped Eventing-only profile (knative/eventing-only/) as the stack's real node runs it: the
  * very files users apply, rendered by kustomize through an overlay of the stack's own that changes
  * only what this machine needs, as a user's overlay would for their cluster:
- *   - the dead-letter sink's image is Knative's event_display built here from the pinned module
- *     (`test/harness/bins/eventing.sh`; no registry of Knative's can be reached);
  *   - memory-scaler's and rule-sync's `PROMETHEUS_URL` are empty (unset): the stack's Prometheus
  *     listens on 127.0.0.1, which no Pod reaches, and the shipped kube-prometheus-stack address
  *     does not exist here, so memory-scaler scales without re-checking the working set, as its
@@ -15,10 +13,10 @@
  *   - without Eventing (`sink: "memory-scaler"`), alert-receiver's `K_SINK` is memory-scaler's
  *     Service (DESIGN.md allows it), where the SinkBinding would inject the Broker's address.
  * The Serving profile (knative/ itself, `profile: "serving"`) the same way, where Serving runs
- * beside Eventing (`serving-install.ts`): the same `PROMETHEUS_URL`s and sink image, the functions'
- * images named by their digests in the stack's registry (as a release names them; Serving
+ * beside Eventing (`serving-install.ts`): the same `PROMETHEUS_URL`s, the four function
+ * images (the dead-letter sink's among them) named by their digests in the stack's registry (as a release names them; Serving
  * resolves no digest, and the real node pulls them from that registry), and no pull policy:
- * a digest, like the sink's `v0.50.0` tag, means `IfNotPresent` already. Its Knative Services are
+ * a digest means `IfNotPresent` already. Its Knative Services are
  * patched by JSON patch with a `test` of the variable's name (a strategic merge on a custom
  * resource would replace the whole containers list).
  * Another namespace is chosen as users choose it: in a copy of knative/, namespace.yaml renamed.
@@ -30,22 +28,16 @@ import path from "node:path";
 import { stringify } from "yaml";
 import type { Manifest } from "../lib/knative-service.ts";
 import { parseManifests } from "../lib/manifests.ts";
-import { eventingImage } from "./eventing-manifests.ts";
 import { repoRoot } from "./paths.ts";
 import { CLUSTER_DOMAIN } from "./real-node-config.ts";
 
 /** The namespace of knative/namespace/namespace.yaml, the install's as shipped. */
 export const SHIPPED_NAMESPACE = "appmonitor";
 
-/** The dead-letter sink's image as knative/eventing/dead-letter.yaml names it. */
-export const SHIPPED_SINK_IMAGE = "gcr.io/knative-releases/knative.dev/eventing/cmd/event_display";
-
 /** How the stack adapts the profile. */
 export interface StackProfileOptions {
   /** The install's namespace (default {@link SHIPPED_NAMESPACE}). */
   readonly namespace?: string;
-  /** The pinned Eventing module's version, the tag of the event_display image built here (e.g. `v0.50.0`). */
-  readonly eventingVersion: string;
   /** Where alert-receiver's CloudEvents go: the SinkBinding's Broker (default), or memory-scaler's Service when Eventing does not run. */
   readonly sink?: "sinkbinding" | "memory-scaler";
   /** Keep the shipped `PROMETHEUS_URL`s: the stack runs kube-prometheus-stack's Prometheus where they point. */
@@ -69,13 +61,6 @@ function servingPatches(options: StackProfileOptions): object[] {
   }));
 }
 
-/** The images the stack's overlay renames: the dead-letter sink's, to the one built here. */
-export function stackProfileImages(eventingVersion: string): { name: string; newName: string; newTag: string }[] {
-  const built = eventingImage("event_display", eventingVersion);
-  const colon = built.lastIndexOf(":");
-  return [{ name: SHIPPED_SINK_IMAGE, newName: built.slice(0, colon), newTag: built.slice(colon + 1) }];
-}
-
 /**
  * The stack's overlay (`kustomization.yaml` text) over `profileDir`, relative to the overlay's own
  * directory (e.g. `../knative/eventing-only`). Pure text from plain data.
@@ -85,7 +70,7 @@ export function stackProfileKustomization(profileDir: string, options: StackProf
     const digests = Object.entries(options.imageDigests ?? {}).map(([name, digest]) => ({ name, digest }));
     return [
       "# Written by test/harness/stack/stack-profile.ts: the shipped Serving profile as the stack's real node runs it (see there for why).",
-      stringify({ apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: [profileDir], images: [...stackProfileImages(options.eventingVersion), ...digests], patches: servingPatches(options) }),
+      stringify({ apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: [profileDir], images: digests, patches: servingPatches(options) }),
     ].join("\n");
   }
   const namespace = options.namespace ?? SHIPPED_NAMESPACE;
@@ -106,7 +91,7 @@ export function stackProfileKustomization(profileDir: string, options: StackProf
   ];
   return [
     "# Written by test/harness/stack/stack-profile.ts: the shipped profile as the stack's real node runs it (see there for why).",
-    stringify({ apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: [profileDir], images: stackProfileImages(options.eventingVersion), patches }),
+    stringify({ apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", resources: [profileDir], patches }),
   ].join("\n");
 }
 
@@ -138,7 +123,7 @@ export async function renderStackProfile(workDir: string, options: StackProfileO
   return parseManifests(yaml, `the stack's ${options.profile ?? "eventing-only"} profile (${overlay})`);
 }
 
-/** The names of the objects beside the `*.knative.dev` kinds that only Eventing uses: the dead-letter sink's Deployment and Service, the ApiServerSource's ServiceAccount and RBAC. */
+/** The names of the objects beside the `*.knative.dev` kinds that only Eventing uses: the dead-letter sink's Deployment, Service, ServiceAccount and RBAC, the ApiServerSource's ServiceAccount and RBAC. */
 const EVENTING_ONLY_NAMES: ReadonlySet<string> = new Set(["appmonitor-dead-letter", "appmonitor-source"]);
 
 /** Whether an object of the profile only serves Knative Eventing (see {@link EVENTING_ONLY_NAMES}). */

@@ -1,13 +1,11 @@
 // The Knative Eventing images test/harness/bins/build.sh makes (cached; the stack's start runs it too),
 // read back from their OCI archives: each is named as the rendered install names it (or, for
-// event_display, as the stack's overlay of the shipped profile names the dead-letter sink's image,
-// test/harness/stack/stack-profile.ts), holds its
+// event_display, the tests' observer, as eventingImage names it), holds its
 // command's static binary alone where ko would put it, and runs as the non-root user 65532.
 import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { eventingImage } from "../../harness/stack/eventing-manifests.ts";
-import { stackProfileImages } from "../../harness/stack/stack-profile.ts";
 import { EVENTING_SINK_COMMANDS, eventingImageArchive, eventingInstall, type EventingModule } from "../../harness/stack/eventing-source.ts";
 import { buildBinaries } from "../../harness/stack/paths.ts";
 import { runCommand } from "../../support/run-command.ts";
@@ -21,11 +19,7 @@ before(async () => {
   const install = await eventingInstall();
   module = install.module;
   installImages = new Set(JSON.stringify(install.objects).match(/localhost\/appmonitor\/knative-eventing\/[^"]+/g) ?? []);
-  // The stack's overlay gives the dead-letter sink its image with kustomize's `images` (name → newName:newTag).
-  for (const image of stackProfileImages(module.version)) overlayImages.add(`${image.newName}:${image.newTag}`);
 });
-
-const overlayImages = new Set<string>();
 
 /** One member of a tar archive, as text. */
 async function member(archive: string, name: string): Promise<string> {
@@ -34,11 +28,10 @@ async function member(archive: string, name: string): Promise<string> {
   return result.stdout;
 }
 
-test("each command's archive is named as the install (or, for the dead-letter sink, the overlay) names it, and holds its binary alone, run as 65532", async () => {
+test("each command's archive is named as the install (or, for the observer, eventingImage) names it, and holds its binary alone, run as 65532", async () => {
   const sinks = module.commands.filter((c) => c in EVENTING_SINK_COMMANDS);
   assert.deepEqual(sinks, Object.keys(EVENTING_SINK_COMMANDS), "the sink commands are built");
   assert.equal(installImages.size, module.commands.length - sinks.length);
-  assert.deepEqual([...overlayImages], sinks.map((c) => eventingImage(c, module.version)), "the overlay names the sink images, at the pinned version");
   for (const command of module.commands) {
     const archive = eventingImageArchive(binDir, command);
     assert.ok(existsSync(archive), archive);
@@ -47,7 +40,7 @@ test("each command's archive is named as the install (or, for the dead-letter si
     const [entry] = index.manifests as [(typeof index.manifests)[0]];
     const name = entry.annotations["io.containerd.image.name"] as string;
     assert.equal(name, eventingImage(command, module.version));
-    assert.ok((command in EVENTING_SINK_COMMANDS ? overlayImages : installImages).has(name), `${name} is used by the install or the overlay`);
+    assert.ok(command in EVENTING_SINK_COMMANDS || installImages.has(name), `${name} is used by the install`);
     const blob = (digest: string): string => `blobs/sha256/${digest.replace(/^sha256:/, "")}`;
     const manifest = JSON.parse(await member(archive, blob(entry.digest))) as { config: { digest: string }; layers: { digest: string }[] };
     const config = JSON.parse(await member(archive, blob(manifest.config.digest))) as { config: { User: string; Entrypoint: string[] } };

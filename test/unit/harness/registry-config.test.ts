@@ -27,12 +27,14 @@ test("the served images: memhog under the original demo's name, the functions un
     ["alert-receiver", "ghcr.io/kubedemo/appmonitor-alert-receiver:latest", "/cache/images/alert-receiver.oci.tar"],
     ["memory-scaler", "ghcr.io/kubedemo/appmonitor-memory-scaler:latest", "/cache/images/memory-scaler.oci.tar"],
     ["rule-sync", "ghcr.io/kubedemo/appmonitor-rule-sync:latest", "/cache/images/rule-sync.oci.tar"],
+    ["dead-letter", "ghcr.io/kubedemo/appmonitor-dead-letter:latest", "/cache/images/dead-letter.oci.tar"],
   ]);
   assert.equal(servedImages({ APPMONITOR_CACHE: "/cache" }, "/tmp/m.oci.tar")[0]?.archive, "/tmp/m.oci.tar");
   for (const name of ["alert-receiver", "memory-scaler", "rule-sync"]) {
     const service = readFileSync(`${repoRoot}/knative/services/${name}.yaml`, "utf8");
     assert.ok(service.includes(`image: ghcr.io/kubedemo/appmonitor-${name}:latest`), `knative/services/${name}.yaml names the served image`);
   }
+  assert.ok(readFileSync(`${repoRoot}/knative/eventing/dead-letter.yaml`, "utf8").includes("image: ghcr.io/kubedemo/appmonitor-dead-letter:latest"), "knative/eventing/dead-letter.yaml names the served image");
 });
 
 test("only the registries of served images get a mirror: ghcr.io and quay.io", () => {

@@ -1,19 +1,16 @@
 // The stack runs the shipped Eventing-only profile, not a rendering of its own: its overlay
 // (test/harness/stack/stack-profile.ts) rendered by kustomize over a copy of knative/ differs from
-// `kubectl kustomize knative/eventing-only` only where this machine needs it (the sink's image built
-// here, no PROMETHEUS_URL, images used as imported, K_SINK without Eventing), and in another
+// `kubectl kustomize knative/eventing-only` only where this machine needs it (no PROMETHEUS_URL, images used as imported, K_SINK without Eventing), and in another
 // namespace only by that namespace.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
-import { renderStackProfile, SHIPPED_SINK_IMAGE, stackProfileImages, isEventingObject } from "../../harness/stack/stack-profile.ts";
+import { renderStackProfile, isEventingObject } from "../../harness/stack/stack-profile.ts";
 import { kubectlBinary, kustomize, type Manifest } from "../../support/knative.ts";
 import { objectKey, overlayDifferences } from "../../support/profiles.ts";
 import { tempDir } from "../../support/temp-dir.ts";
-
-const VERSION = "v0.50.0";
 
 async function render(options: Parameters<typeof renderStackProfile>[1]): Promise<Manifest[]> {
   const kubectl = await kubectlBinary();
@@ -34,24 +31,22 @@ function differences(shipped: Manifest[], stack: Manifest[], key = objectKey): s
 
 const pullPolicy = (name: string) => `apps/v1 Deployment appmonitor/${name} /spec/template/spec/containers/0/imagePullPolicy: undefined → "IfNotPresent"`;
 const common = [
-  `apps/v1 Deployment appmonitor/appmonitor-dead-letter /spec/template/spec/containers/0/image: "${SHIPPED_SINK_IMAGE}" → "localhost/appmonitor/knative-eventing/event_display:${VERSION}"`,
   ...["alert-receiver", "appmonitor-dead-letter", "memory-scaler", "rule-sync"].map(pullPolicy),
   ...["memory-scaler", "rule-sync"].map((name) => `apps/v1 Deployment appmonitor/${name} /spec/template/spec/containers/0/env/0/value: "http://prometheus-operated.monitoring.svc.cluster.local:9090" → ""`),
 ];
 
-test("with Eventing: the shipped profile but for the sink's image, PROMETHEUS_URL and the pull policy", async () => {
-  const [shipped, stack] = await Promise.all([kustomize("knative/eventing-only"), render({ eventingVersion: VERSION, sink: "sinkbinding" })]);
+test("with Eventing: the shipped profile but for PROMETHEUS_URL and the pull policy", async () => {
+  const [shipped, stack] = await Promise.all([kustomize("knative/eventing-only"), render({ sink: "sinkbinding" })]);
   assert.deepEqual(differences(shipped, stack).sort(), [...common].sort());
-  assert.deepEqual(stackProfileImages(VERSION), [{ name: SHIPPED_SINK_IMAGE, newName: "localhost/appmonitor/knative-eventing/event_display", newTag: VERSION }]);
 });
 
 test("on the operator stack the shipped PROMETHEUS_URL stays: the kube-prometheus-stack address exists there", async () => {
-  const [shipped, stack] = await Promise.all([kustomize("knative/eventing-only"), render({ eventingVersion: VERSION, sink: "sinkbinding", shippedPrometheus: true })]);
+  const [shipped, stack] = await Promise.all([kustomize("knative/eventing-only"), render({ sink: "sinkbinding", shippedPrometheus: true })]);
   assert.deepEqual(differences(shipped, stack).sort(), common.filter((d) => !d.includes("PROMETHEUS_URL") && !d.includes("/env/0/value")).sort());
 });
 
 test("without Eventing: alert-receiver's K_SINK is memory-scaler's Service, the one more difference", async () => {
-  const [shipped, stack] = await Promise.all([kustomize("knative/eventing-only"), render({ eventingVersion: VERSION, sink: "memory-scaler" })]);
+  const [shipped, stack] = await Promise.all([kustomize("knative/eventing-only"), render({ sink: "memory-scaler" })]);
   const found = differences(shipped, stack);
   const env = "apps/v1 Deployment appmonitor/alert-receiver /spec/template/spec/containers/0/env: ";
   assert.deepEqual(found.filter((d) => !d.startsWith(env)).sort(), [...common].sort());
@@ -61,31 +56,35 @@ test("without Eventing: alert-receiver's K_SINK is memory-scaler's Service, the 
 });
 
 test("in another namespace: the same objects there, and the same differences", async () => {
-  const [shipped, stack] = await Promise.all([kustomize("knative/eventing-only"), render({ eventingVersion: VERSION, sink: "sinkbinding", namespace: "elsewhere" })]);
+  const [shipped, stack] = await Promise.all([kustomize("knative/eventing-only"), render({ sink: "sinkbinding", namespace: "elsewhere" })]);
   const moved = (o: Manifest) => objectKey(o).replace(" elsewhere/", " appmonitor/").replace(/ \/elsewhere$/, " /appmonitor");
   const found = differences(shipped, stack, moved).filter((d) => !/"appmonitor" → "elsewhere"|appmonitor:memory-scaler|namespaces\/appmonitor\//.test(d));
   assert.deepEqual(found.sort(), [...common].sort());
   assert.ok(stack.every((o) => o.metadata.namespace === undefined || o.metadata.namespace === "elsewhere"));
 });
 
-test("the Eventing objects are the *.knative.dev kinds, the dead-letter sink and the ApiServerSource's RBAC", async () => {
-  const stack = await render({ eventingVersion: VERSION, sink: "sinkbinding" });
+test("the Eventing objects are the *.knative.dev kinds, the dead-letter sink and its RBAC, and the ApiServerSource's RBAC", async () => {
+  const stack = await render({ sink: "sinkbinding" });
   const eventing = stack.filter(isEventingObject).map((o) => `${o.kind}/${o.metadata.name}`).sort();
   assert.deepEqual(eventing, [
-    "ApiServerSource/appmonitors", "Broker/default", "ClusterRole/appmonitor-source", "ClusterRoleBinding/appmonitor-source", "Deployment/appmonitor-dead-letter",
-    "PingSource/rule-sync-resync", "Service/appmonitor-dead-letter", "ServiceAccount/appmonitor-source", "SinkBinding/alert-receiver",
+    "ApiServerSource/appmonitors", "Broker/default", "ClusterRole/appmonitor-dead-letter", "ClusterRole/appmonitor-source", "ClusterRoleBinding/appmonitor-dead-letter",
+    "ClusterRoleBinding/appmonitor-source", "Deployment/appmonitor-dead-letter", "PingSource/rule-sync-resync", "Service/appmonitor-dead-letter",
+    "ServiceAccount/appmonitor-dead-letter", "ServiceAccount/appmonitor-source", "SinkBinding/alert-receiver",
     ...["memory-scaler-alert-firing", "memory-scaler-rollouts-ping", "rule-sync-appmonitor-add", "rule-sync-appmonitor-delete", "rule-sync-appmonitor-update", "rule-sync-resync", "rule-sync-resync-ping"].map((t) => `Trigger/${t}`),
   ].sort());
 });
 
-test("the Serving profile (knative/): the shipped one but for the sink's image, the functions' images by digest and PROMETHEUS_URL", async () => {
+test("the Serving profile (knative/): the shipped one but for the images, by digest, and PROMETHEUS_URL", async () => {
   const digest = (n: number) => `sha256:${String(n).repeat(64)}`;
-  const imageDigests = { "ghcr.io/kubedemo/appmonitor-alert-receiver": digest(1), "ghcr.io/kubedemo/appmonitor-memory-scaler": digest(2), "ghcr.io/kubedemo/appmonitor-rule-sync": digest(3) };
-  const [shipped, stack] = await Promise.all([kustomize("knative"), render({ eventingVersion: VERSION, sink: "sinkbinding", profile: "serving", imageDigests })]);
+  const imageDigests = { "ghcr.io/kubedemo/appmonitor-alert-receiver": digest(1), "ghcr.io/kubedemo/appmonitor-memory-scaler": digest(2), "ghcr.io/kubedemo/appmonitor-rule-sync": digest(3), "ghcr.io/kubedemo/appmonitor-dead-letter": digest(4) };
+  const [shipped, stack] = await Promise.all([kustomize("knative"), render({ sink: "sinkbinding", profile: "serving", imageDigests })]);
   const ksvc = (name: string) => `serving.knative.dev/v1 Service appmonitor/${name} /spec/template/spec/containers/0`;
   assert.deepEqual(differences(shipped, stack).sort(), [
-    `${ksvc("appmonitor-dead-letter")}/image: "${SHIPPED_SINK_IMAGE}" → "localhost/appmonitor/knative-eventing/event_display:${VERSION}"`,
-    ...Object.entries(imageDigests).map(([name, d]) => `${ksvc(name.slice("ghcr.io/kubedemo/appmonitor-".length))}/image: "${name}:latest" → "${name}@${d}"`),
+    // The Knative Services are named as the functions, but for the sink's (appmonitor-dead-letter).
+    ...Object.entries(imageDigests).map(([name, d]) => {
+      const fn = name.slice("ghcr.io/kubedemo/appmonitor-".length);
+      return `${ksvc(fn === "dead-letter" ? "appmonitor-dead-letter" : fn)}/image: "${name}:latest" → "${name}@${d}"`;
+    }),
     ...["memory-scaler", "rule-sync"].map((name) => `${ksvc(name)}/env/0/value: "http://prometheus-operated.monitoring.svc.cluster.local:9090" → ""`),
   ].sort());
 });

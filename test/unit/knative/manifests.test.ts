@@ -287,10 +287,10 @@ describe("eventing", () => {
     const sink = ofKind("serving.knative.dev/v1", "Service").find((o) => o.metadata.name === "appmonitor-dead-letter") as KnativeService | undefined;
     assert.ok(sink, "the sink is installed");
     assert.equal(sink.metadata.labels?.["networking.knative.dev/visibility"], "cluster-local");
-    assert.equal(sink.spec.template.spec.automountServiceAccountToken, false, "the sink never calls the API");
+    assert.equal(sink.spec.template.spec.serviceAccountName, "appmonitor-dead-letter", "its own ServiceAccount: it writes the dead letters' Events");
     const annotations = sink.spec.template.metadata?.annotations ?? {};
-    assert.equal(annotations["autoscaling.knative.dev/min-scale"], "1", "never scaled to zero: its logs are the dead letters");
-    assert.deepEqual(containerOf(sink).securityContext, restrictedSecurityContext(65532), "the nonroot user of Knative's images");
+    assert.equal(annotations["autoscaling.knative.dev/min-scale"], "1", "never scaled to zero: a dead letter is recorded without a cold start");
+    assert.deepEqual(containerOf(sink).securityContext, restrictedSecurityContext(1000), "the user of the functions' image");
     const subscribers = ofKind("eventing.knative.dev/v1", "Trigger").map((t) => (spec(t) as { subscriber: { ref: { name: string } } }).subscriber.ref.name);
     assert.ok(!subscribers.includes("appmonitor-dead-letter"), "no Trigger feeds the sink: only failed deliveries reach it");
   });

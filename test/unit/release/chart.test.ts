@@ -120,7 +120,7 @@ describe("the chart's values", () => {
     const { version } = JSON.parse(await readFile(path.join(repoRoot, "package.json"), "utf8")) as { version: string };
     assert.deepEqual(images, [
       `registry.example.com/team/appmonitor-alert-receiver:${version}`,
-      "registry.example.com/team/appmonitor-event-display:v0.50.0",
+      `registry.example.com/team/appmonitor-dead-letter:${version}`,
       `registry.example.com/team/appmonitor-memory-scaler:${version}@${digest}`,
       `registry.example.com/team/appmonitor-rule-sync:${version}`,
     ]);
@@ -142,10 +142,11 @@ describe("the chart's values", () => {
     assert.equal(Buffer.from(made.data.token, "base64").toString().length, 64);
   });
 
-  test("watchNamespaces: RoleBindings in each listed namespace instead of ClusterRoleBindings, the source watches those, WATCH_NAMESPACES set; Nodes stay cluster-wide", async () => {
+  test("watchNamespaces: RoleBindings in each listed namespace instead of ClusterRoleBindings, the source watches those, WATCH_NAMESPACES set; Nodes and the dead-letter sink's Events stay cluster-wide", async () => {
     const objects = await template("appmonitor", ["profile=eventing-only", "watchNamespaces={team-a,team-b}"]);
     const bindings = objects.filter((o) => o.kind === "ClusterRoleBinding").map((o) => o.metadata.name).sort();
-    assert.deepEqual(bindings, ["appmonitor-memory-scaler-nodes"]);
+    // The sink records a dead letter on whatever AppMonitor it names, a namespace left out of the scope included.
+    assert.deepEqual(bindings, ["appmonitor-dead-letter", "appmonitor-memory-scaler-nodes"]);
     const roleBindings = objects.filter((o) => o.kind === "RoleBinding").map((o) => `${o.metadata.namespace}/${o.metadata.name}`).sort();
     assert.deepEqual(roleBindings, [
       "appmonitor/appmonitor-memory-scaler-events",
