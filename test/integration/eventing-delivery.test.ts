@@ -216,7 +216,7 @@ test("an event memory-scaler refuses as malformed is delivered once, not retried
   assert.equal(letter.type, "Warning");
   assert.equal(letter.metadata?.namespace, WORKLOAD_NS);
   const monitor = await stack().kc.makeApiClient(k8s.CustomObjectsApi).getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace: WORKLOAD_NS, plural: "appmonitors", name: "mymonitor" }) as { metadata: { uid: string } };
-  assert.deepEqual(letter.regarding, { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", namespace: WORKLOAD_NS, name: "mymonitor", uid: monitor.metadata.uid });
+  assert.deepEqual({ ...letter.regarding }, { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", namespace: WORKLOAD_NS, name: "mymonitor", uid: monitor.metadata.uid });
   assert.match(letter.note ?? "", new RegExp(`^${FIRING_TYPE.replaceAll(".", "\\.")} from ${TEST_SOURCE} \\(id ${event.id}\\) was dead-lettered`));
   // Knative's reason: the subscriber, its status and its answer (knativeerrordata, decoded).
   assert.match(letter.note ?? "", /Why: http:\/\/memory-scaler\.appmonitor\.svc\.cluster\.local\/? answered 400: \{"error":"malformed event data"/);
