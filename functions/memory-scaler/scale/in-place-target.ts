@@ -29,9 +29,9 @@ import { apiStatus, isPatchConflict, isRefusal, toHttpFailure } from "../../lib/
 import { gitOpsOwner } from "../coexist/gitops.ts";
 import { effectiveMemory, formatInPlaceRecord, type InPlaceEntry, parseInPlaceRecord, podChanges, withInPlaceChanges } from "../in-place.ts";
 import { memoryOf, runningMemory, selectorString } from "../kube/views.ts";
-import { describeChanges, formatScaleRecord, type Workload } from "../model.ts";
+import { describeChanges, type Workload } from "../model.ts";
 import { scaledDownNote } from "../events.ts";
-import { recordFields } from "./scale-down.ts";
+import { scaleRecordOf } from "./scale-down.ts";
 import { oomWindow } from "./evidence.ts";
 import { buildInPlaceClaimPatch } from "./in-place-patch.ts";
 import { buildResizePatch } from "./resize-patch.ts";
@@ -63,18 +63,8 @@ export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: W
 
   /** The claim of a new scale (`in-place-patch.ts`): the last-scale record and the in-place record `inPlace`. */
   function claimOf(input: WriteInput, inPlace: readonly InPlaceEntry[] | undefined) {
-    const { time, eventId, trigger, history, appMonitor: am, changes } = input;
-    const record = formatScaleRecord({
-      time,
-      appmonitor: am.metadata.name,
-      event: eventId,
-      multiplier: am.spec.memMultiplier,
-      changes,
-      ...(trigger === "oomKilled" ? { trigger } : {}),
-      mode: "inPlace",
-      earlier: history.marks,
-      ...recordFields(base.lastRecord, changes, input.direction ?? "up"),
-    });
+    const { time, changes } = input;
+    const record = scaleRecordOf(input, changes, base.lastRecord, "inPlace");
     return buildInPlaceClaimPatch({ template, resourceVersion: metadata?.resourceVersion, annotations: metadata?.annotations, labels: metadata?.labels, time, record, inPlace: formatInPlaceRecord(inPlace ?? []) });
   }
 

@@ -21,7 +21,8 @@
 import type { AppMonitorSpecWithDefaults, AppMonitorStatus, MemoryResources } from "../../lib/appmonitor.ts";
 import { ceil, compare, divide, formatBytes, fromInteger, fromNumber, multiply, parseQuantity } from "../../lib/quantity.ts";
 import { policyOf } from "../caps.ts";
-import type { ContainerChange, ContainerMemory, ScaleRecordAnnotation, SkippedContainer } from "../model.ts";
+import { type ContainerChange, type ContainerMemory, formatScaleRecord, type ScaleRecordAnnotation, type SkippedContainer } from "../model.ts";
+import type { WriteInput } from "./target.ts";
 import type { Scale, Skip } from "../outcome.ts";
 import { scaleDownDue } from "../status/scale-down.ts";
 import { cooldownLeft } from "./decide.ts";
@@ -158,6 +159,26 @@ export function checkPeak(scale: Scale, peaks: ReadonlyMap<string, number>, thre
     return { action: "skip", reason, message: skipped.map((s) => s.message).join("; "), skipped: [...scale.skipped, ...skipped] };
   }
   return { ...scale, changes: kept, skipped: [...scale.skipped, ...skipped], floored: scale.floored === true && kept.length === scale.changes.length };
+}
+
+/**
+ * The last-scale record's value a write of `input` (with `changes`, as written) puts on the
+ * workload, after `previous` (its record as read): the scale, its earlier marks, and the
+ * down-step's fields ({@link recordFields}); `mode` `inPlace` for a resize in place.
+ */
+export function scaleRecordOf(input: WriteInput, changes: readonly ContainerChange[], previous: ScaleRecordAnnotation | undefined, mode?: "inPlace"): string {
+  const { time, eventId, trigger, history, appMonitor: am } = input;
+  return formatScaleRecord({
+    time,
+    appmonitor: am.metadata.name,
+    event: eventId,
+    multiplier: am.spec.memMultiplier,
+    changes,
+    ...(trigger === "oomKilled" ? { trigger } : {}),
+    ...(mode === undefined ? {} : { mode }),
+    earlier: history.marks,
+    ...recordFields(previous, changes, input.direction ?? "up"),
+  });
 }
 
 /**
