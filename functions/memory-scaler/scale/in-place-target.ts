@@ -81,7 +81,7 @@ export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: W
     }));
     const resizes = pods
       .filter((p) => isPodOf(workload, p) && p.metadata?.deletionTimestamp === undefined && p.spec?.nodeName !== undefined)
-      .map((p) => ({ name: p.metadata?.name ?? "", containers: memoryOf(p.spec), changes: podChanges(memoryOf(p.spec), target) }))
+      .map((p) => ({ name: p.metadata?.name ?? "", containers: memoryOf(p.spec), changes: podChanges(memoryOf(p.spec), target, input.direction === "down") }))
       .filter((r) => r.changes.length > 0);
     // Tested on the values only: a Pod's resourceVersion moves with each status update of its kubelet.
     const resize = (r: (typeof resizes)[number], dryRun: boolean) => cluster.resizePod(namespace, r.name, buildResizePatch(r.containers, r.changes, undefined), dryRun);
