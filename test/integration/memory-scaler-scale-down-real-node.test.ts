@@ -9,29 +9,55 @@
 //
 // Its own stack with the real node (root, containerd, runc; one real node per machine, so it waits
 // for the lock), memory-scaler in this process as its ServiceAccount.
-import { before, test } from "node:test";
+import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
+import { buildImages } from "../harness/images/build.ts";
 import { REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
-import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, memhogManifest, patchAppMonitorSpec, pingTick } from "../support/memory-scaler.ts";
+import { down, up, type StackState } from "../harness/stack/stack.ts";
+import { installMemoryScaler } from "../support/install.ts";
+import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, memhogManifest, patchAppMonitorSpec, pingTick, type ScalerUnderTest, startScaler } from "../support/memory-scaler.ts";
 import { describeAnswer } from "../support/post-event.ts";
+import { acquireRealNodeLock } from "../support/real-node-lock.ts";
 import { cgroupLimit, memhogProcess } from "../support/real-node-memhog.ts";
-import { realNodeStackForFile } from "../support/real-node-stack.ts";
 import { waitFor } from "../support/stack.ts";
 
 const Mi = 1 << 20;
 const NS = "scale-down";
-// memory-scaler reads the peak from the stack's Prometheus, which scrapes the real node's cAdvisor.
-const stack = realNodeStackForFile("scale-down", (state) => ({ PROMETHEUS_URL: state.prometheusUrl }));
+let stateDir = "";
+let state: StackState | undefined;
 let core: k8s.CoreV1Api;
 let apps: k8s.AppsV1Api;
-let url = "";
+let scaler: ScalerUnderTest | undefined;
+let releaseLock: (() => Promise<void>) | undefined;
 
 before(async () => {
-  ({ core, apps } = stack());
-  url = stack().scaler.url;
+  releaseLock = await acquireRealNodeLock();
+  stateDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-scale-down-"));
+  const [memhog] = await buildImages(["memhog"]);
+  assert.ok(memhog !== undefined, "memhog's image");
+  const t0 = Date.now();
+  state = await up({ stateDir, nodes: 1, realNode: true, memhogArchive: memhog.archive, progress: (line) => process.stderr.write(`# stack: ${line}\n`) });
+  process.stderr.write(`# stack with the real node up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+  process.env.APPMONITOR_STACK_DIR = stateDir;
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(state.kubeconfig);
+  core = kc.makeApiClient(k8s.CoreV1Api);
+  apps = kc.makeApiClient(k8s.AppsV1Api);
+  await installMemoryScaler();
   await core.createNamespace({ body: { metadata: { name: NS } } });
   await waitFor(`the ServiceAccount default in ${NS}`, async () => (await core.listNamespacedServiceAccount({ namespace: NS })).items.some((s) => s.metadata?.name === "default"), 30_000);
+  scaler = await startScaler({ PROMETHEUS_URL: state.prometheusUrl });
+}, { timeout: 20 * 60_000 });
+
+after(async () => {
+  await scaler?.stop();
+  if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
+  if (stateDir) await rm(stateDir, { recursive: true, force: true });
+  await releaseLock?.();
 });
 
 /** The one Running, Ready, not terminating Pod of memhog with `limit` in its spec and memhog holding at least `held` bytes. */
@@ -65,7 +91,7 @@ const templateMemory = async () => {
 /** Alerts for `pod` until memory-scaler scales it (a Cooldown skip is tried again). */
 async function raised(pod: k8s.V1Pod): Promise<string> {
   return waitFor("a Scaled answer", async () => {
-    const answer = await deliver(url, alertEvent({ namespace: NS, pod: pod.metadata?.name ?? "", container: "memhog", appmonitor: "mymonitor" }));
+    const answer = await deliver(scaler?.url ?? "", alertEvent({ namespace: NS, pod: pod.metadata?.name ?? "", container: "memhog", appmonitor: "mymonitor" }));
     assert.equal(answer.status, 204, describeAnswer(answer));
     return answer.reason === "Scaled" ? describeAnswer(answer) : undefined;
   }, 120_000, 2000);
@@ -75,7 +101,7 @@ async function raised(pod: k8s.V1Pod): Promise<string> {
 async function tickUntil<T>(what: string, done: () => Promise<T | undefined>, timeoutMs: number): Promise<{ value: T; answers: Set<string> }> {
   const answers = new Set<string>();
   const value = await waitFor(what, async () => {
-    const answer = await deliver(url, pingTick());
+    const answer = await deliver(scaler?.url ?? "", pingTick());
     assert.equal(answer.status, 204, describeAnswer(answer));
     answers.add(answer.reason ?? "");
     return done();
@@ -118,7 +144,7 @@ test("the original demo raised to 768Mi/512Mi comes back to 384Mi/256Mi (not bel
   assert.equal(events.length, 1, "one ScaledDown Event on the workload");
   t.diagnostic(`ScaledDown: ${events[0]?.note}`);
   // Floored: further ticks change nothing.
-  await deliver(url, pingTick());
+  await deliver(scaler?.url ?? "", pingTick());
   assert.deepEqual(await templateMemory(), { limit: "384Mi", request: "256Mi" });
 
   // 3. memhog back at 320Mi: raised again (after the cooldown of the down-step).
