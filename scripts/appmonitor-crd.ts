@@ -173,6 +173,8 @@ const statusSchema: Schema = {
           },
           reverted: { type: "boolean", description: "this scale applied again memory something had lowered after an earlier scale" },
           trigger: { type: "string", enum: ["oomKilled", "trend"], description: "the alert that caused it when not the threshold alert: an OOM kill, or the working set's trend (spec.trend)" },
+          direction: { type: "string", enum: ["up", "down"], description: "down: a down-step of spec.scaleDown lowered the memory; absent: a raise" },
+          floored: { type: "boolean", description: "this down-step reached the workload's floor (its memory before the first scale, or a containerPolicies minMemory): no further down-step" },
         },
       },
     },

@@ -38,7 +38,7 @@ export class AppMonitorSpecError extends Error {
  * "Rollout", `selectorMode` "Widen", `stuckRollout` "Report", `gitOpsManaged` "Skip", `heapFlags`
  * "Hold", `revertBudgetPerHour` 3: the CRD's, so the API server writes the same). The input is
  * not modified. The CRD's CEL rules are checked too: `targetRef` and `selector` exclusive,
- * `selectorMode` `Narrow` only with a `selector`. Rules: DESIGN.md "The API" (AppMonitor table); selector operator/values rules from
+ * `selectorMode` `Narrow` only with a `selector`, `scaleDown.marginPercent` below `memThresholdPercent`. Rules: DESIGN.md "The API" (AppMonitor table); selector operator/values rules from
  * https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/label-selector/ ;
  * `maxMemory` must also parse as a quantity (see `parseQuantity`).
  * @param spec the `spec` field as parsed from JSON or YAML.
@@ -70,6 +70,9 @@ export function validateAppMonitorSpec(spec: unknown): AppMonitorSpecWithDefault
   }
   if (valid.selectorMode === "Narrow" && valid.selector === undefined) {
     problems.push({ instancePath: "/selectorMode", schemaPath: "#/x-kubernetes-validations/1", keyword: "x-kubernetes-validations", params: {}, message: "selectorMode Narrow needs a selector to narrow the annotated Pod templates by" });
+  }
+  if (valid.scaleDown !== undefined && valid.scaleDown.marginPercent >= valid.memThresholdPercent) {
+    problems.push({ instancePath: "/scaleDown/marginPercent", schemaPath: "#/x-kubernetes-validations/2", keyword: "x-kubernetes-validations", params: {}, message: "scaleDown.marginPercent must be below memThresholdPercent: the peak must stay that many points below the threshold" });
   }
   if (valid.maxMemory !== undefined) {
     // The pattern admits exponents the quantity parser refuses as out of range.

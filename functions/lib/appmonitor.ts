@@ -182,6 +182,20 @@ export interface AppMonitorSpec {
   containerPolicies?: ContainerPolicy[];
   /** How many scales of one workload within a window before the leak guard stops it (`functions/memory-scaler/scale/leak-guard.ts`). */
   leakGuard?: { maxScales?: number; windowSeconds?: number };
+  /** Give memory back after a quiet period (`functions/memory-scaler/scale/scale-down.ts`, docs/scale-down.md); absent: never lowered. */
+  scaleDown?: AppMonitorScaleDown;
+}
+
+/**
+ * `spec.scaleDown`: on the follow-up's ticks, a workload the AppMonitor raised is lowered one step
+ * once `quietPeriodSeconds` passed with no scale and no alert of it, and only when its working
+ * set's peak over that period stays `marginPercent` points below the threshold at the lower limit.
+ */
+export interface AppMonitorScaleDown {
+  /** Seconds without a scale or an alert before a down-step, and the peak's range; integer 60–2592000; default 86400. */
+  quietPeriodSeconds?: number;
+  /** Points below `memThresholdPercent` the peak must stay at the lowered limit; 1–50, below the threshold; default 10. */
+  marginPercent?: number;
 }
 
 /** One entry of `spec.containerPolicies`, named as the VerticalPodAutoscaler's `containerPolicies`. */
@@ -206,6 +220,7 @@ export const DEFAULT_REVERT_BUDGET_PER_HOUR = 3;
 export type AppMonitorSpecWithDefaults = AppMonitorSpec &
   Required<Pick<AppMonitorSpec, "forSeconds" | "cooldownSeconds" | "mode" | "updateMode" | "selectorMode" | "stuckRollout" | "gitOpsManaged" | "heapFlags" | "revertBudgetPerHour">> & {
     trend?: Required<AppMonitorTrend>;
+    scaleDown?: Required<AppMonitorScaleDown>;
   };
 
 /**
@@ -264,6 +279,10 @@ export interface ScaleRecord {
   reverted?: boolean;
   /** The alert that caused it when not the threshold alert: an OOM kill, or the working set's trend (`spec.trend`). */
   trigger?: "oomKilled" | "trend";
+  /** `down`: a down-step of `spec.scaleDown`; absent (entries of older versions too): a raise. */
+  direction?: "up" | "down";
+  /** A down-step that reached the workload's floor (its memory before the first scale, or a `minMemory`): no further down-step. */
+  floored?: boolean;
 }
 
 /** `status` of an AppMonitor (DESIGN.md "The API", Status). */

@@ -19,10 +19,11 @@
  * | `Cooldown`, `BelowThreshold` | Normal pair, at most one per workload per `cooldownSeconds` (300 s without one: `status/last-outcome.ts` `skipWindowSeconds`) | `not scaled: <message>` |
  * | `NotCovered` | Warning pair (the workload and the AppMonitor the alert names), at most one per workload per window as above | `not scaled: <message>` |
  * | `NoAppMonitor` | Warning on the Pod ({@link noAppMonitorEvent}: there is no AppMonitor to relate), at most one per Pod per 300 s | `not scaled: <message>` |
- * | `DryRun` | Normal pair | `DryRun[ (<note>: paused install-wide)]: would scale <kind> <name>[ after an OOM kill\| on its trend toward the limit]: <changes>` |
+ * | `DryRun` | Normal pair | `DryRun[ (<note>: paused install-wide)]: would scale[ down] <kind> <name>[ after an OOM kill\| on its trend toward the limit]: <changes>` |
  * | `Scaled` | Normal pair (its note ends with the heap flags raised under `spec.heapFlags: Scale`), and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill\| on its trend toward the limit]: <changes>[; the rollout replaces (restarts) its Pods]` (`replacement.ts` `replacementClause`) |
  * | `PodsReplaced` (with `Scaled`) | Warning pair, when the replaced Pods likely keep state in memory or in `emptyDir` volumes (`replacement.ts`: a single-replica Deployment, any StatefulSet, an `emptyDir` volume in the Pod template); never for a bare Pod resized in place | `podsReplacedNote`: why, and that their memory and emptyDir contents are lost |
  * | `Resized` | Normal pair on the bare Pod (its `workload`), or the workload whose Pods were resized in place, and the AppMonitor | `resized <kind> <name> in place by <multiplier>[ after an OOM kill\| on its trend toward the limit]: <changes>[ (Pods <names>)]` |
+ * | `ScaledDown` | Normal pair (a down-step of `spec.scaleDown`, `scale/scale-down.ts`), with the `GitOpsManaged` and `PodsReplaced` Warning pairs as for `Scaled` | `scaled down <kind> <name>: <changes>[; the rollout replaces (restarts) its Pods]` (`[ in place (Pods <names>)]` when resized in place) |
  * | `InPlaceFallback` (with `Scaled`) | Warning pair: `spec.updateMode: InPlaceOrRollout` wrote the template instead, and why | `<message>` |
  * | anything else | none: the outcome is logged and counted only | |
  *
@@ -68,7 +69,7 @@ export type Reported =
   /** The revert of a scale, reported once: `key` is the id of the event that made that scale. */
   | { readonly reason: "Reverted"; readonly message: string; readonly key: string }
   /** `note`: why a dry run when the AppMonitor's mode is not DryRun (the install paused). */
-  | { readonly reason: "DryRun"; readonly changes: readonly ContainerChange[]; readonly trigger: AlertTrigger; readonly note?: string }
+  | { readonly reason: "DryRun"; readonly changes: readonly ContainerChange[]; readonly trigger: AlertTrigger; readonly note?: string; /** A down-step's: `would scale down`. */ readonly down?: boolean }
   | {
       readonly reason: "Scaled";
       readonly changes: readonly ContainerChange[];
@@ -98,6 +99,15 @@ export type Reported =
       /** The key of its Events when not the current event's (a repaired scale: the event that scaled). */
       readonly key?: string;
     }
+  /** A down-step (`scale/scale-down.ts`); `pods`: resized in place; the rest as for `Scaled`. */
+  | {
+      readonly reason: "ScaledDown";
+      readonly changes: readonly ContainerChange[];
+      readonly replacement?: PodReplacement | undefined;
+      readonly gitOps?: string | undefined;
+      readonly pods?: readonly string[];
+      readonly key?: string;
+    }
   /** `InPlaceOrRollout` fell back to the template patch: why the Pods were not resized in place. */
   | { readonly reason: "InPlaceFallback"; readonly message: string; readonly key?: string }
   | { readonly reason: string };
@@ -118,6 +128,11 @@ export function scaledNote(
   replacement?: PodReplacement,
 ): string {
   return `scaled ${workload.kind ?? ""} ${workload.name} by ${multiplier}${becauseOf(trigger)}: ${describeChanges(changes)}${replacement === undefined ? "" : replacementClause(replacement)}`;
+}
+
+/** The note of the `ScaledDown` Events: what a down-step lowered, and with a `replacement`, that the Pods are replaced. */
+export function scaledDownNote(workload: { readonly kind?: string; readonly name: string }, changes: readonly ContainerChange[], replacement?: PodReplacement): string {
+  return `scaled down ${workload.kind ?? ""} ${workload.name}: ${describeChanges(changes)}${replacement === undefined ? "" : replacementClause(replacement)}`;
 }
 
 /** The end of a `Scaled` note that names the heap flags raised with the limits; empty when none were. */
@@ -202,6 +217,7 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
     case "DryRun": {
       const wl = workload();
       const note = typeof r.note === "string" ? ` (${r.note})` : "";
+      if (r.down === true) return normalPair("DryRun", `DryRun${note}: would scale down ${wl.kind ?? ""} ${wl.name}: ${describeChanges(r.changes as ContainerChange[])}`);
       return normalPair("DryRun", `DryRun${note}: would scale ${wl.kind ?? ""} ${wl.name}${becauseOf(r.trigger as AlertTrigger)}: ${describeChanges(r.changes as ContainerChange[])}`);
     }
     case "Scaled": {
@@ -230,6 +246,18 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
       const which = pods === undefined ? "" : ` (Pod${pods.length === 1 ? "" : "s"} ${pods.join(", ")})`;
       const note = `resized ${wl.kind ?? ""} ${wl.name} in place by ${String(r.multiplier)}${becauseOf(r.trigger as AlertTrigger)}: ${describeChanges(r.changes as ContainerChange[])}${which}`;
       return normalPair("Resized", note, (r.key as string | undefined) ?? eventId);
+    }
+    case "ScaledDown": {
+      const down = reported as Extract<Reported, { reason: "ScaledDown"; changes: readonly ContainerChange[] }>;
+      const key = down.key ?? eventId;
+      const wl = workload();
+      const pods = down.pods === undefined ? "" : ` in place (${down.pods.length === 0 ? "no running Pod needed it" : `Pods ${down.pods.join(", ")}`})`;
+      const replaced = down.replacement === undefined ? undefined : podsReplacedNote({ kind: wl.kind ?? "", name: wl.name }, down.replacement);
+      return [
+        ...normalPair("ScaledDown", `${scaledDownNote(wl, down.changes, down.replacement)}${pods}`, key),
+        ...(down.gitOps === undefined ? [] : warningPair("GitOpsManaged", down.gitOps, key)),
+        ...(replaced === undefined ? [] : warningPair("PodsReplaced", replaced, key)),
+      ];
     }
     case "InPlaceFallback":
       return warningPair("InPlaceFallback", String(r.message), (r.key as string | undefined) ?? eventId);

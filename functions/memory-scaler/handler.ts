@@ -62,9 +62,20 @@ export function createHandler(deps: HandlerDeps): (context: FunctionContext, eve
     if (cloudEvent.type === PING_EVENT_TYPE) {
       try {
         const summary = await followRollouts(deps.follow, context.log);
-        const idle = summary.checked === 0 && (summary.scales ?? 0) === 0;
+        const idle = summary.checked === 0 && (summary.scales ?? 0) === 0 && summary.scaleDowns === undefined;
         const outcome = idle ? "idle" : "followed";
-        const reason = (summary.recorded ?? 0) > 0 ? "ScalesRecorded" : summary.pending > 0 ? "RolloutsPending" : summary.checked > 0 ? "RolloutsEnded" : "NoPendingRollout";
+        const reason =
+          (summary.scaleDowns?.stepped ?? 0) > 0
+            ? "ScaledDown"
+            : (summary.recorded ?? 0) > 0
+              ? "ScalesRecorded"
+              : summary.pending > 0
+                ? "RolloutsPending"
+                : summary.checked > 0
+                  ? "RolloutsEnded"
+                  : summary.scaleDowns !== undefined
+                    ? "ScaleDownsChecked"
+                    : "NoPendingRollout";
         metrics.events.inc({ type: "tick", outcome, reason });
         stopTimer({ outcome });
         context.log.info({ outcome, reason, ...summary }, "followed the pending rollouts");

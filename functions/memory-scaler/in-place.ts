@@ -136,14 +136,17 @@ export function recordedChanges(template: readonly ContainerMemory[], record: re
  * `target`: one per container whose limit is below the target's, `from` the Pod's values. Used for
  * the resize of each running Pod, and for a Pod created without the memory (the admission policy
  * not installed), whose crossing is then answered by this resize alone (no new scale). A Pod's
- * request where the target sets none (defaulted) keeps its ratio to the limit.
+ * request where the target sets none (defaulted) keeps its ratio to the limit. With `down` (a
+ * down-step of `spec.scaleDown`), the other way: one per container whose limit is above the target's.
  */
-export function podChanges(pod: readonly ContainerMemory[], target: readonly ContainerMemory[]): ContainerChange[] {
+export function podChanges(pod: readonly ContainerMemory[], target: readonly ContainerMemory[], down = false): ContainerChange[] {
   return target.flatMap((t) => {
     // Init containers run to completion before the Pod starts: nothing of theirs runs to resize.
     if (kindOf(t) === "init") return [];
     const p = pod.find((c) => c.name === t.name && kindOf(c) === kindOf(t));
-    if (p?.limit === undefined || t.limit === undefined || compare(parseQuantity(p.limit), parseQuantity(t.limit)) >= 0) return [];
+    if (p?.limit === undefined || t.limit === undefined) return [];
+    const order = compare(parseQuantity(p.limit), parseQuantity(t.limit));
+    if (down ? order <= 0 : order >= 0) return [];
     if (p.request === undefined) return [{ container: t.name, from: { limit: p.limit }, to: { limit: t.limit } }];
     // A template without a request gives its Pods one (the limit, or a LimitRange's default): the
     // Pod's ratio is kept, or the resize would change the Pod's QoS class, which the API refuses.

@@ -27,7 +27,7 @@ import { createPrometheusVerifier } from "./kube/prometheus.ts";
 import { createStatusWriter } from "./kube/status-writer.ts";
 import { createMetrics } from "./metrics.ts";
 import type { FlowDeps } from "./scale/deps.ts";
-import { handleFallback } from "./scale/flow.ts";
+import { handleFallback, handleScaleDown } from "./scale/flow.ts";
 
 /** The function definition the runtime serves. */
 export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
@@ -74,6 +74,12 @@ export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
           onEnded: (kind, result, reason) => metrics.rollouts.inc({ kind, result, reason }),
           // A failed in-place resize under InPlaceOrRollout: the tick decides, the one scale flow writes.
           fallBack: (request, log) => handleFallback(flow, request, log),
+          // A workload due for a down-step: the tick finds it, the one scale flow steps it.
+          scaleDown: async (request, log) => {
+            const outcome = await handleScaleDown(flow, request, log);
+            metrics.scaleDowns.inc({ kind: outcome.workload?.kind ?? "Unknown", outcome: outcome.outcome, reason: outcome.reason });
+            return outcome;
+          },
         },
         flow,
       }),

@@ -18,6 +18,13 @@ export interface MemoryScalerMetrics {
   /** `appmonitor_memory_scaler_scales_total{kind}`: workload patches written, by workload kind (`Pod`: a bare Pod resized in place). */
   readonly scales: Counter<"kind">;
   /**
+   * `appmonitor_memory_scaler_scale_downs_total{kind,outcome,reason}`: down-steps of `spec.scaleDown`
+   * the follow-up asked for, by workload kind and outcome (`scaled` with reason `ScaledDown`,
+   * `dry-run`, `skipped` with e.g. `PeakNearThreshold`). A counter of its own, so that
+   * `scales_total` keeps counting raises only.
+   */
+  readonly scaleDowns: Counter<"kind" | "outcome" | "reason">;
+  /**
    * `appmonitor_memory_scaler_rollouts_total{kind,result,reason}`: rollouts followed to their
    * end (kind `Pod`: a bare Pod's in-place resize). result: `RolledOut` or `RolloutFailed`;
    * reason: `RolledOut`, or the failure (`ProgressDeadlineExceeded`, `FailedCreate`,
@@ -49,6 +56,12 @@ export function createMetrics(registry: Registry): MemoryScalerMetrics {
       name: "appmonitor_memory_scaler_scales_total",
       help: "Workload patches written (memory requests and limits raised), by workload kind.",
       labelNames: ["kind"] as const,
+      registers: [registry],
+    }),
+    scaleDowns: new Counter({
+      name: "appmonitor_memory_scaler_scale_downs_total",
+      help: "Down-steps of spec.scaleDown asked for by the follow-up, by workload kind, outcome and reason (ScaledDown when the memory was lowered).",
+      labelNames: ["kind", "outcome", "reason"] as const,
       registers: [registry],
     }),
     rollouts: new Counter({

@@ -176,6 +176,16 @@ export interface ScaleRecordAnnotation {
    * the revert budget (`coexist/reverts.ts`) counts every patch even while a status write lags.
    */
   readonly earlier?: readonly ScaleMark[];
+  /** `down` for a down-step of `spec.scaleDown` (`scale/scale-down.ts`); absent: a raise (records of older versions too). */
+  readonly direction?: "down";
+  /**
+   * Per container, its memory before memory-scaler's first scale of it: the floor no down-step
+   * goes below, carried from record to record (`scale/scale-down.ts` `originalOf`). Absent (records
+   * of older versions): the last scale's `from` is the best known.
+   */
+  readonly original?: Readonly<Record<string, MemoryResources>>;
+  /** Raises that came after a down-step of this workload: each doubles the next quiet period (`scale/scale-down.ts`). Absent: 0. */
+  readonly flaps?: number;
 }
 
 /** One scale's identity in the last-scale record's `earlier`: its time (RFC 3339) and event id. */
@@ -193,7 +203,10 @@ export function formatScaleRecord(record: ScaleRecordAnnotation): string {
   const trigger = record.trigger === "oomKilled" ? { trigger: record.trigger } : {};
   const earlier = record.earlier === undefined || record.earlier.length === 0 ? {} : { earlier: record.earlier.slice(0, MAX_EARLIER) };
   const mode = record.mode === "inPlace" ? { mode: record.mode } : {};
-  return JSON.stringify({ time: record.time, appmonitor: record.appmonitor, event: record.event, multiplier: record.multiplier, changes: record.changes, ...trigger, ...mode, ...earlier });
+  const down = record.direction === "down" ? { direction: record.direction } : {};
+  const original = record.original === undefined ? {} : { original: record.original };
+  const flaps = record.flaps === undefined || record.flaps === 0 ? {} : { flaps: record.flaps };
+  return JSON.stringify({ time: record.time, appmonitor: record.appmonitor, event: record.event, multiplier: record.multiplier, changes: record.changes, ...trigger, ...mode, ...earlier, ...down, ...original, ...flaps });
 }
 
 const isString = (v: unknown): v is string => typeof v === "string";
@@ -215,7 +228,7 @@ export function parseScaleRecord(value: string | undefined): ScaleRecordAnnotati
     return undefined;
   }
   if (typeof parsed !== "object" || parsed === null) return undefined;
-  const { time, appmonitor, event, multiplier, changes, trigger, mode, earlier } = parsed as Record<string, unknown>;
+  const { time, appmonitor, event, multiplier, changes, trigger, mode, earlier, direction, original, flaps } = parsed as Record<string, unknown>;
   if (!isString(time) || Number.isNaN(Date.parse(time)) || !isString(appmonitor) || !isString(event) || typeof multiplier !== "number" || !Array.isArray(changes)) return undefined;
   const parsedChanges: ContainerChange[] = [];
   for (const change of changes as unknown[]) {
@@ -231,5 +244,22 @@ export function parseScaleRecord(value: string | undefined): ScaleRecordAnnotati
     const { time: t, event: e } = (typeof m === "object" && m !== null ? m : {}) as Record<string, unknown>;
     return isString(t) && !Number.isNaN(Date.parse(t)) ? [isString(e) ? { time: t, event: e } : { time: t }] : [];
   });
-  return { time, appmonitor, event, multiplier, changes: parsedChanges, ...(trigger === "oomKilled" ? { trigger } : {}), ...(mode === "inPlace" ? { mode } : {}), ...(marks.length > 0 ? { earlier: marks } : {}) };
+  // The down-step's fields are hints as `earlier` is: one that does not read is left out.
+  const originals = Object.entries(typeof original === "object" && original !== null ? original : {}).flatMap(([container, memory]) => {
+    const resources = parseResources(memory);
+    return resources === undefined ? [] : [[container, resources] as const];
+  });
+  return {
+    time,
+    appmonitor,
+    event,
+    multiplier,
+    changes: parsedChanges,
+    ...(trigger === "oomKilled" ? { trigger } : {}),
+    ...(mode === "inPlace" ? { mode } : {}),
+    ...(marks.length > 0 ? { earlier: marks } : {}),
+    ...(direction === "down" ? { direction } : {}),
+    ...(originals.length > 0 ? { original: Object.fromEntries(originals) } : {}),
+    ...(typeof flaps === "number" && Number.isSafeInteger(flaps) && flaps > 0 ? { flaps } : {}),
+  };
 }

@@ -44,6 +44,10 @@ import type { ContainerChange, SkippedContainer } from "./model.ts";
  *   (`spec.revertBudgetPerHour` patches of the workload per hour, `coexist/reverts.ts`) is used: a held
  *   `recentScales` entry (the revert's Warning Events are written once, when it is first seen);
  * - `Scaled`, `DryRun`: patched, or would have been;
+ * - `ScaledDown`: a down-step of `spec.scaleDown` lowered the workload's memory (`scale/scale-down.ts`);
+ *   its refusals: `PeakNearThreshold` (the peak over the quiet period would be too near the threshold
+ *   at the lower limit), `AtFloor` (at the memory before the first scale or `minMemory`), `QuietPeriod`
+ *   (scaled or alerted within it), `NotRaised` (no last-scale record of the AppMonitor), `ScaleDownOff`;
  * - `Resized`: a bare Pod (no controller) resized in place through its `resize` subresource
  *   (`scale/pod-resize-target.ts`); `ResizeUnderWay`: its spec already asks for more memory than its
  *   containers run with (the kubelet has not applied the last resize, or cannot).
@@ -70,7 +74,13 @@ export type OutcomeReason =
   | "Scaled"
   | "DryRun"
   | "Resized"
-  | "ResizeUnderWay";
+  | "ResizeUnderWay"
+  | "ScaledDown"
+  | "PeakNearThreshold"
+  | "AtFloor"
+  | "QuietPeriod"
+  | "NotRaised"
+  | "ScaleDownOff";
 
 /** What happened to one firing alert: logged in full; `outcome` and `reason` also answer the sender (`handler.ts`). */
 export interface Outcome {
@@ -121,6 +131,10 @@ export interface Scale {
    * Warning says the raise may not reach the heap. Absent: none.
    */
   readonly heapFailed?: readonly string[];
+  /** `down`: a down-step of `spec.scaleDown` (`scale/scale-down.ts`); absent: a raise. */
+  readonly direction?: "down";
+  /** A down-step whose every container reaches its floor: its `recentScales` entries say `floored`. */
+  readonly floored?: boolean;
 }
 
 /**

@@ -66,6 +66,7 @@ import {
 } from "../lib/appmonitor.ts";
 import type { LabelSelector } from "../lib/label-selector.ts";
 import { promDuration, promqlNumber, promqlString, regexQuote } from "../lib/promql.ts";
+import { containerMatchers as sharedContainerMatchers, workingSetSeries, workloadPodMatcher } from "../lib/working-set.ts";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type MetricSource, type RuleConfig } from "./rule-config.ts";
 import { RuleInputError, type RuleInput } from "./rule-input.ts";
 
@@ -127,9 +128,6 @@ export const GENERATION_ANNOTATION = "app-monitor.kubedemo.com/appmonitor-genera
  */
 export const RULE_GENERATION_ANNOTATION = "appmonitor_generation";
 
-// Series of the pause container (Docker-era `POD`) and of the Pod-level cgroup (`""`) are not
-// containers anyone can scale.
-const CONTAINER_MATCHERS = 'container!="", container!="POD"';
 const BY = "(namespace, pod, container)";
 
 /** kube-state-metrics' Prometheus label name for a Kubernetes label or annotation key. */
@@ -138,23 +136,12 @@ function ksmLabelName(prefix: "label_" | "annotation_", key: string): string {
 }
 
 /**
- * The container matchers of every series selector: without spec.containers, any container but
- * the pause container and the Pod-level cgroup; with it, exactly the listed names
- * (`container=~"a|b"`, each name regex-quoted; PromQL anchors the regex), which are DNS labels
- * and so never empty nor `POD`.
+ * The container matchers of every series selector: spec.containers' names, or any container
+ * (`functions/lib/working-set.ts` `containerMatchers`).
  */
 export function containerMatchers(monitor: RuleInput): string {
-  const names = monitor.spec.containers;
-  if (names === undefined) return CONTAINER_MATCHERS;
-  return `container=~${promqlString([...new Set(names)].map(regexQuote).join("|"))}`;
+  return sharedContainerMatchers(monitor.spec.containers);
 }
-
-/**
- * Longest prefix of a generated Pod name kept whole: the API server cuts a `generateName` to 58
- * characters before adding 5 random ones (k8s.io/apiserver names.SimpleNameGenerator), and a
- * Deployment's Pods are named after its ReplicaSet, itself `<deployment>-<hash>`.
- */
-const GENERATED_PREFIX_MAX = 58;
 
 /**
  * The matchers that place a series among the Pods a monitor may cover: its namespace, and with
@@ -169,7 +156,7 @@ export function podScope(monitor: RuleInput): string {
   const ns = `namespace=${promqlString(monitor.namespace)}`;
   const ref = monitor.spec.targetRef;
   if (ref === undefined) return ns;
-  return `${ns}, pod=~${promqlString(`${regexQuote(`${ref.name}-`.slice(0, GENERATED_PREFIX_MAX))}.+`)}`;
+  return `${ns}, ${workloadPodMatcher(ref.name)}`;
 }
 
 /** The kube_pod_labels selector of spec.selector's Pods (none without a selector). */
@@ -240,7 +227,7 @@ function seriesOf(monitor: RuleInput, source: MetricSource): { workingSet: strin
   const ksmLimit = `kube_pod_container_resource_limits{${ns}, resource="memory", ${containers}} > 0`;
   // cAdvisor's limit, or kube-state-metrics' where a relabeling dropped cAdvisor's (module comment).
   const limit = source === "cadvisor" ? `container_spec_memory_limit_bytes{${ns}, ${containers}} > 0 or ${ksmLimit}` : ksmLimit;
-  return { workingSet: `container_memory_working_set_bytes{${ns}, ${containers}}`, limit };
+  return { workingSet: workingSetSeries(ns, containers), limit };
 }
 
 /**

@@ -10,7 +10,6 @@
 // Alertmanager's would be (no Prometheus check: the crossing is the delivery).
 import { after, before, test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -18,12 +17,12 @@ import * as k8s from "@kubernetes/client-node";
 import { IN_PLACE_LABEL, IN_PLACE_MEMORY_ANNOTATION } from "../../functions/lib/appmonitor.ts";
 import { floor, parseQuantity } from "../../functions/lib/quantity.ts";
 import { buildImages } from "../harness/images/build.ts";
-import { memoryCgroupDir } from "../harness/stack/real-node.ts";
-import { podCgroupPath, REAL_NODE, REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
+import { REAL_NODE, REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
 import { down, up, type StackState } from "../harness/stack/stack.ts";
 import { applyFiles, installMemoryScaler } from "../support/install.ts";
 import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, pingTick, type ScalerUnderTest, startScaler } from "../support/memory-scaler.ts";
 import { acquireRealNodeLock } from "../support/real-node-lock.ts";
+import { cgroupLimit, containerId, memhogProcess } from "../support/real-node-memhog.ts";
 import { waitFor } from "../support/stack.ts";
 
 const Mi = 1 << 20;
@@ -103,16 +102,6 @@ async function readyPods(name: string): Promise<k8s.V1Pod[]> {
   return pods.filter((p) => p.metadata?.deletionTimestamp === undefined && p.status?.phase === "Running" && p.status.containerStatuses?.every((c) => c.ready));
 }
 
-const containerId = (pod: k8s.V1Pod): string => (pod.status?.containerStatuses?.[0]?.containerID ?? "").replace(/^containerd:\/\//, "");
-const cgroupOf = (pod: k8s.V1Pod): string => memoryCgroupDir(podCgroupPath({ uid: pod.metadata?.uid ?? "", qosClass: pod.status?.qosClass ?? "" }, containerId(pod)));
-const cgroupLimit = (pod: k8s.V1Pod): number => Number(readFileSync(path.join(cgroupOf(pod), "memory.limit_in_bytes"), "utf8"));
-
-/** memhog's process in the container's cgroup, and its resident memory (bytes), read from the host's /proc. */
-function memhogProcess(pod: k8s.V1Pod): { pid: string; rss: number } {
-  const [pid = ""] = readFileSync(path.join(cgroupOf(pod), "cgroup.procs"), "utf8").split("\n").filter(Boolean);
-  const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
-  return { pid, rss: Number(kb ?? 0) * 1024 };
-}
 
 /** The one Pod of `name`, once Running and Ready with memhog holding `target` bytes. */
 async function holding(name: string, target: number): Promise<k8s.V1Pod> {

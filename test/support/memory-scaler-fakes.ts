@@ -259,17 +259,17 @@ export function alertData(over: Partial<AlertEventData> = {}): AlertEventData {
 }
 
 /**
- * A Prometheus that answers the working sets and predictions it is given (bytes per container),
+ * A Prometheus that answers the working sets, predictions and peaks it is given (bytes per container),
  * or fails with the error given instead; a question it was given no answer for fails too: the
  * test did not expect it to be asked.
  */
-export function fakeVerifier(answers: { workingSets?: Map<string, number> | Error; predictions?: Map<string, number> | Error }): Verifier {
+export function fakeVerifier(answers: { workingSets?: Map<string, number> | Error; predictions?: Map<string, number> | Error; peaks?: Map<string, number> | Error }): Verifier {
   const answer = (what: keyof typeof answers) => async () => {
     const given = answers[what] ?? new Error(`Prometheus was asked for ${what}`);
     if (given instanceof Error) throw given;
     return given;
   };
-  return { workingSets: answer("workingSets"), predictions: answer("predictions") };
+  return { workingSets: answer("workingSets"), predictions: answer("predictions"), peaks: answer("peaks") };
 }
 
 /** The flow's dependencies on `cluster`, a fixed clock (2025-06-01T12:00:00Z) and fast status retries. */

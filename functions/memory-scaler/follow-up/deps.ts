@@ -16,6 +16,14 @@ export interface FallBackRequest {
   readonly eventId: string;
 }
 
+/** A workload due for a down-step: a running Pod of it, its AppMonitor, and the key of its Events (its last scale's). */
+export interface ScaleDownRequest {
+  readonly namespace: string;
+  readonly pod: string;
+  readonly appmonitor: string;
+  readonly eventId: string;
+}
+
 /** What the follow-up needs; adapters, so tests can substitute them. */
 export interface FollowDeps {
   readonly cluster: Cluster;
@@ -30,6 +38,12 @@ export interface FollowDeps {
    * writes). Absent: the resize ends `RolloutFailed` and nothing falls back.
    */
   readonly fallBack?: (request: FallBackRequest, log: Logger) => Promise<{ readonly outcome: string; readonly reason: string; readonly message: string }>;
+  /**
+   * Lowers a workload due for a down-step of `spec.scaleDown` one step (the scale flow's
+   * `handleScaleDown`, wired in `../index.ts`: the tick finds who is due, the one scale flow writes).
+   * Absent: no down-step.
+   */
+  readonly scaleDown?: (request: ScaleDownRequest, log: Logger) => Promise<{ readonly outcome: string; readonly reason: string; readonly message: string; readonly changes?: readonly unknown[] | undefined }>;
   /** Called once per ended rollout (for a metric). */
   readonly onEnded?: (kind: string, result: "RolledOut" | "RolloutFailed", reason: string) => void;
 }

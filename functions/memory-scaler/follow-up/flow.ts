@@ -33,6 +33,8 @@
  *    `appmonitor_memory_scaler_rollouts_total{kind,result,reason}`. OnDelete still waiting: the
  *    entry names the Pods on the old revision. `stuckRollout: DeletePod`: the crash-looping Pod is
  *    deleted (its uid as precondition) and a Warning `DeletedStuckPod` says so.
+ * 4. Down-steps (`spec.scaleDown`, `follow-up/scale-down.ts`): the workloads an AppMonitor's status
+ *    shows raised and due, each read and handed to the scale flow (`deps.scaleDown`).
  * Any API failure is thrown once every other rollout was looked at (503 etc., by its class): the
  * Broker retries the tick, and what was done is not done twice.
  */
@@ -52,6 +54,7 @@ import { recordPendingScale, WORKLOAD_KINDS } from "./pending-scales.ts";
 import { decideInPlaceFollowUp } from "./in-place.ts";
 import { readPodResize } from "./resize.ts";
 import { decideFollowUp, type FollowUp } from "./rollout.ts";
+import { type ScaleDownSummary, stepDown } from "./scale-down.ts";
 
 /** What one tick did: rollouts looked at, ended, still pending; scales listed in `status.pendingScales` looked at and recorded; every step is in the log. */
 export interface FollowSummary {
@@ -62,6 +65,8 @@ export interface FollowSummary {
   readonly scales?: number;
   /** Of those, the scales recorded from their workload's last-scale record (their status write had failed); absent when none was listed. */
   readonly recorded?: number;
+  /** Workloads found due for a down-step of `spec.scaleDown` and handed to the scale flow, and of those, lowered (`scale-down.ts`); absent when none was due. */
+  readonly scaleDowns?: ScaleDownSummary;
 }
 
 /** How an ended rollout sets the condition, and the Event's type and reason (a fallback's: failed, in place). */
@@ -101,14 +106,22 @@ export async function followRollouts(deps: FollowDeps, log: Logger): Promise<Fol
   });
   const work = listed.flatMap(({ am, rollouts }) => rollouts.map((rollout) => ({ am, rollout })));
   const marked = listed.flatMap(({ am, scales }) => scales.map((scale) => ({ am, scale })));
+  // Down-steps of spec.scaleDown: decided from the list, so a tick without one due reads nothing more.
+  let downFailure: unknown;
+  const downs = await stepDown(deps, items, log).catch((error: unknown) => {
+    downFailure = error;
+    return { asked: 0, stepped: 0 };
+  });
+  const scaleDowns = downs.asked === 0 ? {} : { scaleDowns: downs };
   if (work.length === 0 && marked.length === 0) {
     if (stale !== undefined) throw toHttpFailure(stale, "update the capped workloads of an AppMonitor");
-    return { checked: 0, ended: 0, pending: 0 };
+    if (downFailure !== undefined) throw downFailure;
+    return { checked: 0, ended: 0, pending: 0, ...scaleDowns };
   }
 
   let ended = 0;
   let recorded = 0;
-  const failures: unknown[] = stale === undefined ? [] : [stale];
+  const failures: unknown[] = [...(stale === undefined ? [] : [stale]), ...(downFailure === undefined ? [] : [downFailure])];
   await Promise.all([
     ...work.map(async ({ am, rollout }) => {
       try {
@@ -126,7 +139,7 @@ export async function followRollouts(deps: FollowDeps, log: Logger): Promise<Fol
     }),
   ]);
   if (failures.length > 0) throw toHttpFailure(failures[0], `follow ${failures.length} of ${work.length} pending rollouts and ${marked.length} pending scales`);
-  return { checked: work.length, ended, pending: work.length - ended, ...(marked.length === 0 ? {} : { scales: marked.length, recorded }) };
+  return { checked: work.length, ended, pending: work.length - ended, ...(marked.length === 0 ? {} : { scales: marked.length, recorded }), ...scaleDowns };
 }
 
 /**

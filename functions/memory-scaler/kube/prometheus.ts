@@ -7,9 +7,10 @@
  * AppMonitor's horizon (`scale/evidence.ts` `checkTrend` compares it with the limit).
  * Prometheus unavailable → 503, never a blind scale.
  *
- * Working set: `container_memory_working_set_bytes{namespace,pod,container}` (cAdvisor, and
- * the kubelet's resource metrics), the measure the kubelet evicts by
- * (https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/#eviction-signals).
+ * A down-step (`spec.scaleDown`) asks for the peak instead: the largest working set of each
+ * container over the quiet period, across the workload's Pods ({@link peakQuery}).
+ *
+ * Working set: the series rule-sync's rule alerts on, from one builder (`../../lib/working-set.ts`).
  * Query API: https://prometheus.io/docs/prometheus/latest/querying/api/#instant-queries
  */
 import axios from "axios";
@@ -17,9 +18,9 @@ import type { AxiosInstance } from "axios";
 import { HttpError } from "../../lib/runtime/errors.ts";
 import type { AppMonitorTrend } from "../../lib/appmonitor.ts";
 import { promDuration, promqlNumber, promqlString, regexQuote } from "../../lib/promql.ts";
+import { containerMatchers, WORKING_SET_METRIC, workingSetSeries, workloadPodMatcher } from "../../lib/working-set.ts";
 
-/** The series of the working set, in bytes. */
-export const WORKING_SET_METRIC = "container_memory_working_set_bytes";
+export { WORKING_SET_METRIC };
 
 /** Reads current working sets; an interface so the flow can be tested without Prometheus. */
 export interface Verifier {
@@ -36,12 +37,30 @@ export interface Verifier {
    * @throws HttpError as {@link Verifier.workingSets} does.
    */
   predictions(namespace: string, pod: string, containers: readonly string[], trend: Required<Pick<AppMonitorTrend, "windowSeconds" | "horizonSeconds">>): Promise<Map<string, number>>;
+  /**
+   * The largest working set in bytes of each named container of workload `workload`'s Pods over
+   * the last `periodSeconds` ({@link peakQuery}); a container with no sample there is absent.
+   * @throws HttpError as {@link Verifier.workingSets} does.
+   */
+  peaks(namespace: string, workload: string, containers: readonly string[], periodSeconds: number): Promise<Map<string, number>>;
 }
 
 /** The working set series of the named containers of one Pod. */
 function workingSetSelector(namespace: string, pod: string, containers: readonly string[]): string {
   const names = containers.map(regexQuote).join("|");
   return `${WORKING_SET_METRIC}{namespace=${promqlString(namespace)},pod=${promqlString(pod)},container=~${promqlString(names)}}`;
+}
+
+/**
+ * The instant query of a down-step's peak: per container, the largest working set over the last
+ * `periodSeconds` of any Pod named after the workload (the rule's `targetRef` scope: Pods replaced
+ * by a rollout within the period count too), as the rule's series selector names it:
+ * `max by (container) (max_over_time(container_memory_working_set_bytes{namespace="ns",
+ * pod=~"memhog-.+", container=~"memhog"}[86400s]))`.
+ */
+export function peakQuery(namespace: string, workload: string, containers: readonly string[], periodSeconds: number): string {
+  const series = workingSetSeries(`namespace=${promqlString(namespace)}, ${workloadPodMatcher(workload)}`, containerMatchers(containers));
+  return `max by (container) (max_over_time(${series}[${promDuration(periodSeconds)}]))`;
 }
 
 /**
@@ -91,6 +110,7 @@ export function createPrometheusVerifier(baseUrl: URL, timeoutMs: number, client
   return {
     workingSets: (namespace, pod, containers) => vector(workingSetQuery(namespace, pod, containers)),
     predictions: (namespace, pod, containers, trend) => vector(predictionQuery(namespace, pod, containers, trend)),
+    peaks: (namespace, workload, containers, periodSeconds) => vector(peakQuery(namespace, workload, containers, periodSeconds)),
   };
 }
 

@@ -44,7 +44,7 @@
 import type { Logger } from "pino";
 import type { AlertEventData, AlertTrigger } from "../../lib/alert-event.ts";
 import type { UpdateMode } from "../../lib/appmonitor.ts";
-import { APPMONITOR_API_VERSION, APPMONITOR_KIND } from "../../lib/appmonitor.ts";
+import { APPMONITOR_API_VERSION, APPMONITOR_KIND, type AppMonitorStatus } from "../../lib/appmonitor.ts";
 import { inScope } from "../../lib/namespace-scope.ts";
 import { formatTimestamp } from "../../lib/rfc3339.ts";
 import { HttpError } from "../../lib/runtime/errors.ts";
@@ -70,6 +70,8 @@ import { podResizeTarget } from "./pod-resize-target.ts";
 import { type Ending, repairReport, type Report, reportOf } from "./report.ts";
 import type { History, WriteTarget } from "./target.ts";
 import { templateTarget } from "./template-target.ts";
+import { checkPeak, planScaleDown } from "./scale-down.ts";
+import { quietPeriodMs } from "../status/scale-down.ts";
 
 /**
  * The target an observed Pod names: itself when bare, else its workload's running Pods under an
@@ -159,6 +161,8 @@ interface Entry {
   readonly data?: AlertEventData;
   /** Why the in-place resize failed; present for a fallback only. */
   readonly fallback?: string;
+  /** A down-step of `spec.scaleDown` the follow-up asked for (`scale-down.ts`): no alert, the peak is its evidence. */
+  readonly down?: true;
 }
 
 /** What {@link act} works from: the round's plan for its target, and what the write needs. */
@@ -207,8 +211,8 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
     predictions,
     trend,
   };
-  // A fallback writes what was decided and checked when its alert came.
-  const checked = alerted ? checkEvidence(decision, evidence) : decision;
+  // A fallback writes what was decided and checked when its alert came; a down-step's evidence is the peak.
+  const checked = entry.down === true ? await checkDownStep(deps, am, entry.namespace, target, decision) : alerted ? checkEvidence(decision, evidence) : decision;
   if (checked.action === "skip") return { step: "unconfirmed", skip: checked };
   const { changes } = checked;
   const gate = gateScale({ workload: target.workload, changes, gitOpsManaged: am.spec.gitOpsManaged, gitOps: target.gitOps, revert: plan.revert, budget: plan.budget, autoscalers: target.autoscalers });
@@ -221,7 +225,8 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
   const { amRef } = input;
   const { eventId } = entry;
   const { dryRun } = scale;
-  const result = await target.write({ cluster: deps.cluster, status: deps.status, eventId, appMonitor: am, amRef, changes, trigger, history: plan, now, time, log, dryRun, warn: (message) => input.warnings.push(message) });
+  const direction = scale.direction === "down" ? { direction: "down" as const } : {};
+  const result = await target.write({ cluster: deps.cluster, status: deps.status, eventId, appMonitor: am, amRef, changes, trigger, history: plan, now, time, log, dryRun, warn: (message) => input.warnings.push(message), ...direction });
   if (result.result === "conflict") {
     lostRace(deps, log, target, input.attempt, result.message);
     return "conflict";
@@ -229,7 +234,7 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
   if (result.result === "refused") return { step: "refused", reason: result.reason, message: result.message, scale, ...(paused ? { note: PAUSED_NOTE } : {}) };
   if (result.result === "checked") return { step: "dryRun", scale, ...(paused ? { note: PAUSED_NOTE } : {}) };
   const fallback = result.fallback ?? entry.fallback;
-  const written = target.written({ changes, appMonitor: am, trigger, gitOps: gate.gitOps, generation: result.generation, time, eventId, alertPod: entry.pod, resized: result.resized, fallback });
+  const written = target.written({ changes, appMonitor: am, trigger, gitOps: gate.gitOps, generation: result.generation, time, eventId, alertPod: entry.pod, resized: result.resized, fallback, ...direction });
   return { step: "written", written, scale: checked, reverted: gate.reverted, statusFrom: result.statusFrom };
 }
 
@@ -272,6 +277,43 @@ export interface FallbackRequest {
  */
 export async function handleFallback(deps: FlowDeps, request: FallbackRequest, log: Logger): Promise<Outcome> {
   return runRounds(deps, { eventId: request.eventId, namespace: request.namespace, pod: request.pod, appmonitor: request.appmonitor, trigger: "threshold", fallback: request.reason }, log);
+}
+
+/** A workload the follow-up found due for a down-step of `spec.scaleDown` (`follow-up/scale-down.ts`). */
+export interface ScaleDownRequest {
+  readonly namespace: string;
+  /** A running Pod of the workload: what the rounds observe the workload from. */
+  readonly pod: string;
+  /** The AppMonitor whose `spec.scaleDown` asks for it. */
+  readonly appmonitor: string;
+  /** Keys the Events and the record: the workload and its last scale's time, so one step is one set of Events however often it is asked. */
+  readonly eventId: string;
+}
+
+/**
+ * Lowers the memory of the workload of `request.pod` one step (`scale-down.ts`): the rounds of
+ * {@link handleFiring} with the down-step as the decision (`planScaleDown`), the working set's peak
+ * over the quiet period as the evidence (`checkPeak`; Prometheus unavailable → 503, none
+ * configured → `NotMeasured`), and the gates, checks, compare-and-swap write and trail of any scale
+ * (`ScaledDown` Events, a `recentScales` entry with `direction: down`, `status.lastOutcome`).
+ * @throws HttpError as {@link handleFiring} does.
+ */
+export async function handleScaleDown(deps: FlowDeps, request: ScaleDownRequest, log: Logger): Promise<Outcome> {
+  return runRounds(deps, { eventId: request.eventId, namespace: request.namespace, pod: request.pod, appmonitor: request.appmonitor, trigger: "threshold", down: true }, log);
+}
+
+/**
+ * A down-step's evidence (`scale-down.ts` `checkPeak`): the peak of each container over the quiet
+ * period (the record's flaps doubling it), from Prometheus.
+ * @throws HttpError 503 when Prometheus is unavailable (`kube/prometheus.ts`).
+ */
+async function checkDownStep(deps: FlowDeps, am: ValidAppMonitor, namespace: string, target: WriteTarget, scale: Scale): Promise<Skip | Scale> {
+  const { scaleDown } = am.spec;
+  if (scaleDown === undefined) return { action: "skip", reason: "ScaleDownOff", message: "the AppMonitor sets no spec.scaleDown" };
+  if (deps.verifier === undefined) return { action: "skip", reason: "NotMeasured", message: "PROMETHEUS_URL is unset: the working set's peak cannot be read, so no memory is given back" };
+  const seconds = quietPeriodMs(scaleDown, target.lastRecord?.flaps ?? 0) / 1000;
+  const peaks = await deps.verifier.peaks(namespace, target.workload.name, scale.changes.map((c) => c.container), seconds);
+  return checkPeak(scale, peaks, am.spec.memThresholdPercent, scaleDown.marginPercent);
 }
 
 /** The rounds (module comment) for one entry. */
@@ -331,8 +373,13 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
       await write(report, { pod: podRef, appMonitor: appMonitorRef(named), cooldownSeconds: named.spec.cooldownSeconds, workload: target.ref }, namedRef, now, lastWrite({ ...base, ...withOwner, ...report.outcome }, named, now));
       return answer(withOwner, report);
     }
-    // A fallback writes a raise already decided, and guarded, when its alert came.
-    const plan = entry.fallback === undefined ? planned : { ...planned, decision: fallbackDecision(target, planned.appMonitor), leak: undefined };
+    // A fallback writes a raise already decided, and guarded, when its alert came; a down-step is its own plan.
+    const plan =
+      entry.down === true
+        ? { ...planned, decision: downDecision(target, planned.appMonitor, now), leak: undefined }
+        : entry.fallback === undefined
+          ? planned
+          : { ...planned, decision: fallbackDecision(target, planned.appMonitor), leak: undefined };
     const am = plan.appMonitor;
     const amRef = { namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid };
     const subjects: Subjects = { pod: podRef, appMonitor: appMonitorRef(am), cooldownSeconds: am.spec.cooldownSeconds, workload: target.ref };
@@ -392,6 +439,21 @@ async function releaseLeak(
   const time = formatTimestamp(now);
   await deps.status.update(amRef, (status) => withLeak(status, released.entry, released.drop, time), am.raw).catch((error: unknown) => void warnings.push((error as Error).message));
   if (!released.drop) await postLeak(deps, released.entry, { namespace: input.namespace, appmonitor: am.metadata.name, description: `released: ${released.entry.cleared ?? ""}`, endsAt: time }, warnings);
+}
+
+/** A down-step's decision (`scale-down.ts` `planScaleDown`) from what the target and the AppMonitor say. */
+function downDecision(target: WriteTarget, am: ValidAppMonitor, now: Date): Skip | Scale {
+  return planScaleDown({
+    spec: am.spec,
+    appmonitor: am.metadata.name,
+    status: am.raw.status as AppMonitorStatus | undefined,
+    workload: target.workload,
+    record: target.lastRecord,
+    lastScaleTime: target.lastScaleTime,
+    desired: target.desired,
+    running: target.running,
+    now,
+  });
 }
 
 /** A fallback's decision: the template target's recorded raise, or nothing to write. */

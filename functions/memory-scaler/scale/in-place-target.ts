@@ -29,7 +29,9 @@ import { apiStatus, isPatchConflict, isRefusal, toHttpFailure } from "../../lib/
 import { gitOpsOwner } from "../coexist/gitops.ts";
 import { effectiveMemory, formatInPlaceRecord, type InPlaceEntry, parseInPlaceRecord, podChanges, withInPlaceChanges } from "../in-place.ts";
 import { memoryOf, runningMemory, selectorString } from "../kube/views.ts";
-import { describeChanges, formatScaleRecord, type Workload } from "../model.ts";
+import { describeChanges, type Workload } from "../model.ts";
+import { scaledDownNote } from "../events.ts";
+import { scaleRecordOf } from "./scale-down.ts";
 import { oomWindow } from "./evidence.ts";
 import { buildInPlaceClaimPatch } from "./in-place-patch.ts";
 import { buildResizePatch } from "./resize-patch.ts";
@@ -61,8 +63,8 @@ export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: W
 
   /** The claim of a new scale (`in-place-patch.ts`): the last-scale record and the in-place record `inPlace`. */
   function claimOf(input: WriteInput, inPlace: readonly InPlaceEntry[] | undefined) {
-    const { time, eventId, trigger, history, appMonitor: am, changes } = input;
-    const record = formatScaleRecord({ time, appmonitor: am.metadata.name, event: eventId, multiplier: am.spec.memMultiplier, changes, ...(trigger === "oomKilled" ? { trigger } : {}), mode: "inPlace", earlier: history.marks });
+    const { time, changes } = input;
+    const record = scaleRecordOf(input, changes, base.lastRecord, "inPlace");
     return buildInPlaceClaimPatch({ template, resourceVersion: metadata?.resourceVersion, annotations: metadata?.annotations, labels: metadata?.labels, time, record, inPlace: formatInPlaceRecord(inPlace ?? []) });
   }
 
@@ -79,7 +81,7 @@ export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: W
     }));
     const resizes = pods
       .filter((p) => isPodOf(workload, p) && p.metadata?.deletionTimestamp === undefined && p.spec?.nodeName !== undefined)
-      .map((p) => ({ name: p.metadata?.name ?? "", containers: memoryOf(p.spec), changes: podChanges(memoryOf(p.spec), target) }))
+      .map((p) => ({ name: p.metadata?.name ?? "", containers: memoryOf(p.spec), changes: podChanges(memoryOf(p.spec), target, input.direction === "down") }))
       .filter((r) => r.changes.length > 0);
     // Tested on the values only: a Pod's resourceVersion moves with each status update of its kubelet.
     const resize = (r: (typeof resizes)[number], dryRun: boolean) => cluster.resizePod(namespace, r.name, buildResizePatch(r.containers, r.changes, undefined), dryRun);
@@ -168,6 +170,10 @@ export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: W
       if (input.fallback !== undefined) return base.written(input);
       const { changes, appMonitor: am, trigger, time, eventId, generation } = input;
       const pods = (input.resized ?? []).map((p) => p.name);
+      const rollout = pods.length === 0 ? undefined : { workload: base.workload, generation: generation ?? 0, startedAt: time, event: eventId, inPlace: { pods: input.resized ?? [] } };
+      if (input.direction === "down") {
+        return { reason: "ScaledDown", reported: [{ reason: "ScaledDown", changes, pods }], message: `${scaledDownNote(workload, changes)} in place (${pods.length === 0 ? "no running Pod needed it" : `Pods ${pods.join(", ")}`})`, rollout };
+      }
       const after = trigger === "oomKilled" ? " after an OOM kill" : "";
       const which = pods.length === 0 ? "no running Pod needed it" : `Pod${pods.length === 1 ? "" : "s"} ${pods.join(", ")}`;
       return {

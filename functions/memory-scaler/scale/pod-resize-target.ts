@@ -46,6 +46,8 @@ export function podResizeTarget(pod: k8s.V1Pod, namespace: string, name: string)
     desired,
     running: runningMemory(pod),
     lastScaleTime,
+    // A bare Pod keeps no last-scale record: nothing for a down-step to step back from.
+    lastRecord: undefined,
     gitOps: gitOpsOwner(pod.metadata),
     autoscalers: { hpas: [], vpas: [] },
     recorded: [],

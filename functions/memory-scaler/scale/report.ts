@@ -102,7 +102,14 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
   const am = (): ValidAppMonitor => needed(context.appMonitor, "AppMonitor");
   const target = (): WriteTarget => needed(context.target, "target");
   const trigger = context.trigger === "threshold" ? {} : { trigger: context.trigger };
-  const entryOf = (scale: Scale) => ({ time: formatTimestamp(now), workload: target().workload, event: eventId, changes: scale.changes, ...trigger });
+  // A down-step's entries say so (and whether it reached the floor); an alert's trigger is no part of one.
+  const entryOf = (scale: Scale) => ({
+    time: formatTimestamp(now),
+    workload: target().workload,
+    event: eventId,
+    changes: scale.changes,
+    ...(scale.direction === "down" ? { direction: "down" as const, ...(scale.floored === true ? { floored: true } : {}) } : trigger),
+  });
   switch (ending.step) {
     case "unsupported":
       return { reported: [{ reason: "UnsupportedOwner", message: ending.message }], outcome: { outcome: "skipped", reason: "UnsupportedOwner", message: ending.message } };
@@ -134,9 +141,9 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
     case "dryRun": {
       const { scale, note } = ending;
       return {
-        reported: [{ reason: "DryRun", changes: scale.changes, trigger: context.trigger, ...(note === undefined ? {} : { note }) }, ...heldHeaps(scale)],
+        reported: [{ reason: "DryRun", changes: scale.changes, trigger: context.trigger, ...(note === undefined ? {} : { note }), ...(scale.direction === "down" ? { down: true } : {}) }, ...heldHeaps(scale)],
         status: { entry: { ...entryOf(scale), dryRun: true }, from: am().raw },
-        outcome: { outcome: "dry-run", reason: "DryRun", message: `${note === undefined ? "" : `${note}: `}${target().wouldDo}: ${describeChanges(scale.changes)}`, changes: scale.changes, skipped: scale.skipped },
+        outcome: { outcome: "dry-run", reason: "DryRun", message: `${note === undefined ? "" : `${note}: `}${scale.direction === "down" ? "would scale down" : target().wouldDo}: ${describeChanges(scale.changes)}`, changes: scale.changes, skipped: scale.skipped },
       };
     }
     case "refused": {

@@ -21,7 +21,7 @@ import type { BudgetUse, Revert } from "../coexist/reverts.ts";
 import type { Reported } from "../events.ts";
 import type { Cluster } from "../kube/cluster.ts";
 import type { AppMonitorRef, StatusChange, StatusWriter } from "../kube/status-writer.ts";
-import type { ContainerChange, ContainerMemory, ObjectRef, ScaleMark } from "../model.ts";
+import type { ContainerChange, ContainerMemory, ObjectRef, ScaleMark, ScaleRecordAnnotation } from "../model.ts";
 import type { Scale, Skip } from "../outcome.ts";
 import type { PendingRollout } from "../status/rollouts.ts";
 import type { Decision } from "./decide.ts";
@@ -72,6 +72,8 @@ export interface WriteInput {
   readonly dryRun: boolean;
   /** Hears a problem that does not stop the write (a Node or quota list that failed); it lands in the outcome's `warnings`. */
   readonly warn: (message: string) => void;
+  /** `down`: a down-step of `spec.scaleDown` (`scale-down.ts`): the last-scale record says so; absent: a raise. */
+  readonly direction?: "down";
 }
 
 /** How a write ended. Only an unexpected API failure throws (HttpError by class, nothing written). */
@@ -104,8 +106,8 @@ export interface ResizedPod {
 
 /** What a written scale reports: its Events, the outcome's message, and what the follow-up watches. */
 export interface Written {
-  /** The outcome's reason when not the target's `scaledReason`: `Scaled` for an in-place target that wrote the template instead. */
-  readonly reason?: "Scaled" | "Resized";
+  /** The outcome's reason when not the target's `scaledReason`: `Scaled` for an in-place target that wrote the template instead, `ScaledDown` for a down-step. */
+  readonly reason?: "Scaled" | "Resized" | "ScaledDown";
   readonly reported: readonly Reported[];
   readonly message: string;
   /** The rollout or resize pending in `status.rollouts`; undefined when nothing replaces a Pod (a bare ReplicaSet) or no generation came back. */
@@ -126,6 +128,8 @@ export interface WriteTarget {
   readonly running: readonly ContainerMemory[];
   /** The last scale's time, RFC 3339: the cooldown's clock; undefined when never scaled. */
   readonly lastScaleTime: string | undefined;
+  /** The workload's last-scale record, parsed (`../model.ts`): what a down-step steps back from; undefined for none (a bare Pod keeps none). */
+  readonly lastRecord: ScaleRecordAnnotation | undefined;
   /** The GitOps tool that applies it, if any (`coexist/gitops.ts`). */
   readonly gitOps: GitOpsOwner | undefined;
   readonly autoscalers: Autoscalers;
@@ -172,4 +176,6 @@ export interface WrittenInput {
   readonly resized?: readonly ResizedPod[] | undefined;
   /** Why the template was written instead of the Pods resized in place (`WriteResult`), for its `InPlaceFallback` Warnings. */
   readonly fallback?: string | undefined;
+  /** `down`: a down-step: its Events say `ScaledDown`. */
+  readonly direction?: "down" | undefined;
 }

@@ -27,10 +27,10 @@ import { IN_PLACE_LABEL, IN_PLACE_MEMORY_ANNOTATION, LAST_SCALE_ANNOTATION, LAST
 import { gitOpsOwner, gitOpsPatchedNote } from "../coexist/gitops.ts";
 import { budgetUse, detectRevert, detectRevertFromStatus, REVERT_WINDOW_MS, scaleMarks } from "../coexist/reverts.ts";
 import { leakWindowMs } from "./leak-guard.ts";
-import { heapClause, type Reported, scaledNote } from "../events.ts";
+import { heapClause, type Reported, scaledDownNote, scaledNote } from "../events.ts";
 import { effectiveMemory, foldedChanges, type InPlaceEntry, parseInPlaceRecord, recordedChanges } from "../in-place.ts";
 import { memoryOf } from "../kube/views.ts";
-import { APPS_V1, type ContainerMemory, describeChanges, formatScaleRecord, type JsonPatchOperation, kindOf, objectRef, parseScaleRecord, type RecordedScale, type Workload } from "../model.ts";
+import { APPS_V1, type ContainerMemory, describeChanges, type JsonPatchOperation, kindOf, objectRef, parseScaleRecord, type RecordedScale, type Workload } from "../model.ts";
 import type { Scale, Skip } from "../outcome.ts";
 import { podReplacement, type PodReplacement } from "../replacement.ts";
 import { repairedStatus } from "../status/changes.ts";
@@ -44,6 +44,7 @@ import { type ContainerHeap, podHeaps } from "./heap-flags.ts";
 import { onDeleteScaledNote, type RolloutStrategy, unreplacedNote, waitingForDelete, waitsForDelete } from "./on-delete.ts";
 import type { History, WriteInput, WriteResult, WriteTarget, Written } from "./target.ts";
 import { buildHeapFlagPatch, buildTemplatePatch, escapeJsonPointerToken } from "./template-patch.ts";
+import { scaleRecordOf } from "./scale-down.ts";
 import { listPendingScale, podForAdmission, writeWorkload } from "./write.ts";
 
 /**
@@ -104,6 +105,7 @@ export function templateTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: 
     desired: t.desired,
     running: t.running,
     lastScaleTime,
+    lastRecord: parseScaleRecord(annotations?.[LAST_SCALE_RECORD_ANNOTATION]),
     gitOps: gitOpsOwner(metadata),
     autoscalers,
     recorded: recordedChanges(template, inPlace),
@@ -188,18 +190,11 @@ function withoutInPlace(annotations: Record<string, string> | undefined, labels:
 /** The checked patch of the template (module comment), the scale listed in `status.pendingScales` first. */
 async function write(t: Template, input: WriteInput): Promise<WriteResult> {
   const { workload, named, annotations, template } = t;
-  const { cluster, status: statusWriter, eventId, appMonitor: am, amRef, trigger, history, now, time, log, warn, dryRun } = input;
+  const { cluster, status: statusWriter, eventId, appMonitor: am, amRef, now, time, log, warn, dryRun } = input;
   // Decided from the workload's memory; written from the template's own (the in-place part included).
   const changes = foldedChanges(template, input.changes);
-  const record = formatScaleRecord({
-    time,
-    appmonitor: am.metadata.name,
-    event: eventId,
-    multiplier: am.spec.memMultiplier,
-    changes,
-    ...(trigger === "oomKilled" ? { trigger } : {}),
-    earlier: history.marks,
-  });
+  // With the memory before the first scale and the flaps, for the next down-step (`scale-down.ts`).
+  const record = scaleRecordOf(input, changes, parseScaleRecord(annotations?.[LAST_SCALE_RECORD_ANNOTATION]));
   // spec.heapFlags: Scale: each flag that fixes a raised container's heap goes up with its limit, in the same patch.
   const heapFlags = heapFlagChanges(input.changes, t.heaps, am.spec.heapFlags ?? "Hold");
   const patch = [
@@ -244,6 +239,10 @@ function written(t: Template, input: Parameters<WriteTarget["written"]>[0]): Wri
   const changes = foldedChanges(t.template, input.changes);
   // Followed until it ends (follow-up/); a bare ReplicaSet never replaces its Pods, so it has no rollout.
   const rollout = workload.kind === "ReplicaSet" || generation === undefined ? undefined : { workload: named, generation, startedAt: time, event: eventId };
+  if (input.direction === "down") {
+    const message = scaledDownNote(workload, changes, replacement);
+    return { reason: "ScaledDown", reported: [{ reason: "ScaledDown", changes, replacement, ...(tool === undefined ? {} : { gitOps: gitOpsPatchedNote(workload, tool, changes) }) }], message, rollout };
+  }
   // OnDelete: the patch is what the user's strategy asks for, but it reached no Pod; say so.
   const onDelete = waitsForDelete(strategy) ? onDeleteScaledNote(strategy, alertPod, describeChanges(changes)) : undefined;
   const gitOps = tool === undefined ? undefined : gitOpsPatchedNote(workload, tool, changes);

@@ -41,6 +41,10 @@ export interface ScaleEntry {
   readonly reverted?: boolean;
   /** The alert that caused it when not the threshold alert (absent in a repair from a record that does not say). */
   readonly trigger?: "oomKilled" | "trend";
+  /** `down`: a down-step of `spec.scaleDown` (`../scale/scale-down.ts`); absent: a raise. */
+  readonly direction?: "down";
+  /** A down-step that reached the workload's floor: the follow-up asks for no further one (`scale-down.ts`). */
+  readonly floored?: boolean;
 }
 
 /** The status fields this module writes. */
@@ -136,6 +140,8 @@ export function withScales(status: AppMonitorStatus | undefined, entries: readon
       ...(entry.held === undefined ? {} : { held: entry.held }),
       ...(entry.reverted === true ? { reverted: true } : {}),
       ...(entry.trigger === undefined ? {} : { trigger: entry.trigger }),
+      ...(entry.direction === "down" ? { direction: "down" as const } : {}),
+      ...(entry.floored === true ? { floored: true } : {}),
     }));
     // What was not applied is listed once however often it is decided again (re-sent alerts).
     const fresh = isApplied(entry) ? records : records.filter((r) => !recent.some((old) => old.dryRun === r.dryRun && old.held === r.held && sameScale(old, r)));

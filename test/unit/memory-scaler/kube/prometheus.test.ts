@@ -9,7 +9,7 @@ import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { HttpError } from "../../../../functions/lib/runtime/errors.ts";
-import { createPrometheusVerifier, predictionQuery, workingSetQuery } from "../../../../functions/memory-scaler/kube/prometheus.ts";
+import { createPrometheusVerifier, peakQuery, predictionQuery, workingSetQuery } from "../../../../functions/memory-scaler/kube/prometheus.ts";
 import { waitUntil } from "../../../harness/lib/wait-until.ts";
 
 const VECTOR = JSON.stringify({ status: "success", data: { resultType: "vector", result: [{ metric: { container: "memhog" }, value: [1, "314572800"] }] } });
@@ -37,6 +37,13 @@ describe("the queries", () => {
     assert.equal(
       predictionQuery("ns", "p-1", ["memhog"], { windowSeconds: 600, horizonSeconds: 1800 }),
       'max by (container) (predict_linear(container_memory_working_set_bytes{namespace="ns",pod="p-1",container=~"memhog"}[600s], 1800))',
+    );
+  });
+
+  it("a down-step's peak: max_over_time of the rule's working-set series over the quiet period, the workload's Pods by name (rule-sync's targetRef scope)", () => {
+    assert.equal(
+      peakQuery("demo", "memhog", ["memhog", "a.b"], 86400),
+      'max by (container) (max_over_time(container_memory_working_set_bytes{namespace="demo", pod=~"memhog-.+", container=~"memhog|a\\\\.b"}[86400s]))',
     );
   });
 });

@@ -116,6 +116,8 @@ describe("handleFiring", () => {
       event: "e1",
       multiplier: 2,
       changes: [{ container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } }],
+      // The memory before the first scale: a down-step's floor (spec.scaleDown).
+      original: { memhog: { request: "256Mi", limit: "384Mi" } },
     });
 
     delete (cluster as Partial<FakeCluster>).replaceAppMonitorStatus;

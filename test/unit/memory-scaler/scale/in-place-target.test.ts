@@ -8,7 +8,7 @@ import type * as k8s from "@kubernetes/client-node";
 import { pino } from "pino";
 import { IN_PLACE_LABEL, IN_PLACE_MEMORY_ANNOTATION, LAST_SCALE_ANNOTATION } from "../../../../functions/lib/appmonitor.ts";
 import { followRollouts } from "../../../../functions/memory-scaler/follow-up/flow.ts";
-import { handleFallback, handleFiring } from "../../../../functions/memory-scaler/scale/flow.ts";
+import { handleFallback, handleFiring, handleScaleDown } from "../../../../functions/memory-scaler/scale/flow.ts";
 import { buildInPlaceClaimPatch } from "../../../../functions/memory-scaler/scale/in-place-patch.ts";
 import { isPodOf } from "../../../../functions/memory-scaler/scale/in-place-target.ts";
 import type { Workload } from "../../../../functions/memory-scaler/model.ts";
@@ -217,4 +217,27 @@ describe("the claim and the Pods of a workload", () => {
     ["not an owner that is no controller", workload("DaemonSet"), pod({ apiVersion: "apps/v1", kind: "DaemonSet", name: "web", uid: "w1" }), false],
   ];
   for (const [name, w, p, want] of cases) it(`a Pod is ${name}`, () => assert.equal(isPodOf(w, p), want));
+});
+
+describe("updateMode InPlace: a down-step of spec.scaleDown", () => {
+  it("resizes the running Pod down to the memory before the raise through the same in-place target, records it on the workload, and follows the resize", async () => {
+    const cluster = inPlaceCluster("InPlace", { scaleDown: {} });
+    const raised = await handleFiring(flowDeps(cluster), "e1", alertData(), log);
+    assert.equal(raised.reason, "Resized");
+    kubeletApplied(cluster);
+    // The follow-up ends the raise's resize.
+    const am = cluster.appMonitors.get(`${NS}/mymonitor`);
+    if (am !== undefined) cluster.appMonitors.set(`${NS}/mymonitor`, { ...am, status: { ...(am.status as object), rollouts: [] } });
+    const pod = cluster.pods.get(`${NS}/${POD}`);
+    if (pod !== undefined) pod.status = { ...pod.status, phase: "Running" };
+    const now = new Date("2025-06-02T12:01:00Z");
+    const flow = flowDeps(cluster, { now: () => now, verifier: { workingSets: async () => new Map(), predictions: async () => new Map(), peaks: async () => new Map([["memhog", 120 * 1024 * 1024]]) } });
+    const summary = await followRollouts({ cluster, events: flow.events, status: flow.status, now: () => now, scaleDown: (request, l) => handleScaleDown(flow, request, l) }, log);
+    assert.deepEqual(summary.scaleDowns, { asked: 1, stepped: 1 });
+    assert.deepEqual(podMemory(cluster), { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } }, "the running Pod resized down in place");
+    assert.deepEqual(templateMemory(cluster), { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } }, "the template is unchanged");
+    assert.equal(deployment(cluster)?.metadata?.annotations?.[IN_PLACE_MEMORY_ANNOTATION], "memhog=384Mi>384Mi/256Mi>256Mi", "new Pods get the lowered memory");
+    assert.ok(reasons(cluster).includes("ScaledDown"));
+    assert.equal(status(cluster)?.rollouts?.[0]?.inPlace?.pods[0]?.name, POD, "the resize followed to its end");
+  });
 });
