@@ -16,56 +16,38 @@
 // Alertmanager's would be.
 import { after, before, test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { MONITOR_ANNOTATION } from "../../functions/lib/appmonitor.ts";
 import { buildImages } from "../harness/images/build.ts";
 import { archiveReference, importImages } from "../harness/stack/node-images.ts";
 import { REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
-import { down, up, type StackState } from "../harness/stack/stack.ts";
-import { installMemoryScaler } from "../support/install.ts";
 import { alertEvent, createAppMonitor, deliver, eventsRegarding, type ScalerUnderTest, startScaler } from "../support/memory-scaler.ts";
 import { describeAnswer } from "../support/post-event.ts";
-import { acquireRealNodeLock } from "../support/real-node-lock.ts";
+import { type RealNodeFile, startRealNodeFile } from "../support/real-node-file.ts";
 import { waitFor } from "../support/stack.ts";
 
 /** Keeps live JS objects (strings inside) until the old space is full and V8 aborts. */
 const ALLOCATE = "const kept = []; for (;;) kept.push({ s: String(Math.random()).repeat(8) });";
-let stateDir = "";
-let state: StackState | undefined;
+let stack: RealNodeFile | undefined;
 let core: k8s.CoreV1Api;
 let apps: k8s.AppsV1Api;
 let scaler: ScalerUnderTest | undefined;
 let image = "";
-let releaseLock: (() => Promise<void>) | undefined;
 
 before(async () => {
-  releaseLock = await acquireRealNodeLock();
-  stateDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-heaps-"));
   const [built] = await buildImages(["memory-scaler"]);
   assert.ok(built !== undefined, "memory-scaler's image");
-  const t0 = Date.now();
-  state = await up({ stateDir, nodes: 1, realNode: true, progress: (line) => process.stderr.write(`# stack: ${line}\n`) });
-  process.stderr.write(`# stack with the real node up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
-  assert.ok(state.realNode !== undefined, "the real node");
-  await importImages(state.realNode, [built.archive]);
+  stack = await startRealNodeFile("appmonitor-heaps-");
+  ({ core, apps } = stack);
+  assert.ok(stack.state.realNode !== undefined, "the real node");
+  await importImages(stack.state.realNode, [built.archive]);
   image = await archiveReference(built.archive);
-  process.env.APPMONITOR_STACK_DIR = stateDir;
-  const kc = new k8s.KubeConfig();
-  kc.loadFromFile(state.kubeconfig);
-  core = kc.makeApiClient(k8s.CoreV1Api);
-  apps = kc.makeApiClient(k8s.AppsV1Api);
-  await installMemoryScaler();
   scaler = await startScaler({ PROMETHEUS_URL: "" });
 }, { timeout: 20 * 60_000 });
 
 after(async () => {
   await scaler?.stop();
-  if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
-  if (stateDir) await rm(stateDir, { recursive: true, force: true });
-  await releaseLock?.();
+  await stack?.stop();
 });
 
 /** A namespace `ns` of the test's own (an annotated workload is covered by every AppMonitor of its namespace), with AppMonitor `m`. */

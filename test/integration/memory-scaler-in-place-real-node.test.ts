@@ -10,56 +10,38 @@
 // Alertmanager's would be (no Prometheus check: the crossing is the delivery).
 import { after, before, test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { IN_PLACE_LABEL, IN_PLACE_MEMORY_ANNOTATION } from "../../functions/lib/appmonitor.ts";
 import { floor, parseQuantity } from "../../functions/lib/quantity.ts";
 import { buildImages } from "../harness/images/build.ts";
 import { REAL_NODE, REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
-import { down, up, type StackState } from "../harness/stack/stack.ts";
-import { applyFiles, installMemoryScaler } from "../support/install.ts";
+import { applyFiles } from "../support/install.ts";
 import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, pingTick, type ScalerUnderTest, startScaler } from "../support/memory-scaler.ts";
-import { acquireRealNodeLock } from "../support/real-node-lock.ts";
 import { cgroupLimit, containerId, memhogProcess } from "../support/real-node-memhog.ts";
+import { createWorkloadNamespace, type RealNodeFile, startRealNodeFile } from "../support/real-node-file.ts";
 import { waitFor } from "../support/stack.ts";
 
 const Mi = 1 << 20;
 const NS = "in-place";
-let stateDir = "";
-let state: StackState | undefined;
+let stack: RealNodeFile | undefined;
 let core: k8s.CoreV1Api;
 let apps: k8s.AppsV1Api;
 let scaler: ScalerUnderTest | undefined;
-let releaseLock: (() => Promise<void>) | undefined;
 
 before(async () => {
-  releaseLock = await acquireRealNodeLock();
-  stateDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-in-place-"));
   const [memhog] = await buildImages(["memhog"]);
   assert.ok(memhog !== undefined, "memhog's image");
-  const t0 = Date.now();
-  state = await up({ stateDir, nodes: 1, realNode: true, memhogArchive: memhog.archive, progress: (line) => process.stderr.write(`# stack: ${line}\n`) });
-  process.stderr.write(`# stack with the real node up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
-  process.env.APPMONITOR_STACK_DIR = stateDir;
-  const kc = new k8s.KubeConfig();
-  kc.loadFromFile(state.kubeconfig);
-  core = kc.makeApiClient(k8s.CoreV1Api);
-  apps = kc.makeApiClient(k8s.AppsV1Api);
-  await installMemoryScaler();
+  stack = await startRealNodeFile("appmonitor-in-place-", memhog.archive);
+  ({ core, apps } = stack);
   // The shipped policies that give a workload's later Pods its in-place memory (Kubernetes 1.36).
   await applyFiles("knative/admission/in-place-memory.yaml");
-  await core.createNamespace({ body: { metadata: { name: NS } } });
-  await waitFor(`the ServiceAccount default in ${NS}`, async () => (await core.listNamespacedServiceAccount({ namespace: NS })).items.some((s) => s.metadata?.name === "default"), 30_000);
+  await createWorkloadNamespace(core, NS);
   scaler = await startScaler({ PROMETHEUS_URL: "" });
 }, { timeout: 20 * 60_000 });
 
 after(async () => {
   await scaler?.stop();
-  if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
-  if (stateDir) await rm(stateDir, { recursive: true, force: true });
-  await releaseLock?.();
+  await stack?.stop();
 });
 
 /** memhog holding `target` in a Deployment `name` of `replicas`, limit = request = `memory`, placed by `placement`. */

@@ -11,53 +11,36 @@
 // for the lock), memory-scaler in this process as its ServiceAccount.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { buildImages } from "../harness/images/build.ts";
 import { REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
-import { down, up, type StackState } from "../harness/stack/stack.ts";
-import { installMemoryScaler } from "../support/install.ts";
+import { type StackState } from "../harness/stack/stack.ts";
 import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, memhogManifest, patchAppMonitorSpec, pingTick, type ScalerUnderTest, startScaler } from "../support/memory-scaler.ts";
 import { describeAnswer } from "../support/post-event.ts";
-import { acquireRealNodeLock } from "../support/real-node-lock.ts";
 import { cgroupLimit, memhogProcess } from "../support/real-node-memhog.ts";
+import { createWorkloadNamespace, type RealNodeFile, startRealNodeFile } from "../support/real-node-file.ts";
 import { waitFor } from "../support/stack.ts";
 
 const Mi = 1 << 20;
 const NS = "scale-down";
-let stateDir = "";
-let state: StackState | undefined;
+let stack: RealNodeFile | undefined;
+let state: StackState;
 let core: k8s.CoreV1Api;
 let apps: k8s.AppsV1Api;
 let scaler: ScalerUnderTest | undefined;
-let releaseLock: (() => Promise<void>) | undefined;
 
 before(async () => {
-  releaseLock = await acquireRealNodeLock();
-  stateDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-scale-down-"));
   const [memhog] = await buildImages(["memhog"]);
   assert.ok(memhog !== undefined, "memhog's image");
-  const t0 = Date.now();
-  state = await up({ stateDir, nodes: 1, realNode: true, memhogArchive: memhog.archive, progress: (line) => process.stderr.write(`# stack: ${line}\n`) });
-  process.stderr.write(`# stack with the real node up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
-  process.env.APPMONITOR_STACK_DIR = stateDir;
-  const kc = new k8s.KubeConfig();
-  kc.loadFromFile(state.kubeconfig);
-  core = kc.makeApiClient(k8s.CoreV1Api);
-  apps = kc.makeApiClient(k8s.AppsV1Api);
-  await installMemoryScaler();
-  await core.createNamespace({ body: { metadata: { name: NS } } });
-  await waitFor(`the ServiceAccount default in ${NS}`, async () => (await core.listNamespacedServiceAccount({ namespace: NS })).items.some((s) => s.metadata?.name === "default"), 30_000);
+  stack = await startRealNodeFile("appmonitor-scale-down-", memhog.archive);
+  ({ state, core, apps } = stack);
+  await createWorkloadNamespace(core, NS);
   scaler = await startScaler({ PROMETHEUS_URL: state.prometheusUrl });
 }, { timeout: 20 * 60_000 });
 
 after(async () => {
   await scaler?.stop();
-  if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
-  if (stateDir) await rm(stateDir, { recursive: true, force: true });
-  await releaseLock?.();
+  await stack?.stop();
 });
 
 /** The one Running, Ready, not terminating Pod of memhog with `limit` in its spec and memhog holding at least `held` bytes. */
