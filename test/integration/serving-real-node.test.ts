@@ -172,16 +172,15 @@ test("the Knative Services were admitted by Serving's webhook: defaulted by it, 
 
 test("each Revision's Pods run our container plus queue-proxy, Ready on the real node, the image pulled by digest from the stack's registry", async () => {
   const digests = state ? registryDigests(state) : {};
-  for (const name of ["alert-receiver", "rule-sync", "appmonitor-dead-letter"]) {
-    const revision = await latestRevision(name);
+  // The dead-letter sink's Knative Service is appmonitor-dead-letter, its container and image dead-letter.
+  for (const [service, fn] of [["alert-receiver", "alert-receiver"], ["rule-sync", "rule-sync"], ["appmonitor-dead-letter", "dead-letter"]] as const) {
+    const revision = await latestRevision(service);
     const [pod] = await waitFor(`a Ready Pod of ${revision}`, async () => ((await readyPods(revision)).length > 0 ? readyPods(revision) : undefined), 60_000);
     assert.equal(pod?.spec?.nodeName, REAL_NODE.name);
-    assert.deepEqual(pod?.spec?.containers.map((c) => c.name), [name === "appmonitor-dead-letter" ? "event-display" : name, "queue-proxy"]);
+    assert.deepEqual(pod?.spec?.containers.map((c) => c.name), [fn, "queue-proxy"]);
     assert.match(pod?.spec?.containers[1]?.image ?? "", /^localhost\/appmonitor\/knative-serving\/queue:v0\.50\.0$/);
-    if (name !== "appmonitor-dead-letter") {
-      const image = pod?.spec?.containers[0]?.image ?? "";
-      assert.equal(image, `ghcr.io/kubedemo/appmonitor-${name}@${digests[`ghcr.io/kubedemo/appmonitor-${name}`]}`);
-    }
+    const image = pod?.spec?.containers[0]?.image ?? "";
+    assert.equal(image, `ghcr.io/kubedemo/appmonitor-${fn}@${digests[`ghcr.io/kubedemo/appmonitor-${fn}`]}`);
   }
 });
 

@@ -45,7 +45,7 @@ export const NO_INGRESS_CLASS = "none.ingress.networking.knative.dev";
  * Registries whose tags Serving's controller does not resolve to digests: its defaults
  * (`kind.local,ko.local,dev.local`, config-deployment's `_example`) and `index.docker.io`, the
  * registry go-containerregistry (which Serving parses names with) reads into the images built here
- * and imported into the real node (the dead-letter sink's `localhost/appmonitor/knative-eventing/event_display`):
+ * and imported into the real node by tag (`localhost/appmonitor/…`):
  * it takes a first component for a registry only with a dot or a colon, so `localhost/…` is a
  * Docker Hub repository to it. No Pod reaches a registry there. The functions' images are named
  * by digest, which Serving never resolves.
