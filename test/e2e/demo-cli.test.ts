@@ -45,12 +45,12 @@ test("`npm run demo` with only the Go-built binaries cached builds its images an
 
   // Everything the demo needs was built, one line each, with the cold expectation.
   assert.match(out, /images: base image localhost\/appmonitor\/node-base:\S+: building \(.*cold about \d+ s\)/);
-  for (const [i, name] of ["memhog", "alert-receiver", "memory-scaler", "rule-sync"].entries()) {
-    assert.match(out, new RegExp(`images: \\[${i + 1}/4\\] ${name}: building \\(cold about \\d+ s`));
+  for (const [i, name] of ["memhog", "alert-receiver", "memory-scaler", "rule-sync", "dead-letter"].entries()) {
+    assert.match(out, new RegExp(`images: \\[${i + 1}/5\\] ${name}: building \\(cold about \\d+ s`));
     assert.match(out, new RegExp(`images: ${name}: built in \\d+\\.\\d s`));
   }
-  assert.match(out, /images: 4 ready/);
-  assert.match(out, /stack: registry ready at \S+ in \d+\.\d s \(its start and the pushes\), 4 images served \(4 pushed now\)/);
+  assert.match(out, /images: 5 ready/);
+  assert.match(out, /stack: registry ready at \S+ in \d+\.\d s \(its start and the pushes\), 5 images served \(5 pushed now\)/);
   assert.doesNotMatch(out, /no archive for/);
 
   // The scale, as the demo reports it.
