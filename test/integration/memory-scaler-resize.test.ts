@@ -147,11 +147,13 @@ describe("memory-scaler resizes a bare Pod in place", { concurrency: 1 }, () => 
   });
 
   it("a resize the API server refuses is AdmissionRefused, with Warnings and nothing written: a Pod whose node reports no container resources (kwok), a ResourceQuota, a Windows Pod", async (t) => {
-    const cases: { name: string; setup: (ns: string) => Promise<void>; spec: Partial<k8s.V1PodSpec>; kubelet: boolean; message: RegExp }[] = [
+    // settle: what must hold before the alert (the quota controller counts a new Pod a moment after its creation; until then the quota would admit the resize).
+    const cases: { name: string; setup: (ns: string) => Promise<void>; settle?: (ns: string) => Promise<void>; spec: Partial<k8s.V1PodSpec>; kubelet: boolean; message: RegExp }[] = [
       { name: "kwok as it is", setup: async () => undefined, spec: {}, kubelet: false, message: /Pod running on node without support for resize/ },
       {
         name: "a ResourceQuota the resize would pass",
         setup: async (ns) => void (await (await core()).createNamespacedResourceQuota({ namespace: ns, body: { metadata: { name: "mem" }, spec: { hard: { "limits.memory": "600Mi" } } } })),
+        settle: async (ns) => void (await waitFor("the quota to count the Pod", async () => ((await (await core()).readNamespacedResourceQuota({ namespace: ns, name: "mem" })).status?.used?.["limits.memory"] === "384Mi" ? true : undefined), 30_000)),
         spec: {},
         kubelet: true,
         message: /exceeded quota: mem, requested: limits.memory=384Mi, used: limits.memory=384Mi, limited: limits.memory=600Mi/,
@@ -164,6 +166,7 @@ describe("memory-scaler resizes a bare Pod in place", { concurrency: 1 }, () => 
       await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
       await createBarePod(ns, c.spec);
       if (c.kubelet) await reportAsKubelet(ns, OLD);
+      await c.settle?.(ns);
       const before = await readPod(ns);
       const answer = await deliver(url(), alert(ns));
       assert.deepEqual([answer.status, answer.outcome, answer.reason], [204, "skipped", "AdmissionRefused"], `${c.name}: ${describeAnswer(answer)}`);
