@@ -11,7 +11,7 @@ import { isConflict, isObjectNotFound } from "../lib/kube-api-errors.ts";
 
 /** The calls the sink makes; tests substitute a fake. Errors are the client's, unchanged. */
 export interface Cluster {
-  /** The AppMonitor's uid, or undefined when it does not exist (404). */
+  /** The AppMonitor's uid; `""` when the object carries none; undefined when it does not exist (404). */
   appMonitorUid(namespace: string, name: string): Promise<string | undefined>;
   /** Creates the Event: `created`, or `exists` when one of its name is there already (409). */
   createEvent(event: k8s.EventsV1Event): Promise<"created" | "exists">;

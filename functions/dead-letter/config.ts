@@ -25,7 +25,9 @@ export const DEFAULT_BROKER = "default";
 export interface DeadLetterConfig {
   /** `INSTALL_NAMESPACE`; undefined → the kubeconfig's namespace, read at start-up. */
   readonly namespace: string | undefined;
+  /** `SERVICE_ACCOUNT`: what the Events of dead letters that name no object regard. */
   readonly serviceAccount: string;
+  /** `BROKER`: named on each Event, in {@link DeadLetterConfig.namespace}, for `kubectl appmonitor resend`. */
   readonly broker: string;
   /** `KUBECONFIG` of this environment; undefined → in-cluster or `~/.kube/config`. */
   readonly kubeconfig: string | undefined;

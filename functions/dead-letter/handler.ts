@@ -7,6 +7,7 @@
  * | 204, `X-Appmonitor-Outcome: recorded` | its Warning Event was written (`letter.ts` says which object it goes on) |
  * | 204, `X-Appmonitor-Outcome: duplicate` | the Event of this dead letter was there already: a re-delivery |
  * | 5xx, 429 | the API server could not be read or written (`functions/lib/kube-api-errors.ts`): Knative sends it again |
+ * | 422 | the API server refused the Event (`Refused` in `functions/lib/kube-api-errors.ts`: validation or admission): not sent again, only the log line keeps it |
  * | 400, 415 | not a CloudEvent (`functions/lib/runtime/cloudevent.ts`), or not POSTed to `/` |
  * | 405 | another method |
  *
@@ -27,9 +28,12 @@ import type { DeadLetterMetrics } from "./metrics.ts";
 
 /** What the handler needs. */
 export interface HandlerDeps {
+  /** The API server (`cluster.ts`). */
   readonly cluster: Cluster;
   readonly metrics: DeadLetterMetrics;
+  /** The install's namespace, the sink's ServiceAccount and the Broker (`letter.ts`). */
   readonly place: SinkPlace;
+  /** The Events' `eventTime`; default the system clock. */
   readonly now?: () => Date;
   /** `reportingInstance` of the Events; default the host name (the Pod's name). */
   readonly reportingInstance?: string;

@@ -180,7 +180,7 @@ export interface ScaleRecordAnnotation {
   readonly direction?: "down";
   /**
    * Per container, its memory before memory-scaler's first scale of it: the floor no down-step
-   * goes below, carried from record to record (`scale/scale-down.ts` `originalOf`). Absent (records
+   * goes below, carried from record to record (`scale/scale-record.ts` `recordFields`). Absent (records
    * of older versions): the last scale's `from` is the best known.
    */
   readonly original?: Readonly<Record<string, MemoryResources>>;

@@ -30,14 +30,14 @@ export interface ScaleDownSummary {
 }
 
 /** One due workload of one AppMonitor. */
-interface Due {
+interface DueWorkload {
   readonly namespace: string;
   readonly appmonitor: string;
   readonly workload: { readonly kind: string; readonly name: string };
 }
 
 /** The due workloads of the listed AppMonitors (module comment); pure. */
-export function dueWorkloads(items: readonly unknown[], now: Date): Due[] {
+export function dueWorkloads(items: readonly unknown[], now: Date): DueWorkload[] {
   return items.flatMap((item) => {
     const am = item as { metadata?: { name?: string; namespace?: string }; spec?: { scaleDown?: AppMonitorScaleDown; cooldownSeconds?: number }; status?: AppMonitorStatus };
     const { name, namespace } = am.metadata ?? {};

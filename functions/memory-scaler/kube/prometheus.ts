@@ -20,8 +20,6 @@ import type { AppMonitorTrend } from "../../lib/appmonitor.ts";
 import { promDuration, promqlNumber, promqlString, regexQuote } from "../../lib/promql.ts";
 import { containerMatchers, WORKING_SET_METRIC, workingSetSeries, workloadPodMatcher } from "../../lib/working-set.ts";
 
-export { WORKING_SET_METRIC };
-
 /** Reads current working sets; an interface so the flow can be tested without Prometheus. */
 export interface Verifier {
   /**

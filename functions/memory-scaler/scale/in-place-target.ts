@@ -31,7 +31,7 @@ import { effectiveMemory, formatInPlaceRecord, type InPlaceEntry, parseInPlaceRe
 import { memoryOf, runningMemory, selectorString } from "../kube/views.ts";
 import { describeChanges, type Workload } from "../model.ts";
 import { scaledDownNote } from "../events.ts";
-import { scaleRecordOf } from "./scale-down.ts";
+import { scaleRecordOf } from "./scale-record.ts";
 import { oomWindow } from "./evidence.ts";
 import { buildInPlaceClaimPatch } from "./in-place-patch.ts";
 import { buildResizePatch } from "./resize-patch.ts";

@@ -2,8 +2,8 @@
  * The down-step of `spec.scaleDown` (docs/scale-down.md), pure: which containers of a workload
  * memory-scaler raised get how much less memory, or why none do; whether the working set's peak
  * over the quiet period leaves room for it; and the fields a last-scale record carries for the next
- * step (the memory before the first scale, the flaps). The scale flow (`flow.ts`) runs a down-step
- * as any scale: this module is its plan and its evidence, the write targets write it.
+ * step (the memory before the first scale, the flaps: `scale-record.ts`). The scale flow (`flow.ts`)
+ * runs a down-step as any scale: this module is its plan and its evidence, the write targets write it.
  *
  * The step of a container the last scale changed ({@link planScaleDown}):
  * - after a raise: back to the raise's `from` (the memory before it); after a down-step: the
@@ -21,36 +21,33 @@
 import type { AppMonitorSpecWithDefaults, AppMonitorStatus, MemoryResources } from "../../lib/appmonitor.ts";
 import { ceil, compare, divide, formatBytes, fromInteger, fromNumber, multiply, parseQuantity } from "../../lib/quantity.ts";
 import { policyOf } from "../caps.ts";
-import { type ContainerChange, type ContainerMemory, formatScaleRecord, type ScaleRecordAnnotation, type SkippedContainer } from "../model.ts";
-import type { WriteInput } from "./target.ts";
+import type { ContainerChange, ContainerMemory, ScaleRecordAnnotation, SkippedContainer } from "../model.ts";
 import type { Scale, Skip } from "../outcome.ts";
 import { scaleDownDue } from "../status/scale-down.ts";
 import { cooldownLeft } from "./decide.ts";
+import { sameMemory } from "./scale-record.ts";
 
 /** What {@link planScaleDown} decides from: plain data the flow read. */
 export interface ScaleDownInput {
   readonly spec: AppMonitorSpecWithDefaults;
-  /** The AppMonitor's name and status as read (its `recentScales`, `lastOutcome`, `rollouts`). */
+  /** The AppMonitor's name: the last-scale record must be its. */
   readonly appmonitor: string;
+  /** The AppMonitor's status as read (its `recentScales`, `lastOutcome`, `rollouts`). */
   readonly status: AppMonitorStatus | undefined;
   readonly workload: { readonly kind: string; readonly name: string };
-  /** The workload's last-scale record, parsed; its last-scale annotation. */
+  /** The workload's last-scale record, parsed; undefined when it has none or it does not parse. */
   readonly record: ScaleRecordAnnotation | undefined;
+  /** The workload's last-scale annotation, RFC 3339: the record must be of this scale. */
   readonly lastScaleTime: string | undefined;
-  /** The workload's memory (the write target's `desired`) and what its Pod runs (`running`). */
+  /** The workload's memory (the write target's `desired`). */
   readonly desired: readonly ContainerMemory[];
+  /** What its Pod runs (the write target's `running`). */
   readonly running: readonly ContainerMemory[];
   readonly now: Date;
 }
 
 /** Whole bytes of a quantity, rounded up. */
 const bytesOf = (text: string): bigint => ceil(parseQuantity(text));
-
-/** Whether two memories are the same quantities (`512Mi` = `536870912`). */
-function sameMemory(a: MemoryResources, b: { readonly limit?: string | undefined; readonly request?: string | undefined }): boolean {
-  const same = (x: string | undefined, y: string | undefined) => (x === undefined || y === undefined ? x === y : compare(parseQuantity(x), parseQuantity(y)) === 0);
-  return same(a.limit, b.limit) && same(a.request, b.request);
-}
 
 /** The floor of `container`: the larger of its memory before the first scale and its `minMemory`; undefined when neither is known. */
 function floorOf(spec: AppMonitorSpecWithDefaults, container: string, original: MemoryResources | undefined): bigint | undefined {
@@ -63,7 +60,8 @@ function floorOf(spec: AppMonitorSpecWithDefaults, container: string, original: 
 function stepOf(input: ScaleDownInput, record: ScaleRecordAnnotation, last: ContainerChange): (ContainerChange & { floored: boolean }) | SkippedContainer {
   const name = last.container;
   const skip = (reason: string, message: string): SkippedContainer => ({ container: name, reason, message });
-  if (policyOf(input.spec, name)?.mode === "Off") return skip("PolicyOff", `container ${name} has mode Off in spec.containerPolicies: its memory is never changed`);
+  const policy = policyOf(input.spec, name);
+  if (policy?.mode === "Off") return skip("PolicyOff", `container ${name} has mode Off in spec.containerPolicies: its memory is never changed`);
   const current = input.desired.find((c) => c.name === name);
   if (current?.limit === undefined) return skip("ContainerNotFound", `container ${name} has no memory limit in the workload's Pod template`);
   if (!sameMemory(last.to, current)) return skip("TemplateDiffers", `container ${name}'s memory (limit ${current.limit}) is not what the last scale set (limit ${last.to.limit}): another writer changed it`);
@@ -77,7 +75,7 @@ function stepOf(input: ScaleDownInput, record: ScaleRecordAnnotation, last: Cont
   const floor = floorOf(input.spec, name, original);
   const newLimit = floor !== undefined && floor > step ? floor : step;
   if (compare(fromInteger(newLimit), limit) >= 0) {
-    return skip("AtFloor", `container ${name}'s limit ${current.limit} is at its floor (${original === undefined ? "" : `${original.limit} before the first scale`}${policyOf(input.spec, name)?.minMemory === undefined ? "" : `, minMemory ${policyOf(input.spec, name)?.minMemory ?? ""}`})`);
+    return skip("AtFloor", `container ${name}'s limit ${current.limit} is at its floor (${original === undefined ? "" : `${original.limit} before the first scale`}${policy?.minMemory === undefined ? "" : `, minMemory ${policy.minMemory}`})`);
   }
   const to: MemoryResources = { limit: formatBytes(newLimit) };
   if (current.request !== undefined) to.request = formatBytes(ceil(multiply(fromInteger(newLimit), divide(parseQuantity(current.request), limit))));
@@ -160,42 +158,3 @@ export function checkPeak(scale: Scale, peaks: ReadonlyMap<string, number>, thre
   }
   return { ...scale, changes: kept, skipped: [...scale.skipped, ...skipped], floored: scale.floored === true && kept.length === scale.changes.length };
 }
-
-/**
- * The last-scale record's value a write of `input` (with `changes`, as written) puts on the
- * workload, after `previous` (its record as read): the scale, its earlier marks, and the
- * down-step's fields ({@link recordFields}); `mode` `inPlace` for a resize in place.
- */
-export function scaleRecordOf(input: WriteInput, changes: readonly ContainerChange[], previous: ScaleRecordAnnotation | undefined, mode?: "inPlace"): string {
-  const { time, eventId, trigger, history, appMonitor: am } = input;
-  return formatScaleRecord({
-    time,
-    appmonitor: am.metadata.name,
-    event: eventId,
-    multiplier: am.spec.memMultiplier,
-    changes,
-    ...(trigger === "oomKilled" ? { trigger } : {}),
-    ...(mode === undefined ? {} : { mode }),
-    earlier: history.marks,
-    ...recordFields(previous, changes, input.direction ?? "up"),
-  });
-}
-
-/**
- * What a new last-scale record carries beside its changes (`direction` `down` for a down-step):
- * per container its memory before the first scale, carried from `previous` while the chain holds
- * (the previous record set what this change starts from; a record of an older version gives its
- * `from`), else this change's `from` (a first scale, or a new declaration); and the flaps, one more
- * for a raise that follows a down-step.
- */
-export function recordFields(previous: ScaleRecordAnnotation | undefined, changes: readonly ContainerChange[], direction: "up" | "down"): Pick<ScaleRecordAnnotation, "original" | "flaps" | "direction"> {
-  const original: Record<string, MemoryResources> = { ...previous?.original };
-  for (const change of changes) {
-    const before = previous?.changes.find((c) => c.container === change.container);
-    const chained = before !== undefined && sameMemory(before.to, change.from);
-    original[change.container] = chained ? (previous?.original?.[change.container] ?? before.from) : change.from;
-  }
-  const flaps = (previous?.flaps ?? 0) + (direction === "up" && previous?.direction === "down" ? 1 : 0);
-  return { original, ...(flaps > 0 ? { flaps } : {}), ...(direction === "down" ? { direction } : {}) };
-}
-

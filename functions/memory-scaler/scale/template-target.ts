@@ -44,7 +44,7 @@ import { type ContainerHeap, podHeaps } from "./heap-flags.ts";
 import { onDeleteScaledNote, type RolloutStrategy, unreplacedNote, waitingForDelete, waitsForDelete } from "./on-delete.ts";
 import type { History, WriteInput, WriteResult, WriteTarget, Written } from "./target.ts";
 import { buildHeapFlagPatch, buildTemplatePatch, escapeJsonPointerToken } from "./template-patch.ts";
-import { scaleRecordOf } from "./scale-down.ts";
+import { scaleRecordOf } from "./scale-record.ts";
 import { listPendingScale, podForAdmission, writeWorkload } from "./write.ts";
 
 /**
@@ -193,7 +193,7 @@ async function write(t: Template, input: WriteInput): Promise<WriteResult> {
   const { cluster, status: statusWriter, eventId, appMonitor: am, amRef, now, time, log, warn, dryRun } = input;
   // Decided from the workload's memory; written from the template's own (the in-place part included).
   const changes = foldedChanges(template, input.changes);
-  // With the memory before the first scale and the flaps, for the next down-step (`scale-down.ts`).
+  // With the memory before the first scale and the flaps, for the next down-step (`scale-record.ts`).
   const record = scaleRecordOf(input, changes, parseScaleRecord(annotations?.[LAST_SCALE_RECORD_ANNOTATION]));
   // spec.heapFlags: Scale: each flag that fixes a raised container's heap goes up with its limit, in the same patch.
   const heapFlags = heapFlagChanges(input.changes, t.heaps, am.spec.heapFlags ?? "Hold");

@@ -5,7 +5,8 @@ import { validateAppMonitorSpec } from "../../../../functions/lib/appmonitor-spe
 import type { AppMonitorSpecWithDefaults, AppMonitorStatus } from "../../../../functions/lib/appmonitor.ts";
 import { type ContainerMemory, formatScaleRecord, parseScaleRecord, type RecordedScale, type ScaleRecordAnnotation } from "../../../../functions/memory-scaler/model.ts";
 import type { Scale } from "../../../../functions/memory-scaler/outcome.ts";
-import { checkPeak, planScaleDown, recordFields, type ScaleDownInput } from "../../../../functions/memory-scaler/scale/scale-down.ts";
+import { checkPeak, planScaleDown, type ScaleDownInput } from "../../../../functions/memory-scaler/scale/scale-down.ts";
+import { recordFields } from "../../../../functions/memory-scaler/scale/scale-record.ts";
 import { flapsInStatus, quietPeriodMs, scaleDownDue, workloadsDue } from "../../../../functions/memory-scaler/status/scale-down.ts";
 
 const NOW = new Date("2025-06-02T12:00:00Z");
