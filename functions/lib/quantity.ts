@@ -150,6 +150,15 @@ export function compare(a: Quantity, b: Quantity): -1 | 0 | 1 {
   return l < r ? -1 : l > r ? 1 : 0;
 }
 
+/**
+ * Whether two optional quantity texts are the same amount (`512Mi` = `536870912`): both absent,
+ * the same text, or equal values; a text present on one side only is not the same.
+ * @throws {QuantityError} when two different texts are compared and one is not a quantity.
+ */
+export function sameQuantity(a: string | undefined, b: string | undefined): boolean {
+  return a === b || (a !== undefined && b !== undefined && compare(parseQuantity(a), parseQuantity(b)) === 0);
+}
+
 /** The smaller of `a` and `b` (either, when equal). */
 export function min(a: Quantity, b: Quantity): Quantity {
   return compare(a, b) <= 0 ? a : b;

@@ -13,7 +13,7 @@
  */
 import type { MemoryResources } from "../lib/appmonitor.ts";
 import { isDnsLabel } from "../lib/kube-names.ts";
-import { ceil, compare, divide, formatBytes, multiply, parseQuantity, QuantityError } from "../lib/quantity.ts";
+import { ceil, compare, divide, formatBytes, multiply, parseQuantity, QuantityError, sameQuantity } from "../lib/quantity.ts";
 import { type ContainerChange, type ContainerMemory, kindOf } from "./model.ts";
 
 /** One container of the record: what the template sets, what the Pods get instead. */
@@ -24,8 +24,6 @@ export interface InPlaceEntry {
   /** The memory the Pods get; `request` absent exactly when `template.request` is. */
   readonly raised: MemoryResources;
 }
-
-const sameQuantity = (a: string | undefined, b: string | undefined): boolean => a === b || (a !== undefined && b !== undefined && compare(parseQuantity(a), parseQuantity(b)) === 0);
 
 /** `a>b`: one pair of the format. */
 function pair(from: string, to: string): string {

@@ -16,7 +16,7 @@
  *   shows the memory its spec asks for (and the kubelet observed the resize's generation, where
  *   it reports `status.observedGeneration`).
  */
-import { compare, parseQuantity } from "../../lib/quantity.ts";
+import { sameQuantity } from "../../lib/quantity.ts";
 import type { Cluster } from "../kube/cluster.ts";
 import { podResizeView, type PodResizeView } from "../kube/views.ts";
 import { objectRef, type ObjectRef } from "../model.ts";
@@ -50,8 +50,6 @@ export interface ResizeFollowUpInput {
   readonly now: Date;
 }
 
-const sameMemory = (a: string | undefined, b: string | undefined): boolean => a === b || (a !== undefined && b !== undefined && compare(parseQuantity(a), parseQuantity(b)) === 0);
-
 /**
  * Decides where the resize stands. Rules, in order:
  * 1. no Pod, or a generation below the recorded one (deleted and created again) → `gone`;
@@ -79,7 +77,7 @@ export function decideResizeFollowUp(input: ResizeFollowUpInput): FollowUp {
   if (pending !== undefined) return { result: "progressing", message: `${subject}: resize pending (${pending.reason ?? "Deferred"}): ${pending.message ?? ""}` };
   if (inProgress !== undefined) return { result: "progressing", message: `${subject}: resize in progress` };
 
-  const unapplied = pod.containers.filter((c) => c.actual === undefined || !sameMemory(c.desired.limit, c.actual.limit) || !sameMemory(c.desired.request, c.actual.request));
+  const unapplied = pod.containers.filter((c) => c.actual === undefined || !sameQuantity(c.desired.limit, c.actual.limit) || !sameQuantity(c.desired.request, c.actual.request));
   const unobserved = pod.observedGeneration !== undefined && pod.observedGeneration < rollout.generation;
   if (unobserved || unapplied.length > 0) {
     const why = unobserved ? `the kubelet has not yet observed generation ${rollout.generation}` : `container${unapplied.length === 1 ? "" : "s"} ${unapplied.map((c) => c.name).join(", ")} not yet running with the new memory`;

@@ -5,17 +5,16 @@
  * the flaps. Pure.
  */
 import type { MemoryResources } from "../../lib/appmonitor.ts";
-import { compare, parseQuantity } from "../../lib/quantity.ts";
+import { sameQuantity } from "../../lib/quantity.ts";
 import { type ContainerChange, formatScaleRecord, type ScaleRecordAnnotation } from "../model.ts";
 import type { WriteInput } from "./target.ts";
 
 /**
- * Whether two memories are the same quantities (`512Mi` = `536870912`); a limit or request absent on one must be absent on the other.
+ * Whether two memories are the same quantities (`sameQuantity` of each limit and request): one absent on one side must be absent on the other.
  * @throws {QuantityError} when a value is not a valid quantity.
  */
 export function sameMemory(a: MemoryResources, b: { readonly limit?: string | undefined; readonly request?: string | undefined }): boolean {
-  const same = (x: string | undefined, y: string | undefined) => (x === undefined || y === undefined ? x === y : compare(parseQuantity(x), parseQuantity(y)) === 0);
-  return same(a.limit, b.limit) && same(a.request, b.request);
+  return sameQuantity(a.limit, b.limit) && sameQuantity(a.request, b.request);
 }
 
 /**

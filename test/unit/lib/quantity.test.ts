@@ -17,6 +17,7 @@ import {
   parseQuantity,
   QuantityError,
   rational,
+  sameQuantity,
   type Quantity,
 } from "../../../functions/lib/quantity.ts";
 
@@ -145,6 +146,14 @@ describe("compare, min, ceil, floor", () => {
     assert.equal(compare(parseQuantity("1024Mi"), parseQuantity("1Gi")), 0);
     assert.equal(compare(parseQuantity("1000m"), parseQuantity("1")), 0);
     assert.equal(compare(parseQuantity("-1"), parseQuantity("0")), -1);
+  });
+  it("sameQuantity: equal amounts across suffixes, both absent, or neither", () => {
+    assert.equal(sameQuantity("512Mi", "536870912"), true);
+    assert.equal(sameQuantity(undefined, undefined), true);
+    assert.equal(sameQuantity("512Mi", "513Mi"), false);
+    assert.equal(sameQuantity("512Mi", undefined), false);
+    assert.equal(sameQuantity(undefined, "512Mi"), false);
+    assert.throws(() => sameQuantity("512Mi", "lots"), QuantityError);
   });
   it("min picks the smaller", () => {
     assert.deepEqual(min(parseQuantity("2Gi"), parseQuantity("1500Mi")), parseQuantity("1500Mi"));
