@@ -17,7 +17,14 @@
  *    `appmonitor_memory_scaler_scales_total`, and each Deployment's `metadata.generation`, which
  *    the API server raises once per spec change), the API requests the API server served meanwhile
  *    (its `apiserver_request_total`, for the resources memory-scaler touches) and the wall time.
- * 4. Resident memory of the function process after the storm (VmRSS from /proc).
+ * 4. Resident memory of the function process after the storm and at its peak (VmRSS, VmHWM from /proc).
+ *
+ * `--nodes 4,1000,5000` runs 2–4 at each number of Nodes, in one run on one stack, each with a new
+ * function process: before each size, production-sized Nodes are added (`fleet-nodes.ts`: about
+ * 13.6 KB of JSON each, as a production kubelet reports; nothing runs on them) until the cluster
+ * has that many. It ends with a table of each size's figures as multiples of the first size's and
+ * an SVG chart of them against the number of Nodes (`--chart`, default a new file in the
+ * temporary directory). The fleet Nodes are deleted at the end.
  *
  * Uses the stack named by APPMONITOR_STACK_DIR (`eval "$(npm run -s stack -- env)"`), else starts
  * one with 4 fake Nodes in a temporary directory and stops it at the end.
@@ -30,13 +37,14 @@
  *
  * Usage: node test/bench/memory-scaler.ts [--deployments 100] [--duplicates 10]
  *        [--concurrency 50] [--latency 100] [--starts 5] [--node-options="<flags>"] [--sources]
- *        [--api-latency-ms 0]
+ *        [--api-latency-ms 0] [--nodes 4] [--chart FILE.svg]
+ * (through npm: `npm run bench -- memory-scaler --nodes 4,1000,5000`)
  * `--node-options` runs the function's process with these Node flags (NODE_OPTIONS), to compare
  * heap settings under the same load.
  */
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -47,6 +55,8 @@ import { loadKubeConfig } from "../../functions/lib/kubeconfig.ts";
 import { repoRoot } from "../harness/stack/paths.ts";
 import { apiserverRequests, requestsBetween } from "../support/apiserver-requests.ts";
 import { benchStack } from "./bench-stack.ts";
+import { fleetNodeBytes, growFleet, removeFleet } from "./fleet-nodes.ts";
+import { lineChartSvg, type ChartPoint } from "../support/svg-chart.ts";
 import { startProcess, tailOf, type TestProcess } from "../support/child-process.ts";
 import { freePort } from "../harness/lib/free-port.ts";
 import { installMemoryScaler } from "../support/install.ts";
@@ -65,6 +75,8 @@ const { values: options } = parseArgs({
     "node-options": { type: "string", default: "" },
     sources: { type: "boolean", default: false },
     "api-latency-ms": { type: "string", default: "0" },
+    nodes: { type: "string", default: "4" },
+    chart: { type: "string", default: path.join(tmpdir(), `memory-scaler-nodes-${Date.now().toString(36)}.svg`) },
   },
 });
 const deployments = Number(options.deployments);
@@ -73,6 +85,10 @@ const concurrency = Number(options.concurrency);
 const latencyEvents = Number(options.latency);
 const starts = Number(options.starts);
 const apiLatencyMs = Number(options["api-latency-ms"]);
+const nodeCounts = options.nodes.split(",").map(Number);
+if (nodeCounts.some((n) => !Number.isInteger(n) || n < 1) || nodeCounts.some((n, i) => i > 0 && n < (nodeCounts[i - 1] ?? 0))) {
+  throw new Error(`--nodes: a comma-separated list of Node counts, each a positive integer, in increasing order (got ${options.nodes})`);
+}
 const runTs = path.join(repoRoot, "functions", "run.ts");
 
 function percentile(sorted: readonly number[], p: number): number {
@@ -282,17 +298,143 @@ function shuffle<T>(items: T[]): T[] {
 /** What memory-scaler reads and writes, for the API server's request count. */
 const SCALER_RESOURCES = ["pods", "deployments", "replicasets", "appmonitors", "events", "resourcequotas", "nodes", "horizontalpodautoscalers", "verticalpodautoscalers"] as const;
 
+/** What one size of the cluster measured, for the table and the chart at the end. */
+interface SizeFigures {
+  readonly nodes: number;
+  readonly scaleP50: number;
+  readonly scaleP99: number;
+  readonly cpuPerScale: number;
+  readonly patches: number;
+  readonly stormSeconds: number;
+  readonly stormNodeLists: number;
+  readonly peakMiB: number;
+}
+
+/** Per-event latency, one at a time (a scale, a copy, a cooldown skip of each Deployment), printed; returns the scale's figures. */
+async function latencyPhase(url: string, pid: number, suffix: string, getP50: number, getP99: number, writeP50: number): Promise<{ scaleTimes: number[]; cpuPerScale: number }> {
+  const latencyNs = `bench-latency-${suffix}`;
+  await namespace(latencyNs);
+  await createAppMonitor(latencyNs, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+  const latencyPods = await memhogs(latencyNs, latencyEvents);
+  const scaleTimes: number[] = [];
+  const skipTimes: number[] = [];
+  const sent: { event: ReturnType<typeof alertEvent> }[] = [];
+  let unexpected = 0;
+  const cpuBefore = cpuMs(pid);
+  for (const pod of latencyPods.values()) {
+    const event = alertEvent({ namespace: latencyNs, pod, container: "memhog", appmonitor: "m" });
+    const t0 = performance.now();
+    const answer = await deliver(url, event);
+    scaleTimes.push(performance.now() - t0);
+    if (answer.outcome !== "scaled") unexpected += 1;
+    sent.push({ event });
+  }
+  const cpuPerScale = (cpuMs(pid) - cpuBefore) / latencyPods.size;
+  const copyTimes: number[] = [];
+  for (const { event } of sent) {
+    const t0 = performance.now();
+    const answer = await deliver(url, event);
+    copyTimes.push(performance.now() - t0);
+    if (answer.outcome !== "scaled") unexpected += 1;
+  }
+  for (const pod of latencyPods.values()) {
+    const event = alertEvent({ namespace: latencyNs, pod, container: "memhog", appmonitor: "m" });
+    const t0 = performance.now();
+    const answer = await deliver(url, event);
+    skipTimes.push(performance.now() - t0);
+    if (answer.outcome !== "skipped") unexpected += 1;
+  }
+  const times = (values: number[], p: number, of: number): string => `${(percentile([...values].sort((a, b) => a - b), p) / of).toFixed(1)}×`;
+  console.log(`per-event latency, sequential, sender's round trip (× the API server's GET, same percentile):`);
+  console.log(`  scale (full path):          ${summary(scaleTimes)}`);
+  console.log(`                              p50 ${times(scaleTimes, 50, getP50)}  p99 ${times(scaleTimes, 99, getP99)}   goal ≤ 4× each`);
+  console.log(`                              p50 ${times(scaleTimes, 50, writeP50)} the write yardstick's p50 (a scale writes twice in sequence)`);
+  console.log(`                              function CPU ${cpuPerScale.toFixed(1)} ms per scaled event (user + system)`);
+  console.log(`  copy of a scaled event:     ${summary(copyTimes)}`);
+  console.log(`                              p50 ${times(copyTimes, 50, getP50)}   (answered from memory, nothing read)`);
+  console.log(`  new event in the cooldown:  ${summary(skipTimes)}`);
+  console.log(`                              p50 ${times(skipTimes, 50, getP50)}   goal ≤ 2× (reads the Pod, the AppMonitors and the owners: 1 round trip)`);
+  if (unexpected > 0) console.log(`  ${unexpected} events had an unexpected outcome`);
+  await deleteNamespace(latencyNs);
+  return { scaleTimes, cpuPerScale };
+}
+
+/** The storm (`duplicates` deliveries of one event per Deployment, shuffled, `concurrency` in flight), printed; returns its figures. */
+async function stormPhase(url: string, pid: number, suffix: string, scaleP50: number): Promise<{ patches: number; wallSeconds: number; nodeLists: number; peakMiB: number }> {
+  const stormNs = `bench-storm-${suffix}`;
+  await namespace(stormNs);
+  await createAppMonitor(stormNs, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+  const stormPods = await memhogs(stormNs, deployments);
+  // Paused, a patched Deployment starts no rollout: the requests counted are memory-scaler's
+  // (and one status update per patched Deployment by its controller), not the rollouts'.
+  const stormApps = (await adminKubeConfig()).makeApiClient(k8s.AppsV1Api);
+  const names = [...stormPods.keys()];
+  for (let i = 0; i < names.length; i += 20) {
+    await Promise.all(names.slice(i, i + 20).map((name) =>
+      stormApps.patchNamespacedDeployment({ namespace: stormNs, name, body: { spec: { paused: true } } }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch))));
+  }
+  const events = [...stormPods.values()].map((pod) => alertEvent({ namespace: stormNs, pod, container: "memhog", appmonitor: "m" }));
+  const queue = shuffle(events.flatMap((event) => Array.from({ length: duplicates }, () => event)));
+  const scalesBefore = await scrapeMetric(url, "appmonitor_memory_scaler_scales_total");
+  const admin = await adminKubeConfig();
+  const requestsBefore = await apiserverRequests(admin, SCALER_RESOURCES);
+  const answers: Answer[] = [];
+  const t0 = performance.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < queue.length) {
+        const event = queue[next];
+        next += 1;
+        if (event !== undefined) answers.push(await deliver(url, event, next % 2 === 0 ? "binary" : "structured"));
+      }
+    }),
+  );
+  const wallSeconds = (performance.now() - t0) / 1000;
+  const requests = requestsBetween(requestsBefore, await apiserverRequests(admin, SCALER_RESOURCES));
+  const requestTotal = [...requests.values()].reduce((a, b) => a + b, 0);
+  const patches = (await scrapeMetric(url, "appmonitor_memory_scaler_scales_total")) - scalesBefore;
+  const list = (await stormApps.listNamespacedDeployment({ namespace: stormNs })).items;
+  const generations = new Map<number, number>();
+  const limits = new Map<string, number>();
+  for (const d of list) {
+    const g = d.metadata?.generation ?? 0;
+    generations.set(g, (generations.get(g) ?? 0) + 1);
+    const limit = d.spec?.template.spec?.containers[0]?.resources?.limits?.memory ?? "?";
+    limits.set(limit, (limits.get(limit) ?? 0) + 1);
+  }
+  const byOutcome = new Map<string, number>();
+  for (const a of answers) {
+    const key = a.status === 204 ? `${a.outcome}/${a.reason}` : `HTTP ${a.status}`;
+    byOutcome.set(key, (byOutcome.get(key) ?? 0) + 1);
+  }
+  const rss = rssMiB(pid);
+  const peakMiB = rssMiB(pid, "VmHWM");
+  console.log(`storm: ${queue.length} firing events for ${deployments} Deployments, ${duplicates} deliveries each, ${concurrency} in flight:`);
+  console.log(`  patches written: ${patches} (scales_total)   goal exactly ${deployments}`);
+  console.log(`  Deployment generations: ${[...generations].map(([g, n]) => `${n} at ${g}`).join(", ")}   (created at 1, paused → 2, scaled once → 3)`);
+  console.log(`  template limits: ${[...limits].map(([l, n]) => `${n} × ${l}`).join(", ")}`);
+  console.log(`  answers: ${[...byOutcome].sort().map(([k, n]) => `${k} ${n}`).join(", ")}`);
+  console.log(`  API requests served meanwhile: ${requestTotal} (${(requestTotal / deployments).toFixed(1)} per Deployment)   goal ≤ 3 × ${deployments} + a few`);
+  console.log(`    ${[...requests].sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${k} ${n}`).join(", ")}`);
+  console.log(`  wall time: ${wallSeconds.toFixed(2)} s = ${((wallSeconds * 1000) / scaleP50).toFixed(1)} × the scale p50   goal ≤ ${deployments} ×`);
+  console.log(`resident memory of the function (VmRSS) after the storm: ${rss.toFixed(1)} MiB (peak ${peakMiB.toFixed(1)} MiB)   goal ≤ ${(Number(memoryLimit) / 2 / 1048576).toFixed(0)} MiB at the peak (half the ${Number(memoryLimit) / 1048576} MiB limit of knative/services/memory-scaler.yaml; ${cgroup === null ? "NOT run under that limit: not root, or no memory cgroup" : "run in a memory cgroup of that limit"})`);
+  await deleteNamespace(stormNs);
+  return { patches, wallSeconds, nodeLists: requests.get("LIST nodes") ?? 0, peakMiB };
+}
+
 async function main(): Promise<void> {
   const suffix = Date.now().toString(36);
   const stack = await benchStack("scaler", 4);
   const { state } = stack;
   process.env.KUBECONFIG = state.kubeconfig;
-  const children: TestProcess[] = [];
   let kubeconfig: Awaited<ReturnType<typeof scalerKubeconfig>> | undefined;
   let proxy: TcpProxy | undefined;
+  let child: TestProcess | undefined;
   const kc0 = () => loadKubeConfig(state.kubeconfig);
   try {
     await installMemoryScaler();
+    await removeFleet(kc0());
     let yardstickKubeconfig = state.kubeconfig;
     if (apiLatencyMs > 0) {
       const api = new URL(kc0().getCurrentCluster()?.server ?? "");
@@ -306,18 +448,6 @@ async function main(): Promise<void> {
       kubeconfig = await scalerKubeconfig();
     }
     console.log(`memory-scaler benchmark — node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}, the function ${options.sources ? "from its sources" : "bundled, as its image runs it"}${apiLatencyMs > 0 ? `, ${apiLatencyMs} ms added to each chunk sent to the API server` : ""}${options["node-options"] === "" ? "" : ` with NODE_OPTIONS=${options["node-options"]}`}`);
-    console.log(`API server yardstick, one GET on a keep-alive connection:`);
-    const baseline = [...(await apiServerBaseline(yardstickKubeconfig))].sort((a, b) => a - b);
-    const getP50 = percentile(baseline, 50);
-    const getP99 = percentile(baseline, 99);
-    console.log(`  ${summary(baseline)}`);
-    const writeNs = `bench-write-${suffix}`;
-    await namespace(writeNs);
-    const writes = [...(await apiServerWriteBaseline(yardstickKubeconfig, writeNs))].sort((a, b) => a - b);
-    console.log(`API server write yardstick, one merge patch (an etcd write) on a keep-alive connection:`);
-    console.log(`  ${summary(writes)}`);
-    await deleteNamespace(writeNs);
-    const times = (values: number[], p: number, of: number): string => `${(percentile([...values].sort((a, b) => a - b), p) / of).toFixed(1)}×`;
 
     // 1. Cold start.
     const coldStarts: number[] = [];
@@ -329,123 +459,57 @@ async function main(): Promise<void> {
     console.log(`cold start, process spawned → readiness 200 (${starts} starts):`);
     console.log(`  ${summary(coldStarts)}   goal ≤ 250 ms`);
 
-    const { child, url } = await startScalerProcess(kubeconfig.file);
-    children.push(child);
-    const idleRss = rssMiB(child.pid);
-
-    // 2. Per-event latency, one at a time.
-    const latencyNs = `bench-latency-${suffix}`;
-    await namespace(latencyNs);
-    await createAppMonitor(latencyNs, "m", { memThresholdPercent: 75, memMultiplier: 2 });
-    const latencyPods = await memhogs(latencyNs, latencyEvents);
-    const scaleTimes: number[] = [];
-    const skipTimes: number[] = [];
-    const sent: { event: ReturnType<typeof alertEvent> }[] = [];
-    let unexpected = 0;
-    const cpuBefore = cpuMs(child.pid);
-    for (const pod of latencyPods.values()) {
-      const event = alertEvent({ namespace: latencyNs, pod, container: "memhog", appmonitor: "m" });
-      const t0 = performance.now();
-      const answer = await deliver(url, event);
-      scaleTimes.push(performance.now() - t0);
-      if (answer.outcome !== "scaled") unexpected += 1;
-      sent.push({ event });
+    // 2–4 at each size of the cluster: a new process each, so its peak memory is that size's.
+    const figures: SizeFigures[] = [];
+    for (const [index, size] of nodeCounts.entries()) {
+      const nodes = await growFleet(kc0(), size);
+      console.log(`\n--- ${nodes} Nodes (${nodes > 4 ? `${nodes - 4} of them production-sized, ${(fleetNodeBytes() / 1024).toFixed(1)} KiB of JSON each` : "the stack's own"}) ---`);
+      console.log(`API server yardstick, one GET on a keep-alive connection:`);
+      const baseline = [...(await apiServerBaseline(yardstickKubeconfig))].sort((a, b) => a - b);
+      console.log(`  ${summary(baseline)}`);
+      const writeNs = `bench-write-${suffix}-${index}`;
+      await namespace(writeNs);
+      const writes = [...(await apiServerWriteBaseline(yardstickKubeconfig, writeNs))].sort((a, b) => a - b);
+      console.log(`API server write yardstick, one merge patch (an etcd write) on a keep-alive connection:`);
+      console.log(`  ${summary(writes)}`);
+      await deleteNamespace(writeNs);
+      const started = await startScalerProcess(kubeconfig.file);
+      child = started.child;
+      console.log(`resident memory of the function (VmRSS) when ready: ${rssMiB(child.pid).toFixed(1)} MiB`);
+      const latency = await latencyPhase(started.url, child.pid, `${suffix}-${index}`, percentile(baseline, 50), percentile(baseline, 99), percentile(writes, 50));
+      const sorted = [...latency.scaleTimes].sort((a, b) => a - b);
+      const storm = await stormPhase(started.url, child.pid, `${suffix}-${index}`, percentile(sorted, 50));
+      figures.push({ nodes, scaleP50: percentile(sorted, 50), scaleP99: percentile(sorted, 99), cpuPerScale: latency.cpuPerScale, patches: storm.patches, stormSeconds: storm.wallSeconds, stormNodeLists: storm.nodeLists, peakMiB: storm.peakMiB });
+      await child.stop("SIGTERM");
+      child = undefined;
     }
-    const cpuPerScale = (cpuMs(child.pid) - cpuBefore) / latencyPods.size;
-    const copyTimes: number[] = [];
-    for (const { event } of sent) {
-      const t0 = performance.now();
-      const answer = await deliver(url, event);
-      copyTimes.push(performance.now() - t0);
-      if (answer.outcome !== "scaled") unexpected += 1;
-    }
-    for (const pod of latencyPods.values()) {
-      const event = alertEvent({ namespace: latencyNs, pod, container: "memhog", appmonitor: "m" });
-      const t0 = performance.now();
-      const answer = await deliver(url, event);
-      skipTimes.push(performance.now() - t0);
-      if (answer.outcome !== "skipped") unexpected += 1;
-    }
-    console.log(`per-event latency, sequential, sender's round trip (× the API server's GET, same percentile):`);
-    console.log(`  scale (full path):          ${summary(scaleTimes)}`);
-    console.log(`                              p50 ${times(scaleTimes, 50, getP50)}  p99 ${times(scaleTimes, 99, getP99)}   goal ≤ 4× each`);
-    console.log(`                              p50 ${times(scaleTimes, 50, percentile(writes, 50))} the write yardstick's p50 (a scale writes twice in sequence)`);
-    console.log(`                              function CPU ${cpuPerScale.toFixed(1)} ms per scaled event (user + system)`);
-    console.log(`  copy of a scaled event:     ${summary(copyTimes)}`);
-    console.log(`                              p50 ${times(copyTimes, 50, getP50)}   (answered from memory, nothing read)`);
-    console.log(`  new event in the cooldown:  ${summary(skipTimes)}`);
-    console.log(`                              p50 ${times(skipTimes, 50, getP50)}   goal ≤ 2× (reads the Pod, the AppMonitors and the owners: 1 round trip)`);
-    if (unexpected > 0) console.log(`  ${unexpected} events had an unexpected outcome`);
-    await deleteNamespace(latencyNs);
-
-    // 3. The storm.
-    const stormNs = `bench-storm-${suffix}`;
-    await namespace(stormNs);
-    await createAppMonitor(stormNs, "m", { memThresholdPercent: 75, memMultiplier: 2 });
-    const stormPods = await memhogs(stormNs, deployments);
-    // Paused, a patched Deployment starts no rollout: the requests counted are memory-scaler's
-    // (and one status update per patched Deployment by its controller), not the rollouts'.
-    const stormApps = (await adminKubeConfig()).makeApiClient(k8s.AppsV1Api);
-    const names = [...stormPods.keys()];
-    for (let i = 0; i < names.length; i += 20) {
-      await Promise.all(names.slice(i, i + 20).map((name) =>
-        stormApps.patchNamespacedDeployment({ namespace: stormNs, name, body: { spec: { paused: true } } }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch))));
-    }
-    const events = [...stormPods.values()].map((pod) => alertEvent({ namespace: stormNs, pod, container: "memhog", appmonitor: "m" }));
-    const queue = shuffle(events.flatMap((event) => Array.from({ length: duplicates }, () => event)));
-    const scalesBefore = await scrapeMetric(url, "appmonitor_memory_scaler_scales_total");
-    const admin = await adminKubeConfig();
-    const requestsBefore = await apiserverRequests(admin, SCALER_RESOURCES);
-    const answers: Answer[] = [];
-    const t0 = performance.now();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: concurrency }, async () => {
-        while (next < queue.length) {
-          const event = queue[next];
-          next += 1;
-          if (event !== undefined) answers.push(await deliver(url, event, next % 2 === 0 ? "binary" : "structured"));
-        }
-      }),
-    );
-    const wallSeconds = (performance.now() - t0) / 1000;
-    const requests = requestsBetween(requestsBefore, await apiserverRequests(admin, SCALER_RESOURCES));
-    const requestTotal = [...requests.values()].reduce((a, b) => a + b, 0);
-    const patches = (await scrapeMetric(url, "appmonitor_memory_scaler_scales_total")) - scalesBefore;
-    const apps = (await adminKubeConfig()).makeApiClient(k8s.AppsV1Api);
-    const list = (await apps.listNamespacedDeployment({ namespace: stormNs })).items;
-    const generations = new Map<number, number>();
-    const limits = new Map<string, number>();
-    for (const d of list) {
-      const g = d.metadata?.generation ?? 0;
-      generations.set(g, (generations.get(g) ?? 0) + 1);
-      const limit = d.spec?.template.spec?.containers[0]?.resources?.limits?.memory ?? "?";
-      limits.set(limit, (limits.get(limit) ?? 0) + 1);
-    }
-    const byOutcome = new Map<string, number>();
-    for (const a of answers) {
-      const key = a.status === 204 ? `${a.outcome}/${a.reason}` : `HTTP ${a.status}`;
-      byOutcome.set(key, (byOutcome.get(key) ?? 0) + 1);
-    }
-    const rss = rssMiB(child.pid);
-    const peak = rssMiB(child.pid, "VmHWM");
-    console.log(`storm: ${queue.length} firing events for ${deployments} Deployments, ${duplicates} deliveries each, ${concurrency} in flight:`);
-    console.log(`  patches written: ${patches} (scales_total)   goal exactly ${deployments}`);
-    console.log(`  Deployment generations: ${[...generations].map(([g, n]) => `${n} at ${g}`).join(", ")}   (created at 1, paused → 2, scaled once → 3)`);
-    console.log(`  template limits: ${[...limits].map(([l, n]) => `${n} × ${l}`).join(", ")}`);
-    console.log(`  answers: ${[...byOutcome].sort().map(([k, n]) => `${k} ${n}`).join(", ")}`);
-    console.log(`  API requests served meanwhile: ${requestTotal} (${(requestTotal / deployments).toFixed(1)} per Deployment)   goal ≤ 3 × ${deployments} + a few`);
-    console.log(`    ${[...requests].sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${k} ${n}`).join(", ")}`);
-    const scaleP50 = percentile([...scaleTimes].sort((a, b) => a - b), 50);
-    console.log(`  wall time: ${wallSeconds.toFixed(2)} s = ${((wallSeconds * 1000) / scaleP50).toFixed(1)} × the scale p50   goal ≤ ${deployments} ×`);
-    console.log(`resident memory of the function (VmRSS): ${idleRss.toFixed(1)} MiB when ready, ${rss.toFixed(1)} MiB after the storm (peak ${peak.toFixed(1)} MiB)   goal ≤ ${(Number(memoryLimit) / 2 / 1048576).toFixed(0)} MiB after the storm (half the ${Number(memoryLimit) / 1048576} MiB limit of knative/services/memory-scaler.yaml; ${cgroup === null ? "NOT run under that limit: not root, or no memory cgroup" : "run in a memory cgroup of that limit"})`);
-    await deleteNamespace(stormNs);
+    if (figures.length > 1) await costCurve(figures);
   } finally {
-    for (const c of children) await c.stop("SIGTERM");
+    await child?.stop("SIGTERM");
     await kubeconfig?.remove();
     await proxy?.stop();
+    await removeFleet(kc0()).catch(() => undefined);
     await stack.release();
   }
+}
+
+/** The figures of every size side by side, each as a multiple of the smallest size's, and their chart. */
+async function costCurve(figures: readonly SizeFigures[]): Promise<void> {
+  const base = figures[0] as SizeFigures;
+  const ratio = (value: number, of: number): string => `${(value / of).toFixed(2)}×`;
+  console.log(`\nthe cost against the number of Nodes (× the ${base.nodes}-Node figure of this run; goal ≤ 1.5× for the scale p50 and CPU):`);
+  console.log("| Nodes | scale p50 | scale p99 | function CPU per scale | storm: patches / Deployments | storm wall time | LIST nodes in the storm | peak RSS |");
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
+  for (const f of figures) {
+    console.log(`| ${f.nodes} | ${ms(f.scaleP50)} (${ratio(f.scaleP50, base.scaleP50)}) | ${ms(f.scaleP99)} | ${ms(f.cpuPerScale)} (${ratio(f.cpuPerScale, base.cpuPerScale)}) | ${f.patches} / ${deployments} | ${f.stormSeconds.toFixed(2)} s | ${f.stormNodeLists} | ${f.peakMiB.toFixed(1)} MiB |`);
+  }
+  const points: ChartPoint[] = figures.flatMap((f) => [
+    { series: "scale p50, ms", size: f.nodes, value: f.scaleP50 },
+    { series: "function CPU per scale, ms", size: f.nodes, value: f.cpuPerScale },
+    { series: `peak resident memory after a storm of ${concurrency} in flight, MiB`, size: f.nodes, value: f.peakMiB },
+  ]);
+  await writeFile(options.chart, await lineChartSvg(points, { title: "memory-scaler's cost against the number of Nodes", x: "Nodes", y: "ms / MiB" }));
+  console.log(`\nchart: ${path.resolve(options.chart)}`);
 }
 
 await main();

@@ -1,7 +1,9 @@
 /**
  * `npm run bench`: runs every benchmark script in test/bench/ (or the ones named on the command
  * line, e.g. `npm run bench -- stack alert-receiver`) one after another, each in its own process
- * so one's memory and sockets cannot skew the next. Exit code: non-zero when any script failed.
+ * so one's memory and sockets cannot skew the next. Options after the names (from the first
+ * argument that starts with `--`) go to each script named, e.g.
+ * `npm run bench -- memory-scaler --nodes 4,1000,5000`. Exit code: non-zero when any script failed.
  */
 import { spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
@@ -10,8 +12,15 @@ import { fileURLToPath } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const available = readdirSync(here).filter((f) => f.endsWith(".ts") && f !== "run.ts").map((f) => f.slice(0, -3)).sort();
-const wanted = process.argv.slice(2);
+const args = process.argv.slice(2);
+const firstOption = args.findIndex((a) => a.startsWith("--"));
+const wanted = firstOption === -1 ? args : args.slice(0, firstOption);
+const passed = firstOption === -1 ? [] : args.slice(firstOption);
 const unknown = wanted.filter((w) => !available.includes(w));
+if (passed.length > 0 && wanted.length === 0) {
+  console.error("bench: options need the benchmark(s) they are for, e.g. npm run bench -- memory-scaler --nodes 4,1000");
+  process.exit(2);
+}
 if (unknown.length) {
   console.error(`bench: unknown benchmark(s) ${unknown.join(", ")}; available: ${available.join(", ")}`);
   process.exit(2);
@@ -19,7 +28,7 @@ if (unknown.length) {
 let failed = 0;
 for (const name of wanted.length ? wanted : available) {
   console.log(`\n=== ${name} ===`);
-  const res = spawnSync(process.execPath, [path.join(here, `${name}.ts`)], { stdio: "inherit" });
+  const res = spawnSync(process.execPath, [path.join(here, `${name}.ts`), ...passed], { stdio: "inherit" });
   if (res.status !== 0) {
     failed++;
     console.error(`bench: ${name} exited with ${res.status ?? res.signal}`);

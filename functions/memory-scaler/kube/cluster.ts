@@ -1,6 +1,6 @@
 /**
  * memory-scaler's Kubernetes adapter: the only module that calls the API server. Each method
- * is one request; reads turn an object's 404 into `undefined` (not a 404 for a resource type
+ * is one request (but the Node list: `kube/node-memory.ts`); reads turn an object's 404 into `undefined` (not a 404 for a resource type
  * that is not served), every other failure is thrown as the client's error (`ApiException`, or a
  * transport error) for `functions/lib/kube-api-errors.ts` to classify.
  * The RBAC these calls need is `knative/rbac/memory-scaler.yaml`.
@@ -10,6 +10,7 @@ import { APPMONITOR_GROUP, APPMONITOR_PLURAL, APPMONITOR_VERSION } from "../../l
 import { isObjectNotFound } from "../../lib/kube-api-errors.ts";
 import { FIELD_MANAGER, type JsonPatchOperation, type WorkloadKind, type WorkloadObject } from "../model.ts";
 import { scopeNamespaces, type NamespaceScope } from "../../lib/namespace-scope.ts";
+import { createNodeMemoryView } from "./node-memory.ts";
 
 /** The VerticalPodAutoscaler resource (https://github.com/kubernetes/autoscaler/tree/master/vertical-pod-autoscaler). */
 export const VERTICAL_POD_AUTOSCALERS = { group: "autoscaling.k8s.io", version: "v1", plural: "verticalpodautoscalers" } as const;
@@ -38,10 +39,12 @@ export interface Cluster {
   /** POST pods?dryRun=All: admission of a Pod as the workload would create it, nothing persisted. */
   dryRunCreatePod(namespace: string, pod: k8s.V1Pod): Promise<void>;
   /**
-   * LIST nodes (cluster-scoped, from the watch cache): each Node's `status.allocatable.memory`, a quantity, or
-   * undefined for a Node that reports none. Only that is kept of the list.
+   * Each Node's `status.allocatable.memory`, a quantity, or undefined for a Node that reports none:
+   * the one method that is not one request. It reads `kube/node-memory.ts`'s view, shared by the
+   * calls in flight and up to its maximum age old, of paged LISTs of nodes (cluster-scoped, a
+   * consistent read) of which only that field is kept. The array is shared: read-only.
    */
-  listNodeAllocatableMemory(): Promise<(string | undefined)[]>;
+  listNodeAllocatableMemory(): Promise<readonly (string | undefined)[]>;
   /** LIST resourcequotas in `namespace`, from the watch cache (`resourceVersion=0`). */
   listResourceQuotas(namespace: string): Promise<k8s.V1ResourceQuota[]>;
   /** LIST autoscaling/v2 horizontalpodautoscalers in `namespace`, from the watch cache (`resourceVersion=0`). */
@@ -82,13 +85,13 @@ export interface Cluster {
  * notification away (60–85 ms measured on the local stack, against 1–2 ms for the list itself).
  * Nothing these lists feed needs more: the decision rests on the Pod and the workload, read
  * fresh, and on the patch's compare-and-swap; a status write that starts from a stale
- * AppMonitor conflicts and reads it again; the Node, quota, HPA and VPA checks judge the
- * cluster as of milliseconds ago.
+ * AppMonitor conflicts and reads it again; the quota, HPA and VPA checks judge the cluster as
+ * of milliseconds ago. (The Node list is paged instead, and shared: `kube/node-memory.ts`.)
  */
 const FROM_CACHE = { resourceVersion: "0" } as const;
 
 /** The {@link Cluster} backed by @kubernetes/client-node with `kc`'s credentials, listing AppMonitors in `scope`. */
-export function createCluster(kc: k8s.KubeConfig, scope: NamespaceScope = { all: true }): Cluster {
+export function createCluster(kc: k8s.KubeConfig, scope: NamespaceScope = { all: true }, nodeView: { maxAgeMs?: number } = {}): Cluster {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const apps = kc.makeApiClient(k8s.AppsV1Api);
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
@@ -96,6 +99,10 @@ export function createCluster(kc: k8s.KubeConfig, scope: NamespaceScope = { all:
   const autoscaling = kc.makeApiClient(k8s.AutoscalingV2Api);
   const jsonPatch = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch);
   const appMonitors = { group: APPMONITOR_GROUP, version: APPMONITOR_VERSION, plural: APPMONITOR_PLURAL };
+  const nodeMemory = createNodeMemoryView(async (limit, token) => {
+    const page = await core.listNode({ limit, ...(token === undefined ? {} : { _continue: token }) });
+    return { allocatable: page.items.map((node) => node.status?.allocatable?.memory), continue: page.metadata?._continue };
+  }, nodeView);
 
   return {
     readPod: (namespace, name) => orUndefined(core.readNamespacedPod({ namespace, name })),
@@ -169,10 +176,7 @@ export function createCluster(kc: k8s.KubeConfig, scope: NamespaceScope = { all:
       await core.createNamespacedPod({ namespace, body: pod, dryRun: "All", fieldManager: FIELD_MANAGER });
     },
 
-    async listNodeAllocatableMemory() {
-      const list = await core.listNode(FROM_CACHE);
-      return list.items.map((node) => node.status?.allocatable?.memory);
-    },
+    listNodeAllocatableMemory: nodeMemory,
 
     async listAppMonitors(namespace) {
       const list = (await custom.listNamespacedCustomObject({ ...appMonitors, namespace, ...FROM_CACHE })) as { items?: unknown };

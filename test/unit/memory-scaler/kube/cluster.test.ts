@@ -73,3 +73,51 @@ describe("every write of memory-scaler's adapter carries its field manager", () 
     ]);
   });
 });
+
+describe("the Node list: paged, one read shared by the calls in flight", () => {
+  const requests: URL[] = [];
+  let server: Server;
+  let kc: k8s.KubeConfig;
+  const page = (from: number, count: number, next: string | undefined) => ({
+    kind: "NodeList",
+    apiVersion: "v1",
+    metadata: next === undefined ? {} : { continue: next },
+    items: Array.from({ length: count }, (_, i) => ({ metadata: { name: `n-${from + i}` }, status: { allocatable: { memory: `${from + i + 1}Gi` } } })),
+  });
+
+  before(async () => {
+    server = createServer((req, res) => {
+      const url = new URL(req.url ?? "/", "http://localhost");
+      requests.push(url);
+      // Two pages: 250 Nodes, then 10; slow enough that every caller arrives while the read is under way.
+      const body = url.searchParams.get("continue") === null ? page(0, 250, "next") : page(250, 10, undefined);
+      setTimeout(() => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify(body));
+      }, 20);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    kc = new k8s.KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: "c", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+      users: [{ name: "u", token: "t" }],
+      contexts: [{ name: "x", cluster: "c", user: "u" }],
+      currentContext: "x",
+    });
+  });
+  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it("50 Node-fit checks in flight make one paged read: two LISTs of at most 250 Nodes, consistent (no resourceVersion=0, whose watch-cache answer ignores the limit)", async () => {
+    const cluster = createCluster(kc);
+    const answers = await Promise.all(Array.from({ length: 50 }, () => cluster.listNodeAllocatableMemory()));
+    assert.deepEqual(requests.map((u) => `${u.pathname} limit=${u.searchParams.get("limit")} continue=${u.searchParams.get("continue")} resourceVersion=${u.searchParams.get("resourceVersion")}`), [
+      "/api/v1/nodes limit=250 continue=null resourceVersion=null",
+      "/api/v1/nodes limit=250 continue=next resourceVersion=null",
+    ]);
+    assert.equal(answers[0]?.length, 260);
+    assert.equal(answers[0]?.[259], "260Gi");
+    // A second check within the view's age reads nothing.
+    await cluster.listNodeAllocatableMemory();
+    assert.equal(requests.length, 2);
+  });
+});

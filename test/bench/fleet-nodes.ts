@@ -1,0 +1,133 @@
+/**
+ * A fleet of Nodes the size a production cluster's are, for benches whose cost may grow with the
+ * number of Nodes: each Node object about 13–14 KB, as a production kubelet reports it (50 images
+ * with a digest and a tag each, five conditions, three addresses, nodeInfo, capacity and
+ * allocatable with hugepages and ephemeral storage). Nothing runs on them: no kubelet or kwok
+ * manages them (no `kwok.x-k8s.io/node` annotation), a `NoSchedule` taint keeps Pods off, and they
+ * are created as the node lifecycle controller would leave a Node without heartbeats (Ready
+ * `Unknown`, its `unreachable` taints), so the controller manager has nothing to write to them.
+ */
+import * as k8s from "@kubernetes/client-node";
+import { apiserverRequests } from "../support/apiserver-requests.ts";
+import { waitFor } from "../support/stack.ts";
+
+/** The label every fleet Node carries, to find and remove them. */
+export const FLEET_LABEL = "bench.appmonitor.dev/fleet";
+
+const hex = (seed: number, length: number): string => {
+  let out = "";
+  let x = seed * 2654435761 + 1;
+  while (out.length < length) {
+    x = (x * 1103515245 + 12345) % 2147483648;
+    out += x.toString(16).padStart(8, "0");
+  }
+  return out.slice(0, length);
+};
+
+/** The fleet's Node `i`: allocatable memory between 30 and 250 GiB, the whole status of a production kubelet's size. */
+export function fleetNode(i: number): k8s.V1Node {
+  const name = `fleet-${String(i).padStart(5, "0")}`;
+  const memoryGi = 32 + (i % 8) * 32;
+  const stale = new Date(Date.now() - 3_600_000);
+  const condition = (type: string, reason: string, message: string): k8s.V1NodeCondition => ({ type, status: "Unknown", reason, message, lastHeartbeatTime: stale, lastTransitionTime: stale });
+  const images = Array.from({ length: 50 }, (_, j) => {
+    const repo = `registry.example.com/team-${j % 7}/service-${j}`;
+    return { names: [`${repo}@sha256:${hex(i * 50 + j, 64)}`, `${repo}:v1.${j}.${i % 10}`], sizeBytes: 20_000_000 + j * 1_048_576 };
+  });
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: {
+      name,
+      labels: {
+        [FLEET_LABEL]: "true",
+        "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+        "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
+        "node.kubernetes.io/instance-type": `m6i.${memoryGi / 16}xlarge`,
+        "topology.kubernetes.io/region": "eu-west-1", "topology.kubernetes.io/zone": `eu-west-1${"abc"[i % 3]}`,
+      },
+      annotations: {
+        "node.alpha.kubernetes.io/ttl": "0",
+        "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+        "csi.volume.kubernetes.io/nodeid": JSON.stringify({ "ebs.csi.aws.com": `i-${hex(i, 17)}` }),
+      },
+    },
+    spec: {
+      providerID: `aws:///eu-west-1a/i-${hex(i, 17)}`,
+      taints: [
+        { key: FLEET_LABEL, value: "true", effect: "NoSchedule" },
+        { key: "node.kubernetes.io/unreachable", effect: "NoSchedule" },
+        { key: "node.kubernetes.io/unreachable", effect: "NoExecute", timeAdded: stale },
+      ],
+    },
+    status: {
+      capacity: { cpu: String(memoryGi / 4), memory: `${memoryGi}Gi`, pods: "110", "ephemeral-storage": "104845292Ki", "hugepages-1Gi": "0", "hugepages-2Mi": "0" },
+      allocatable: { cpu: `${memoryGi / 4 - 0.1}`, memory: `${memoryGi - 2}Gi`, pods: "110", "ephemeral-storage": "95551679124", "hugepages-1Gi": "0", "hugepages-2Mi": "0" },
+      conditions: [
+        condition("MemoryPressure", "NodeStatusUnknown", "Kubelet stopped posting node status."),
+        condition("DiskPressure", "NodeStatusUnknown", "Kubelet stopped posting node status."),
+        condition("PIDPressure", "NodeStatusUnknown", "Kubelet stopped posting node status."),
+        condition("Ready", "NodeStatusUnknown", "Kubelet stopped posting node status."),
+        { type: "NetworkUnavailable", status: "False", reason: "RouteCreated", message: "RouteController created a route", lastHeartbeatTime: stale, lastTransitionTime: stale },
+      ],
+      addresses: [
+        { type: "InternalIP", address: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}` },
+        { type: "Hostname", address: name },
+        { type: "InternalDNS", address: `ip-10-${(i >> 16) & 255}-${(i >> 8) & 255}-${i & 255}.eu-west-1.compute.internal` },
+      ],
+      daemonEndpoints: { kubeletEndpoint: { Port: 10250 } },
+      nodeInfo: {
+        machineID: hex(i + 1, 32), systemUUID: `ec2${hex(i + 2, 29)}`, bootID: hex(i + 3, 36),
+        kernelVersion: "6.1.112-124.190.amzn2023.x86_64", osImage: "Amazon Linux 2023.6.20241031", containerRuntimeVersion: "containerd://1.7.23",
+        kubeletVersion: "v1.36.0", kubeProxyVersion: "v1.36.0", operatingSystem: "linux", architecture: "amd64",
+      },
+      images,
+    },
+  };
+}
+
+/** The bytes of {@link fleetNode} as JSON: what one Node adds to a LIST of Nodes. */
+export function fleetNodeBytes(): number {
+  return Buffer.byteLength(JSON.stringify(fleetNode(1)));
+}
+
+/**
+ * Adds fleet Nodes until the cluster has `total` Nodes in all (none when it has as many already),
+ * 32 creates at a time, then waits until the controller manager has stopped writing to Nodes (no
+ * new Node write counted by the API server for 5 s), so a bench measures memory-scaler and not a
+ * controller catching up. Returns the number of Nodes now.
+ */
+export async function growFleet(kc: k8s.KubeConfig, total: number): Promise<number> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const first = await core.listNode({ limit: 1 });
+  const have = first.items.length + (first.metadata?.remainingItemCount ?? 0);
+  const toAdd = Math.max(0, total - have);
+  // Fleet Nodes are numbered on from those already made (`removeFleet` before the first growth).
+  const start = fleetAdded;
+  fleetAdded += toAdd;
+  for (let k = 0; k < toAdd; k += 32) {
+    await Promise.all(Array.from({ length: Math.min(32, toAdd - k) }, (_, j) => core.createNode({ body: fleetNode(start + k + j) })));
+  }
+  const writes = async () => [...(await apiserverRequests(kc, ["nodes"]))].filter(([key]) => !key.startsWith("GET") && !key.startsWith("LIST")).reduce((sum, [, n]) => sum + n, 0);
+  let last = await writes();
+  let quietSince = Date.now();
+  await waitFor("no Node writes for 5 s", async () => {
+    const now = await writes();
+    if (now !== last) {
+      last = now;
+      quietSince = Date.now();
+    }
+    return Date.now() - quietSince >= 5_000 ? true : undefined;
+  }, 600_000, 1_000);
+  return have + toAdd;
+}
+
+let fleetAdded = 0;
+
+/** Deletes every fleet Node (those {@link growFleet} added, in this process or an earlier one). */
+export async function removeFleet(kc: k8s.KubeConfig): Promise<void> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  await core.deleteCollectionNode({ labelSelector: FLEET_LABEL });
+  await waitFor("fleet Nodes gone", async () => ((await core.listNode({ labelSelector: FLEET_LABEL, limit: 1 })).items.length === 0 ? true : undefined), 600_000, 1_000);
+  fleetAdded = 0;
+}
