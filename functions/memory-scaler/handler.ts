@@ -29,9 +29,14 @@
  * gets that answer without a read (`answers.ts`); it is logged and counted as outcome
  * `duplicate` with the answer's reason, so every scale is counted once.
  *
+ * At most {@link FLOWS_IN_FLIGHT} firing events are handled at once; the others wait, holding
+ * only their decoded event, so a storm's memory is bounded however many the sender has in flight.
+ * Copies of an event being handled wait for its answer without taking a place.
+ *
  * One JSON log line per event with its id (bound by the runtime), outcome, reason and changes.
  */
 import type { CloudEvent } from "cloudevents";
+import pLimit from "p-limit";
 import type { AlertEventDataValidator } from "../lib/alert-event.ts";
 import { PING_EVENT_TYPE } from "../lib/ping-event.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
@@ -44,6 +49,14 @@ import type { MemoryScalerMetrics } from "./metrics.ts";
 import type { FlowDeps } from "./scale/deps.ts";
 import { handleFiring } from "./scale/flow.ts";
 
+/**
+ * Firing events handled at once by one instance. Each holds its reads (the Pod, the workload, the
+ * namespace's lists) until it answers; 200 at once took memory-scaler past half its memory limit
+ * (docs/performance.md). 16 keep both cores busy: a scale spends most of its time waiting for the
+ * API server.
+ */
+export const FLOWS_IN_FLIGHT = 16;
+
 /** What the handler needs; adapters, so tests can substitute them. */
 export interface HandlerDeps {
   readonly validate: AlertEventDataValidator;
@@ -52,11 +65,14 @@ export interface HandlerDeps {
   readonly metrics: MemoryScalerMetrics;
   /** The answers this instance gave to firing events, for their copies. */
   readonly answers: AnswerMemory;
+  /** Firing events handled at once (≥ 1); {@link FLOWS_IN_FLIGHT} when absent. */
+  readonly flowsInFlight?: number;
 }
 
 /** Builds `handle` for the runtime (a CloudEvent function). */
 export function createHandler(deps: HandlerDeps): (context: FunctionContext, event: CloudEvent<unknown>) => Promise<CloudEventOutcome> {
   const { metrics } = deps;
+  const inFlight = pLimit(deps.flowsInFlight ?? FLOWS_IN_FLIGHT);
   return async (context, cloudEvent) => {
     const stopTimer = metrics.duration.startTimer();
     if (cloudEvent.type === PING_EVENT_TYPE) {
@@ -102,7 +118,7 @@ export function createHandler(deps: HandlerDeps): (context: FunctionContext, eve
       return { outcome: "ignored", reason: "Resolved" };
     }
     try {
-      const answered = await deps.answers.answer(cloudEvent.source, cloudEvent.id, () => handleFiring(deps.flow, event.id, event.data, context.log));
+      const answered = await deps.answers.answer(cloudEvent.source, cloudEvent.id, () => inFlight(() => handleFiring(deps.flow, event.id, event.data, context.log)));
       if (answered.shared !== false) {
         const { answer } = answered;
         metrics.events.inc({ type: "firing", outcome: "duplicate", reason: answer.reason });

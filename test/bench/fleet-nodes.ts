@@ -1,6 +1,6 @@
 /**
  * A fleet of Nodes the size a production cluster's are, for benches whose cost may grow with the
- * number of Nodes: each Node object about 13–14 KB, as a production kubelet reports it (50 images
+ * number of Nodes: each Node object about 14 KB of JSON, as a production kubelet reports it (50 images
  * with a digest and a tag each, five conditions, three addresses, nodeInfo, capacity and
  * allocatable with hugepages and ephemeral storage). Nothing runs on them: no kubelet or kwok
  * manages them (no `kwok.x-k8s.io/node` annotation), a `NoSchedule` taint keeps Pods off, and they
@@ -31,7 +31,7 @@ export function fleetNode(i: number): k8s.V1Node {
   const stale = new Date(Date.now() - 3_600_000);
   const condition = (type: string, reason: string, message: string): k8s.V1NodeCondition => ({ type, status: "Unknown", reason, message, lastHeartbeatTime: stale, lastTransitionTime: stale });
   const images = Array.from({ length: 50 }, (_, j) => {
-    const repo = `registry.example.com/team-${j % 7}/service-${j}`;
+    const repo = `123456789012.dkr.ecr.eu-west-1.amazonaws.com/svc-${j}`;
     return { names: [`${repo}@sha256:${hex(i * 50 + j, 64)}`, `${repo}:v1.${j}.${i % 10}`], sizeBytes: 20_000_000 + j * 1_048_576 };
   });
   return {

@@ -90,6 +90,28 @@ export interface Cluster {
  */
 const FROM_CACHE = { resourceVersion: "0" } as const;
 
+/**
+ * A NodeList answer cut down, before the client turns it into typed objects, to what the Node-fit
+ * check reads: each Node's `status.allocatable.memory` and the list's `continue`. The client's
+ * typed deserialization costs two to five times the `JSON.parse` of a Node's 14 KB, for fields
+ * nothing reads. Other answers (errors) pass unchanged.
+ */
+async function onlyAllocatableMemory(response: k8s.ResponseContext): Promise<k8s.ResponseContext> {
+  if (response.httpStatusCode !== 200) return response;
+  const list = JSON.parse(await response.body.text()) as { metadata?: { continue?: string }; items?: { status?: { allocatable?: { memory?: string } } }[] };
+  const text = JSON.stringify({
+    apiVersion: "v1",
+    kind: "NodeList",
+    metadata: list.metadata?.continue === undefined ? {} : { continue: list.metadata.continue },
+    items: (list.items ?? []).map((node) => ({ status: { allocatable: { memory: node.status?.allocatable?.memory } } })),
+  });
+  return new k8s.ResponseContext(response.httpStatusCode, response.headers, { text: async () => text, binary: async () => Buffer.from(text) });
+}
+const ONLY_ALLOCATABLE_MEMORY: k8s.ConfigurationOptions = {
+  middleware: [{ pre: (request) => new k8s.Observable(Promise.resolve(request)), post: (response) => new k8s.Observable(onlyAllocatableMemory(response)) }],
+  middlewareMergeStrategy: "append",
+};
+
 /** The {@link Cluster} backed by @kubernetes/client-node with `kc`'s credentials, listing AppMonitors in `scope`. */
 export function createCluster(kc: k8s.KubeConfig, scope: NamespaceScope = { all: true }, nodeView: { maxAgeMs?: number } = {}): Cluster {
   const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -100,7 +122,7 @@ export function createCluster(kc: k8s.KubeConfig, scope: NamespaceScope = { all:
   const jsonPatch = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch);
   const appMonitors = { group: APPMONITOR_GROUP, version: APPMONITOR_VERSION, plural: APPMONITOR_PLURAL };
   const nodeMemory = createNodeMemoryView(async (limit, token) => {
-    const page = await core.listNode({ limit, ...(token === undefined ? {} : { _continue: token }) });
+    const page = await core.listNode({ limit, ...(token === undefined ? {} : { _continue: token }) }, ONLY_ALLOCATABLE_MEMORY);
     return { allocatable: page.items.map((node) => node.status?.allocatable?.memory), continue: page.metadata?._continue };
   }, nodeView);
 
