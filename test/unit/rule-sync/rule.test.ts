@@ -20,6 +20,7 @@ import {
   buildRulesFile,
   GENERATION_ANNOTATION,
   buildTrendAlertingRule,
+  GENERATED_ALERT_NAMES,
   OOM_ALERT_NAME,
   oomAlertExpression,
   percentOfLimitExpression,
@@ -448,6 +449,18 @@ describe("the trend alert, both sources", () => {
     const rules = buildRuleGroup(withTrend(), DEFAULT_RULE_CONFIG).rules ?? [];
     assert.deepEqual(rules.map((r) => r.alert), [ALERT_NAME, OOM_ALERT_NAME, TREND_ALERT_NAME]);
     assert.deepEqual(rules[2], buildTrendAlertingRule(withTrend(), trend, DEFAULT_RULE_CONFIG));
+  });
+
+  test("GENERATED_ALERT_NAMES is every alert a group holds, in its order, over both sources and every optional trigger", () => {
+    const seen = new Set<string>();
+    for (const config of [DEFAULT_RULE_CONFIG, KSM]) {
+      for (const spec of [{}, { trend }, { trend, selector: { matchLabels: { app: "memhog" } } }]) {
+        const alerts = (buildRuleGroup(monitor({ spec }), config).rules ?? []).map((r) => String(r.alert));
+        assert.deepEqual(alerts, GENERATED_ALERT_NAMES.filter((name) => alerts.includes(name)), "in the list's order");
+        for (const name of alerts) seen.add(name);
+      }
+    }
+    assert.deepEqual([...seen], [...GENERATED_ALERT_NAMES]);
   });
 
   test("spec.trend with its horizon alone: the schema's window (600 s) and floor (50 %)", () => {
