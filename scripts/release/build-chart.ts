@@ -2,7 +2,8 @@
  * `npm run chart -- DIR`: builds the Helm chart into `DIR/appmonitor/`: the chart's own files
  * (charts/appmonitor/: values, schema, helpers, NOTES, the webhook Secret, the scoped RBAC, the
  * dashboard's ConfigMap, with knative/monitoring/dashboard.json in `dashboards/`), the
- * templates generated from knative/ (`chart-templates.ts`), the CRD in `crds/`, and `Chart.yaml`
+ * templates generated from knative/ (`chart-templates.ts`), the Alertmanager values NOTES prints
+ * (`_alertmanager.tpl`, from scripts/alertmanager-routing.ts), the CRD in `crds/`, and `Chart.yaml`
  * with package.json's version as both the chart's version and its appVersion. Prints the chart's
  * directory. Exit codes: 0 built; 1 a step failed (named on stderr); 2 usage.
  */
@@ -13,7 +14,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { parseAllDocuments, parseDocument, stringify } from "yaml";
 import { repoRoot, resolveBinaries } from "../../test/harness/stack/paths.ts";
-import { chartTemplates, NAMESPACE_SENTINEL, type RenderedObject, type RenderedProfiles } from "./chart-templates.ts";
+import { alertmanagerValuesTemplate, chartTemplates, NAMESPACE_SENTINEL, type RenderedObject, type RenderedProfiles } from "./chart-templates.ts";
 
 const run = promisify(execFile);
 
@@ -112,6 +113,7 @@ export async function buildChart(outDir: string, overrides: ChartOverrides = {},
   await cp(CHART_SOURCE, chartDir, { recursive: true });
   const profiles = await renderProfiles(kubectl ?? (await resolveBinaries()).kubectl, { namespace: NAMESPACE_SENTINEL, origins: true });
   for (const [file, text] of chartTemplates(profiles)) await writeFile(path.join(chartDir, file), text);
+  await writeFile(path.join(chartDir, "templates", "_alertmanager.tpl"), alertmanagerValuesTemplate());
   // The dashboard's one source is knative/monitoring/; templates/dashboard.yaml reads this copy.
   await mkdir(path.join(chartDir, "dashboards"));
   await cp(path.join(repoRoot, "knative", "monitoring", "dashboard.json"), path.join(chartDir, "dashboards", "appmonitor.json"));
