@@ -71,7 +71,7 @@ export const ENV_VALUES: Readonly<Record<string, Readonly<Record<string, string>
     PROMETHEUS_URL: "$.Values.prometheusUrl | quote",
     METRIC_SOURCE: "$.Values.metricSource | quote",
     RULE_LABELS: `include "appmonitor.ruleLabels" $ | quote`,
-    ALERT_SEVERITY: "$.Values.alertSeverity | quote",
+    ALERT_SEVERITY: `include "appmonitor.alertSeverity" $ | quote`,
     LOG_LEVEL: "$.Values.logLevel | quote",
   },
 };

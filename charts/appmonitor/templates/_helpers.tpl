@@ -36,6 +36,14 @@ and @<digest> when one is given (a release gives every image's). Called as (list
 {{- join "," $pairs }}
 {{- end }}
 
+{{- /* ALERT_SEVERITY from .Values.alertSeverity, refusing info (values.yaml says why) with a message the schema cannot give. */}}
+{{- define "appmonitor.alertSeverity" -}}
+{{- if eq .Values.alertSeverity "info" }}
+{{- fail "alertSeverity: info is inhibited by kube-prometheus-stack's default Alertmanager configuration (InfoInhibitor), so the alerts would never reach alert-receiver; use warning or critical" }}
+{{- end }}
+{{- .Values.alertSeverity }}
+{{- end }}
+
 {{- /* The ApiServerSource's namespaceSelector: every namespace, or the watched ones. */}}
 {{- define "appmonitor.namespaceSelector" -}}
 {{- if .Values.watchNamespaces }}

@@ -165,6 +165,7 @@ describe("the chart's values", () => {
     ["watchNamespaces={Team_A}", /watchNamespaces/],
     ["images.memoryScaler.digest=latest", /digest/],
     ["imageRegistry=x", /imageRegistry/],
+    ["alertSeverity=info", /alertSeverity: info is inhibited/],
   ];
   for (const [set, names] of refused) {
     test(`a bad value is refused with its name: ${set}`, async () => {

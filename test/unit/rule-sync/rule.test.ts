@@ -570,6 +570,7 @@ describe("validateRuleConfig", () => {
     ["severity with template syntax", { severity: "{{ $labels.pod }}" }, "severity"],
     ["empty severity", { severity: "" }, "severity"],
     ["severity with a space", { severity: "very high" }, "severity"],
+    ["severity info, which kube-prometheus-stack's Alertmanager inhibits", { severity: "info" }, "severity"],
     ["rule label key invalid", { ruleLabels: { "bad key": "x" } }, 'ruleLabels["bad key"]'],
     ["rule label value invalid", { ruleLabels: { release: "a b" } }, 'ruleLabels["release"]'],
     ["rule label overriding managed-by", { ruleLabels: { [MANAGED_BY_LABEL]: "someone" } }, `ruleLabels[${JSON.stringify(MANAGED_BY_LABEL)}]`],
