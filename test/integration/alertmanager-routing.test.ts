@@ -2,9 +2,10 @@
 // alertmanager.yml, docs/install.md's kube-prometheus-stack values, and what `helm install` of
 // the chart prints (NOTES.txt) — each accepted by the real `amtool check-config`, and each routing
 // every alert the rule generator can raise to the appmonitor receiver and the chart's Watchdog to
-// its null receiver (`amtool config routes test`, Alertmanager's own routing code). And why the
+// its null receiver (`amtool config routes test`, Alertmanager's own routing code). Why the
 // values are whole: the chart's defaults with only our route and receiver over them, as Helm
-// merges them, are refused.
+// merges them, are refused. And why rule-sync refuses severity info: a real Alertmanager running
+// the values inhibits our alert as info while InfoInhibitor fires, and not as warning.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -17,7 +18,9 @@ import { alertmanagerYamlPath, APPMONITOR_RECEIVER, appmonitorReceiver, appmonit
 import { buildChart } from "../../scripts/release/build-chart.ts";
 import { coalesceValues, type Value } from "../harness/lib/helm-values.ts";
 import { documentedKubePrometheusStackValues } from "../harness/lib/install-doc.ts";
+import { waitUntil } from "../harness/lib/wait-until.ts";
 import { buildBinaries } from "../harness/stack/paths.ts";
+import { startAlertmanager } from "../support/alertmanager.ts";
 import { runCommand } from "../support/run-command.ts";
 import { tempDir, type TempDir } from "../support/temp-dir.ts";
 
@@ -68,6 +71,32 @@ describe("docs/install.md's kube-prometheus-stack values", () => {
   test("amtool accepts their alertmanager.config; every generated alert goes to appmonitor, Watchdog and the rest to the chart's null receiver", async () => {
     const { values } = await documentedKubePrometheusStackValues();
     await checkCopy(await configFile("documented", values.alertmanager.config), { Watchdog: "null", KubePodCrashLooping: "null" });
+  });
+
+  test("run by a real Alertmanager: our alert as warning is routed to appmonitor alone and not inhibited; as info, the chart's InfoInhibitor inhibits it", async (t) => {
+    const { values } = await documentedKubePrometheusStackValues();
+    const config = structuredClone(values.alertmanager.config) as { receivers: { webhook_configs?: { url: string; http_config: { authorization: { credentials_file: string } } }[] }[] };
+    // Only the address and the token file made local: nothing is delivered, the API shows the routing.
+    const token = path.join(dir.path, "token");
+    await writeFile(token, "t\n");
+    for (const r of config.receivers) for (const w of r.webhook_configs ?? []) [w.url, w.http_config.authorization.credentials_file] = ["http://127.0.0.1:9/", token];
+    const am = await startAlertmanager(config);
+    t.after(() => am.stop());
+    const startsAt = new Date(Date.now() - 60_000).toISOString();
+    const ours = (namespace: string, severity: string) => ({ labels: { alertname: GENERATED_ALERT_NAMES[0] ?? "", namespace, pod: "memhog-1", container: "memhog", appmonitor: "mymonitor", severity }, startsAt });
+    await am.postAlerts([
+      ours("shop", "warning"),
+      ours("lab", "info"),
+      // As the chart's rule raises it: a namespace with info alerts and no warning or critical one.
+      { labels: { alertname: "InfoInhibitor", namespace: "lab", severity: "none" }, startsAt },
+    ]);
+    type Gettable = { labels: Record<string, string>; status: { inhibitedBy: string[] }; receivers: { name: string }[] };
+    const alerts = await waitUntil("the info alert inhibited", async () => {
+      const all = (await (await fetch(`${am.url}/api/v2/alerts`)).json()) as Gettable[];
+      return all.some((a) => a.labels.namespace === "lab" && a.labels.severity === "info" && a.status.inhibitedBy.length > 0) ? all : undefined;
+    }, { timeoutMs: 30_000, intervalMs: 200 });
+    const warning = alerts.find((a) => a.labels.namespace === "shop");
+    assert.deepEqual([warning?.status.inhibitedBy, warning?.receivers.map((r) => r.name)], [[], [APPMONITOR_RECEIVER]]);
   });
 
   test("the chart's defaults with only our route and receiver over them, as Helm merges values, are refused: the null receiver is gone", async () => {
