@@ -103,7 +103,6 @@ export interface Memory {
   limit?: string;
 }
 
-/** What a successful run observed. */
 /** Where Alertmanager routes an alert: its receivers' names, and the alerts and silences that mute it. */
 export interface AlertmanagerRouting {
   readonly receivers: string[];
@@ -111,6 +110,7 @@ export interface AlertmanagerRouting {
   readonly silencedBy: string[];
 }
 
+/** What a successful run observed. */
 export interface ChainResult {
   namespace: string;
   /** In order; the first is the moment the usage crossed the threshold. */
