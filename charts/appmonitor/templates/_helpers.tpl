@@ -27,11 +27,17 @@ and @<digest> when one is given (a release gives every image's). Called as (list
 {{- default "appmonitor-webhook" .Values.webhook.existingSecret }}
 {{- end }}
 
-{{- /* RULE_LABELS from .Values.ruleLabels: key=value pairs, sorted, joined by commas. */}}
+{{- /*
+RULE_LABELS: release=<.Values.prometheusRelease> when set, and .Values.ruleLabels (which win):
+key=value pairs, sorted, joined by commas.
+*/}}
 {{- define "appmonitor.ruleLabels" -}}
+{{- $labels := dict }}
+{{- with .Values.prometheusRelease }}{{ $_ := set $labels "release" . }}{{ end }}
+{{- $labels = merge (deepCopy .Values.ruleLabels) $labels }}
 {{- $pairs := list }}
-{{- range $key := keys .Values.ruleLabels | sortAlpha }}
-{{- $pairs = append $pairs (printf "%s=%s" $key (index $.Values.ruleLabels $key)) }}
+{{- range $key := keys $labels | sortAlpha }}
+{{- $pairs = append $pairs (printf "%s=%s" $key (index $labels $key)) }}
 {{- end }}
 {{- join "," $pairs }}
 {{- end }}
