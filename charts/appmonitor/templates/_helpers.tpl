@@ -28,12 +28,25 @@ and @<digest> when one is given (a release gives every image's). Called as (list
 {{- end }}
 
 {{- /*
-RULE_LABELS: release=<.Values.prometheusRelease> when set, and .Values.ruleLabels (which win):
+The kube-prometheus-stack release's name, .Values.prometheusRelease; for values kept from a
+release before it (helm upgrade --reuse-values), ruleLabels' release.
+*/}}
+{{- define "appmonitor.prometheusRelease" -}}
+{{- if hasKey .Values "prometheusRelease" }}{{ .Values.prometheusRelease }}{{ else }}{{ dig "release" "" (.Values.ruleLabels | default dict) }}{{ end }}
+{{- end }}
+
+{{- /* Whether to render knative/monitoring/'s objects: .Values.monitoring.enabled, true when absent. */}}
+{{- define "appmonitor.monitoringEnabled" -}}
+{{- if dig "enabled" true (.Values.monitoring | default dict) }}true{{ end }}
+{{- end }}
+
+{{- /*
+RULE_LABELS: release=<appmonitor.prometheusRelease> when set, and .Values.ruleLabels (which win):
 key=value pairs, sorted, joined by commas.
 */}}
 {{- define "appmonitor.ruleLabels" -}}
 {{- $labels := dict }}
-{{- with .Values.prometheusRelease }}{{ $_ := set $labels "release" . }}{{ end }}
+{{- with include "appmonitor.prometheusRelease" . }}{{ $_ := set $labels "release" . }}{{ end }}
 {{- $labels = merge (deepCopy .Values.ruleLabels) $labels }}
 {{- $pairs := list }}
 {{- range $key := keys $labels | sortAlpha }}

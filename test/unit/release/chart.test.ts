@@ -156,6 +156,8 @@ describe("the chart's values", () => {
     assert.deepEqual(releaseOf(await withApi([])), ["release=prometheus", "prometheus", "prometheus"]);
     assert.deepEqual(releaseOf(await withApi(["prometheusRelease=kps"])), ["release=kps", "kps", "kps"]);
     assert.deepEqual(releaseOf(await withApi(["prometheusRelease=", "ruleLabels.team=a"])), ["team=a", undefined, undefined]);
+    // Values kept from a release before prometheusRelease and monitoring (helm upgrade --reuse-values): ruleLabels' release, and the monitoring objects.
+    assert.deepEqual(releaseOf(await withApi(["prometheusRelease=null", "monitoring=null", "ruleLabels.release=old"])), ["release=old", "old", "old"]);
     assert.equal((await withApi(["monitoring.enabled=false"])).some((o) => o.kind === "PodMonitor" || o.kind === "PrometheusRule"), false);
   });
 
