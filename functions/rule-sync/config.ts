@@ -7,7 +7,7 @@
  * | --- | --- | --- |
  * | `METRIC_SOURCE` | `cadvisor` | where the rule reads the memory limit: `cadvisor` or `kube-state-metrics` (see `rule.ts`; the rule configuration is `rule-config.ts`) |
  * | `RULE_LABELS` | none | labels put on every PrometheusRule, `key=value` pairs separated by commas, e.g. `release=prometheus`: the Prometheus `ruleSelector` must match them or the rules are silently never loaded |
- * | `ALERT_SEVERITY` | `warning` | the alert's `severity` label |
+ * | `ALERT_SEVERITY` | `warning` | the alert's `severity` label; not `info`, which kube-prometheus-stack's Alertmanager inhibits (`rule-config.ts`) |
  * | `FIELD_MANAGER` | `appmonitor-rule-sync` | server-side apply field manager of the rules and of the AppMonitor status |
  * | `WATCH_NAMESPACES` | all namespaces | comma-separated namespaces whose AppMonitors are served; events for others are skipped |
  * | `RESYNC_ON_START` | `true` | reconcile every AppMonitor in scope once at start-up |

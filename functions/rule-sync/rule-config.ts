@@ -24,6 +24,14 @@ export const DEFAULT_METRIC_SOURCE: MetricSource = "cadvisor";
 export const DEFAULT_SEVERITY = "warning";
 
 /**
+ * The severity a configuration may not set: kube-prometheus-stack's default Alertmanager
+ * configuration inhibits every `severity: info` alert while its InfoInhibitor alert fires in the
+ * namespace, and any info alert of the same name while a warning or critical one does, so the
+ * alert would never reach alert-receiver and nothing would say why.
+ */
+export const SILENCED_SEVERITY = "info";
+
+/**
  * Label set on every PrometheusRule rule-sync builds, so a resync can list the rules it owns
  * with the label selector `app.kubernetes.io/managed-by=appmonitor-rule-sync` and remove orphans;
  * a configuration may not set it ({@link validateRuleConfig}).
@@ -59,8 +67,9 @@ export const DEFAULT_RULE_CONFIG: RuleConfig = Object.freeze({
  *
  * @param config the configuration to check.
  * @throws {RuleInputError} for an unknown metric source, a severity that is not 1–63 characters
- *   of `[A-Za-z0-9_.-]` (alert labels are expanded as Go templates, so `{{` must not get in), or a
- *   rule label that is not a valid Kubernetes label or that sets {@link MANAGED_BY_LABEL}.
+ *   of `[A-Za-z0-9_.-]` (alert labels are expanded as Go templates, so `{{` must not get in) or is
+ *   {@link SILENCED_SEVERITY}, or a rule label that is not a valid Kubernetes label or that sets
+ *   {@link MANAGED_BY_LABEL}.
  */
 export function validateRuleConfig(config: RuleConfig): void {
   if (!(METRIC_SOURCES as readonly string[]).includes(config.metricSource)) {
@@ -68,6 +77,9 @@ export function validateRuleConfig(config: RuleConfig): void {
   }
   if (!/^[A-Za-z0-9_.-]{1,63}$/.test(config.severity)) {
     throw new RuleInputError("severity", `must be 1-63 characters of A-Z a-z 0-9 _ . -, got ${JSON.stringify(config.severity)}`);
+  }
+  if (config.severity === SILENCED_SEVERITY) {
+    throw new RuleInputError("severity", `must not be ${SILENCED_SEVERITY}: kube-prometheus-stack's default Alertmanager configuration inhibits info alerts (InfoInhibitor), so the alerts would never reach alert-receiver; use warning or critical`);
   }
   for (const [key, value] of Object.entries(config.ruleLabels)) {
     const field = `ruleLabels[${JSON.stringify(key)}]`;

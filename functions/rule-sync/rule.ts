@@ -505,6 +505,23 @@ export function ruleGroupName(monitor: RuleInput): string {
 }
 
 /**
+ * Every rule a group can hold, in the group's order: the alert's name and the rule a monitor gets
+ * (undefined: none for it). {@link buildRuleGroup} builds from this table and
+ * {@link GENERATED_ALERT_NAMES} is read from it, so an alert added here is routed too.
+ */
+const GROUP_RULES: readonly { readonly alert: string; readonly rule: (monitor: RuleInput, config: RuleConfig) => IRule | undefined }[] = [
+  { alert: ALERT_NAME, rule: buildAlertingRule },
+  { alert: OOM_ALERT_NAME, rule: buildOOMAlertingRule },
+  { alert: TREND_ALERT_NAME, rule: (monitor, config) => (monitor.spec.trend === undefined ? undefined : buildTrendAlertingRule(monitor, monitor.spec.trend, config)) },
+];
+
+/**
+ * The name of every alert a generated rule group can raise, in the group's order: what an
+ * Alertmanager route to alert-receiver must match (scripts/alertmanager-routing.ts).
+ */
+export const GENERATED_ALERT_NAMES: readonly string[] = GROUP_RULES.map((r) => r.alert);
+
+/**
  * The rule group of a monitor: {@link ruleGroupName} with the threshold rule of
  * {@link buildAlertingRule}, the OOM-kill rule of {@link buildOOMAlertingRule} and, with
  * spec.trend, the early-warning rule of {@link buildTrendAlertingRule}, in that order
@@ -515,9 +532,7 @@ export function ruleGroupName(monitor: RuleInput): string {
  * @returns the group.
  */
 export function buildRuleGroup(monitor: RuleInput, config: RuleConfig): IRuleGroup {
-  const { trend } = monitor.spec;
-  const rules = [buildAlertingRule(monitor, config), buildOOMAlertingRule(monitor, config)];
-  if (trend !== undefined) rules.push(buildTrendAlertingRule(monitor, trend, config));
+  const rules = GROUP_RULES.flatMap((r) => r.rule(monitor, config) ?? []);
   return { name: ruleGroupName(monitor), rules };
 }
 

@@ -2,7 +2,9 @@
  * `npm run chart -- DIR`: builds the Helm chart into `DIR/appmonitor/`: the chart's own files
  * (charts/appmonitor/: values, schema, helpers, NOTES, the webhook Secret, the scoped RBAC, the
  * dashboard's ConfigMap, with knative/monitoring/dashboard.json in `dashboards/`), the
- * templates generated from knative/ (`chart-templates.ts`), the CRD in `crds/`, and `Chart.yaml`
+ * templates generated from knative/ (`chart-templates.ts`) and knative/monitoring/
+ * (`monitoring.yaml`, where prometheus-operator's API is), the Alertmanager values NOTES prints
+ * (`_alertmanager.tpl`, from scripts/alertmanager-routing.ts), the CRD in `crds/`, and `Chart.yaml`
  * with package.json's version as both the chart's version and its appVersion. Prints the chart's
  * directory. Exit codes: 0 built; 1 a step failed (named on stderr); 2 usage.
  */
@@ -13,7 +15,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { parseAllDocuments, parseDocument, stringify } from "yaml";
 import { repoRoot, resolveBinaries } from "../../test/harness/stack/paths.ts";
-import { chartTemplates, NAMESPACE_SENTINEL, type RenderedObject, type RenderedProfiles } from "./chart-templates.ts";
+import { alertmanagerValuesTemplate, chartTemplates, monitoringTemplate, NAMESPACE_SENTINEL, type RenderedObject, type RenderedProfiles } from "./chart-templates.ts";
 
 const run = promisify(execFile);
 
@@ -57,19 +59,32 @@ export interface RenderOptions {
 }
 
 /**
- * Both profiles as kustomize renders them from a copy of knative/.
- * @throws Error when namespace.yaml has no `name: appmonitor` line, or kustomize fails.
+ * Hands `use` a copy of knative/ with the install's namespace renamed in namespace.yaml, as a user
+ * would rename it, and a scratch directory beside it; removes both after.
+ * @throws Error when namespace.yaml has no `name: appmonitor` line.
  */
-export async function renderProfiles(kubectl: string, options: RenderOptions): Promise<RenderedProfiles> {
+async function withKnativeCopy<T>(namespace: string, use: (copy: string, tmp: string) => Promise<T>): Promise<T> {
   const tmp = await mkdtemp(path.join(os.tmpdir(), "appmonitor-profiles-"));
   try {
     const copy = path.join(tmp, "knative");
     await cp(path.join(repoRoot, "knative"), copy, { recursive: true });
     const nsFile = path.join(copy, "namespace", "namespace.yaml");
     const text = await readFile(nsFile, "utf8");
-    const renamed = text.replace(/^ {2}name: appmonitor$/m, `  name: ${options.namespace}`);
-    if (options.namespace !== "appmonitor" && renamed === text) throw new Error(`${nsFile}: no "name: appmonitor" line to rename`);
+    const renamed = text.replace(/^ {2}name: appmonitor$/m, `  name: ${namespace}`);
+    if (namespace !== "appmonitor" && renamed === text) throw new Error(`${nsFile}: no "name: appmonitor" line to rename`);
     await writeFile(nsFile, renamed);
+    return await use(copy, tmp);
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Both profiles as kustomize renders them from a copy of knative/.
+ * @throws Error when namespace.yaml has no `name: appmonitor` line, or kustomize fails.
+ */
+export async function renderProfiles(kubectl: string, options: RenderOptions): Promise<RenderedProfiles> {
+  return withKnativeCopy(options.namespace, async (copy, tmp) => {
     const rendered: Partial<Record<keyof RenderedProfiles, RenderedObject[]>> = {};
     for (const [profile, dir] of Object.entries(PROFILE_DIRS) as [keyof RenderedProfiles, string][]) {
       let root = path.join(copy, dir);
@@ -88,9 +103,22 @@ export async function renderProfiles(kubectl: string, options: RenderOptions): P
       rendered[profile] = await kustomize(kubectl, root);
     }
     return rendered as RenderedProfiles;
-  } finally {
-    await rm(tmp, { recursive: true, force: true });
-  }
+  });
+}
+
+/**
+ * What knative/monitoring/ holds for prometheus-operator, in `namespace`: the functions' PodMonitor
+ * as kustomize renders it (not its Namespace or the dashboard's ConfigMap, which the chart makes itself) and the
+ * PrometheusRule of alerts on appmonitor (appmonitor-alerts.yaml, applied on its own).
+ * @throws Error when kustomize fails.
+ */
+export async function renderMonitoring(kubectl: string, namespace: string): Promise<RenderedObject[]> {
+  return withKnativeCopy(namespace, async (copy) => {
+    // The Namespace (the component's) is Helm's, the ConfigMap the chart's own dashboard.yaml.
+    const monitors = (await kustomize(kubectl, path.join(copy, "monitoring"))).filter((o) => o.kind !== "ConfigMap" && o.kind !== "Namespace");
+    const alerts = parseDocument(await readFile(path.join(copy, "monitoring", "appmonitor-alerts.yaml"), "utf8")).toJS() as RenderedObject;
+    return [...monitors, { ...alerts, metadata: { ...alerts.metadata, namespace } }];
+  });
 }
 
 /** What a build may put in the chart's values besides their defaults (the release's digests). */
@@ -110,8 +138,11 @@ export async function buildChart(outDir: string, overrides: ChartOverrides = {},
   await rm(chartDir, { recursive: true, force: true });
   await mkdir(outDir, { recursive: true });
   await cp(CHART_SOURCE, chartDir, { recursive: true });
-  const profiles = await renderProfiles(kubectl ?? (await resolveBinaries()).kubectl, { namespace: NAMESPACE_SENTINEL, origins: true });
+  const kubectlBin = kubectl ?? (await resolveBinaries()).kubectl;
+  const profiles = await renderProfiles(kubectlBin, { namespace: NAMESPACE_SENTINEL, origins: true });
   for (const [file, text] of chartTemplates(profiles)) await writeFile(path.join(chartDir, file), text);
+  await writeFile(path.join(chartDir, "templates", "_alertmanager.tpl"), alertmanagerValuesTemplate());
+  await writeFile(path.join(chartDir, "templates", "monitoring.yaml"), monitoringTemplate(await renderMonitoring(kubectlBin, NAMESPACE_SENTINEL)));
   // The dashboard's one source is knative/monitoring/; templates/dashboard.yaml reads this copy.
   await mkdir(path.join(chartDir, "dashboards"));
   await cp(path.join(repoRoot, "knative", "monitoring", "dashboard.json"), path.join(chartDir, "dashboards", "appmonitor.json"));

@@ -11,7 +11,9 @@
  *                           pinned by tag and digest (appmonitor-serving.yaml, appmonitor-eventing-only.yaml),
  *                           and the CRD alone (appmonitor-crd.yaml, for upgrades)
  *   appmonitor-<v>.tgz      the Helm chart (build-chart.ts), linted, its values pinning the digests
- *   examples/, alertmanager/  the original demo's objects; Alertmanager's routing (knative/)
+ *   examples/, alertmanager/  the original demo's objects; Alertmanager's routing: a plain
+ *                           Alertmanager's (knative/) and kube-prometheus-stack's values
+ *                           (scripts/alertmanager-routing.ts), alert-receiver in namespace appmonitor
  *   monitoring/             for a Prometheus prometheus-operator runs (knative/monitoring/): the
  *                           functions' PodMonitor and the Grafana dashboard's ConfigMap
  *                           (monitoring.yaml), the dashboard alone (appmonitor-dashboard.json) and
@@ -32,6 +34,7 @@ import { stringify } from "yaml";
 import { buildImages } from "../../test/harness/images/build.ts";
 import { buildBinaries, repoRoot } from "../../test/harness/stack/paths.ts";
 import { archiveDigest } from "../../test/harness/stack/registry.ts";
+import { kubePrometheusStackValuesYaml } from "../alertmanager-routing.ts";
 import { buildChart, packageFacts, renderProfiles, type ImagePin } from "./build-chart.ts";
 import { IMAGE_KEYS, PROFILES } from "./chart-templates.ts";
 import { changelogSection, checksums, imagesList, PUSH_SCRIPT, RELEASE_REGISTRY, releaseNotes, type ReleaseImage } from "./release-files.ts";
@@ -128,6 +131,7 @@ export async function release(outDir: string, say: (line: string) => void = () =
   await cp(path.join(repoRoot, "knative", "examples"), path.join(outDir, "examples"), { recursive: true, filter: (f) => !f.endsWith("kustomization.yaml") });
   await mkdir(path.join(outDir, "alertmanager"));
   await cp(path.join(repoRoot, "knative", "alertmanager", "alertmanager.yml"), path.join(outDir, "alertmanager", "alertmanager.yml"));
+  await writeFile(path.join(outDir, "alertmanager", "kube-prometheus-stack-values.yaml"), kubePrometheusStackValuesYaml("appmonitor"));
   // Not in the manifests: it needs prometheus-operator's CRDs, which an install may lack.
   await mkdir(path.join(outDir, "monitoring"));
   await writeFile(path.join(outDir, "monitoring", "monitoring.yaml"), await tool(kubectl, ["kustomize", path.join(repoRoot, "knative", "monitoring")]));

@@ -11,7 +11,7 @@ import { parse, stringify } from "yaml";
 import { fn as alertReceiver } from "../../functions/alert-receiver/index.ts";
 import { FIRING_TYPE } from "../../functions/lib/alert-event.ts";
 import type { RunningServer } from "../../functions/lib/runtime/server.ts";
-import { ALERT_NAME, OOM_ALERT_NAME, TREND_ALERT_NAME } from "../../functions/rule-sync/rule.ts";
+import { ALERT_NAME, GENERATED_ALERT_NAMES, OOM_ALERT_NAME, TREND_ALERT_NAME } from "../../functions/rule-sync/rule.ts";
 import { repoRoot } from "../harness/stack/paths.ts";
 import { startAlertmanager, type TestAlertmanager } from "../support/alertmanager.ts";
 import { startSink, type TestSink } from "../support/cloudevent-sink.ts";
@@ -92,9 +92,14 @@ describe("alertmanager.yml", () => {
     assert.match(output, /undefined receiver "nowhere"/);
   });
 
-  test("matches the generated rules' three alerts, one group per container, with a short group_wait", () => {
-    // PromQL-style regex matchers are anchored: exactly one of the three names.
-    assert.deepEqual(route.matchers, [`alertname=~"${ALERT_NAME}|${TREND_ALERT_NAME}|${OOM_ALERT_NAME}"`]);
+  test("routes every alert the rule generator can raise to appmonitor, and others to the default receiver (amtool config routes test)", async () => {
+    for (const [alertname, receiver] of [...GENERATED_ALERT_NAMES.map((name) => [name, "appmonitor"]), ["SomethingElse", "default"], [`${OOM_ALERT_NAME}2`, "default"]]) {
+      const result = await runCommand(AMTOOL, ["config", "routes", "test", `--config.file=${path.join(repoRoot, SNIPPET)}`, `alertname=${alertname}`, "namespace=shop", "severity=warning"]);
+      assert.equal(result.stdout.trim(), receiver, `${alertname}: ${result.stdout}${result.stderr}`);
+    }
+  });
+
+  test("one group per container, with a short group_wait", () => {
     assert.deepEqual(route.group_by, ["namespace", "pod", "container"]);
     const seconds = Number(/^(\d+)s$/.exec(route.group_wait)?.[1]);
     assert.ok(seconds > 0 && seconds <= 10, `group_wait ${route.group_wait}`);

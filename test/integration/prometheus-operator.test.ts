@@ -17,6 +17,8 @@ import { fn as alertReceiver } from "../../functions/alert-receiver/index.ts";
 import type { RunningServer } from "../../functions/lib/runtime/server.ts";
 import { RESOURCE_EVENT_PREFIX } from "../../functions/rule-sync/incoming-event.ts";
 import { ALERT_NAME } from "../../functions/rule-sync/rule.ts";
+import { coalesceValues, type Value } from "../harness/lib/helm-values.ts";
+import { documentedKubePrometheusStackValues } from "../harness/lib/install-doc.ts";
 import { alertmanagerBaseConfig, alertmanagerConfigSecret, PROMETHEUS_OPERATOR } from "../harness/stack/prometheus-operator.ts";
 import { repoRoot } from "../harness/stack/paths.ts";
 import { down, up, type StackState } from "../harness/stack/stack.ts";
@@ -134,6 +136,18 @@ describe("the PrometheusRule rule-sync writes", () => {
     assert.equal(checked.code, 0, checked.stdout + checked.stderr);
     assert.match(checked.stdout, /SUCCESS: \d+ rules found/);
   });
+
+  test("beside the chart's general rules (Watchdog, InfoInhibitor), which promtool accepts too", async () => {
+    const files = await ruleFiles();
+    const [file, content] = Object.entries(files).find(([f]) => f.startsWith(`${MONITORING}-${PROMETHEUS_OPERATOR.release}-kube-prometheus-general.rules-`)) ?? ["", ""];
+    assert.ok(file, `files: ${Object.keys(files).join(", ")}`);
+    const alerts = (parse(content) as { groups: { rules: { alert?: string }[] }[] }).groups.flatMap((g) => g.rules.map((r) => r.alert));
+    assert.ok(alerts.includes("Watchdog") && alerts.includes("InfoInhibitor"), alerts.join(", "));
+    const local = path.join(dir.path, file);
+    await writeFile(local, content);
+    const checked = await runCommand(PROMTOOL, ["check", "rules", local]);
+    assert.equal(checked.code, 0, checked.stdout + checked.stderr);
+  });
 });
 
 describe("an alert of ours for a Pod in shop, through the operator's generated Alertmanager configuration (OnNamespace)", () => {
@@ -163,14 +177,15 @@ describe("an alert of ours for a Pod in shop, through the operator's generated A
   });
 
   /**
-   * The chart's base configuration with its `null` receiver given the team's webhook (where Slack
-   * would be), `extra` routes and receivers first, and with `severityRoute` a team's route by
-   * severity after the chart's (`severity="warning"`, which our alerts carry, to another webhook).
+   * `base` (the chart's default configuration unless given) with its `null` receiver given the
+   * team's webhook (where Slack would be), `extra` routes and receivers first, and with
+   * `severityRoute` a team's route by severity after the others (`severity="warning"`, which our
+   * alerts carry, to another webhook).
    */
-  async function writeBaseConfig(extra: { routes?: unknown[]; receivers?: unknown[] } = {}, severityRoute = false): Promise<void> {
-    const config = alertmanagerBaseConfig() as { route: { routes: unknown[] }; receivers: { name: string }[] };
+  async function writeBaseConfig(extra: { routes?: unknown[]; receivers?: unknown[] } = {}, severityRoute = false, base = alertmanagerBaseConfig()): Promise<void> {
+    const config = structuredClone(base) as { route: { routes: unknown[] }; receivers: { name: string }[] };
     const hook = (name: string, url: string) => ({ name, webhook_configs: [{ url, send_resolved: false }] });
-    config.receivers = [hook("null", teamWebhook.url), ...(severityRoute ? [hook("team-warnings", severityWebhook.url)] : []), ...((extra.receivers ?? []) as { name: string }[])];
+    config.receivers = [...config.receivers.map((r) => (r.name === "null" ? hook("null", teamWebhook.url) : r)), ...(severityRoute ? [hook("team-warnings", severityWebhook.url)] : []), ...((extra.receivers ?? []) as { name: string }[])];
     config.route.routes = [...(extra.routes ?? []), ...config.route.routes, ...(severityRoute ? [{ receiver: "team-warnings", matchers: ['severity = "warning"'] }] : [])];
     const secret = alertmanagerConfigSecret(config);
     await core.replaceNamespacedSecret({ namespace: MONITORING, name: secret.metadata?.name ?? "", body: secret });
@@ -258,21 +273,21 @@ describe("an alert of ours for a Pod in shop, through the operator's generated A
     assert.deepEqual(teamWebhook.alertnames().slice(defaultBefore), [], "the root's default receiver: only for alerts no route matched");
   });
 
-  test("the route in the Alertmanager's own configuration (knative/alertmanager/alertmanager.yml): ours reaches alert-receiver, authenticated, and neither the default receiver nor a team's later route sees any of ours", { timeout: 180_000 }, async () => {
-    const shipped = parse(await readFile(path.join(repoRoot, "knative", "alertmanager", "alertmanager.yml"), "utf8")) as {
+  test("docs/install.md's kube-prometheus-stack values as Helm applies them: ours reaches alert-receiver, authenticated, not inhibited, and neither the default receiver nor a team's later route sees any of ours", { timeout: 180_000 }, async () => {
+    const { values } = await documentedKubePrometheusStackValues();
+    const documented = coalesceValues(alertmanagerBaseConfig() as Value, values.alertmanager.config) as unknown as {
       route: { routes: unknown[] };
       receivers: { name: string; webhook_configs?: { url: string; http_config: { authorization: { credentials_file: string } } }[] }[];
     };
-    const ours = shipped.receivers.filter((r) => r.webhook_configs);
     // Only the address and the token file's path made local (in a cluster, the Secret listed in
-    // the Alertmanager's spec.secrets is mounted at the path alertmanager.yml names).
-    for (const r of ours) for (const w of r.webhook_configs ?? []) {
+    // the Alertmanager's spec.secrets is mounted at the path the values name).
+    for (const r of documented.receivers) for (const w of r.webhook_configs ?? []) {
       w.url = `${receiver.url}/`;
       w.http_config.authorization.credentials_file = path.join(dir.path, "token");
     }
     const before = teamWebhook.alertnames().length;
     const severityBefore = severityWebhook.alertnames().length;
-    await writeBaseConfig({ routes: shipped.route.routes, receivers: ours }, true);
+    await writeBaseConfig({}, true, documented as unknown as Record<string, unknown>);
     const { am } = await runGenerated((text) => text.includes(receiver.url) && text.includes("team-warnings") && !text.includes("appmonitor/appmonitor/alert-receiver"));
 
     await postOurs(am);
@@ -281,5 +296,7 @@ describe("an alert of ours for a Pod in shop, through the operator's generated A
     assert.deepEqual(teamWebhook.alertnames().slice(before), [], "the default receiver got none of ours");
     assert.deepEqual(severityWebhook.alertnames().slice(severityBefore), [], "nor the team's severity route: our route has no continue");
     assert.equal(sink.received[0]?.event.subject, `namespaces/${WORKLOAD_NAMESPACE}/pods/memhog-1`);
+    const [ours] = await (await fetch(`${am.url}/api/v2/alerts?${new URLSearchParams({ filter: `alertname="${ALERT_NAME}"` })}`)).json() as { status: { inhibitedBy: string[] }; receivers: { name: string }[] }[];
+    assert.deepEqual([ours?.status.inhibitedBy, ours?.receivers.map((r) => r.name)], [[], ["appmonitor"]], "routed to appmonitor alone, inhibited by none of the chart's inhibit rules");
   });
 });

@@ -36,9 +36,10 @@ export interface TestPrometheus {
 /**
  * Starts Prometheus with `config` (a prometheus.yml as an object; `rule_files` is set to the
  * rules directory); resolves once `/-/ready` answers 200.
+ * @param bin the binary: Debian's by default, or another (the stack's upstream build).
  * @throws Error with the process's last output when it does not become ready in 30 s.
  */
-export async function startPrometheus(config: Record<string, unknown>): Promise<TestPrometheus> {
+export async function startPrometheus(config: Record<string, unknown>, bin = PROMETHEUS_BIN): Promise<TestPrometheus> {
   const dir = await tempDir("prometheus");
   const rulesDir = path.join(dir.path, "rules");
   const configFile = path.join(dir.path, "prometheus.yml");
@@ -49,7 +50,7 @@ export async function startPrometheus(config: Record<string, unknown>): Promise<
   const url = `http://127.0.0.1:${port}`;
   const child = startProcess({
     name: "prometheus",
-    command: PROMETHEUS_BIN,
+    command: bin,
     args: [
       `--config.file=${configFile}`,
       `--storage.tsdb.path=${path.join(dir.path, "data")}`,

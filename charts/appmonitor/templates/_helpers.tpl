@@ -27,13 +27,40 @@ and @<digest> when one is given (a release gives every image's). Called as (list
 {{- default "appmonitor-webhook" .Values.webhook.existingSecret }}
 {{- end }}
 
-{{- /* RULE_LABELS from .Values.ruleLabels: key=value pairs, sorted, joined by commas. */}}
+{{- /*
+The kube-prometheus-stack release's name, .Values.prometheusRelease; for values kept from a
+release before it (helm upgrade --reuse-values), ruleLabels' release.
+*/}}
+{{- define "appmonitor.prometheusRelease" -}}
+{{- if hasKey .Values "prometheusRelease" }}{{ .Values.prometheusRelease }}{{ else }}{{ dig "release" "" (.Values.ruleLabels | default dict) }}{{ end }}
+{{- end }}
+
+{{- /* Whether to render knative/monitoring/'s objects: .Values.monitoring.enabled, true when absent. */}}
+{{- define "appmonitor.monitoringEnabled" -}}
+{{- if dig "enabled" true (.Values.monitoring | default dict) }}true{{ end }}
+{{- end }}
+
+{{- /*
+RULE_LABELS: release=<appmonitor.prometheusRelease> when set, and .Values.ruleLabels (which win):
+key=value pairs, sorted, joined by commas.
+*/}}
 {{- define "appmonitor.ruleLabels" -}}
+{{- $labels := dict }}
+{{- with include "appmonitor.prometheusRelease" . }}{{ $_ := set $labels "release" . }}{{ end }}
+{{- $labels = merge (deepCopy .Values.ruleLabels) $labels }}
 {{- $pairs := list }}
-{{- range $key := keys .Values.ruleLabels | sortAlpha }}
-{{- $pairs = append $pairs (printf "%s=%s" $key (index $.Values.ruleLabels $key)) }}
+{{- range $key := keys $labels | sortAlpha }}
+{{- $pairs = append $pairs (printf "%s=%s" $key (index $labels $key)) }}
 {{- end }}
 {{- join "," $pairs }}
+{{- end }}
+
+{{- /* ALERT_SEVERITY from .Values.alertSeverity, refusing info (values.yaml says why) with a message the schema cannot give. */}}
+{{- define "appmonitor.alertSeverity" -}}
+{{- if eq .Values.alertSeverity "info" }}
+{{- fail "alertSeverity: info is inhibited by kube-prometheus-stack's default Alertmanager configuration (InfoInhibitor), so the alerts would never reach alert-receiver; use warning or critical" }}
+{{- end }}
+{{- .Values.alertSeverity }}
 {{- end }}
 
 {{- /* The ApiServerSource's namespaceSelector: every namespace, or the watched ones. */}}

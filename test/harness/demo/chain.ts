@@ -41,7 +41,7 @@ import os from "node:os";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent, HTTP } from "cloudevents";
-import { parseAllDocuments, stringify } from "yaml";
+import { parse, parseAllDocuments, stringify } from "yaml";
 import { LAST_SCALE_RECORD_ANNOTATION } from "../../../functions/lib/appmonitor.ts";
 import { compare, floor, multiply, parseQuantity, rational } from "../../../functions/lib/quantity.ts";
 import { buildImages, FUNCTION_IMAGES } from "../images/build.ts";
@@ -50,7 +50,10 @@ import { repoRoot } from "../stack/paths.ts";
 import { memoryCgroupDir } from "../stack/real-node.ts";
 import { podCgroupPath, REAL_NODE_PLACEMENT } from "../stack/real-node-config.ts";
 import type { StackState } from "../stack/stack.ts";
+import { kubePrometheusStackValues, TOKEN_FILE } from "../../../scripts/alertmanager-routing.ts";
 import { readFilterReceipts, type FilterReceipt } from "../lib/broker-filter-log.ts";
+import { coalesceValues, type Value } from "../lib/helm-values.ts";
+import { documentedKubePrometheusStackValues } from "../lib/install-doc.ts";
 import { serviceAccountCredentials } from "../lib/container.ts";
 import { waitUntil } from "../lib/wait-until.ts";
 import { podFunctions, type InstalledFunctions } from "./function-pods.ts";
@@ -100,6 +103,13 @@ export interface Memory {
   limit?: string;
 }
 
+/** Where Alertmanager routes an alert: its receivers' names, and the alerts and silences that mute it. */
+export interface AlertmanagerRouting {
+  readonly receivers: string[];
+  readonly inhibitedBy: string[];
+  readonly silencedBy: string[];
+}
+
 /** What a successful run observed. */
 export interface ChainResult {
   namespace: string;
@@ -118,6 +128,8 @@ export interface ChainResult {
   recorded: { scaleCount?: number; trigger?: string; statusTrigger?: string; scaledEvents: string[] };
   /** Every decision memory-scaler logged, in order: Pod, the alert's trigger, outcome and reason. */
   decisions: { pod: string; trigger?: string; outcome: string; reason: string }[];
+  /** Where Alertmanager routed the old Pod's alert, and what inhibited or silenced it (Alertmanager's `/api/v2/alerts`). */
+  alertmanager: AlertmanagerRouting;
   /**
    * With `trend`: the old Pod's working set as Prometheus scraped it (cAdvisor's endpoint), from
    * its start to the patch, and the threshold and limit in bytes it is measured against.
@@ -210,14 +222,13 @@ export interface ChainOptions {
   /**
    * The stack's prometheus-operator runs the Prometheus and the Alertmanager on the real node
    * (`up({ realNode: true, prometheusOperator: true })`; needs `functionPods` and `eventing`): the
-   * operator's config reloader loads the rule rule-sync writes, and the alerts are routed as
-   * docs/install.md says for kube-prometheus-stack: the route and receiver of
-   * knative/alertmanager/alertmanager.yml in the Alertmanager's base configuration (its Secret,
-   * the chart's `alertmanager.config`), the token Secret in its `spec.secrets`; the default
-   * receiver is a webhook at `defaultReceiverUrl` when given. The scrape and evaluation intervals
-   * are the chart's (30 s), so waits on Prometheus are longer.
+   * operator's config reloader loads the rule rule-sync writes, and the alerts are routed by the
+   * kube-prometheus-stack values docs/install.md gives, as Helm applies them: its
+   * `alertmanager.config` over the chart's in the Alertmanager's base configuration, the token
+   * Secret in its `spec.secrets`. The evaluation and most scrape intervals are the chart's (30 s),
+   * so waits on Prometheus are longer.
    */
-  operator?: { readonly defaultReceiverUrl?: string };
+  operator?: boolean;
 }
 
 /**
@@ -516,55 +527,48 @@ async function startFunctions(run: Run, functions: FunctionProcess[]): Promise<R
 }
 
 /**
- * On the operator stack, routes the alerts as docs/install.md says for kube-prometheus-stack: the
- * install's token copied into the Alertmanager's namespace as the Secret `appmonitor-webhook` and
- * listed in its `spec.secrets`; knative/alertmanager/alertmanager.yml's route first under the base
- * configuration's routes and its `appmonitor` receiver beside the base's (the default receiver a
- * webhook at `defaultReceiverUrl` when given, standing in for a team's Slack); then waits until the
- * Alertmanager runs that configuration (the operator regenerates it, its config reloader reloads).
- * The run's namespace goes with the stack's file, so nothing is put back.
+ * On the operator stack, routes the alerts exactly as docs/install.md tells a kube-prometheus-stack
+ * user to: its values applied as `helm upgrade -f` applies them (`alertmanager.config` coalesced
+ * over the chart's configuration in the Alertmanager's base Secret, `alertmanagerSpec.secrets` on
+ * the Alertmanager) and the install's token copied into the Alertmanager's namespace as the Secret
+ * the values name; then waits until the Alertmanager runs that configuration (the operator
+ * regenerates it, its config reloader reloads). An install in another namespace takes the values
+ * `helm install` prints for it, which name alert-receiver there. The run's namespace goes with the
+ * stack's file, so nothing is put back.
  */
 async function routeAlertsThroughOperator(run: Run, installNamespace: string, webhookToken: string): Promise<void> {
-  const { state, options, hops, hop, admin, core } = run;
+  const { state, hops, hop, admin, core } = run;
   const operator = state.prometheusOperator;
   if (!operator?.onRealNode) throw new HopError("route the alerts through the operator's Alertmanager", "the stack runs no prometheus-operator on its real node", hops);
   const ns = operator.namespace;
   const secretName = `alertmanager-${operator.alertmanager}`;
   const baseSecret = await core.readNamespacedSecret({ namespace: ns, name: secretName });
-  const before = Buffer.from(baseSecret.data?.["alertmanager.yaml"] ?? "", "base64").toString("utf8");
-  const base = (parseAllDocuments(before)[0]?.toJS() ?? {}) as { route: { routes?: unknown[] }; receivers: { name: string }[] };
-  const shipped = parseAllDocuments(await file("knative/alertmanager/alertmanager.yml"))[0]?.toJS() as {
-    route: { routes: { receiver: string }[] }; receivers: { name: string; webhook_configs?: { url: string }[] }[];
-  };
-  const ours = shipped.receivers.find((r) => r.name === "appmonitor");
-  if (!ours) throw new HopError("route the alerts through the operator's Alertmanager", "knative/alertmanager/alertmanager.yml has no appmonitor receiver", hops);
-  // The receiver's URL names the shipped namespace; an install elsewhere is reached at its own.
-  const receiver = { ...ours, webhook_configs: (ours.webhook_configs ?? []).map((w) => ({ ...w, url: w.url.replace(".appmonitor.svc", `.${installNamespace}.svc`) })) };
-  const defaultUrl = options.operator?.defaultReceiverUrl;
-  const config = {
-    ...base,
-    route: { ...base.route, routes: [...shipped.route.routes.filter((r) => r.receiver === "appmonitor"), ...(base.route.routes ?? [])] },
-    receivers: [...base.receivers.map((r) => defaultUrl !== undefined && r.name === "null" ? { name: "null", webhook_configs: [{ url: defaultUrl, send_resolved: false }] } : r), receiver],
-  };
-  await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: "appmonitor-webhook" }, stringData: { token: webhookToken } } }).catch((e: { code?: number }) => {
-    if (e.code !== 409) throw e;
-  });
+  const chartConfig = parse(Buffer.from(baseSecret.data?.["alertmanager.yaml"] ?? "", "base64").toString("utf8")) as Value;
+  const documented = (await documentedKubePrometheusStackValues()).values.alertmanager;
+  const values = installNamespace === FUNCTIONS_NAMESPACE ? documented : kubePrometheusStackValues(installNamespace).alertmanager;
+  const config = coalesceValues(chartConfig, values.config as unknown as Value);
+  const secrets = values.alertmanagerSpec?.secrets ?? [];
+  for (const name of secrets) {
+    await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name }, stringData: { token: webhookToken } } }).catch((e: { code?: number }) => {
+      if (e.code !== 409) throw e;
+    });
+  }
   const custom = admin.makeApiClient(k8s.CustomObjectsApi);
-  await custom.patchNamespacedCustomObject({ group: "monitoring.coreos.com", version: "v1", namespace: ns, plural: "alertmanagers", name: operator.alertmanager, body: { spec: { secrets: ["appmonitor-webhook"] } } },
+  await custom.patchNamespacedCustomObject({ group: "monitoring.coreos.com", version: "v1", namespace: ns, plural: "alertmanagers", name: operator.alertmanager, body: { spec: { secrets } } },
     k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
   await core.patchNamespacedSecret({ namespace: ns, name: secretName, body: { stringData: { "alertmanager.yaml": stringify(config) } } },
     k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
   // spec.secrets rolls the StatefulSet: follow the Alertmanager's Pod IP while it moves.
-  const amUrl = await until("the operator's Alertmanager runs the appmonitor route", hops, 300_000, async () => {
+  const amUrl = await until("the operator's Alertmanager runs the documented configuration", hops, 300_000, async () => {
     const pod = await core.readNamespacedPod({ namespace: ns, name: `alertmanager-${operator.alertmanager}-0` });
-    const mounted = pod.spec?.volumes?.some((v) => v.secret?.secretName === "appmonitor-webhook");
+    const mounted = secrets.every((name) => pod.spec?.volumes?.some((v) => v.secret?.secretName === name));
     if (!mounted || !pod.status?.podIP || !pod.status.conditions?.some((c) => c.type === "Ready" && c.status === "True")) return undefined;
     const url = `http://${pod.status.podIP}:9093`;
     const status = await getJson<{ config: { original: string } }>(`${url}/api/v2/status`);
-    return status.config.original.includes("credentials_file: /etc/alertmanager/secrets/appmonitor-webhook/token") ? url : undefined;
+    return status.config.original.includes(`credentials_file: ${TOKEN_FILE}`) ? url : undefined;
   });
   run.state = { ...state, alertmanagerUrl: amUrl };
-  hop("Alertmanager configured by the operator", Date.now(), `base configuration Secret ${ns}/${secretName} with the appmonitor route first, spec.secrets [appmonitor-webhook]; matcher strategy OnNamespace (the default)`);
+  hop("Alertmanager configured by the operator", Date.now(), `docs/install.md's kube-prometheus-stack values: alertmanager.config over the chart's in ${ns}/${secretName}, spec.secrets [${secrets.join(", ")}]; matcher strategy OnNamespace (the default)`);
 }
 
 /** Routes the namespace's alerts in Alertmanager to alert-receiver, with bearer auth, and reloads it. */
@@ -737,8 +741,12 @@ async function causeAlert(run: Run, old: MemhogPod, stored: StoredAppMonitor): P
   }
 }
 
-/** Waits for the alert on the old Pod: pending (the threshold alert's `for`), firing in Prometheus, then in Alertmanager. */
-async function alertFires(run: Run, oldName: string, stored: StoredAppMonitor): Promise<void> {
+/**
+ * Waits for the alert on the old Pod: pending (the threshold alert's `for`), firing in Prometheus,
+ * then in Alertmanager, out of its `unprocessed` state.
+ * @returns where Alertmanager routes it and what inhibits or silences it.
+ */
+async function alertFires(run: Run, oldName: string, stored: StoredAppMonitor): Promise<AlertmanagerRouting> {
   const { state, options, namespace, alertname, hops, hop, slow } = run;
   type PromAlert = { labels: Record<string, string>; state: string; activeAt: string };
   const alertFor = async (wanted: string) => {
@@ -753,11 +761,14 @@ async function alertFires(run: Run, oldName: string, stored: StoredAppMonitor): 
   }
   await until("the alert fires in Prometheus", hops, 180_000 * slow, () => alertFor("firing"));
   hop("alert firing in Prometheus");
-  await until("Alertmanager receives the alert", hops, 30_000 * slow, async () => {
-    const alerts = await getJson<unknown[]>(`${state.alertmanagerUrl}/api/v2/alerts?${new URLSearchParams({ filter: `namespace="${namespace}"` })}`);
-    return alerts.length > 0;
+  type AmAlert = { labels: Record<string, string>; receivers: { name: string }[]; status: { state: string; inhibitedBy: string[]; silencedBy: string[] } };
+  const received = await until("Alertmanager receives the alert", hops, 30_000 * slow, async () => {
+    const alerts = await getJson<AmAlert[]>(`${state.alertmanagerUrl}/api/v2/alerts?${new URLSearchParams({ filter: `namespace="${namespace}"` })}`);
+    return alerts.find((a) => a.labels.pod === oldName && a.labels.alertname === alertname && a.status.state !== "unprocessed");
   });
-  hop("alert in Alertmanager");
+  const routing = { receivers: received.receivers.map((r) => r.name), inhibitedBy: received.status.inhibitedBy, silencedBy: received.status.silencedBy };
+  hop("alert in Alertmanager", Date.now(), `receivers ${routing.receivers.join(", ")}; ${received.status.state}`);
+  return routing;
 }
 
 /**
@@ -972,7 +983,7 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
     await loadRule(run, ruleFile, groups);
     const old = await startMemhog(run);
     await causeAlert(run, old, stored);
-    await alertFires(run, old.name, stored);
+    const alertmanager = await alertFires(run, old.name, stored);
     await observeScale(run, fns, old.name);
     const fresh = await awaitMemhogPod(run, fns.scaler, old);
     const recorded = await recordedScale(run, fresh.memory);
@@ -982,7 +993,7 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
     const workingSet = options.trend === undefined ? undefined : await oldWorkingSet(run, old, stored);
     const memory = await memoryOverTime(run, old, fresh, stored);
     return {
-      namespace, hops, before: old.memory, after: fresh.memory, oldPod: old.name, newPod: fresh.name, recorded, decisions,
+      namespace, hops, before: old.memory, after: fresh.memory, oldPod: old.name, newPod: fresh.name, recorded, decisions, alertmanager,
       ...(workingSet === undefined ? {} : { workingSet }), ...(memory === undefined ? {} : { memory }),
     };
   } finally {

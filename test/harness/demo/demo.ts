@@ -116,10 +116,10 @@ try {
   if (realNode) console.log("memhog runs on the real node: real memory, read from its log, cAdvisor and its cgroup");
   if (functionPods) console.log("the functions run as Pods on the real node (Deployments rendered from knative/services)");
   if (eventing) console.log("their events go through Knative Eventing on the real node: Broker, Triggers, ApiServerSource, PingSource, SinkBinding (knative/eventing)");
-  if (operator) console.log("Prometheus and Alertmanager run as prometheus-operator's StatefulSets on the real node, as kube-prometheus-stack's defaults configure them");
+  if (operator) console.log("Prometheus and Alertmanager run as prometheus-operator's StatefulSets on the real node, as kube-prometheus-stack renders them, its Alertmanager configured by docs/install.md's values");
   console.log("the chain, each hop as it is seen:");
   const result = await runChain(state, {
-    namespace: "appmonitor-demo", containers, realNode, functionPods, eventing, ...(operator ? { operator: {} } : {}),
+    namespace: "appmonitor-demo", containers, realNode, functionPods, eventing, ...(operator ? { operator: true } : {}),
     onHop: (h) => console.log(`  seen: ${h.name}`), onProgress: say("set-up"),
   });
   const legend = hasWholeSecondClock(result.hops) ? "; ≈: a whole-second clock" : "";

@@ -1,9 +1,9 @@
 /**
- * What kube-prometheus-stack's defaults add around the operator's Prometheus and Alertmanager when
- * they really run (the stack's real node): the Prometheus's ServiceAccount and ClusterRole, the
- * Services the chart puts in front of both, and the ServiceMonitors of the kubelet (its cAdvisor,
- * resource, probes and own endpoints, with the chart's default relabelings) and of
- * kube-state-metrics. Each field names the chart's values key it follows; the objects are written
+ * What kube-prometheus-stack's defaults (chart 88.5.3) add around the operator's Prometheus and
+ * Alertmanager: the general rules (Watchdog, InfoInhibitor) always; when they really run (the
+ * stack's real node) the Prometheus's ServiceAccount and ClusterRole, the Services the chart puts
+ * in front of both, and the ServiceMonitors of the kubelet (its cAdvisor, probes and own
+ * endpoints, with the chart's default relabelings) and of kube-state-metrics. Each field names the chart's values key it follows; the objects are written
  * from the chart's documented values, not copied from its templates. Pure: the objects alone,
  * applied by `prometheus-operator.ts`.
  */
@@ -77,47 +77,121 @@ export function chartServices(): Manifest[] {
  * of the cgroup-level series without a Pod.
  */
 export function cadvisorMetricRelabelings(): Record<string, unknown>[] {
-  const drop = (regex: string) => ({ sourceLabels: ["__name__"], action: "drop", regex });
+  const drop = (regex: string, sourceLabels = ["__name__"]) => ({ sourceLabels, action: "drop", regex });
   return [
     drop("container_cpu_(cfs_throttled_seconds_total|load_average_10s|system_seconds_total|user_seconds_total)"),
     drop("container_fs_(io_current|io_time_seconds_total|io_time_weighted_seconds_total|reads_merged_total|sector_reads_total|sector_writes_total|writes_merged_total)"),
     drop("container_memory_(mapped_file|swap)"),
     drop("container_(file_descriptors|tasks_state|threads_max)"),
+    drop("container_memory_failures_total;hierarchy", ["__name__", "scope"]),
+    drop("container_network_.*;(cali|cilium|cni|lxc|nodelocaldns|tunl).*", ["__name__", "interface"]),
     drop("container_spec.*"),
-    { sourceLabels: ["id", "pod"], action: "drop", regex: ".+;" },
+    drop(".+;", ["id", "pod"]),
   ];
 }
 
 /**
  * The chart's kubelet ServiceMonitor (`kubelet.serviceMonitor`): HTTPS to each kubelet of the
  * operator's kubelet Service with the Pod's ServiceAccount token and `insecureSkipVerify`
- * (`https: true`), `honorLabels`, job from `k8s-app` (`kubelet`), a `metrics_path` label from
- * `__metrics_path__` (`relabelings`), and the endpoints `/metrics`, `/metrics/cadvisor`
- * (`cAdvisor: true`, with {@link cadvisorMetricRelabelings}), `/metrics/probes` (`probes: true`)
- * and `/metrics/resource` (`resource: true`).
+ * (`https: true`, `insecureSkipVerify: true`), `honorLabels`, job from `k8s-app`, a
+ * `metrics_path` label from `__metrics_path__` (`relabelings`, `cAdvisorRelabelings`,
+ * `probesRelabelings`), and the endpoints the defaults turn on: `/metrics` (`kubelet: true`),
+ * `/metrics/cadvisor` (`cAdvisor: true`) and `/metrics/probes` (`probes: true`); not
+ * `/metrics/resource` (`resource: false`). No `interval` (`interval: ""`) but cAdvisor's.
  */
 export function kubeletServiceMonitor(): Manifest {
-  const endpoint = (path: string, metricRelabelings?: Record<string, unknown>[]) => ({
-    port: "https-metrics", scheme: "https", path, honorLabels: true, honorTimestamps: true,
+  const metricsPath = [{ action: "replace", sourceLabels: ["__metrics_path__"], targetLabel: "metrics_path" }];
+  const endpoint = (fields: Record<string, unknown>) => ({
+    port: "https-metrics", scheme: "https", // https: true
+    tlsConfig: { caFile: "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", insecureSkipVerify: true }, // insecureSkipVerify: true
     bearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
-    tlsConfig: { caFile: "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", insecureSkipVerify: true },
-    relabelings: [{ action: "replace", sourceLabels: ["__metrics_path__"], targetLabel: "metrics_path" }],
-    ...(metricRelabelings ? { metricRelabelings } : {}),
+    honorLabels: true, // honorLabels: true
+    honorTimestamps: true, // honorTimestamps: true
+    ...fields,
   });
   return {
     apiVersion: "monitoring.coreos.com/v1", kind: "ServiceMonitor",
     metadata: { name: `${PROMETHEUS_OPERATOR.release}-kube-prometheus-kubelet`, namespace: PROMETHEUS_OPERATOR.namespace, labels: chartLabels("kubelet") },
     spec: {
-      attachMetadata: { node: false },
+      attachMetadata: { node: false }, // attachMetadata.node: false
       jobLabel: "k8s-app",
-      namespaceSelector: { matchNames: [KUBELET_SERVICE.namespace] },
+      namespaceSelector: { matchNames: [KUBELET_SERVICE.namespace] }, // kubelet.namespace: kube-system
       selector: { matchLabels: { "app.kubernetes.io/name": "kubelet", "k8s-app": "kubelet" } },
       endpoints: [
-        endpoint("/metrics"),
-        endpoint("/metrics/cadvisor", cadvisorMetricRelabelings()),
-        endpoint("/metrics/probes"),
-        endpoint("/metrics/resource"),
+        endpoint({
+          // metricRelabelings: fewer buckets of the kubelet's storage operations.
+          metricRelabelings: [{ action: "drop", sourceLabels: ["__name__", "le"], regex: "(csi_operations|storage_operation_duration)_seconds_bucket;(0.25|2.5|15|25|120|600)(\\.0)?" }],
+          relabelings: metricsPath,
+        }),
+        endpoint({
+          path: "/metrics/cadvisor",
+          // cAdvisorInterval: 10s, cAdvisor's housekeeping interval: no sample missed.
+          interval: "10s",
+          // trackTimestampsStaleness: true: cAdvisor's samples carry timestamps, and without it a
+          // container that is gone (OOM-killed, restarted in the same Pod) keeps its last value
+          // for five minutes; with it the series ends at the next scrape.
+          trackTimestampsStaleness: true,
+          metricRelabelings: cadvisorMetricRelabelings(),
+          relabelings: metricsPath, // cAdvisorRelabelings
+        }),
+        endpoint({ path: "/metrics/probes", relabelings: metricsPath }), // probesRelabelings; probesMetricRelabelings: []
       ],
+    },
+  };
+}
+
+/**
+ * The chart's PrometheusRule of its `general.rules` group (`defaultRules.rules.general: true`):
+ * TargetDown, Watchdog (always firing, routed to the `null` receiver, the pipeline's heartbeat) and
+ * InfoInhibitor (firing while a namespace has info alerts and no warning or critical one; the
+ * Alertmanager's inhibit rules then silence those info alerts). Selected by the Prometheus as
+ * every rule of the release is; annotations from `defaultRules.runbookUrl`.
+ */
+export function generalRules(): Manifest {
+  const runbook = (name: string) => `https://runbooks.prometheus-operator.dev/runbooks/general/${name}`;
+  return {
+    apiVersion: "monitoring.coreos.com/v1", kind: "PrometheusRule",
+    metadata: {
+      name: `${PROMETHEUS_OPERATOR.release}-kube-prometheus-general.rules`, namespace: PROMETHEUS_OPERATOR.namespace,
+      labels: { app: "kube-prometheus-stack", release: PROMETHEUS_OPERATOR.release, "app.kubernetes.io/part-of": "kube-prometheus-stack" },
+    },
+    spec: {
+      groups: [{
+        name: "general.rules",
+        rules: [
+          {
+            alert: "TargetDown",
+            annotations: {
+              description: "{{ printf \"%.4g\" $value }}% of the {{ $labels.job }}/{{ $labels.service }} targets in {{ $labels.namespace }} namespace are down.",
+              runbook_url: runbook("targetdown"),
+              summary: "One or more targets are unreachable.",
+            },
+            expr: "100 * (count(up == 0) BY (cluster, job, namespace, service) / count(up) BY (cluster, job, namespace, service)) > 10",
+            for: "10m",
+            labels: { severity: "warning" },
+          },
+          {
+            alert: "Watchdog",
+            annotations: {
+              description: "This is an alert meant to ensure that the entire alerting pipeline is functional.\nThis alert is always firing, therefore it should always be firing in Alertmanager\nand always fire against a receiver. There are integrations with various notification\nmechanisms that send a notification when this alert is not firing. For example the\n\"DeadMansSnitch\" integration in PagerDuty.\n",
+              runbook_url: runbook("watchdog"),
+              summary: "An alert that should always be firing to certify that Alertmanager is working properly.",
+            },
+            expr: "vector(1)",
+            labels: { severity: "none" },
+          },
+          {
+            alert: "InfoInhibitor",
+            annotations: {
+              description: "This is an alert that is used to inhibit info alerts.\nBy themselves, the info-level alerts are sometimes very noisy, but they are relevant when combined with\nother alerts.\nThis alert fires whenever there's a severity=\"info\" alert, and stops firing when another alert with a\nseverity of 'warning' or 'critical' starts firing on the same namespace.\nThis alert should be routed to a null receiver and configured to inhibit alerts with severity=\"info\".\n",
+              runbook_url: runbook("infoinhibitor"),
+              summary: "Info-level alert inhibition.",
+            },
+            expr: "group by (namespace) (ALERTS{severity = \"info\"} == 1) unless on (namespace) group by (namespace) (ALERTS{alertname != \"InfoInhibitor\", alertstate = \"firing\", severity =~ \"warning|critical\"} == 1)",
+            labels: { severity: "none" },
+          },
+        ],
+      }],
     },
   };
 }

@@ -24,7 +24,8 @@ import { promisify } from "node:util";
 import type * as k8s from "@kubernetes/client-node";
 import { parse, stringify } from "yaml";
 import { freePort } from "../lib/free-port.ts";
-import { chartLabels, chartServices, KUBELET_SERVICE, kubeletServiceMonitor, kubeStateMetricsObjects, PROMETHEUS_POD_SERVICE_ACCOUNT, prometheusRbac } from "./prometheus-operator-chart.ts";
+import { KUBE_PROMETHEUS_STACK_ALERTMANAGER_CONFIG } from "../../../scripts/alertmanager-routing.ts";
+import { chartLabels, chartServices, generalRules, KUBELET_SERVICE, kubeletServiceMonitor, kubeStateMetricsObjects, PROMETHEUS_POD_SERVICE_ACCOUNT, prometheusRbac } from "./prometheus-operator-chart.ts";
 import { PROMETHEUS_OPERATOR } from "./prometheus-operator-names.ts";
 import { StackStepError } from "./paths.ts";
 import { startProcess, waitReady, type Started } from "./processes.ts";
@@ -159,22 +160,12 @@ export function alertmanagerResource(version: string, node?: OperatorOnRealNode)
 
 /**
  * The Alertmanager configuration kube-prometheus-stack writes into the Secret
- * `alertmanager-<name>` (its values' `alertmanager.config` default): one `null` receiver, where a
- * user puts Slack or a pager, grouped by namespace, Watchdog sent there too.
+ * `alertmanager-<name>` (its values' `alertmanager.config` default, as appmonitor's routing
+ * source keeps it: scripts/alertmanager-routing.ts): the inhibit rules, one `null` receiver, where
+ * a user puts Slack or a pager, grouped by namespace, Watchdog sent there too.
  */
 export function alertmanagerBaseConfig(): Record<string, unknown> {
-  return {
-    global: { resolve_timeout: "5m" },
-    route: {
-      group_by: ["namespace"],
-      group_wait: "30s",
-      group_interval: "5m",
-      repeat_interval: "12h",
-      receiver: "null",
-      routes: [{ receiver: "null", matchers: ['alertname = "Watchdog"'] }],
-    },
-    receivers: [{ name: "null" }],
-  };
+  return structuredClone(KUBE_PROMETHEUS_STACK_ALERTMANAGER_CONFIG) as unknown as Record<string, unknown>;
 }
 
 /** The Secret that holds `config` as the Alertmanager's base configuration (its default `configSecret`). */
@@ -217,9 +208,9 @@ export interface StartPrometheusOperatorInput {
  * Installs the CRDs (server-side apply: several exceed the last-applied annotation's limit) and
  * waits until they are Established; applies the operator's ClusterRole as it ships, with a
  * ServiceAccount and binding of ours; starts the operator with a token of that ServiceAccount
- * (TokenRequest, 7 days) and waits for `/healthz`; creates the Alertmanager's base Secret, the
- * Alertmanager and the Prometheus, and waits until the operator has generated the Alertmanager's
- * configuration and the Prometheus's rule files ConfigMap.
+ * (TokenRequest, 7 days) and waits for `/healthz`; creates the chart's general rules, the
+ * Alertmanager's base Secret, the Alertmanager and the Prometheus, and waits until the operator
+ * has generated the Alertmanager's configuration and the Prometheus's rule files ConfigMap.
  * @throws StackStepError when a file is missing or kubectl fails; ComponentError when the
  *   operator exits or does not get ready, with its log tail.
  */
@@ -286,6 +277,7 @@ export async function startPrometheusOperator(input: StartPrometheusOperatorInpu
       await input.objects.create(object as k8s.KubernetesObject);
     }
   }
+  await input.objects.create(generalRules() as k8s.KubernetesObject);
   await input.objects.create(alertmanagerConfigSecret(alertmanagerBaseConfig()));
   await input.objects.create(alertmanagerResource(input.alertmanagerVersion, node) as k8s.KubernetesObject);
   await input.objects.create(prometheusResource(input.prometheusVersion, node) as k8s.KubernetesObject);

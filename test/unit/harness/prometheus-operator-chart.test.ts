@@ -1,9 +1,10 @@
-// What the operator stack on the real node writes as kube-prometheus-stack's defaults: the kubelet
-// ServiceMonitor's endpoints and the cAdvisor relabelings that drop container_spec_*, the
-// Prometheus's and Alertmanager's placement and images, and the operator's flags.
+// What the operator stack writes as kube-prometheus-stack's defaults: the kubelet ServiceMonitor's
+// endpoints (cAdvisor at 10 s with staleness tracked, no resource endpoint) and the cAdvisor
+// relabelings that drop container_spec_*, the general rules, the Prometheus's and Alertmanager's
+// placement and images, and the operator's flags.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { cadvisorMetricRelabelings, chartServices, KUBELET_SERVICE, kubeletServiceMonitor, kubeStateMetricsObjects } from "../../harness/stack/prometheus-operator-chart.ts";
+import { cadvisorMetricRelabelings, chartServices, generalRules, KUBELET_SERVICE, kubeletServiceMonitor, kubeStateMetricsObjects, type Manifest } from "../../harness/stack/prometheus-operator-chart.ts";
 import { alertmanagerResource, prometheusOperatorArgs, prometheusResource, type OperatorOnRealNode } from "../../harness/stack/prometheus-operator.ts";
 
 const node: OperatorOnRealNode = {
@@ -18,16 +19,35 @@ function dropped(name: string): boolean {
   return cadvisorMetricRelabelings().some((r) => r.action === "drop" && (r.sourceLabels as string[])[0] === "__name__" && new RegExp(`^(?:${String(r.regex)})$`).test(name));
 }
 
-test("the kubelet ServiceMonitor scrapes /metrics, /metrics/cadvisor, /metrics/probes and /metrics/resource of the operator's kubelet Service, labelling metrics_path", () => {
-  const spec = kubeletServiceMonitor().spec as { endpoints: { path: string; relabelings: { targetLabel: string }[]; metricRelabelings?: unknown[] }[]; namespaceSelector: { matchNames: string[] } };
-  assert.deepEqual(spec.endpoints.map((e) => e.path), ["/metrics", "/metrics/cadvisor", "/metrics/probes", "/metrics/resource"]);
+test("the kubelet ServiceMonitor scrapes /metrics, /metrics/cadvisor and /metrics/probes of the operator's kubelet Service, not /metrics/resource, labelling metrics_path", () => {
+  const spec = kubeletServiceMonitor().spec as { endpoints: { path?: string; relabelings: { targetLabel: string }[]; metricRelabelings?: unknown[] }[]; namespaceSelector: { matchNames: string[] } };
+  assert.deepEqual(spec.endpoints.map((e) => e.path ?? "/metrics"), ["/metrics", "/metrics/cadvisor", "/metrics/probes"]);
   assert.deepEqual(spec.namespaceSelector.matchNames, [KUBELET_SERVICE.namespace]);
   for (const e of spec.endpoints) assert.equal(e.relabelings[0]?.targetLabel, "metrics_path");
-  assert.deepEqual(spec.endpoints.filter((e) => e.metricRelabelings).map((e) => e.path), ["/metrics/cadvisor"]);
+  assert.deepEqual(spec.endpoints.filter((e) => e.metricRelabelings).map((e) => e.path ?? "/metrics"), ["/metrics", "/metrics/cadvisor"]);
+});
+
+test("cAdvisor is scraped every 10 s with its timestamps and their staleness tracked, so a dead container's series ends at the next scrape; no other endpoint sets an interval", () => {
+  const endpoints = (kubeletServiceMonitor().spec as { endpoints: Record<string, unknown>[] }).endpoints;
+  const cadvisor = endpoints.find((e) => e.path === "/metrics/cadvisor");
+  assert.deepEqual([cadvisor?.interval, cadvisor?.honorTimestamps, cadvisor?.trackTimestampsStaleness], ["10s", true, true]);
+  assert.deepEqual(endpoints.filter((e) => e.interval !== undefined).map((e) => e.path), ["/metrics/cadvisor"]);
+});
+
+test("the chart's general rules: Watchdog always firing, InfoInhibitor while a namespace has info alerts alone, both severity none; selected by the release label", () => {
+  const rule = generalRules() as Manifest & { spec: { groups: { name: string; rules: { alert: string; expr: string; labels: Record<string, string> }[] }[] } };
+  assert.equal(rule.metadata.labels?.release, "prometheus");
+  const [group] = rule.spec.groups;
+  assert.deepEqual(group?.rules.map((r) => r.alert), ["TargetDown", "Watchdog", "InfoInhibitor"]);
+  const byName = new Map(group?.rules.map((r) => [r.alert, r]));
+  assert.equal(byName.get("Watchdog")?.expr, "vector(1)");
+  assert.match(byName.get("InfoInhibitor")?.expr ?? "", /ALERTS\{severity = "info"\}/);
+  for (const name of ["Watchdog", "InfoInhibitor"]) assert.equal(byName.get(name)?.labels.severity, "none", name);
 });
 
 test("the chart's cAdvisor relabelings drop container_spec_memory_limit_bytes and keep the working set and the OOM counter", () => {
   assert.equal(dropped("container_spec_memory_limit_bytes"), true);
+  assert.equal(cadvisorMetricRelabelings().length, 8, "the chart's eight");
   for (const kept of ["container_memory_working_set_bytes", "container_oom_events_total", "container_memory_rss"]) assert.equal(dropped(kept), false, kept);
 });
 

@@ -11,7 +11,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { parseAllDocuments } from "yaml";
-import { buildChart, renderProfiles } from "../../../scripts/release/build-chart.ts";
+import { buildChart, renderMonitoring, renderProfiles } from "../../../scripts/release/build-chart.ts";
 import { IMAGE_KEYS, type RenderedObject } from "../../../scripts/release/chart-templates.ts";
 import { buildBinaries, repoRoot } from "../../harness/stack/paths.ts";
 import { objectKey, overlayDifferences } from "../../support/profiles.ts";
@@ -106,6 +106,17 @@ describe("the chart", () => {
       });
     }
   }
+
+  test("where prometheus-operator's API is, it renders knative/monitoring/'s PodMonitor and the alerts on appmonitor as kustomize does, but for Helm's own", async () => {
+    const namespace = "tools";
+    const [monitors, helmed] = await Promise.all([renderMonitoring(kubectl, namespace), template(namespace)]);
+    assert.equal(helmed.some((o) => o.kind === "PodMonitor"), false, "not without the API");
+    const { stdout } = await run(helm, ["template", "appmonitor", chart, "--namespace", namespace, "--api-versions", "monitoring.coreos.com/v1/PodMonitor", "--show-only", "templates/monitoring.yaml"]);
+    const rendered = parseAllDocuments(stdout).map((d) => d.toJS() as RenderedObject).filter((o) => o !== null);
+    assert.deepEqual(rendered.map(objectKey).sort(), monitors.map(objectKey).sort());
+    const byKey = new Map(rendered.map((o) => [objectKey(o), normalized(o, {})]));
+    for (const o of monitors) assert.deepEqual(overlayDifferences(normalized(o, {}), byKey.get(objectKey(o))), [], objectKey(o));
+  });
 });
 
 describe("the chart's values", () => {
@@ -131,6 +142,23 @@ describe("the chart's values", () => {
     assert.deepEqual(env(find(objects, "Deployment", "memory-scaler")), { PROMETHEUS_URL: "", DEFAULT_MAX_MEMORY: "16Gi", ALERTMANAGER_URL: "", LOG_LEVEL: "debug", PAUSE_SCALING: "true" });
     assert.equal(env(find(await template("appmonitor"), "Service", "memory-scaler")).PAUSE_SCALING, "false", "not paused by default");
     assert.deepEqual(env(find(objects, "Deployment", "rule-sync")), { PROMETHEUS_URL: "", METRIC_SOURCE: "kube-state-metrics", RULE_LABELS: "release=kps,team=a", ALERT_SEVERITY: "critical", LOG_LEVEL: "debug" });
+  });
+
+  test("prometheusRelease is the one value the rules' labels, the PodMonitor and the alerts on appmonitor follow; ruleLabels add to it", async () => {
+    const withApi = async (set: string[]) => {
+      const { stdout } = await run(helm, ["template", "appmonitor", chart, "--namespace", "appmonitor", "--api-versions", "monitoring.coreos.com/v1/PodMonitor", ...set.flatMap((v) => ["--set", v])], { maxBuffer: 32 << 20 });
+      return parseAllDocuments(stdout).map((d) => d.toJS() as RenderedObject).filter((o) => o !== null);
+    };
+    const releaseOf = (objects: RenderedObject[]) => [
+      env(find(objects, "Service", "rule-sync")).RULE_LABELS,
+      ...["PodMonitor", "PrometheusRule"].map((kind) => objects.find((o) => o.kind === kind)?.metadata.labels?.release),
+    ];
+    assert.deepEqual(releaseOf(await withApi([])), ["release=prometheus", "prometheus", "prometheus"]);
+    assert.deepEqual(releaseOf(await withApi(["prometheusRelease=kps"])), ["release=kps", "kps", "kps"]);
+    assert.deepEqual(releaseOf(await withApi(["prometheusRelease=", "ruleLabels.team=a"])), ["team=a", undefined, undefined]);
+    // Values kept from a release before prometheusRelease and monitoring (helm upgrade --reuse-values): ruleLabels' release, and the monitoring objects.
+    assert.deepEqual(releaseOf(await withApi(["prometheusRelease=null", "monitoring=null", "ruleLabels.release=old"])), ["release=old", "old", "old"]);
+    assert.equal((await withApi(["monitoring.enabled=false"])).some((o) => o.kind === "PodMonitor" || o.kind === "PrometheusRule"), false);
   });
 
   test("webhook.existingSecret: alert-receiver mounts yours and the chart makes none; else it makes appmonitor-webhook with a 64-character token", async () => {
@@ -165,6 +193,8 @@ describe("the chart's values", () => {
     ["watchNamespaces={Team_A}", /watchNamespaces/],
     ["images.memoryScaler.digest=latest", /digest/],
     ["imageRegistry=x", /imageRegistry/],
+    ["alertSeverity=info", /alertSeverity: info is inhibited/],
+    ["prometheusRelease=a b", /prometheusRelease/],
   ];
   for (const [set, names] of refused) {
     test(`a bad value is refused with its name: ${set}`, async () => {

@@ -64,6 +64,7 @@ describe("readConfig", () => {
     [{ RULE_LABELS: "release=not valid" }, "RULE_LABELS", /not a valid Kubernetes label value/],
     [{ RULE_LABELS: "app.kubernetes.io/managed-by=me" }, "RULE_LABELS", /set by rule-sync itself/],
     [{ ALERT_SEVERITY: "{{ $value }}" }, "ALERT_SEVERITY", /1-63 characters/],
+    [{ ALERT_SEVERITY: "info" }, "ALERT_SEVERITY", /must not be info: .*InfoInhibitor/],
     [{ FIELD_MANAGER: "x".repeat(129) }, "FIELD_MANAGER", /1-128 printable/],
     [{ FIELD_MANAGER: "tab\there" }, "FIELD_MANAGER", /1-128 printable/],
     [{ WATCH_NAMESPACES: "ok,Not_A_Namespace" }, "WATCH_NAMESPACES", /not a namespace name/],

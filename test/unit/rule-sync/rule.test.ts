@@ -20,6 +20,7 @@ import {
   buildRulesFile,
   GENERATION_ANNOTATION,
   buildTrendAlertingRule,
+  GENERATED_ALERT_NAMES,
   OOM_ALERT_NAME,
   oomAlertExpression,
   percentOfLimitExpression,
@@ -450,6 +451,18 @@ describe("the trend alert, both sources", () => {
     assert.deepEqual(rules[2], buildTrendAlertingRule(withTrend(), trend, DEFAULT_RULE_CONFIG));
   });
 
+  test("GENERATED_ALERT_NAMES is every alert a group holds, in its order, over both sources and every optional trigger", () => {
+    const seen = new Set<string>();
+    for (const config of [DEFAULT_RULE_CONFIG, KSM]) {
+      for (const spec of [{}, { trend }, { trend, selector: { matchLabels: { app: "memhog" } } }]) {
+        const alerts = (buildRuleGroup(monitor({ spec }), config).rules ?? []).map((r) => String(r.alert));
+        assert.deepEqual(alerts, GENERATED_ALERT_NAMES.filter((name) => alerts.includes(name)), "in the list's order");
+        for (const name of alerts) seen.add(name);
+      }
+    }
+    assert.deepEqual([...seen], [...GENERATED_ALERT_NAMES]);
+  });
+
   test("spec.trend with its horizon alone: the schema's window (600 s) and floor (50 %)", () => {
     const rule = (buildRuleGroup(ruleInputOf({ spec: { trend: { horizonSeconds: 900 } } }), DEFAULT_RULE_CONFIG).rules ?? [])[2];
     assert.equal(rule?.alert, TREND_ALERT_NAME);
@@ -557,6 +570,7 @@ describe("validateRuleConfig", () => {
     ["severity with template syntax", { severity: "{{ $labels.pod }}" }, "severity"],
     ["empty severity", { severity: "" }, "severity"],
     ["severity with a space", { severity: "very high" }, "severity"],
+    ["severity info, which kube-prometheus-stack's Alertmanager inhibits", { severity: "info" }, "severity"],
     ["rule label key invalid", { ruleLabels: { "bad key": "x" } }, 'ruleLabels["bad key"]'],
     ["rule label value invalid", { ruleLabels: { release: "a b" } }, 'ruleLabels["release"]'],
     ["rule label overriding managed-by", { ruleLabels: { [MANAGED_BY_LABEL]: "someone" } }, `ruleLabels[${JSON.stringify(MANAGED_BY_LABEL)}]`],
