@@ -41,10 +41,11 @@ export interface Cluster {
   /**
    * Each Node's `status.allocatable.memory`, a quantity, or undefined for a Node that reports none:
    * the one method that is not one request. It reads `kube/node-memory.ts`'s view, shared by the
-   * calls in flight and up to its maximum age old, of paged LISTs of nodes (cluster-scoped, a
-   * consistent read) of which only that field is kept. The array is shared: read-only.
+   * calls in flight, of paged LISTs of nodes (cluster-scoped, a consistent read) of which only
+   * that field is kept: up to its maximum age old, or `fresherThanMs` (ms) when given. The array
+   * is shared: read-only.
    */
-  listNodeAllocatableMemory(): Promise<readonly (string | undefined)[]>;
+  listNodeAllocatableMemory(fresherThanMs?: number): Promise<readonly (string | undefined)[]>;
   /** LIST resourcequotas in `namespace`, from the watch cache (`resourceVersion=0`). */
   listResourceQuotas(namespace: string): Promise<k8s.V1ResourceQuota[]>;
   /** LIST autoscaling/v2 horizontalpodautoscalers in `namespace`, from the watch cache (`resourceVersion=0`). */

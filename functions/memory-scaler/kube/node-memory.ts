@@ -7,28 +7,32 @@
  * LIST of 5,000 Nodes is about 70 MB of JSON; read once per event, a storm of 50 events in flight
  * held 50 of them at once and ran memory-scaler out of its memory limit. Here:
  * - one read at a time, shared by every caller that asks meanwhile (lru-cache's `fetch` coalesces
- *   them), and its answer reused for {@link NODE_VIEW_MAX_AGE_MS};
+ *   them), and its answer reused (below: how long);
  * - the read is paged ({@link NODE_PAGE_SIZE} Nodes a request) and keeps only each Node's
  *   `status.allocatable.memory`, so one page of Node objects is alive at a time. A paged list is a
  *   consistent read (no `resourceVersion`): the API server serves `resourceVersion=0` from its
  *   watch cache and ignores `limit` there (kubernetes/kubernetes#70735), which would bring the whole
  *   list back in one answer.
  *
- * Staleness, and why it is safe: the view is at most {@link NODE_VIEW_MAX_AGE_MS} old. A Node that
- * joined since (a larger one) can make a scale be refused as `Unschedulable` for that long; the
- * alert keeps firing and its next notification decides again on a fresh view. A Node that left
- * since can make a Pod be judged to fit when it no longer does, which a read milliseconds old
- * could also do: the check is conservative by design (it ignores taints and what runs on a Node),
- * and the follow-up reports the rollout that does not progress. A failed read is not kept: the
- * next caller reads again, and the scale goes on with a Warning meanwhile (`scale/write.ts`).
+ * Staleness, and why it is safe: the check can only refuse (`Unschedulable`), so the view's age
+ * matters in one direction. A view up to {@link NODE_VIEW_MAX_AGE_MS} old may say a Pod fits; a
+ * Node that left since can make that wrong, as a read milliseconds old could (the check is
+ * conservative by design: it ignores taints and what runs on a Node), and the follow-up reports
+ * the rollout that does not progress. A view that would refuse is read again first when it is
+ * older than {@link NODE_VIEW_REFUSAL_AGE_MS}, so a larger Node that joined since is seen before
+ * any scale is refused. A failed read is not kept: the next caller reads again, and the scale
+ * goes on with a Warning meanwhile (`scale/write.ts`).
  */
 import { LRUCache } from "lru-cache";
 
 /** Nodes per LIST request: about 3.5 MB of JSON with production-sized Node objects. */
 export const NODE_PAGE_SIZE = 250;
 
-/** How long one read of the Nodes serves every scale, ms. */
-export const NODE_VIEW_MAX_AGE_MS = 30_000;
+/** How long one read of the Nodes serves every scale it lets through, ms. */
+export const NODE_VIEW_MAX_AGE_MS = 600_000;
+
+/** The oldest view a scale may be refused on, ms: an older one is read again first. */
+export const NODE_VIEW_REFUSAL_AGE_MS = 10_000;
 
 /** One page of a Node list: each Node's `status.allocatable.memory` (a quantity, or undefined), and the `continue` token of the next page, if any. */
 export interface NodeMemoryPage {
@@ -42,13 +46,15 @@ export type ReadNodePage = (limit: number, continueToken: string | undefined) =>
 /**
  * The shared view over `readPage`: a function resolving every Node's allocatable memory, one
  * entry a Node (frozen; callers share it). Concurrent calls share one paged read; a read younger
- * than `maxAgeMs` is reused. A failed read rejects every caller that waited for it and is not kept.
- * `now` (ms, monotonic) is for tests.
+ * than `maxAgeMs` is reused, or younger than `fresherThanMs` when the caller gives it (a read is
+ * made when the view is older). A failed read rejects every caller that waited for it and is not
+ * kept. `now` (ms, monotonic) is for tests.
  */
-export function createNodeMemoryView(readPage: ReadNodePage, options: { maxAgeMs?: number; now?: () => number } = {}): () => Promise<readonly (string | undefined)[]> {
+export function createNodeMemoryView(readPage: ReadNodePage, options: { maxAgeMs?: number; now?: () => number } = {}): (fresherThanMs?: number) => Promise<readonly (string | undefined)[]> {
+  const maxAgeMs = options.maxAgeMs ?? NODE_VIEW_MAX_AGE_MS;
   const cache = new LRUCache<"nodes", readonly (string | undefined)[]>({
     max: 1,
-    ttl: options.maxAgeMs ?? NODE_VIEW_MAX_AGE_MS,
+    ttl: maxAgeMs,
     ttlResolution: 0,
     ...(options.now === undefined ? {} : { perf: { now: options.now } }),
     fetchMethod: async () => {
@@ -62,8 +68,10 @@ export function createNodeMemoryView(readPage: ReadNodePage, options: { maxAgeMs
       return Object.freeze(allocatable);
     },
   });
-  return async () => {
-    const nodes = await cache.fetch("nodes");
+  return async (fresherThanMs) => {
+    // A view's age is what its time to live has used; a read under way is joined, not repeated.
+    const age = cache.has("nodes") ? maxAgeMs - cache.getRemainingTTL("nodes") : 0;
+    const nodes = await cache.fetch("nodes", { forceRefresh: fresherThanMs !== undefined && age > fresherThanMs });
     // fetchMethod always resolves a list, so undefined cannot happen; the type allows it.
     return nodes ?? [];
   };

@@ -12,6 +12,7 @@
 import type * as k8s from "@kubernetes/client-node";
 import { apiStatus, isPatchConflict, isRefusal, toHttpFailure } from "../../lib/kube-api-errors.ts";
 import type { Cluster } from "../kube/cluster.ts";
+import { NODE_VIEW_REFUSAL_AGE_MS } from "../kube/node-memory.ts";
 import { quotaView } from "../kube/views.ts";
 import type { Logger } from "pino";
 import type { AppMonitorRef, StatusWriter } from "../kube/status-writer.ts";
@@ -114,13 +115,8 @@ export async function writeWorkload(
     );
     if (fit.result === "refused") return { result: "overQuota", message: fit.message };
   }
-  if (nodes.status === "rejected") {
-    onWarning(`could not list Nodes to check that the scaled Pod fits one (scaling anyway): ${apiStatus(nodes.reason).message}`);
-  } else {
-    const fit = decideFit(podMemoryRequest(pod.spec ?? { containers: [] }), nodes.value);
-    if (fit.result === "unschedulable") return { result: "unschedulable", message: fit.message };
-    if (fit.result === "unknown") onWarning(`${fit.message} (scaling anyway)`);
-  }
+  const fit = await fitOnNodes(cluster, podMemoryRequest(pod.spec ?? { containers: [] }), nodes, onWarning);
+  if (fit !== undefined) return fit;
   if (dryRun) return { result: "checked" };
   await before;
   try {
@@ -129,6 +125,29 @@ export async function writeWorkload(
   } catch (error) {
     return classify(error, `patch ${kind} ${namespace}/${name}`);
   }
+}
+
+/**
+ * The Node-fit check on the shared view of the Nodes (`kube/node-memory.ts`): a view that would
+ * refuse is read again first when older than {@link NODE_VIEW_REFUSAL_AGE_MS}, so no scale is
+ * refused on a view that predates a larger Node. A list that failed, or says nothing, warns and
+ * lets the scale go on.
+ * @returns `unschedulable` with its message, or undefined when the Pod fits or nothing can be concluded.
+ */
+async function fitOnNodes(cluster: Cluster, request: bigint, listed: PromiseSettledResult<readonly (string | undefined)[]>, onWarning: (message: string) => void): Promise<WriteResult | undefined> {
+  let nodes = listed;
+  let fit = nodes.status === "fulfilled" ? decideFit(request, nodes.value) : undefined;
+  if (fit?.result === "unschedulable") {
+    [nodes] = await Promise.allSettled([cluster.listNodeAllocatableMemory(NODE_VIEW_REFUSAL_AGE_MS)]);
+    fit = nodes.status === "fulfilled" ? decideFit(request, nodes.value) : undefined;
+  }
+  if (nodes.status === "rejected") {
+    onWarning(`could not list Nodes to check that the scaled Pod fits one (scaling anyway): ${apiStatus(nodes.reason).message}`);
+    return undefined;
+  }
+  if (fit?.result === "unschedulable") return { result: "unschedulable", message: fit.message };
+  if (fit?.result === "unknown") onWarning(`${fit.message} (scaling anyway)`);
+  return undefined;
 }
 
 /**

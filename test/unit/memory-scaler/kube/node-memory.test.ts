@@ -51,6 +51,21 @@ describe("the Nodes' allocatable memory, shared", () => {
     assert.equal(api.pages.length, 2);
   });
 
+  it("a caller that needs a fresher view (fresherThanMs) gets a new read when the view is older, the view otherwise", async () => {
+    let now = 1_000;
+    const api = pagedNodes(["8Gi"]);
+    const view = createNodeMemoryView(api.read, { maxAgeMs: 600_000, now: () => now });
+    await view();
+    now += 5_000;
+    await view(10_000);
+    assert.equal(api.pages.length, 1, "5 s old: young enough");
+    now += 6_000;
+    await Promise.all([view(10_000), view(10_000), view()]);
+    assert.equal(api.pages.length, 2, "11 s old: one new read, shared by the three");
+    await view(10_000);
+    assert.equal(api.pages.length, 2, "the new read is the view now");
+  });
+
   it("a failed read rejects the callers that waited for it and is not kept: the next caller reads again", async () => {
     const api = pagedNodes(["8Gi"]);
     api.fail = new Error("nodes is forbidden");

@@ -24,6 +24,7 @@ import {
   ownedByJob,
   unannotateTemplate,
 } from "../../../support/memory-scaler-fakes.ts";
+import { NODE_VIEW_REFUSAL_AGE_MS } from "../../../../functions/memory-scaler/kube/node-memory.ts";
 
 const silent = pino({ level: "silent" });
 
@@ -182,6 +183,21 @@ describe("handleFiring", () => {
     const status = cluster.appMonitors.get(`${NS}/mymonitor`)?.status as Record<string, unknown> | undefined;
     assert.deepEqual(Object.keys(status ?? {}), ["lastOutcome"], "nothing recorded as scaled");
     assert.equal((status?.lastOutcome as { reason?: string } | undefined)?.reason, "Unschedulable");
+  });
+
+  it("a view of the Nodes that would refuse is read again first: a larger Node that joined since lets the scale through", async () => {
+    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 1.5, maxMemory: "1Ti" });
+    setPodSpec(cluster, { containers: [memhogContainer({ limits: { memory: "200Gi" }, requests: { memory: "200Gi" } })] });
+    // The shared view (older than the refusal age) still has the small Nodes; a fresh read has the new one.
+    const asked: (number | undefined)[] = [];
+    cluster.listNodeAllocatableMemory = async (fresherThanMs?: number) => {
+      asked.push(fresherThanMs);
+      return fresherThanMs === undefined ? ["256Gi", "128Gi"] : ["256Gi", "128Gi", "512Gi"];
+    };
+    const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.deepEqual([outcome.outcome, outcome.reason], ["scaled", "Scaled"], outcome.message);
+    assert.deepEqual(asked, [undefined, NODE_VIEW_REFUSAL_AGE_MS]);
+    assert.equal(cluster.writes.length, 1);
   });
 
   it("the Node list forbidden (RBAC of an older install) or empty: the scale goes on, with a warning", async () => {
