@@ -10,6 +10,19 @@ import * as k8s from "@kubernetes/client-node";
 import { createCluster } from "../../../../functions/memory-scaler/kube/cluster.ts";
 import { FIELD_MANAGER } from "../../../../functions/memory-scaler/model.ts";
 
+/** Starts `server` on a free loopback port; a kubeconfig whose API server it is. */
+async function listening(server: Server): Promise<k8s.KubeConfig> {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const kc = new k8s.KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: "c", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+    users: [{ name: "u", token: "t" }],
+    contexts: [{ name: "x", cluster: "c", user: "u" }],
+    currentContext: "x",
+  });
+  return kc;
+}
+
 describe("every write of memory-scaler's adapter carries its field manager", () => {
   const requests: { method: string; path: string; fieldManager: string | null }[] = [];
   let server: Server;
@@ -25,14 +38,7 @@ describe("every write of memory-scaler's adapter carries its field manager", () 
         res.end(JSON.stringify({ metadata: { name: "x", generation: 2 }, items: [] }));
       });
     });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    kc = new k8s.KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: "c", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
-      users: [{ name: "u", token: "t" }],
-      contexts: [{ name: "x", cluster: "c", user: "u" }],
-      currentContext: "x",
-    });
+    kc = await listening(server);
   });
   after(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
@@ -96,14 +102,7 @@ describe("the Node list: paged, one read shared by the calls in flight", () => {
         res.end(JSON.stringify(body));
       }, 20);
     });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    kc = new k8s.KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: "c", server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
-      users: [{ name: "u", token: "t" }],
-      contexts: [{ name: "x", cluster: "c", user: "u" }],
-      currentContext: "x",
-    });
+    kc = await listening(server);
   });
   after(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
