@@ -122,7 +122,7 @@ describe("rule-sync asks the Alertmanager that the documented values configure",
     t.after(close);
     const result = await resync(deps);
     assert.deepEqual(result.failed, []);
-    const byMonitor = Object.fromEntries(deliveryEvents(cluster).map((e) => [e.regarding?.name, { reason: e.reason, note: e.note ?? "" }]));
+    const byMonitor: Record<string, { reason: string | undefined; note: string }> = Object.fromEntries(deliveryEvents(cluster).map((e) => [e.regarding?.name ?? "", { reason: e.reason, note: e.note ?? "" }]));
     assert.deepEqual(Object.fromEntries(Object.entries(byMonitor).map(([k, v]) => [k, v.reason])), {
       labmonitor: "AlertInhibited", legacymonitor: "AlertNotRouted", quietmonitor: "AlertSilenced",
     });
