@@ -106,8 +106,9 @@ export async function syncOne(deps: SyncDeps, namespace: string, name: string, k
   const plan = planSync(monitor, existing, deps.config.rule);
   let conditions: DesiredCondition[] | undefined = plan.condition === undefined ? undefined : [plan.condition, metricsReadyWithoutRule()];
   let outcome: RuleOutcome = "kept";
-  // Asked after the status is written: what Alertmanager did with a firing alert changes no condition.
-  let delivery: (() => Promise<Undelivered[]>) | undefined;
+  // The view the delivery check asks, after the status is written: what Alertmanager did with a
+  // firing alert changes no condition.
+  let deliveryView: PrometheusView | undefined;
 
   const action = plan.rule;
   if (action.kind === "delete") {
@@ -145,11 +146,8 @@ export async function syncOne(deps: SyncDeps, namespace: string, name: string, k
       const view = options.view ?? (prometheus === undefined ? undefined : createView(prometheus.api, [applied.group]));
       const readiness = await checkReadiness(prometheus, view, applied, action.input, deps.config.rule.metricSource, wrote && options.wait !== false, deps.log);
       conditions = [readiness.ruleReady, readiness.metricsReady];
-      const { alertmanager } = deps;
       // Unknown: Prometheus did not answer, and would not answer the alerts' query either.
-      if (alertmanager !== undefined && view !== undefined && readiness.ruleReady.status !== "Unknown") {
-        delivery = () => checkDelivery(view, alertmanager, namespace, name, deps.log);
-      }
+      if (readiness.ruleReady.status !== "Unknown") deliveryView = view;
       if (prometheus !== undefined && wrote && options.follow !== false && !readiness.loaded) {
         prometheus.watcher.follow(applied, async () => {
           await syncOne(deps, namespace, name, undefined, { wait: false, follow: false });
@@ -159,8 +157,8 @@ export async function syncOne(deps: SyncDeps, namespace: string, name: string, k
   }
 
   if (monitor !== undefined && conditions !== undefined) await reportStatus(deps, monitor, conditions);
-  if (monitor !== undefined && delivery !== undefined && deps.alertmanager !== undefined) {
-    const undelivered = await delivery();
+  if (monitor !== undefined && deliveryView !== undefined && deps.alertmanager !== undefined) {
+    const undelivered = await checkDelivery(deliveryView, deps.alertmanager, namespace, name, deps.log);
     if (undelivered.length > 0) await warnUndelivered(deps, { namespace, name, uid: monitor.metadata.uid }, undelivered, deps.alertmanager.url);
   }
   const [ruleReady, metricsReady] = conditions ?? [];
