@@ -17,14 +17,15 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Document, isMap, isScalar, isSeq, visit, type Node } from "yaml";
+import { APPMONITOR_RECEIVER } from "../functions/lib/alertmanager-receiver.ts";
 import { GENERATED_ALERT_NAMES } from "../functions/rule-sync/rule.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** Where the plain Alertmanager's file is committed. */
 export const alertmanagerYamlPath = path.join(root, "knative", "alertmanager", "alertmanager.yml");
 
-/** The receiver that calls alert-receiver. */
-export const APPMONITOR_RECEIVER = "appmonitor";
+// One name with rule-sync, which checks that Alertmanager routes its alerts here.
+export { APPMONITOR_RECEIVER };
 
 /** The Secret, in the Alertmanager's namespace, that holds alert-receiver's token (key `token`), as the install names it. */
 export const ALERTMANAGER_TOKEN_SECRET = "appmonitor-webhook";

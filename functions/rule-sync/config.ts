@@ -15,6 +15,8 @@
  * | `KUBE_API_TIMEOUT_MS` | 10000 | per Kubernetes API request, headers and body (`DEFAULT_KUBE_API_TIMEOUT_MS` in functions/lib/kubeconfig.ts says why); past it, 503 |
  * | `PROMETHEUS_URL` | unset | the Prometheus that loads the rules, e.g. `http://prometheus-operated.monitoring.svc:9090`: asked whether it loaded each AppMonitor's group (RuleReady) and has the series of its expression (MetricsReady); unset: both conditions `Unknown` `PrometheusNotConfigured` |
  * | `PROMETHEUS_TIMEOUT_MS` | 2000 | per request to Prometheus, headers and body (1–60000); past it, Prometheus counts as unreachable |
+ * | `ALERTMANAGER_URL` | unset | the Alertmanager the Prometheus sends to, e.g. `http://alertmanager-operated.monitoring.svc.cluster.local:9093`: asked, for each AppMonitor whose alert fires in Prometheus, whether it inhibits, silences, mutes it or routes it to no `appmonitor` receiver (a Warning Event, `delivery-check.ts`); needs `PROMETHEUS_URL`; unset: not asked |
+ * | `ALERTMANAGER_TIMEOUT_MS` | 2000 | per request to Alertmanager, headers and body (1–60000) |
  * | `RULE_LOAD_WAIT_MS` | 10000 | how long an event that wrote a rule waits for Prometheus to load it before it answers (0–60000; the Service's `timeoutSeconds` is 120); the instance keeps watching afterwards (`load-watcher.ts`) |
  */
 import { DEFAULT_KUBE_API_TIMEOUT_MS, KUBE_API_TIMEOUT_RANGE_MS } from "../lib/kubeconfig.ts";
@@ -30,6 +32,8 @@ export const DEFAULT_FIELD_MANAGER = "appmonitor-rule-sync";
 export const DEFAULT_RESYNC_ON_START = true;
 /** Default of `PROMETHEUS_TIMEOUT_MS`: as memory-scaler's, a Prometheus slower than this is not one to wait for. */
 export const DEFAULT_PROMETHEUS_TIMEOUT_MS = 2_000;
+/** Default of `ALERTMANAGER_TIMEOUT_MS`: as Prometheus's. */
+export const DEFAULT_ALERTMANAGER_TIMEOUT_MS = 2_000;
 /**
  * Default of `RULE_LOAD_WAIT_MS`: what a Prometheus reloading its rule files on its own (a plain
  * one, or the operator's with a short kubelet sync) needs; the operator's usual minute or two is
@@ -45,6 +49,14 @@ export interface PrometheusConfig {
   readonly timeoutMs: number;
   /** How long an event that wrote a rule waits for its load, in ms (0: not at all). */
   readonly loadWaitMs: number;
+}
+
+/** Where rule-sync asks what became of an AppMonitor's firing alerts. */
+export interface AlertmanagerConfig {
+  /** Base URL, e.g. `http://alertmanager-operated.monitoring.svc.cluster.local:9093`. */
+  readonly url: URL;
+  /** Per request, headers and body, in ms. */
+  readonly timeoutMs: number;
 }
 
 export { inScope, type NamespaceScope } from "../lib/namespace-scope.ts";
@@ -63,6 +75,8 @@ export interface RuleSyncConfig {
   readonly kubeApiTimeoutMs: number;
   /** `PROMETHEUS_URL` and its timings; undefined when unset (RuleReady and MetricsReady `Unknown`). */
   readonly prometheus: PrometheusConfig | undefined;
+  /** `ALERTMANAGER_URL` and its timeout; undefined when unset (no delivery check). */
+  readonly alertmanager: AlertmanagerConfig | undefined;
 }
 
 /**
@@ -74,7 +88,8 @@ export interface RuleSyncConfig {
  * characters (https://kubernetes.io/docs/reference/using-api/server-side-apply/#managers); a
  * namespace that is not a DNS label; `RESYNC_ON_START` other than true/false; a
  * `KUBE_API_TIMEOUT_MS` that is not an integer in 100–60000; a `PROMETHEUS_URL` that is not an
- * http(s) URL; `PROMETHEUS_TIMEOUT_MS` or `RULE_LOAD_WAIT_MS` out of their ranges.
+ * http(s) URL; `PROMETHEUS_TIMEOUT_MS` or `RULE_LOAD_WAIT_MS` out of their ranges; the same of
+ * `ALERTMANAGER_URL` and `ALERTMANAGER_TIMEOUT_MS`.
  */
 export function readConfig(env: Env): RuleSyncConfig {
   const rule: RuleConfig = {
@@ -102,6 +117,7 @@ export function readConfig(env: Env): RuleSyncConfig {
     kubeconfig: readString(env, "KUBECONFIG"),
     kubeApiTimeoutMs: readInteger(env, "KUBE_API_TIMEOUT_MS", DEFAULT_KUBE_API_TIMEOUT_MS, KUBE_API_TIMEOUT_RANGE_MS),
     prometheus: readPrometheus(env),
+    alertmanager: readAlertmanager(env),
   };
 }
 
@@ -110,6 +126,12 @@ function readPrometheus(env: Env): PrometheusConfig | undefined {
   const loadWaitMs = readInteger(env, "RULE_LOAD_WAIT_MS", DEFAULT_RULE_LOAD_WAIT_MS, { min: 0, max: 60_000 });
   const url = readHttpUrl(env, "PROMETHEUS_URL");
   return url === undefined ? undefined : { url, timeoutMs, loadWaitMs };
+}
+
+function readAlertmanager(env: Env): AlertmanagerConfig | undefined {
+  const timeoutMs = readInteger(env, "ALERTMANAGER_TIMEOUT_MS", DEFAULT_ALERTMANAGER_TIMEOUT_MS, { min: 1, max: 60_000 });
+  const url = readHttpUrl(env, "ALERTMANAGER_URL");
+  return url === undefined ? undefined : { url, timeoutMs };
 }
 
 /** `a=b,c=d` → `{ a: "b", c: "d" }`; spaces around entries are ignored, an empty value is allowed. */

@@ -10,6 +10,11 @@
  * | `WorkingSetNotScraped`, `LimitNotScraped`, `CoveredPodsNotExported` (MetricsReady) | a side of the rule's expression that Prometheus has nowhere: a scrape or relabeling to change |
  * | `RuleEvaluationFailed` (RuleReady) | Prometheus loaded the rule and cannot evaluate it |
  *
+ * And, with no condition behind it, when an alert of the AppMonitor fires in Prometheus and
+ * Alertmanager does not deliver it to alert-receiver (`alert-delivery.ts` says why not a
+ * condition): `AlertInhibited`, `AlertSilenced`, `AlertMuted`, `AlertNotRouted`, once per firing
+ * and cause ({@link deliveryWarningEvent}).
+ *
  * API: https://kubernetes.io/docs/reference/kubernetes-api/cluster-resources/event-v1/
  */
 import { createHash } from "node:crypto";
@@ -21,6 +26,8 @@ import { METRICS_READY, METRICS_REASONS, PROMETHEUS_FAILURE_REASONS, REASONS, RU
 export const REPORTING_CONTROLLER = "kubedemo.com/rule-sync";
 /** `action` of its Events: what it was doing. */
 export const EVENT_ACTION = "CheckRule";
+/** `action` of the Events about an alert's delivery. */
+export const DELIVERY_ACTION = "CheckAlertDelivery";
 /** The API server refuses a `note` longer than 1 kB. */
 const MAX_NOTE_LENGTH = 1024;
 
@@ -51,8 +58,25 @@ export function warningsFor(written: readonly DesiredCondition[], before: readon
  * that is retried after its Event was created writes it once more only at another time.
  */
 export function warningEvent(monitor: Regarding, condition: DesiredCondition, reportingInstance: string, now: Date): k8s.EventsV1Event {
-  const digest = createHash("sha256").update([monitor.uid ?? monitor.name, condition.type, condition.reason, String(now.getTime())].join("\u0000")).digest("hex").slice(0, 16);
-  const note = condition.message.length > MAX_NOTE_LENGTH ? `${condition.message.slice(0, MAX_NOTE_LENGTH - 1)}…` : condition.message;
+  return event(monitor, [condition.type, condition.reason, String(now.getTime())], { reason: condition.reason, note: condition.message, action: EVENT_ACTION }, reportingInstance, now);
+}
+
+/**
+ * The Warning Event that an alert of the AppMonitor is not delivered: `reason` one of
+ * `DELIVERY_REASONS` (`alert-delivery.ts`), `note` its `deliveryMessage`. Named from `key`
+ * (`deliveryEventKey`: the alert's fingerprint, the firing's start, the cause), not the time, so
+ * the same firing seen again at the next resync is refused by the API server as a name taken
+ * (409, which the writer ignores) until Kubernetes deletes the Event (its TTL, an hour by
+ * default), and then reported once more.
+ */
+export function deliveryWarningEvent(monitor: Regarding, key: string, reason: string, note: string, reportingInstance: string, now: Date): k8s.EventsV1Event {
+  return event(monitor, ["delivery", key], { reason, note, action: DELIVERY_ACTION }, reportingInstance, now);
+}
+
+/** A Warning Event on the AppMonitor named `<AppMonitor>.<16 hex>` from its uid and `seed`. */
+function event(monitor: Regarding, seed: readonly string[], what: { reason: string; note: string; action: string }, reportingInstance: string, now: Date): k8s.EventsV1Event {
+  const digest = createHash("sha256").update([monitor.uid ?? monitor.name, ...seed].join("\u0000")).digest("hex").slice(0, 16);
+  const note = what.note.length > MAX_NOTE_LENGTH ? `${what.note.slice(0, MAX_NOTE_LENGTH - 1)}…` : what.note;
   return {
     apiVersion: "events.k8s.io/v1",
     kind: "Event",
@@ -60,8 +84,8 @@ export function warningEvent(monitor: Regarding, condition: DesiredCondition, re
     eventTime: new k8s.V1MicroTime(now.getTime()),
     reportingController: REPORTING_CONTROLLER,
     reportingInstance: reportingInstance.slice(0, 128),
-    action: EVENT_ACTION,
-    reason: condition.reason,
+    action: what.action,
+    reason: what.reason,
     type: "Warning",
     note,
     regarding: { apiVersion: APPMONITOR_API_VERSION, kind: APPMONITOR_KIND, name: monitor.name, namespace: monitor.namespace, ...(monitor.uid === undefined ? {} : { uid: monitor.uid }) },

@@ -18,13 +18,15 @@
  *
  * With `PROMETHEUS_URL` it asks that Prometheus whether each rule is loaded and its series exist
  * (`prometheus-check.ts`), and watches written rules load (`load-watcher.ts`, stopped on close).
- * Readiness does not depend on Prometheus: rules are still written while it is away, and the
+ * With `ALERTMANAGER_URL` too, it asks that Alertmanager what became of each AppMonitor's firing
+ * alerts (`delivery-check.ts`). Readiness does not depend on Prometheus: rules are still written while it is away, and the
  * AppMonitors' conditions say it is.
  */
 import { reportKubeAccess } from "../lib/kube-access-report.ts";
 import { toHttpFailure } from "../lib/kube-api-errors.ts";
 import { loadKubeConfig } from "../lib/kubeconfig.ts";
 import type { CloudEventFunctionDefinition } from "../lib/runtime/types.ts";
+import { createAlertmanagerApi, type AlertmanagerApi } from "./alertmanager.ts";
 import { createCluster } from "./cluster.ts";
 import { readConfig, type RuleSyncConfig } from "./config.ts";
 import { createHandler } from "./handler.ts";
@@ -49,7 +51,11 @@ export const fn: CloudEventFunctionDefinition<RuleSyncConfig> = {
       const api = createPrometheusApi(config.prometheus.url, config.prometheus.timeoutMs, (endpoint, result) => metrics.prometheusRequests.inc({ endpoint, result }));
       prometheus = { api, watcher: createLoadWatcher(api, deps.log), config: config.prometheus };
     }
-    const sync = { cluster, config, metrics, log: deps.log, ...(prometheus === undefined ? {} : { prometheus }) };
+    // Only beside a Prometheus: the check starts from the alerts Prometheus fires.
+    const alertmanager: AlertmanagerApi | undefined = config.alertmanager === undefined || prometheus === undefined
+      ? undefined
+      : createAlertmanagerApi(config.alertmanager.url, config.alertmanager.timeoutMs, (result) => metrics.alertmanagerRequests.inc({ result }));
+    const sync = { cluster, config, metrics, log: deps.log, ...(prometheus === undefined ? {} : { prometheus }), ...(alertmanager === undefined ? {} : { alertmanager }) };
     deps.log.info(
       {
         server: kc.getCurrentCluster()?.server,
@@ -60,6 +66,7 @@ export const fn: CloudEventFunctionDefinition<RuleSyncConfig> = {
         ruleLabels: config.rule.ruleLabels,
         fieldManager: config.fieldManager,
         prometheus: prometheus?.api.url ?? "not configured: RuleReady and MetricsReady stay Unknown",
+        alertmanager: alertmanager?.url ?? (config.alertmanager === undefined ? "not configured: firing alerts are not followed" : "ALERTMANAGER_URL ignored without PROMETHEUS_URL"),
       },
       "configured",
     );

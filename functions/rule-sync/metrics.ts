@@ -19,6 +19,10 @@ export interface RuleSyncMetrics {
   readonly metricsReady: Gauge<"reason">;
   /** Requests to Prometheus by endpoint (`rules`, `query`) and result (`ok`, `unreachable`, `apiError`). */
   readonly prometheusRequests: Counter<"endpoint" | "result">;
+  /** Requests to Alertmanager (`ALERTMANAGER_URL`) by result (`ok`, `unreachable`, `apiError`). */
+  readonly alertmanagerRequests: Counter<"result">;
+  /** Warning Events written for firing alerts Alertmanager does not deliver, by reason (`AlertInhibited`, `AlertSilenced`, `AlertMuted`, `AlertNotRouted`). */
+  readonly undeliveredAlerts: Counter<"reason">;
   /** Unix time of the last resync that completed without a failure, in seconds. */
   readonly lastResync: Gauge;
 }
@@ -61,6 +65,18 @@ export function createMetrics(registry: Registry): RuleSyncMetrics {
       name: `${prefix}prometheus_requests_total`,
       help: "Requests to Prometheus (PROMETHEUS_URL), by endpoint (rules, query) and result (ok, unreachable, apiError).",
       labelNames: ["endpoint", "result"] as const,
+      registers: [registry],
+    }),
+    alertmanagerRequests: new Counter({
+      name: `${prefix}alertmanager_requests_total`,
+      help: "Requests to Alertmanager (ALERTMANAGER_URL), by result (ok, unreachable, apiError).",
+      labelNames: ["result"] as const,
+      registers: [registry],
+    }),
+    undeliveredAlerts: new Counter({
+      name: `${prefix}undelivered_alerts_total`,
+      help: "Warning Events written for firing alerts Alertmanager inhibits, silences, mutes or routes to no appmonitor receiver, by reason.",
+      labelNames: ["reason"] as const,
       registers: [registry],
     }),
     lastResync: new Gauge({

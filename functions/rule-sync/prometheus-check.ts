@@ -7,13 +7,15 @@
  * {@link PrometheusView}: the rule groups (one `GET /api/v1/rules`) and the cluster-wide series
  * counts; a failure of the groups' request is then every AppMonitor's answer, so a resync against
  * a Prometheus that is down waits for one timeout, not one per AppMonitor. Per AppMonitor: one
- * instant query for its namespace's sides.
+ * instant query for its namespace's sides. The firing alerts the delivery check reads
+ * (`delivery-check.ts`) are one query per view too.
  */
 import type { Logger } from "pino";
+import { firingAlertsQuery } from "./alert-delivery.ts";
 import type { PrometheusConfig } from "./config.ts";
 import type { DesiredCondition } from "./conditions.ts";
 import type { LoadWatcher } from "./load-watcher.ts";
-import { PrometheusError, type PrometheusApi } from "./prometheus.ts";
+import { PrometheusError, type PrometheusApi, type Sample } from "./prometheus.ts";
 import { isLoaded, ruleReadyFromPrometheus, ruleReadyUnknown, type AppliedRule, type LoadedGroup, type PrometheusUnavailable } from "./rule-loaded.ts";
 import type { MetricSource } from "./rule-config.ts";
 import type { RuleInput } from "./rule-input.ts";
@@ -32,6 +34,8 @@ export interface PrometheusView {
   groups(): Promise<Map<string, LoadedGroup>>;
   /** Counts of `clusterSeriesQuery`. @throws PrometheusError */
   clusterCounts(): Promise<SeriesCounts>;
+  /** The answer to `firingAlertsQuery` (`alert-delivery.ts`): every generated alert firing. @throws PrometheusError */
+  firingAlerts(): Promise<Sample[]>;
 }
 
 /**
@@ -41,9 +45,11 @@ export interface PrometheusView {
 export function createView(api: PrometheusApi, names?: readonly string[]): PrometheusView {
   let groups: Promise<Map<string, LoadedGroup>> | undefined;
   let counts: Promise<SeriesCounts> | undefined;
+  let firing: Promise<Sample[]> | undefined;
   return {
     groups: () => (groups ??= api.ruleGroups(names)),
     clusterCounts: () => (counts ??= api.query(clusterSeriesQuery()).then(readCounts)),
+    firingAlerts: () => (firing ??= api.query(firingAlertsQuery())),
   };
 }
 

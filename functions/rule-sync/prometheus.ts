@@ -163,8 +163,8 @@ export function createPrometheusApi(baseUrl: URL, timeoutMs: number, onRequest: 
   };
 }
 
-/** fetch's failure in one stable line: its cause's code and message (`connect ECONNREFUSED 10.0.0.1:9090`, `getaddrinfo ENOTFOUND prom`), or the timeout. */
-function describeFetchError(error: unknown, timeoutMs: number): string {
+/** fetch's failure in one stable line: its cause's code and message (`connect ECONNREFUSED 10.0.0.1:9090`, `getaddrinfo ENOTFOUND prom`), or the timeout (also `alertmanager.ts`'s). */
+export function describeFetchError(error: unknown, timeoutMs: number): string {
   if (error instanceof DOMException && (error.name === "TimeoutError" || error.name === "AbortError")) return `no answer within ${timeoutMs} ms`;
   const cause = (error as { cause?: unknown }).cause;
   // Both address families refused: an AggregateError whose own message is empty.

@@ -1,7 +1,8 @@
 /**
  * The reconcile loop's shell: reads the AppMonitor and its PrometheusRule, lets `plan.ts`
  * decide, writes the rule, asks Prometheus whether it loaded it and has its series
- * (`prometheus-check.ts`), and writes the AppMonitor's status once. Every step is idempotent, so
+ * (`prometheus-check.ts`), and writes the AppMonitor's status once; with an Alertmanager, then
+ * asks where the AppMonitor's firing alerts went (`delivery-check.ts`). Every step is idempotent, so
  * a repeated or reordered event, or a resync running beside an event, converges on the same
  * objects.
  */
@@ -10,10 +11,13 @@ import type { Logger } from "pino";
 import { apiStatus, isConflict, isRefusal, toHttpFailure } from "../lib/kube-api-errors.ts";
 import { HttpError } from "../lib/runtime/errors.ts";
 import { forEachLimit } from "../lib/worker-pool.ts";
+import { DELIVERY_REASONS, deliveryEventKey, deliveryMessage, describeAlert, type Undelivered } from "./alert-delivery.ts";
+import type { AlertmanagerApi } from "./alertmanager.ts";
 import type { Cluster, DeleteOutcome } from "./cluster.ts";
 import { REASONS, RULE_READY, type DesiredCondition } from "./conditions.ts";
 import type { RuleSyncConfig } from "./config.ts";
-import { warningEvent, warningsFor } from "./events.ts";
+import { checkDelivery } from "./delivery-check.ts";
+import { deliveryWarningEvent, warningEvent, warningsFor, type Regarding } from "./events.ts";
 import type { RuleSyncMetrics } from "./metrics.ts";
 import { findOrphans, planSync, type ObservedAppMonitor, type RuleRef } from "./plan.ts";
 import { checkReadiness, createView, type PrometheusDeps, type PrometheusView } from "./prometheus-check.ts";
@@ -35,6 +39,8 @@ export interface SyncDeps {
   readonly now?: () => Date;
   /** rule-sync's Prometheus; undefined without `PROMETHEUS_URL` (RuleReady and MetricsReady `Unknown`). */
   readonly prometheus?: PrometheusDeps;
+  /** rule-sync's Alertmanager; undefined without `ALERTMANAGER_URL` (or `PROMETHEUS_URL`, which the check needs too). */
+  readonly alertmanager?: AlertmanagerApi;
   /** `reportingInstance` of its Events; `rule-sync-<host name>` (the Pod name under Knative) when absent. */
   readonly reportingInstance?: string;
 }
@@ -80,7 +86,9 @@ export interface ResyncResult {
  * lists them) and the PrometheusRule of the same name, applies the decision of `planSync`
  * (plan.ts), asks Prometheus about an applied rule (`prometheus-check.ts`: RuleReady and
  * MetricsReady) and reports both on the AppMonitor, with a Warning Event when one turns to a
- * reason that needs a change (`events.ts`).
+ * reason that needs a change (`events.ts`). Then, with an Alertmanager, a Warning Event for each
+ * alert of the AppMonitor that fires in Prometheus and that Alertmanager inhibits, silences, mutes
+ * or routes to no `appmonitor` receiver (`delivery-check.ts`), once per firing and cause.
  *
  * The API server refusing the rule (422, 400, an admission 403) is the AppMonitor's problem,
  * reported as RuleReady False `RuleRejected`, not an error; so is a Prometheus that cannot be
@@ -98,6 +106,9 @@ export async function syncOne(deps: SyncDeps, namespace: string, name: string, k
   const plan = planSync(monitor, existing, deps.config.rule);
   let conditions: DesiredCondition[] | undefined = plan.condition === undefined ? undefined : [plan.condition, metricsReadyWithoutRule()];
   let outcome: RuleOutcome = "kept";
+  // The view the delivery check asks, after the status is written: what Alertmanager did with a
+  // firing alert changes no condition.
+  let deliveryView: PrometheusView | undefined;
 
   const action = plan.rule;
   if (action.kind === "delete") {
@@ -135,6 +146,8 @@ export async function syncOne(deps: SyncDeps, namespace: string, name: string, k
       const view = options.view ?? (prometheus === undefined ? undefined : createView(prometheus.api, [applied.group]));
       const readiness = await checkReadiness(prometheus, view, applied, action.input, deps.config.rule.metricSource, wrote && options.wait !== false, deps.log);
       conditions = [readiness.ruleReady, readiness.metricsReady];
+      // Unknown: Prometheus did not answer, and would not answer the alerts' query either.
+      if (readiness.ruleReady.status !== "Unknown") deliveryView = view;
       if (prometheus !== undefined && wrote && options.follow !== false && !readiness.loaded) {
         prometheus.watcher.follow(applied, async () => {
           await syncOne(deps, namespace, name, undefined, { wait: false, follow: false });
@@ -144,6 +157,10 @@ export async function syncOne(deps: SyncDeps, namespace: string, name: string, k
   }
 
   if (monitor !== undefined && conditions !== undefined) await reportStatus(deps, monitor, conditions);
+  if (monitor !== undefined && deliveryView !== undefined && deps.alertmanager !== undefined) {
+    const undelivered = await checkDelivery(deliveryView, deps.alertmanager, namespace, name, deps.log);
+    if (undelivered.length > 0) await warnUndelivered(deps, { namespace, name, uid: monitor.metadata.uid }, undelivered, deps.alertmanager.url);
+  }
   const [ruleReady, metricsReady] = conditions ?? [];
   return { namespace, name, rule: outcome, ...(ruleReady === undefined ? {} : { ruleReady }), ...(metricsReady === undefined ? {} : { metricsReady }) };
 }
@@ -258,6 +275,28 @@ async function warn(deps: SyncDeps, monitor: { namespace: string; name: string; 
     } catch (error) {
       if (isConflict(error)) continue;
       deps.log.warn({ namespace: monitor.namespace, name: monitor.name, reason: condition.reason, problem: apiStatus(error).message }, `could not write the ${condition.reason} Warning Event`);
+    }
+  }
+}
+
+/**
+ * Writes a Warning Event for each undelivered alert, named from its firing and cause, so the same
+ * firing seen at the next resync is a name taken (409): skipped quietly. Any other failure is
+ * logged, not raised: the rule and the status are written, and the next resync tries again.
+ */
+async function warnUndelivered(deps: SyncDeps, monitor: Regarding, undelivered: readonly Undelivered[], alertmanagerUrl: string): Promise<void> {
+  const now = (deps.now ?? (() => new Date()))();
+  for (const u of undelivered) {
+    const reason = DELIVERY_REASONS[u.cause];
+    const note = deliveryMessage(u, alertmanagerUrl);
+    const event = deliveryWarningEvent(monitor, deliveryEventKey(u), reason, note, deps.reportingInstance ?? `rule-sync-${hostname()}`, now);
+    try {
+      await deps.cluster.createEvent(monitor.namespace, event);
+      deps.metrics.undeliveredAlerts.inc({ reason });
+      deps.log.warn({ namespace: monitor.namespace, name: monitor.name, reason, alert: describeAlert(u.alert), note }, "AppMonitor alert fires but is not delivered: Warning Event written");
+    } catch (error) {
+      if (isConflict(error)) continue;
+      deps.log.warn({ namespace: monitor.namespace, name: monitor.name, reason, problem: apiStatus(error).message }, `could not write the ${reason} Warning Event`);
     }
   }
 }

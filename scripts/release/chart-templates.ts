@@ -69,6 +69,7 @@ export const ENV_VALUES: Readonly<Record<string, Readonly<Record<string, string>
   },
   "rule-sync": {
     PROMETHEUS_URL: "$.Values.prometheusUrl | quote",
+    ALERTMANAGER_URL: "$.Values.alertmanagerUrl | quote",
     METRIC_SOURCE: "$.Values.metricSource | quote",
     RULE_LABELS: `include "appmonitor.ruleLabels" $ | quote`,
     ALERT_SEVERITY: `include "appmonitor.alertSeverity" $ | quote`,

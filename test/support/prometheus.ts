@@ -37,9 +37,10 @@ export interface TestPrometheus {
  * Starts Prometheus with `config` (a prometheus.yml as an object; `rule_files` is set to the
  * rules directory); resolves once `/-/ready` answers 200.
  * @param bin the binary: Debian's by default, or another (the stack's upstream build).
+ * @param extraArgs more flags, e.g. `--rules.alert.resend-delay=1s`.
  * @throws Error with the process's last output when it does not become ready in 30 s.
  */
-export async function startPrometheus(config: Record<string, unknown>, bin = PROMETHEUS_BIN): Promise<TestPrometheus> {
+export async function startPrometheus(config: Record<string, unknown>, bin = PROMETHEUS_BIN, extraArgs: readonly string[] = []): Promise<TestPrometheus> {
   const dir = await tempDir("prometheus");
   const rulesDir = path.join(dir.path, "rules");
   const configFile = path.join(dir.path, "prometheus.yml");
@@ -57,6 +58,7 @@ export async function startPrometheus(config: Record<string, unknown>, bin = PRO
       `--web.listen-address=127.0.0.1:${port}`,
       "--web.enable-lifecycle",
       "--storage.tsdb.retention.time=1h",
+      ...extraArgs,
     ],
   });
   const stop = async (): Promise<void> => {

@@ -103,20 +103,25 @@ export class FakeCluster implements Cluster {
   async createEvent(namespace: string, event: k8s.EventsV1Event) {
     this.maybeFail("createEvent");
     assert.equal(event.metadata?.namespace, namespace);
+    // As the API server: a name taken is 409 AlreadyExists.
+    if (this.events.some((e) => e.metadata?.name === event.metadata?.name)) throw apiError(409, { reason: "AlreadyExists" });
     this.events.push(event);
   }
 }
 
 /**
  * A Prometheus in memory: `groups` is what `/api/v1/rules` lists; `series` the count of each side
- * a query asks for (by the `side` tags of the query's `label_replace` calls); `down` makes every
- * request fail as unreachable. `requests` counts them by endpoint.
+ * a query asks for (by the `side` tags of the query's `label_replace` calls); `firing` the labels
+ * of the `ALERTS` series a query of firing alerts answers; `down` makes every request fail as
+ * unreachable. `requests` counts them by endpoint.
  */
 export class FakePrometheus implements PrometheusApi {
   readonly url = "http://prometheus.test:9090";
   groups = new Map<string, LoadedGroup>();
   /** Counts answered for a namespace query (`namespace="…"` in it) and for the cluster-wide one. */
   series: { inNamespace: Record<string, number>; inCluster: Record<string, number> } = { inNamespace: {}, inCluster: {} };
+  /** The firing alerts' labels, as `ALERTS{alertstate="firing"}` holds them. */
+  firing: Record<string, string>[] = [];
   down: PrometheusError | undefined;
   requests = { rules: 0, query: 0 };
 
@@ -135,6 +140,7 @@ export class FakePrometheus implements PrometheusApi {
   async query(expr: string): Promise<Sample[]> {
     this.requests.query += 1;
     if (this.down) throw this.down;
+    if (expr.startsWith("ALERTS{")) return this.firing.map((labels) => ({ metric: { __name__: "ALERTS", alertstate: "firing", ...labels }, value: 1 }));
     const counts = /namespace="/.test(expr) ? this.series.inNamespace : this.series.inCluster;
     const sides = [...expr.matchAll(new RegExp(`"${SIDE_LABEL}", "([A-Za-z]+)"`, "g"))].map((m) => m[1] ?? "");
     return sides.filter((side) => (counts[side] ?? 0) > 0).map((side) => ({ metric: { [SIDE_LABEL]: side }, value: counts[side] ?? 0 }));

@@ -141,7 +141,7 @@ describe("the chart's values", () => {
     const objects = await template("appmonitor", ["profile=eventing-only", "prometheusUrl=", "defaultMaxMemory=16Gi", "alertmanagerUrl=", "metricSource=kube-state-metrics", "ruleLabels.release=kps", "ruleLabels.team=a", "alertSeverity=critical", "logLevel=debug", "pauseScaling=true"]);
     assert.deepEqual(env(find(objects, "Deployment", "memory-scaler")), { PROMETHEUS_URL: "", DEFAULT_MAX_MEMORY: "16Gi", ALERTMANAGER_URL: "", LOG_LEVEL: "debug", PAUSE_SCALING: "true" });
     assert.equal(env(find(await template("appmonitor"), "Service", "memory-scaler")).PAUSE_SCALING, "false", "not paused by default");
-    assert.deepEqual(env(find(objects, "Deployment", "rule-sync")), { PROMETHEUS_URL: "", METRIC_SOURCE: "kube-state-metrics", RULE_LABELS: "release=kps,team=a", ALERT_SEVERITY: "critical", LOG_LEVEL: "debug" });
+    assert.deepEqual(env(find(objects, "Deployment", "rule-sync")), { PROMETHEUS_URL: "", ALERTMANAGER_URL: "", METRIC_SOURCE: "kube-state-metrics", RULE_LABELS: "release=kps,team=a", ALERT_SEVERITY: "critical", LOG_LEVEL: "debug" });
   });
 
   test("prometheusRelease is the one value the rules' labels, the PodMonitor and the alerts on appmonitor follow; ruleLabels add to it", async () => {

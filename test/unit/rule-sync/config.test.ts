@@ -1,7 +1,7 @@
 /** rule-sync's start-up configuration (functions/rule-sync/config.ts): defaults, overrides, errors naming the variable. */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { DEFAULT_FIELD_MANAGER, DEFAULT_PROMETHEUS_TIMEOUT_MS, DEFAULT_RULE_LOAD_WAIT_MS, inScope, readConfig } from "../../../functions/rule-sync/config.ts";
+import { DEFAULT_ALERTMANAGER_TIMEOUT_MS, DEFAULT_FIELD_MANAGER, DEFAULT_PROMETHEUS_TIMEOUT_MS, DEFAULT_RULE_LOAD_WAIT_MS, inScope, readConfig } from "../../../functions/rule-sync/config.ts";
 import { DEFAULT_KUBE_API_TIMEOUT_MS } from "../../../functions/lib/kubeconfig.ts";
 import { ConfigError } from "../../../functions/lib/runtime/env.ts";
 import { DEFAULT_METRIC_SOURCE, DEFAULT_SEVERITY } from "../../../functions/rule-sync/rule-config.ts";
@@ -17,12 +17,21 @@ describe("readConfig", () => {
     assert.equal(config.kubeconfig, undefined);
     assert.equal(config.kubeApiTimeoutMs, DEFAULT_KUBE_API_TIMEOUT_MS);
     assert.equal(config.prometheus, undefined, "no PROMETHEUS_URL: nothing to ask");
+    assert.equal(config.alertmanager, undefined, "no ALERTMANAGER_URL: no delivery check");
   });
 
   it("reads PROMETHEUS_URL with its timeout and load wait, defaulted", () => {
     const config = readConfig({ PROMETHEUS_URL: "http://prometheus-operated.monitoring.svc:9090" });
     assert.deepEqual(config.prometheus, { url: new URL("http://prometheus-operated.monitoring.svc:9090"), timeoutMs: DEFAULT_PROMETHEUS_TIMEOUT_MS, loadWaitMs: DEFAULT_RULE_LOAD_WAIT_MS });
     assert.equal(DEFAULT_RULE_LOAD_WAIT_MS, 10_000);
+  });
+
+  it("reads ALERTMANAGER_URL with its timeout, defaulted; empty is unset", () => {
+    assert.deepEqual(readConfig({ ALERTMANAGER_URL: "http://alertmanager-operated.monitoring.svc.cluster.local:9093" }).alertmanager, {
+      url: new URL("http://alertmanager-operated.monitoring.svc.cluster.local:9093"), timeoutMs: DEFAULT_ALERTMANAGER_TIMEOUT_MS,
+    });
+    assert.deepEqual(readConfig({ ALERTMANAGER_URL: "https://am.example/sub/", ALERTMANAGER_TIMEOUT_MS: "700" }).alertmanager, { url: new URL("https://am.example/sub/"), timeoutMs: 700 });
+    assert.equal(readConfig({ ALERTMANAGER_URL: "" }).alertmanager, undefined);
   });
 
   it("reads every override", () => {
@@ -73,6 +82,8 @@ describe("readConfig", () => {
     [{ PROMETHEUS_URL: "not a url" }, "PROMETHEUS_URL", /absolute http\(s\) URL/],
     [{ PROMETHEUS_TIMEOUT_MS: "0" }, "PROMETHEUS_TIMEOUT_MS", /between 1 and 60000/],
     [{ RULE_LOAD_WAIT_MS: "60001" }, "RULE_LOAD_WAIT_MS", /between 0 and 60000/],
+    [{ ALERTMANAGER_URL: "alertmanager:9093" }, "ALERTMANAGER_URL", /http or https URL/],
+    [{ ALERTMANAGER_TIMEOUT_MS: "60001" }, "ALERTMANAGER_TIMEOUT_MS", /between 1 and 60000/],
     [{ RULE_LOAD_WAIT_MS: "10s" }, "RULE_LOAD_WAIT_MS", /must be an integer/],
   ];
   for (const [env, variable, message] of refused) {

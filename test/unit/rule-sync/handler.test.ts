@@ -15,6 +15,8 @@ import { createHandler } from "../../../functions/rule-sync/handler.ts";
 import { createMetrics } from "../../../functions/rule-sync/metrics.ts";
 import { METRICS_READY, METRICS_REASONS, PROMETHEUS_REASONS, REASONS, RULE_READY } from "../../../functions/rule-sync/conditions.ts";
 import { createLoadWatcher } from "../../../functions/rule-sync/load-watcher.ts";
+import type { ManagedAlert } from "../../../functions/rule-sync/alert-delivery.ts";
+import { AlertmanagerError, type AlertmanagerApi } from "../../../functions/rule-sync/alertmanager.ts";
 import { PrometheusError } from "../../../functions/rule-sync/prometheus.ts";
 import { resyncUntilDone } from "../../../functions/rule-sync/resync.ts";
 import { syncOne, type SyncDeps } from "../../../functions/rule-sync/sync.ts";
@@ -283,6 +285,97 @@ describe("add and update events", () => {
     const { cluster, handle } = setup();
     cluster.fail.readAppMonitor = () => apiError(429, {}, { "retry-after": "7" });
     await assert.rejects(handle(context, { type: `${REF_EVENT_PREFIX}update`, data: ref("m") }), (error: HttpError) => error.headers["retry-after"] === "7");
+  });
+});
+
+describe("alert delivery (ALERTMANAGER_URL)", () => {
+  /** An Alertmanager in memory: `alerts` is what GET /api/v2/alerts lists, `down` fails every request. */
+  class FakeAlertmanager implements AlertmanagerApi {
+    readonly url = "http://alertmanager.test:9093";
+    alerts_: ManagedAlert[] = [];
+    filters: string[][] = [];
+    down: AlertmanagerError | undefined;
+    async alerts(filters: readonly string[]) {
+      this.filters.push([...filters]);
+      if (this.down) throw this.down;
+      return this.alerts_;
+    }
+  }
+  const firing = { alertname: "AppMonitorMemoryHigh", namespace: "demo", pod: "web-1", container: "app", appmonitor: "mymonitor", severity: "warning" };
+  const copy = (over: Partial<ManagedAlert>): ManagedAlert => ({
+    fingerprint: "f1", labels: { ...firing, prometheus: "monitoring/kps" }, startsAt: "2026-05-01T00:00:00Z", state: "active",
+    inhibitedBy: [], silencedBy: [], mutedBy: [], receivers: ["appmonitor"], ...over,
+  });
+
+  function withAlertmanager(): Setup & { prometheus: FakePrometheus; alertmanager: FakeAlertmanager } {
+    const prometheus = new FakePrometheus();
+    prometheus.load("demo", "mymonitor", "1");
+    prometheus.series.inNamespace = { workingSet: 1, cadvisorLimit: 1 };
+    const base = setup({}, prometheus);
+    const alertmanager = new FakeAlertmanager();
+    const deps: SyncDeps = { ...base.deps, alertmanager };
+    return { ...base, deps, handle: createHandler(deps), prometheus, alertmanager };
+  }
+
+  it("nothing firing: Alertmanager is not asked", async () => {
+    const { cluster, handle, alertmanager } = withAlertmanager();
+    cluster.addMonitor("mymonitor", spec);
+    await handle(context, { type: `${REF_EVENT_PREFIX}add`, data: ref("mymonitor") });
+    assert.deepEqual(alertmanager.filters, []);
+    assert.deepEqual(cluster.events, []);
+  });
+
+  it("a firing alert Alertmanager inhibits: one Warning AlertInhibited per firing, not per event or resync; conditions unchanged", async () => {
+    const { cluster, handle, alertmanager, prometheus, registry } = withAlertmanager();
+    cluster.addMonitor("mymonitor", spec);
+    prometheus.firing = [firing, { ...firing, appmonitor: "other" }];
+    alertmanager.alerts_ = [copy({ state: "suppressed", inhibitedBy: ["f2"] }), { ...copy({}), fingerprint: "f2", labels: { alertname: "InfoInhibitor", namespace: "demo" } }];
+    await handle(context, { type: `${REF_EVENT_PREFIX}add`, data: ref("mymonitor") });
+    assert.deepEqual(alertmanager.filters, [['namespace="demo"']]);
+    assert.deepEqual(lastConditions(cluster), { [RULE_READY]: ["True", REASONS.loaded], [METRICS_READY]: ["True", METRICS_REASONS.found] });
+    assert.deepEqual(cluster.events.map((e) => [e.type, e.reason, e.action, e.regarding?.name]), [["Warning", "AlertInhibited", "CheckAlertDelivery", "mymonitor"]]);
+    assert.match(cluster.events[0]?.note ?? "", /^AppMonitorMemoryHigh of pod demo\/web-1, container app fires in Prometheus, but the Alertmanager at http:\/\/alertmanager\.test:9093 inhibits it \(inhibited by InfoInhibitor\{namespace="demo"\}\)/);
+    await handle(context, { type: `${REF_EVENT_PREFIX}update`, data: ref("mymonitor") });
+    await handle(context, { type: RESYNC_EVENT_TYPE });
+    assert.equal(cluster.events.length, 1, "the same firing: the Event's name is taken");
+    assert.equal(await metric(registry, "appmonitor_rule_sync_undelivered_alerts_total", { reason: "AlertInhibited" }), 1);
+
+    // Routed elsewhere now: another cause, another Warning.
+    alertmanager.alerts_ = [copy({ receivers: ["null"] })];
+    await handle(context, { type: RESYNC_EVENT_TYPE });
+    assert.deepEqual(cluster.events.map((e) => e.reason), ["AlertInhibited", "AlertNotRouted"]);
+    assert.match(cluster.events[1]?.note ?? "", /routes it to the receiver null, not appmonitor/);
+  });
+
+  it("a resync asks Prometheus for the firing alerts once, Alertmanager once per AppMonitor with a firing alert", async () => {
+    const { cluster, handle, alertmanager, prometheus } = withAlertmanager();
+    for (const name of ["a", "b", "mymonitor"]) {
+      cluster.addMonitor(name, spec);
+      prometheus.load("demo", name, "1");
+    }
+    prometheus.firing = [firing];
+    await handle(context, { type: RESYNC_EVENT_TYPE });
+    assert.deepEqual(prometheus.requests, { rules: 1, query: 4 }, "three for the sides, one for the firing alerts");
+    assert.equal(alertmanager.filters.length, 1);
+  });
+
+  it("an Alertmanager that does not answer fails nothing: handled, no Event, logged", async () => {
+    const { cluster, handle, alertmanager, prometheus } = withAlertmanager();
+    cluster.addMonitor("mymonitor", spec);
+    prometheus.firing = [firing];
+    alertmanager.down = new AlertmanagerError("unreachable", "GET /api/v2/alerts: connect ECONNREFUSED 127.0.0.1:9093");
+    const response = await handle(context, { type: `${REF_EVENT_PREFIX}add`, data: ref("mymonitor") });
+    assert.deepEqual(response, { outcome: "created", reason: REASONS.loaded });
+    assert.deepEqual(cluster.events, []);
+  });
+
+  it("a Prometheus that does not answer: Alertmanager is not asked", async () => {
+    const { cluster, handle, alertmanager, prometheus } = withAlertmanager();
+    cluster.addMonitor("mymonitor", spec);
+    prometheus.down = unreachable();
+    await handle(context, { type: `${REF_EVENT_PREFIX}add`, data: ref("mymonitor") });
+    assert.deepEqual(alertmanager.filters, []);
+    assert.deepEqual(cluster.events.map((e) => e.reason), [PROMETHEUS_REASONS.unreachable]);
   });
 });
 
