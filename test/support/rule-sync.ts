@@ -54,9 +54,10 @@ export interface RuleSyncUnderTest {
  * Starts `node functions/run.ts rule-sync` (what `npm run function -- rule-sync` runs) on
  * 127.0.0.1 at a free port, with `KUBECONFIG` = a token of `serviceAccount` (default rule-sync's
  * own) and `env` on top, and waits for its "listening" log line. The test process's own
- * `PROMETHEUS_URL` (the stack's, for the tests' queries) is not passed on: rule-sync asks a
- * Prometheus only when `env` names one, so a test that does not load its rules there gets
- * `PrometheusNotConfigured` rather than waiting for a load that never comes.
+ * `PROMETHEUS_URL` and `ALERTMANAGER_URL` (the stack's, for the tests' queries) are not passed on:
+ * rule-sync asks a Prometheus or an Alertmanager only when `env` names one, so a test that does not
+ * load its rules there gets `PrometheusNotConfigured` rather than waiting for a load that never
+ * comes, and no Warning of an alert the stack's Alertmanager does not route to appmonitor.
  * @throws Error with the process's last output when it exits first.
  */
 export async function startRuleSync(env: Record<string, string> = {}, serviceAccount = { namespace: RULE_SYNC_NAMESPACE, name: RULE_SYNC_SERVICE_ACCOUNT }): Promise<RuleSyncUnderTest> {
@@ -67,7 +68,7 @@ export async function startRuleSync(env: Record<string, string> = {}, serviceAcc
     name: "rule-sync",
     command: process.execPath,
     args: [path.join(repoRoot, "functions", "run.ts"), "rule-sync"],
-    env: { ...process.env, PROMETHEUS_URL: undefined, KUBECONFIG: kubeconfig, PORT: "0", HOST: "127.0.0.1", K_SERVICE: "rule-sync", LOG_LEVEL: "info", ...env },
+    env: { ...process.env, PROMETHEUS_URL: undefined, ALERTMANAGER_URL: undefined, KUBECONFIG: kubeconfig, PORT: "0", HOST: "127.0.0.1", K_SERVICE: "rule-sync", LOG_LEVEL: "info", ...env },
   });
   const stop = async (): Promise<number | null> => {
     const status = await child.stop("SIGTERM");
