@@ -122,13 +122,16 @@ describe("cold build times (test/harness/bins/cold-times.txt)", () => {
   const images = aboutMinutes(times.images.seconds);
 
   it("README.md quotes them", () => {
-    assert.match(read("README.md"), new RegExp(`the cluster binaries \\(about ${binaries} minutes, once\\) and the images \\(about ${images} minutes cold\\)`));
+    const quoted = /the cluster binaries \(about ([\d½]+) minutes, once\) and the images \(about ([\d½]+) minutes cold\)/.exec(read("README.md").replace(/\s+/g, " "));
+    assert.ok(quoted !== null, "README.md's sentence on the cold build: \"the cluster binaries (about N minutes, once) and the images (about M minutes cold)\"");
+    assert.deepEqual({ binaries: quoted[1], images: quoted[2] }, { binaries, images }, "README.md's cold build times");
   });
 
   it("docs/development.md quotes them, with the number of sets", () => {
     const words = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"];
-    const text = read("docs/development.md").replace(/\s+/g, " ");
-    assert.match(text, new RegExp(`\\(${words[times.sets.length]} sets, about ${binaries} minutes on two cores, once\\), then the base, function and memhog images and their archives \\(about ${images} minutes cold`));
+    const quoted = /\((\w+) sets, about ([\d½]+) minutes on two cores, once\), then the base, function and memhog images and their archives \(about ([\d½]+) minutes cold/.exec(read("docs/development.md").replace(/\s+/g, " "));
+    assert.ok(quoted !== null, "docs/development.md's sentence on the cold build: \"(N sets, about N minutes on two cores, once), then … (about M minutes cold\"");
+    assert.deepEqual({ sets: quoted[1], binaries: quoted[2], images: quoted[3] }, { sets: words[times.sets.length], binaries, images }, "docs/development.md's cold build times");
   });
 
   it("has one line per set, each a folder of test/harness/bins/ that build.sh builds", () => {
