@@ -52,35 +52,7 @@ import type { ContainerChange, SkippedContainer } from "./model.ts";
  *   (`scale/pod-resize-target.ts`); `ResizeUnderWay`: its spec already asks for more memory than its
  *   containers run with (the kubelet has not applied the last resize, or cannot).
  */
-export type OutcomeReason =
-  | SkipReason
-  | NoneGoverns["reason"]
-  | "PodGone"
-  | "UnsupportedOwner"
-  | "OwnerGone"
-  | "BelowThreshold"
-  | "NotMeasured"
-  | "NotOOMKilled"
-  | "NotTrending"
-  | "FixedHeap"
-  | "AdmissionRefused"
-  | "Unschedulable"
-  | "RolloutExceedsQuota"
-  | "RolloutWaitsForDelete"
-  | "HPAOnMemory"
-  | "VPAControlled"
-  | "GitOpsManaged"
-  | "Reverted"
-  | "Scaled"
-  | "DryRun"
-  | "Resized"
-  | "ResizeUnderWay"
-  | "ScaledDown"
-  | "PeakNearThreshold"
-  | "AtFloor"
-  | "QuietPeriod"
-  | "NotRaised"
-  | "ScaleDownOff";
+export type OutcomeReason = (typeof OUTCOME_REASONS)[number];
 
 /** What happened to one firing alert: logged in full; `outcome` and `reason` also answer the sender (`handler.ts`). */
 export interface Outcome {
@@ -161,20 +133,9 @@ export interface Scale {
  * - `PolicyOff`: the container's `spec.containerPolicies` entry says `mode: Off`.
  * - `ProbableLeak`: the leak guard holds the workload (`scale/leak-guard.ts`).
  */
-export type SkipReason =
-  | "Cooldown"
-  | "ContainerNotSelected"
-  | "NoTargetContainer"
-  | "ContainerNotFound"
-  | "InitContainer"
-  | "NoMemoryLimit"
-  | "LimitNotInTemplate"
-  | "InvalidResources"
-  | "TemplateDiffers"
-  | "RolloutUnderWay"
-  | "AtCap"
-  | "PolicyOff"
-  | "ProbableLeak";
+export const SKIP_REASONS = ["Cooldown", "ContainerNotSelected", "NoTargetContainer", "ContainerNotFound", "InitContainer", "NoMemoryLimit", "LimitNotInTemplate", "InvalidResources", "TemplateDiffers", "RolloutUnderWay", "AtCap", "PolicyOff", "ProbableLeak"] as const;
+/** One of {@link SKIP_REASONS}. */
+export type SkipReason = (typeof SKIP_REASONS)[number];
 
 /**
  * Why no AppMonitor governs:
@@ -187,8 +148,21 @@ export type SkipReason =
  *   takes precedence (`scale/governing.ts` `byPrecedence`): only that one's alerts scale it;
  * - `NamespaceNotWatched`: the alert's namespace is outside `WATCH_NAMESPACES` (a scoped install).
  */
+export const NONE_GOVERNS_REASONS = ["NotAppMonitorAlert", "NoAppMonitor", "NotCovered", "AppMonitorNotGoverning", "AppMonitorConflict", "NamespaceNotWatched"] as const;
+/** Why no AppMonitor governs ({@link NONE_GOVERNS_REASONS}). */
 export interface NoneGoverns {
   readonly result: "none";
-  readonly reason: "NotAppMonitorAlert" | "NoAppMonitor" | "NotCovered" | "AppMonitorNotGoverning" | "AppMonitorConflict" | "NamespaceNotWatched";
+  readonly reason: (typeof NONE_GOVERNS_REASONS)[number];
   readonly message: string;
 }
+
+/** Every {@link OutcomeReason}, for what lists them (the README's tables are tested against it). */
+export const OUTCOME_REASONS = [
+  ...SKIP_REASONS,
+  ...NONE_GOVERNS_REASONS,
+  "PodGone", "UnsupportedOwner", "OwnerGone", "BelowThreshold", "NotMeasured", "NotOOMKilled", "NotTrending",
+  "FixedHeap", "AdmissionRefused", "Unschedulable", "RolloutExceedsQuota", "RolloutWaitsForDelete",
+  "HPAOnMemory", "VPAControlled", "GitOpsManaged", "Reverted",
+  "Scaled", "DryRun", "Resized", "ResizeUnderWay",
+  "ScaledDown", "PeakNearThreshold", "AtFloor", "QuietPeriod", "NotRaised", "ScaleDownOff",
+] as const;

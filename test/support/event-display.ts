@@ -1,6 +1,6 @@
 /**
- * What Knative's event_display (knative.dev/eventing/cmd/event_display, the dead-letter sink of
- * knative/eventing/dead-letter.yaml) logged: each event it received, printed by the CloudEvents Go
+ * What Knative's event_display (knative.dev/eventing/cmd/event_display, the subscriber the tests
+ * watch the Broker with; the dead-letter sink is appmonitor's own, functions/dead-letter/) logged: each event it received, printed by the CloudEvents Go
  * SDK's `Event.String()` (github.com/cloudevents/sdk-go/v2 event/event.go, eventcontext_v1.go)
  * after a `☁️  cloudevents.Event` line:
  *

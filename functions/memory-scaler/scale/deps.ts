@@ -1,7 +1,7 @@
 /**
- * The adapters a firing alert's flows run on (`scale/flow.ts` for a workload, `scale/pod-resize-target.ts`
- * for a bare Pod): the only I/O they do goes through these, so tests can substitute them. A module
- * of its own, so that neither flow imports the other for it.
+ * The adapters the scale flow runs on (`scale/flow.ts`, one flow for every write target) and the
+ * follow-up's ticks that hand it work: the only I/O they do goes through these, so tests can
+ * substitute them. A module of its own, so that what needs their types does not import the flow.
  */
 import type { NamespaceScope } from "../../lib/namespace-scope.ts";
 import type { LeakAlerter } from "../kube/alertmanager.ts";

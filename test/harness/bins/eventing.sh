@@ -4,9 +4,9 @@
 # image per command, knative-eventing/<binary>.oci.tar, named
 # localhost/appmonitor/knative-eventing/<path under cmd/>:<eventing version>, the name the
 # rendered install (test/harness/stack/eventing-manifests.ts) puts where Eventing's YAML says ko://, or,
-# for event_display (Knative's dead-letter sink of knative/eventing/dead-letter.yaml, which no
-# install file names), the one the stack's overlay of the Eventing-only profile gives that sink
-# (test/harness/stack/stack-profile.ts).
+# for event_display (Knative's event logger, which no install file names: the tests' observer of
+# the Broker, test/support/event-display.ts), the name eventingImage gives it
+# (test/harness/stack/eventing-manifests.ts).
 # -tags=timetzdata: a PingSource's `timezone` needs the zone database, which the upstream base
 # image carries and FROM scratch does not.
 eventing_out="$out/knative-eventing"

@@ -32,6 +32,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { buildImages, FUNCTION_IMAGES, type ImageName } from "../images/build.ts";
+import { aboutMinutes, coldTimes } from "../bins/cold-times.ts";
 import { cacheDir } from "../images/paths.ts";
 import { ensureDebianPackages } from "../stack/debian-packages.ts";
 import { defaultStateDir, resolveBinaries, StackStepError } from "../stack/paths.ts";
@@ -45,8 +46,8 @@ import { hasWholeSecondClock, timelineLines } from "./timeline.ts";
 const CROSSING = "usage crossed the threshold";
 /** The original AppMonitor's `memThresholdPercent` (knative/examples/appmonitor.yaml). */
 const THRESHOLD_PERCENT = 75;
-/** A cold set-up's parts on a fresh machine of two cores, minutes (build.sh's and buildImages' own lines give each step's). */
-const COLD_MINUTES = { binaries: 27, images: 5 } as const;
+/** A cold set-up's parts on a fresh machine of two cores (test/harness/bins/cold-times.txt; build.sh's and buildImages' own lines give each step's). */
+const COLD = coldTimes();
 const FUNCTION_NAMES = Object.keys(FUNCTION_IMAGES) as (keyof typeof FUNCTION_IMAGES)[];
 
 const usage = "usage: npm run demo -- [--real-node (default) [--host-functions] [--no-eventing] [--prometheus-operator] | --kwok] [--containers]";
@@ -98,7 +99,7 @@ const images: ImageName[] = [...(realNode ? ["memhog" as const] : []), ...(funct
 
 let code = 0;
 try {
-  const cold = [...(existing ? [] : [`${COLD_MINUTES.binaries} min of Go builds`]), ...(images.length > 0 ? [`${COLD_MINUTES.images} min of images`] : [])];
+  const cold = [...(existing ? [] : [`${aboutMinutes(COLD.binaries.seconds)} min of Go builds`]), ...(images.length > 0 ? [`${aboutMinutes(COLD.images.seconds)} min of images`] : [])];
   console.log(existing ? `using the stack in ${stateDir} (left running at the end)` : "starting the local stack (stopped at the end)");
   if (cold.length > 0) console.log(`on a fresh machine this first builds about ${cold.join(" and ")}; once cached, seconds`);
   // What the stack runs comes first: the binaries, then the images its registry serves (memhog)

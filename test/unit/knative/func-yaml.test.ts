@@ -1,10 +1,11 @@
-// functions/<name>/func.yaml: valid Knative Functions project files that name the function of
-// their folder and carry the same deploy facts as the Service and ServiceAccount of knative/, so
-// `func deploy` and `kubectl apply -k knative/` deploy the same Service; the Triggers come from
-// knative/eventing/triggers.yaml alone, either way.
+// functions/<name>/func.yaml, one in every function's folder (a folder with an index.ts): valid
+// Knative Functions project files that name the Knative Service of knative/ that runs the
+// folder's function (its image's) and carry the same deploy facts as that Service and its
+// ServiceAccount, so `func deploy` and `kubectl apply -k knative/` deploy the same Service; the
+// Triggers come from knative/eventing/triggers.yaml alone, either way.
 import { before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -13,7 +14,7 @@ import { parse } from "yaml";
 import { LIVENESS_PATH, READINESS_PATH } from "../../../functions/lib/runtime/health.ts";
 import type { FunctionModule } from "../../../functions/lib/runtime/types.ts";
 import { repoRoot } from "../../harness/stack/paths.ts";
-import { FUNCTION_NAMES, INSTALL_NAMESPACE, containerOf, kustomize, servicesByFunction, type FunctionName, type KnativeService, type Manifest } from "../../support/knative.ts";
+import { INSTALL_NAMESPACE, containerOf, kustomize, type KnativeService, type Manifest } from "../../support/knative.ts";
 
 /**
  * The func.yaml fields this project uses, with the types and closed objects of Knative
@@ -101,12 +102,28 @@ async function readFuncYaml(name: string): Promise<FuncYaml> {
   return parse(await readFile(path.join(repoRoot, "functions", name, "func.yaml"), "utf8")) as FuncYaml;
 }
 
+/** Every function's folder: those of functions/ with an entry module (functions/lib/ has none). */
+const FOLDERS = readdirSync(path.join(repoRoot, "functions"), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory() && existsSync(path.join(repoRoot, "functions", entry.name, "index.ts")))
+  .map((entry) => entry.name);
+
 let objects: Manifest[] = [];
-let services: Record<FunctionName, KnativeService>;
+const services: Record<string, KnativeService> = {};
 
 before(async () => {
   objects = await kustomize("knative");
-  services = servicesByFunction(objects);
+  const knativeServices = objects.filter((o): o is KnativeService => o.apiVersion === "serving.knative.dev/v1" && o.kind === "Service");
+  for (const name of FOLDERS) {
+    const running = knativeServices.filter((s) => containerOf(s).image === `ghcr.io/kubedemo/appmonitor-${name}:latest`);
+    assert.equal(running.length, 1, `one Knative Service of knative/ runs functions/${name}/'s image`);
+    services[name] = running[0] as KnativeService;
+  }
+});
+
+test("every function's folder has a func.yaml and a README.md", () => {
+  assert.ok(FOLDERS.length >= 4, `function folders: ${FOLDERS.join(", ")}`);
+  const missing = FOLDERS.flatMap((name) => ["func.yaml", "README.md"].filter((file) => !existsSync(path.join(repoRoot, "functions", name, file))).map((file) => `functions/${name}/${file}`));
+  assert.deepEqual(missing, []);
 });
 
 test("the func.yaml schema refuses a misspelt or mistyped field", () => {
@@ -117,12 +134,12 @@ test("the func.yaml schema refuses a misspelt or mistyped field", () => {
   assert.ok(!validateFuncYaml({ ...good, run: { env: [] } }));
 });
 
-for (const name of FUNCTION_NAMES) {
+for (const name of FOLDERS) {
   describe(`functions/${name}/func.yaml`, () => {
-    test("parses, is a valid func.yaml and names this folder's function", async () => {
+    test("parses, is a valid func.yaml and names the Knative Service of this folder's function", async () => {
       const func = await readFuncYaml(name);
       assert.equal(validateFuncYaml(func), true, JSON.stringify(validateFuncYaml.errors));
-      assert.equal(func.name, name);
+      assert.equal(func.name, services[name]?.metadata.name);
       assert.equal(func.runtime, "typescript");
       const entry = path.join(repoRoot, "functions", name, "index.ts");
       assert.ok(existsSync(entry), `${entry} exists`);
@@ -133,7 +150,7 @@ for (const name of FUNCTION_NAMES) {
 
     test("deploys what the Knative Service of knative/ deploys", async () => {
       const func = await readFuncYaml(name);
-      const service = services[name];
+      const service = services[name] as KnativeService;
       const container = containerOf(service);
       const annotations = service.spec.template.metadata?.annotations ?? {};
       assert.equal(func.image, container.image);
@@ -149,8 +166,9 @@ for (const name of FUNCTION_NAMES) {
 
     test("mounts the same Secrets at the same paths", async () => {
       const func = await readFuncYaml(name);
-      const podSpec = services[name].spec.template.spec;
-      const mounts = (containerOf(services[name]).volumeMounts ?? []).map((m) => {
+      const service = services[name] as KnativeService;
+      const podSpec = service.spec.template.spec;
+      const mounts = (containerOf(service).volumeMounts ?? []).map((m) => {
         const volume = podSpec.volumes?.find((v) => v.name === m.name);
         return { secret: volume?.secret?.secretName, path: m.mountPath };
       });
@@ -163,12 +181,14 @@ for (const name of FUNCTION_NAMES) {
       // once without retries or a dead-letter sink.
       const func = await readFuncYaml(name);
       assert.deepEqual(func.deploy?.subscriptions ?? [], []);
-      const triggers = objects.filter((o) => o.kind === "Trigger" && (o.spec as { subscriber: { ref: { name: string } } }).subscriber.ref.name === name);
+      const service = (services[name] as KnativeService).metadata.name;
+      const triggers = objects.filter((o) => o.kind === "Trigger" && (o.spec as { subscriber: { ref: { name: string } } }).subscriber.ref.name === service);
       for (const trigger of triggers) {
         const delivery = (trigger.spec as { delivery?: { retry?: number; deadLetterSink?: unknown } }).delivery;
         assert.ok((delivery?.retry ?? 0) > 0 && delivery?.deadLetterSink !== undefined, `Trigger ${trigger.metadata?.name} retries and dead-letters`);
       }
       if (name === "alert-receiver") assert.equal(triggers.length, 0, "alert-receiver is called by Alertmanager, not the Broker");
+      else if (name === "dead-letter") assert.equal(triggers.length, 0, "the dead-letter sink is named by the deliveries' deadLetterSink, not a Trigger");
       else assert.ok(triggers.length > 0);
     });
   });

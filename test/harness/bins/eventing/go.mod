@@ -1,7 +1,7 @@
 // Pins Knative Eventing: the stack builds its commands (the tool block: each one the config/
 // YAML of the core, the in-memory channel and the multi-tenant channel-based broker names with
-// ko://, and event_display, the dead-letter sink of knative/eventing/dead-letter.yaml) and reads
-// that YAML from this module's directory in the Go module cache.
+// ko://, and event_display, the event logger the tests watch the Broker with) and reads that
+// YAML from this module's directory in the Go module cache.
 module appmonitor.local/bins/eventing
 
 go 1.26.0
