@@ -4,8 +4,13 @@
  * with a digest and a tag each, five conditions, three addresses, nodeInfo, capacity and
  * allocatable with hugepages and ephemeral storage). Nothing runs on them: no kubelet or kwok
  * manages them (no `kwok.x-k8s.io/node` annotation), a `NoSchedule` taint keeps Pods off, and they
- * are created as the node lifecycle controller would leave a Node without heartbeats (Ready
- * `Unknown`, its `unreachable` taints), so the controller manager has nothing to write to them.
+ * are created as the controller manager would leave a Node without heartbeats, so that it writes to
+ * each at most once or twice: Ready `Unknown` with the `unreachable:NoSchedule` taint, no
+ * `unreachable:NoExecute` taint (the node lifecycle controller removes it from every Node it sees
+ * for the first time, and adds it back only at its zone's eviction rate), and the TTL controller's
+ * annotation for the cluster's final size ({@link ttlSecondsFor}). One write per Node is left that
+ * no content avoids: the API server's TaintNodesByCondition admission adds `not-ready:NoSchedule`
+ * to every new Node, and the node lifecycle controller takes it off again.
  */
 import * as k8s from "@kubernetes/client-node";
 import { apiserverRequests } from "../support/apiserver-requests.ts";
@@ -24,8 +29,21 @@ const hex = (seed: number, length: number): string => {
   return out.slice(0, length);
 };
 
-/** The fleet's Node `i`: allocatable memory between 30 and 250 GiB, the whole status of a production kubelet's size. */
-export function fleetNode(i: number): k8s.V1Node {
+/**
+ * The `node.alpha.kubernetes.io/ttl` the controller manager's TTL controller wants on every Node of
+ * a cluster of `nodes` Nodes, in seconds (its `ttlBoundaries`, pkg/controller/ttl/ttl_controller.go
+ * of Kubernetes 1.36, as a growing cluster steps through them). A Node created with it is not
+ * patched when the controller reaches it after the cluster has grown.
+ */
+export function ttlSecondsFor(nodes: number): number {
+  if (nodes <= 100) return 0;
+  if (nodes <= 500) return 15;
+  if (nodes <= 1000) return 30;
+  return nodes <= 2000 ? 60 : 300;
+}
+
+/** The fleet's Node `i`: allocatable memory between 30 and 250 GiB, the whole status of a production kubelet's size; `ttlSeconds` as {@link ttlSecondsFor}. */
+export function fleetNode(i: number, ttlSeconds = 0): k8s.V1Node {
   const name = `fleet-${String(i).padStart(5, "0")}`;
   const memoryGi = 32 + (i % 8) * 32;
   const stale = new Date(Date.now() - 3_600_000);
@@ -50,7 +68,7 @@ export function fleetNode(i: number): k8s.V1Node {
         // every Node's taints away (thousands of writes during the bench).
       },
       annotations: {
-        "node.alpha.kubernetes.io/ttl": "0",
+        "node.alpha.kubernetes.io/ttl": String(ttlSeconds),
         "csi.volume.kubernetes.io/nodeid": JSON.stringify({ "ebs.csi.aws.com": `i-${hex(i, 17)}` }),
       },
     },
@@ -59,7 +77,6 @@ export function fleetNode(i: number): k8s.V1Node {
       taints: [
         { key: FLEET_LABEL, value: "true", effect: "NoSchedule" },
         { key: "node.kubernetes.io/unreachable", effect: "NoSchedule" },
-        { key: "node.kubernetes.io/unreachable", effect: "NoExecute", timeAdded: stale },
       ],
     },
     status: {
@@ -108,15 +125,22 @@ export async function growFleet(kc: k8s.KubeConfig, total: number): Promise<numb
   const start = fleetAdded;
   fleetAdded += toAdd;
   for (let k = 0; k < toAdd; k += 32) {
-    await Promise.all(Array.from({ length: Math.min(32, toAdd - k) }, (_, j) => core.createNode({ body: fleetNode(start + k + j) })));
+    await Promise.all(Array.from({ length: Math.min(32, toAdd - k) }, (_, j) => core.createNode({ body: fleetNode(start + k + j, ttlSecondsFor(have + toAdd)) })));
   }
   const writes = async () => [...(await apiserverRequests(kc, ["nodes"]))].filter(([key]) => !key.startsWith("GET") && !key.startsWith("LIST")).reduce((sum, [, n]) => sum + n, 0);
   // Quiet: at most 5 Node writes in 5 s (the kwok Nodes' own heartbeats go on).
   let window = [await writes()];
+  const began = Date.now();
+  let reported = 0;
   await waitFor("the controller manager done writing to Nodes", async () => {
     window = [...window, await writes()].slice(-6);
+    const minute = Math.floor((Date.now() - began) / 60_000);
+    if (minute > reported) {
+      reported = minute;
+      console.error(`fleet: the controller manager still writes to Nodes (${(window.at(-1) ?? 0) - (window[0] ?? 0)} in 5 s, ${minute} min)`);
+    }
     return window.length === 6 && (window.at(-1) ?? 0) - (window[0] ?? 0) <= 5 ? true : undefined;
-  }, 900_000, 1_000);
+  }, 1_800_000, 1_000);
   return have + toAdd;
 }
 
