@@ -263,3 +263,30 @@ export function parseScaleRecord(value: string | undefined): ScaleRecordAnnotati
     ...(typeof flaps === "number" && Number.isSafeInteger(flaps) && flaps > 0 ? { flaps } : {}),
   };
 }
+
+/**
+ * A workload whose in-place resize failed under `InPlaceOrRollout` (`follow-up/in-place.ts`), for
+ * the scale flow to write its recorded memory into the template (`scale/flow.ts` `handleFallback`).
+ */
+export interface FallbackRequest {
+  readonly namespace: string;
+  /** A Pod of the workload (one whose resize failed): what the rounds observe the workload from. */
+  readonly pod: string;
+  /** The AppMonitor that resized it. */
+  readonly appmonitor: string;
+  /** Why the in-place resize failed: the `InPlaceFallback` Warnings say so. */
+  readonly reason: string;
+  /** Keys the Events: one fallback of one resize writes each Event once. */
+  readonly eventId: string;
+}
+
+/** A workload the follow-up found due for a down-step of `spec.scaleDown` (`follow-up/scale-down.ts`, `scale/flow.ts` `handleScaleDown`). */
+export interface ScaleDownRequest {
+  readonly namespace: string;
+  /** A running Pod of the workload: what the rounds observe the workload from. */
+  readonly pod: string;
+  /** The AppMonitor whose `spec.scaleDown` asks for it. */
+  readonly appmonitor: string;
+  /** Keys the Events and the record: the workload and its last scale's time, so one step is one set of Events however often it is asked. */
+  readonly eventId: string;
+}

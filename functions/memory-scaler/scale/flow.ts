@@ -54,7 +54,7 @@ import type { LeakAlerter } from "../kube/alertmanager.ts";
 import type { AppMonitorRef, StatusChange } from "../kube/status-writer.ts";
 import { type ProbableLeak, withLeak } from "../status/leaks.ts";
 import { containerStatuses } from "../kube/views.ts";
-import { objectRef } from "../model.ts";
+import { type FallbackRequest, objectRef, type ScaleDownRequest } from "../model.ts";
 import type { Outcome, Scale, Skip } from "../outcome.ts";
 import { lastOutcomeOf, skipWindowSeconds, withLastOutcome } from "../status/last-outcome.ts";
 import { withScales } from "../status/recent-scales.ts";
@@ -255,19 +255,6 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
   return runRounds(deps, { eventId, namespace: data.namespace, pod: data.pod, appmonitor: origin.name, trigger: origin.trigger, data }, log);
 }
 
-/** A workload whose in-place resize failed under `InPlaceOrRollout` (`follow-up/in-place.ts`), to write its recorded memory into the template. */
-export interface FallbackRequest {
-  readonly namespace: string;
-  /** A Pod of the workload (one whose resize failed): what the rounds observe the workload from. */
-  readonly pod: string;
-  /** The AppMonitor that resized it. */
-  readonly appmonitor: string;
-  /** Why the in-place resize failed: the `InPlaceFallback` Warnings say so. */
-  readonly reason: string;
-  /** Keys the Events: one fallback of one resize writes each Event once. */
-  readonly eventId: string;
-}
-
 /**
  * Writes the recorded memory of the workload of `request.pod` into its Pod template: the rounds of
  * {@link handleFiring} with the template target, no evidence (nothing alerted now), the decision
@@ -277,17 +264,6 @@ export interface FallbackRequest {
  */
 export async function handleFallback(deps: FlowDeps, request: FallbackRequest, log: Logger): Promise<Outcome> {
   return runRounds(deps, { eventId: request.eventId, namespace: request.namespace, pod: request.pod, appmonitor: request.appmonitor, trigger: "threshold", fallback: request.reason }, log);
-}
-
-/** A workload the follow-up found due for a down-step of `spec.scaleDown` (`follow-up/scale-down.ts`). */
-export interface ScaleDownRequest {
-  readonly namespace: string;
-  /** A running Pod of the workload: what the rounds observe the workload from. */
-  readonly pod: string;
-  /** The AppMonitor whose `spec.scaleDown` asks for it. */
-  readonly appmonitor: string;
-  /** Keys the Events and the record: the workload and its last scale's time, so one step is one set of Events however often it is asked. */
-  readonly eventId: string;
 }
 
 /**
