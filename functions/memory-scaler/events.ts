@@ -9,7 +9,7 @@
  * | `UnsupportedOwner` | Warning on the Pod → the AppMonitor | `not scaled: <message>` |
  * | `AtCap` | Warning on the workload → the AppMonitor, and on the AppMonitor → the workload; at most one per workload per `cooldownSeconds`, at least {@link AT_CAP_WARNING_SECONDS} when it is above 0 (`windowedKey`) | `not scaled: <message>` (+ how often it is written) |
  * | `LimitNotInTemplate` | the same pair | `not scaled: <message>` |
- * | `HeapFailure` (with `Scaled`, `Resized` or `DryRun`) | Warning pair: a raised container's last run ended in exit code 134 (`Error`), an in-process heap failure, and no heap flag read fixes its heap (`scale/fixed-heap.ts` `heapFailureNote`) | `<message>` |
+ * | `HeapFailure` (with `Scaled`, `Resized` or `DryRun`) | Warning pair: a raised container's last run ended in exit code 134 (`Error`), an in-process heap failure, and no heap flag read fixes its heap (`scale/decide/fixed-heap.ts` `heapFailureNote`) | `<message>` |
  * | `FixedHeap` | the same pair, at most one per workload per `cooldownSeconds` (`windowedKey`) | `not scaled: <message>` (the flag, its value and where; an in-process heap failure when the Pod's last run ended in one) |
  * | `AdmissionRefused` | the same pair | `not scaled (<changes>): the API server refused it: <message>` (a dry run's: `DryRun: would not be scaled (<changes>): …`) |
  * | `RolloutExceedsQuota`, `Unschedulable` | the same pair | `not scaled (<changes>): <message>` (a dry run's as above) |
@@ -23,7 +23,7 @@
  * | `Scaled` | Normal pair (its note ends with the heap flags raised under `spec.heapFlags: Scale`), and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill\| on its trend toward the limit]: <changes>[; the rollout replaces (restarts) its Pods]` (`replacement.ts` `replacementClause`) |
  * | `PodsReplaced` (with `Scaled`) | Warning pair, when the replaced Pods likely keep state in memory or in `emptyDir` volumes (`replacement.ts`: a single-replica Deployment, any StatefulSet, an `emptyDir` volume in the Pod template); never for a bare Pod resized in place | `podsReplacedNote`: why, and that their memory and emptyDir contents are lost |
  * | `Resized` | Normal pair on the bare Pod (its `workload`), or the workload whose Pods were resized in place, and the AppMonitor | `resized <kind> <name> in place by <multiplier>[ after an OOM kill\| on its trend toward the limit]: <changes>[ (Pods <names>)]` |
- * | `ScaledDown` | Normal pair (a down-step of `spec.scaleDown`, `scale/scale-down.ts`), with the `GitOpsManaged` and `PodsReplaced` Warning pairs as for `Scaled` | `scaled down <kind> <name>: <changes>[; the rollout replaces (restarts) its Pods]` (`[ in place (Pods <names>)]` when resized in place) |
+ * | `ScaledDown` | Normal pair (a down-step of `spec.scaleDown`, `scale/decide/scale-down.ts`), with the `GitOpsManaged` and `PodsReplaced` Warning pairs as for `Scaled` | `scaled down <kind> <name>: <changes>[; the rollout replaces (restarts) its Pods]` (`[ in place (Pods <names>)]` when resized in place) |
  * | `InPlaceFallback` (with `Scaled`) | Warning pair: `spec.updateMode: InPlaceOrRollout` wrote the template instead, and why | `<message>` |
  * | anything else | none: the outcome is logged and counted only | |
  *
@@ -86,7 +86,7 @@ export type Reported =
        * replaced, and a `PodsReplaced` Warning pair says what that loses. Absent: neither.
        */
       readonly replacement?: PodReplacement | undefined;
-      /** The heap flags raised with the limits (`spec.heapFlags: Scale`, `scale/fixed-heap.ts` `describeHeapChanges`); the note ends with them. */
+      /** The heap flags raised with the limits (`spec.heapFlags: Scale`, `scale/decide/fixed-heap.ts` `describeHeapChanges`); the note ends with them. */
       readonly heap?: string | undefined;
     }
   | {
@@ -99,7 +99,7 @@ export type Reported =
       /** The key of its Events when not the current event's (a repaired scale: the event that scaled). */
       readonly key?: string;
     }
-  /** A down-step (`scale/scale-down.ts`); `pods`: resized in place; the rest as for `Scaled`. */
+  /** A down-step (`scale/decide/scale-down.ts`); `pods`: resized in place; the rest as for `Scaled`. */
   | {
       readonly reason: "ScaledDown";
       readonly changes: readonly ContainerChange[];

@@ -90,7 +90,7 @@ export interface ContainerChange {
 
 /**
  * A container left unchanged, and why: the one shape of every step that leaves one out (the
- * decision, `scale/decide.ts`; the OOM-kill, threshold and trend checks, `scale/evidence.ts`) and of the
+ * decision, `scale/decide/decide.ts`; the OOM-kill, threshold and trend checks, `scale/decide/evidence.ts`) and of the
  * outcome's `skipped` list. `R` narrows the reasons a step can give.
  */
 export interface SkippedContainer<R extends string = string> {
@@ -176,15 +176,15 @@ export interface ScaleRecordAnnotation {
    * the revert budget (`coexist/reverts.ts`) counts every patch even while a status write lags.
    */
   readonly earlier?: readonly ScaleMark[];
-  /** `down` for a down-step of `spec.scaleDown` (`scale/scale-down.ts`); absent: a raise (records of older versions too). */
+  /** `down` for a down-step of `spec.scaleDown` (`scale/decide/scale-down.ts`); absent: a raise (records of older versions too). */
   readonly direction?: "down";
   /**
    * Per container, its memory before memory-scaler's first scale of it: the floor no down-step
-   * goes below, carried from record to record (`scale/scale-record.ts` `recordFields`). Absent (records
+   * goes below, carried from record to record (`scale/targets/scale-record.ts` `recordFields`). Absent (records
    * of older versions): the last scale's `from` is the best known.
    */
   readonly original?: Readonly<Record<string, MemoryResources>>;
-  /** Raises that came after a down-step of this workload: each doubles the next quiet period (`scale/scale-down.ts`). Absent: 0. */
+  /** Raises that came after a down-step of this workload: each doubles the next quiet period (`scale/decide/scale-down.ts`). Absent: 0. */
   readonly flaps?: number;
 }
 

@@ -1,5 +1,5 @@
 /**
- * The adapters a firing alert's flows run on (`scale/flow.ts` for a workload, `scale/pod-resize-target.ts`
+ * The adapters a firing alert's flows run on (`scale/flow.ts` for a workload, `scale/targets/pod-resize-target.ts`
  * for a bare Pod): the only I/O they do goes through these, so tests can substitute them. A module
  * of its own, so that neither flow imports the other for it.
  */

@@ -1,27 +1,27 @@
 /**
  * What memory-scaler does with one firing alert, reconcile-style, the same for every
- * {@link WriteTarget} (a workload's Pod template, `template-target.ts`; its running Pods resized in
- * place under `spec.updateMode` `InPlace` or `InPlaceOrRollout`, `in-place-target.ts`; a bare
- * Pod's resize, `pod-resize-target.ts`): observe → plan → act → report, once per round. The same
+ * {@link WriteTarget} (a workload's Pod template, `targets/template-target.ts`; its running Pods resized in
+ * place under `spec.updateMode` `InPlace` or `InPlaceOrRollout`, `targets/in-place-target.ts`; a bare
+ * Pod's resize, `targets/pod-resize-target.ts`): observe → plan → act → report, once per round. The same
  * rounds run for a fallback ({@link handleFallback}): the follow-up found a workload's in-place
  * resize failed under `InPlaceOrRollout`, and its recorded memory is written into the template.
  *
- * 0. Only an AppMonitor rule's alert is acted on (`governing.ts` `alertOrigin`): anything else →
+ * 0. Only an AppMonitor rule's alert is acted on (`decide/governing.ts` `alertOrigin`): anything else →
  *    `NotAppMonitorAlert`, before any read.
  * 1. Observe (`observe.ts`): the Pod (gone → `PodGone`), the namespace's AppMonitors (the alert's
  *    not there or invalid → `NoAppMonitor`), HPAs and VPAs, then the Pod's owners: a Job or an
  *    unknown owner → `UnsupportedOwner` (a Warning on the Pod: no template to judge, never
  *    scaled, whatever the Pod carries); an owner deleted meanwhile → `OwnerGone`; no controller →
  *    the bare Pod is the target, else the workload's template.
- * 2. Plan (`plan.ts`, pure): the governing AppMonitor (`NotCovered`, `AppMonitorNotGoverning`,
+ * 2. Plan (`decide/plan.ts`, pure): the governing AppMonitor (`NotCovered`, `AppMonitorNotGoverning`,
  *    `AppMonitorConflict`; a `Conflict` condition on each AppMonitor covering the target when several do),
  *    what the target's last scale leaves, `decideScale` told the target's way, and a raise a heap
- *    flag makes useless held (`FixedHeap`, `fixed-heap.ts`).
+ *    flag makes useless held (`FixedHeap`, `decide/fixed-heap.ts`).
  * 3. The last scale made sure of, whatever this alert comes to (`report.ts` `repairReport`): its
  *    Events and status entry repaired, its revert told once. Failures are warnings.
  * 4. Act: the decision's skip (`AtCap` listed in `status.capped`; `ProbableLeak` listed in
  *    `status.probableLeaks` and its alert posted to Alertmanager, a hold that ended written first); the alert's evidence
- *    (`evidence.ts`: an OOM kill in the Pod read at 1, Prometheus' working set against the
+ *    (`decide/evidence.ts`: an OOM kill in the Pod read at 1, Prometheus' working set against the
  *    threshold, or Prometheus' prediction against the limit for a trend alert; Prometheus
  *    unavailable → 503); who else sets the memory (`coexist/gate.ts`:
  *    `HPAOnMemory`, `VPAControlled`, `GitOpsManaged`, `Reverted`); the target's one
@@ -59,18 +59,18 @@ import type { Outcome, Scale, Skip } from "../outcome.ts";
 import { lastOutcomeOf, skipWindowSeconds, withLastOutcome } from "../status/last-outcome.ts";
 import { withScales } from "../status/recent-scales.ts";
 import type { FlowDeps } from "./deps.ts";
-import { withConflict } from "./conflict-condition.ts";
-import { checkEvidence } from "./evidence.ts";
-import { heapFailures } from "./fixed-heap.ts";
-import { alertOrigin, type ValidAppMonitor } from "./governing.ts";
-import { inPlaceTarget } from "./in-place-target.ts";
+import { withConflict } from "./decide/conflict-condition.ts";
+import { checkEvidence } from "./decide/evidence.ts";
+import { heapFailures } from "./decide/fixed-heap.ts";
+import { alertOrigin, type ValidAppMonitor } from "./decide/governing.ts";
+import { inPlaceTarget } from "./targets/in-place-target.ts";
 import { type Observation, observeFiring } from "./observe.ts";
-import { type FiringPlan, planFiring } from "./plan.ts";
-import { podResizeTarget } from "./pod-resize-target.ts";
+import { type FiringPlan, planFiring } from "./decide/plan.ts";
+import { podResizeTarget } from "./targets/pod-resize-target.ts";
 import { type Ending, repairReport, type Report, reportOf } from "./report.ts";
-import type { History, WriteTarget } from "./target.ts";
-import { templateTarget } from "./template-target.ts";
-import { checkPeak, planScaleDown } from "./scale-down.ts";
+import type { History, WriteTarget } from "./targets/target.ts";
+import { templateTarget } from "./targets/template-target.ts";
+import { checkPeak, planScaleDown } from "./decide/scale-down.ts";
 import { quietPeriodMs } from "../status/scale-down.ts";
 
 /**
@@ -161,7 +161,7 @@ interface Entry {
   readonly data?: AlertEventData;
   /** Why the in-place resize failed; present for a fallback only. */
   readonly fallback?: string;
-  /** A down-step of `spec.scaleDown` the follow-up asked for (`scale-down.ts`): no alert, the peak is its evidence. */
+  /** A down-step of `spec.scaleDown` the follow-up asked for (`decide/scale-down.ts`): no alert, the peak is its evidence. */
   readonly down?: true;
 }
 
@@ -267,7 +267,7 @@ export async function handleFallback(deps: FlowDeps, request: FallbackRequest, l
 }
 
 /**
- * Lowers the memory of the workload of `request.pod` one step (`scale-down.ts`): the rounds of
+ * Lowers the memory of the workload of `request.pod` one step (`decide/scale-down.ts`): the rounds of
  * {@link handleFiring} with the down-step as the decision (`planScaleDown`), the working set's peak
  * over the quiet period as the evidence (`checkPeak`; Prometheus unavailable → 503, none
  * configured → `NotMeasured`), and the gates, checks, compare-and-swap write and trail of any scale
@@ -279,7 +279,7 @@ export async function handleScaleDown(deps: FlowDeps, request: ScaleDownRequest,
 }
 
 /**
- * A down-step's evidence (`scale-down.ts` `checkPeak`): the peak of each container over the quiet
+ * A down-step's evidence (`decide/scale-down.ts` `checkPeak`): the peak of each container over the quiet
  * period (the record's flaps doubling it), from Prometheus.
  * @throws HttpError 503 when Prometheus is unavailable (`kube/prometheus.ts`).
  */
@@ -323,7 +323,7 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
       return answer({}, report);
     }
     const target = targetOf(observation, namespace, pod, entry.fallback !== undefined);
-    // Said, not guessed: a heap flag in a ConfigMap or Secret is not in the spec (`heap-flags.ts`).
+    // Said, not guessed: a heap flag in a ConfigMap or Secret is not in the spec (`decide/heap-flags.ts`).
     for (const heap of target.heaps.filter((h) => h.unknown.length > 0)) {
       log.info({ container: heap.container, env: heap.unknown }, "heap env vars set from valueFrom are not read: a heap they fix is not seen");
     }
@@ -384,7 +384,7 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
 }
 
 /**
- * The `Conflict` condition (`conflict-condition.ts`) on every AppMonitor that covers the target
+ * The `Conflict` condition (`decide/conflict-condition.ts`) on every AppMonitor that covers the target
  * when several do, else on the alert's own when it last conflicted over this target. A failed
  * write is a warning of the answer: the decision stands without it.
  */
@@ -417,7 +417,7 @@ async function releaseLeak(
   if (!released.drop) await postLeak(deps, released.entry, { namespace: input.namespace, appmonitor: am.metadata.name, description: `released: ${released.entry.cleared ?? ""}`, endsAt: time }, warnings);
 }
 
-/** A down-step's decision (`scale-down.ts` `planScaleDown`) from what the target and the AppMonitor say. */
+/** A down-step's decision (`decide/scale-down.ts` `planScaleDown`) from what the target and the AppMonitor say. */
 function downDecision(target: WriteTarget, am: ValidAppMonitor, now: Date): Skip | Scale {
   return planScaleDown({
     spec: am.spec,

@@ -28,9 +28,9 @@ import type { Outcome, Scale, Skip } from "../outcome.ts";
 import { cappedStatus, scaledStatus } from "../status/changes.ts";
 import { withLeak } from "../status/leaks.ts";
 import type { ScaleEntry } from "../status/recent-scales.ts";
-import type { ValidAppMonitor } from "./governing.ts";
-import { heapFailureNote } from "./fixed-heap.ts";
-import type { History, WriteTarget, Written } from "./target.ts";
+import type { ValidAppMonitor } from "./decide/governing.ts";
+import { heapFailureNote } from "./decide/fixed-heap.ts";
+import type { History, WriteTarget, Written } from "./targets/target.ts";
 
 /** How the flow ended (module table). */
 export type Ending =
@@ -76,7 +76,7 @@ export interface ReportContext {
 const skipped = (skip: Skip): Report["outcome"] => ({ outcome: "skipped", reason: skip.reason, message: skip.message, ...(skip.skipped === undefined ? {} : { skipped: skip.skipped }) });
 
 /**
- * A scale's heap Warnings (`fixed-heap.ts`): `FixedHeap` for the containers it left out because a
+ * A scale's heap Warnings (`decide/fixed-heap.ts`): `FixedHeap` for the containers it left out because a
  * heap flag fixes their heap, `HeapFailure` for those it raised whose last run was an in-process
  * heap failure.
  */

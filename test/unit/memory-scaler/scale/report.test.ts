@@ -5,9 +5,9 @@ import assert from "node:assert/strict";
 import type { AppMonitorSpecWithDefaults } from "../../../../functions/lib/appmonitor.ts";
 import type { ContainerChange } from "../../../../functions/memory-scaler/model.ts";
 import type { Scale } from "../../../../functions/memory-scaler/outcome.ts";
-import type { ValidAppMonitor } from "../../../../functions/memory-scaler/scale/governing.ts";
+import type { ValidAppMonitor } from "../../../../functions/memory-scaler/scale/decide/governing.ts";
 import { repairReport, type ReportContext, reportOf } from "../../../../functions/memory-scaler/scale/report.ts";
-import type { WriteTarget } from "../../../../functions/memory-scaler/scale/target.ts";
+import type { WriteTarget } from "../../../../functions/memory-scaler/scale/targets/target.ts";
 
 const NOW = new Date("2025-06-01T12:00:00Z");
 const change: ContainerChange = { container: "memhog", from: { limit: "384Mi", request: "256Mi" }, to: { limit: "768Mi", request: "512Mi" } };
