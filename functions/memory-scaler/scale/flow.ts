@@ -68,7 +68,8 @@ import { type Observation, observeFiring } from "./observe.ts";
 import { type FiringPlan, planFiring } from "./decide/plan.ts";
 import { podResizeTarget } from "./targets/pod-resize-target.ts";
 import { type Ending, repairReport, type Report, reportOf } from "./report.ts";
-import type { History, WriteTarget } from "./targets/target.ts";
+import type { History } from "./decide/target-view.ts";
+import type { WriteTarget } from "./targets/target.ts";
 import { templateTarget } from "./targets/template-target.ts";
 import { checkPeak, planScaleDown } from "./decide/scale-down.ts";
 import { quietPeriodMs } from "../status/scale-down.ts";
@@ -127,7 +128,7 @@ function lastWrite(outcome: Parameters<typeof lastOutcomeOf>[0], am: ValidAppMon
 
 /** Logs what the repair of the last scale is about; returns it. */
 function logRepair<T>(log: Logger, target: WriteTarget, history: History, repair: T): T {
-  const workload = `${target.workload.kind}/${target.workload.name}`;
+  const workload = `${target.view.workload.kind}/${target.view.workload.name}`;
   if (history.revert !== undefined) log.info({ workload, scaledAt: history.revert.record.time }, "the last scale was reverted");
   if (history.repair?.status !== undefined) log.info({ workload, time: history.repair.time }, "recording a scale the AppMonitor status does not list");
   return repair;
@@ -138,10 +139,10 @@ function logRepair<T>(log: Logger, target: WriteTarget, history: History, repair
  * `deps.maxAttempts` rounds. @throws HttpError 503 (`Retry-After: 1`) then.
  */
 function lostRace(deps: FlowDeps, log: Logger, target: WriteTarget, attempt: number, detail: string): void {
-  const { kind, name } = target.workload;
+  const { kind, name } = target.view.workload;
   deps.onConflict?.();
   log.info({ attempt, workload: `${kind}/${name}`, detail }, "compare-and-swap lost: reading again");
-  if (attempt >= deps.maxAttempts) throw new HttpError(503, `${kind} ${name} changed during each of ${attempt} attempts to ${target.verb} it; retry later`, { headers: { "retry-after": "1" } });
+  if (attempt >= deps.maxAttempts) throw new HttpError(503, `${kind} ${name} changed during each of ${attempt} attempts to ${target.writer.verb} it; retry later`, { headers: { "retry-after": "1" } });
 }
 
 const appMonitorRef = (am: ValidAppMonitor) => objectRef(APPMONITOR_API_VERSION, APPMONITOR_KIND, am.metadata.namespace, am.metadata.name, am.metadata.uid);
@@ -205,7 +206,7 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
     statuses: input.statuses,
     now,
     oomWindowSeconds: target.oomWindowSeconds(now),
-    running: target.running,
+    running: target.view.running,
     workingSets,
     thresholdPercent: am.spec.memThresholdPercent,
     predictions,
@@ -215,7 +216,7 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
   const checked = entry.down === true ? await checkDownStep(deps, am, entry.namespace, target, decision) : alerted ? checkEvidence(decision, evidence) : decision;
   if (checked.action === "skip") return { step: "unconfirmed", skip: checked };
   const { changes } = checked;
-  const gate = gateScale({ workload: target.workload, changes, gitOpsManaged: am.spec.gitOpsManaged, gitOps: target.gitOps, revert: plan.revert, budget: plan.budget, autoscalers: target.autoscalers });
+  const gate = gateScale({ workload: target.view.workload, changes, gitOpsManaged: am.spec.gitOpsManaged, gitOps: target.view.gitOps, revert: plan.revert, budget: plan.budget, autoscalers: target.view.autoscalers });
   // Paused install-wide: every AppMonitor behaves as DryRun.
   const paused = deps.paused === true && !checked.dryRun;
   const scale: Scale = paused ? { ...checked, dryRun: true } : checked;
@@ -226,7 +227,7 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
   const { eventId } = entry;
   const { dryRun } = scale;
   const direction = scale.direction === "down" ? { direction: "down" as const } : {};
-  const result = await target.write({ cluster: deps.cluster, status: deps.status, eventId, appMonitor: am, amRef, changes, trigger, history: plan, now, time, log, dryRun, warn: (message) => input.warnings.push(message), ...direction });
+  const result = await target.writer.write({ cluster: deps.cluster, status: deps.status, eventId, appMonitor: am, amRef, changes, trigger, history: plan, now, time, log, dryRun, warn: (message) => input.warnings.push(message), ...direction });
   if (result.result === "conflict") {
     lostRace(deps, log, target, input.attempt, result.message);
     return "conflict";
@@ -234,7 +235,7 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
   if (result.result === "refused") return { step: "refused", reason: result.reason, message: result.message, scale, ...(paused ? { note: PAUSED_NOTE } : {}) };
   if (result.result === "checked") return { step: "dryRun", scale, ...(paused ? { note: PAUSED_NOTE } : {}) };
   const fallback = result.fallback ?? entry.fallback;
-  const written = target.written({ changes, appMonitor: am, trigger, gitOps: gate.gitOps, generation: result.generation, time, eventId, alertPod: entry.pod, resized: result.resized, fallback, ...direction });
+  const written = target.writer.written({ changes, appMonitor: am, trigger, gitOps: gate.gitOps, generation: result.generation, time, eventId, alertPod: entry.pod, resized: result.resized, fallback, ...direction });
   return { step: "written", written, scale: checked, reverted: gate.reverted, statusFrom: result.statusFrom };
 }
 
@@ -258,7 +259,7 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
 /**
  * Writes the recorded memory of the workload of `request.pod` into its Pod template: the rounds of
  * {@link handleFiring} with the template target, no evidence (nothing alerted now), the decision
- * being the in-place record's raise (`WriteTarget.recorded`; none left, e.g. the template changed
+ * being the in-place record's raise (`TargetView.recorded`; none left, e.g. the template changed
  * meanwhile: skipped `TemplateDiffers`), and the gates, checks and trail of any template patch.
  * @throws HttpError as {@link handleFiring} does.
  */
@@ -287,8 +288,8 @@ async function checkDownStep(deps: FlowDeps, am: ValidAppMonitor, namespace: str
   const { scaleDown } = am.spec;
   if (scaleDown === undefined) return { action: "skip", reason: "ScaleDownOff", message: "the AppMonitor sets no spec.scaleDown" };
   if (deps.verifier === undefined) return { action: "skip", reason: "NotMeasured", message: "PROMETHEUS_URL is unset: the working set's peak cannot be read, so no memory is given back" };
-  const seconds = quietPeriodMs(scaleDown, target.lastRecord?.flaps ?? 0) / 1000;
-  const peaks = await deps.verifier.peaks(namespace, target.workload.name, scale.changes.map((c) => c.container), seconds);
+  const seconds = quietPeriodMs(scaleDown, target.view.lastRecord?.flaps ?? 0) / 1000;
+  const peaks = await deps.verifier.peaks(namespace, target.view.workload.name, scale.changes.map((c) => c.container), seconds);
   return checkPeak(scale, peaks, am.spec.memThresholdPercent, scaleDown.marginPercent);
 }
 
@@ -324,10 +325,10 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
     }
     const target = targetOf(observation, namespace, pod, entry.fallback !== undefined);
     // Said, not guessed: a heap flag in a ConfigMap or Secret is not in the spec (`decide/heap-flags.ts`).
-    for (const heap of target.heaps.filter((h) => h.unknown.length > 0)) {
+    for (const heap of target.view.heaps.filter((h) => h.unknown.length > 0)) {
       log.info({ container: heap.container, env: heap.unknown }, "heap env vars set from valueFrom are not read: a heap they fix is not seen");
     }
-    const withOwner = { workload: target.workload };
+    const withOwner = { workload: target.view.workload };
 
     // Plan; a fallback's decision is the raise its in-place record holds.
     const statuses = containerStatuses(observation.pod);
@@ -346,7 +347,7 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
       // Recorded on the AppMonitor the alert names; NotCovered also said in Warnings.
       const report: Report = { reported: planned.reason === "NotCovered" ? [{ reason: "NotCovered", message: planned.message }] : [], outcome: { outcome: "skipped", reason: planned.reason, message: planned.message } };
       const namedRef = { namespace: named.metadata.namespace, name: named.metadata.name, uid: named.metadata.uid };
-      await write(report, { pod: podRef, appMonitor: appMonitorRef(named), cooldownSeconds: named.spec.cooldownSeconds, workload: target.ref }, namedRef, now, lastWrite({ ...base, ...withOwner, ...report.outcome }, named, now));
+      await write(report, { pod: podRef, appMonitor: appMonitorRef(named), cooldownSeconds: named.spec.cooldownSeconds, workload: target.view.ref }, namedRef, now, lastWrite({ ...base, ...withOwner, ...report.outcome }, named, now));
       return answer(withOwner, report);
     }
     // A fallback writes a raise already decided, and guarded, when its alert came; a down-step is its own plan.
@@ -358,7 +359,7 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
           : { ...planned, decision: fallbackDecision(target, planned.appMonitor), leak: undefined };
     const am = plan.appMonitor;
     const amRef = { namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid };
-    const subjects: Subjects = { pod: podRef, appMonitor: appMonitorRef(am), cooldownSeconds: am.spec.cooldownSeconds, workload: target.ref };
+    const subjects: Subjects = { pod: podRef, appMonitor: appMonitorRef(am), cooldownSeconds: am.spec.cooldownSeconds, workload: target.view.ref };
     const context = { target, appMonitor: am, eventId, now, statusLimit: deps.status.limit, trigger: entry.trigger };
     const end = async (report: Report): Promise<Outcome> => {
       await write(report, subjects, amRef, now, lastWrite({ ...base, ...withOwner, ...report.outcome }, am, now));
@@ -389,7 +390,7 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
  * write is a warning of the answer: the decision stands without it.
  */
 async function recordConflict(deps: FlowDeps, plan: FiringPlan, named: ValidAppMonitor, target: WriteTarget, now: Date, warnings: string[]): Promise<void> {
-  const workload = { kind: target.owner.kind, name: target.owner.name };
+  const workload = { kind: target.view.owner.kind, name: target.view.owner.name };
   const time = formatTimestamp(now);
   const monitors = plan.conflict?.contenders.map((c) => c.appMonitor) ?? [named];
   await Promise.all(
@@ -423,19 +424,19 @@ function downDecision(target: WriteTarget, am: ValidAppMonitor, now: Date): Skip
     spec: am.spec,
     appmonitor: am.metadata.name,
     status: am.raw.status as AppMonitorStatus | undefined,
-    workload: target.workload,
-    record: target.lastRecord,
-    lastScaleTime: target.lastScaleTime,
-    desired: target.desired,
-    running: target.running,
+    workload: target.view.workload,
+    record: target.view.lastRecord,
+    lastScaleTime: target.view.lastScaleTime,
+    desired: target.view.desired,
+    running: target.view.running,
     now,
   });
 }
 
 /** A fallback's decision: the template target's recorded raise, or nothing to write. */
 function fallbackDecision(target: WriteTarget, am: ValidAppMonitor): Skip | Scale {
-  if (target.recorded.length === 0) {
-    return { action: "skip", reason: "TemplateDiffers", message: `${target.workload.kind} ${target.workload.name} carries no in-place memory its Pod template does not (the template changed since, or a later scale wrote it): nothing to roll out` };
+  if (target.view.recorded.length === 0) {
+    return { action: "skip", reason: "TemplateDiffers", message: `${target.view.workload.kind} ${target.view.workload.name} carries no in-place memory its Pod template does not (the template changed since, or a later scale wrote it): nothing to roll out` };
   }
-  return { action: "scale", changes: target.recorded, skipped: [], dryRun: am.spec.mode === "DryRun" };
+  return { action: "scale", changes: target.view.recorded, skipped: [], dryRun: am.spec.mode === "DryRun" };
 }

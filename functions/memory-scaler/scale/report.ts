@@ -30,7 +30,8 @@ import { withLeak } from "../status/leaks.ts";
 import type { ScaleEntry } from "../status/recent-scales.ts";
 import type { ValidAppMonitor } from "./decide/governing.ts";
 import { heapFailureNote } from "./decide/fixed-heap.ts";
-import type { History, WriteTarget, Written } from "./targets/target.ts";
+import type { History } from "./decide/target-view.ts";
+import type { WriteTarget, Written } from "./targets/target.ts";
 
 /** How the flow ended (module table). */
 export type Ending =
@@ -105,7 +106,7 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
   // A down-step's entries say so (and whether it reached the floor); an alert's trigger is no part of one.
   const entryOf = (scale: Scale) => ({
     time: formatTimestamp(now),
-    workload: target().workload,
+    workload: target().view.workload,
     event: eventId,
     changes: scale.changes,
     ...(scale.direction === "down" ? { direction: "down" as const, ...(scale.floored === true ? { floored: true } : {}) } : trigger),
@@ -124,7 +125,7 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
           outcome: skipped(skip),
         };
       }
-      const capped = skip.reason === "AtCap" ? { change: cappedStatus(target().workload, skip.skipped ?? [], time), from: am().raw } : undefined;
+      const capped = skip.reason === "AtCap" ? { change: cappedStatus(target().view.workload, skip.skipped ?? [], time), from: am().raw } : undefined;
       return { reported: [{ reason: skip.reason, message: skip.message }], status: capped, outcome: skipped(ending.skip) };
     }
     case "unconfirmed":
@@ -143,7 +144,7 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
       return {
         reported: [{ reason: "DryRun", changes: scale.changes, trigger: context.trigger, ...(note === undefined ? {} : { note }), ...(scale.direction === "down" ? { down: true } : {}) }, ...heldHeaps(scale)],
         status: { entry: { ...entryOf(scale), dryRun: true }, from: am().raw },
-        outcome: { outcome: "dry-run", reason: "DryRun", message: `${note === undefined ? "" : `${note}: `}${scale.direction === "down" ? "would scale down" : target().wouldDo}: ${describeChanges(scale.changes)}`, changes: scale.changes, skipped: scale.skipped },
+        outcome: { outcome: "dry-run", reason: "DryRun", message: `${note === undefined ? "" : `${note}: `}${scale.direction === "down" ? "would scale down" : target().writer.wouldDo}: ${describeChanges(scale.changes)}`, changes: scale.changes, skipped: scale.skipped },
       };
     }
     case "refused": {
@@ -161,7 +162,7 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
       return {
         reported: [...written.reported, ...heldHeaps(scale)],
         status: { change: scaledStatus(entry, written.rollout, context.statusLimit), from: ending.statusFrom },
-        outcome: { outcome: "scaled", reason: written.reason ?? target().scaledReason, message: written.message, changes: scale.changes, skipped: scale.skipped, ...(reverted ? { revert: "Repatched" as const } : {}) },
+        outcome: { outcome: "scaled", reason: written.reason ?? target().writer.scaledReason, message: written.message, changes: scale.changes, skipped: scale.skipped, ...(reverted ? { revert: "Repatched" as const } : {}) },
       };
     }
   }
@@ -178,6 +179,6 @@ export function repairReport(history: History, target: WriteTarget, appMonitor: 
   if (repair === undefined && revert === undefined) return undefined;
   const reported: Reported[] = [];
   if (repair !== undefined) reported.push(repair.reported);
-  if (revert !== undefined) reported.push({ reason: "Reverted", message: revertNote(target.workload, revert, history.budget), key: revert.record.event });
+  if (revert !== undefined) reported.push({ reason: "Reverted", message: revertNote(target.view.workload, revert, history.budget), key: revert.record.event });
   return { reported, status: repair?.status === undefined ? undefined : { change: repair.status, from: appMonitor.raw } };
 }

@@ -225,9 +225,9 @@ export interface EvidenceInput {
   /** The alerting Pod's container statuses (`kube/views.ts` `containerStatuses`): an OOM kill's evidence. */
   readonly statuses: readonly ContainerStatusLike[];
   readonly now: Date;
-  /** Seconds back from `now` within which a kill counts (`WriteTarget.oomWindowSeconds`). */
+  /** Seconds back from `now` within which a kill counts (`PlannedTarget.oomWindowSeconds`, `target-view.ts`). */
   readonly oomWindowSeconds: number;
-  /** The memory the alert measured against (`WriteTarget.running`): the threshold's base. */
+  /** The memory the alert measured against (`TargetView.running`): the threshold's base. */
   readonly running: readonly ContainerMemory[];
   /** Working sets per container (bytes) from Prometheus; undefined: not asked (not a threshold alert, or no `PROMETHEUS_URL`). */
   readonly workingSets: ReadonlyMap<string, number> | undefined;

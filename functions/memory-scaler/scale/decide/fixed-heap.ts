@@ -66,7 +66,7 @@ function failureClause(container: string, failed: readonly string[]): string {
 
 /** What {@link holdFixedHeaps} weighs besides the decision. */
 export interface FixedHeapInput {
-  /** Each container's heap flags (`WriteTarget.heaps`). */
+  /** Each container's heap flags (`TargetView.heaps`). */
   readonly heaps: readonly ContainerHeap[];
   readonly policy: HeapFlagsPolicy;
   /** Whether the target's write can change a flag (a Pod template can; a running Pod cannot). */

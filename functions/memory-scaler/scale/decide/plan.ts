@@ -1,8 +1,8 @@
 /**
- * The pure plan of a firing alert, from what `observe.ts` read and the {@link WriteTarget} it
+ * The pure plan of a firing alert, from what `../observe.ts` read and the {@link PlannedTarget} it
  * names: which AppMonitor governs the target, what the target's last scale leaves (a repair, a
  * revert, the revert budget), and whether to scale — `decideScale` on the target's memory, told
- * the target's way (`WriteTarget.refine`: an OnDelete workload's `RolloutWaitsForDelete`, a bare
+ * the target's way (`PlannedTarget.refine`: an OnDelete workload's `RolloutWaitsForDelete`, a bare
  * Pod's `ResizeUnderWay`), and held where a heap flag makes the raise useless (`FixedHeap`). No I/O: plain data in, a decision out.
  */
 import type { AppMonitorStatus } from "../../../lib/appmonitor.ts";
@@ -13,7 +13,7 @@ import { guardLeak, type LeakVerdict, leakWindowMs, templateHash } from "./leak-
 import { decideScale } from "./decide.ts";
 import { holdFixedHeaps } from "./fixed-heap.ts";
 import { type CoverageConflict, governingAppMonitor, type NamespaceAppMonitors, type ValidAppMonitor } from "./governing.ts";
-import type { History, WriteTarget } from "../targets/target.ts";
+import type { History, PlannedTarget } from "./target-view.ts";
 
 /** What the plan says of one alert; `conflict` when several AppMonitors cover the target (`governing.ts`). */
 export type FiringPlan = (
@@ -29,7 +29,7 @@ export type FiringPlan = (
 
 /** What the plan reads: the target, the namespace's AppMonitors, the alert, the time, and how many scales the status keeps. */
 export interface PlanInput {
-  readonly target: WriteTarget;
+  readonly target: PlannedTarget;
   /** The namespace's AppMonitors (the invalid ones set apart) and the one the alert names. */
   readonly monitors: NamespaceAppMonitors;
   readonly named: ValidAppMonitor;
@@ -49,9 +49,9 @@ export interface PlanInput {
  * 1. the alert's AppMonitor must govern the target (`governing.ts`: a workload's Pod template, a
  *    bare Pod's own metadata) and come first among those that cover it, else `NotCovered` /
  *    `AppMonitorNotGoverning` / `AppMonitorConflict`;
- * 2. what the target's last scale leaves (`WriteTarget.history`);
+ * 2. what the target's last scale leaves (`PlannedTarget.history`);
  * 3. `decideScale` on the target's memory asked for and running, its last scale's time and the
- *    alert's container, told the target's way (`WriteTarget.refine`);
+ *    alert's container, told the target's way (`PlannedTarget.refine`);
  * 4. each raise a heap flag makes useless held (`fixed-heap.ts` `holdFixedHeaps`, by
  *    `spec.heapFlags`), a container left out as `FixedHeap`;
  * 5. a raise left (not a dry run, not of a reverted workload, which the revert budget bounds)
@@ -59,34 +59,34 @@ export interface PlanInput {
  */
 export function planFiring(input: PlanInput): FiringPlan {
   const { target, alert, now } = input;
-  const governing = governingAppMonitor(target.owner, input.monitors, input.named);
+  const governing = governingAppMonitor(target.view.owner, input.monitors, input.named);
   const conflict = governing.conflict === undefined ? {} : { conflict: governing.conflict };
   if (governing.result === "none") return { governed: false, reason: governing.reason, message: governing.message, ...conflict };
   const am = governing.appMonitor;
   const decision = decideScale({
-    podContainers: target.running,
-    templateContainers: target.desired,
+    podContainers: target.view.running,
+    templateContainers: target.view.desired,
     now,
     spec: am.spec,
-    ...(target.lastScaleTime === undefined ? {} : { lastScaleTime: target.lastScaleTime }),
+    ...(target.view.lastScaleTime === undefined ? {} : { lastScaleTime: target.view.lastScaleTime }),
     ...(alert.container === undefined ? {} : { alertContainer: alert.container }),
     ...(input.defaultMaxMemory === undefined ? {} : { defaultMaxMemory: input.defaultMaxMemory }),
   });
   const refined = target.refine(decision, am, alert);
-  const held = holdFixedHeaps(refined, { heaps: target.heaps, policy: am.spec.heapFlags ?? "Hold", rewritable: target.rewritesHeaps, failed: input.heapFailed ?? [] });
+  const held = holdFixedHeaps(refined, { heaps: target.view.heaps, policy: am.spec.heapFlags ?? "Hold", rewritable: target.view.rewritesHeaps, failed: input.heapFailed ?? [] });
   const history = target.history(am, now, input.statusLimit);
   // A reverted workload's memory does not grow (another writer lowers it): the revert budget bounds it, not the leak guard.
   if (held.action === "skip" || held.dryRun || history.revert !== undefined) return { governed: true, appMonitor: am, ...history, decision: held, ...conflict };
   const since = now.getTime() - leakWindowMs(am.spec);
   const status = am.raw.status as AppMonitorStatus | undefined;
   const leak = guardLeak({
-    workload: target.workload,
+    workload: target.view.workload,
     spec: am.spec,
     generation: am.metadata.generation,
-    template: templateHash(target.owner.template),
+    template: templateHash(target.view.owner.template),
     marks: history.marks.filter((m) => Date.parse(m.time) > since),
     recent: (status?.recentScales ?? []) as RecordedScale[],
-    listed: leakOf(status, target.workload),
+    listed: leakOf(status, target.view.workload),
     now,
   });
   const guarded: Skip | Scale = leak.action === "hold" ? { action: "skip", reason: "ProbableLeak", message: leak.message, skipped: [], leak: leak.entry } : held;

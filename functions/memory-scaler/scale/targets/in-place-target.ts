@@ -35,6 +35,7 @@ import { scaleRecordOf } from "./scale-record.ts";
 import { oomWindow } from "../decide/evidence.ts";
 import { buildInPlaceClaimPatch } from "./in-place-patch.ts";
 import { buildResizePatch } from "./resize-patch.ts";
+import type { TargetView } from "../decide/target-view.ts";
 import type { ResizedPod, WriteInput, WriteResult, WriteTarget } from "./target.ts";
 import { templateTarget } from "./template-target.ts";
 import { listPendingScale } from "./write.ts";
@@ -49,22 +50,22 @@ export function isPodOf(workload: Workload, pod: k8s.V1Pod): boolean {
 }
 
 /** The in-place target of `workload`, whose Pod `pod` alerted, under `mode` (module comment). */
-export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: WriteTarget["autoscalers"], mode: Exclude<UpdateMode, "Rollout">): WriteTarget {
+export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: TargetView["autoscalers"], mode: Exclude<UpdateMode, "Rollout">): WriteTarget {
   const base = templateTarget(workload, pod, autoscalers);
   const { metadata, spec } = workload.object;
   const template = memoryOf(spec.template.spec);
   const record = parseInPlaceRecord(metadata?.annotations?.[IN_PLACE_MEMORY_ANNOTATION]);
   const running = runningMemory(pod);
   const specMemory = memoryOf(pod.spec);
-  const { kind, name } = base.workload;
+  const { kind, name } = base.view.workload;
   // Containers the alerting Pod runs short of the workload's memory, and whether a resize is asking for it.
-  const behind = podChanges(running, base.desired);
+  const behind = podChanges(running, base.view.desired);
   const resizing = podChanges(running, specMemory).length > 0;
 
   /** The claim of a new scale (`in-place-patch.ts`): the last-scale record and the in-place record `inPlace`. */
   function claimOf(input: WriteInput, inPlace: readonly InPlaceEntry[] | undefined) {
     const { time, changes } = input;
-    const record = scaleRecordOf(input, changes, base.lastRecord, "inPlace");
+    const record = scaleRecordOf(input, changes, base.view.lastRecord, "inPlace");
     return buildInPlaceClaimPatch({ template, resourceVersion: metadata?.resourceVersion, annotations: metadata?.annotations, labels: metadata?.labels, time, record, inPlace: formatInPlaceRecord(inPlace ?? []) });
   }
 
@@ -72,7 +73,7 @@ export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: W
     const { cluster, changes, appMonitor: am, log } = input;
     const namespace = workload.namespace;
     // Up to the workload's memory (a Pod behind it), or a new scale of it, recorded.
-    const catchUp = changes.every((c) => base.desired.some((d) => d.name === c.container && d.limit === c.to.limit));
+    const catchUp = changes.every((c) => base.view.desired.some((d) => d.name === c.container && d.limit === c.to.limit));
     const inPlace = catchUp ? record : withInPlaceChanges(template, record, changes);
     const target = effectiveMemory(template, inPlace);
     const selector = selectorString(spec.selector);
@@ -99,7 +100,7 @@ export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: W
       const why = `the API server refused the in-place resize of ${refusals.join("; ")}`;
       const held = gitOpsOwner(metadata) !== undefined && am.spec.gitOpsManaged !== "Patch";
       if (mode === "InPlace" || held) return { result: "refused", reason: "AdmissionRefused", message: held ? `${why}; not rolled out instead: a GitOps tool applies ${kind} ${name} and spec.gitOpsManaged is Skip` : why };
-      const written = await base.write(input);
+      const written = await base.writer.write(input);
       return written.result === "written" ? { ...written, fallback: why } : written;
     }
     // A dry run: the resizes passed; the claim is dry-run too (admission may judge the workload's metadata).
@@ -118,7 +119,7 @@ export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: W
     let statusFrom: Record<string, unknown> | undefined = am.raw;
     if (!catchUp) {
       const { time, eventId } = input;
-      const pending = listPendingScale(input.status, input.amRef, { workload: base.workload, time, event: eventId }, am.raw, log);
+      const pending = listPendingScale(input.status, input.amRef, { workload: base.view.workload, time, event: eventId }, am.raw, log);
       const claim = claimOf(input, inPlace);
       await pending.listed;
       try {
@@ -144,16 +145,16 @@ export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: W
   }
 
   return {
-    ...base,
-    // A running Pod's command, args and env are immutable: a resize cannot raise a heap flag.
-    rewritesHeaps: false,
-    running,
-    // The template does not change: nothing for a GitOps tool to put back.
-    gitOps: undefined,
-    verb: "resize",
-    wouldDo: "would resize in place",
-    scaledReason: "Resized",
-    oomWindowSeconds: (now) => oomWindow(base.lastScaleTime, now),
+    view: {
+      ...base.view,
+      running,
+      // A running Pod's command, args and env are immutable: a resize cannot raise a heap flag.
+      rewritesHeaps: false,
+      // The template does not change: nothing for a GitOps tool to put back.
+      gitOps: undefined,
+    },
+    oomWindowSeconds: (now) => oomWindow(base.view.lastScaleTime, now),
+    history: base.history,
     refine(decision, am, alert) {
       if (behind.length > 0 && resizing) {
         const message = `Pod ${alert.pod} is being resized: its spec asks for more memory than its containers run with (${describeChanges(behind)})`;
@@ -165,22 +166,27 @@ export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: W
       if (decision.action === "scale") return { action: "scale", changes: decision.changes, skipped: decision.skipped, dryRun: decision.dryRun };
       return { action: "skip", reason: decision.reason, message: decision.message, skipped: decision.skipped };
     },
-    write,
-    written(input) {
-      if (input.fallback !== undefined) return base.written(input);
-      const { changes, appMonitor: am, trigger, time, eventId, generation } = input;
-      const pods = (input.resized ?? []).map((p) => p.name);
-      const rollout = pods.length === 0 ? undefined : { workload: base.workload, generation: generation ?? 0, startedAt: time, event: eventId, inPlace: { pods: input.resized ?? [] } };
-      if (input.direction === "down") {
-        return { reason: "ScaledDown", reported: [{ reason: "ScaledDown", changes, pods }], message: `${scaledDownNote(workload, changes)} in place (${pods.length === 0 ? "no running Pod needed it" : `Pods ${pods.join(", ")}`})`, rollout };
-      }
-      const after = trigger === "oomKilled" ? " after an OOM kill" : "";
-      const which = pods.length === 0 ? "no running Pod needed it" : `Pod${pods.length === 1 ? "" : "s"} ${pods.join(", ")}`;
-      return {
-        reported: [{ reason: "Resized", changes, multiplier: am.spec.memMultiplier, trigger, pods }],
-        message: `resized ${kind} ${name} in place by ${am.spec.memMultiplier}${after} (${which}): ${describeChanges(changes)}`,
-        rollout: pods.length === 0 ? undefined : { workload: base.workload, generation: generation ?? 0, startedAt: time, event: eventId, inPlace: { pods: input.resized ?? [] } },
-      };
+    writer: {
+      verb: "resize",
+      wouldDo: "would resize in place",
+      scaledReason: "Resized",
+      write,
+      written(input) {
+        if (input.fallback !== undefined) return base.writer.written(input);
+        const { changes, appMonitor: am, trigger, time, eventId, generation } = input;
+        const pods = (input.resized ?? []).map((p) => p.name);
+        const rollout = pods.length === 0 ? undefined : { workload: base.view.workload, generation: generation ?? 0, startedAt: time, event: eventId, inPlace: { pods: input.resized ?? [] } };
+        if (input.direction === "down") {
+          return { reason: "ScaledDown", reported: [{ reason: "ScaledDown", changes, pods }], message: `${scaledDownNote(workload, changes)} in place (${pods.length === 0 ? "no running Pod needed it" : `Pods ${pods.join(", ")}`})`, rollout };
+        }
+        const after = trigger === "oomKilled" ? " after an OOM kill" : "";
+        const which = pods.length === 0 ? "no running Pod needed it" : `Pod${pods.length === 1 ? "" : "s"} ${pods.join(", ")}`;
+        return {
+          reported: [{ reason: "Resized", changes, multiplier: am.spec.memMultiplier, trigger, pods }],
+          message: `resized ${kind} ${name} in place by ${am.spec.memMultiplier}${after} (${which}): ${describeChanges(changes)}`,
+          rollout: pods.length === 0 ? undefined : { workload: base.view.workload, generation: generation ?? 0, startedAt: time, event: eventId, inPlace: { pods: input.resized ?? [] } },
+        };
+      },
     },
   };
 }

@@ -40,23 +40,22 @@ export function podResizeTarget(pod: k8s.V1Pod, namespace: string, name: string)
   const lastScaleTime = lastResizeTime(pod.metadata);
   const named = { kind: "Pod", name };
   return {
-    workload: named,
-    ref: objectRef("v1", "Pod", namespace, name, pod.metadata?.uid),
-    owner: { kind: "Pod", name, template: { metadata: pod.metadata ?? {} } },
-    desired,
-    running: runningMemory(pod),
-    lastScaleTime,
-    // A bare Pod keeps no last-scale record: nothing for a down-step to step back from.
-    lastRecord: undefined,
-    gitOps: gitOpsOwner(pod.metadata),
-    autoscalers: { hpas: [], vpas: [] },
-    recorded: [],
-    heaps: podHeaps(pod.spec),
-    // A running Pod's command, args and env are immutable: a resize cannot raise a heap flag.
-    rewritesHeaps: false,
-    verb: "resize",
-    wouldDo: "would resize in place",
-    scaledReason: "Resized",
+    view: {
+      workload: named,
+      ref: objectRef("v1", "Pod", namespace, name, pod.metadata?.uid),
+      owner: { kind: "Pod", name, template: { metadata: pod.metadata ?? {} } },
+      desired,
+      running: runningMemory(pod),
+      lastScaleTime,
+      // A bare Pod keeps no last-scale record: nothing for a down-step to step back from.
+      lastRecord: undefined,
+      recorded: [],
+      heaps: podHeaps(pod.spec),
+      // A running Pod's command, args and env are immutable: a resize cannot raise a heap flag.
+      rewritesHeaps: false,
+      gitOps: gitOpsOwner(pod.metadata),
+      autoscalers: { hpas: [], vpas: [] },
+    },
     oomWindowSeconds: (now) => oomWindow(lastScaleTime, now),
     history: () => ({ repair: undefined, revert: undefined, budget: { budget: 0, scales: [], exhausted: false }, marks: [] }),
 
@@ -68,27 +67,33 @@ export function podResizeTarget(pod: k8s.V1Pod, namespace: string, name: string)
       return { action: "skip", reason: "ResizeUnderWay", message, skipped: decision.skipped };
     },
 
-    async write({ cluster, changes, appMonitor, dryRun }) {
-      try {
-        const { generation } = await cluster.resizePod(namespace, name, buildResizePatch(desired, changes, pod.metadata?.resourceVersion), dryRun);
-        if (dryRun) return { result: "checked" };
-        return { result: "written", generation, statusFrom: appMonitor.raw };
-      } catch (error) {
-        if (isPatchConflict(error)) return { result: "conflict", message: apiStatus(error).message };
-        if (!isRefusal(error)) throw toHttpFailure(error, `resize Pod ${namespace}/${name}`);
-        return { result: "refused", reason: "AdmissionRefused", message: apiStatus(error).message };
-      }
-    },
+    writer: {
+      verb: "resize",
+      wouldDo: "would resize in place",
+      scaledReason: "Resized",
 
-    written({ changes, appMonitor: am, trigger, gitOps, generation, time, eventId }) {
-      const reported: Reported[] = [{ reason: "Resized", changes, multiplier: am.spec.memMultiplier, trigger }];
-      if (gitOps !== undefined) reported.push({ reason: "GitOpsManaged", message: gitOpsPatchedNote(named, gitOps, changes) });
-      const after = trigger === "oomKilled" ? " after an OOM kill" : "";
-      return {
-        reported,
-        message: `resized Pod ${name} in place by ${am.spec.memMultiplier}${after}: ${describeChanges(changes)}`,
-        rollout: generation === undefined ? undefined : { workload: named, generation, startedAt: time, event: eventId },
-      };
+      async write({ cluster, changes, appMonitor, dryRun }) {
+        try {
+          const { generation } = await cluster.resizePod(namespace, name, buildResizePatch(desired, changes, pod.metadata?.resourceVersion), dryRun);
+          if (dryRun) return { result: "checked" };
+          return { result: "written", generation, statusFrom: appMonitor.raw };
+        } catch (error) {
+          if (isPatchConflict(error)) return { result: "conflict", message: apiStatus(error).message };
+          if (!isRefusal(error)) throw toHttpFailure(error, `resize Pod ${namespace}/${name}`);
+          return { result: "refused", reason: "AdmissionRefused", message: apiStatus(error).message };
+        }
+      },
+
+      written({ changes, appMonitor: am, trigger, gitOps, generation, time, eventId }) {
+        const reported: Reported[] = [{ reason: "Resized", changes, multiplier: am.spec.memMultiplier, trigger }];
+        if (gitOps !== undefined) reported.push({ reason: "GitOpsManaged", message: gitOpsPatchedNote(named, gitOps, changes) });
+        const after = trigger === "oomKilled" ? " after an OOM kill" : "";
+        return {
+          reported,
+          message: `resized Pod ${name} in place by ${am.spec.memMultiplier}${after}: ${describeChanges(changes)}`,
+          rollout: generation === undefined ? undefined : { workload: named, generation, startedAt: time, event: eventId },
+        };
+      },
     },
   };
 }

@@ -42,7 +42,8 @@ import type { ValidAppMonitor } from "../decide/governing.ts";
 import { describeHeapChanges, heapFlagChanges } from "../decide/fixed-heap.ts";
 import { type ContainerHeap, podHeaps } from "../decide/heap-flags.ts";
 import { onDeleteScaledNote, type RolloutStrategy, unreplacedNote, waitingForDelete, waitsForDelete } from "../decide/on-delete.ts";
-import type { History, WriteInput, WriteResult, WriteTarget, Written } from "./target.ts";
+import type { History, TargetView } from "../decide/target-view.ts";
+import type { WriteInput, WriteResult, WriteTarget, WrittenInput, Written } from "./target.ts";
 import { buildHeapFlagPatch, buildTemplatePatch, escapeJsonPointerToken } from "./template-patch.ts";
 import { scaleRecordOf } from "./scale-record.ts";
 import { listPendingScale, podForAdmission, writeWorkload } from "./write.ts";
@@ -78,7 +79,7 @@ interface Template {
  * The template target of `workload`, whose Pod `pod` alerted (module comment).
  * @param autoscalers the namespace's HPAs and VPAs, as the read step listed them.
  */
-export function templateTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: WriteTarget["autoscalers"]): WriteTarget {
+export function templateTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: TargetView["autoscalers"]): WriteTarget {
   const { spec, metadata } = workload.object;
   const annotations = metadata?.annotations;
   const lastScaleTime = annotations?.[LAST_SCALE_ANNOTATION];
@@ -99,26 +100,30 @@ export function templateTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: 
     heaps: podHeaps(spec.template.spec),
   };
   return {
-    workload: t.named,
-    ref: objectRef(APPS_V1, workload.kind, workload.namespace, workload.name, metadata?.uid),
-    owner: { kind: workload.kind, name: workload.name, template: spec.template },
-    desired: t.desired,
-    running: t.running,
-    lastScaleTime,
-    lastRecord: parseScaleRecord(annotations?.[LAST_SCALE_RECORD_ANNOTATION]),
-    gitOps: gitOpsOwner(metadata),
-    autoscalers,
-    recorded: recordedChanges(template, inPlace),
-    heaps: t.heaps,
-    rewritesHeaps: true,
-    verb: "scale",
-    wouldDo: "would scale",
-    scaledReason: "Scaled",
+    view: {
+      workload: t.named,
+      ref: objectRef(APPS_V1, workload.kind, workload.namespace, workload.name, metadata?.uid),
+      owner: { kind: workload.kind, name: workload.name, template: spec.template },
+      desired: t.desired,
+      running: t.running,
+      lastScaleTime,
+      lastRecord: parseScaleRecord(annotations?.[LAST_SCALE_RECORD_ANNOTATION]),
+      recorded: recordedChanges(template, inPlace),
+      heaps: t.heaps,
+      rewritesHeaps: true,
+      gitOps: gitOpsOwner(metadata),
+      autoscalers,
+    },
     oomWindowSeconds: () => OOM_KILL_RECENT_SECONDS,
     history: (am, now, statusLimit) => history(t, am, now, statusLimit),
     refine: (decision, am, alert) => refine(t, decision, am, alert),
-    write: (input) => write(t, input),
-    written: (input) => written(t, input),
+    writer: {
+      verb: "scale",
+      wouldDo: "would scale",
+      scaledReason: "Scaled",
+      write: (input) => write(t, input),
+      written: (input) => written(t, input),
+    },
   };
 }
 
@@ -233,7 +238,7 @@ function refusedOf(written: Exclude<Awaited<ReturnType<typeof writeWorkload>>, {
 }
 
 /** A written template's `Scaled` Events (with the notes that apply), its outcome message and its rollout. */
-function written(t: Template, input: Parameters<WriteTarget["written"]>[0]): Written {
+function written(t: Template, input: WrittenInput): Written {
   const { workload, named, strategy, replacement } = t;
   const { appMonitor: am, trigger, gitOps: tool, generation, time, eventId, alertPod, fallback } = input;
   const changes = foldedChanges(t.template, input.changes);

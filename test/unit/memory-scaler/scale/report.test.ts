@@ -15,7 +15,7 @@ const scale: Scale = { action: "scale", changes: [change], skipped: [], dryRun: 
 const raw = { metadata: { name: "m", namespace: "team-a", resourceVersion: "7" } };
 const am = { metadata: { name: "m", namespace: "team-a", uid: "am-1" }, spec: { maxMemory: "1Gi", memMultiplier: 2, cooldownSeconds: 300 } as AppMonitorSpecWithDefaults, raw } as ValidAppMonitor;
 /** The fields of a target the table reads: a workload's template and a bare Pod differ only there. */
-const target = (kind: string, wouldDo: string, scaledReason: "Scaled" | "Resized") => ({ workload: { kind, name: "web" }, wouldDo, scaledReason }) as unknown as WriteTarget;
+const target = (kind: string, wouldDo: string, scaledReason: "Scaled" | "Resized") => ({ view: { workload: { kind, name: "web" } }, writer: { wouldDo, scaledReason } }) as unknown as WriteTarget;
 const deployment = target("Deployment", "would scale", "Scaled");
 const context: ReportContext = { target: deployment, appMonitor: am, eventId: "e1", now: NOW, statusLimit: 10, trigger: "threshold" };
 const reasons = (reported: readonly { reason: string }[]) => reported.map((r) => r.reason);
