@@ -49,8 +49,8 @@ export const AT_CAP_WARNING_SECONDS = 3600;
 export interface Subjects {
   /** The alerting Pod (every reason but a follow-up's repair; `UnsupportedOwner` regards it). */
   readonly pod?: ObjectRef;
-  /** The governing AppMonitor (for `UnsupportedOwner`, the one the alert names). */
-  readonly appMonitor: ObjectRef;
+  /** The governing AppMonitor (for `UnsupportedOwner`, the one the alert names); absent only for `NoAppMonitor`, which has none. */
+  readonly appMonitor?: ObjectRef;
   /** Its `spec.cooldownSeconds`: the window of its `AtCap` Warnings. */
   readonly cooldownSeconds: number;
   /** The workload, once resolved (every reason but `UnsupportedOwner`). */
@@ -59,7 +59,7 @@ export interface Subjects {
 
 /** An outcome as reported: its reason and what its note says. */
 export type Reported =
-  | { readonly reason: "UnsupportedOwner" | "AtCap" | "LimitNotInTemplate" | "FixedHeap" | "HeapFailure" | "Cooldown" | "BelowThreshold" | "NotCovered"; readonly message: string }
+  | { readonly reason: "NoAppMonitor" | "UnsupportedOwner" | "AtCap" | "LimitNotInTemplate" | "FixedHeap" | "HeapFailure" | "Cooldown" | "BelowThreshold" | "NotCovered"; readonly message: string }
   /** `dryRun`: what would have refused a dry run's write (`spec.mode: DryRun`, or the install paused). */
   | { readonly reason: "AdmissionRefused" | "RolloutExceedsQuota" | "Unschedulable"; readonly message: string; readonly changes: readonly ContainerChange[]; readonly dryRun?: boolean }
   /** Another manager of the workload holds the scale (`coexist/gate.ts` `gateScale`); `Reverted` there writes no Event of its own (the detection's below says it). */
@@ -146,7 +146,10 @@ export function heapClause(heap: string | undefined): string {
  * @throws Error when a reason that regards the workload comes without one (a bug of the caller).
  */
 export function eventsOf(reported: Reported, subjects: Subjects, eventId: string, now: Date): EventSpec[] {
-  const am = subjects.appMonitor;
+  const appMonitor = (): ObjectRef => {
+    if (subjects.appMonitor === undefined) throw new Error(`${reported.reason} is reported on an AppMonitor, and none was given`);
+    return subjects.appMonitor;
+  };
   const workload = (): ObjectRef => {
     if (subjects.workload === undefined) throw new Error(`${reported.reason} is reported on a workload, and none was given`);
     return subjects.workload;
@@ -154,19 +157,23 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
   const warningPair = (reason: string, note: string, key = eventId): EventSpec[] => {
     const wl = workload();
     return [
-      { type: "Warning", reason, note, regarding: wl, related: am, key },
-      { type: "Warning", reason, note: `${wl.kind ?? ""} ${wl.name}: ${note}`, regarding: am, related: wl, key },
+      { type: "Warning", reason, note, regarding: wl, related: appMonitor(), key },
+      { type: "Warning", reason, note: `${wl.kind ?? ""} ${wl.name}: ${note}`, regarding: appMonitor(), related: wl, key },
     ];
   };
   const normalPair = (reason: string, note: string, key = eventId): EventSpec[] => [
-    { type: "Normal", reason, note, regarding: workload(), related: am, key },
-    { type: "Normal", reason, note, regarding: am, related: workload(), key },
+    { type: "Normal", reason, note, regarding: workload(), related: appMonitor(), key },
+    { type: "Normal", reason, note, regarding: appMonitor(), related: workload(), key },
   ];
   const r = reported as Reported & Record<string, unknown>;
   switch (reported.reason) {
+    case "NoAppMonitor": {
+      if (subjects.pod === undefined) throw new Error("NoAppMonitor is reported on a Pod, and none was given");
+      return [noAppMonitorEvent(subjects.pod, String(r.message), eventId, now)];
+    }
     case "UnsupportedOwner": {
       if (subjects.pod === undefined) throw new Error("UnsupportedOwner is reported on a Pod, and none was given");
-      return [{ type: "Warning", reason: "UnsupportedOwner", note: `not scaled: ${String(r.message)}`, regarding: subjects.pod, related: am, key: eventId }];
+      return [{ type: "Warning", reason: "UnsupportedOwner", note: `not scaled: ${String(r.message)}`, regarding: subjects.pod, related: appMonitor(), key: eventId }];
     }
     case "AtCap": {
       // A workload at the cap alerts until its memory use drops: one AtCap Warning per workload
@@ -234,8 +241,8 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
         ...(onDelete === undefined
           ? []
           : ([
-              { type: "Warning", reason: "RolloutWaitsForDelete", note: onDelete, regarding: workload(), related: am, key },
-              { type: "Warning", reason: "RolloutWaitsForDelete", note: onDelete, regarding: am, related: workload(), key },
+              { type: "Warning", reason: "RolloutWaitsForDelete", note: onDelete, regarding: workload(), related: appMonitor(), key },
+              { type: "Warning", reason: "RolloutWaitsForDelete", note: onDelete, regarding: appMonitor(), related: workload(), key },
             ] as const)),
         ...(replaced === undefined ? [] : warningPair("PodsReplaced", replaced, key)),
       ];

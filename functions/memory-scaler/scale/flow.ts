@@ -49,17 +49,16 @@ import { inScope } from "../../lib/namespace-scope.ts";
 import { formatTimestamp } from "../../lib/rfc3339.ts";
 import { HttpError } from "../../lib/runtime/errors.ts";
 import { gateScale } from "../coexist/gate.ts";
-import { eventsOf, noAppMonitorEvent, type Subjects } from "../events.ts";
+import { eventsOf, type Subjects } from "../events.ts";
 import type { LeakAlerter } from "../kube/alertmanager.ts";
 import type { AppMonitorRef, StatusChange } from "../kube/status-writer.ts";
-import { type ProbableLeak, withLeak } from "../status/leaks.ts";
+import type { ProbableLeak } from "../status/leaks.ts";
 import { containerStatuses } from "../kube/views.ts";
 import { type FallbackRequest, objectRef, type ScaleDownRequest } from "../model.ts";
 import type { Outcome, Scale, Skip } from "../outcome.ts";
 import { lastOutcomeOf, skipWindowSeconds, withLastOutcome } from "../status/last-outcome.ts";
 import { withScales } from "../status/recent-scales.ts";
 import type { FlowDeps } from "./deps.ts";
-import { withConflict } from "./decide/conflict-condition.ts";
 import { checkEvidence } from "./decide/evidence.ts";
 import { heapFailures } from "./decide/fixed-heap.ts";
 import { alertOrigin, type ValidAppMonitor } from "./decide/governing.ts";
@@ -67,7 +66,7 @@ import { inPlaceTarget } from "./targets/in-place-target.ts";
 import { type Observation, observeFiring } from "./observe.ts";
 import { type FiringPlan, planFiring } from "./decide/plan.ts";
 import { podResizeTarget } from "./targets/pod-resize-target.ts";
-import { type Ending, repairReport, type Report, reportOf } from "./report.ts";
+import { conflictReports, type Ending, releaseReport, repairReport, type Report, reportOf, statusRef } from "./report.ts";
 import type { History } from "./decide/target-view.ts";
 import type { WriteTarget } from "./targets/target.ts";
 import { templateTarget } from "./targets/template-target.ts";
@@ -92,13 +91,13 @@ function targetOf(observation: Extract<Observation, { result: "bare" | "observed
  */
 async function applyReport(
   deps: FlowDeps,
-  input: { readonly report: Omit<Report, "outcome">; readonly subjects: Subjects; readonly amRef: AppMonitorRef; readonly eventId: string; readonly now: Date; readonly warnings: string[]; readonly last?: LastWrite },
+  input: { readonly report: Omit<Report, "outcome">; readonly subjects: Subjects; readonly amRef: AppMonitorRef | undefined; readonly eventId: string; readonly now: Date; readonly warnings: string[]; readonly last?: LastWrite },
 ): Promise<void> {
   const { report, subjects, amRef, eventId, now, warnings } = input;
   const status = withLast(report.status, input.last, deps.status.limit);
   const [problems] = await Promise.all([
     Promise.all(report.reported.flatMap((reported) => eventsOf(reported, subjects, eventId, now)).map((spec) => deps.events.record(spec))),
-    status === undefined
+    status === undefined || amRef === undefined
       ? undefined
       : ("entry" in status ? deps.status.add(amRef, status.entry, status.from) : deps.status.update(amRef, status.change, status.from)).catch((error: unknown) => void warnings.push((error as Error).message)),
   ]);
@@ -300,27 +299,26 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
   const base = { pod: `${namespace}/${pod}`, ...(entry.data === undefined ? {} : { trigger: entry.trigger }) };
   // Kept across rounds: a write's warnings stand whatever a later round comes to.
   const warnings: string[] = [];
-  const write = (report: Omit<Report, "outcome">, subjects: Subjects, amRef: AppMonitorRef, now: Date, last?: LastWrite) => applyReport(deps, { report, subjects, amRef, eventId, now, warnings, ...(last === undefined ? {} : { last }) });
+  const write = (report: Omit<Report, "outcome">, subjects: Subjects, amRef: AppMonitorRef | undefined, now: Date, last?: LastWrite) => applyReport(deps, { report, subjects, amRef, eventId, now, warnings, ...(last === undefined ? {} : { last }) });
 
   for (let attempt = 1; ; attempt += 1) {
     // Observe.
     const observation = await observeFiring(deps.cluster, { namespace, pod, appmonitor: entry.appmonitor }, log);
-    if (observation.result === "ended") {
-      if (observation.reason === "NoAppMonitor" && observation.pod !== undefined) {
-        const problem = await deps.events.record(noAppMonitorEvent(objectRef("v1", "Pod", namespace, pod, observation.pod.metadata?.uid), observation.message, eventId, deps.now()));
-        if (problem !== undefined) warnings.push(problem);
-      }
-      return { ...base, outcome: "skipped", reason: observation.reason, message: observation.message, attempts: attempt, ...(warnings.length > 0 ? { warnings } : {}) };
-    }
     const now = deps.now();
+    if (observation.result === "ended") {
+      // No AppMonitor to record it on; a NoAppMonitor Warning on the Pod, when it was read.
+      const read = observation.pod;
+      const report = reportOf({ step: "ended", reason: observation.reason, message: observation.message, podRead: read !== undefined }, { eventId, now, statusLimit: deps.status.limit, trigger: entry.trigger });
+      await write(report, { cooldownSeconds: 0, ...(read === undefined ? {} : { pod: objectRef("v1", "Pod", namespace, pod, read.metadata?.uid) }) }, undefined, now);
+      return { ...base, ...report.outcome, attempts: attempt, ...(warnings.length > 0 ? { warnings } : {}) };
+    }
     const podRef = objectRef("v1", "Pod", namespace, pod, observation.pod.metadata?.uid);
     const named = observation.named;
     const answer = (identity: object, report: Report): Outcome => ({ ...base, ...identity, ...report.outcome, attempts: attempt, ...(warnings.length > 0 ? { warnings } : {}) });
     if (observation.result === "unsupported") {
       // No template to judge, so never scaled; warn so whoever opted this Pod in learns why.
       const report = reportOf({ step: "unsupported", message: observation.message }, { eventId, now, statusLimit: deps.status.limit, trigger: entry.trigger });
-      const namedRef = { namespace: named.metadata.namespace, name: named.metadata.name, uid: named.metadata.uid };
-      await write(report, { pod: podRef, appMonitor: appMonitorRef(named), cooldownSeconds: named.spec.cooldownSeconds }, namedRef, now, lastWrite({ ...base, ...report.outcome }, named, now));
+      await write(report, { pod: podRef, appMonitor: appMonitorRef(named), cooldownSeconds: named.spec.cooldownSeconds }, statusRef(named), now, lastWrite({ ...base, ...report.outcome }, named, now));
       return answer({}, report);
     }
     const target = targetOf(observation, namespace, pod, entry.fallback !== undefined);
@@ -342,12 +340,13 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
       heapFailed: heapFailures(statuses),
       defaultMaxMemory: deps.defaultMaxMemory,
     });
-    await recordConflict(deps, planned, named, target, now, warnings);
+    // The Conflict condition, whatever the plan comes to; a failed write is a warning of the answer.
+    const owner = { kind: target.view.owner.kind, name: target.view.owner.name };
+    await Promise.all(conflictReports(planned.conflict, named, owner, now).map(({ amRef, report }) => write(report, { cooldownSeconds: 0 }, amRef, now)));
     if (!planned.governed) {
       // Recorded on the AppMonitor the alert names; NotCovered also said in Warnings.
-      const report: Report = { reported: planned.reason === "NotCovered" ? [{ reason: "NotCovered", message: planned.message }] : [], outcome: { outcome: "skipped", reason: planned.reason, message: planned.message } };
-      const namedRef = { namespace: named.metadata.namespace, name: named.metadata.name, uid: named.metadata.uid };
-      await write(report, { pod: podRef, appMonitor: appMonitorRef(named), cooldownSeconds: named.spec.cooldownSeconds, workload: target.view.ref }, namedRef, now, lastWrite({ ...base, ...withOwner, ...report.outcome }, named, now));
+      const report = reportOf({ step: "notGoverned", reason: planned.reason, message: planned.message }, { eventId, now, statusLimit: deps.status.limit, trigger: entry.trigger });
+      await write(report, { pod: podRef, appMonitor: appMonitorRef(named), cooldownSeconds: named.spec.cooldownSeconds, workload: target.view.ref }, statusRef(named), now, lastWrite({ ...base, ...withOwner, ...report.outcome }, named, now));
       return answer(withOwner, report);
     }
     // A fallback writes a raise already decided, and guarded, when its alert came; a down-step is its own plan.
@@ -358,7 +357,7 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
           ? planned
           : { ...planned, decision: fallbackDecision(target, planned.appMonitor), leak: undefined };
     const am = plan.appMonitor;
-    const amRef = { namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid };
+    const amRef = statusRef(am);
     const subjects: Subjects = { pod: podRef, appMonitor: appMonitorRef(am), cooldownSeconds: am.spec.cooldownSeconds, workload: target.view.ref };
     const context = { target, appMonitor: am, eventId, now, statusLimit: deps.status.limit, trigger: entry.trigger };
     const end = async (report: Report): Promise<Outcome> => {
@@ -372,7 +371,10 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
 
     // A hold of the leak guard ended: its entry cleared (the alert resolved) or dropped first.
     const released = plan.leak?.action === "scale" ? plan.leak.change : undefined;
-    if (released !== undefined) await releaseLeak(deps, { released, amRef, am, namespace, now, warnings });
+    if (released !== undefined) {
+      await write(releaseReport(released, am, now), subjects, amRef, now);
+      if (!released.drop) await postLeak(deps, released.entry, { namespace, appmonitor: am.metadata.name, description: `released: ${released.entry.cleared ?? ""}`, endsAt: formatTimestamp(now) }, warnings);
+    }
 
     // Act, then report: the ending's row of the table, applied once.
     const ending = await act(deps, { target, plan, appMonitor: am, amRef, entry, trigger: entry.trigger, statuses, now, log, warnings, attempt });
@@ -384,38 +386,9 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
   }
 }
 
-/**
- * The `Conflict` condition (`decide/conflict-condition.ts`) on every AppMonitor that covers the target
- * when several do, else on the alert's own when it last conflicted over this target. A failed
- * write is a warning of the answer: the decision stands without it.
- */
-async function recordConflict(deps: FlowDeps, plan: FiringPlan, named: ValidAppMonitor, target: WriteTarget, now: Date, warnings: string[]): Promise<void> {
-  const workload = { kind: target.view.owner.kind, name: target.view.owner.name };
-  const time = formatTimestamp(now);
-  const monitors = plan.conflict?.contenders.map((c) => c.appMonitor) ?? [named];
-  await Promise.all(
-    monitors.map((am) =>
-      deps.status
-        .update({ namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid }, (status) => withConflict(status, am.metadata.name, workload, plan.conflict, time), am.raw)
-        .catch((error: unknown) => void warnings.push((error as Error).message)),
-    ),
-  );
-}
-
 /** Posts a leak alert when `ALERTMANAGER_URL` is set; a failure is a warning of the outcome. */
 async function postLeak(deps: FlowDeps, entry: ProbableLeak, input: Parameters<LeakAlerter["post"]>[1], warnings: string[]): Promise<void> {
   await deps.leakAlerts?.post(entry, input).catch((error: unknown) => void warnings.push((error as Error).message));
-}
-
-/** Writes a released hold's entry (cleared, or dropped after its window) and resolves the alert of a cleared one. */
-async function releaseLeak(
-  deps: FlowDeps,
-  input: { readonly released: { readonly entry: ProbableLeak; readonly drop: boolean }; readonly amRef: AppMonitorRef; readonly am: ValidAppMonitor; readonly namespace: string; readonly now: Date; readonly warnings: string[] },
-): Promise<void> {
-  const { released, amRef, am, now, warnings } = input;
-  const time = formatTimestamp(now);
-  await deps.status.update(amRef, (status) => withLeak(status, released.entry, released.drop, time), am.raw).catch((error: unknown) => void warnings.push((error as Error).message));
-  if (!released.drop) await postLeak(deps, released.entry, { namespace: input.namespace, appmonitor: am.metadata.name, description: `released: ${released.entry.cleared ?? ""}`, endsAt: time }, warnings);
 }
 
 /** A down-step's decision (`decide/scale-down.ts` `planScaleDown`) from what the target and the AppMonitor say. */
