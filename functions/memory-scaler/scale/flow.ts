@@ -59,7 +59,6 @@ import type { Outcome, Scale, Skip } from "../outcome.ts";
 import { lastOutcomeOf, skipWindowSeconds, withLastOutcome } from "../status/last-outcome.ts";
 import { withScales } from "../status/recent-scales.ts";
 import type { FlowDeps } from "./deps.ts";
-import { checkEvidence } from "./decide/evidence.ts";
 import { heapFailures } from "./decide/fixed-heap.ts";
 import { alertOrigin, type ValidAppMonitor } from "./decide/governing.ts";
 import { inPlaceTarget } from "./targets/in-place-target.ts";
@@ -70,6 +69,7 @@ import { conflictReports, type Ending, releaseReport, repairReport, type Report,
 import type { History } from "./decide/target-view.ts";
 import type { WriteTarget } from "./targets/target.ts";
 import { templateTarget } from "./targets/template-target.ts";
+import { TRIGGERS } from "./triggers/index.ts";
 import { checkPeak, planScaleDown } from "./decide/scale-down.ts";
 import { quietPeriodMs } from "../status/scale-down.ts";
 
@@ -194,25 +194,14 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
   const { target, plan, appMonitor: am, entry, trigger, now, log } = input;
   const { decision } = plan;
   if (decision.action === "skip") return { step: "decided", skip: decision };
-  // Prometheus for a threshold or trend alert only: after an OOM kill the restarted container's working set is low again.
-  const containers = decision.changes.map((c) => c.container);
+  // The alert's trigger asks Prometheus what its evidence needs (an OOM kill: nothing; the Pod read is its evidence).
   const { trend } = am.spec;
   const alerted = entry.data !== undefined;
-  const workingSets = alerted && trigger === "threshold" ? await deps.verifier?.workingSets(entry.namespace, entry.pod, containers) : undefined;
-  const predictions = alerted && trigger === "trend" && trend !== undefined ? await deps.verifier?.predictions(entry.namespace, entry.pod, containers, trend) : undefined;
-  const evidence = {
-    trigger,
-    statuses: input.statuses,
-    now,
-    oomWindowSeconds: target.oomWindowSeconds(now),
-    running: target.view.running,
-    workingSets,
-    thresholdPercent: am.spec.memThresholdPercent,
-    predictions,
-    trend,
-  };
+  const on = TRIGGERS[trigger];
+  const measured = alerted ? await on.measure(deps.verifier, { namespace: entry.namespace, pod: entry.pod, containers: decision.changes.map((c) => c.container), trend }) : undefined;
+  const evidence = { statuses: input.statuses, now, oomWindowSeconds: target.oomWindowSeconds(now), running: target.view.running, thresholdPercent: am.spec.memThresholdPercent, trend, measured };
   // A fallback writes what was decided and checked when its alert came; a down-step's evidence is the peak.
-  const checked = entry.down === true ? await checkDownStep(deps, am, entry.namespace, target, decision) : alerted ? checkEvidence(decision, evidence) : decision;
+  const checked = entry.down === true ? await checkDownStep(deps, am, entry.namespace, target, decision) : alerted ? on.check(decision, evidence) : decision;
   if (checked.action === "skip") return { step: "unconfirmed", skip: checked };
   const { changes } = checked;
   const gate = gateScale({ workload: target.view.workload, changes, gitOpsManaged: am.spec.gitOpsManaged, gitOps: target.view.gitOps, revert: plan.revert, budget: plan.budget, autoscalers: target.view.autoscalers });

@@ -1,5 +1,6 @@
 /**
- * The evidence each alert needs before its scale (pure; what it rests on is read by the caller):
+ * The rules of the evidence each alert needs before its scale (pure; what it rests on is read by
+ * the caller, and each trigger, `../triggers/`, applies its own):
  * a threshold alert, Prometheus' working set at or above the threshold ({@link checkThreshold});
  * a trend alert, Prometheus' prediction at or above the limit ({@link checkTrend}); an OOM-kill
  * alert (`trigger: "oomKilled"`), the Pod memory-scaler already read must itself show that the
@@ -217,43 +218,4 @@ export function checkTrend(
     }
   }
   return { keep, skipped };
-}
-
-/** What {@link checkEvidence} weighs besides the scale. */
-export interface EvidenceInput {
-  readonly trigger: AlertTrigger;
-  /** The alerting Pod's container statuses (`kube/views.ts` `containerStatuses`): an OOM kill's evidence. */
-  readonly statuses: readonly ContainerStatusLike[];
-  readonly now: Date;
-  /** Seconds back from `now` within which a kill counts (`PlannedTarget.oomWindowSeconds`, `target-view.ts`). */
-  readonly oomWindowSeconds: number;
-  /** The memory the alert measured against (`TargetView.running`): the threshold's base. */
-  readonly running: readonly ContainerMemory[];
-  /** Working sets per container (bytes) from Prometheus; undefined: not asked (not a threshold alert, or no `PROMETHEUS_URL`). */
-  readonly workingSets: ReadonlyMap<string, number> | undefined;
-  /** `spec.memThresholdPercent`. */
-  readonly thresholdPercent: number;
-  /** Predicted working sets per container (bytes) from Prometheus; undefined: not asked (not a trend alert, no `spec.trend`, or no `PROMETHEUS_URL`). */
-  readonly predictions: ReadonlyMap<string, number> | undefined;
-  /** `spec.trend`, defaults applied; undefined: the AppMonitor sets none. */
-  readonly trend: Required<AppMonitorTrend> | undefined;
-}
-
-/**
- * The alert's evidence against a planned scale (pure): an OOM-kill alert needs the kill in the
- * Pod's statuses within the window ({@link checkOOMKilled}; Prometheus would show the restarted
- * container's low working set); a threshold alert the working set at or above the threshold
- * ({@link checkThreshold}), a trend alert the prediction at or above the limit
- * ({@link checkTrend}), when Prometheus was asked; a trend alert of an AppMonitor without
- * `spec.trend` is refused, asked or not. Then {@link afterCheck}.
- */
-export function checkEvidence(scale: Scale, input: EvidenceInput): Skip | Scale {
-  const { trigger } = input;
-  if (trigger === "oomKilled") return afterCheck(scale, trigger, checkOOMKilled(scale.changes, input.statuses, input.now, input.oomWindowSeconds));
-  if (trigger === "trend") {
-    if (input.trend !== undefined && input.predictions === undefined) return scale;
-    return afterCheck(scale, trigger, checkTrend(scale.changes, input.running, input.predictions ?? new Map(), input.trend));
-  }
-  if (input.workingSets === undefined) return scale;
-  return afterCheck(scale, trigger, checkThreshold(scale.changes, input.running, input.workingSets, input.thresholdPercent));
 }
