@@ -31,10 +31,11 @@
  *    503): the next round sees what the winner wrote and skips, so deliveries never compound.
  * 5. Report: the ending's row of `report.ts` applied once — its Events (`../events.ts`) and its
  *    one status write, which also records the outcome in `status.lastOutcome`
- *    (`../status/last-outcome.ts`; a skip also ending before a report — `NotCovered`,
- *    `AppMonitorNotGoverning` — records it there, and `NotCovered` and `NoAppMonitor` write their
- *    Warnings). Their failure is in the outcome's `warnings`, not an error: what was decided or
- *    written stands, and a retry would only skip.
+ *    (`../status/last-outcome.ts`). Every Event and status write of the rounds is such a row
+ *    (`applyReport` is the only writer): the read's end (`NoAppMonitor`'s Warning), `notGoverned`,
+ *    the `Conflict` condition, the repair of 3 and a released hold of the leak guard. Their
+ *    failure is in the outcome's `warnings`, not an error: what was decided or written stands,
+ *    and a retry would only skip.
  *
  * The flow does I/O only through `FlowDeps` (`deps.ts`): the adapters in `../kube/`. Any API
  * server failure before the write → HttpError (the status of its class in
