@@ -21,7 +21,7 @@
  *    Events and status entry repaired, its revert told once. Failures are warnings.
  * 4. Act: the decision's skip (`AtCap` listed in `status.capped`; `ProbableLeak` listed in
  *    `status.probableLeaks` and its alert posted to Alertmanager, a hold that ended written first); the alert's evidence
- *    (`decide/evidence.ts`: an OOM kill in the Pod read at 1, Prometheus' working set against the
+ *    (its trigger's, `triggers/`: an OOM kill in the Pod read at 1, Prometheus' working set against the
  *    threshold, or Prometheus' prediction against the limit for a trend alert; Prometheus
  *    unavailable → 503); who else sets the memory (`coexist/gate.ts`:
  *    `HPAOnMemory`, `VPAControlled`, `GitOpsManaged`, `Reverted`); the target's one
