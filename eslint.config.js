@@ -12,14 +12,22 @@ const clientValues = {
   message: `only ${MS}/kube/ imports @kubernetes/client-node as a value (it alone does I/O); use \`import type\` here`,
 };
 
-/** `@typescript-eslint/no-restricted-imports` for `files`: the client's values, and `patterns` (each a regex over the import specifier, with why). */
+/**
+ * `@typescript-eslint/no-restricted-imports` for `files`: the client's values, and `patterns` (each a
+ * regex over the import specifier, with why, and whether `import type` of it is allowed).
+ */
 const imports = (files, patterns = [], more = {}) => ({
   files,
   ...more,
   rules: {
-    "@typescript-eslint/no-restricted-imports": ["error", { paths: files[0].startsWith(MS) ? [clientValues] : [], patterns: patterns.map(([regex, message]) => ({ regex, message })) }],
+    "@typescript-eslint/no-restricted-imports": [
+      "error",
+      { paths: files[0].startsWith(MS) ? [clientValues] : [], patterns: patterns.map(([regex, message, allowTypeImports = false]) => ({ regex, message, allowTypeImports })) },
+    ],
   },
 });
+
+const scaleApart = ["(^|/)follow-up/", "scale/ (one alert → at most one write) and follow-up/ (each tick) never import each other: share through model.ts, status/ or a top-level module"];
 
 export default tseslint.config(
   { ignores: ["node_modules/", ".stack/", "**/*.generated.*", "schemas/validators/"] },
@@ -33,7 +41,13 @@ export default tseslint.config(
   },
   // Later entries replace earlier ones for the files they match, so each folder's entry repeats the client rule.
   imports([`${MS}/**/*.ts`], [], { ignores: [`${MS}/kube/**`] }),
-  imports([`${MS}/scale/**/*.ts`], [["(^|/)follow-up/", "scale/ (one alert → at most one write) and follow-up/ (each tick) never import each other: share through model.ts, status/ or a top-level module"]]),
+  imports([`${MS}/scale/**/*.ts`], [scaleApart]),
+  // The rules decide from plain data: no target, no step of the flow, no adapter (its types, such as a view, may be named).
+  imports([`${MS}/scale/decide/**/*.ts`], [
+    scaleApart,
+    ["^\\.\\./(targets|triggers)/|^\\.\\./(flow|observe|report|deps)\\.ts$", "scale/decide/ is the pure rules: targets/, triggers/ and the flow build on it, never the reverse"],
+    ["(^|/)kube/", "scale/decide/ is pure: it reads plain data and does no I/O (import type of a view is fine)", true],
+  ]),
   imports([`${MS}/follow-up/**/*.ts`], [["(^|/)scale/", "follow-up/ (each tick) and scale/ (one alert → at most one write) never import each other: share through model.ts, status/ or a top-level module"]]),
   imports(
     [`${MS}/status/**/*.ts`, `${MS}/coexist/**/*.ts`],

@@ -133,7 +133,7 @@ export interface AppMonitorSpec {
   memMultiplier: number;
   /**
    * The one workload covered (as the VPA's `targetRef`), annotated or not; not with `selector`
-   * (`functions/memory-scaler/scale/governing.ts` for what it takes precedence over).
+   * (`functions/memory-scaler/scale/decide/governing.ts` for what it takes precedence over).
    */
   targetRef?: AppMonitorTargetRef;
   /** Pod templates to watch: with `selectorMode` `Widen`, in addition to annotated ones; `Narrow`, only annotated ones it matches. */
@@ -150,7 +150,7 @@ export interface AppMonitorSpec {
   cooldownSeconds?: number;
   /** Default `Scale`. */
   mode?: AppMonitorMode;
-  /** Default `Rollout` (`functions/memory-scaler/scale/in-place-target.ts` for the others). */
+  /** Default `Rollout` (`functions/memory-scaler/scale/targets/in-place-target.ts` for the others). */
   updateMode?: UpdateMode;
   /**
    * A StatefulSet rollout blocked by a crash-looping Pod of the old revision: `Report` (default)
@@ -165,7 +165,7 @@ export interface AppMonitorSpec {
   gitOpsManaged?: "Skip" | "Patch";
   /**
    * A container whose heap a flag fixes at or below its limit (`-Xmx`, `-XX:MaxRAM`,
-   * `--max-old-space-size`, `GOMEMLIMIT`; `functions/memory-scaler/scale/fixed-heap.ts`): `Hold`
+   * `--max-old-space-size`, `GOMEMLIMIT`; `functions/memory-scaler/scale/decide/fixed-heap.ts`): `Hold`
    * (also when absent) does not raise it and warns naming the flag; `Scale` raises the flag by the
    * limit's factor in the same patch.
    */
@@ -180,9 +180,9 @@ export interface AppMonitorSpec {
   trend?: AppMonitorTrend;
   /** Per-container limits of scaling (`functions/memory-scaler/caps.ts`); a named entry wins over `*`. */
   containerPolicies?: ContainerPolicy[];
-  /** How many scales of one workload within a window before the leak guard stops it (`functions/memory-scaler/scale/leak-guard.ts`). */
+  /** How many scales of one workload within a window before the leak guard stops it (`functions/memory-scaler/scale/decide/leak-guard.ts`). */
   leakGuard?: { maxScales?: number; windowSeconds?: number };
-  /** Give memory back after a quiet period (`functions/memory-scaler/scale/scale-down.ts`, docs/scale-down.md); absent: never lowered. */
+  /** Give memory back after a quiet period (`functions/memory-scaler/scale/decide/scale-down.ts`, docs/scale-down.md); absent: never lowered. */
   scaleDown?: AppMonitorScaleDown;
 }
 

@@ -9,7 +9,7 @@
  * | `UnsupportedOwner` | Warning on the Pod → the AppMonitor | `not scaled: <message>` |
  * | `AtCap` | Warning on the workload → the AppMonitor, and on the AppMonitor → the workload; at most one per workload per `cooldownSeconds`, at least {@link AT_CAP_WARNING_SECONDS} when it is above 0 (`windowedKey`) | `not scaled: <message>` (+ how often it is written) |
  * | `LimitNotInTemplate` | the same pair | `not scaled: <message>` |
- * | `HeapFailure` (with `Scaled`, `Resized` or `DryRun`) | Warning pair: a raised container's last run ended in exit code 134 (`Error`), an in-process heap failure, and no heap flag read fixes its heap (`scale/fixed-heap.ts` `heapFailureNote`) | `<message>` |
+ * | `HeapFailure` (with `Scaled`, `Resized` or `DryRun`) | Warning pair: a raised container's last run ended in exit code 134 (`Error`), an in-process heap failure, and no heap flag read fixes its heap (`scale/decide/fixed-heap.ts` `heapFailureNote`) | `<message>` |
  * | `FixedHeap` | the same pair, at most one per workload per `cooldownSeconds` (`windowedKey`) | `not scaled: <message>` (the flag, its value and where; an in-process heap failure when the Pod's last run ended in one) |
  * | `AdmissionRefused` | the same pair | `not scaled (<changes>): the API server refused it: <message>` (a dry run's: `DryRun: would not be scaled (<changes>): …`) |
  * | `RolloutExceedsQuota`, `Unschedulable` | the same pair | `not scaled (<changes>): <message>` (a dry run's as above) |
@@ -23,7 +23,7 @@
  * | `Scaled` | Normal pair (its note ends with the heap flags raised under `spec.heapFlags: Scale`), and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill\| on its trend toward the limit]: <changes>[; the rollout replaces (restarts) its Pods]` (`replacement.ts` `replacementClause`) |
  * | `PodsReplaced` (with `Scaled`) | Warning pair, when the replaced Pods likely keep state in memory or in `emptyDir` volumes (`replacement.ts`: a single-replica Deployment, any StatefulSet, an `emptyDir` volume in the Pod template); never for a bare Pod resized in place | `podsReplacedNote`: why, and that their memory and emptyDir contents are lost |
  * | `Resized` | Normal pair on the bare Pod (its `workload`), or the workload whose Pods were resized in place, and the AppMonitor | `resized <kind> <name> in place by <multiplier>[ after an OOM kill\| on its trend toward the limit]: <changes>[ (Pods <names>)]` |
- * | `ScaledDown` | Normal pair (a down-step of `spec.scaleDown`, `scale/scale-down.ts`), with the `GitOpsManaged` and `PodsReplaced` Warning pairs as for `Scaled` | `scaled down <kind> <name>: <changes>[; the rollout replaces (restarts) its Pods]` (`[ in place (Pods <names>)]` when resized in place) |
+ * | `ScaledDown` | Normal pair (a down-step of `spec.scaleDown`, `scale/decide/scale-down.ts`), with the `GitOpsManaged` and `PodsReplaced` Warning pairs as for `Scaled` | `scaled down <kind> <name>: <changes>[; the rollout replaces (restarts) its Pods]` (`[ in place (Pods <names>)]` when resized in place) |
  * | `InPlaceFallback` (with `Scaled`) | Warning pair: `spec.updateMode: InPlaceOrRollout` wrote the template instead, and why | `<message>` |
  * | anything else | none: the outcome is logged and counted only | |
  *
@@ -49,8 +49,8 @@ export const AT_CAP_WARNING_SECONDS = 3600;
 export interface Subjects {
   /** The alerting Pod (every reason but a follow-up's repair; `UnsupportedOwner` regards it). */
   readonly pod?: ObjectRef;
-  /** The governing AppMonitor (for `UnsupportedOwner`, the one the alert names). */
-  readonly appMonitor: ObjectRef;
+  /** The governing AppMonitor (for `UnsupportedOwner`, the one the alert names); absent only for `NoAppMonitor`, which has none. */
+  readonly appMonitor?: ObjectRef;
   /** Its `spec.cooldownSeconds`: the window of its `AtCap` Warnings. */
   readonly cooldownSeconds: number;
   /** The workload, once resolved (every reason but `UnsupportedOwner`). */
@@ -59,7 +59,7 @@ export interface Subjects {
 
 /** An outcome as reported: its reason and what its note says. */
 export type Reported =
-  | { readonly reason: "UnsupportedOwner" | "AtCap" | "LimitNotInTemplate" | "FixedHeap" | "HeapFailure" | "Cooldown" | "BelowThreshold" | "NotCovered"; readonly message: string }
+  | { readonly reason: "NoAppMonitor" | "UnsupportedOwner" | "AtCap" | "LimitNotInTemplate" | "FixedHeap" | "HeapFailure" | "Cooldown" | "BelowThreshold" | "NotCovered"; readonly message: string }
   /** `dryRun`: what would have refused a dry run's write (`spec.mode: DryRun`, or the install paused). */
   | { readonly reason: "AdmissionRefused" | "RolloutExceedsQuota" | "Unschedulable"; readonly message: string; readonly changes: readonly ContainerChange[]; readonly dryRun?: boolean }
   /** Another manager of the workload holds the scale (`coexist/gate.ts` `gateScale`); `Reverted` there writes no Event of its own (the detection's below says it). */
@@ -86,7 +86,7 @@ export type Reported =
        * replaced, and a `PodsReplaced` Warning pair says what that loses. Absent: neither.
        */
       readonly replacement?: PodReplacement | undefined;
-      /** The heap flags raised with the limits (`spec.heapFlags: Scale`, `scale/fixed-heap.ts` `describeHeapChanges`); the note ends with them. */
+      /** The heap flags raised with the limits (`spec.heapFlags: Scale`, `scale/decide/fixed-heap.ts` `describeHeapChanges`); the note ends with them. */
       readonly heap?: string | undefined;
     }
   | {
@@ -99,7 +99,7 @@ export type Reported =
       /** The key of its Events when not the current event's (a repaired scale: the event that scaled). */
       readonly key?: string;
     }
-  /** A down-step (`scale/scale-down.ts`); `pods`: resized in place; the rest as for `Scaled`. */
+  /** A down-step (`scale/decide/scale-down.ts`); `pods`: resized in place; the rest as for `Scaled`. */
   | {
       readonly reason: "ScaledDown";
       readonly changes: readonly ContainerChange[];
@@ -146,7 +146,10 @@ export function heapClause(heap: string | undefined): string {
  * @throws Error when a reason that regards the workload comes without one (a bug of the caller).
  */
 export function eventsOf(reported: Reported, subjects: Subjects, eventId: string, now: Date): EventSpec[] {
-  const am = subjects.appMonitor;
+  const appMonitor = (): ObjectRef => {
+    if (subjects.appMonitor === undefined) throw new Error(`${reported.reason} is reported on an AppMonitor, and none was given`);
+    return subjects.appMonitor;
+  };
   const workload = (): ObjectRef => {
     if (subjects.workload === undefined) throw new Error(`${reported.reason} is reported on a workload, and none was given`);
     return subjects.workload;
@@ -154,19 +157,23 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
   const warningPair = (reason: string, note: string, key = eventId): EventSpec[] => {
     const wl = workload();
     return [
-      { type: "Warning", reason, note, regarding: wl, related: am, key },
-      { type: "Warning", reason, note: `${wl.kind ?? ""} ${wl.name}: ${note}`, regarding: am, related: wl, key },
+      { type: "Warning", reason, note, regarding: wl, related: appMonitor(), key },
+      { type: "Warning", reason, note: `${wl.kind ?? ""} ${wl.name}: ${note}`, regarding: appMonitor(), related: wl, key },
     ];
   };
   const normalPair = (reason: string, note: string, key = eventId): EventSpec[] => [
-    { type: "Normal", reason, note, regarding: workload(), related: am, key },
-    { type: "Normal", reason, note, regarding: am, related: workload(), key },
+    { type: "Normal", reason, note, regarding: workload(), related: appMonitor(), key },
+    { type: "Normal", reason, note, regarding: appMonitor(), related: workload(), key },
   ];
   const r = reported as Reported & Record<string, unknown>;
   switch (reported.reason) {
+    case "NoAppMonitor": {
+      if (subjects.pod === undefined) throw new Error("NoAppMonitor is reported on a Pod, and none was given");
+      return [noAppMonitorEvent(subjects.pod, String(r.message), eventId, now)];
+    }
     case "UnsupportedOwner": {
       if (subjects.pod === undefined) throw new Error("UnsupportedOwner is reported on a Pod, and none was given");
-      return [{ type: "Warning", reason: "UnsupportedOwner", note: `not scaled: ${String(r.message)}`, regarding: subjects.pod, related: am, key: eventId }];
+      return [{ type: "Warning", reason: "UnsupportedOwner", note: `not scaled: ${String(r.message)}`, regarding: subjects.pod, related: appMonitor(), key: eventId }];
     }
     case "AtCap": {
       // A workload at the cap alerts until its memory use drops: one AtCap Warning per workload
@@ -234,8 +241,8 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
         ...(onDelete === undefined
           ? []
           : ([
-              { type: "Warning", reason: "RolloutWaitsForDelete", note: onDelete, regarding: workload(), related: am, key },
-              { type: "Warning", reason: "RolloutWaitsForDelete", note: onDelete, regarding: am, related: workload(), key },
+              { type: "Warning", reason: "RolloutWaitsForDelete", note: onDelete, regarding: workload(), related: appMonitor(), key },
+              { type: "Warning", reason: "RolloutWaitsForDelete", note: onDelete, regarding: appMonitor(), related: workload(), key },
             ] as const)),
         ...(replaced === undefined ? [] : warningPair("PodsReplaced", replaced, key)),
       ];

@@ -43,7 +43,7 @@ import { HttpError } from "../lib/runtime/errors.ts";
 import type { CloudEventOutcome, FunctionContext } from "../lib/runtime/types.ts";
 import type { AnswerMemory } from "./answers.ts";
 import type { FollowDeps } from "./follow-up/deps.ts";
-import { followRollouts } from "./follow-up/flow.ts";
+import { type FollowSummary, followRollouts } from "./follow-up/flow.ts";
 import { type AlertEvent, readAlertEvent } from "./incoming-event.ts";
 import type { MemoryScalerMetrics } from "./metrics.ts";
 import type { FlowDeps } from "./scale/deps.ts";
@@ -56,6 +56,25 @@ import { handleFiring } from "./scale/flow.ts";
  * API server.
  */
 export const FLOWS_IN_FLIGHT = 16;
+
+/**
+ * A tick's reason, by what its follow-up did: the first row that holds, most telling first (a
+ * down-step over a recorded scale over a rollout still pending over one ended).
+ */
+const TICK_REASONS: readonly (readonly [reason: string, holds: (summary: FollowSummary) => boolean])[] = [
+  ["ScaledDown", (s) => (s.scaleDowns?.stepped ?? 0) > 0],
+  ["ScalesRecorded", (s) => (s.recorded ?? 0) > 0],
+  ["RolloutsPending", (s) => s.pending > 0],
+  ["RolloutsEnded", (s) => s.checked > 0],
+  ["ScaleDownsChecked", (s) => s.scaleDowns !== undefined],
+];
+
+/** A tick's answer: `idle` when it found nothing to follow, record or step down, else `followed`; the reason by {@link TICK_REASONS}, else `NoPendingRollout`. */
+export function tickAnswer(summary: FollowSummary): { readonly outcome: "idle" | "followed"; readonly reason: string } {
+  const idle = summary.checked === 0 && (summary.scales ?? 0) === 0 && summary.scaleDowns === undefined;
+  const reason = TICK_REASONS.find(([, holds]) => holds(summary))?.[0] ?? "NoPendingRollout";
+  return { outcome: idle ? "idle" : "followed", reason };
+}
 
 /** What the handler needs; adapters, so tests can substitute them. */
 export interface HandlerDeps {
@@ -78,20 +97,7 @@ export function createHandler(deps: HandlerDeps): (context: FunctionContext, eve
     if (cloudEvent.type === PING_EVENT_TYPE) {
       try {
         const summary = await followRollouts(deps.follow, context.log);
-        const idle = summary.checked === 0 && (summary.scales ?? 0) === 0 && summary.scaleDowns === undefined;
-        const outcome = idle ? "idle" : "followed";
-        const reason =
-          (summary.scaleDowns?.stepped ?? 0) > 0
-            ? "ScaledDown"
-            : (summary.recorded ?? 0) > 0
-              ? "ScalesRecorded"
-              : summary.pending > 0
-                ? "RolloutsPending"
-                : summary.checked > 0
-                  ? "RolloutsEnded"
-                  : summary.scaleDowns !== undefined
-                    ? "ScaleDownsChecked"
-                    : "NoPendingRollout";
+        const { outcome, reason } = tickAnswer(summary);
         metrics.events.inc({ type: "tick", outcome, reason });
         stopTimer({ outcome });
         context.log.info({ outcome, reason, ...summary }, "followed the pending rollouts");

@@ -2,8 +2,8 @@
  * A workload's in-place record, pure: the memory its Pods run with beyond its Pod template after
  * memory-scaler resized them in place (`spec.updateMode` `InPlace` or `InPlaceOrRollout`), as the
  * annotation `app-monitor.kubedemo.com/in-place-memory` holds it (`../lib/appmonitor.ts`
- * `IN_PLACE_MEMORY_ANNOTATION`). Shared by the scale targets (`scale/in-place-target.ts`,
- * `scale/template-target.ts`) and the follow-up.
+ * `IN_PLACE_MEMORY_ANNOTATION`). Shared by the scale targets (`scale/targets/in-place-target.ts`,
+ * `scale/targets/template-target.ts`) and the follow-up.
  *
  * The rule, the same here and in the MutatingAdmissionPolicy that gives new Pods the memory
  * (`scripts/in-place-policy.ts`): a container's entry applies while the template still sets the

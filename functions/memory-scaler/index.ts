@@ -2,7 +2,7 @@
  * memory-scaler: a memory-threshold CloudEvent in, the owning workload's memory requests and
  * limits raised by its AppMonitor's multiplier — exactly once per threshold crossing.
  * Started with `npm run function -- memory-scaler`; configuration in `config.ts`, endpoint and
- * status codes in `handler.ts`, the flow in `scale/flow.ts`, the decision in `scale/decide.ts`.
+ * status codes in `handler.ts`, the flow in `scale/flow.ts`, the decision in `scale/decide/decide.ts`.
  *
  * Readiness (`GET /health/readiness`): 200 when the API server answers a list of AppMonitors
  * (`limit=1`, which needs only the `list` the function has anyway) — i.e. it is reachable, the

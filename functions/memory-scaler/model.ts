@@ -90,7 +90,7 @@ export interface ContainerChange {
 
 /**
  * A container left unchanged, and why: the one shape of every step that leaves one out (the
- * decision, `scale/decide.ts`; the OOM-kill, threshold and trend checks, `scale/evidence.ts`) and of the
+ * decision, `scale/decide/decide.ts`; the OOM-kill, threshold and trend checks, `scale/decide/evidence.ts`) and of the
  * outcome's `skipped` list. `R` narrows the reasons a step can give.
  */
 export interface SkippedContainer<R extends string = string> {
@@ -176,15 +176,15 @@ export interface ScaleRecordAnnotation {
    * the revert budget (`coexist/reverts.ts`) counts every patch even while a status write lags.
    */
   readonly earlier?: readonly ScaleMark[];
-  /** `down` for a down-step of `spec.scaleDown` (`scale/scale-down.ts`); absent: a raise (records of older versions too). */
+  /** `down` for a down-step of `spec.scaleDown` (`scale/decide/scale-down.ts`); absent: a raise (records of older versions too). */
   readonly direction?: "down";
   /**
    * Per container, its memory before memory-scaler's first scale of it: the floor no down-step
-   * goes below, carried from record to record (`scale/scale-record.ts` `recordFields`). Absent (records
+   * goes below, carried from record to record (`scale/targets/scale-record.ts` `recordFields`). Absent (records
    * of older versions): the last scale's `from` is the best known.
    */
   readonly original?: Readonly<Record<string, MemoryResources>>;
-  /** Raises that came after a down-step of this workload: each doubles the next quiet period (`scale/scale-down.ts`). Absent: 0. */
+  /** Raises that came after a down-step of this workload: each doubles the next quiet period (`scale/decide/scale-down.ts`). Absent: 0. */
   readonly flaps?: number;
 }
 
@@ -262,4 +262,31 @@ export function parseScaleRecord(value: string | undefined): ScaleRecordAnnotati
     ...(originals.length > 0 ? { original: Object.fromEntries(originals) } : {}),
     ...(typeof flaps === "number" && Number.isSafeInteger(flaps) && flaps > 0 ? { flaps } : {}),
   };
+}
+
+/**
+ * A workload whose in-place resize failed under `InPlaceOrRollout` (`follow-up/in-place.ts`), for
+ * the scale flow to write its recorded memory into the template (`scale/flow.ts` `handleFallback`).
+ */
+export interface FallbackRequest {
+  readonly namespace: string;
+  /** A Pod of the workload (one whose resize failed): what the rounds observe the workload from. */
+  readonly pod: string;
+  /** The AppMonitor that resized it. */
+  readonly appmonitor: string;
+  /** Why the in-place resize failed: the `InPlaceFallback` Warnings say so. */
+  readonly reason: string;
+  /** Keys the Events: one fallback of one resize writes each Event once. */
+  readonly eventId: string;
+}
+
+/** A workload the follow-up found due for a down-step of `spec.scaleDown` (`follow-up/scale-down.ts`, `scale/flow.ts` `handleScaleDown`). */
+export interface ScaleDownRequest {
+  readonly namespace: string;
+  /** A running Pod of the workload: what the rounds observe the workload from. */
+  readonly pod: string;
+  /** The AppMonitor whose `spec.scaleDown` asks for it. */
+  readonly appmonitor: string;
+  /** Keys the Events and the record: the workload and its last scale's time, so one step is one set of Events however often it is asked. */
+  readonly eventId: string;
 }

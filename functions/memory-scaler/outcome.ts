@@ -14,23 +14,23 @@ import type { ContainerChange, SkippedContainer } from "./model.ts";
  * - `PodGone`, `UnsupportedOwner`, `OwnerGone`: no workload to scale (step 1–2);
  * - `BelowThreshold`, `NotMeasured`: Prometheus does not confirm the alert (step 5);
  * - `NotOOMKilled`: an OOM-kill event whose containers the Pod does not show OOM-killed
- *   recently (step 5, `scale/evidence.ts` `checkOOMKilled`);
+ *   recently (step 5, `scale/decide/evidence.ts` `checkOOMKilled`);
  * - `NotTrending`: a trend event whose containers Prometheus no longer predicts at their limit
  *   within the AppMonitor's horizon, or whose AppMonitor no longer sets `spec.trend` (step 5,
- *   `scale/evidence.ts` `checkTrend`);
+ *   `scale/decide/evidence.ts` `checkTrend`);
  * - `FixedHeap`: a flag in the container's command, args or env fixes its heap at or below the
- *   limit (`-Xmx`, `-XX:MaxRAM`, `--max-old-space-size`, `GOMEMLIMIT`: `scale/fixed-heap.ts`), so
+ *   limit (`-Xmx`, `-XX:MaxRAM`, `--max-old-space-size`, `GOMEMLIMIT`: `scale/decide/fixed-heap.ts`), so
  *   a raise would not reach it, and `spec.heapFlags` is `Hold` (or the target cannot write the
  *   flag: a resize in place): Warning Events naming the flag and its value (step 2);
  * - `AdmissionRefused`: the dry run of the patch or of the scaled Pod was refused (step 7);
  * - `Unschedulable`: the scaled Pod would request more memory than any Node's
- *   `status.allocatable.memory` (`scale/capacity.ts` `decideFit`): no patch, Warning Events (step 7);
+ *   `status.allocatable.memory` (`scale/decide/capacity.ts` `decideFit`): no patch, Warning Events (step 7);
  * - `RolloutExceedsQuota`: the rollout's peak (all new Pods, and a Deployment's `maxSurge` old
  *   ones beside them) would pass a ResourceQuota's `requests.memory` or `limits.memory`
- *   (`scale/capacity.ts` `decideQuota`): no patch, Warning Events (step 7);
+ *   (`scale/decide/capacity.ts` `decideQuota`): no patch, Warning Events (step 7);
  * - `RolloutWaitsForDelete`: a StatefulSet or DaemonSet with `updateStrategy: OnDelete` whose
  *   alerting Pod still runs less memory than the template (a `Cooldown` or `RolloutUnderWay`
- *   skip otherwise): it gets the new memory only when deleted (`scale/capacity.ts` `waitingForDelete`);
+ *   skip otherwise): it gets the new memory only when deleted (`scale/decide/capacity.ts` `waitingForDelete`);
  *   also any alert of such a workload while the rollout of its last scale is pending in the
  *   AppMonitor's `status.rollouts` (Pods still on the old revision): no scale on top of one that
  *   has not reached its Pods.
@@ -44,12 +44,12 @@ import type { ContainerChange, SkippedContainer } from "./model.ts";
  *   (`spec.revertBudgetPerHour` patches of the workload per hour, `coexist/reverts.ts`) is used: a held
  *   `recentScales` entry (the revert's Warning Events are written once, when it is first seen);
  * - `Scaled`, `DryRun`: patched, or would have been;
- * - `ScaledDown`: a down-step of `spec.scaleDown` lowered the workload's memory (`scale/scale-down.ts`);
+ * - `ScaledDown`: a down-step of `spec.scaleDown` lowered the workload's memory (`scale/decide/scale-down.ts`);
  *   its refusals: `PeakNearThreshold` (the peak over the quiet period would be too near the threshold
  *   at the lower limit), `AtFloor` (at the memory before the first scale or `minMemory`), `QuietPeriod`
  *   (scaled or alerted within it), `NotRaised` (no last-scale record of the AppMonitor), `ScaleDownOff`;
  * - `Resized`: a bare Pod (no controller) resized in place through its `resize` subresource
- *   (`scale/pod-resize-target.ts`); `ResizeUnderWay`: its spec already asks for more memory than its
+ *   (`scale/targets/pod-resize-target.ts`); `ResizeUnderWay`: its spec already asks for more memory than its
  *   containers run with (the kubelet has not applied the last resize, or cannot).
  */
 export type OutcomeReason = (typeof OUTCOME_REASONS)[number];
@@ -87,7 +87,7 @@ export interface Skip {
   readonly reason: OutcomeReason;
   readonly message: string;
   readonly skipped?: readonly SkippedContainer[];
-  /** `ProbableLeak`: the leak guard's entry (`scale/leak-guard.ts`), for the status, the Warning and the alert. */
+  /** `ProbableLeak`: the leak guard's entry (`scale/decide/leak-guard.ts`), for the status, the Warning and the alert. */
   readonly leak?: ProbableLeak;
 }
 
@@ -99,11 +99,11 @@ export interface Scale {
   readonly dryRun: boolean;
   /**
    * Containers scaled whose last run ended in an in-process heap failure (exit code 134, reason
-   * `Error`) with no heap flag that fixes their heap read (`scale/fixed-heap.ts`): a `HeapFailure`
+   * `Error`) with no heap flag that fixes their heap read (`scale/decide/fixed-heap.ts`): a `HeapFailure`
    * Warning says the raise may not reach the heap. Absent: none.
    */
   readonly heapFailed?: readonly string[];
-  /** `down`: a down-step of `spec.scaleDown` (`scale/scale-down.ts`); absent: a raise. */
+  /** `down`: a down-step of `spec.scaleDown` (`scale/decide/scale-down.ts`); absent: a raise. */
   readonly direction?: "down";
   /** A down-step whose every container reaches its floor: its `recentScales` entries say `floored`. */
   readonly floored?: boolean;
@@ -131,7 +131,7 @@ export interface Scale {
  * - `AtCap`: the limit is already at its cap (`caps.ts`: a container policy's `maxMemory`,
  *   `spec.maxMemory` or the install's `DEFAULT_MAX_MEMORY`); the caller emits a Warning Event.
  * - `PolicyOff`: the container's `spec.containerPolicies` entry says `mode: Off`.
- * - `ProbableLeak`: the leak guard holds the workload (`scale/leak-guard.ts`).
+ * - `ProbableLeak`: the leak guard holds the workload (`scale/decide/leak-guard.ts`).
  */
 export const SKIP_REASONS = ["Cooldown", "ContainerNotSelected", "NoTargetContainer", "ContainerNotFound", "InitContainer", "NoMemoryLimit", "LimitNotInTemplate", "InvalidResources", "TemplateDiffers", "RolloutUnderWay", "AtCap", "PolicyOff", "ProbableLeak"] as const;
 /** One of {@link SKIP_REASONS}. */
@@ -145,7 +145,7 @@ export type SkipReason = (typeof SKIP_REASONS)[number];
  * - `AppMonitorNotGoverning`: the named AppMonitor does not cover the template, another one does
  *   (that one's own alerts may scale it);
  * - `AppMonitorConflict`: the named AppMonitor covers the template, and another one that covers it
- *   takes precedence (`scale/governing.ts` `byPrecedence`): only that one's alerts scale it;
+ *   takes precedence (`scale/decide/governing.ts` `byPrecedence`): only that one's alerts scale it;
  * - `NamespaceNotWatched`: the alert's namespace is outside `WATCH_NAMESPACES` (a scoped install).
  */
 export const NONE_GOVERNS_REASONS = ["NotAppMonitorAlert", "NoAppMonitor", "NotCovered", "AppMonitorNotGoverning", "AppMonitorConflict", "NamespaceNotWatched"] as const;

@@ -9,7 +9,7 @@
  * container restarts; what a Pod held in memory, and the contents of its `emptyDir` volumes
  * (https://kubernetes.io/docs/concepts/storage/volumes/#emptydir: "the data in the emptyDir is
  * deleted permanently" when the Pod is removed), are gone. Under `spec.updateMode: Rollout` (the
- * default; `InPlace` and `InPlaceOrRollout` resize the running Pods instead, `scale/in-place-target.ts`)
+ * default; `InPlace` and `InPlaceOrRollout` resize the running Pods instead, `scale/targets/in-place-target.ts`)
  * every `Scaled` note says that the Pods are replaced, and a workload whose Pods likely keep
  * state there gets a `PodsReplaced` Warning naming why and `InPlace` as the way to keep it:
  *

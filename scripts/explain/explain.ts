@@ -4,14 +4,14 @@
  * say where one workload stands in the chain AppMonitor → rule → series → alert → memory-scaler.
  * Each line is `<what>: <finding>  (<source>)`, the source naming the object or query read.
  * The decisions are memory-scaler's and rule-sync's own: coverage and precedence
- * (`scale/governing.ts`), the threshold query (`rule-sync/rule.ts`), the cooldown
- * (`scale/decide.ts`), the caps (`caps.ts`), the last-scale record (`model.ts`).
+ * (`scale/decide/governing.ts`), the threshold query (`rule-sync/rule.ts`), the cooldown
+ * (`scale/decide/decide.ts`), the caps (`caps.ts`), the last-scale record (`model.ts`).
  */
 import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION, MONITOR_ANNOTATION, type AppMonitorCondition, type ScaleRecord } from "../../functions/lib/appmonitor.ts";
 import { capOf, describeCap, policyOf } from "../../functions/memory-scaler/caps.ts";
 import { describeChanges, parseScaleRecord } from "../../functions/memory-scaler/model.ts";
-import { cooldownLeft } from "../../functions/memory-scaler/scale/decide.ts";
-import { byPrecedence, coverage, precedenceRule, validAppMonitors, type Contender, type PodTemplateLike, type ValidAppMonitor } from "../../functions/memory-scaler/scale/governing.ts";
+import { cooldownLeft } from "../../functions/memory-scaler/scale/decide/decide.ts";
+import { byPrecedence, coverage, precedenceRule, validAppMonitors, type Contender, type PodTemplateLike, type ValidAppMonitor } from "../../functions/memory-scaler/scale/decide/governing.ts";
 import { cappedWorkloads } from "../../functions/memory-scaler/status/capped.ts";
 import type { LastOutcome } from "../../functions/memory-scaler/status/last-outcome.ts";
 import { leakOf } from "../../functions/memory-scaler/status/leaks.ts";

@@ -150,7 +150,7 @@ export interface ScaleMarksInput {
  * memory-scaler's scales of `workload` within `windowMs` before `now` (or later than `now` when
  * clocks differ), newest first, at most {@link MAX_EARLIER}: from the AppMonitor's `recent`
  * entries and the workload's last-scale `record` (its time and `earlier` marks), each counted
- * once. The revert budget counts the last hour's; the leak guard (`scale/leak-guard.ts`) its window's.
+ * once. The revert budget counts the last hour's; the leak guard (`scale/decide/leak-guard.ts`) its window's.
  */
 export function scaleMarks(input: ScaleMarksInput, windowMs: number): ScaleMark[] {
   const since = input.now.getTime() - windowMs;

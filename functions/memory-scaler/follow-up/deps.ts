@@ -5,24 +5,8 @@
 import type { Cluster } from "../kube/cluster.ts";
 import type { EventRecorder } from "../kube/event-recorder.ts";
 import type { StatusWriter } from "../kube/status-writer.ts";
+import type { FallbackRequest, ScaleDownRequest } from "../model.ts";
 import type { Logger } from "pino";
-
-/** A workload whose in-place resize failed under `InPlaceOrRollout`: a Pod of it, its AppMonitor, why, and the key of its Events. */
-export interface FallBackRequest {
-  readonly namespace: string;
-  readonly pod: string;
-  readonly appmonitor: string;
-  readonly reason: string;
-  readonly eventId: string;
-}
-
-/** A workload due for a down-step: a running Pod of it, its AppMonitor, and the key of its Events (its last scale's). */
-export interface ScaleDownRequest {
-  readonly namespace: string;
-  readonly pod: string;
-  readonly appmonitor: string;
-  readonly eventId: string;
-}
 
 /** What the follow-up needs; adapters, so tests can substitute them. */
 export interface FollowDeps {
@@ -37,7 +21,7 @@ export interface FollowDeps {
    * (the scale flow's `handleFallback`, wired in `../index.ts`: the tick decides, the one scale flow
    * writes). Absent: the resize ends `RolloutFailed` and nothing falls back.
    */
-  readonly fallBack?: (request: FallBackRequest, log: Logger) => Promise<{ readonly outcome: string; readonly reason: string; readonly message: string }>;
+  readonly fallBack?: (request: FallbackRequest, log: Logger) => Promise<{ readonly outcome: string; readonly reason: string; readonly message: string }>;
   /**
    * Lowers a workload due for a down-step of `spec.scaleDown` one step (the scale flow's
    * `handleScaleDown`, wired in `../index.ts`: the tick finds who is due, the one scale flow writes).

@@ -1,5 +1,5 @@
 /**
- * Where the in-place resize of a workload's Pods stands (`scale/in-place-target.ts`), from plain
+ * Where the in-place resize of a workload's Pods stands (`scale/targets/in-place-target.ts`), from plain
  * data: the pending entry of `status.rollouts` (its `inPlace.pods`), each of those Pods as read
  * now, and the AppMonitor's `spec.updateMode`. Pure: `follow-up/flow.ts` reads and writes.
  *

@@ -1,5 +1,5 @@
 /**
- * Where an in-place resize of a bare Pod stands (`scale/pod-resize-target.ts`), from plain data: the Pod as read
+ * Where an in-place resize of a bare Pod stands (`scale/targets/pod-resize-target.ts`), from plain data: the Pod as read
  * now and the pending entry of `status.rollouts` (workload kind `Pod`). Pure: `follow-up/flow.ts`
  * reads the Pod on the follow-up's ticks and writes what this decides, as for a rollout.
  *

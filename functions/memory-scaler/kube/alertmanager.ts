@@ -1,5 +1,5 @@
 /**
- * The leak guard's alert (`../scale/leak-guard.ts`), posted to Alertmanager's v2 API
+ * The leak guard's alert (`../scale/decide/leak-guard.ts`), posted to Alertmanager's v2 API
  * (`POST /api/v2/alerts`, https://github.com/prometheus/alertmanager/blob/main/api/v2/openapi.yaml)
  * so a person can route it as any other alert. Labels: `alertname` {@link LEAK_ALERT_NAME},
  * `severity: warning`, `namespace`, `kind`, `workload` (its name) and `appmonitor`;

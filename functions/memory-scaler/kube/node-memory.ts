@@ -1,5 +1,5 @@
 /**
- * The Nodes' allocatable memory, as the Node-fit check reads it (`scale/capacity.ts` `decideFit`):
+ * The Nodes' allocatable memory, as the Node-fit check reads it (`scale/decide/capacity.ts` `decideFit`):
  * one in-process view shared by every event in flight, so that a scale's cost and the function's
  * memory do not grow with the number of Nodes.
  *
@@ -21,7 +21,7 @@
  * the rollout that does not progress. A view that would refuse is read again first when it is
  * older than {@link NODE_VIEW_REFUSAL_AGE_MS}, so a larger Node that joined since is seen before
  * any scale is refused. A failed read is not kept: the next caller reads again, and the scale
- * goes on with a Warning meanwhile (`scale/write.ts`).
+ * goes on with a Warning meanwhile (`scale/targets/write.ts`).
  */
 import { LRUCache } from "lru-cache";
 

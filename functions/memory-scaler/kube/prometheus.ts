@@ -4,7 +4,7 @@
  * for the limit; it also works where only the working set is scraped, as on the local stack's
  * kwok). A container below the AppMonitor's threshold is not scaled: the alert is stale or
  * forged. For a trend alert, ask instead for the working set `predict_linear` predicts at the
- * AppMonitor's horizon (`scale/evidence.ts` `checkTrend` compares it with the limit).
+ * AppMonitor's horizon (`scale/decide/evidence.ts` `checkTrend` compares it with the limit).
  * Prometheus unavailable → 503, never a blind scale.
  *
  * A down-step (`spec.scaleDown`) asks for the peak instead: the largest working set of each

@@ -212,7 +212,7 @@ export function lastResizeTime(meta: k8s.V1ObjectMeta | undefined): string | und
   return typeof time === "string" ? time : time.toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
-/** A ResourceQuota as the rollout's quota check reads it (`scale/capacity.ts` `decideQuota`): scoped or not, its `hard` and `used` amounts. */
+/** A ResourceQuota as the rollout's quota check reads it (`scale/decide/capacity.ts` `decideQuota`): scoped or not, its `hard` and `used` amounts. */
 export function quotaView(quota: k8s.V1ResourceQuota): QuotaView {
   return {
     name: quota.metadata?.name ?? "",

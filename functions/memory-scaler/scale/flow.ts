@@ -1,27 +1,27 @@
 /**
  * What memory-scaler does with one firing alert, reconcile-style, the same for every
- * {@link WriteTarget} (a workload's Pod template, `template-target.ts`; its running Pods resized in
- * place under `spec.updateMode` `InPlace` or `InPlaceOrRollout`, `in-place-target.ts`; a bare
- * Pod's resize, `pod-resize-target.ts`): observe → plan → act → report, once per round. The same
+ * {@link WriteTarget} (a workload's Pod template, `targets/template-target.ts`; its running Pods resized in
+ * place under `spec.updateMode` `InPlace` or `InPlaceOrRollout`, `targets/in-place-target.ts`; a bare
+ * Pod's resize, `targets/pod-resize-target.ts`): observe → plan → act → report, once per round. The same
  * rounds run for a fallback ({@link handleFallback}): the follow-up found a workload's in-place
  * resize failed under `InPlaceOrRollout`, and its recorded memory is written into the template.
  *
- * 0. Only an AppMonitor rule's alert is acted on (`governing.ts` `alertOrigin`): anything else →
+ * 0. Only an AppMonitor rule's alert is acted on (`decide/governing.ts` `alertOrigin`): anything else →
  *    `NotAppMonitorAlert`, before any read.
  * 1. Observe (`observe.ts`): the Pod (gone → `PodGone`), the namespace's AppMonitors (the alert's
  *    not there or invalid → `NoAppMonitor`), HPAs and VPAs, then the Pod's owners: a Job or an
  *    unknown owner → `UnsupportedOwner` (a Warning on the Pod: no template to judge, never
  *    scaled, whatever the Pod carries); an owner deleted meanwhile → `OwnerGone`; no controller →
  *    the bare Pod is the target, else the workload's template.
- * 2. Plan (`plan.ts`, pure): the governing AppMonitor (`NotCovered`, `AppMonitorNotGoverning`,
+ * 2. Plan (`decide/plan.ts`, pure): the governing AppMonitor (`NotCovered`, `AppMonitorNotGoverning`,
  *    `AppMonitorConflict`; a `Conflict` condition on each AppMonitor covering the target when several do),
  *    what the target's last scale leaves, `decideScale` told the target's way, and a raise a heap
- *    flag makes useless held (`FixedHeap`, `fixed-heap.ts`).
+ *    flag makes useless held (`FixedHeap`, `decide/fixed-heap.ts`).
  * 3. The last scale made sure of, whatever this alert comes to (`report.ts` `repairReport`): its
  *    Events and status entry repaired, its revert told once. Failures are warnings.
  * 4. Act: the decision's skip (`AtCap` listed in `status.capped`; `ProbableLeak` listed in
  *    `status.probableLeaks` and its alert posted to Alertmanager, a hold that ended written first); the alert's evidence
- *    (`evidence.ts`: an OOM kill in the Pod read at 1, Prometheus' working set against the
+ *    (its trigger's, `triggers/`: an OOM kill in the Pod read at 1, Prometheus' working set against the
  *    threshold, or Prometheus' prediction against the limit for a trend alert; Prometheus
  *    unavailable → 503); who else sets the memory (`coexist/gate.ts`:
  *    `HPAOnMemory`, `VPAControlled`, `GitOpsManaged`, `Reverted`); the target's one
@@ -31,10 +31,11 @@
  *    503): the next round sees what the winner wrote and skips, so deliveries never compound.
  * 5. Report: the ending's row of `report.ts` applied once — its Events (`../events.ts`) and its
  *    one status write, which also records the outcome in `status.lastOutcome`
- *    (`../status/last-outcome.ts`; a skip also ending before a report — `NotCovered`,
- *    `AppMonitorNotGoverning` — records it there, and `NotCovered` and `NoAppMonitor` write their
- *    Warnings). Their failure is in the outcome's `warnings`, not an error: what was decided or
- *    written stands, and a retry would only skip.
+ *    (`../status/last-outcome.ts`). Every Event and status write of the rounds is such a row
+ *    (`applyReport` is the only writer): the read's end (`NoAppMonitor`'s Warning), `notGoverned`,
+ *    the `Conflict` condition, the repair of 3 and a released hold of the leak guard. Their
+ *    failure is in the outcome's `warnings`, not an error: what was decided or written stands,
+ *    and a retry would only skip.
  *
  * The flow does I/O only through `FlowDeps` (`deps.ts`): the adapters in `../kube/`. Any API
  * server failure before the write → HttpError (the status of its class in
@@ -49,28 +50,28 @@ import { inScope } from "../../lib/namespace-scope.ts";
 import { formatTimestamp } from "../../lib/rfc3339.ts";
 import { HttpError } from "../../lib/runtime/errors.ts";
 import { gateScale } from "../coexist/gate.ts";
-import { eventsOf, noAppMonitorEvent, type Subjects } from "../events.ts";
+import { eventsOf, type Subjects } from "../events.ts";
 import type { LeakAlerter } from "../kube/alertmanager.ts";
 import type { AppMonitorRef, StatusChange } from "../kube/status-writer.ts";
-import { type ProbableLeak, withLeak } from "../status/leaks.ts";
+import type { ProbableLeak } from "../status/leaks.ts";
 import { containerStatuses } from "../kube/views.ts";
-import { objectRef } from "../model.ts";
+import { type FallbackRequest, objectRef, type ScaleDownRequest } from "../model.ts";
 import type { Outcome, Scale, Skip } from "../outcome.ts";
 import { lastOutcomeOf, skipWindowSeconds, withLastOutcome } from "../status/last-outcome.ts";
 import { withScales } from "../status/recent-scales.ts";
 import type { FlowDeps } from "./deps.ts";
-import { withConflict } from "./conflict-condition.ts";
-import { checkEvidence } from "./evidence.ts";
-import { heapFailures } from "./fixed-heap.ts";
-import { alertOrigin, type ValidAppMonitor } from "./governing.ts";
-import { inPlaceTarget } from "./in-place-target.ts";
+import { heapFailures } from "./decide/fixed-heap.ts";
+import { alertOrigin, type ValidAppMonitor } from "./decide/governing.ts";
+import { inPlaceTarget } from "./targets/in-place-target.ts";
 import { type Observation, observeFiring } from "./observe.ts";
-import { type FiringPlan, planFiring } from "./plan.ts";
-import { podResizeTarget } from "./pod-resize-target.ts";
-import { type Ending, repairReport, type Report, reportOf } from "./report.ts";
-import type { History, WriteTarget } from "./target.ts";
-import { templateTarget } from "./template-target.ts";
-import { checkPeak, planScaleDown } from "./scale-down.ts";
+import { type FiringPlan, planFiring } from "./decide/plan.ts";
+import { podResizeTarget } from "./targets/pod-resize-target.ts";
+import { conflictReports, type Ending, releaseReport, repairReport, type Report, reportOf, statusRef } from "./report.ts";
+import type { History } from "./decide/target-view.ts";
+import type { WriteTarget } from "./targets/target.ts";
+import { templateTarget } from "./targets/template-target.ts";
+import { TRIGGERS } from "./triggers/index.ts";
+import { checkPeak, planScaleDown } from "./decide/scale-down.ts";
 import { quietPeriodMs } from "../status/scale-down.ts";
 
 /**
@@ -91,13 +92,13 @@ function targetOf(observation: Extract<Observation, { result: "bare" | "observed
  */
 async function applyReport(
   deps: FlowDeps,
-  input: { readonly report: Omit<Report, "outcome">; readonly subjects: Subjects; readonly amRef: AppMonitorRef; readonly eventId: string; readonly now: Date; readonly warnings: string[]; readonly last?: LastWrite },
+  input: { readonly report: Omit<Report, "outcome">; readonly subjects: Subjects; readonly amRef: AppMonitorRef | undefined; readonly eventId: string; readonly now: Date; readonly warnings: string[]; readonly last?: LastWrite },
 ): Promise<void> {
   const { report, subjects, amRef, eventId, now, warnings } = input;
   const status = withLast(report.status, input.last, deps.status.limit);
   const [problems] = await Promise.all([
     Promise.all(report.reported.flatMap((reported) => eventsOf(reported, subjects, eventId, now)).map((spec) => deps.events.record(spec))),
-    status === undefined
+    status === undefined || amRef === undefined
       ? undefined
       : ("entry" in status ? deps.status.add(amRef, status.entry, status.from) : deps.status.update(amRef, status.change, status.from)).catch((error: unknown) => void warnings.push((error as Error).message)),
   ]);
@@ -127,7 +128,7 @@ function lastWrite(outcome: Parameters<typeof lastOutcomeOf>[0], am: ValidAppMon
 
 /** Logs what the repair of the last scale is about; returns it. */
 function logRepair<T>(log: Logger, target: WriteTarget, history: History, repair: T): T {
-  const workload = `${target.workload.kind}/${target.workload.name}`;
+  const workload = `${target.view.workload.kind}/${target.view.workload.name}`;
   if (history.revert !== undefined) log.info({ workload, scaledAt: history.revert.record.time }, "the last scale was reverted");
   if (history.repair?.status !== undefined) log.info({ workload, time: history.repair.time }, "recording a scale the AppMonitor status does not list");
   return repair;
@@ -138,10 +139,10 @@ function logRepair<T>(log: Logger, target: WriteTarget, history: History, repair
  * `deps.maxAttempts` rounds. @throws HttpError 503 (`Retry-After: 1`) then.
  */
 function lostRace(deps: FlowDeps, log: Logger, target: WriteTarget, attempt: number, detail: string): void {
-  const { kind, name } = target.workload;
+  const { kind, name } = target.view.workload;
   deps.onConflict?.();
   log.info({ attempt, workload: `${kind}/${name}`, detail }, "compare-and-swap lost: reading again");
-  if (attempt >= deps.maxAttempts) throw new HttpError(503, `${kind} ${name} changed during each of ${attempt} attempts to ${target.verb} it; retry later`, { headers: { "retry-after": "1" } });
+  if (attempt >= deps.maxAttempts) throw new HttpError(503, `${kind} ${name} changed during each of ${attempt} attempts to ${target.writer.verb} it; retry later`, { headers: { "retry-after": "1" } });
 }
 
 const appMonitorRef = (am: ValidAppMonitor) => objectRef(APPMONITOR_API_VERSION, APPMONITOR_KIND, am.metadata.namespace, am.metadata.name, am.metadata.uid);
@@ -161,7 +162,7 @@ interface Entry {
   readonly data?: AlertEventData;
   /** Why the in-place resize failed; present for a fallback only. */
   readonly fallback?: string;
-  /** A down-step of `spec.scaleDown` the follow-up asked for (`scale-down.ts`): no alert, the peak is its evidence. */
+  /** A down-step of `spec.scaleDown` the follow-up asked for (`decide/scale-down.ts`): no alert, the peak is its evidence. */
   readonly down?: true;
 }
 
@@ -194,28 +195,17 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
   const { target, plan, appMonitor: am, entry, trigger, now, log } = input;
   const { decision } = plan;
   if (decision.action === "skip") return { step: "decided", skip: decision };
-  // Prometheus for a threshold or trend alert only: after an OOM kill the restarted container's working set is low again.
-  const containers = decision.changes.map((c) => c.container);
+  // The alert's trigger asks Prometheus what its evidence needs (an OOM kill: nothing; the Pod read is its evidence).
   const { trend } = am.spec;
   const alerted = entry.data !== undefined;
-  const workingSets = alerted && trigger === "threshold" ? await deps.verifier?.workingSets(entry.namespace, entry.pod, containers) : undefined;
-  const predictions = alerted && trigger === "trend" && trend !== undefined ? await deps.verifier?.predictions(entry.namespace, entry.pod, containers, trend) : undefined;
-  const evidence = {
-    trigger,
-    statuses: input.statuses,
-    now,
-    oomWindowSeconds: target.oomWindowSeconds(now),
-    running: target.running,
-    workingSets,
-    thresholdPercent: am.spec.memThresholdPercent,
-    predictions,
-    trend,
-  };
+  const on = TRIGGERS[trigger];
+  const measured = alerted ? await on.measure(deps.verifier, { namespace: entry.namespace, pod: entry.pod, containers: decision.changes.map((c) => c.container), trend }) : undefined;
+  const evidence = { statuses: input.statuses, now, oomWindowSeconds: target.oomWindowSeconds(now), running: target.view.running, thresholdPercent: am.spec.memThresholdPercent, trend, measured };
   // A fallback writes what was decided and checked when its alert came; a down-step's evidence is the peak.
-  const checked = entry.down === true ? await checkDownStep(deps, am, entry.namespace, target, decision) : alerted ? checkEvidence(decision, evidence) : decision;
+  const checked = entry.down === true ? await checkDownStep(deps, am, entry.namespace, target, decision) : alerted ? on.check(decision, evidence) : decision;
   if (checked.action === "skip") return { step: "unconfirmed", skip: checked };
   const { changes } = checked;
-  const gate = gateScale({ workload: target.workload, changes, gitOpsManaged: am.spec.gitOpsManaged, gitOps: target.gitOps, revert: plan.revert, budget: plan.budget, autoscalers: target.autoscalers });
+  const gate = gateScale({ workload: target.view.workload, changes, gitOpsManaged: am.spec.gitOpsManaged, gitOps: target.view.gitOps, revert: plan.revert, budget: plan.budget, autoscalers: target.view.autoscalers });
   // Paused install-wide: every AppMonitor behaves as DryRun.
   const paused = deps.paused === true && !checked.dryRun;
   const scale: Scale = paused ? { ...checked, dryRun: true } : checked;
@@ -226,7 +216,7 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
   const { eventId } = entry;
   const { dryRun } = scale;
   const direction = scale.direction === "down" ? { direction: "down" as const } : {};
-  const result = await target.write({ cluster: deps.cluster, status: deps.status, eventId, appMonitor: am, amRef, changes, trigger, history: plan, now, time, log, dryRun, warn: (message) => input.warnings.push(message), ...direction });
+  const result = await target.writer.write({ cluster: deps.cluster, status: deps.status, eventId, appMonitor: am, amRef, changes, trigger, history: plan, now, time, log, dryRun, warn: (message) => input.warnings.push(message), ...direction });
   if (result.result === "conflict") {
     lostRace(deps, log, target, input.attempt, result.message);
     return "conflict";
@@ -234,7 +224,7 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
   if (result.result === "refused") return { step: "refused", reason: result.reason, message: result.message, scale, ...(paused ? { note: PAUSED_NOTE } : {}) };
   if (result.result === "checked") return { step: "dryRun", scale, ...(paused ? { note: PAUSED_NOTE } : {}) };
   const fallback = result.fallback ?? entry.fallback;
-  const written = target.written({ changes, appMonitor: am, trigger, gitOps: gate.gitOps, generation: result.generation, time, eventId, alertPod: entry.pod, resized: result.resized, fallback, ...direction });
+  const written = target.writer.written({ changes, appMonitor: am, trigger, gitOps: gate.gitOps, generation: result.generation, time, eventId, alertPod: entry.pod, resized: result.resized, fallback, ...direction });
   return { step: "written", written, scale: checked, reverted: gate.reverted, statusFrom: result.statusFrom };
 }
 
@@ -255,23 +245,10 @@ export async function handleFiring(deps: FlowDeps, eventId: string, data: AlertE
   return runRounds(deps, { eventId, namespace: data.namespace, pod: data.pod, appmonitor: origin.name, trigger: origin.trigger, data }, log);
 }
 
-/** A workload whose in-place resize failed under `InPlaceOrRollout` (`follow-up/in-place.ts`), to write its recorded memory into the template. */
-export interface FallbackRequest {
-  readonly namespace: string;
-  /** A Pod of the workload (one whose resize failed): what the rounds observe the workload from. */
-  readonly pod: string;
-  /** The AppMonitor that resized it. */
-  readonly appmonitor: string;
-  /** Why the in-place resize failed: the `InPlaceFallback` Warnings say so. */
-  readonly reason: string;
-  /** Keys the Events: one fallback of one resize writes each Event once. */
-  readonly eventId: string;
-}
-
 /**
  * Writes the recorded memory of the workload of `request.pod` into its Pod template: the rounds of
  * {@link handleFiring} with the template target, no evidence (nothing alerted now), the decision
- * being the in-place record's raise (`WriteTarget.recorded`; none left, e.g. the template changed
+ * being the in-place record's raise (`TargetView.recorded`; none left, e.g. the template changed
  * meanwhile: skipped `TemplateDiffers`), and the gates, checks and trail of any template patch.
  * @throws HttpError as {@link handleFiring} does.
  */
@@ -279,19 +256,8 @@ export async function handleFallback(deps: FlowDeps, request: FallbackRequest, l
   return runRounds(deps, { eventId: request.eventId, namespace: request.namespace, pod: request.pod, appmonitor: request.appmonitor, trigger: "threshold", fallback: request.reason }, log);
 }
 
-/** A workload the follow-up found due for a down-step of `spec.scaleDown` (`follow-up/scale-down.ts`). */
-export interface ScaleDownRequest {
-  readonly namespace: string;
-  /** A running Pod of the workload: what the rounds observe the workload from. */
-  readonly pod: string;
-  /** The AppMonitor whose `spec.scaleDown` asks for it. */
-  readonly appmonitor: string;
-  /** Keys the Events and the record: the workload and its last scale's time, so one step is one set of Events however often it is asked. */
-  readonly eventId: string;
-}
-
 /**
- * Lowers the memory of the workload of `request.pod` one step (`scale-down.ts`): the rounds of
+ * Lowers the memory of the workload of `request.pod` one step (`decide/scale-down.ts`): the rounds of
  * {@link handleFiring} with the down-step as the decision (`planScaleDown`), the working set's peak
  * over the quiet period as the evidence (`checkPeak`; Prometheus unavailable → 503, none
  * configured → `NotMeasured`), and the gates, checks, compare-and-swap write and trail of any scale
@@ -303,7 +269,7 @@ export async function handleScaleDown(deps: FlowDeps, request: ScaleDownRequest,
 }
 
 /**
- * A down-step's evidence (`scale-down.ts` `checkPeak`): the peak of each container over the quiet
+ * A down-step's evidence (`decide/scale-down.ts` `checkPeak`): the peak of each container over the quiet
  * period (the record's flaps doubling it), from Prometheus.
  * @throws HttpError 503 when Prometheus is unavailable (`kube/prometheus.ts`).
  */
@@ -311,8 +277,8 @@ async function checkDownStep(deps: FlowDeps, am: ValidAppMonitor, namespace: str
   const { scaleDown } = am.spec;
   if (scaleDown === undefined) return { action: "skip", reason: "ScaleDownOff", message: "the AppMonitor sets no spec.scaleDown" };
   if (deps.verifier === undefined) return { action: "skip", reason: "NotMeasured", message: "PROMETHEUS_URL is unset: the working set's peak cannot be read, so no memory is given back" };
-  const seconds = quietPeriodMs(scaleDown, target.lastRecord?.flaps ?? 0) / 1000;
-  const peaks = await deps.verifier.peaks(namespace, target.workload.name, scale.changes.map((c) => c.container), seconds);
+  const seconds = quietPeriodMs(scaleDown, target.view.lastRecord?.flaps ?? 0) / 1000;
+  const peaks = await deps.verifier.peaks(namespace, target.view.workload.name, scale.changes.map((c) => c.container), seconds);
   return checkPeak(scale, peaks, am.spec.memThresholdPercent, scaleDown.marginPercent);
 }
 
@@ -323,35 +289,34 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
   const base = { pod: `${namespace}/${pod}`, ...(entry.data === undefined ? {} : { trigger: entry.trigger }) };
   // Kept across rounds: a write's warnings stand whatever a later round comes to.
   const warnings: string[] = [];
-  const write = (report: Omit<Report, "outcome">, subjects: Subjects, amRef: AppMonitorRef, now: Date, last?: LastWrite) => applyReport(deps, { report, subjects, amRef, eventId, now, warnings, ...(last === undefined ? {} : { last }) });
+  const write = (report: Omit<Report, "outcome">, subjects: Subjects, amRef: AppMonitorRef | undefined, now: Date, last?: LastWrite) => applyReport(deps, { report, subjects, amRef, eventId, now, warnings, ...(last === undefined ? {} : { last }) });
 
   for (let attempt = 1; ; attempt += 1) {
     // Observe.
     const observation = await observeFiring(deps.cluster, { namespace, pod, appmonitor: entry.appmonitor }, log);
-    if (observation.result === "ended") {
-      if (observation.reason === "NoAppMonitor" && observation.pod !== undefined) {
-        const problem = await deps.events.record(noAppMonitorEvent(objectRef("v1", "Pod", namespace, pod, observation.pod.metadata?.uid), observation.message, eventId, deps.now()));
-        if (problem !== undefined) warnings.push(problem);
-      }
-      return { ...base, outcome: "skipped", reason: observation.reason, message: observation.message, attempts: attempt, ...(warnings.length > 0 ? { warnings } : {}) };
-    }
     const now = deps.now();
+    if (observation.result === "ended") {
+      // No AppMonitor to record it on; a NoAppMonitor Warning on the Pod, when it was read.
+      const read = observation.pod;
+      const report = reportOf({ step: "ended", reason: observation.reason, message: observation.message, podRead: read !== undefined }, { eventId, now, statusLimit: deps.status.limit, trigger: entry.trigger });
+      await write(report, { cooldownSeconds: 0, ...(read === undefined ? {} : { pod: objectRef("v1", "Pod", namespace, pod, read.metadata?.uid) }) }, undefined, now);
+      return { ...base, ...report.outcome, attempts: attempt, ...(warnings.length > 0 ? { warnings } : {}) };
+    }
     const podRef = objectRef("v1", "Pod", namespace, pod, observation.pod.metadata?.uid);
     const named = observation.named;
     const answer = (identity: object, report: Report): Outcome => ({ ...base, ...identity, ...report.outcome, attempts: attempt, ...(warnings.length > 0 ? { warnings } : {}) });
     if (observation.result === "unsupported") {
       // No template to judge, so never scaled; warn so whoever opted this Pod in learns why.
       const report = reportOf({ step: "unsupported", message: observation.message }, { eventId, now, statusLimit: deps.status.limit, trigger: entry.trigger });
-      const namedRef = { namespace: named.metadata.namespace, name: named.metadata.name, uid: named.metadata.uid };
-      await write(report, { pod: podRef, appMonitor: appMonitorRef(named), cooldownSeconds: named.spec.cooldownSeconds }, namedRef, now, lastWrite({ ...base, ...report.outcome }, named, now));
+      await write(report, { pod: podRef, appMonitor: appMonitorRef(named), cooldownSeconds: named.spec.cooldownSeconds }, statusRef(named), now, lastWrite({ ...base, ...report.outcome }, named, now));
       return answer({}, report);
     }
     const target = targetOf(observation, namespace, pod, entry.fallback !== undefined);
-    // Said, not guessed: a heap flag in a ConfigMap or Secret is not in the spec (`heap-flags.ts`).
-    for (const heap of target.heaps.filter((h) => h.unknown.length > 0)) {
+    // Said, not guessed: a heap flag in a ConfigMap or Secret is not in the spec (`decide/heap-flags.ts`).
+    for (const heap of target.view.heaps.filter((h) => h.unknown.length > 0)) {
       log.info({ container: heap.container, env: heap.unknown }, "heap env vars set from valueFrom are not read: a heap they fix is not seen");
     }
-    const withOwner = { workload: target.workload };
+    const withOwner = { workload: target.view.workload };
 
     // Plan; a fallback's decision is the raise its in-place record holds.
     const statuses = containerStatuses(observation.pod);
@@ -365,12 +330,13 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
       heapFailed: heapFailures(statuses),
       defaultMaxMemory: deps.defaultMaxMemory,
     });
-    await recordConflict(deps, planned, named, target, now, warnings);
+    // The Conflict condition, whatever the plan comes to; a failed write is a warning of the answer.
+    const owner = { kind: target.view.owner.kind, name: target.view.owner.name };
+    await Promise.all(conflictReports(planned.conflict, named, owner, now).map(({ amRef, report }) => write(report, { cooldownSeconds: 0 }, amRef, now)));
     if (!planned.governed) {
       // Recorded on the AppMonitor the alert names; NotCovered also said in Warnings.
-      const report: Report = { reported: planned.reason === "NotCovered" ? [{ reason: "NotCovered", message: planned.message }] : [], outcome: { outcome: "skipped", reason: planned.reason, message: planned.message } };
-      const namedRef = { namespace: named.metadata.namespace, name: named.metadata.name, uid: named.metadata.uid };
-      await write(report, { pod: podRef, appMonitor: appMonitorRef(named), cooldownSeconds: named.spec.cooldownSeconds, workload: target.ref }, namedRef, now, lastWrite({ ...base, ...withOwner, ...report.outcome }, named, now));
+      const report = reportOf({ step: "notGoverned", reason: planned.reason, message: planned.message }, { eventId, now, statusLimit: deps.status.limit, trigger: entry.trigger });
+      await write(report, { pod: podRef, appMonitor: appMonitorRef(named), cooldownSeconds: named.spec.cooldownSeconds, workload: target.view.ref }, statusRef(named), now, lastWrite({ ...base, ...withOwner, ...report.outcome }, named, now));
       return answer(withOwner, report);
     }
     // A fallback writes a raise already decided, and guarded, when its alert came; a down-step is its own plan.
@@ -381,8 +347,8 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
           ? planned
           : { ...planned, decision: fallbackDecision(target, planned.appMonitor), leak: undefined };
     const am = plan.appMonitor;
-    const amRef = { namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid };
-    const subjects: Subjects = { pod: podRef, appMonitor: appMonitorRef(am), cooldownSeconds: am.spec.cooldownSeconds, workload: target.ref };
+    const amRef = statusRef(am);
+    const subjects: Subjects = { pod: podRef, appMonitor: appMonitorRef(am), cooldownSeconds: am.spec.cooldownSeconds, workload: target.view.ref };
     const context = { target, appMonitor: am, eventId, now, statusLimit: deps.status.limit, trigger: entry.trigger };
     const end = async (report: Report): Promise<Outcome> => {
       await write(report, subjects, amRef, now, lastWrite({ ...base, ...withOwner, ...report.outcome }, am, now));
@@ -395,7 +361,10 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
 
     // A hold of the leak guard ended: its entry cleared (the alert resolved) or dropped first.
     const released = plan.leak?.action === "scale" ? plan.leak.change : undefined;
-    if (released !== undefined) await releaseLeak(deps, { released, amRef, am, namespace, now, warnings });
+    if (released !== undefined) {
+      await write(releaseReport(released, am, now), subjects, amRef, now);
+      if (!released.drop) await postLeak(deps, released.entry, { namespace, appmonitor: am.metadata.name, description: `released: ${released.entry.cleared ?? ""}`, endsAt: formatTimestamp(now) }, warnings);
+    }
 
     // Act, then report: the ending's row of the table, applied once.
     const ending = await act(deps, { target, plan, appMonitor: am, amRef, entry, trigger: entry.trigger, statuses, now, log, warnings, attempt });
@@ -407,59 +376,30 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
   }
 }
 
-/**
- * The `Conflict` condition (`conflict-condition.ts`) on every AppMonitor that covers the target
- * when several do, else on the alert's own when it last conflicted over this target. A failed
- * write is a warning of the answer: the decision stands without it.
- */
-async function recordConflict(deps: FlowDeps, plan: FiringPlan, named: ValidAppMonitor, target: WriteTarget, now: Date, warnings: string[]): Promise<void> {
-  const workload = { kind: target.owner.kind, name: target.owner.name };
-  const time = formatTimestamp(now);
-  const monitors = plan.conflict?.contenders.map((c) => c.appMonitor) ?? [named];
-  await Promise.all(
-    monitors.map((am) =>
-      deps.status
-        .update({ namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid }, (status) => withConflict(status, am.metadata.name, workload, plan.conflict, time), am.raw)
-        .catch((error: unknown) => void warnings.push((error as Error).message)),
-    ),
-  );
-}
-
 /** Posts a leak alert when `ALERTMANAGER_URL` is set; a failure is a warning of the outcome. */
 async function postLeak(deps: FlowDeps, entry: ProbableLeak, input: Parameters<LeakAlerter["post"]>[1], warnings: string[]): Promise<void> {
   await deps.leakAlerts?.post(entry, input).catch((error: unknown) => void warnings.push((error as Error).message));
 }
 
-/** Writes a released hold's entry (cleared, or dropped after its window) and resolves the alert of a cleared one. */
-async function releaseLeak(
-  deps: FlowDeps,
-  input: { readonly released: { readonly entry: ProbableLeak; readonly drop: boolean }; readonly amRef: AppMonitorRef; readonly am: ValidAppMonitor; readonly namespace: string; readonly now: Date; readonly warnings: string[] },
-): Promise<void> {
-  const { released, amRef, am, now, warnings } = input;
-  const time = formatTimestamp(now);
-  await deps.status.update(amRef, (status) => withLeak(status, released.entry, released.drop, time), am.raw).catch((error: unknown) => void warnings.push((error as Error).message));
-  if (!released.drop) await postLeak(deps, released.entry, { namespace: input.namespace, appmonitor: am.metadata.name, description: `released: ${released.entry.cleared ?? ""}`, endsAt: time }, warnings);
-}
-
-/** A down-step's decision (`scale-down.ts` `planScaleDown`) from what the target and the AppMonitor say. */
+/** A down-step's decision (`decide/scale-down.ts` `planScaleDown`) from what the target and the AppMonitor say. */
 function downDecision(target: WriteTarget, am: ValidAppMonitor, now: Date): Skip | Scale {
   return planScaleDown({
     spec: am.spec,
     appmonitor: am.metadata.name,
     status: am.raw.status as AppMonitorStatus | undefined,
-    workload: target.workload,
-    record: target.lastRecord,
-    lastScaleTime: target.lastScaleTime,
-    desired: target.desired,
-    running: target.running,
+    workload: target.view.workload,
+    record: target.view.lastRecord,
+    lastScaleTime: target.view.lastScaleTime,
+    desired: target.view.desired,
+    running: target.view.running,
     now,
   });
 }
 
 /** A fallback's decision: the template target's recorded raise, or nothing to write. */
 function fallbackDecision(target: WriteTarget, am: ValidAppMonitor): Skip | Scale {
-  if (target.recorded.length === 0) {
-    return { action: "skip", reason: "TemplateDiffers", message: `${target.workload.kind} ${target.workload.name} carries no in-place memory its Pod template does not (the template changed since, or a later scale wrote it): nothing to roll out` };
+  if (target.view.recorded.length === 0) {
+    return { action: "skip", reason: "TemplateDiffers", message: `${target.view.workload.kind} ${target.view.workload.name} carries no in-place memory its Pod template does not (the template changed since, or a later scale wrote it): nothing to roll out` };
   }
-  return { action: "scale", changes: target.recorded, skipped: [], dryRun: am.spec.mode === "DryRun" };
+  return { action: "scale", changes: target.view.recorded, skipped: [], dryRun: am.spec.mode === "DryRun" };
 }

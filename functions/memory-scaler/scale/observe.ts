@@ -5,7 +5,7 @@
  * Deployment, or a StatefulSet), read beside the Pod rather than after it. A guess is used only
  * when the Pod's controller reference names it, uid included; a wrong guess (a DaemonSet's Pod, a
  * name the controller truncated) costs its GETs and the walk reads the real owners after the Pod,
- * as without a guess. Plain data out, for the pure plan (`scale/plan.ts`).
+ * as without a guess. Plain data out, for the pure plan (`scale/decide/plan.ts`).
  *
  * An autoscaler list whose resource type is not served (a 404 without an object: the VPA's CRD not
  * installed) reads as none; any other failure fails the event like every read, since scaling
@@ -19,7 +19,7 @@ import { type VerticalPodAutoscalerView, vpaView } from "../coexist/autoscalers.
 import type { Cluster } from "../kube/cluster.ts";
 import { APPS_V1, type Workload, type WorkloadKind, type WorkloadObject } from "../model.ts";
 import type { NoneGoverns } from "../outcome.ts";
-import { namedAppMonitor, type NamespaceAppMonitors, type ValidAppMonitor, validAppMonitors } from "./governing.ts";
+import { namedAppMonitor, type NamespaceAppMonitors, type ValidAppMonitor, validAppMonitors } from "./decide/governing.ts";
 
 /** What the read step found. */
 export type Observation =
@@ -28,7 +28,7 @@ export type Observation =
   | { readonly result: "ended"; readonly reason: "PodGone" | "OwnerGone" | NoneGoverns["reason"]; readonly message: string; readonly pod?: k8s.V1Pod }
   /** The Pod's owner has no Pod template memory-scaler can scale (a Job, an unknown kind). */
   | { readonly result: "unsupported"; readonly message: string; readonly pod: k8s.V1Pod; readonly named: ValidAppMonitor }
-  /** A bare Pod (no controller owner reference): resized in place (`scale/pod-resize-target.ts`). */
+  /** A bare Pod (no controller owner reference): resized in place (`scale/targets/pod-resize-target.ts`). */
   | { readonly result: "bare"; readonly pod: k8s.V1Pod; readonly monitors: NamespaceAppMonitors; readonly named: ValidAppMonitor }
   | {
       readonly result: "observed";

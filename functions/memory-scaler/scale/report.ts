@@ -2,12 +2,14 @@
  * How a firing alert's flow ended, and what that ending writes, as one table (pure): the Events
  * (`../events.ts` says each reason's Events), the one AppMonitor status change, and the outcome
  * the sender is answered with. The flow (`flow.ts`) applies it once; nothing else in the flow
- * writes Events or status. The same for every {@link WriteTarget}: where they differ, the target
- * says so (`scaledReason`, `wouldDo`, `written`).
+ * writes Events or status. The same for every {@link WriteTarget}: where they differ, the target's
+ * writer says so (`scaledReason`, `wouldDo`, `written`).
  *
  * | ending | Events | status | outcome |
  * | --- | --- | --- | --- |
+ * | `ended` (the read found nothing to scale: the Pod, its owner or the named AppMonitor gone) | `NoAppMonitor` on the Pod, when it was read | — | skipped |
  * | `unsupported` (no template to judge) | `UnsupportedOwner` | — | skipped |
+ * | `notGoverned` (the named AppMonitor does not govern the target) | `NotCovered` | — | skipped |
  * | `decided` (the decision's skip) | the skip's reason (Events only for the reasons that have them) | `AtCap`: listed in `status.capped` (`AtMaxMemory`); `ProbableLeak`: listed in `status.probableLeaks` (`ProbableLeak`) | skipped, with the containers left out |
  * | `unconfirmed` (the evidence's skip) | the skip's reason (`BelowThreshold` has them) | — | skipped |
  * | `held` (another manager: `coexist/gate.ts`) | the gate's reason, but `Reverted` (its Warnings came with the revert) | `GitOpsManaged`, `Reverted`: a `held` `recentScales` entry | skipped, with the changes; `revert: Held` |
@@ -15,26 +17,40 @@
  * | `refused` (admission, quota, Nodes) | the refusal's reason | — | skipped, with the changes; for a dry run, dry-run: `would be refused: <message>` |
  * | `written` | the target's (`Scaled`…, `Resized`…), and `FixedHeap` / `HeapFailure` as for `dryRun` | the scale's `recentScales` entry, its rollout pending, out of `status.capped` and `status.pendingScales` | scaled; `revert: Repatched` when it re-applied a reverted value |
  *
- * And before any of these, the repair of the target's last scale ({@link repairReport}).
+ * Every ending but `ended` also records its outcome in `status.lastOutcome` of the governing
+ * AppMonitor (else the named one), in the same status write (`flow.ts`).
+ *
+ * And before any of these, whatever the alert comes to:
+ *
+ * | before | Events | status |
+ * | --- | --- | --- |
+ * | {@link conflictReports}: several AppMonitors cover the target, or the named one last did | — | the `Conflict` condition on each (`decide/conflict-condition.ts`) |
+ * | {@link repairReport}: the target's last scale to make sure of, or reverted | its `Scaled` Events again; `Reverted` | its `recentScales` entry, when missing |
+ * | {@link releaseReport}: a hold of the leak guard ended | — | its `status.probableLeaks` entry cleared or dropped |
  */
 import type { AlertTrigger } from "../../lib/alert-event.ts";
 import { formatTimestamp } from "../../lib/rfc3339.ts";
 import type { Gate } from "../coexist/gate.ts";
 import { revertNote } from "../coexist/reverts.ts";
 import type { Reported } from "../events.ts";
-import type { StatusChange } from "../kube/status-writer.ts";
+import type { AppMonitorRef, StatusChange } from "../kube/status-writer.ts";
 import { describeChanges } from "../model.ts";
-import type { Outcome, Scale, Skip } from "../outcome.ts";
+import type { NoneGoverns, Outcome, OutcomeReason, Scale, Skip } from "../outcome.ts";
 import { cappedStatus, scaledStatus } from "../status/changes.ts";
-import { withLeak } from "../status/leaks.ts";
+import { type ProbableLeak, withLeak } from "../status/leaks.ts";
 import type { ScaleEntry } from "../status/recent-scales.ts";
-import type { ValidAppMonitor } from "./governing.ts";
-import { heapFailureNote } from "./fixed-heap.ts";
-import type { History, WriteTarget, Written } from "./target.ts";
+import { withConflict } from "./decide/conflict-condition.ts";
+import type { CoverageConflict, ValidAppMonitor } from "./decide/governing.ts";
+import { heapFailureNote } from "./decide/fixed-heap.ts";
+import type { History } from "./decide/target-view.ts";
+import type { WriteTarget, Written } from "./targets/target.ts";
 
 /** How the flow ended (module table). */
 export type Ending =
+  /** `podRead`: the Pod was read (a `NoAppMonitor` Warning regards it). */
+  | { readonly step: "ended"; readonly reason: Extract<OutcomeReason, "PodGone" | "OwnerGone" | NoneGoverns["reason"]>; readonly message: string; readonly podRead: boolean }
   | { readonly step: "unsupported"; readonly message: string }
+  | { readonly step: "notGoverned"; readonly reason: NoneGoverns["reason"]; readonly message: string }
   | { readonly step: "decided"; readonly skip: Skip }
   | { readonly step: "unconfirmed"; readonly skip: Skip }
   | { readonly step: "held"; readonly gate: Extract<Gate, { action: "skip" }>; readonly scale: Scale }
@@ -76,7 +92,7 @@ export interface ReportContext {
 const skipped = (skip: Skip): Report["outcome"] => ({ outcome: "skipped", reason: skip.reason, message: skip.message, ...(skip.skipped === undefined ? {} : { skipped: skip.skipped }) });
 
 /**
- * A scale's heap Warnings (`fixed-heap.ts`): `FixedHeap` for the containers it left out because a
+ * A scale's heap Warnings (`decide/fixed-heap.ts`): `FixedHeap` for the containers it left out because a
  * heap flag fixes their heap, `HeapFailure` for those it raised whose last run was an in-process
  * heap failure.
  */
@@ -105,12 +121,20 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
   // A down-step's entries say so (and whether it reached the floor); an alert's trigger is no part of one.
   const entryOf = (scale: Scale) => ({
     time: formatTimestamp(now),
-    workload: target().workload,
+    workload: target().view.workload,
     event: eventId,
     changes: scale.changes,
     ...(scale.direction === "down" ? { direction: "down" as const, ...(scale.floored === true ? { floored: true } : {}) } : trigger),
   });
   switch (ending.step) {
+    case "ended": {
+      const { reason, message } = ending;
+      return { reported: reason === "NoAppMonitor" && ending.podRead ? [{ reason, message }] : [], outcome: { outcome: "skipped", reason, message } };
+    }
+    case "notGoverned": {
+      const { reason, message } = ending;
+      return { reported: reason === "NotCovered" ? [{ reason, message }] : [], outcome: { outcome: "skipped", reason, message } };
+    }
     case "unsupported":
       return { reported: [{ reason: "UnsupportedOwner", message: ending.message }], outcome: { outcome: "skipped", reason: "UnsupportedOwner", message: ending.message } };
     case "decided": {
@@ -124,7 +148,7 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
           outcome: skipped(skip),
         };
       }
-      const capped = skip.reason === "AtCap" ? { change: cappedStatus(target().workload, skip.skipped ?? [], time), from: am().raw } : undefined;
+      const capped = skip.reason === "AtCap" ? { change: cappedStatus(target().view.workload, skip.skipped ?? [], time), from: am().raw } : undefined;
       return { reported: [{ reason: skip.reason, message: skip.message }], status: capped, outcome: skipped(ending.skip) };
     }
     case "unconfirmed":
@@ -143,7 +167,7 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
       return {
         reported: [{ reason: "DryRun", changes: scale.changes, trigger: context.trigger, ...(note === undefined ? {} : { note }), ...(scale.direction === "down" ? { down: true } : {}) }, ...heldHeaps(scale)],
         status: { entry: { ...entryOf(scale), dryRun: true }, from: am().raw },
-        outcome: { outcome: "dry-run", reason: "DryRun", message: `${note === undefined ? "" : `${note}: `}${scale.direction === "down" ? "would scale down" : target().wouldDo}: ${describeChanges(scale.changes)}`, changes: scale.changes, skipped: scale.skipped },
+        outcome: { outcome: "dry-run", reason: "DryRun", message: `${note === undefined ? "" : `${note}: `}${scale.direction === "down" ? "would scale down" : target().writer.wouldDo}: ${describeChanges(scale.changes)}`, changes: scale.changes, skipped: scale.skipped },
       };
     }
     case "refused": {
@@ -161,7 +185,7 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
       return {
         reported: [...written.reported, ...heldHeaps(scale)],
         status: { change: scaledStatus(entry, written.rollout, context.statusLimit), from: ending.statusFrom },
-        outcome: { outcome: "scaled", reason: written.reason ?? target().scaledReason, message: written.message, changes: scale.changes, skipped: scale.skipped, ...(reverted ? { revert: "Repatched" as const } : {}) },
+        outcome: { outcome: "scaled", reason: written.reason ?? target().writer.scaledReason, message: written.message, changes: scale.changes, skipped: scale.skipped, ...(reverted ? { revert: "Repatched" as const } : {}) },
       };
     }
   }
@@ -178,6 +202,35 @@ export function repairReport(history: History, target: WriteTarget, appMonitor: 
   if (repair === undefined && revert === undefined) return undefined;
   const reported: Reported[] = [];
   if (repair !== undefined) reported.push(repair.reported);
-  if (revert !== undefined) reported.push({ reason: "Reverted", message: revertNote(target.workload, revert, history.budget), key: revert.record.event });
+  if (revert !== undefined) reported.push({ reason: "Reverted", message: revertNote(target.view.workload, revert, history.budget), key: revert.record.event });
   return { reported, status: repair?.status === undefined ? undefined : { change: repair.status, from: appMonitor.raw } };
+}
+
+/** The reference of `am` its status writes take. */
+export const statusRef = (am: ValidAppMonitor): AppMonitorRef => ({ namespace: am.metadata.namespace, name: am.metadata.name, uid: am.metadata.uid });
+
+/** A report written on an AppMonitor other than the ending's. */
+export interface Addressed {
+  readonly amRef: AppMonitorRef;
+  readonly report: Omit<Report, "outcome">;
+}
+
+/**
+ * The `Conflict` condition (`decide/conflict-condition.ts`) on every AppMonitor that covers the
+ * target when several do (`conflict`), else on the alert's own (`named`), which clears it when it
+ * last conflicted over this target (pure). One status write each, from the AppMonitor as listed.
+ */
+export function conflictReports(conflict: CoverageConflict | undefined, named: ValidAppMonitor, workload: { readonly kind: string; readonly name: string }, now: Date): Addressed[] {
+  const time = formatTimestamp(now);
+  const monitors = conflict?.contenders.map((c) => c.appMonitor) ?? [named];
+  return monitors.map((am) => ({
+    amRef: statusRef(am),
+    report: { reported: [], status: { change: (status) => withConflict(status, am.metadata.name, workload, conflict, time), from: am.raw } },
+  }));
+}
+
+/** A hold of the leak guard that ended: its `status.probableLeaks` entry cleared (the alert resolved), or dropped after its window (pure). */
+export function releaseReport(released: { readonly entry: ProbableLeak; readonly drop: boolean }, appMonitor: ValidAppMonitor, now: Date): Omit<Report, "outcome"> {
+  const time = formatTimestamp(now);
+  return { reported: [], status: { change: (status) => withLeak(status, released.entry, released.drop, time), from: appMonitor.raw } };
 }

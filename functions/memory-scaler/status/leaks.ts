@@ -1,6 +1,6 @@
 /**
  * `status.probableLeaks` and the `ProbableLeak` condition (pure; CRD fields, DESIGN.md "The API",
- * Status): the workloads the leak guard holds (`scale/leak-guard.ts`), and those it released
+ * Status): the workloads the leak guard holds (`scale/decide/leak-guard.ts`), and those it released
  * before the window's end (`cleared`), kept until `until` so the scales before the hold are not
  * counted again. The condition is `True` while any entry is a hold.
  */

@@ -41,7 +41,7 @@ export interface ScaleEntry {
   readonly reverted?: boolean;
   /** The alert that caused it when not the threshold alert (absent in a repair from a record that does not say). */
   readonly trigger?: "oomKilled" | "trend";
-  /** `down`: a down-step of `spec.scaleDown` (`../scale/scale-down.ts`); absent: a raise. */
+  /** `down`: a down-step of `spec.scaleDown` (`../scale/decide/scale-down.ts`); absent: a raise. */
   readonly direction?: "down";
   /** A down-step that reached the workload's floor: the follow-up asks for no further one (`scale-down.ts`). */
   readonly floored?: boolean;

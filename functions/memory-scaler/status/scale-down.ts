@@ -3,7 +3,7 @@
  * AppMonitor's status tells it (pure): the follow-up tick asks this of every AppMonitor with
  * `spec.scaleDown` before it reads anything else, so a tick costs a GET and a Prometheus query only
  * for a workload that is raised and due; the scale flow asks it again of the AppMonitor it reads
- * (`../scale/scale-down.ts`), with the workload's last-scale record's count of flaps.
+ * (`../scale/decide/scale-down.ts`), with the workload's last-scale record's count of flaps.
  *
  * Due: memory-scaler scaled the workload (an applied `status.recentScales` entry), and for the
  * quiet period ({@link quietPeriodMs}) nothing happened to it: no `recentScales` entry of any kind

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { DEFAULT_REVERT_BUDGET_PER_HOUR, MONITOR_ANNOTATION } from "../../../functions/lib/appmonitor.ts";
 import { AppMonitorSpecError, validateAppMonitorSpec } from "../../../functions/lib/appmonitor-spec.ts";
 import { LabelSelectorError, matchesLabelSelector, type LabelSelector } from "../../../functions/lib/label-selector.ts";
-import { type AppMonitorLike, coverage, covers, type PodTemplateLike } from "../../../functions/memory-scaler/scale/governing.ts";
+import { type AppMonitorLike, coverage, covers, type PodTemplateLike } from "../../../functions/memory-scaler/scale/decide/governing.ts";
 
 describe("validateAppMonitorSpec: valid", () => {
   it("the original demo's spec applies unchanged and gets the defaults", () => {

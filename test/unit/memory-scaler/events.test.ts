@@ -1,11 +1,11 @@
 // memory-scaler's report (functions/memory-scaler/events.ts): each outcome's Kubernetes Events as
 // one table, the AtCap window, the status changes of a scale and of a repair; and the plan's last
-// word after the evidence check (scale/plan.ts afterCheck).
+// word after the evidence check (scale/decide/plan.ts afterCheck).
 import { describe, test, it } from "node:test";
 import assert from "node:assert/strict";
 import type { AlertTrigger } from "../../../functions/lib/alert-event.ts";
 import type { ContainerChange } from "../../../functions/memory-scaler/model.ts";
-import { afterCheck } from "../../../functions/memory-scaler/scale/evidence.ts";
+import { afterCheck } from "../../../functions/memory-scaler/scale/decide/evidence.ts";
 import type { Scale } from "../../../functions/memory-scaler/outcome.ts";
 import { pendingRollouts } from "../../../functions/memory-scaler/status/rollouts.ts";
 import { eventsOf, type Reported, type Subjects, windowedKey } from "../../../functions/memory-scaler/events.ts";

@@ -1,4 +1,4 @@
-// The last gate before a scale is written (functions/memory-scaler/scale/plan.ts `gateScale`): who else
+// The last gate before a scale is written (functions/memory-scaler/scale/decide/plan.ts `gateScale`): who else
 // manages the workload, as a table.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";

@@ -5,9 +5,9 @@ import assert from "node:assert/strict";
 import type { AppMonitorSpecWithDefaults } from "../../../../functions/lib/appmonitor.ts";
 import type { ContainerChange } from "../../../../functions/memory-scaler/model.ts";
 import type { Scale } from "../../../../functions/memory-scaler/outcome.ts";
-import type { ValidAppMonitor } from "../../../../functions/memory-scaler/scale/governing.ts";
-import { repairReport, type ReportContext, reportOf } from "../../../../functions/memory-scaler/scale/report.ts";
-import type { WriteTarget } from "../../../../functions/memory-scaler/scale/target.ts";
+import type { ValidAppMonitor } from "../../../../functions/memory-scaler/scale/decide/governing.ts";
+import { conflictReports, releaseReport, repairReport, type ReportContext, reportOf } from "../../../../functions/memory-scaler/scale/report.ts";
+import type { WriteTarget } from "../../../../functions/memory-scaler/scale/targets/target.ts";
 
 const NOW = new Date("2025-06-01T12:00:00Z");
 const change: ContainerChange = { container: "memhog", from: { limit: "384Mi", request: "256Mi" }, to: { limit: "768Mi", request: "512Mi" } };
@@ -15,7 +15,7 @@ const scale: Scale = { action: "scale", changes: [change], skipped: [], dryRun: 
 const raw = { metadata: { name: "m", namespace: "team-a", resourceVersion: "7" } };
 const am = { metadata: { name: "m", namespace: "team-a", uid: "am-1" }, spec: { maxMemory: "1Gi", memMultiplier: 2, cooldownSeconds: 300 } as AppMonitorSpecWithDefaults, raw } as ValidAppMonitor;
 /** The fields of a target the table reads: a workload's template and a bare Pod differ only there. */
-const target = (kind: string, wouldDo: string, scaledReason: "Scaled" | "Resized") => ({ workload: { kind, name: "web" }, wouldDo, scaledReason }) as unknown as WriteTarget;
+const target = (kind: string, wouldDo: string, scaledReason: "Scaled" | "Resized") => ({ view: { workload: { kind, name: "web" } }, writer: { wouldDo, scaledReason } }) as unknown as WriteTarget;
 const deployment = target("Deployment", "would scale", "Scaled");
 const context: ReportContext = { target: deployment, appMonitor: am, eventId: "e1", now: NOW, statusLimit: 10, trigger: "threshold" };
 const reasons = (reported: readonly { reason: string }[]) => reported.map((r) => r.reason);
@@ -98,5 +98,32 @@ describe("repairReport", () => {
     assert.deepEqual(reasons(report?.reported ?? []), ["Scaled", "Reverted"]);
     assert.equal((report?.reported[1] as { key?: string }).key, "e0");
     assert.deepEqual(report?.status, { change: status, from: raw });
+  });
+});
+
+describe("the flow's other endings and writes, as rows", () => {
+  const bare = { eventId: "e1", now: NOW, statusLimit: 10, trigger: "threshold" } as const;
+  it("ended: a NoAppMonitor Warning only when the Pod was read; PodGone none; skipped, no status", () => {
+    const read = reportOf({ step: "ended", reason: "NoAppMonitor", message: "none", podRead: true }, bare);
+    assert.deepEqual([reasons(read.reported), read.status, read.outcome], [["NoAppMonitor"], undefined, { outcome: "skipped", reason: "NoAppMonitor", message: "none" }]);
+    assert.deepEqual(reasons(reportOf({ step: "ended", reason: "NoAppMonitor", message: "none", podRead: false }, bare).reported), []);
+    assert.deepEqual(reasons(reportOf({ step: "ended", reason: "PodGone", message: "gone", podRead: false }, bare).reported), []);
+  });
+  it("notGoverned: NotCovered has its Warnings, the others none; skipped", () => {
+    assert.deepEqual(reasons(reportOf({ step: "notGoverned", reason: "NotCovered", message: "m" }, bare).reported), ["NotCovered"]);
+    const other = reportOf({ step: "notGoverned", reason: "AppMonitorConflict", message: "m" }, bare);
+    assert.deepEqual([reasons(other.reported), other.outcome], [[], { outcome: "skipped", reason: "AppMonitorConflict", message: "m" }]);
+  });
+  it("conflictReports: one status write per contender, else on the named AppMonitor alone, each from the AppMonitor as listed", () => {
+    const alone = conflictReports(undefined, am, { kind: "Deployment", name: "web" }, NOW);
+    assert.deepEqual(alone.map((a) => [a.amRef, a.report.reported, a.report.status?.from]), [[{ namespace: "team-a", name: "m", uid: "am-1" }, [], raw]]);
+    const other = { ...am, metadata: { ...am.metadata, name: "n", uid: "am-2" } } as ValidAppMonitor;
+    const conflict = { workload: { kind: "Deployment", name: "web" }, contenders: [{ appMonitor: am }, { appMonitor: other }] } as never;
+    assert.deepEqual(conflictReports(conflict, am, { kind: "Deployment", name: "web" }, NOW).map((a) => a.amRef.name), ["m", "n"]);
+  });
+  it("releaseReport: the hold's entry written from the AppMonitor as listed, no Events", () => {
+    const entry = { workload: { kind: "Deployment", name: "web" }, since: "2025-06-01T10:00:00Z", until: "2025-06-02T10:00:00Z", scales: [] } as never;
+    const report = releaseReport({ entry, drop: true }, am, NOW);
+    assert.deepEqual([report.reported, report.status?.from], [[], raw]);
   });
 });

@@ -1,0 +1,61 @@
+// Each trigger as one object (functions/memory-scaler/scale/triggers/): its alert, what it asks
+// Prometheus, and the evidence that confirms it.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { ALERT_TRIGGERS, triggerOf } from "../../../../../functions/lib/alert-event.ts";
+import type { Verifier } from "../../../../../functions/memory-scaler/kube/prometheus.ts";
+import type { Scale } from "../../../../../functions/memory-scaler/outcome.ts";
+import { TRIGGERS } from "../../../../../functions/memory-scaler/scale/triggers/index.ts";
+import type { Evidence } from "../../../../../functions/memory-scaler/scale/triggers/trigger.ts";
+
+const NOW = new Date("2025-06-01T12:00:00Z");
+const scale: Scale = { action: "scale", changes: [{ container: "app", from: { limit: "100Mi" }, to: { limit: "200Mi" } }], skipped: [], dryRun: false };
+const spec = { windowSeconds: 600, horizonSeconds: 1800, floorPercent: 50 };
+const evidence: Evidence = { statuses: [], now: NOW, oomWindowSeconds: 600, running: [{ name: "app", limit: "100Mi" }], thresholdPercent: 90, trend: spec, measured: undefined };
+const MI = 1024 * 1024;
+
+/** A verifier that says which question it was asked. */
+function verifier(asked: string[]): Verifier {
+  const answer = (what: string) => async () => (asked.push(what), new Map([["app", 95 * MI]]));
+  return { workingSets: answer("workingSets"), predictions: answer("predictions"), peaks: answer("peaks") };
+}
+
+describe("triggers", () => {
+  it("one per trigger an alert can carry, each named by its own alertname", () => {
+    assert.deepEqual(Object.keys(TRIGGERS).sort(), [...ALERT_TRIGGERS].sort());
+    for (const [name, trigger] of Object.entries(TRIGGERS)) {
+      assert.equal(trigger.name, name);
+      assert.equal(triggerOf(trigger.alertname), name);
+    }
+  });
+
+  it("measure: threshold asks the working sets, trend the predictions (only with spec.trend), an OOM kill nothing", async () => {
+    const what = { namespace: "ns", pod: "p", containers: ["app"], trend: spec };
+    for (const [name, expected] of [["threshold", ["workingSets"]], ["trend", ["predictions"]], ["oomKilled", []]] as const) {
+      const asked: string[] = [];
+      await TRIGGERS[name].measure(verifier(asked), what);
+      assert.deepEqual(asked, expected, name);
+    }
+    const asked: string[] = [];
+    assert.equal(await TRIGGERS.trend.measure(verifier(asked), { ...what, trend: undefined }), undefined);
+    assert.deepEqual(asked, []);
+    assert.equal(await TRIGGERS.threshold.measure(undefined, what), undefined, "no Prometheus: not asked");
+  });
+
+  it("check: unmeasured threshold and trend alerts pass as they came; a trend without spec.trend and an unseen OOM kill do not", () => {
+    assert.equal(TRIGGERS.threshold.check(scale, evidence), scale);
+    assert.equal(TRIGGERS.trend.check(scale, evidence), scale);
+    const off = TRIGGERS.trend.check(scale, { ...evidence, trend: undefined });
+    assert.equal(off.action === "skip" ? off.reason : off.action, "NotTrending");
+    const oom = TRIGGERS.oomKilled.check(scale, evidence);
+    assert.equal(oom.action === "skip" ? oom.reason : oom.action, "NotOOMKilled");
+  });
+
+  it("check: measured against the running limit", () => {
+    assert.equal(TRIGGERS.threshold.check(scale, { ...evidence, measured: new Map([["app", 95 * MI]]) }).action, "scale");
+    const below = TRIGGERS.threshold.check(scale, { ...evidence, measured: new Map([["app", 50 * MI]]) });
+    assert.equal(below.action === "skip" ? below.reason : below.action, "BelowThreshold");
+    const flat = TRIGGERS.trend.check(scale, { ...evidence, measured: new Map([["app", 50 * MI]]) });
+    assert.equal(flat.action === "skip" ? flat.reason : flat.action, "NotTrending");
+  });
+});
