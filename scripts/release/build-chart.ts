@@ -14,7 +14,8 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { parseAllDocuments, parseDocument, stringify } from "yaml";
-import { repoRoot, resolveBinaries } from "../../test/harness/stack/paths.ts";
+import { buildBinaries } from "../lib/binaries.ts";
+import { repoRoot } from "../lib/paths.ts";
 import { alertmanagerValuesTemplate, chartTemplates, monitoringTemplate, NAMESPACE_SENTINEL, type RenderedObject, type RenderedProfiles } from "./chart-templates.ts";
 
 const run = promisify(execFile);
@@ -129,7 +130,7 @@ export interface ChartOverrides {
 
 /**
  * Builds the chart into `<outDir>/appmonitor/` (replaced if there).
- * @param kubectl the kubectl whose kustomize renders knative/ (default the stack's, built by build.sh when missing).
+ * @param kubectl the kubectl whose kustomize renders knative/ (default build.sh's, built when missing).
  * @returns the chart's directory.
  * @throws Error naming the step that failed.
  */
@@ -138,7 +139,7 @@ export async function buildChart(outDir: string, overrides: ChartOverrides = {},
   await rm(chartDir, { recursive: true, force: true });
   await mkdir(outDir, { recursive: true });
   await cp(CHART_SOURCE, chartDir, { recursive: true });
-  const kubectlBin = kubectl ?? (await resolveBinaries()).kubectl;
+  const kubectlBin = kubectl ?? path.join(await buildBinaries(), "kubectl");
   const profiles = await renderProfiles(kubectlBin, { namespace: NAMESPACE_SENTINEL, origins: true });
   for (const [file, text] of chartTemplates(profiles)) await writeFile(path.join(chartDir, file), text);
   await writeFile(path.join(chartDir, "templates", "_alertmanager.tpl"), alertmanagerValuesTemplate());

@@ -22,7 +22,7 @@
  *   SHA256SUMS              every file above
  *
  * The images are built with `npm run image`'s builder (podman, cached); helm and kubectl by
- * test/harness/bins/build.sh. Prints one line per step and the directory.
+ * test/harness/bins/build.sh (`scripts/lib/binaries.ts`). Prints one line per step and the directory.
  * Exit codes: 0 written; 1 a step failed (named on stderr); 2 usage.
  */
 import { execFile } from "node:child_process";
@@ -31,9 +31,10 @@ import { chmod, cp, mkdir, readdir, readFile, rm, writeFile } from "node:fs/prom
 import path from "node:path";
 import { promisify } from "node:util";
 import { stringify } from "yaml";
-import { buildImages } from "../../test/harness/images/build.ts";
-import { buildBinaries, repoRoot } from "../../test/harness/stack/paths.ts";
-import { archiveDigest } from "../../test/harness/stack/registry.ts";
+import { archiveDigest } from "../images/archive.ts";
+import { buildImages } from "../images/build.ts";
+import { buildBinaries } from "../lib/binaries.ts";
+import { repoRoot } from "../lib/paths.ts";
 import { kubePrometheusStackValuesYaml } from "../alertmanager-routing.ts";
 import { buildChart, packageFacts, renderProfiles, type ImagePin } from "./build-chart.ts";
 import { IMAGE_KEYS, PROFILES } from "./chart-templates.ts";

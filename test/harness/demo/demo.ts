@@ -31,12 +31,14 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { buildImages, FUNCTION_IMAGES, type ImageName } from "../images/build.ts";
-import { cacheDir } from "../images/paths.ts";
+import { buildImages, FUNCTION_IMAGES, type ImageName } from "../../../scripts/images/build.ts";
+import { cacheDir } from "../../../scripts/lib/paths.ts";
 import { ensureDebianPackages } from "../stack/debian-packages.ts";
-import { defaultStateDir, resolveBinaries, StackStepError } from "../stack/paths.ts";
+import { defaultStateDir, resolveBinaries } from "../stack/paths.ts";
+import { StepError } from "../../../scripts/lib/step-error.ts";
 import { pushImages, servedImages } from "../stack/registry.ts";
-import { down, readState, up } from "../stack/stack.ts";
+import { down, up } from "../stack/stack.ts";
+import { readState } from "../stack/state.ts";
 import { HopError, runChain } from "./chain.ts";
 import { runChartInput, runChartSvg } from "./run-chart.ts";
 import { hasWholeSecondClock, timelineLines } from "./timeline.ts";
@@ -139,7 +141,7 @@ try {
   }
 } catch (error) {
   code = 1;
-  console.error(`\ndemo failed: ${error instanceof HopError || error instanceof StackStepError ? error.message : (error as Error).stack ?? String(error)}`);
+  console.error(`\ndemo failed: ${error instanceof HopError || error instanceof StepError ? error.message : (error as Error).stack ?? String(error)}`);
 } finally {
   if (!existing) {
     await down(stateDir).catch((error: unknown) => console.error(`stopping the local stack: ${(error as Error).message}`));

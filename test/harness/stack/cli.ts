@@ -15,7 +15,8 @@
  * `APPMONITOR_CACHE` (where the Go-built binaries are cached, default `~/.cache/appmonitor`).
  */
 import { defaultStateDir } from "./paths.ts";
-import { down, envLines, readState, saveState, statusLines, up } from "./stack.ts";
+import { down, envLines, statusLines, up } from "./stack.ts";
+import { readState, saveState } from "./state.ts";
 
 const usage = "usage: npm run stack -- up [--real-node [--eventing [--serving]]] [--prometheus-operator] | down | status | env";
 const upFlags = ["--real-node", "--eventing", "--serving", "--prometheus-operator"];
@@ -41,7 +42,7 @@ async function main(command: string | undefined, flags: string[]): Promise<numbe
       if (running) console.error(`stack: already running in ${stateDir}`);
       // The real node's registry serves memhog, which the original manifest names: built (cached) first.
       if (flags.includes("--real-node") && !running) {
-        const { buildImages } = await import("../images/build.ts");
+        const { buildImages } = await import("../../../scripts/images/build.ts");
         await buildImages(["memhog"], (line) => console.error(`stack: images: ${line}`));
       }
       const state = await up({

@@ -12,7 +12,7 @@ import { Ajv } from "ajv";
 import { parse } from "yaml";
 import { LIVENESS_PATH, READINESS_PATH } from "../../../functions/lib/runtime/health.ts";
 import type { FunctionModule } from "../../../functions/lib/runtime/types.ts";
-import { repoRoot } from "../../harness/stack/paths.ts";
+import { repoRoot } from "../../../scripts/lib/paths.ts";
 import { FUNCTION_NAMES, INSTALL_NAMESPACE, containerOf, kustomize, servicesByFunction, type FunctionName, type KnativeService, type Manifest } from "../../support/knative.ts";
 
 /**

@@ -15,9 +15,9 @@ import { copyFile, mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { repoRoot } from "../stack/paths.ts";
+import { repoRoot } from "../lib/paths.ts";
 import { ensureBaseImage } from "./base.ts";
-import { archiveDir } from "./paths.ts";
+import { archiveDir } from "../lib/paths.ts";
 import { checkImageTools, podman } from "./podman.ts";
 import { ALERTMANAGER, buildDebianImage, debianImageTag, REDIS, type DebianImageRecipe } from "./debian-image.ts";
 
@@ -107,7 +107,7 @@ async function buildFunction(name: keyof typeof FUNCTION_IMAGES, base: string): 
 async function buildMemhog(): Promise<readonly string[]> {
   const context = await mkdtemp(path.join(os.tmpdir(), "appmonitor-memhog-"));
   try {
-    const source = path.join(repoRoot, "test/harness/images/memhog");
+    const source = path.join(repoRoot, "scripts/images/memhog");
     const go = existsSync("/usr/local/go/bin/go") ? "/usr/local/go/bin/go" : "go";
     await run(go, ["build", "-trimpath", "-ldflags=-s -w", "-o", path.join(context, "memhog"), "."], { cwd: source, env: { ...process.env, CGO_ENABLED: "0" } });
     await copyFile(path.join(source, "Dockerfile"), path.join(context, "Dockerfile"));
