@@ -14,10 +14,10 @@ import { existsSync } from "node:fs";
 import { copyFile, mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
-import { repoRoot } from "../lib/paths.ts";
+import { parseArgs, promisify } from "node:util";
+import { archiveDir, repoRoot } from "../lib/paths.ts";
+import { exitOnHelp, usageText, type CommandUsage } from "../lib/usage.ts";
 import { ensureBaseImage } from "./base.ts";
-import { archiveDir } from "../lib/paths.ts";
 import { checkImageTools, podman } from "./podman.ts";
 import { ALERTMANAGER, buildDebianImage, debianImageTag, REDIS, type DebianImageRecipe } from "./debian-image.ts";
 
@@ -169,11 +169,24 @@ function mib(bytes: number): string {
   return `${(bytes / (1 << 20)).toFixed(1)} MiB`;
 }
 
+const USAGE: CommandUsage = {
+  synopsis: ["npm run image [-- NAME…]"],
+  arguments: [{ name: "NAME", means: `an image to build: ${IMAGE_NAMES.join(", ")}`, defaultIs: "all of them" }],
+  notes: [
+    "Each is saved as <cache>/images/<NAME>.oci.tar (APPMONITOR_CACHE, default ~/.cache/appmonitor).",
+    "Needs root and Debian's podman, runc and mmdebstrap. Exit codes: 0 built; 1 a step failed (named); 2 usage.",
+  ],
+};
+
 if (import.meta.main) {
-  const names = process.argv.slice(2);
-  const unknown = names.filter((n) => !IMAGE_NAMES.includes(n as ImageName));
-  if (unknown.length > 0) {
-    console.error(`usage: npm run image [-- NAME…]   (NAME: ${IMAGE_NAMES.join(", ")}); unknown: ${unknown.join(", ")}`);
+  exitOnHelp(process.argv.slice(2), USAGE);
+  let names: string[] = [];
+  try {
+    names = parseArgs({ allowPositionals: true, options: {} }).positionals;
+    const unknown = names.filter((n) => !IMAGE_NAMES.includes(n as ImageName));
+    if (unknown.length > 0) throw new Error(`unknown: ${unknown.join(", ")}`);
+  } catch (error) {
+    console.error(`image: ${(error as Error).message}\n${usageText(USAGE)}`);
     process.exit(2);
   }
   try {

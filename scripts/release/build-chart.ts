@@ -12,10 +12,11 @@ import { execFile } from "node:child_process";
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
+import { parseArgs, promisify } from "node:util";
 import { parseAllDocuments, parseDocument, stringify } from "yaml";
 import { buildBinaries } from "../lib/binaries.ts";
 import { repoRoot } from "../lib/paths.ts";
+import { exitOnHelp, usageText, type CommandUsage } from "../lib/usage.ts";
 import { alertmanagerValuesTemplate, chartTemplates, monitoringTemplate, NAMESPACE_SENTINEL, type RenderedObject, type RenderedProfiles } from "./chart-templates.ts";
 
 const run = promisify(execFile);
@@ -171,10 +172,21 @@ export async function buildChart(outDir: string, overrides: ChartOverrides = {},
   return chartDir;
 }
 
+const USAGE: CommandUsage = {
+  synopsis: ["npm run chart -- DIR"],
+  arguments: [{ name: "DIR", means: "the chart is built into DIR/appmonitor/, replaced if there" }],
+  notes: ["kubectl (for kustomize) is build.sh's, built when missing. Exit codes: 0 built; 1 a step failed (named); 2 usage."],
+};
+
 if (import.meta.main) {
-  const [outDir, ...rest] = process.argv.slice(2);
-  if (outDir === undefined || rest.length > 0) {
-    console.error("usage: npm run chart -- DIR   (builds DIR/appmonitor/)");
+  exitOnHelp(process.argv.slice(2), USAGE);
+  let outDir = "";
+  try {
+    const { positionals } = parseArgs({ allowPositionals: true, options: {} });
+    if (positionals.length !== 1) throw new Error(`one DIR is needed, got ${positionals.length}`);
+    outDir = positionals[0] as string;
+  } catch (error) {
+    console.error(`chart: ${(error as Error).message}\n${usageText(USAGE)}`);
     process.exit(2);
   }
   try {

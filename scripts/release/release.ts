@@ -29,12 +29,13 @@ import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmod, cp, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { promisify } from "node:util";
+import { parseArgs, promisify } from "node:util";
 import { stringify } from "yaml";
 import { archiveDigest } from "../images/archive.ts";
 import { buildImages } from "../images/build.ts";
 import { buildBinaries } from "../lib/binaries.ts";
 import { repoRoot } from "../lib/paths.ts";
+import { exitOnHelp, usageText, type CommandUsage } from "../lib/usage.ts";
 import { kubePrometheusStackValuesYaml } from "../alertmanager-routing.ts";
 import { buildChart, packageFacts, renderProfiles, type ImagePin } from "./build-chart.ts";
 import { IMAGE_KEYS, PROFILES } from "./chart-templates.ts";
@@ -145,15 +146,26 @@ export async function release(outDir: string, say: (line: string) => void = () =
   return outDir;
 }
 
+const USAGE: CommandUsage = {
+  synopsis: ["npm run release [-- DIR]"],
+  arguments: [{ name: "DIR", means: "where the release is written, replaced if there", defaultIs: "dist/appmonitor-<package.json's version>/" }],
+  notes: ["Needs root, podman and skopeo (docs/development.md). Exit codes: 0 written; 1 a step failed (named); 2 usage."],
+};
+
 if (import.meta.main) {
-  const args = process.argv.slice(2);
-  if (args.length > 1) {
-    console.error("usage: npm run release [-- DIR]   (default dist/appmonitor-<version>/)");
+  exitOnHelp(process.argv.slice(2), USAGE);
+  let dirArg: string | undefined;
+  try {
+    const { positionals } = parseArgs({ allowPositionals: true, options: {} });
+    if (positionals.length > 1) throw new Error(`one DIR at most, got ${positionals.length}`);
+    dirArg = positionals[0];
+  } catch (error) {
+    console.error(`release: ${(error as Error).message}\n${usageText(USAGE)}`);
     process.exit(2);
   }
   try {
     const { version } = await packageFacts();
-    const dir = path.resolve(args[0] ?? path.join(repoRoot, "dist", `appmonitor-${version}`));
+    const dir = path.resolve(dirArg ?? path.join(repoRoot, "dist", `appmonitor-${version}`));
     console.log(await release(dir, (line) => process.stderr.write(`release: ${line}\n`)));
   } catch (error) {
     console.error(`release: ${(error as Error).message}`);
