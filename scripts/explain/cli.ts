@@ -10,8 +10,7 @@
  * without its threshold (`rule.ts` `percentOfLimitExpression`) and `ALERTS`. Without a
  * Prometheus URL those lines say so.
  *
- * Exit codes: 0 explained (also when the Prometheus reads fail: their lines say so); 1 a read of
- * the workload, its Pods or the AppMonitors failed (the message names it); 2 usage.
+ * Its arguments, options and exit codes: {@link USAGE} (`--help`).
  */
 import { parseArgs } from "node:util";
 import * as k8s from "@kubernetes/client-node";
@@ -39,7 +38,10 @@ const USAGE: CommandUsage = {
   ],
   arguments: [{ name: "KIND/NAME", means: "the workload; KIND: deploy|deployment|sts|statefulset|ds|daemonset|rs|replicaset" }],
   options: OPTIONS,
-  notes: ["The kubeconfig is KUBECONFIG's or the default. Exit codes: 0 explained; 1 a read failed (named); 2 usage."],
+  notes: [
+    "The kubeconfig is KUBECONFIG's or the default. Exit codes: 0 explained (also when the Prometheus reads fail:",
+    "their lines say so); 1 a read of the workload, its Pods or the AppMonitors failed (named); 2 usage.",
+  ],
 };
 
 /** The workload kinds and their short names, as kubectl spells them. */

@@ -5,8 +5,7 @@
  * digest and size. Podman's layer cache and the base image's keyed tag make a second run
  * cheap. Needs root and Debian's podman, runc and mmdebstrap (`podman.ts` says why).
  *
- * Usage: `npm run image [-- NAME…]` (NAME: alert-receiver, memory-scaler, rule-sync, dead-letter, memhog, redis, alertmanager;
- * all when none is given). Exit codes: 0 built; 1 a step failed (named on stderr); 2 usage.
+ * Its arguments, options and exit codes: {@link USAGE} (`--help`).
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -174,7 +173,7 @@ const USAGE: CommandUsage = {
   arguments: [{ name: "NAME", means: `an image to build: ${IMAGE_NAMES.join(", ")}`, defaultIs: "all of them" }],
   notes: [
     "Each is saved as <cache>/images/<NAME>.oci.tar (APPMONITOR_CACHE, default ~/.cache/appmonitor).",
-    "Needs root and Debian's podman, runc and mmdebstrap. Exit codes: 0 built; 1 a step failed (named); 2 usage.",
+    "Exit codes: 0 built; 1 a step failed (named); 2 usage.",
   ],
 };
 

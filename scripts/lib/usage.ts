@@ -30,6 +30,8 @@ export interface ArgumentUsage {
 export interface CommandUsage {
   /** Each way to call it, without `usage:` (`npm run chart -- DIR`). */
   readonly synopsis: readonly string[];
+  /** Its commands, for one that has them (`npm run stack -- up`). */
+  readonly commands?: readonly ArgumentUsage[];
   readonly arguments?: readonly ArgumentUsage[];
   readonly options?: Readonly<Record<string, OptionUsage>>;
   /** Lines after the options (environment variables, exit codes). */
@@ -53,8 +55,8 @@ function table(rows: readonly (readonly [string, string])[]): string[] {
 /** The usage text: the synopsis, then each argument and option (`--help` last) with what it means and its default. */
 export function usageText(usage: CommandUsage): string {
   const lines = usage.synopsis.map((s, i) => `${i === 0 ? "usage:" : "      "} ${s}`);
-  if (usage.arguments?.length) {
-    lines.push("", "arguments:", ...table(usage.arguments.map((a) => [a.name, a.defaultIs === undefined ? a.means : `${a.means} (default: ${a.defaultIs})`])));
+  for (const [title, list] of [["commands", usage.commands], ["arguments", usage.arguments]] as const) {
+    if (list?.length) lines.push("", `${title}:`, ...table(list.map((a) => [a.name, a.defaultIs === undefined ? a.means : `${a.means} (default: ${a.defaultIs})`])));
   }
   const options = Object.entries({ ...usage.options, help: HELP }).map(([name, o]): [string, string] => {
     const flag = `${o.short ? `-${o.short}, ` : "    "}--${name}${o.type === "string" ? ` ${o.value ?? "VALUE"}` : ""}`;

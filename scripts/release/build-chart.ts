@@ -6,7 +6,8 @@
  * (`monitoring.yaml`, where prometheus-operator's API is), the Alertmanager values NOTES prints
  * (`_alertmanager.tpl`, from scripts/alertmanager-routing.ts), the CRD in `crds/`, and `Chart.yaml`
  * with package.json's version as both the chart's version and its appVersion. Prints the chart's
- * directory. Exit codes: 0 built; 1 a step failed (named on stderr); 2 usage.
+ * directory.
+ * Its arguments, options and exit codes: {@link USAGE} (`--help`).
  */
 import { execFile } from "node:child_process";
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";

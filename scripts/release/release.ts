@@ -23,7 +23,7 @@
  *
  * The images are built with `npm run image`'s builder (podman, cached); helm and kubectl by
  * test/harness/bins/build.sh (`scripts/lib/binaries.ts`). Prints one line per step and the directory.
- * Exit codes: 0 written; 1 a step failed (named on stderr); 2 usage.
+ * Its arguments, options and exit codes: {@link USAGE} (`--help`).
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -149,7 +149,7 @@ export async function release(outDir: string, say: (line: string) => void = () =
 const USAGE: CommandUsage = {
   synopsis: ["npm run release [-- DIR]"],
   arguments: [{ name: "DIR", means: "where the release is written, replaced if there", defaultIs: "dist/appmonitor-<package.json's version>/" }],
-  notes: ["Needs root, podman and skopeo (docs/development.md). Exit codes: 0 written; 1 a step failed (named); 2 usage."],
+  notes: ["Exit codes: 0 written; 1 a step failed (named); 2 usage."],
 };
 
 if (import.meta.main) {

@@ -12,8 +12,7 @@
  * RBAC it needs (docs/operations.md): `get`, `delete` and `create` on `events.k8s.io` events in
  * NAMESPACE; `create` on `services/proxy` named `broker-ingress` in `knative-eventing`.
  *
- * Exit codes: 0 sent (the Broker answered 2xx); 1 the Event could not be read, is no dead letter's,
- * kept no event, or the Broker refused it (the message names which); 2 usage.
+ * Its arguments, options and exit codes: {@link USAGE} (`--help`).
  */
 import https from "node:https";
 import http from "node:http";
@@ -32,7 +31,10 @@ const USAGE: CommandUsage = {
   synopsis: ["npm run resend -- EVENT -n NAMESPACE [--broker NAMESPACE/NAME]", "kubectl appmonitor resend EVENT -n NAMESPACE"],
   arguments: [{ name: "EVENT", means: "a Warning Event DeadLetter (kubectl get events -A --field-selector reason=DeadLetter)" }],
   options: OPTIONS,
-  notes: ["The kubeconfig is KUBECONFIG's or the default. Exit codes: 0 sent; 1 not sent (named); 2 usage."],
+  notes: [
+    "The kubeconfig is KUBECONFIG's or the default. Exit codes: 0 sent (the Broker answered 2xx); 1 the Event could",
+    "not be read, is no dead letter's, kept no event, or the Broker refused it (named); 2 usage.",
+  ],
 };
 
 /** POSTs `body` to the API server at `path` with `kc`'s credentials; the status and body of the answer. */
