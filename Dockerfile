@@ -3,7 +3,7 @@
 #   docker build --build-arg FUNCTION=alert-receiver -t ghcr.io/kubedemo/appmonitor-alert-receiver:latest .
 #   (likewise memory-scaler, rule-sync, dead-letter; podman build takes the same arguments)
 # NODE_IMAGE is any image with Node 24 and npm on PATH and a POSIX sh; `npm run image` passes one
-# built from Debian packages and the npm registry's Node 24 (test/harness/images/base.ts).
+# built from Debian packages and the npm registry's Node 24 (scripts/images/base.ts).
 ARG NODE_IMAGE=node:24-bookworm-slim
 
 # Build: every dependency from the lock file (esbuild is a dev one; no package needs its

@@ -1,5 +1,6 @@
-// Lint rules: typescript-eslint's recommended set over all project TypeScript, and the import
-// rules that keep memory-scaler's folders apart (functions/memory-scaler/README.md, "Layout").
+// Lint rules: typescript-eslint's recommended set over all project TypeScript, the import rules
+// that keep memory-scaler's folders apart (functions/memory-scaler/README.md, "Layout"), and the
+// ones that keep the product (scripts/, functions/) from importing its tests.
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
@@ -53,5 +54,12 @@ export default tseslint.config(
     [`${MS}/status/**/*.ts`, `${MS}/coexist/**/*.ts`],
     [["^\\.\\./(?!model\\.ts$|\\.\\./lib/)", "status/ and coexist/ are pure and low: they import only ../model.ts, ../../lib/ and their own folder"]],
   ),
+  // The core rule, so the entries above (same files, the typescript-eslint rule) do not replace it.
+  {
+    files: ["scripts/**/*.ts", "functions/**/*.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [{ regex: "(^|/)test/", message: "scripts/ (what users run) and functions/ import nothing from test/: move what both need under scripts/ (or functions/lib/); test/ imports it from there" }] }],
+    },
+  },
   imports(["test/harness/**/*.ts"], [["(^|/)support/", "test/harness/ (the local stack, the demo, images) never imports test/support/ (the tests' helpers): move what both need into test/harness/lib/"]]),
 );

@@ -10,8 +10,7 @@
  * without its threshold (`rule.ts` `percentOfLimitExpression`) and `ALERTS`. Without a
  * Prometheus URL those lines say so.
  *
- * Exit codes: 0 explained (also when the Prometheus reads fail: their lines say so); 1 a read of
- * the workload, its Pods or the AppMonitors failed (the message names it); 2 usage.
+ * Its arguments, options and exit codes: {@link USAGE} (`--help`).
  */
 import { parseArgs } from "node:util";
 import * as k8s from "@kubernetes/client-node";
@@ -21,13 +20,29 @@ import { matchesLabelSelector, type LabelSelector } from "../../functions/lib/la
 import { DEFAULT_MAX_MEMORY } from "../../functions/memory-scaler/caps.ts";
 import { createPrometheusApi, type PrometheusApi } from "../../functions/rule-sync/prometheus.ts";
 import { GENERATION_ANNOTATION, percentOfLimitExpression, ruleGroupName } from "../../functions/rule-sync/rule.ts";
-import { METRIC_SOURCES, type MetricSource } from "../../functions/rule-sync/rule-config.ts";
+import { DEFAULT_METRIC_SOURCE, METRIC_SOURCES, type MetricSource } from "../../functions/rule-sync/rule-config.ts";
 import { checkRuleInput } from "../../functions/rule-sync/rule-input.ts";
+import { exitOnHelp, usageText, type CommandUsage, type OptionUsage } from "../lib/usage.ts";
 import { explainLines, governing, workloadName, type ChainFacts, type ExplainedWorkload, type Read } from "./explain.ts";
 
-const USAGE = `usage: npm run explain -- KIND/NAME -n NAMESPACE [--prometheus-url URL] [--source ${METRIC_SOURCES.join("|")}]
-       kubectl appmonitor explain KIND/NAME -n NAMESPACE
-KIND: deploy|deployment|sts|statefulset|ds|daemonset|rs|replicaset`;
+const OPTIONS = {
+  namespace: { type: "string", short: "n", default: "default", value: "NAMESPACE", means: "the workload's namespace" },
+  "prometheus-url": { type: "string", value: "URL", means: "the Prometheus to read the rule, the series and ALERTS from", defaultIs: "$PROMETHEUS_URL; without one those lines say so" },
+  source: { type: "string", default: DEFAULT_METRIC_SOURCE, value: METRIC_SOURCES.join("|"), means: "where the rule reads the memory limit (rule-sync's METRIC_SOURCE)" },
+} as const satisfies Record<string, OptionUsage>;
+
+const USAGE: CommandUsage = {
+  synopsis: [
+    `npm run explain -- KIND/NAME -n NAMESPACE [--prometheus-url URL] [--source ${METRIC_SOURCES.join("|")}]`,
+    "kubectl appmonitor explain KIND/NAME -n NAMESPACE",
+  ],
+  arguments: [{ name: "KIND/NAME", means: "the workload; KIND: deploy|deployment|sts|statefulset|ds|daemonset|rs|replicaset" }],
+  options: OPTIONS,
+  notes: [
+    "The kubeconfig is KUBECONFIG's or the default. Exit codes: 0 explained (also when the Prometheus reads fail:",
+    "their lines say so); 1 a read of the workload, its Pods or the AppMonitors failed (named); 2 usage.",
+  ],
+};
 
 /** The workload kinds and their short names, as kubectl spells them. */
 const KINDS: Readonly<Record<string, "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet">> = {
@@ -71,11 +86,7 @@ export function parseExplainArgs(argv: readonly string[], env: NodeJS.ProcessEnv
     parsed = parseArgs({
       args,
       allowPositionals: true,
-      options: {
-        namespace: { type: "string", short: "n", default: "default" },
-        "prometheus-url": { type: "string" },
-        source: { type: "string", default: "cadvisor" },
-      },
+      options: OPTIONS,
     });
   } catch (error) {
     throw new UsageError((error as Error).message, { cause: error });
@@ -188,6 +199,7 @@ export async function explain(args: ExplainArgs, kc: k8s.KubeConfig, now: Date =
 }
 
 if (import.meta.main) {
+  exitOnHelp(process.argv.slice(2), USAGE);
   try {
     const args = parseExplainArgs(process.argv.slice(2), process.env);
     const kc = new k8s.KubeConfig();
@@ -195,7 +207,7 @@ if (import.meta.main) {
     process.stdout.write(`${(await explain(args, kc)).join("\n")}\n`);
   } catch (error) {
     if (error instanceof UsageError) {
-      process.stderr.write(`explain: ${error.message}\n${USAGE}\n`);
+      process.stderr.write(`explain: ${error.message}\n${usageText(USAGE)}\n`);
       process.exitCode = 2;
     } else if (error instanceof ReadError) {
       process.stderr.write(`explain: ${error.message}\n`);

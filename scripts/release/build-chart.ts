@@ -6,15 +6,18 @@
  * (`monitoring.yaml`, where prometheus-operator's API is), the Alertmanager values NOTES prints
  * (`_alertmanager.tpl`, from scripts/alertmanager-routing.ts), the CRD in `crds/`, and `Chart.yaml`
  * with package.json's version as both the chart's version and its appVersion. Prints the chart's
- * directory. Exit codes: 0 built; 1 a step failed (named on stderr); 2 usage.
+ * directory.
+ * Its arguments, options and exit codes: {@link USAGE} (`--help`).
  */
 import { execFile } from "node:child_process";
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
+import { parseArgs, promisify } from "node:util";
 import { parseAllDocuments, parseDocument, stringify } from "yaml";
-import { repoRoot, resolveBinaries } from "../../test/harness/stack/paths.ts";
+import { buildBinaries } from "../lib/binaries.ts";
+import { repoRoot } from "../lib/paths.ts";
+import { exitOnHelp, usageText, type CommandUsage } from "../lib/usage.ts";
 import { alertmanagerValuesTemplate, chartTemplates, monitoringTemplate, NAMESPACE_SENTINEL, type RenderedObject, type RenderedProfiles } from "./chart-templates.ts";
 
 const run = promisify(execFile);
@@ -129,7 +132,7 @@ export interface ChartOverrides {
 
 /**
  * Builds the chart into `<outDir>/appmonitor/` (replaced if there).
- * @param kubectl the kubectl whose kustomize renders knative/ (default the stack's, built by build.sh when missing).
+ * @param kubectl the kubectl whose kustomize renders knative/ (default build.sh's, built when missing).
  * @returns the chart's directory.
  * @throws Error naming the step that failed.
  */
@@ -138,7 +141,7 @@ export async function buildChart(outDir: string, overrides: ChartOverrides = {},
   await rm(chartDir, { recursive: true, force: true });
   await mkdir(outDir, { recursive: true });
   await cp(CHART_SOURCE, chartDir, { recursive: true });
-  const kubectlBin = kubectl ?? (await resolveBinaries()).kubectl;
+  const kubectlBin = kubectl ?? path.join(await buildBinaries(), "kubectl");
   const profiles = await renderProfiles(kubectlBin, { namespace: NAMESPACE_SENTINEL, origins: true });
   for (const [file, text] of chartTemplates(profiles)) await writeFile(path.join(chartDir, file), text);
   await writeFile(path.join(chartDir, "templates", "_alertmanager.tpl"), alertmanagerValuesTemplate());
@@ -170,10 +173,21 @@ export async function buildChart(outDir: string, overrides: ChartOverrides = {},
   return chartDir;
 }
 
+const USAGE: CommandUsage = {
+  synopsis: ["npm run chart -- DIR"],
+  arguments: [{ name: "DIR", means: "the chart is built into DIR/appmonitor/, replaced if there" }],
+  notes: ["kubectl (for kustomize) is build.sh's, built when missing. Exit codes: 0 built; 1 a step failed (named); 2 usage."],
+};
+
 if (import.meta.main) {
-  const [outDir, ...rest] = process.argv.slice(2);
-  if (outDir === undefined || rest.length > 0) {
-    console.error("usage: npm run chart -- DIR   (builds DIR/appmonitor/)");
+  exitOnHelp(process.argv.slice(2), USAGE);
+  let outDir = "";
+  try {
+    const { positionals } = parseArgs({ allowPositionals: true, options: {} });
+    if (positionals.length !== 1) throw new Error(`one DIR is needed, got ${positionals.length}`);
+    outDir = positionals[0] as string;
+  } catch (error) {
+    console.error(`chart: ${(error as Error).message}\n${usageText(USAGE)}`);
     process.exit(2);
   }
   try {

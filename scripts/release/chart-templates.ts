@@ -20,7 +20,7 @@
  * The CRD is not a template: Helm installs `crds/` once and never deletes it.
  */
 import { stringify } from "yaml";
-import type { Manifest } from "../../test/harness/lib/knative-service.ts";
+import type { Manifest } from "../lib/manifest.ts";
 import { kubePrometheusStackValuesYaml } from "../alertmanager-routing.ts";
 
 /** The namespace the profiles are rendered with, to be found and templated: no other string of the install contains it. */

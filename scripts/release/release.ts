@@ -22,18 +22,20 @@
  *   SHA256SUMS              every file above
  *
  * The images are built with `npm run image`'s builder (podman, cached); helm and kubectl by
- * test/harness/bins/build.sh. Prints one line per step and the directory.
- * Exit codes: 0 written; 1 a step failed (named on stderr); 2 usage.
+ * test/harness/bins/build.sh (`scripts/lib/binaries.ts`). Prints one line per step and the directory.
+ * Its arguments, options and exit codes: {@link USAGE} (`--help`).
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmod, cp, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { promisify } from "node:util";
+import { parseArgs, promisify } from "node:util";
 import { stringify } from "yaml";
-import { buildImages } from "../../test/harness/images/build.ts";
-import { buildBinaries, repoRoot } from "../../test/harness/stack/paths.ts";
-import { archiveDigest } from "../../test/harness/stack/registry.ts";
+import { archiveDigest } from "../images/archive.ts";
+import { buildImages } from "../images/build.ts";
+import { buildBinaries } from "../lib/binaries.ts";
+import { repoRoot } from "../lib/paths.ts";
+import { exitOnHelp, usageText, type CommandUsage } from "../lib/usage.ts";
 import { kubePrometheusStackValuesYaml } from "../alertmanager-routing.ts";
 import { buildChart, packageFacts, renderProfiles, type ImagePin } from "./build-chart.ts";
 import { IMAGE_KEYS, PROFILES } from "./chart-templates.ts";
@@ -144,15 +146,26 @@ export async function release(outDir: string, say: (line: string) => void = () =
   return outDir;
 }
 
+const USAGE: CommandUsage = {
+  synopsis: ["npm run release [-- DIR]"],
+  arguments: [{ name: "DIR", means: "where the release is written, replaced if there", defaultIs: "dist/appmonitor-<package.json's version>/" }],
+  notes: ["Exit codes: 0 written; 1 a step failed (named); 2 usage."],
+};
+
 if (import.meta.main) {
-  const args = process.argv.slice(2);
-  if (args.length > 1) {
-    console.error("usage: npm run release [-- DIR]   (default dist/appmonitor-<version>/)");
+  exitOnHelp(process.argv.slice(2), USAGE);
+  let dirArg: string | undefined;
+  try {
+    const { positionals } = parseArgs({ allowPositionals: true, options: {} });
+    if (positionals.length > 1) throw new Error(`one DIR at most, got ${positionals.length}`);
+    dirArg = positionals[0];
+  } catch (error) {
+    console.error(`release: ${(error as Error).message}\n${usageText(USAGE)}`);
     process.exit(2);
   }
   try {
     const { version } = await packageFacts();
-    const dir = path.resolve(args[0] ?? path.join(repoRoot, "dist", `appmonitor-${version}`));
+    const dir = path.resolve(dirArg ?? path.join(repoRoot, "dist", `appmonitor-${version}`));
     console.log(await release(dir, (line) => process.stderr.write(`release: ${line}\n`)));
   } catch (error) {
     console.error(`release: ${(error as Error).message}`);

@@ -12,18 +12,30 @@
  * RBAC it needs (docs/operations.md): `get`, `delete` and `create` on `events.k8s.io` events in
  * NAMESPACE; `create` on `services/proxy` named `broker-ingress` in `knative-eventing`.
  *
- * Exit codes: 0 sent (the Broker answered 2xx); 1 the Event could not be read, is no dead letter's,
- * kept no event, or the Broker refused it (the message names which); 2 usage.
+ * Its arguments, options and exit codes: {@link USAGE} (`--help`).
  */
 import https from "node:https";
 import http from "node:http";
 import { parseArgs } from "node:util";
 import * as k8s from "@kubernetes/client-node";
 import { HTTP } from "cloudevents";
+import { exitOnHelp, usageText, type CommandUsage, type OptionUsage } from "../lib/usage.ts";
 import { ResendError, resendOf } from "./resend.ts";
 
-const USAGE = `usage: npm run resend -- EVENT -n NAMESPACE [--broker NAMESPACE/NAME]
-       kubectl appmonitor resend EVENT -n NAMESPACE`;
+const OPTIONS = {
+  namespace: { type: "string", short: "n", default: "default", value: "NAMESPACE", means: "the Event's namespace" },
+  broker: { type: "string", value: "NAMESPACE/NAME", means: "the Broker to send it to", defaultIs: "the one the dead letter came through" },
+} as const satisfies Record<string, OptionUsage>;
+
+const USAGE: CommandUsage = {
+  synopsis: ["npm run resend -- EVENT -n NAMESPACE [--broker NAMESPACE/NAME]", "kubectl appmonitor resend EVENT -n NAMESPACE"],
+  arguments: [{ name: "EVENT", means: "a Warning Event DeadLetter (kubectl get events -A --field-selector reason=DeadLetter)" }],
+  options: OPTIONS,
+  notes: [
+    "The kubeconfig is KUBECONFIG's or the default. Exit codes: 0 sent (the Broker answered 2xx); 1 the Event could",
+    "not be read, is no dead letter's, kept no event, or the Broker refused it (named); 2 usage.",
+  ],
+};
 
 /** POSTs `body` to the API server at `path` with `kc`'s credentials; the status and body of the answer. */
 async function postThroughApiServer(kc: k8s.KubeConfig, path: string, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
@@ -48,16 +60,17 @@ async function postThroughApiServer(kc: k8s.KubeConfig, path: string, headers: R
 
 async function main(argv: readonly string[]): Promise<number> {
   const args = argv[0] === "resend" ? argv.slice(1) : [...argv];
+  exitOnHelp(args, USAGE);
   let parsed;
   try {
-    parsed = parseArgs({ args, allowPositionals: true, options: { namespace: { type: "string", short: "n", default: "default" }, broker: { type: "string" } } });
+    parsed = parseArgs({ args, allowPositionals: true, options: OPTIONS });
   } catch (error) {
-    console.error(`${(error as Error).message}\n${USAGE}`);
+    console.error(`${(error as Error).message}\n${usageText(USAGE)}`);
     return 2;
   }
   const [name, ...extra] = parsed.positionals;
   if (name === undefined || extra.length > 0) {
-    console.error(`one Event name is needed\n${USAGE}`);
+    console.error(`one Event name is needed\n${usageText(USAGE)}`);
     return 2;
   }
   const namespace = parsed.values.namespace;

@@ -21,7 +21,7 @@ import { HTTP } from "cloudevents";
 import { startProcess, tailOf } from "../support/child-process.ts";
 import { freePort } from "../harness/lib/free-port.ts";
 import { waitUntil } from "../harness/lib/wait-until.ts";
-import { repoRoot } from "../harness/stack/paths.ts";
+import { repoRoot } from "../../scripts/lib/paths.ts";
 
 const ALERTS_PER_WEBHOOK = 100;
 const TOKEN = "bench-token";

@@ -2,7 +2,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { down, readState, up, type StackState } from "../harness/stack/stack.ts";
+import { down, up } from "../harness/stack/stack.ts";
+import { readState, type StackState } from "../harness/stack/state.ts";
 
 /** A bench's stack; `own` is set when the bench started it and so must stop it. */
 export interface BenchStack {

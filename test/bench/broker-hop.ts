@@ -21,8 +21,9 @@ import { installEventing } from "../harness/stack/eventing-install.ts";
 import { applyAppmonitorEventing, BROKER } from "../harness/stack/eventing-objects.ts";
 import { EVENTING_NAMESPACE } from "../harness/stack/eventing-manifests.ts";
 import { deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE } from "../harness/stack/function-pods-install.ts";
-import { buildImages } from "../harness/images/build.ts";
-import { down, readState, up, type StackState } from "../harness/stack/stack.ts";
+import { buildImages } from "../../scripts/images/build.ts";
+import { down, up } from "../harness/stack/stack.ts";
+import { readState, type StackState } from "../harness/stack/state.ts";
 import { measurePath, waitForDelivery } from "../harness/lib/broker-hop.ts";
 
 const events = Number(process.argv[2] ?? 200);

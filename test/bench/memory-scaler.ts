@@ -54,7 +54,7 @@ import * as k8s from "@kubernetes/client-node";
 import { parse as parseYaml } from "yaml";
 import { ceil, parseQuantity } from "../../functions/lib/quantity.ts";
 import { loadKubeConfig } from "../../functions/lib/kubeconfig.ts";
-import { repoRoot } from "../harness/stack/paths.ts";
+import { repoRoot } from "../../scripts/lib/paths.ts";
 import { apiserverRequests, requestsBetween } from "../support/apiserver-requests.ts";
 import { benchStack } from "./bench-stack.ts";
 import { fleetNodeBytes, growFleet, removeFleet } from "./fleet-nodes.ts";

@@ -24,7 +24,7 @@ import type { ReceivedEvent, TestSink } from "../support/cloudevent-sink.ts";
 import { startFunction } from "../support/function-server.ts";
 import { scrape } from "../support/prometheus-text.ts";
 import { waitUntil } from "../harness/lib/wait-until.ts";
-import { repoRoot } from "../harness/stack/paths.ts";
+import { repoRoot } from "../../scripts/lib/paths.ts";
 
 const token = randomBytes(24).toString("base64url");
 /** Retry quickly inside alert-receiver so Alertmanager's own retries are what recovers. */

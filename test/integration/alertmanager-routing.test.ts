@@ -19,7 +19,7 @@ import { buildChart } from "../../scripts/release/build-chart.ts";
 import { coalesceValues, type Value } from "../harness/lib/helm-values.ts";
 import { documentedKubePrometheusStackValues } from "../harness/lib/install-doc.ts";
 import { waitUntil } from "../harness/lib/wait-until.ts";
-import { buildBinaries } from "../harness/stack/paths.ts";
+import { buildBinaries } from "../../scripts/lib/binaries.ts";
 import { startAlertmanager } from "../support/alertmanager.ts";
 import { runCommand } from "../support/run-command.ts";
 import { tempDir, type TempDir } from "../support/temp-dir.ts";

@@ -16,7 +16,7 @@ import { buildRuleGroup } from "../../functions/rule-sync/rule.ts";
 import { DEFAULT_RULE_CONFIG } from "../../functions/rule-sync/rule-config.ts";
 import { checkRuleInput } from "../../functions/rule-sync/rule-input.ts";
 import { waitUntil } from "../harness/lib/wait-until.ts";
-import { buildBinaries } from "../harness/stack/paths.ts";
+import { buildBinaries } from "../../scripts/lib/binaries.ts";
 import { startPrometheus, type TestPrometheus } from "../support/prometheus.ts";
 
 const MI = 1024 * 1024;

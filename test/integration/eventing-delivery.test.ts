@@ -24,7 +24,7 @@ import { RESYNC_EVENT_TYPE } from "../../functions/rule-sync/incoming-event.ts";
 import { EVENTING_NAMESPACE, eventingImage } from "../harness/stack/eventing-manifests.ts";
 import { BROKER, DEAD_LETTER_SINK } from "../harness/stack/eventing-objects.ts";
 import { DEAD_LETTER_REASON } from "../../functions/dead-letter/letter.ts";
-import { FUNCTION_IMAGES } from "../harness/images/build.ts";
+import { FUNCTION_IMAGES } from "../../scripts/images/build.ts";
 import { DEAD_LETTER_FUNCTION, FUNCTIONS_NAMESPACE } from "../harness/stack/function-pods-install.ts";
 import { runCommand } from "../support/run-command.ts";
 import { REAL_NODE } from "../harness/stack/real-node-config.ts";

@@ -12,7 +12,7 @@ import { fn as alertReceiver } from "../../functions/alert-receiver/index.ts";
 import { FIRING_TYPE } from "../../functions/lib/alert-event.ts";
 import type { RunningServer } from "../../functions/lib/runtime/server.ts";
 import { ALERT_NAME, GENERATED_ALERT_NAMES, OOM_ALERT_NAME, TREND_ALERT_NAME } from "../../functions/rule-sync/rule.ts";
-import { repoRoot } from "../harness/stack/paths.ts";
+import { repoRoot } from "../../scripts/lib/paths.ts";
 import { startAlertmanager, type TestAlertmanager } from "../support/alertmanager.ts";
 import { startSink, type TestSink } from "../support/cloudevent-sink.ts";
 import { startFunction } from "../support/function-server.ts";

@@ -11,7 +11,7 @@ import path from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import * as k8s from "@kubernetes/client-node";
 import { stringify } from "yaml";
-import { repoRoot } from "../harness/stack/paths.ts";
+import { repoRoot } from "../../scripts/lib/paths.ts";
 import { applyFiles } from "../support/install.ts";
 import { FUNCTION_NAMES, INSTALL_NAMESPACE, groupVersion, kubectlBinary, kustomize, manifestFile, servicesByFunction, type Manifest } from "../support/knative.ts";
 import { runCommand } from "../support/run-command.ts";

@@ -18,7 +18,7 @@ import { after, before, test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import * as k8s from "@kubernetes/client-node";
 import { MONITOR_ANNOTATION } from "../../functions/lib/appmonitor.ts";
-import { buildImages } from "../harness/images/build.ts";
+import { buildImages } from "../../scripts/images/build.ts";
 import { archiveReference, importImages } from "../harness/stack/node-images.ts";
 import { REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
 import { alertEvent, createAppMonitor, deliver, eventsRegarding, type ScalerUnderTest, startScaler } from "../support/memory-scaler.ts";

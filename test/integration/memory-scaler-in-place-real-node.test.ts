@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import * as k8s from "@kubernetes/client-node";
 import { IN_PLACE_LABEL, IN_PLACE_MEMORY_ANNOTATION } from "../../functions/lib/appmonitor.ts";
 import { floor, parseQuantity } from "../../functions/lib/quantity.ts";
-import { buildImages } from "../harness/images/build.ts";
+import { buildImages } from "../../scripts/images/build.ts";
 import { REAL_NODE, REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
 import { applyFiles } from "../support/install.ts";
 import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, pingTick, type ScalerUnderTest, startScaler } from "../support/memory-scaler.ts";

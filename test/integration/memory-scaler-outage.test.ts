@@ -16,7 +16,7 @@ import { after, before, describe, it, type TestContext } from "node:test";
 import * as k8s from "@kubernetes/client-node";
 import type { RunningServer } from "../../functions/lib/runtime/server.ts";
 import { fn } from "../../functions/memory-scaler/index.ts";
-import { repoRoot } from "../harness/stack/paths.ts";
+import { repoRoot } from "../../scripts/lib/paths.ts";
 import { startProcess, tailOf } from "../support/child-process.ts";
 import { freePort } from "../harness/lib/free-port.ts";
 import { startFunction } from "../support/function-server.ts";

@@ -12,9 +12,9 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as k8s from "@kubernetes/client-node";
-import { buildImages } from "../harness/images/build.ts";
+import { buildImages } from "../../scripts/images/build.ts";
 import { REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
-import { type StackState } from "../harness/stack/stack.ts";
+import { type StackState } from "../harness/stack/state.ts";
 import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, memhogManifest, patchAppMonitorSpec, pingTick, type ScalerUnderTest, startScaler } from "../support/memory-scaler.ts";
 import { describeAnswer } from "../support/post-event.ts";
 import { cgroupLimit, memhogProcess } from "../support/real-node-memhog.ts";

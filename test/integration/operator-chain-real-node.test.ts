@@ -22,11 +22,12 @@ import path from "node:path";
 import { promisify } from "node:util";
 import * as k8s from "@kubernetes/client-node";
 import { runChain, type ChainResult } from "../harness/demo/chain.ts";
-import { buildImages } from "../harness/images/build.ts";
+import { buildImages } from "../../scripts/images/build.ts";
 import { FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE } from "../harness/stack/function-pods-install.ts";
-import { repoRoot } from "../harness/stack/paths.ts";
+import { repoRoot } from "../../scripts/lib/paths.ts";
 import { PROMETHEUS_OPERATOR } from "../harness/stack/prometheus-operator.ts";
-import { down, up, type StackState } from "../harness/stack/stack.ts";
+import { down, up } from "../harness/stack/stack.ts";
+import { type StackState } from "../harness/stack/state.ts";
 import { acquireRealNodeLock } from "../support/real-node-lock.ts";
 
 const NAMESPACE = "shop";

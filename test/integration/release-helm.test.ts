@@ -25,10 +25,11 @@ import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../funct
 import { release } from "../../scripts/release/release.ts";
 import { runChain, type ChainResult } from "../harness/demo/chain.ts";
 import { installEventing, placeNamespace } from "../harness/stack/eventing-install.ts";
-import { buildBinaries } from "../harness/stack/paths.ts";
+import { buildBinaries } from "../../scripts/lib/binaries.ts";
 import { REAL_NODE, realNodePaths } from "../harness/stack/real-node-config.ts";
 import { hostsDirName, hostsToml } from "../harness/stack/registry-config.ts";
-import { down, up, type StackState } from "../harness/stack/stack.ts";
+import { down, up } from "../harness/stack/stack.ts";
+import { type StackState } from "../harness/stack/state.ts";
 import { acquireRealNodeLock } from "../support/real-node-lock.ts";
 
 const run = promisify(execFile);

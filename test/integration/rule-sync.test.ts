@@ -13,7 +13,7 @@ import { forEachLimit } from "../../functions/lib/worker-pool.ts";
 import { ALERT_NAME, GENERATION_ANNOTATION } from "../../functions/rule-sync/rule.ts";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from "../../functions/rule-sync/rule-config.ts";
 import { REF_EVENT_PREFIX, RESOURCE_EVENT_PREFIX, RESYNC_EVENT_TYPE } from "../../functions/rule-sync/incoming-event.ts";
-import { repoRoot } from "../harness/stack/paths.ts";
+import { repoRoot } from "../../scripts/lib/paths.ts";
 import { freePort } from "../harness/lib/free-port.ts";
 import { describeAnswer } from "../support/post-event.ts";
 import { sampleSum, scrape } from "../support/prometheus-text.ts";

@@ -12,7 +12,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import * as k8s from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
-import { repoRoot } from "../harness/stack/paths.ts";
+import { repoRoot } from "../../scripts/lib/paths.ts";
 import { applyFiles } from "./install.ts";
 import { adminKubeConfig, stack, waitFor } from "./stack.ts";
 

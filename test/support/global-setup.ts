@@ -6,7 +6,7 @@
  */
 import path from "node:path";
 import { ensureDebianPackages } from "../harness/stack/debian-packages.ts";
-import { repoRoot } from "../harness/stack/paths.ts";
+import { repoRoot } from "../../scripts/lib/paths.ts";
 import { down, envLines, up } from "../harness/stack/stack.ts";
 
 const stateDir = path.resolve(process.env.APPMONITOR_TEST_STACK_DIR ?? path.join(repoRoot, ".stack-test"));

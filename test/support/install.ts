@@ -9,7 +9,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
-import { repoRoot } from "../harness/stack/paths.ts";
+import { repoRoot } from "../../scripts/lib/paths.ts";
 import { adminKubeConfig, stack, waitFor } from "./stack.ts";
 
 /** Field manager of the tests' applies. */

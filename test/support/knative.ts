@@ -9,9 +9,11 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
-import { repoRoot, resolveBinaries } from "../harness/stack/paths.ts";
-import { readState } from "../harness/stack/stack.ts";
-import type { KnativeService, Manifest, ServiceContainer } from "../harness/lib/knative-service.ts";
+import { resolveBinaries } from "../harness/stack/paths.ts";
+import { repoRoot } from "../../scripts/lib/paths.ts";
+import { readState } from "../harness/stack/state.ts";
+import type { KnativeService, ServiceContainer } from "../harness/lib/knative-service.ts";
+import type { Manifest } from "../../scripts/lib/manifest.ts";
 import { manifestFile, parseManifests } from "../harness/lib/manifests.ts";
 
 export { manifestFile, parseManifests };
@@ -25,7 +27,7 @@ export type FunctionName = (typeof FUNCTION_NAMES)[number];
 /** The namespace everything of the install lives in (`knative/namespace/namespace.yaml`). */
 export const INSTALL_NAMESPACE = "appmonitor";
 
-/** The shapes of a manifest and a Knative Service live with the harness, which reads them too. */
+/** The shapes of a manifest (scripts/lib/) and a Knative Service (the harness, which reads them too). */
 export type { KnativeService, Manifest, ServiceContainer };
 
 /**

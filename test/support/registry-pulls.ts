@@ -14,10 +14,11 @@ import type { TestContext } from "node:test";
 import { promisify } from "node:util";
 import * as k8s from "@kubernetes/client-node";
 import { parse } from "yaml";
-import { repoRoot } from "../harness/stack/paths.ts";
+import { repoRoot } from "../../scripts/lib/paths.ts";
 import { REAL_NODE, REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
 import { realNodeKustomization } from "../harness/stack/real-node-overlay.ts";
-import { statusLines, type StackState } from "../harness/stack/stack.ts";
+import { statusLines } from "../harness/stack/stack.ts";
+import { type StackState } from "../harness/stack/state.ts";
 import { freshNamespace, waitFor } from "./stack.ts";
 
 const run = promisify(execFile);

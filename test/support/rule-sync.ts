@@ -9,7 +9,7 @@ import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent } from "cloudevents";
 import type { IPrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule";
-import { repoRoot } from "../harness/stack/paths.ts";
+import { repoRoot } from "../../scripts/lib/paths.ts";
 import { startProcess, tailOf, type TestProcess } from "./child-process.ts";
 import { installCrdFiles, prometheusRuleCrdFile } from "./crds.ts";
 import { postEvent, type EventAnswer } from "./post-event.ts";

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import type { TestContext } from "node:test";
 import * as k8s from "@kubernetes/client-node";
-import { readState, type StackState } from "../harness/stack/stack.ts";
+import { readState, type StackState } from "../harness/stack/state.ts";
 import { tokenKubeConfig } from "../harness/lib/service-account.ts";
 import { waitUntil } from "../harness/lib/wait-until.ts";
 

@@ -44,14 +44,14 @@ import { CloudEvent, HTTP } from "cloudevents";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { LAST_SCALE_RECORD_ANNOTATION } from "../../../functions/lib/appmonitor.ts";
 import { compare, floor, multiply, parseQuantity, rational } from "../../../functions/lib/quantity.ts";
-import { buildImages, FUNCTION_IMAGES } from "../images/build.ts";
+import { buildImages, FUNCTION_IMAGES } from "../../../scripts/images/build.ts";
 import { oomEventsAnnotation, usageMemoryAnnotation } from "../stack/config-files.ts";
-import { repoRoot } from "../stack/paths.ts";
+import { repoRoot } from "../../../scripts/lib/paths.ts";
 import { memoryCgroupDir } from "../stack/real-node.ts";
 import { podCgroupPath, REAL_NODE_PLACEMENT } from "../stack/real-node-config.ts";
-import type { StackState } from "../stack/stack.ts";
+import type { StackState } from "../stack/state.ts";
 import { kubePrometheusStackValues, TOKEN_FILE } from "../../../scripts/alertmanager-routing.ts";
-import { readFilterReceipts, type FilterReceipt } from "../lib/broker-filter-log.ts";
+import { readFilterReceipts, type FilterReceipt } from "../stack/broker-filter-log.ts";
 import { coalesceValues, type Value } from "../lib/helm-values.ts";
 import { documentedKubePrometheusStackValues } from "../lib/install-doc.ts";
 import { serviceAccountCredentials } from "../lib/container.ts";
@@ -887,12 +887,19 @@ async function oldWorkingSet(run: Run, old: MemhogPod, stored: StoredAppMonitor)
   return { samples, threshold: (limit * percent) / 100, limit };
 }
 
+/** Scrapes of the new Pod's working set the chart waits for: the new Pod seen under its new limit. */
+const NEW_POD_SCRAPES = 3;
+
 /**
  * The container's working set and limit, both Pods, from the old Pod's start to now, as
- * {@link ChainResult}'s `memory` says; undefined when a query fails.
+ * {@link ChainResult}'s `memory` says; undefined when a query fails. Reads once Prometheus holds
+ * {@link NEW_POD_SCRAPES} of the new Pod's working set, or after a minute (× `slow`) with what it has.
  */
 async function memoryOverTime(run: Run, old: MemhogPod, fresh: MemhogPod, stored: StoredAppMonitor): Promise<ChainResult["memory"]> {
-  const { state, namespace, hops, workload } = run;
+  const { state, namespace, hops, workload, slow } = run;
+  const freshWorkingSet = `container_memory_working_set_bytes{namespace="${namespace}",container="${workload.container}",pod="${fresh.name}",metrics_path="/metrics/cadvisor"}`;
+  await waitUntil("the new Pod's working set scraped", async () => Number((await promValue(state, `count_over_time(${freshWorkingSet}[10m])`)) ?? 0) >= NEW_POD_SCRAPES,
+    { timeoutMs: 60_000 * slow, intervalMs: 500 }).catch(() => undefined);
   const started = hops.find((h) => h.name === `${workload.name} Pod Running`)?.at ?? Date.now();
   const range = `${Math.ceil((Date.now() - started) / 1000) + 30}s`;
   const pods = `pod=~"${old.name}|${fresh.name}"`;

@@ -24,20 +24,21 @@
  * chain on the monitoring stack users run: prometheus-operator's Prometheus and Alertmanager as
  * its StatefulSets on the real node, configured as kube-prometheus-stack's defaults configure
  * them, the alerts routed as docs/install.md says (with the function Pods and Eventing only).
- *
- * Exit codes: 0 the Deployment was scaled and its new Pod runs; 1 a hop failed (named); 2 usage
- * or a missing prerequisite (named, with the command that fixes it).
+ * The options and exit codes are {@link USAGE}'s (`--help`).
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { buildImages, FUNCTION_IMAGES, type ImageName } from "../images/build.ts";
+import { buildImages, FUNCTION_IMAGES, type ImageName } from "../../../scripts/images/build.ts";
+import { cacheDir } from "../../../scripts/lib/paths.ts";
+import { exitOnHelp, usageText, type CommandUsage, type OptionUsage } from "../../../scripts/lib/usage.ts";
 import { aboutMinutes, coldTimes } from "../bins/cold-times.ts";
-import { cacheDir } from "../images/paths.ts";
 import { ensureDebianPackages } from "../stack/debian-packages.ts";
-import { defaultStateDir, resolveBinaries, StackStepError } from "../stack/paths.ts";
+import { defaultStateDir, resolveBinaries } from "../stack/paths.ts";
+import { StepError } from "../../../scripts/lib/step-error.ts";
 import { pushImages, servedImages } from "../stack/registry.ts";
-import { down, readState, up } from "../stack/stack.ts";
+import { down, up } from "../stack/stack.ts";
+import { readState } from "../stack/state.ts";
 import { HopError, runChain } from "./chain.ts";
 import { runChartInput, runChartSvg } from "./run-chart.ts";
 import { hasWholeSecondClock, timelineLines } from "./timeline.ts";
@@ -50,30 +51,39 @@ const THRESHOLD_PERCENT = 75;
 const COLD = coldTimes();
 const FUNCTION_NAMES = Object.keys(FUNCTION_IMAGES) as (keyof typeof FUNCTION_IMAGES)[];
 
-const usage = "usage: npm run demo -- [--real-node (default) [--host-functions] [--no-eventing] [--prometheus-operator] | --kwok] [--containers]";
+const OPTIONS = {
+  "real-node": { type: "boolean", default: false, means: "memhog and the functions on the stack's real node (root)", defaultIs: "on, unless --kwok" },
+  "host-functions": { type: "boolean", default: false, means: "the functions as host processes, not Pods on the real node" },
+  "no-eventing": { type: "boolean", default: false, means: "alert-receiver posts straight to memory-scaler's Service, not through Knative Eventing's Broker" },
+  "prometheus-operator": { type: "boolean", default: false, means: "prometheus-operator's Prometheus and Alertmanager, as kube-prometheus-stack's defaults make them" },
+  kwok: { type: "boolean", default: false, means: "memhog on a kwok Node (its usage an annotation), the functions on the host; no root" },
+  containers: { type: "boolean", default: false, means: "the functions from their images under podman (root)" },
+} as const satisfies Record<string, OptionUsage>;
+
+const USAGE: CommandUsage = {
+  synopsis: ["npm run demo -- [--real-node (default) [--host-functions] [--no-eventing] [--prometheus-operator] | --kwok] [--containers]"],
+  options: OPTIONS,
+  notes: [
+    "Uses the stack running in APPMONITOR_STACK_DIR (default <repo>/.stack), else starts one and stops it after.",
+    "Exit codes: 0 the Deployment was scaled and its new Pod runs; 1 a hop failed (named); 2 usage or a missing prerequisite (named).",
+  ],
+};
+
+exitOnHelp(process.argv.slice(2), USAGE);
 let containers = false;
 let kwok = false;
 let hostFunctions = false;
 let noEventing = false;
 let operator = false;
 try {
-  const { values } = parseArgs({
-    options: {
-      containers: { type: "boolean", default: false },
-      kwok: { type: "boolean", default: false },
-      "real-node": { type: "boolean", default: false },
-      "host-functions": { type: "boolean", default: false },
-      "no-eventing": { type: "boolean", default: false },
-      "prometheus-operator": { type: "boolean", default: false },
-    },
-  });
+  const { values } = parseArgs({ options: OPTIONS });
   ({ containers, kwok, "host-functions": hostFunctions, "no-eventing": noEventing, "prometheus-operator": operator } = values);
   if (operator && (kwok || containers || values["host-functions"] || values["no-eventing"])) throw new Error("--prometheus-operator needs the real node's function Pods and Eventing");
   if (kwok && values["real-node"]) throw new Error("--kwok and --real-node exclude each other");
   // Both choose where the functions run on the real node; on kwok they run on the host already.
   for (const flag of ["host-functions", "no-eventing"] as const) if (kwok && values[flag]) throw new Error(`--${flag} applies to the real node's function Pods, not to --kwok`);
 } catch (error) {
-  console.error(`${usage}: ${(error as Error).message}`);
+  console.error(`demo: ${(error as Error).message}\n${usageText(USAGE)}`);
   process.exit(2);
 }
 const realNode = !kwok;
@@ -140,7 +150,7 @@ try {
   }
 } catch (error) {
   code = 1;
-  console.error(`\ndemo failed: ${error instanceof HopError || error instanceof StackStepError ? error.message : (error as Error).stack ?? String(error)}`);
+  console.error(`\ndemo failed: ${error instanceof HopError || error instanceof StepError ? error.message : (error as Error).stack ?? String(error)}`);
 } finally {
   if (!existing) {
     await down(stateDir).catch((error: unknown) => console.error(`stopping the local stack: ${(error as Error).message}`));

@@ -14,8 +14,8 @@ import { EVENTING_NAMESPACE } from "../stack/eventing-manifests.ts";
 import { installEventing } from "../stack/eventing-install.ts";
 import { applyAppmonitorEventing, brokerIn } from "../stack/eventing-objects.ts";
 import { deployFunctionPods, FUNCTION_POD_NAMES, type FunctionPodName, type FunctionPods } from "../stack/function-pods-install.ts";
-import { saveState, type StackState } from "../stack/stack.ts";
-import { logFilterReceipts } from "../lib/broker-filter-log.ts";
+import { saveState, type StackState } from "../stack/state.ts";
+import { logFilterReceipts } from "../stack/broker-filter-log.ts";
 import { waitForDelivery } from "../lib/broker-hop.ts";
 import type { FunctionProcess, LogLine } from "./processes.ts";
 
@@ -43,7 +43,7 @@ export interface PodFunctions {
  * so `status` shows it and `down` removes it), applies appmonitor's Eventing objects and makes
  * the Broker filter log each event it is handed (`broker-filter-log.ts`).
  * @returns the Broker's address and the install's seconds (undefined when it was there).
- * @throws StackStepError from the install or the apply.
+ * @throws StepError from the install or the apply.
  */
 async function eventingForFunctions(state: StackState, kc: k8s.KubeConfig, progress: (line: string) => void): Promise<{ url: string; installSeconds?: number; brokerReadySeconds: number }> {
   let installSeconds: number | undefined;
@@ -90,7 +90,7 @@ async function readyBrokerUrl(kc: k8s.KubeConfig, namespace: string): Promise<st
  * probe event posted to the Broker ingress has reached memory-scaler (`progress` hears each step; a Trigger's subscription
  * reaches the in-memory channel's dispatcher a little after the Trigger is Ready). With `installed`
  * nothing is deployed: the Pods of that install are followed (and its Broker, with `eventing`).
- * @throws StackStepError from the install or deployment; Error when a function has no Running
+ * @throws StepError from the install or deployment; Error when a function has no Running
  *   Pod, alert-receiver's `K_SINK` is not the Broker's, or no probe gets through.
  */
 export async function podFunctions(state: StackState, options: { eventing?: boolean; progress?: (line: string) => void; installed?: InstalledFunctions } = {}): Promise<PodFunctions> {

@@ -8,8 +8,8 @@
 import { randomBytes } from "node:crypto";
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
-import { podman, podmanEnv, podmanWorkDir } from "../images/podman.ts";
-import { repoRoot } from "../stack/paths.ts";
+import { podman, podmanEnv, podmanWorkDir } from "../../../scripts/images/podman.ts";
+import { repoRoot } from "../../../scripts/lib/paths.ts";
 import { knativeRunArgs, type InClusterCredentials } from "../lib/container.ts";
 import { freePort } from "../lib/free-port.ts";
 

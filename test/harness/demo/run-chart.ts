@@ -39,15 +39,50 @@ export const MARKED_HOPS: Readonly<Record<string, string>> = {
   "new Pod Running, old Pod gone": "new Pod",
 };
 
+/** The plot's width, px. */
+const WIDTH = 640;
+/** A label's width per character and its line's height, px (Vega's default 11 px font, with room). */
+const LABEL_CHAR_PX = 6.5;
+const LABEL_LINE_PX = 13;
+/** Its offset from its rule, and the room kept before the next label of its row, px. */
+const LABEL_DX_PX = 3;
+const LABEL_GAP_PX = 6;
+
+/**
+ * Each mark's row of labels, in `marks`' order, 0 the lowest: taken by time, a label goes on the
+ * lowest row whose last label ends before it starts, so labels of hops at near-equal times stand
+ * one above the other instead of over each other.
+ * @param pxPerSecond the x scale's pixels per second.
+ */
+export function labelRows(marks: readonly RunMark[], pxPerSecond: number): number[] {
+  const rows: number[] = new Array<number>(marks.length).fill(0);
+  const rowEnds: number[] = [];
+  const byTime = marks.map((m, i) => ({ m, i })).sort((a, b) => a.m.t - b.m.t || a.i - b.i);
+  for (const { m, i } of byTime) {
+    const start = m.t * pxPerSecond;
+    const free = rowEnds.findIndex((end) => end <= start);
+    const row = free === -1 ? rowEnds.length : free;
+    rowEnds[row] = start + LABEL_DX_PX + m.label.length * LABEL_CHAR_PX + LABEL_GAP_PX;
+    rows[i] = row;
+  }
+  return rows;
+}
+
 /**
  * The Vega-Lite spec: one line per series and Pod (colour by series, the Pods as separate lines so
- * the old and new Pod's samples are not joined), the threshold dashed, a rule and label per mark.
+ * the old and new Pod's samples are not joined), the threshold dashed, a rule and label per mark,
+ * the labels above the plot in the rows {@link labelRows} gives them. The x scale spans the data
+ * exactly, so a label's place in pixels is known.
  */
 export function runChartSpec(input: RunChartInput): TopLevelSpec {
-  const x = { field: "t", type: "quantitative" as const, title: "seconds from the crossing" };
+  const times = [...input.samples.map((s) => s.t), ...input.marks.map((m) => m.t)];
+  const domain = times.length === 0 ? [0, 1] : [Math.min(...times), Math.max(...times)];
+  const span = Math.max((domain[1] as number) - (domain[0] as number), 1);
+  const rows = labelRows(input.marks.map((m) => ({ ...m, t: m.t - (domain[0] as number) })), WIDTH / span);
+  const x = { field: "t", type: "quantitative" as const, title: "seconds from the crossing", scale: { domain, nice: false, zero: false } };
   return {
     title: input.title,
-    width: 640,
+    width: WIDTH,
     height: 320,
     layer: [
       {
@@ -62,10 +97,13 @@ export function runChartSpec(input: RunChartInput): TopLevelSpec {
         },
       },
       {
-        data: { values: input.marks.map((m) => ({ ...m })) },
+        data: { values: input.marks.map((m, i) => ({ ...m, row: rows[i] })) },
         layer: [
           { mark: { type: "rule", color: "#888", strokeDash: [2, 2] }, encoding: { x } },
-          { mark: { type: "text", align: "left", dx: 3, dy: -4, baseline: "bottom", angle: 0, color: "#444" }, encoding: { x, y: { value: 0 }, text: { field: "label" } } },
+          {
+            mark: { type: "text", align: "left", dx: LABEL_DX_PX, dy: { expr: `-4 - datum.row * ${LABEL_LINE_PX}` }, baseline: "bottom", angle: 0, color: "#444" },
+            encoding: { x, y: { value: 0 }, text: { field: "label" } },
+          },
         ],
       },
     ],

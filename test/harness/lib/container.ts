@@ -1,5 +1,5 @@
 /**
- * A function image run as Knative runs its container, with podman (test/harness/images/podman.ts): the
+ * A function image run as Knative runs its container, with podman (scripts/images/podman.ts): the
  * Knative Service's security context (read-only root file system, user 1000, every capability
  * dropped, no privilege escalation), `PORT` set by the runtime, and the Service's env. Host
  * network, with the function bound to 127.0.0.1. Credentials, when given, are mounted where the
@@ -11,7 +11,7 @@ import { randomBytes } from "node:crypto";
 import { chmod, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type * as k8s from "@kubernetes/client-node";
-import { podman } from "../images/podman.ts";
+import { podman } from "../../../scripts/images/podman.ts";
 import { freePort } from "./free-port.ts";
 import { tokenKubeConfig } from "./service-account.ts";
 

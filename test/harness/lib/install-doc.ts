@@ -6,7 +6,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { parse } from "yaml";
-import { repoRoot } from "../stack/paths.ts";
+import { repoRoot } from "../../../scripts/lib/paths.ts";
 import type { Value } from "./helm-values.ts";
 
 /** The page. */

@@ -3,14 +3,8 @@
  * the harness (which runs the functions' Services as Deployments on the real node) and the tests
  * read it. Types only: the shipped YAML is the source of truth.
  */
+import type { Manifest } from "../../../scripts/lib/manifest.ts";
 
-/** A manifest as parsed from YAML: plain data, typed only as far as every object goes. */
-export interface Manifest {
-  readonly apiVersion: string;
-  readonly kind: string;
-  readonly metadata: { readonly name: string; readonly namespace?: string; readonly labels?: Record<string, string>; readonly annotations?: Record<string, string> };
-  readonly [field: string]: unknown;
-}
 
 /** The container of a Knative Service's template, as far as the harness and the tests read it. */
 export interface ServiceContainer {

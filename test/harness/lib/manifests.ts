@@ -5,8 +5,8 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { parseAllDocuments } from "yaml";
-import { repoRoot } from "../stack/paths.ts";
-import type { Manifest } from "./knative-service.ts";
+import { repoRoot } from "../../../scripts/lib/paths.ts";
+import type { Manifest } from "../../../scripts/lib/manifest.ts";
 
 /**
  * Every non-empty YAML document of `text`, in order.

@@ -8,7 +8,7 @@ import { execFile } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
-import { StackStepError } from "./paths.ts";
+import { StepError } from "../../../scripts/lib/step-error.ts";
 import { KUBERNETES_SERVICE_IP, REAL_NODE } from "./real-node-config.ts";
 
 const run = promisify(execFile);
@@ -29,7 +29,7 @@ async function openssl(args: string[], cwd: string): Promise<void> {
   try {
     await run("openssl", args, { cwd });
   } catch (error) {
-    throw new StackStepError("generate certificates", `openssl ${args[0]} failed: ${(error as { stderr?: string }).stderr ?? error}`, { cause: error });
+    throw new StepError("generate certificates", `openssl ${args[0]} failed: ${(error as { stderr?: string }).stderr ?? error}`, { cause: error });
   }
 }
 
@@ -64,7 +64,7 @@ export interface NodePki {
 
 /**
  * Writes the real node's certificates into `dir`, beside the CA that {@link generatePki} made there.
- * @throws StackStepError when openssl fails.
+ * @throws StepError when openssl fails.
  */
 export async function generateNodePki(dir: string, node: { name: string; ip: string }): Promise<NodePki> {
   await signedCert(dir, "kubelet-client", `/O=system:nodes/CN=system:node:${node.name}`, clientExtensions);
@@ -85,7 +85,7 @@ export async function generateNodePki(dir: string, node: { name: string; ip: str
 
 /**
  * Writes a fresh PKI into `dir` (created if missing).
- * @throws StackStepError when openssl is missing or fails.
+ * @throws StepError when openssl is missing or fails.
  */
 export async function generatePki(dir: string): Promise<Pki> {
   await mkdir(dir, { recursive: true });

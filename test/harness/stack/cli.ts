@@ -7,31 +7,62 @@
  * `--eventing`) Knative Serving all but the ingress (`serving-install.ts`); `down` removes them with the node.
  * `--prometheus-operator` (with or without `--real-node`) installs the monitoring.coreos.com CRDs
  * and runs prometheus-operator with a Prometheus and an Alertmanager as kube-prometheus-stack's
- * defaults make them (`prometheus-operator.ts`).
- *
- * Exit codes: 0 done; 1 a step or component failed (the message names it); 2 usage.
- * Environment: `STACK_NODES` (fake Nodes, default 2), `STACK_SCRAPE_INTERVAL` and
- * `STACK_EVALUATION_INTERVAL` (Prometheus durations, default `1s`), `KUBEBUILDER_ASSETS`,
- * `APPMONITOR_CACHE` (where the Go-built binaries are cached, default `~/.cache/appmonitor`).
+ * defaults make them (`prometheus-operator.ts`). The options, environment and exit codes are
+ * {@link USAGE}'s (`--help`).
  */
+import { parseArgs } from "node:util";
+import { exitOnHelp, usageText, type CommandUsage, type OptionUsage } from "../../../scripts/lib/usage.ts";
 import { defaultStateDir } from "./paths.ts";
-import { down, envLines, readState, saveState, statusLines, up } from "./stack.ts";
+import { down, envLines, statusLines, up } from "./stack.ts";
+import { readState, saveState } from "./state.ts";
 
-const usage = "usage: npm run stack -- up [--real-node [--eventing [--serving]]] [--prometheus-operator] | down | status | env";
-const upFlags = ["--real-node", "--eventing", "--serving", "--prometheus-operator"];
+/** `up`'s options: the others take none. */
+const OPTIONS = {
+  "real-node": { type: "boolean", default: false, means: "add the real node (containerd, runc, CNI, a kubelet; root only) and its registry" },
+  eventing: { type: "boolean", default: false, means: "install Knative Eventing on the real node (needs --real-node)" },
+  serving: { type: "boolean", default: false, means: "install Knative Serving, all but the ingress, beside Eventing (needs --eventing)" },
+  "prometheus-operator": { type: "boolean", default: false, means: "run prometheus-operator with a Prometheus and an Alertmanager as kube-prometheus-stack's defaults make them" },
+} as const satisfies Record<string, OptionUsage>;
 
-async function main(command: string | undefined, flags: string[]): Promise<number> {
-  const unknown = flags.filter((f) => !(command === "up" && upFlags.includes(f)));
-  if (flags.includes("--eventing") && !flags.includes("--real-node")) {
-    console.error(`${usage}\n--eventing runs Knative Eventing on the real node: add --real-node`);
-    return 2;
-  }
-  if (flags.includes("--serving") && !flags.includes("--eventing")) {
-    console.error(`${usage}\n--serving runs Knative Serving beside Eventing on the real node: add --real-node --eventing`);
-    return 2;
-  }
-  if (unknown.length > 0) {
-    console.error(`${usage}\nunknown: ${unknown.join(" ")}`);
+const USAGE: CommandUsage = {
+  synopsis: ["npm run stack -- up [--real-node [--eventing [--serving]]] [--prometheus-operator] | down | status | env"],
+  commands: [
+    { name: "up", means: "start the stack (or say it runs already) and print its endpoints" },
+    { name: "down", means: "stop everything the stack started and remove what it made on the host" },
+    { name: "status", means: "each component's state; exit 1 when one is stopped, missing or not ready" },
+    { name: "env", means: "the shell lines that point kubectl and the tests at it: eval \"$(npm run -s stack -- env)\"" },
+  ],
+  options: OPTIONS,
+  notes: [
+    "State: APPMONITOR_STACK_DIR (default <repo>/.stack). Environment: STACK_NODES (fake Nodes, default 2),",
+    "STACK_SCRAPE_INTERVAL and STACK_EVALUATION_INTERVAL (Prometheus durations, default 1s), KUBEBUILDER_ASSETS",
+    "(controller-runtime's binaries, used first), APPMONITOR_CACHE (the Go-built binaries, default ~/.cache/appmonitor).",
+    "Exit codes: 0 done; 1 a step or component failed (named); 2 usage.",
+  ],
+};
+
+/** The command and `up`'s options. @throws Error naming what is wrong. */
+function parseStackArgs(args: string[]): { command: string; flags: { [K in keyof typeof OPTIONS]: boolean } } {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: OPTIONS });
+  const [command, ...rest] = positionals;
+  if (command === undefined) throw new Error("a command is needed");
+  if (!["up", "down", "status", "env"].includes(command)) throw new Error(`unknown command: ${command}`);
+  if (rest.length > 0) throw new Error(`unknown: ${rest.join(" ")}`);
+  const given = Object.keys(OPTIONS).filter((o) => values[o as keyof typeof OPTIONS]);
+  if (command !== "up" && given.length > 0) throw new Error(`${command} takes no options: ${given.map((o) => `--${o}`).join(" ")}`);
+  if (values.eventing && !values["real-node"]) throw new Error("--eventing runs Knative Eventing on the real node: add --real-node");
+  if (values.serving && !values.eventing) throw new Error("--serving runs Knative Serving beside Eventing on the real node: add --real-node --eventing");
+  return { command, flags: values };
+}
+
+async function main(args: string[]): Promise<number> {
+  exitOnHelp(args, USAGE);
+  let command: string;
+  let flags: ReturnType<typeof parseStackArgs>["flags"];
+  try {
+    ({ command, flags } = parseStackArgs(args));
+  } catch (error) {
+    console.error(`stack: ${(error as Error).message}\n${usageText(USAGE)}`);
     return 2;
   }
   const stateDir = defaultStateDir();
@@ -40,8 +71,8 @@ async function main(command: string | undefined, flags: string[]): Promise<numbe
       const running = await readState(stateDir);
       if (running) console.error(`stack: already running in ${stateDir}`);
       // The real node's registry serves memhog, which the original manifest names: built (cached) first.
-      if (flags.includes("--real-node") && !running) {
-        const { buildImages } = await import("../images/build.ts");
+      if (flags["real-node"] && !running) {
+        const { buildImages } = await import("../../../scripts/images/build.ts");
         await buildImages(["memhog"], (line) => console.error(`stack: images: ${line}`));
       }
       const state = await up({
@@ -49,8 +80,8 @@ async function main(command: string | undefined, flags: string[]): Promise<numbe
         nodes: Number(process.env.STACK_NODES ?? 2),
         scrapeInterval: process.env.STACK_SCRAPE_INTERVAL ?? "1s",
         evaluationInterval: process.env.STACK_EVALUATION_INTERVAL ?? "1s",
-        realNode: flags.includes("--real-node"),
-        prometheusOperator: flags.includes("--prometheus-operator"),
+        realNode: flags["real-node"],
+        prometheusOperator: flags["prometheus-operator"],
         progress: (line) => console.error(`stack: ${line}`),
       });
       console.log(`kube-apiserver  ${state.apiserverUrl}  (KUBECONFIG=${state.kubeconfig})`);
@@ -67,7 +98,7 @@ async function main(command: string | undefined, flags: string[]): Promise<numbe
         const po = state.prometheusOperator;
         console.log(`prometheus-operator ${po.version}  ${po.metricsUrl}  (Prometheus ${po.namespace}/${po.prometheus} selects release=${po.release}; Alertmanager ${po.namespace}/${po.alertmanager})`);
       }
-      if (flags.includes("--eventing") && !state.eventing) {
+      if (flags.eventing && !state.eventing) {
         // Loaded here: the Kubernetes client and the Eventing module are needed for this alone.
         const { installEventing } = await import("./eventing-install.ts");
         const installed = await installEventing(state, undefined, (line) => console.error(`stack: ${line}`));
@@ -75,7 +106,7 @@ async function main(command: string | undefined, flags: string[]): Promise<numbe
         await saveState(state);
         console.error(`stack: Knative Eventing ${installed.version} Available on the real node (${installed.seconds.toFixed(1)} s)`);
       }
-      if (flags.includes("--serving") && !state.serving) {
+      if (flags.serving && !state.serving) {
         const { installServing } = await import("./serving-install.ts");
         const installed = await installServing(state, { progress: (line) => console.error(`stack: ${line}`) });
         state.serving = { version: installed.version, deployments: installed.deployments };
@@ -112,13 +143,11 @@ async function main(command: string | undefined, flags: string[]): Promise<numbe
       console.log(envLines(state).join("\n"));
       return 0;
     }
-    default:
-      console.error(command === undefined ? usage : `${usage}\nunknown command: ${command}`);
-      return 2;
   }
+  return 2;
 }
 
-main(process.argv[2], process.argv.slice(3)).then(
+main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: Error) => {
     console.error(`stack: ${error.message}`);

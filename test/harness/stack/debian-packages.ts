@@ -7,7 +7,7 @@
 import { execFile, spawn } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
-import { repoRoot } from "./paths.ts";
+import { repoRoot } from "../../../scripts/lib/paths.ts";
 
 const run = promisify(execFile);
 

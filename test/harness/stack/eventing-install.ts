@@ -20,9 +20,9 @@ import { EVENTING_NAMESPACE, type EventingObject } from "./eventing-manifests.ts
 import { placementAnnotations, placePods } from "./eventing-placement.ts";
 import { eventingImageArchive, eventingInstall } from "./eventing-source.ts";
 import { importImages } from "./node-images.ts";
-import { StackStepError } from "./paths.ts";
+import { StepError } from "../../../scripts/lib/step-error.ts";
 import { REAL_NODE_PLACEMENT } from "./real-node-config.ts";
-import type { StackState } from "./stack.ts";
+import type { StackState } from "./state.ts";
 
 const run = promisify(execFile);
 const STEP = "install Knative Eventing on the real node";
@@ -40,16 +40,16 @@ export interface EventingInstallation {
   seconds: number;
 }
 
-/** kubectl against the stack, as one step's command; its stdout. @throws StackStepError with kubectl's stderr. */
+/** kubectl against the stack, as one step's command; its stdout. @throws StepError with kubectl's stderr. */
 export async function stackKubectl(state: StackState, args: readonly string[], step = STEP): Promise<string> {
   try {
     return (await run(state.binaries.kubectl, [`--kubeconfig=${state.kubeconfig}`, ...args], { maxBuffer: 32 << 20, timeout: 180_000 })).stdout;
   } catch (error) {
-    throw new StackStepError(step, `kubectl ${args.join(" ")}: ${(error as { stderr?: string }).stderr?.trim() ?? String(error)}`, { cause: error });
+    throw new StepError(step, `kubectl ${args.join(" ")}: ${(error as { stderr?: string }).stderr?.trim() ?? String(error)}`, { cause: error });
   }
 }
 
-/** Server-side apply of `objects`, written to `file` first (kept for a reader of the state directory). @throws StackStepError of `step`. */
+/** Server-side apply of `objects`, written to `file` first (kept for a reader of the state directory). @throws StepError of `step`. */
 export async function applyObjects(state: StackState, objects: readonly object[], file: string, step = STEP): Promise<void> {
   await writeFile(file, objects.map((o) => stringify(o, { version: "1.1" })).join("---\n"));
   await stackKubectl(state, ["apply", "--server-side", "--force-conflicts", "--field-manager=appmonitor-stack", "-f", file], step);
@@ -57,19 +57,19 @@ export async function applyObjects(state: StackState, objects: readonly object[]
 
 /**
  * Polls `check` every 500 ms until it returns true.
- * @throws StackStepError of `step` after `timeoutMs` with `describe()`'s account of what is missing.
+ * @throws StepError of `step` after `timeoutMs` with `describe()`'s account of what is missing.
  */
 export async function until(check: () => Promise<boolean>, timeoutMs: number, describe: () => Promise<string>, step = STEP): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new StackStepError(step, `${await describe()} after ${timeoutMs / 1000} s`);
+    if (Date.now() > deadline) throw new StepError(step, `${await describe()} after ${timeoutMs / 1000} s`);
     await new Promise((r) => setTimeout(r, 500));
   }
 }
 
 /**
  * Waits until Deployment `name` of `namespace` (default Eventing's) is Available.
- * @throws StackStepError of `step` naming its Pods' states.
+ * @throws StepError of `step` naming its Pods' states.
  */
 export async function waitAvailable(kc: k8s.KubeConfig, name: string, timeoutMs: number, namespace = EVENTING_NAMESPACE, step = STEP): Promise<void> {
   const apps = kc.makeApiClient(k8s.AppsV1Api);
@@ -88,7 +88,7 @@ export async function waitAvailable(kc: k8s.KubeConfig, name: string, timeoutMs:
 /**
  * Annotates namespace `name` (which must exist) so that every Pod created in it lands on the real
  * node, whoever creates it ({@link placementAnnotations}).
- * @throws StackStepError when kubectl fails.
+ * @throws StepError when kubectl fails.
  */
 export async function placeNamespace(state: StackState, name: string): Promise<void> {
   const annotations = Object.entries(placementAnnotations(REAL_NODE_PLACEMENT)).map(([k, v]) => `${k}=${v}`);
@@ -99,7 +99,7 @@ export async function placeNamespace(state: StackState, name: string): Promise<v
  * Applies a Knative install's webhook configurations (`configs`, written to `file`) once its
  * webhook serves, and waits until the webhook has written its own CA into each of them: until
  * then the API server cannot trust it.
- * @throws StackStepError of `step` when the apply fails or a configuration has no CA bundle after `timeoutMs`.
+ * @throws StepError of `step` when the apply fails or a configuration has no CA bundle after `timeoutMs`.
  */
 export async function applyWebhookConfigurations(state: StackState, kc: k8s.KubeConfig, configs: readonly EventingObject[], file: string, timeoutMs: number, step = STEP): Promise<void> {
   await applyObjects(state, configs, file, step);
@@ -122,12 +122,12 @@ export async function applyWebhookConfigurations(state: StackState, kc: k8s.Kube
  * node and waits until it serves.
  * @param timeoutMs how long to wait for each Deployment and for the webhook's configurations (default 240 000).
  * @param progress hears one line per step: the images imported, each Deployment Available (n of m).
- * @throws StackStepError when the stack has no real node, an import or apply fails, or a
+ * @throws StepError when the stack has no real node, an import or apply fails, or a
  *   Deployment is not Available in time (the message names its Pods' states).
  */
 export async function installEventing(state: StackState, timeoutMs = 240_000, progress: (line: string) => void = () => {}): Promise<EventingInstallation> {
   const node = state.realNode;
-  if (!node) throw new StackStepError(STEP, "the stack has no real node; start it with 'npm run stack -- up --real-node'");
+  if (!node) throw new StepError(STEP, "the stack has no real node; start it with 'npm run stack -- up --real-node'");
   const t0 = Date.now();
   const { module, objects } = await eventingInstall();
   const binDir = path.dirname(state.binaries.kubectl);

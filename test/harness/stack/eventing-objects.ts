@@ -9,14 +9,14 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { stringify } from "yaml";
-import type { Manifest } from "../lib/knative-service.ts";
+import type { Manifest } from "../../../scripts/lib/manifest.ts";
 import { placeNamespace, stackKubectl, waitAvailable } from "./eventing-install.ts";
-import { archiveDir } from "../images/paths.ts";
+import { archiveDir } from "../../../scripts/lib/paths.ts";
 import { DEAD_LETTER_FUNCTION, FUNCTIONS_NAMESPACE, stackProfileObjects } from "./function-pods-install.ts";
 import { importImages } from "./node-images.ts";
-import { StackStepError } from "./paths.ts";
+import { StepError } from "../../../scripts/lib/step-error.ts";
 import { isEventingObject } from "./stack-profile.ts";
-import type { StackState } from "./stack.ts";
+import type { StackState } from "./state.ts";
 import { waitEstablished } from "../lib/crd-established.ts";
 
 const STEP = "apply appmonitor's Eventing objects";
@@ -45,10 +45,10 @@ export const DEAD_LETTER_SINK = { name: "appmonitor-dead-letter", namespace: FUN
  * @param sinkArchive the dead-letter function's OCI archive (default `<cache>/images/dead-letter.oci.tar`).
  * @param namespace the install's (default the shipped one).
  * @returns the Broker's address as Eventing reports it (`http://broker-ingress.knative-eventing.svc.cluster.local/<namespace>/default`).
- * @throws StackStepError when kubectl fails, or the Broker is not Ready or the sink not Available within `timeoutMs` (default 120 000).
+ * @throws StepError when kubectl fails, or the Broker is not Ready or the sink not Available within `timeoutMs` (default 120 000).
  */
 export async function applyAppmonitorEventing(state: StackState, timeoutMs = 120_000, namespace = FUNCTIONS_NAMESPACE, sinkArchive = path.join(archiveDir(), `${DEAD_LETTER_FUNCTION}.oci.tar`)): Promise<string> {
-  if (!state.realNode) throw new StackStepError(STEP, "the stack has no real node");
+  if (!state.realNode) throw new StepError(STEP, "the stack has no real node");
   await importImages(state.realNode, [sinkArchive]);
   const objects = await stackProfileObjects(state, { namespace, sink: "sinkbinding" }, STEP);
   const write = async (name: string, list: readonly Manifest[]) => {
@@ -78,7 +78,7 @@ export async function applyAppmonitorEventing(state: StackState, timeoutMs = 120
       await waitAvailable(kc, sink.name, Math.max(deadline - Date.now(), 1_000), sink.namespace, STEP);
       return found.status.address.url;
     }
-    if (Date.now() > deadline) throw new StackStepError(STEP, `Broker ${broker.namespace}/${broker.name} not Ready after ${timeoutMs / 1000} s: ${JSON.stringify(found.status?.conditions ?? [])}`);
+    if (Date.now() > deadline) throw new StepError(STEP, `Broker ${broker.namespace}/${broker.name} not Ready after ${timeoutMs / 1000} s: ${JSON.stringify(found.status?.conditions ?? [])}`);
     await new Promise((r) => setTimeout(r, 500));
   }
 }

@@ -11,7 +11,7 @@ import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { renderEventing, selectEventingFiles, type EventingFile, type EventingObject } from "./eventing-manifests.ts";
-import { repoRoot } from "./paths.ts";
+import { repoRoot } from "../../../scripts/lib/paths.ts";
 
 /** The Go module that pins Eventing and lists its commands. */
 export const EVENTING_MODULE_DIR = path.join(repoRoot, "test", "harness", "bins", "eventing");

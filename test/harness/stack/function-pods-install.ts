@@ -14,15 +14,15 @@ import path from "node:path";
 import { promisify } from "node:util";
 import * as k8s from "@kubernetes/client-node";
 import { stringify } from "yaml";
-import { FUNCTION_IMAGES } from "../images/build.ts";
-import { archiveDir } from "../images/paths.ts";
-import type { Manifest } from "../lib/knative-service.ts";
+import { FUNCTION_IMAGES } from "../../../scripts/images/build.ts";
+import { archiveDir } from "../../../scripts/lib/paths.ts";
+import type { Manifest } from "../../../scripts/lib/manifest.ts";
 import { placeNamespace } from "./eventing-install.ts";
 import { importImages } from "./node-images.ts";
-import { StackStepError } from "./paths.ts";
+import { StepError } from "../../../scripts/lib/step-error.ts";
 import { CLUSTER_DOMAIN } from "./real-node-config.ts";
 import { isEventingObject, renderStackProfile, SHIPPED_NAMESPACE } from "./stack-profile.ts";
-import type { StackState } from "./stack.ts";
+import type { StackState } from "./state.ts";
 import { waitEstablished } from "../lib/crd-established.ts";
 
 const run = promisify(execFile);
@@ -68,17 +68,17 @@ export interface FunctionPods {
 /**
  * The shipped Eventing-only profile as the stack runs it (`stack-profile.ts`), rendered into the
  * real node's directory: every object, Eventing's included.
- * @throws StackStepError of `step` when kubectl's kustomize fails.
+ * @throws StepError of `step` when kubectl's kustomize fails.
  */
 export async function stackProfileObjects(state: StackState, options: { namespace?: string; sink?: "memory-scaler" | "sinkbinding"; profile?: "eventing-only" | "serving"; imageDigests?: Readonly<Record<string, string>> }, step: string): Promise<Manifest[]> {
   const node = state.realNode;
-  if (!node) throw new StackStepError(step, "the stack has no real node; start it with 'npm run stack -- up --real-node'");
+  if (!node) throw new StepError(step, "the stack has no real node; start it with 'npm run stack -- up --real-node'");
   const namespace = options.namespace ?? FUNCTIONS_NAMESPACE;
   const kustomize = async (dir: string) => {
     try {
       return (await run(state.binaries.kubectl, ["kustomize", dir], { maxBuffer: 32 << 20, timeout: 120_000 })).stdout;
     } catch (error) {
-      throw new StackStepError(step, `kubectl kustomize ${dir}: ${(error as { stderr?: string }).stderr?.trim() ?? String(error)}`, { cause: error });
+      throw new StepError(step, `kubectl kustomize ${dir}: ${(error as { stderr?: string }).stderr?.trim() ?? String(error)}`, { cause: error });
     }
   };
   // On the operator stack the shipped kube-prometheus-stack address exists: the profile keeps it.
@@ -96,16 +96,16 @@ export async function stackProfileObjects(state: StackState, options: { namespac
  * (a fresh random token) and the rest. Each file is kept in the real node's directory, named
  * `<filePrefix>-crds.yaml` and `<filePrefix>.yaml`.
  * @returns the webhook token.
- * @throws StackStepError of `step` when kubectl fails.
+ * @throws StepError of `step` when kubectl fails.
  */
 export async function applyProfile(state: StackState, objects: readonly Manifest[], namespace: string, step: string, filePrefix: string): Promise<string> {
   const node = state.realNode;
-  if (!node) throw new StackStepError(step, "the stack has no real node; start it with 'npm run stack -- up --real-node'");
+  if (!node) throw new StepError(step, "the stack has no real node; start it with 'npm run stack -- up --real-node'");
   const kubectl = async (args: string[]) => {
     try {
       return (await run(state.binaries.kubectl, [`--kubeconfig=${state.kubeconfig}`, ...args], { maxBuffer: 16 << 20, timeout: 120_000 })).stdout;
     } catch (error) {
-      throw new StackStepError(step, `kubectl ${args.join(" ")}: ${(error as { stderr?: string }).stderr?.trim() ?? String(error)}`, { cause: error });
+      throw new StepError(step, `kubectl ${args.join(" ")}: ${(error as { stderr?: string }).stderr?.trim() ?? String(error)}`, { cause: error });
     }
   };
   const apply = (...files: string[]) => kubectl(["apply", "--server-side", "--force-conflicts", "--field-manager=appmonitor-stack", ...files.flatMap((f) => ["-f", f])]);
@@ -128,12 +128,12 @@ export async function applyProfile(state: StackState, objects: readonly Manifest
 
 /**
  * Installs the functions on the real node and waits until their Deployments are Available.
- * @throws StackStepError when the stack has no real node, an import or apply fails, or a
+ * @throws StepError when the stack has no real node, an import or apply fails, or a
  *   Deployment is not Available in time (the message names its Pods' states).
  */
 export async function deployFunctionPods(state: StackState, options: DeployFunctionPodsOptions = {}): Promise<FunctionPods> {
   const node = state.realNode;
-  if (!node) throw new StackStepError("deploy the functions as Pods", "the stack has no real node; start it with 'npm run stack -- up --real-node'");
+  if (!node) throw new StepError("deploy the functions as Pods", "the stack has no real node; start it with 'npm run stack -- up --real-node'");
   const archives = FUNCTION_POD_NAMES.map((name) => options.archives?.[name] ?? path.join(archiveDir(), `${name}.oci.tar`));
   const say = options.progress ?? (() => {});
   const t0 = Date.now();
@@ -157,7 +157,7 @@ export async function deployFunctionPods(state: StackState, options: DeployFunct
       if (Date.now() > deadline) {
         const pods = await core.listNamespacedPod({ namespace, labelSelector: `app.kubernetes.io/name=${name}` });
         const states = pods.items.map((p) => `${p.metadata?.name}: ${p.status?.phase} ${JSON.stringify(p.status?.containerStatuses?.[0]?.state ?? p.status?.conditions ?? {})}`);
-        throw new StackStepError("deploy the functions as Pods", `Deployment ${name} not Available after ${timeoutMs / 1000} s; ${states.join("; ") || "no Pods"} (${JSON.stringify(d.status?.conditions ?? [])})`);
+        throw new StepError("deploy the functions as Pods", `Deployment ${name} not Available after ${timeoutMs / 1000} s; ${states.join("; ") || "no Pods"} (${JSON.stringify(d.status?.conditions ?? [])})`);
       }
       await new Promise((r) => setTimeout(r, 500));
     }

@@ -17,7 +17,7 @@ import path from "node:path";
 import type * as k8s from "@kubernetes/client-node";
 import { parse, stringify } from "yaml";
 import { MONITOR_ANNOTATION } from "../../../functions/lib/appmonitor.ts";
-import { StackStepError } from "./paths.ts";
+import { StepError } from "../../../scripts/lib/step-error.ts";
 import { startProcess, waitReady, type Started } from "./processes.ts";
 
 /** The ServiceAccount of kube-state-metrics' own manifests (examples/standard/service-account.yaml). */
@@ -102,27 +102,27 @@ export interface StartKubeStateMetricsInput {
  * Applies kube-state-metrics' RBAC as it ships (ServiceAccount, ClusterRole, ClusterRoleBinding),
  * writes a kubeconfig with a token of that ServiceAccount (TokenRequest, 7 days, as Prometheus's
  * kubelet token), starts it and waits until it answers `/readyz`.
- * @throws StackStepError when a manifest is missing or not the kind expected; ComponentError when
+ * @throws StepError when a manifest is missing or not the kind expected; ComponentError when
  *   it exits or does not get ready, with its log tail.
  */
 export async function startKubeStateMetrics(input: StartKubeStateMetricsInput): Promise<void> {
   const manifest = async (file: string) => {
     const text = await readFile(path.join(input.rbacDir, file), "utf8").catch((error: unknown) => {
-      throw new StackStepError("kube-state-metrics' RBAC", `${path.join(input.rbacDir, file)}: ${(error as Error).message}; run bash test/harness/bins/build.sh`);
+      throw new StepError("kube-state-metrics' RBAC", `${path.join(input.rbacDir, file)}: ${(error as Error).message}; run bash test/harness/bins/build.sh`);
     });
     return parse(text) as { kind?: string };
   };
   const [sa, role, binding] = await Promise.all(KUBE_STATE_METRICS_RBAC_FILES.map(manifest));
   const { namespace, name } = KUBE_STATE_METRICS_SERVICE_ACCOUNT;
   if (sa?.kind !== "ServiceAccount" || role?.kind !== "ClusterRole" || binding?.kind !== "ClusterRoleBinding") {
-    throw new StackStepError("kube-state-metrics' RBAC", `expected a ServiceAccount, a ClusterRole and a ClusterRoleBinding in ${input.rbacDir}`);
+    throw new StepError("kube-state-metrics' RBAC", `expected a ServiceAccount, a ClusterRole and a ClusterRoleBinding in ${input.rbacDir}`);
   }
   await input.core.createNamespacedServiceAccount({ namespace, body: sa as k8s.V1ServiceAccount });
   await input.rbac.createClusterRole({ body: role as k8s.V1ClusterRole });
   await input.rbac.createClusterRoleBinding({ body: binding as k8s.V1ClusterRoleBinding });
   const res = await input.core.createNamespacedServiceAccountToken({ name, namespace, body: { spec: { expirationSeconds: 7 * 24 * 3600, audiences: [] } } });
   const token = res.status?.token;
-  if (!token) throw new StackStepError("kube-state-metrics' token", `TokenRequest for ${namespace}/${name} returned no token`);
+  if (!token) throw new StepError("kube-state-metrics' token", `TokenRequest for ${namespace}/${name} returned no token`);
   const kubeconfig = path.join(input.dir, "kube-state-metrics.kubeconfig");
   await writeFile(kubeconfig, stringify({
     apiVersion: "v1",

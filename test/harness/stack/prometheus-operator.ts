@@ -27,7 +27,7 @@ import { freePort } from "../lib/free-port.ts";
 import { KUBE_PROMETHEUS_STACK_ALERTMANAGER_CONFIG } from "../../../scripts/alertmanager-routing.ts";
 import { chartLabels, chartServices, generalRules, KUBELET_SERVICE, kubeletServiceMonitor, kubeStateMetricsObjects, PROMETHEUS_POD_SERVICE_ACCOUNT, prometheusRbac } from "./prometheus-operator-chart.ts";
 import { PROMETHEUS_OPERATOR } from "./prometheus-operator-names.ts";
-import { StackStepError } from "./paths.ts";
+import { StepError } from "../../../scripts/lib/step-error.ts";
 import { startProcess, waitReady, type Started } from "./processes.ts";
 
 export { PROMETHEUS_OPERATOR };
@@ -211,19 +211,19 @@ export interface StartPrometheusOperatorInput {
  * (TokenRequest, 7 days) and waits for `/healthz`; creates the chart's general rules, the
  * Alertmanager's base Secret, the Alertmanager and the Prometheus, and waits until the operator
  * has generated the Alertmanager's configuration and the Prometheus's rule files ConfigMap.
- * @throws StackStepError when a file is missing or kubectl fails; ComponentError when the
+ * @throws StepError when a file is missing or kubectl fails; ComponentError when the
  *   operator exits or does not get ready, with its log tail.
  */
 export async function startPrometheusOperator(input: StartPrometheusOperatorInput): Promise<PrometheusOperatorState> {
   const run = promisify(execFile);
   const crdDir = path.join(input.dir, "crds");
   const crds = (await readdir(crdDir).catch(() => [])).filter((f) => f.endsWith(".yaml")).map((f) => path.join(crdDir, f));
-  if (crds.length === 0) throw new StackStepError("prometheus-operator's CRDs", `no CRDs in ${crdDir}; run bash test/harness/bins/build.sh`);
+  if (crds.length === 0) throw new StepError("prometheus-operator's CRDs", `no CRDs in ${crdDir}; run bash test/harness/bins/build.sh`);
   const kubectl = async (...args: string[]) => {
     try {
       await run(input.kubectl, [`--kubeconfig=${input.adminKubeconfig}`, ...args], { timeout: 120_000, maxBuffer: 16 << 20 });
     } catch (error) {
-      throw new StackStepError("prometheus-operator's CRDs", `kubectl ${args[0]}: ${(error as { stderr?: string }).stderr ?? String(error)}`);
+      throw new StepError("prometheus-operator's CRDs", `kubectl ${args[0]}: ${(error as { stderr?: string }).stderr ?? String(error)}`);
     }
   };
   const files = crds.flatMap((f) => ["-f", f]);
@@ -232,7 +232,7 @@ export async function startPrometheusOperator(input: StartPrometheusOperatorInpu
 
   const { namespace, serviceAccount } = PROMETHEUS_OPERATOR;
   const role = parse(await readFile(path.join(input.dir, "rbac", "prometheus-operator-cluster-role.yaml"), "utf8")) as k8s.V1ClusterRole;
-  if (role.kind !== "ClusterRole" || !role.metadata?.name) throw new StackStepError("prometheus-operator's RBAC", `expected a ClusterRole in ${input.dir}/rbac`);
+  if (role.kind !== "ClusterRole" || !role.metadata?.name) throw new StepError("prometheus-operator's RBAC", `expected a ClusterRole in ${input.dir}/rbac`);
   // The real node has made the namespace already, for its kubelet's scraper.
   await input.core.createNamespace({ body: { metadata: { name: namespace } } }).catch((error: { code?: number }) => {
     if (error.code !== 409) throw error;
@@ -248,7 +248,7 @@ export async function startPrometheusOperator(input: StartPrometheusOperatorInpu
   });
   const res = await input.core.createNamespacedServiceAccountToken({ name: serviceAccount, namespace, body: { spec: { expirationSeconds: 7 * 24 * 3600, audiences: [] } } });
   const token = res.status?.token;
-  if (!token) throw new StackStepError("prometheus-operator's token", `TokenRequest for ${namespace}/${serviceAccount} returned no token`);
+  if (!token) throw new StepError("prometheus-operator's token", `TokenRequest for ${namespace}/${serviceAccount} returned no token`);
   const kubeconfig = path.join(input.stateDir, "prometheus-operator.kubeconfig");
   await writeFile(kubeconfig, stringify({
     apiVersion: "v1",
@@ -261,7 +261,7 @@ export async function startPrometheusOperator(input: StartPrometheusOperatorInpu
 
   const bin = path.join(input.dir, "operator");
   const { stdout } = await run(bin, ["--version"]).catch((error: unknown) => {
-    throw new StackStepError("prometheus-operator", `${bin} --version: ${String(error)}; run bash test/harness/bins/build.sh`);
+    throw new StepError("prometheus-operator", `${bin} --version: ${String(error)}; run bash test/harness/bins/build.sh`);
   });
   const version = /version (\S+)/.exec(stdout)?.[1] ?? "unknown";
   const port = await freePort();
@@ -304,7 +304,7 @@ export async function startPrometheusOperator(input: StartPrometheusOperatorInpu
 /**
  * The IP of the operator's StatefulSet Pod `name` once it is Ready (up to 180 s: the first start
  * waits for its config reloader's first configuration).
- * @throws StackStepError when it is not, naming its containers' states; it wraps the operator's
+ * @throws StepError when it is not, naming its containers' states; it wraps the operator's
  *   ComponentError when the operator exits meanwhile.
  */
 async function readyPodIp(operator: Started, core: k8s.CoreV1Api, name: string): Promise<string> {
@@ -320,7 +320,7 @@ async function readyPodIp(operator: Started, core: k8s.CoreV1Api, name: string):
       return ip !== "" && (pod.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
     }, 180_000);
   } catch (error) {
-    throw new StackStepError("prometheus-operator's StatefulSets on the real node", `${namespace}/${name} not Ready: ${seen}: ${(error as Error).message}`, { cause: error });
+    throw new StepError("prometheus-operator's StatefulSets on the real node", `${namespace}/${name} not Ready: ${seen}: ${(error as Error).message}`, { cause: error });
   }
   return ip;
 }
@@ -329,6 +329,6 @@ async function readyPodIp(operator: Started, core: k8s.CoreV1Api, name: string):
 export async function binaryVersion(bin: string): Promise<string> {
   const { stdout, stderr } = await promisify(execFile)(bin, ["--version"]);
   const v = /version (\d+\.\d+\.\d+)/.exec(stdout + stderr)?.[1];
-  if (!v) throw new StackStepError("prometheus-operator", `no version in \`${bin} --version\``);
+  if (!v) throw new StepError("prometheus-operator", `no version in \`${bin} --version\``);
   return `v${v}`;
 }

@@ -14,16 +14,30 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { freePort } from "../lib/free-port.ts";
 import { kubeconfig } from "./config-files.ts";
-import { StackStepError } from "./paths.ts";
-import { startProcess, waitReady } from "./processes.ts";
-import type { StartRealNodeInput } from "./real-node.ts";
+import type * as k8s from "@kubernetes/client-node";
+import { StepError } from "../../../scripts/lib/step-error.ts";
+import type { NodePki, Pki } from "./certs.ts";
+import { startProcess, waitReady, type Started } from "./processes.ts";
 import { CLUSTER_DOMAIN, KUBERNETES_SERVICE_IP, REAL_NODE } from "./real-node-config.ts";
 import { COREDNS_CLUSTER_ROLE, COREDNS_USER, corefile, emptyTables, kubeChainRemoval, kubeProxyArgs } from "./real-node-services-config.ts";
 
 const run = promisify(execFile);
 
-/** What {@link startRealNodeServices} needs: the real node's own input, its directory and two binaries. */
-export type StartServicesInput = Pick<StartRealNodeInput, "pki" | "nodePki" | "apiserverUrl" | "env" | "log" | "record" | "rbac" | "say"> & {
+/** What the real node and its Services, DNS and relay are started with alike. */
+export interface RealNodeContext {
+  pki: Pki;
+  nodePki: NodePki;
+  apiserverUrl: string;
+  env: NodeJS.ProcessEnv;
+  log: (name: string) => string;
+  /** Records a started process in the stack's state (so `down` stops it and `status` shows it). */
+  record: (s: Started, endpoint: string) => Promise<void>;
+  rbac: k8s.RbacAuthorizationV1Api;
+  say: (line: string) => void;
+}
+
+/** What {@link startRealNodeServices} needs: the real node's context, its directory and two binaries. */
+export type StartServicesInput = RealNodeContext & {
   /** `<stateDir>/node`: kubeconfigs and the Corefile go here. */
   nodeDir: string;
   /** kube-proxy (test/harness/bins/proxy) and CoreDNS (test/harness/bins/dns), absolute paths. */
@@ -35,7 +49,7 @@ export type StartServicesInput = Pick<StartRealNodeInput, "pki" | "nodePki" | "a
  * kube-proxy has written its rules and CoreDNS answers `kubernetes.default.svc.cluster.local`.
  * Then moves the real node's iptables fence back to the head of FORWARD, ahead of the chains
  * kube-proxy prepends there.
- * @throws ComponentError when one exits or does not get ready, with its log tail; StackStepError for a failed host step.
+ * @throws ComponentError when one exits or does not get ready, with its log tail; StepError for a failed host step.
  */
 export async function startRealNodeServices(input: StartServicesInput): Promise<void> {
   const apiPort = new URL(input.apiserverUrl).port;
@@ -113,7 +127,7 @@ async function fenceFirst(): Promise<void> {
   for (;;) {
     const rules = await forwardRules();
     if (KUBE_PROXY_FORWARD_CHAINS.every((c) => rules.some((l) => l.endsWith(`-j ${c}`)))) break;
-    if (Date.now() > deadline) throw new StackStepError(step, `kube-proxy's jumps did not all appear in FORWARD within 30 s: ${rules.join("; ")}`);
+    if (Date.now() > deadline) throw new StepError(step, `kube-proxy's jumps did not all appear in FORWARD within 30 s: ${rules.join("; ")}`);
     await new Promise((r) => setTimeout(r, 200));
   }
   try {
@@ -125,7 +139,7 @@ async function fenceFirst(): Promise<void> {
     const forward = await forwardRules();
     if (forward[0] !== jump || forward.filter((l) => l === jump).length !== 1) throw new Error(`FORWARD is now: ${forward.join("; ")}`);
   } catch (error) {
-    throw new StackStepError(step, (error as { stderr?: string }).stderr?.trim() || (error as Error).message, { cause: error });
+    throw new StepError(step, (error as { stderr?: string }).stderr?.trim() || (error as Error).message, { cause: error });
   }
 }
 

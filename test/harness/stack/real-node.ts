@@ -27,12 +27,13 @@ import { mkdir, rm, rmdir, unlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import type * as k8s from "@kubernetes/client-node";
-import type { NodePki, Pki } from "./certs.ts";
 import { kubeconfig } from "./config-files.ts";
-import { buildBinaries, StackStepError, which } from "./paths.ts";
-import { alive, startProcess, stopAll, waitReady, type Started } from "./processes.ts";
+import { which } from "./paths.ts";
+import { buildBinaries } from "../../../scripts/lib/binaries.ts";
+import { StepError } from "../../../scripts/lib/step-error.ts";
+import { alive, startProcess, stopAll, waitReady } from "./processes.ts";
 import { startKubeStateMetrics, type KubeStateMetricsPorts } from "./kube-state-metrics.ts";
-import { cleanUpKubeProxy, netfilterTables, removeTablesMadeSince, resolveInCluster, startRealNodeServices } from "./real-node-services.ts";
+import { cleanUpKubeProxy, netfilterTables, removeTablesMadeSince, resolveInCluster, startRealNodeServices, type RealNodeContext } from "./real-node-services.ts";
 import {
   CLUSTER_DOMAIN, cniConflist, containerdConfig, kubeletConfig, PROMETHEUS_SERVICE_ACCOUNT, REAL_NODE, REAL_NODE_PACKAGES, realNodePaths, type RealNodePaths,
 } from "./real-node-config.ts";
@@ -106,7 +107,7 @@ async function cmd(file: string, args: string[], step: string): Promise<string> 
     return (await run(file, args, { maxBuffer: 16 << 20 })).stdout;
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr?.trim() ?? String(error);
-    throw new StackStepError(step, `${path.basename(file)} ${args.join(" ")}: ${stderr}`, { cause: error });
+    throw new StepError(step, `${path.basename(file)} ${args.join(" ")}: ${stderr}`, { cause: error });
   }
 }
 
@@ -123,7 +124,7 @@ async function tryCmd(file: string, args: string[]): Promise<string | undefined>
 /**
  * Finds the real node's binaries: builds test/harness/bins/node when not cached (about a minute once the
  * kube set's Go build cache is warm), and looks for Debian's containerd, ctr, runc and CNI plugins.
- * @throws StackStepError naming what is missing and the one command that installs it.
+ * @throws StepError naming what is missing and the one command that installs it.
  */
 export async function resolveNodeBinaries(env: NodeJS.ProcessEnv = process.env, progress?: (line: string) => void): Promise<NodeBinaries> {
   const built = await buildBinaries(env, progress);
@@ -133,14 +134,14 @@ export async function resolveNodeBinaries(env: NodeJS.ProcessEnv = process.env, 
     kubeStateMetrics: path.join(built, "kube-state-metrics"), kubeStateMetricsRbac: path.join(built, "kube-state-metrics-rbac"),
   };
   for (const file of Object.values(ours)) {
-    if (!existsSync(file)) throw new StackStepError("find the real node's binaries", `${file} is missing; run bash test/harness/bins/build.sh`);
+    if (!existsSync(file)) throw new StepError("find the real node's binaries", `${file} is missing; run bash test/harness/bins/build.sh`);
   }
   const find = (name: string) => which(name, { PATH: `${env.PATH ?? ""}:/usr/sbin:/usr/bin:/sbin` });
   const debian = { containerd: find("containerd"), ctr: find("ctr"), runc: find("runc") };
   const cniBinDir = ["/usr/lib/cni", "/opt/cni/bin"].find((d) => ["bridge", "host-local", "loopback"].every((p) => existsSync(path.join(d, p))));
   const tools = ["ip", "iptables", "nft", "umount", "skopeo"].filter((t) => !find(t));
   if (!debian.containerd || !debian.ctr || !debian.runc || !cniBinDir || tools.length > 0) {
-    throw new StackStepError("find the real node's Debian packages",
+    throw new StepError("find the real node's Debian packages",
       `containerd, ctr, runc, the CNI bridge/host-local/loopback plugins, ip, iptables, nft and skopeo are needed; as root run: apt-get install -y --no-install-recommends ${REAL_NODE_PACKAGES.join(" ")} (or bash scripts/install-debian.sh)`);
   }
   return { ...ours, containerd: debian.containerd, ctr: debian.ctr, runc: debian.runc, cniBinDir };
@@ -187,44 +188,35 @@ function readSysctl(name: string): string {
 /**
  * Checks that this process may make a real node here: root, a cgroup v1 memory hierarchy, and no
  * other stack's real node (its interface would exist; its alias names that stack's directory).
- * @throws StackStepError saying what is wrong and what to do.
+ * @throws StepError saying what is wrong and what to do.
  */
 export async function checkRealNodeHost(stateDir: string): Promise<void> {
   const step = "check the host for a real node";
-  if (process.getuid?.() !== 0) throw new StackStepError(step, "the real node needs root (containerd, runc, network and cgroups): run as root");
+  if (process.getuid?.() !== 0) throw new StepError(step, "the real node needs root (containerd, runc, network and cgroups): run as root");
   if (!cgroupMounts().some((m) => m.version === 1 && path.basename(m.dir).split(",").includes("memory"))) {
-    throw new StackStepError(step, "no cgroup v1 memory hierarchy is mounted; the real node runs the kubelet with cgroupfs on cgroup v1");
+    throw new StepError(step, "no cgroup v1 memory hierarchy is mounted; the real node runs the kubelet with cgroupfs on cgroup v1");
   }
   if (existsSync(`/sys/class/net/${REAL_NODE.nodeInterface}`)) {
     const owner = readFileSync(`/sys/class/net/${REAL_NODE.nodeInterface}/ifalias`, "utf8").trim();
-    throw new StackStepError(step, owner === stateDir
+    throw new StepError(step, owner === stateDir
       ? `a real node of a stack in ${owner} is still set up; run 'npm run stack -- down' first`
       : `another stack's real node is up (${owner || "unknown owner"}); one real node per machine: stop it with APPMONITOR_STACK_DIR=${owner || "<its dir>"} npm run stack -- down`);
   }
 }
 
 /** What {@link startRealNode} needs from the stack being started. */
-export interface StartRealNodeInput {
+export interface StartRealNodeInput extends RealNodeContext {
   stateDir: string;
   bins: NodeBinaries;
-  pki: Pki;
-  nodePki: NodePki;
-  apiserverUrl: string;
   kubeletPort: number;
   healthzPort: number;
   /** kube-state-metrics' ports (Prometheus's scrape job names the metrics one, on the node IP). */
   kubeStateMetricsPorts: KubeStateMetricsPorts;
   /** Run kube-state-metrics with kube-prometheus-stack's default flags (the operator stack). */
   kubeStateMetricsChartDefaults?: boolean;
-  env: NodeJS.ProcessEnv;
-  log: (name: string) => string;
-  /** Records a started process in the stack's state (so `down` stops it and `status` shows it). */
-  record: (s: Started, endpoint: string) => Promise<void>;
   /** Records the node's state before anything is made outside the state directory. */
   save: (node: RealNodeState) => Promise<void>;
   core: k8s.CoreV1Api;
-  rbac: k8s.RbacAuthorizationV1Api;
-  say: (line: string) => void;
 }
 
 /**
@@ -232,7 +224,7 @@ export interface StartRealNodeInput {
  * namespace; every other image is pulled from the stack's registry), grants the kubelet and
  * Prometheus their rights, writes Prometheus's kubelet token, starts the kubelet and waits until
  * the Node is Ready; then the node's Services and DNS, and kube-state-metrics (its OOM-kill source).
- * @throws StackStepError for a failed host step; ComponentError for containerd or the kubelet
+ * @throws StepError for a failed host step; ComponentError for containerd or the kubelet
  *   exiting or not getting ready, with its log tail. The caller cleans up with {@link stopRealNode}.
  */
 export async function startRealNode(input: StartRealNodeInput): Promise<RealNodeState> {
@@ -358,7 +350,7 @@ async function grantRealNode(rbac: k8s.RbacAuthorizationV1Api, core: k8s.CoreV1A
     subjects: [{ kind: "ServiceAccount", name, namespace }],
   } });
   const res = await core.createNamespacedServiceAccountToken({ name, namespace, body: { spec: { expirationSeconds: 7 * 24 * 3600, audiences: [] } } });
-  if (!res.status?.token) throw new StackStepError("grant the real node", `TokenRequest for ${namespace}/${name} returned no token`);
+  if (!res.status?.token) throw new StepError("grant the real node", `TokenRequest for ${namespace}/${name} returned no token`);
   await mkdir(path.dirname(tokenFile), { recursive: true });
   await writeFile(tokenFile, res.status.token, { mode: 0o600 });
 }

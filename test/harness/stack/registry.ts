@@ -15,10 +15,11 @@ import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
-import { FUNCTION_IMAGES, MEMHOG_IMAGES } from "../images/build.ts";
-import { archiveDir } from "../images/paths.ts";
+import { FUNCTION_IMAGES, MEMHOG_IMAGES } from "../../../scripts/images/build.ts";
+import { archiveDigest } from "../../../scripts/images/archive.ts";
+import { archiveDir } from "../../../scripts/lib/paths.ts";
 import { freePort } from "../lib/free-port.ts";
-import { StackStepError } from "./paths.ts";
+import { StepError } from "../../../scripts/lib/step-error.ts";
 import { startProcess, waitReady, type Started } from "./processes.ts";
 import { hostsDirName, hostsToml, mirroredHosts, mirroredReference, REGISTRY_ENV, registryConfig } from "./registry-config.ts";
 
@@ -122,26 +123,8 @@ async function skopeo(args: readonly string[], step: string): Promise<string> {
     return (await run("skopeo", [...args], { maxBuffer: 16 << 20 })).stdout;
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr?.trim() || String(error);
-    throw new StackStepError(step, `skopeo ${args.join(" ")}: ${stderr}`, { cause: error });
+    throw new StepError(step, `skopeo ${args.join(" ")}: ${stderr}`, { cause: error });
   }
-}
-
-/**
- * The manifest digest of the one image in an OCI archive, read from its `index.json`.
- * @throws StackStepError when the archive cannot be read or holds other than one image.
- */
-export async function archiveDigest(archive: string): Promise<string> {
-  let index: { manifests?: { digest?: string }[] };
-  try {
-    index = JSON.parse((await run("tar", ["-xOf", archive, "index.json"], { maxBuffer: 1 << 20 })).stdout) as typeof index;
-  } catch (error) {
-    throw new StackStepError("read an image archive", `${archive}: ${(error as Error).message}`, { cause: error });
-  }
-  const digests = (index.manifests ?? []).map((m) => m.digest ?? "");
-  if (digests.length !== 1 || !/^sha256:[0-9a-f]{64}$/.test(digests[0] ?? "")) {
-    throw new StackStepError("read an image archive", `${archive}: index.json lists ${digests.length} manifests; one image per archive is expected`);
-  }
-  return digests[0] as string;
 }
 
 /** The digest the registry holds under `mirrored`'s tag, or undefined when it has none. */
@@ -150,7 +133,7 @@ async function registryDigest(mirrored: string): Promise<string | undefined> {
     return (await run("skopeo", ["inspect", "--tls-verify=false", "--format", "{{.Digest}}", `docker://${mirrored}`])).stdout.trim();
   } catch (error) {
     if (/manifest unknown|not found|name unknown/i.test((error as { stderr?: string }).stderr ?? "")) return undefined;
-    throw new StackStepError("look an image up in the stack's registry", `skopeo inspect docker://${mirrored}: ${(error as { stderr?: string }).stderr?.trim() ?? String(error)}`, { cause: error });
+    throw new StepError("look an image up in the stack's registry", `skopeo inspect docker://${mirrored}: ${(error as { stderr?: string }).stderr?.trim() ?? String(error)}`, { cause: error });
   }
 }
 
@@ -158,7 +141,7 @@ async function registryDigest(mirrored: string): Promise<string | undefined> {
  * Puts each served image whose archive exists into the registry at `address`, unless the
  * registry has its digest under its tag already. One at a time: two cores, and the registry
  * writes each blob to disk.
- * @throws StackStepError naming the image and skopeo's message when a check or push fails.
+ * @throws StepError naming the image and skopeo's message when a check or push fails.
  */
 export async function pushImages(address: string, images: readonly ServedImage[]): Promise<PushedImage[]> {
   const pushed: PushedImage[] = [];

@@ -21,11 +21,11 @@ import type { EventingObject } from "./eventing-manifests.ts";
 import { applyObjects, applyWebhookConfigurations, deploymentStatusLines, waitAvailable, WEBHOOK_CONFIG_KINDS } from "./eventing-install.ts";
 import { placePods } from "./eventing-placement.ts";
 import { importImages } from "./node-images.ts";
-import { StackStepError } from "./paths.ts";
+import { StepError } from "../../../scripts/lib/step-error.ts";
 import { REAL_NODE_PLACEMENT } from "./real-node-config.ts";
 import { SERVING_NAMESPACE, skippingTagResolution, withAutoscalerWindows, withoutIngress, type AutoscalerWindows } from "./serving-manifests.ts";
 import { servingImageArchive, servingInstall } from "./serving-source.ts";
-import type { StackState } from "./stack.ts";
+import type { StackState } from "./state.ts";
 
 const STEP = "install Knative Serving on the real node";
 
@@ -62,12 +62,12 @@ export function servingObjectsForStack(objects: readonly EventingObject[], windo
 
 /**
  * Installs Knative Serving's core (no ingress) on the stack's real node and waits until it serves.
- * @throws StackStepError when the stack has no real node, an import or apply fails, a CRD is not
+ * @throws StepError when the stack has no real node, an import or apply fails, a CRD is not
  *   Established, or a Deployment is not Available in time (the message names its Pods' states).
  */
 export async function installServing(state: StackState, options: InstallServingOptions = {}): Promise<ServingInstallation> {
   const node = state.realNode;
-  if (!node) throw new StackStepError(STEP, "the stack has no real node; start it with 'npm run stack -- up --real-node'");
+  if (!node) throw new StepError(STEP, "the stack has no real node; start it with 'npm run stack -- up --real-node'");
   const timeoutMs = options.timeoutMs ?? 240_000;
   const progress = options.progress ?? (() => {});
   const t0 = Date.now();
@@ -83,7 +83,7 @@ export async function installServing(state: StackState, options: InstallServingO
     try {
       return (await promisify(execFile)(state.binaries.kubectl, [`--kubeconfig=${state.kubeconfig}`, ...args], { maxBuffer: 16 << 20, timeout: 120_000 })).stdout;
     } catch (error) {
-      throw new StackStepError(STEP, `kubectl ${args.join(" ")}: ${(error as { stderr?: string }).stderr?.trim() ?? String(error)}`, { cause: error });
+      throw new StepError(STEP, `kubectl ${args.join(" ")}: ${(error as { stderr?: string }).stderr?.trim() ?? String(error)}`, { cause: error });
     }
   };
   await waitEstablished(kubectl, first.filter((o) => o.kind === "CustomResourceDefinition").map((o) => `crd/${o.metadata.name}`));

@@ -15,12 +15,12 @@
  * run: Serving points the first at the activator or at the Pods' queue-proxy, the second at the Pods.
  */
 import * as k8s from "@kubernetes/client-node";
-import { FUNCTION_IMAGES } from "../images/build.ts";
-import type { Manifest } from "../lib/knative-service.ts";
+import { FUNCTION_IMAGES } from "../../../scripts/images/build.ts";
+import type { Manifest } from "../../../scripts/lib/manifest.ts";
 import { applyProfile, FUNCTIONS_NAMESPACE, stackProfileObjects } from "./function-pods-install.ts";
 import { until } from "./eventing-install.ts";
-import { StackStepError } from "./paths.ts";
-import type { StackState } from "./stack.ts";
+import { StepError } from "../../../scripts/lib/step-error.ts";
+import type { StackState } from "./state.ts";
 
 const STEP = "deploy the Serving profile";
 
@@ -38,13 +38,13 @@ export interface ServingProfile {
 /**
  * Each function image's digest in the stack's registry, by its name without the tag (the form
  * kustomize's `images` takes).
- * @throws StackStepError naming the images the registry does not serve and the command that builds them.
+ * @throws StepError naming the images the registry does not serve and the command that builds them.
  */
 export function registryDigests(state: StackState): Record<string, string> {
   const served = new Map((state.registry?.images ?? []).map((i) => [i.reference, i.digest]));
   const missing = Object.entries(FUNCTION_IMAGES).filter(([, reference]) => !served.has(reference)).map(([name]) => name);
   if (missing.length > 0) {
-    throw new StackStepError(STEP, `the stack's registry does not serve ${missing.join(", ")}: \`npm run image -- ${missing.join(" ")}\` builds them, then start the stack again`);
+    throw new StepError(STEP, `the stack's registry does not serve ${missing.join(", ")}: \`npm run image -- ${missing.join(" ")}\` builds them, then start the stack again`);
   }
   return Object.fromEntries(Object.values(FUNCTION_IMAGES).map((reference) => [reference.slice(0, reference.lastIndexOf(":")), served.get(reference) as string]));
 }
@@ -56,11 +56,11 @@ type KnativeStatus = { status?: { latestCreatedRevisionName?: string; latestRead
  * Installs the Serving profile on a stack running Knative Eventing and Serving, and waits until
  * every Knative Service's latest Revision is Ready.
  * @param options.timeoutMs how long to wait for the Revisions in all, ms (default 300 000).
- * @throws StackStepError when the stack lacks Eventing or Serving, an apply fails, or a Revision
+ * @throws StepError when the stack lacks Eventing or Serving, an apply fails, or a Revision
  *   is not Ready in time (the message gives the Configurations' and Revisions' conditions).
  */
 export async function deployServingProfile(state: StackState, options: { namespace?: string; timeoutMs?: number; progress?: (line: string) => void } = {}): Promise<ServingProfile> {
-  if (!state.eventing || !state.serving) throw new StackStepError(STEP, "the stack runs no Knative Serving beside Eventing; start it with 'npm run stack -- up --real-node --eventing --serving'");
+  if (!state.eventing || !state.serving) throw new StepError(STEP, "the stack runs no Knative Serving beside Eventing; start it with 'npm run stack -- up --real-node --eventing --serving'");
   const namespace = options.namespace ?? FUNCTIONS_NAMESPACE;
   const say = options.progress ?? (() => {});
   const t0 = Date.now();

@@ -9,7 +9,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import type { EventingFile, EventingObject } from "./eventing-manifests.ts";
 import { downloadModule, filesUnder, pinnedModule, type EventingModule } from "./eventing-source.ts";
-import { repoRoot } from "./paths.ts";
+import { repoRoot } from "../../../scripts/lib/paths.ts";
 import { renderServing, selectServingFiles, SERVING_LINKED_FILES } from "./serving-manifests.ts";
 
 /** The Go module that pins Serving and lists its commands. */

@@ -26,9 +26,9 @@
 import { cp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { stringify } from "yaml";
-import type { Manifest } from "../lib/knative-service.ts";
+import type { Manifest } from "../../../scripts/lib/manifest.ts";
 import { parseManifests } from "../lib/manifests.ts";
-import { repoRoot } from "./paths.ts";
+import { repoRoot } from "../../../scripts/lib/paths.ts";
 import { CLUSTER_DOMAIN } from "./real-node-config.ts";
 
 /** The namespace of knative/namespace/namespace.yaml, the install's as shipped. */

@@ -13,15 +13,18 @@ import { generateNodePki, generatePki, type NodePki, type Pki } from "./certs.ts
 import {
   alertmanagerConfig, kubeconfig, kwokMetricsConfig, kwokPodReadyAgainStage, nodeHeartbeat, nodeNamePrefix, prometheusConfig,
 } from "./config-files.ts";
-import { buildBinaries, resolveBinaries, StackStepError, type Binaries } from "./paths.ts";
+import { resolveBinaries, type Binaries } from "./paths.ts";
+import { buildBinaries } from "../../../scripts/lib/binaries.ts";
+import { StepError } from "../../../scripts/lib/step-error.ts";
 import { freePort } from "../lib/free-port.ts";
 import { alive, ComponentError, startProcess, stopAll, tail, waitReady, type Started } from "./processes.ts";
-import { checkRealNodeHost, realNodeStatusLines, resolveNodeBinaries, startRealNode, stopRealNode, type NodeBinaries, type RealNodeState } from "./real-node.ts";
+import { checkRealNodeHost, realNodeStatusLines, resolveNodeBinaries, startRealNode, stopRealNode, type NodeBinaries } from "./real-node.ts";
 import { kubeStateMetricsScrapeJob, type KubeStateMetricsPorts } from "./kube-state-metrics.ts";
 import { kubeletScrapeJobs, REAL_NODE, REAL_NODE_PLACEMENT, realNodePaths, SERVICE_CIDR } from "./real-node-config.ts";
-import { registryReadyLine, registryStatusLines, serveImages, type RegistryState } from "./registry.ts";
+import { registryReadyLine, registryStatusLines, serveImages } from "./registry.ts";
 import type { OperatorOnRealNode, PrometheusOperatorState } from "./prometheus-operator.ts";
-import { archiveDir } from "../images/paths.ts";
+import { readState, stateFile, type StackState } from "./state.ts";
+import { archiveDir } from "../../../scripts/lib/paths.ts";
 
 /** Options of `up`. Intervals are Prometheus durations (`1s`, `500ms`). */
 export interface UpOptions {
@@ -46,49 +49,6 @@ export interface UpOptions {
   env?: NodeJS.ProcessEnv;
   /** Called with one line per step, for progress output. */
   progress?: (line: string) => void;
-}
-
-/** What `up` leaves in `<stateDir>/state.json`, and what `env`/`status` read back. */
-export interface StackState {
-  stateDir: string;
-  startedAt: string;
-  kubeconfig: string;
-  apiserverUrl: string;
-  prometheusUrl: string;
-  alertmanagerUrl: string;
-  kwokUrl: string;
-  etcdUrl: string;
-  /** Prometheus loads every `*.yml` here; POST `<prometheusUrl>/-/reload` after writing. */
-  rulesDir: string;
-  /** Alertmanager's config file; POST `<alertmanagerUrl>/-/reload` after writing. */
-  alertmanagerConfig: string;
-  nodes: string[];
-  kubectlDir: string;
-  binaries: Binaries;
-  components: { name: string; pid: number; log: string; endpoint: string }[];
-  /** The real node, when `up` was asked for it; recorded before it makes anything on the host. */
-  realNode?: RealNodeState;
-  /** The local OCI registry the real node pulls its images from (with the real node only). */
-  registry?: RegistryState;
-  /** Knative Eventing on the real node (`up --real-node --eventing`, `eventing-install.ts`): its version and the Deployments it waited for. */
-  eventing?: { version: string; deployments: string[] };
-  /** Knative Serving, all but the ingress, on the real node (`up --real-node --eventing --serving`, `serving-install.ts`): as {@link StackState.eventing}. */
-  serving?: { version: string; deployments: string[] };
-  /** prometheus-operator and the resources it manages (`up --prometheus-operator`, `prometheus-operator.ts`). */
-  prometheusOperator?: PrometheusOperatorState;
-}
-
-const stateFile = (dir: string) => path.join(dir, "state.json");
-
-/** Writes `state` back to `<stateDir>/state.json`, after a step that adds to a running stack (Eventing). */
-export async function saveState(state: StackState): Promise<void> {
-  await writeFile(stateFile(state.stateDir), JSON.stringify(state, null, 2));
-}
-
-/** Reads the state of a running (or crashed) stack, or undefined when none was started there. */
-export async function readState(stateDir: string): Promise<StackState | undefined> {
-  if (!existsSync(stateFile(stateDir))) return undefined;
-  return JSON.parse(await readFile(stateFile(stateDir), "utf8")) as StackState;
 }
 
 function httpsGet(url: string, pki: { ca: Buffer; cert?: Buffer; key?: Buffer; insecure?: boolean }): Promise<{ status: number; body: string }> {
@@ -156,20 +116,20 @@ interface LateChecks {
 
 /**
  * The stack already running in `dir`, when one is and all its components live.
- * @throws StackStepError when that stack lacks the real node `opts` asks for, or has stopped components.
+ * @throws StepError when that stack lacks the real node `opts` asks for, or has stopped components.
  */
 async function runningStack(dir: string, opts: UpOptions): Promise<StackState | undefined> {
   const existing = await readState(dir);
   if (!existing) return undefined;
   if (opts.realNode && !existing.realNode) {
-    throw new StackStepError("stack up", `a stack without the real node runs in ${dir}; run 'npm run stack -- down' first`);
+    throw new StepError("stack up", `a stack without the real node runs in ${dir}; run 'npm run stack -- down' first`);
   }
   if (opts.prometheusOperator && !existing.prometheusOperator) {
-    throw new StackStepError("stack up", `a stack without prometheus-operator runs in ${dir}; run 'npm run stack -- down' first`);
+    throw new StepError("stack up", `a stack without prometheus-operator runs in ${dir}; run 'npm run stack -- down' first`);
   }
   const dead = existing.components.filter((c) => !alive(c.pid));
   if (dead.length === 0) return existing;
-  throw new StackStepError("stack up", `a stack in ${dir} has stopped components (${dead.map((c) => c.name).join(", ")}); run 'npm run stack -- down' first`);
+  throw new StepError("stack up", `a stack in ${dir} has stopped components (${dead.map((c) => c.name).join(", ")}); run 'npm run stack -- down' first`);
 }
 
 /** Eleven free ports at once, by role, and the kubelet's. */
@@ -390,15 +350,15 @@ async function failedStart(dir: string, started: readonly Started[], error: unkn
   }
   await rm(dir, { recursive: true, force: true });
   if (error instanceof ComponentError) throw new ComponentError(error.component, message.slice(error.component.length + 2));
-  if (error instanceof StackStepError) throw new StackStepError(error.step, message.slice(error.step.length + 2), { cause: error });
-  throw new StackStepError("stack up", message, { cause: error });
+  if (error instanceof StepError) throw new StepError(error.step, message.slice(error.step.length + 2), { cause: error });
+  throw new StepError("stack up", message, { cause: error });
 }
 
 /**
  * Starts the stack in `opts.stateDir` and waits until it is ready: the API server answers
  * `/readyz`, every fake Node is Ready, the `default` ServiceAccount exists, Prometheus and
  * Alertmanager answer `/-/ready` and kwok serves metrics.
- * @throws StackStepError for a missing binary or a failed build; ComponentError naming the
+ * @throws StepError for a missing binary or a failed build; ComponentError naming the
  *   component that exited or never became ready, with its log tail. Either way, what was
  *   started is stopped and the state directory removed.
  */
@@ -469,7 +429,7 @@ export async function up(opts: UpOptions): Promise<StackState> {
  * With the real node, its Prometheus (upstream, build.sh's `prometheus-upstream/`) and Alertmanager
  * (Debian's, `npm run image -- alertmanager`) run there: their images and the config reloader's
  * are imported into the node first.
- * @throws StackStepError naming a missing archive and the command that makes it.
+ * @throws StepError naming a missing archive and the command that makes it.
  */
 async function startOperator(launch: Launch, pki: Pki, kc: k8s.KubeConfig): Promise<PrometheusOperatorState> {
   const { env, bins, state, dir, log, record, ports } = launch;
@@ -510,7 +470,7 @@ async function startOperator(launch: Launch, pki: Pki, kc: k8s.KubeConfig): Prom
 /** kwok's own fast Node and Pod lifecycle stages, shipped beside the kwok binary by build.sh. */
 function kwokStages(bins: Binaries): string[] {
   const dir = path.join(path.dirname(bins.kwok), "kwok-stages");
-  if (!existsSync(dir)) throw new StackStepError("find kwok stages", `${dir} is missing; run bash test/harness/bins/build.sh`);
+  if (!existsSync(dir)) throw new StepError("find kwok stages", `${dir} is missing; run bash test/harness/bins/build.sh`);
   return readdirSync(dir).filter((f) => f.endsWith(".yaml")).sort().map((f) => readFileSync(path.join(dir, f), "utf8"));
 }
 
@@ -544,7 +504,7 @@ export async function down(stateDir: string): Promise<string[]> {
   // spend over ten seconds draining watches.
   if (state) await stopAll(state.components.map((c) => c.pid), 2_000);
   if (problems.length > 0) {
-    throw new StackStepError("stack down", `the real node's teardown left work undone (state kept in ${stateDir}):\n  ${problems.join("\n  ")}`);
+    throw new StepError("stack down", `the real node's teardown left work undone (state kept in ${stateDir}):\n  ${problems.join("\n  ")}`);
   }
   await rm(stateDir, { recursive: true, force: true });
   return state?.components.map((c) => c.name) ?? [];

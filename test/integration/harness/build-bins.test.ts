@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { mkdir, readdir, symlink } from "node:fs/promises";
 import path from "node:path";
-import { cacheDir } from "../../harness/images/paths.ts";
-import { buildBinaries, repoRoot } from "../../harness/stack/paths.ts";
+import { cacheDir, repoRoot } from "../../../scripts/lib/paths.ts";
+import { buildBinaries } from "../../../scripts/lib/binaries.ts";
 import { runCommand } from "../../support/run-command.ts";
 import { tempDir } from "../../support/temp-dir.ts";
 

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { eventingImage } from "../../harness/stack/eventing-manifests.ts";
 import { EVENTING_SINK_COMMANDS, eventingImageArchive, eventingInstall, type EventingModule } from "../../harness/stack/eventing-source.ts";
-import { buildBinaries } from "../../harness/stack/paths.ts";
+import { buildBinaries } from "../../../scripts/lib/binaries.ts";
 import { runCommand } from "../../support/run-command.ts";
 
 let binDir: string;

@@ -17,7 +17,7 @@ import * as k8s from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { EVENTING_NAMESPACE, type EventingObject } from "../../harness/stack/eventing-manifests.ts";
 import { eventingInstall } from "../../harness/stack/eventing-source.ts";
-import { repoRoot } from "../../harness/stack/paths.ts";
+import { repoRoot } from "../../../scripts/lib/paths.ts";
 import { applyFiles } from "../../support/install.ts";
 import { kubectlBinary, manifestFile, type Manifest } from "../../support/knative.ts";
 import { runCommand } from "../../support/run-command.ts";

@@ -19,7 +19,7 @@ import { EVENTING_NAMESPACE } from "../../harness/stack/eventing-manifests.ts";
 import { BROKER } from "../../harness/stack/eventing-objects.ts";
 import { FUNCTIONS_NAMESPACE } from "../../harness/stack/function-pods-install.ts";
 import { REAL_NODE } from "../../harness/stack/real-node-config.ts";
-import { logFilterReceipts, readFilterReceipts } from "../../harness/lib/broker-filter-log.ts";
+import { logFilterReceipts, readFilterReceipts } from "../../harness/stack/broker-filter-log.ts";
 import { waitForDelivery } from "../../harness/lib/broker-hop.ts";
 import { brokerIngressUrl, logTail, postToBroker, readyPod, runningMemhog, scalerEvents, useEventingStack } from "../../support/eventing-stack.ts";
 import { kustomize } from "../../support/knative.ts";

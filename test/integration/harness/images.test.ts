@@ -1,4 +1,4 @@
-// The function images, built for real by `npm run image` (test/harness/images/build.ts) from the
+// The function images, built for real by `npm run image` (scripts/images/build.ts) from the
 // repository's Dockerfile and run with podman as Knative runs their containers: read-only root
 // file system, user 1000, no capabilities, no privilege escalation, `PORT` from the runtime,
 // the env of knative/services/*.yaml. Each becomes ready, serves its probes and metrics, handles
@@ -13,8 +13,8 @@ import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
 import * as k8s from "@kubernetes/client-node";
 import { CloudEvent } from "cloudevents";
-import { buildImages, FUNCTION_IMAGES, MEMHOG_IMAGES, type BuiltImage } from "../../harness/images/build.ts";
-import { podman } from "../../harness/images/podman.ts";
+import { buildImages, FUNCTION_IMAGES, MEMHOG_IMAGES, type BuiltImage } from "../../../scripts/images/build.ts";
+import { podman } from "../../../scripts/images/podman.ts";
 import { startSink, type TestSink } from "../../support/cloudevent-sink.ts";
 import { runContainer, SERVICE_ACCOUNT_MOUNT, serviceAccountCredentials, type FunctionContainer, type InClusterCredentials } from "../../harness/lib/container.ts";
 import { installMemoryScaler } from "../../support/install.ts";

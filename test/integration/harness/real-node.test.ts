@@ -20,10 +20,10 @@ import * as k8s from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { type ChainResult, runChain } from "../../harness/demo/chain.ts";
 import { HTTP } from "cloudevents";
-import { buildImages, type ImageName } from "../../harness/images/build.ts";
-import { archiveDir } from "../../harness/images/paths.ts";
-import { repoRoot } from "../../harness/stack/paths.ts";
-import { down, statusLines, up, type StackState } from "../../harness/stack/stack.ts";
+import { buildImages, type ImageName } from "../../../scripts/images/build.ts";
+import { archiveDir, repoRoot } from "../../../scripts/lib/paths.ts";
+import { down, statusLines, up } from "../../harness/stack/stack.ts";
+import { type StackState } from "../../harness/stack/state.ts";
 import { HOST_SYSCTLS, memoryCgroupDir } from "../../harness/stack/real-node.ts";
 import { podCgroupPath, REAL_NODE, REAL_NODE_PLACEMENT, SERVICE_CIDR } from "../../harness/stack/real-node-config.ts";
 import { promQuery, waitFor } from "../../support/stack.ts";
@@ -336,7 +336,7 @@ test("a real kernel OOM kill of the container's PID 1 goes through the whole cha
 });
 
 /**
- * Debian's Redis (test/harness/images/redis.ts) as its container's PID 1, fed by a loader beside it
+ * Debian's Redis (scripts/images/debian-image.ts) as its container's PID 1, fed by a loader beside it
  * (`DEBUG POPULATE`, about 4.5 MiB of keys a second, nothing saved), under a 128Mi limit: a real
  * program no one here wrote, killed by the kernel as the public reports tell it.
  */

@@ -21,7 +21,7 @@ import { OUTCOME_REASONS } from "../../../functions/memory-scaler/outcome.ts";
 import { appMonitorCrd } from "../../../scripts/appmonitor-crd.ts";
 import { aboutMinutes, coldTimes } from "../../harness/bins/cold-times.ts";
 import { servedImages } from "../../harness/stack/registry.ts";
-import { repoRoot } from "../../harness/stack/paths.ts";
+import { repoRoot } from "../../../scripts/lib/paths.ts";
 
 const read = (file: string): string => readFileSync(join(repoRoot, file), "utf8");
 /** Names in backticks. */

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { repoRoot } from "../../harness/stack/paths.ts";
+import { repoRoot } from "../../../scripts/lib/paths.ts";
 
 const files = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: repoRoot, encoding: "utf8" })
   .split("\0").filter((f) => /\.(md|ts|ya?ml|txt|tpl)$/.test(f) && !f.startsWith("node_modules"));

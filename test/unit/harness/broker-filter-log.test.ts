@@ -3,7 +3,7 @@
 // Go SDK gives the event (knative/eventing v0.50.0 pkg/broker/filter/filter_handler.go).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { parseFilterLog, type FilterReceipt } from "../../harness/lib/broker-filter-log.ts";
+import { parseFilterLog, type FilterReceipt } from "../../harness/stack/broker-filter-log.ts";
 
 /** The event as `event.String()` writes it: attributes, then extensions sorted by name, then data. */
 const eventText = (attrs: { id: string; type: string; subject?: string; arrival?: string }) => [

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { parse, parseAllDocuments } from "yaml";
-import { repoRoot } from "../../harness/stack/paths.ts";
+import { repoRoot } from "../../../scripts/lib/paths.ts";
 import { containerdConfig, REAL_NODE_PACKAGES, REAL_NODE_PLACEMENT, realNodePaths } from "../../harness/stack/real-node-config.ts";
 import { realNodeKustomization } from "../../harness/stack/real-node-overlay.ts";
 import { hostsDirName, hostsToml, mirroredHosts, mirroredReference, parseReference, REGISTRY_ENV, registryConfig } from "../../harness/stack/registry-config.ts";

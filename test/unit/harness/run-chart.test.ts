@@ -2,7 +2,7 @@
 // threshold at the AppMonitor's percent of each limit sample, the hops marked) and its SVG.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { runChartInput, runChartSvg } from "../../harness/demo/run-chart.ts";
+import { labelRows, runChartInput, runChartSvg } from "../../harness/demo/run-chart.ts";
 
 const MiB = 2 ** 20;
 const t0 = Date.parse("2026-12-02T05:00:00Z");
@@ -48,4 +48,33 @@ test("it renders as an SVG document with the marks' labels and the legend", asyn
   const svg = await runChartSvg(input);
   assert.match(svg, /^<svg /);
   for (const text of ["crossed", "patched", "new Pod", "working set", "threshold", "seconds from the crossing"]) assert.ok(svg.includes(text), text);
+});
+
+// At 640 px over 90 s (about 7 px a second) a 7-letter label takes about 8 s.
+for (const [why, marks, rows] of [
+  ["hops at near-equal times stack, each on the next row", [[60, "firing"], [61.5, "patched"], [63, "new Pod"]], [0, 1, 2]],
+  ["hops far apart share the lowest row", [[0, "crossed"], [30, "firing"], [60, "patched"]], [0, 0, 0]],
+  ["a row is taken again once its last label has ended", [[0, "crossed"], [1, "firing"], [20, "patched"], [21, "new Pod"]], [0, 1, 0, 1]],
+  ["the rows follow the marks' order as given, not their times", [[63, "new Pod"], [60, "firing"], [61.5, "patched"]], [2, 0, 1]],
+  ["at the same time, the first given is lowest", [[5, "a"], [5, "b"]], [0, 1]],
+] as const) {
+  test(`label rows: ${why}`, () => {
+    assert.deepEqual(labelRows(marks.map(([t, label]) => ({ t, label })), 640 / 90), rows);
+  });
+}
+
+test("the drawn labels of hops at near-equal times do not overlap", async () => {
+  const input = runChartInput(result, "usage crossed the threshold");
+  assert.ok(input);
+  const svg = await runChartSvg(input);
+  const labels = [...svg.matchAll(/translate\(([\d.-]+),([\d.-]+)\)"[^>]*>(crossed|firing|patched|new Pod)<\/text>/g)]
+    .map((m) => ({ x: Number(m[1]), y: Number(m[2]), text: m[3] ?? "" }));
+  assert.equal(labels.length, 4);
+  for (const a of labels) {
+    for (const b of labels) {
+      if (a === b || a.x > b.x) continue;
+      const apart = Math.abs(a.y - b.y) >= 11 || a.x + a.text.length * 6 <= b.x;
+      assert.ok(apart, `${a.text} (${a.x}, ${a.y}) and ${b.text} (${b.x}, ${b.y}) overlap`);
+    }
+  }
 });

@@ -15,7 +15,7 @@ import { readConfig as readRuleSyncConfig } from "../../../functions/rule-sync/c
 import { readRuntimeConfig } from "../../../functions/lib/runtime/config.ts";
 import { ConfigError } from "../../../functions/lib/runtime/env.ts";
 import type { Env } from "../../../functions/lib/runtime/types.ts";
-import { repoRoot } from "../../harness/stack/paths.ts";
+import { repoRoot } from "../../../scripts/lib/paths.ts";
 import { FUNCTION_NAMES, configVariables, containerOf, kustomize, servicesByFunction, type FunctionName, type KnativeService, type Manifest } from "../../support/knative.ts";
 import { tempDir } from "../../support/temp-dir.ts";
 

@@ -13,7 +13,7 @@ import { Ajv } from "ajv";
 import { parse } from "yaml";
 import { LIVENESS_PATH, READINESS_PATH } from "../../../functions/lib/runtime/health.ts";
 import type { FunctionModule } from "../../../functions/lib/runtime/types.ts";
-import { repoRoot } from "../../harness/stack/paths.ts";
+import { repoRoot } from "../../../scripts/lib/paths.ts";
 import { INSTALL_NAMESPACE, containerOf, kustomize, type KnativeService, type Manifest } from "../../support/knative.ts";
 
 /**

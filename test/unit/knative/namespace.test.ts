@@ -7,7 +7,7 @@ import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import { cp, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { repoRoot } from "../../harness/stack/paths.ts";
+import { repoRoot } from "../../../scripts/lib/paths.ts";
 import { kustomize, type Manifest } from "../../support/knative.ts";
 import { tempDir } from "../../support/temp-dir.ts";
 

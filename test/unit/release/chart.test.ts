@@ -13,7 +13,8 @@ import { promisify } from "node:util";
 import { parseAllDocuments } from "yaml";
 import { buildChart, renderMonitoring, renderProfiles } from "../../../scripts/release/build-chart.ts";
 import { IMAGE_KEYS, type RenderedObject } from "../../../scripts/release/chart-templates.ts";
-import { buildBinaries, repoRoot } from "../../harness/stack/paths.ts";
+import { buildBinaries } from "../../../scripts/lib/binaries.ts";
+import { repoRoot } from "../../../scripts/lib/paths.ts";
 import { objectKey, overlayDifferences } from "../../support/profiles.ts";
 import { tempDir, type TempDir } from "../../support/temp-dir.ts";
 

@@ -7,7 +7,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { changelogSection, checksums, imagesList, PUSH_SCRIPT, releaseNotes, type ReleaseImage } from "../../../scripts/release/release-files.ts";
-import { repoRoot } from "../../harness/stack/paths.ts";
+import { repoRoot } from "../../../scripts/lib/paths.ts";
 
 const CHANGELOG = "# Changelog\n\nintro\n\n## 0.3.0\n\n- three\n\n## 0.2.0\n\n- two\n- more\n\n## 0.1.0\n\n- one\n";
 const image: ReleaseImage = { archive: "appmonitor-rule-sync.oci.tar", name: "appmonitor-rule-sync", tag: "0.2.0", digest: `sha256:${"b".repeat(64)}`, what: "rule-sync" };

@@ -1,9 +1,13 @@
 /**
- * Where the images' inputs and outputs live: the cache shared with the stack's binaries
- * (`APPMONITOR_CACHE`, default `~/.cache/appmonitor`), outside the repository.
+ * Where the repository is, and where what it builds is cached: the Go-built binaries and the
+ * images' archives (`APPMONITOR_CACHE`, default `~/.cache/appmonitor`), outside the repository.
  */
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** Absolute path of the repository root. */
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 /** `APPMONITOR_CACHE`, else `$XDG_CACHE_HOME/appmonitor`, else `~/.cache/appmonitor` (as test/harness/bins/build.sh). */
 export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {

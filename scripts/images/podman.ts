@@ -1,5 +1,5 @@
 /**
- * Podman as the local stack uses it: Debian's `podman` with `runc`, as root, configured by a
+ * Podman as the image builds and the local stack use it: Debian's `podman` with `runc`, as root, configured by a
  * containers.conf of ours (passed in `CONTAINERS_CONF`, so the machine's own configuration is
  * left alone) that holds what every container here needs:
  * - `runtime = "runc"`: crun refuses a hybrid cgroup hierarchy (v1 controllers plus a cgroup2
@@ -18,7 +18,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
-import { cacheDir } from "./paths.ts";
+import { cacheDir } from "../lib/paths.ts";
 
 /** The Debian packages the images need, and why, for the one line that says how to install them. */
 export const IMAGE_PACKAGES = ["podman", "runc", "mmdebstrap"] as const;
@@ -37,7 +37,7 @@ export function containersConf(): string {
   const nofile = Math.min(hardLimit("Max open files"), 1 << 20);
   const nproc = Math.min(hardLimit("Max processes"), NPROC_CEILING);
   return [
-    "# Written by test/harness/images/podman.ts for the appmonitor local stack; see there for why.",
+    "# Written by scripts/images/podman.ts for appmonitor's image builds; see there for why.",
     "[containers]",
     `default_ulimits = ["nofile=${nofile}:${nofile}", "nproc=${nproc}:${nproc}"]`,
     "[engine]",

@@ -19,8 +19,7 @@ import { chmod, copyFile, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { repoRoot } from "../stack/paths.ts";
-import { cacheDir } from "./paths.ts";
+import { cacheDir, repoRoot } from "../lib/paths.ts";
 import { podman } from "./podman.ts";
 
 /** npm in the base image: pinned, from the npm 11 line that Node 24 ships. */

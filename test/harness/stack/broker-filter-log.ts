@@ -12,7 +12,7 @@
  * ConfigMap, `cmd/broker/filter/main.go`).
  */
 import * as k8s from "@kubernetes/client-node";
-import { EVENTING_NAMESPACE } from "../stack/eventing-manifests.ts";
+import { EVENTING_NAMESPACE } from "./eventing-manifests.ts";
 
 /** The `config-logging` entry (knative-eventing namespace) that makes the filter log each event: `loglevel.<component>`. */
 export const FILTER_DEBUG_LEVEL = { key: "loglevel.mt_broker_filter", value: "debug" } as const;

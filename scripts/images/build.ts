@@ -5,8 +5,7 @@
  * digest and size. Podman's layer cache and the base image's keyed tag make a second run
  * cheap. Needs root and Debian's podman, runc and mmdebstrap (`podman.ts` says why).
  *
- * Usage: `npm run image [-- NAME…]` (NAME: alert-receiver, memory-scaler, rule-sync, dead-letter, memhog, redis, alertmanager;
- * all when none is given). Exit codes: 0 built; 1 a step failed (named on stderr); 2 usage.
+ * Its arguments, options and exit codes: {@link USAGE} (`--help`).
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -14,10 +13,10 @@ import { existsSync } from "node:fs";
 import { copyFile, mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
-import { repoRoot } from "../stack/paths.ts";
+import { parseArgs, promisify } from "node:util";
+import { archiveDir, repoRoot } from "../lib/paths.ts";
+import { exitOnHelp, usageText, type CommandUsage } from "../lib/usage.ts";
 import { ensureBaseImage } from "./base.ts";
-import { archiveDir } from "./paths.ts";
 import { checkImageTools, podman } from "./podman.ts";
 import { ALERTMANAGER, buildDebianImage, debianImageTag, REDIS, type DebianImageRecipe } from "./debian-image.ts";
 
@@ -107,7 +106,7 @@ async function buildFunction(name: keyof typeof FUNCTION_IMAGES, base: string): 
 async function buildMemhog(): Promise<readonly string[]> {
   const context = await mkdtemp(path.join(os.tmpdir(), "appmonitor-memhog-"));
   try {
-    const source = path.join(repoRoot, "test/harness/images/memhog");
+    const source = path.join(repoRoot, "scripts/images/memhog");
     const go = existsSync("/usr/local/go/bin/go") ? "/usr/local/go/bin/go" : "go";
     await run(go, ["build", "-trimpath", "-ldflags=-s -w", "-o", path.join(context, "memhog"), "."], { cwd: source, env: { ...process.env, CGO_ENABLED: "0" } });
     await copyFile(path.join(source, "Dockerfile"), path.join(context, "Dockerfile"));
@@ -169,11 +168,24 @@ function mib(bytes: number): string {
   return `${(bytes / (1 << 20)).toFixed(1)} MiB`;
 }
 
+const USAGE: CommandUsage = {
+  synopsis: ["npm run image [-- NAME…]"],
+  arguments: [{ name: "NAME", means: `an image to build: ${IMAGE_NAMES.join(", ")}`, defaultIs: "all of them" }],
+  notes: [
+    "Each is saved as <cache>/images/<NAME>.oci.tar (APPMONITOR_CACHE, default ~/.cache/appmonitor).",
+    "Exit codes: 0 built; 1 a step failed (named); 2 usage.",
+  ],
+};
+
 if (import.meta.main) {
-  const names = process.argv.slice(2);
-  const unknown = names.filter((n) => !IMAGE_NAMES.includes(n as ImageName));
-  if (unknown.length > 0) {
-    console.error(`usage: npm run image [-- NAME…]   (NAME: ${IMAGE_NAMES.join(", ")}); unknown: ${unknown.join(", ")}`);
+  exitOnHelp(process.argv.slice(2), USAGE);
+  let names: string[] = [];
+  try {
+    names = parseArgs({ allowPositionals: true, options: {} }).positionals;
+    const unknown = names.filter((n) => !IMAGE_NAMES.includes(n as ImageName));
+    if (unknown.length > 0) throw new Error(`unknown: ${unknown.join(", ")}`);
+  } catch (error) {
+    console.error(`image: ${(error as Error).message}\n${usageText(USAGE)}`);
     process.exit(2);
   }
   try {

@@ -1,0 +1,56 @@
+/**
+ * The Go-built binaries (kubectl and helm for the release and the chart; the Kubernetes set, kwok,
+ * the real node's and Knative's for the local stack), compiled from the pinned modules under
+ * test/harness/bins/ by its build.sh into the cache (`paths.ts`, `cacheDir`).
+ */
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { cacheDir, repoRoot } from "./paths.ts";
+import { StepError } from "./step-error.ts";
+
+/** This process's run of build.sh per cache directory: the stack, the real node and the demo each ask for it. */
+const builds = new Map<string, Promise<string>>();
+
+/**
+ * Runs test/harness/bins/build.sh once per process and cache directory (`APPMONITOR_CACHE`, else
+ * `$XDG_CACHE_HOME/appmonitor`, else `~/.cache/appmonitor`, as the script resolves it): builds
+ * whatever Go-built binary set is not cached yet (minutes when cold, a second or two of hashing
+ * when warm) and returns the directory that holds them all. The script's own step lines
+ * (`build-bins: …`: each set to build with n of m and its cold time, then its elapsed time) go to
+ * the first caller's `progress` without the prefix as they come; Go's output is kept for errors.
+ * A failed run is forgotten, so a later call runs the script again.
+ * @throws StepError "build Kubernetes binaries" with the tail of the script's output.
+ */
+export function buildBinaries(env: NodeJS.ProcessEnv = process.env, progress: (line: string) => void = () => {}): Promise<string> {
+  const cache = cacheDir(env);
+  let build = builds.get(cache);
+  if (build === undefined) {
+    build = runBuildScript(env, progress);
+    builds.set(cache, build);
+    build.catch(() => builds.delete(cache));
+  }
+  return build;
+}
+
+async function runBuildScript(env: NodeJS.ProcessEnv, progress: (line: string) => void): Promise<string> {
+  const script = path.join(repoRoot, "test/harness/bins/build.sh");
+  const child = spawn("bash", [script], { env, stdio: ["ignore", "pipe", "pipe"], timeout: 60 * 60 * 1000 });
+  let stdout = "";
+  const stderr: string[] = [];
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+  createInterface({ input: child.stderr }).on("line", (line) => {
+    stderr.push(line);
+    if (stderr.length > 200) stderr.shift();
+    if (line.startsWith("build-bins: ")) progress(line.slice("build-bins: ".length));
+  });
+  const [code, signal] = (await once(child, "close")) as [number | null, NodeJS.Signals | null];
+  if (code !== 0) {
+    throw new StepError(
+      "build Kubernetes binaries",
+      `test/harness/bins/build.sh ${signal ? `was killed by ${signal}` : `exited ${code}`}:\n${stderr.slice(-15).join("\n")}`,
+    );
+  }
+  return stdout.trim().split("\n").pop() ?? "";
+}
