@@ -6,11 +6,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { runChain, type ChainResult } from "../harness/demo/chain.ts";
-import { stack } from "../support/stack.ts";
+import { SHORT_FOR_SECONDS, stack } from "../support/stack.ts";
 
 for (const containers of [false, true]) {
   test(`the original demo's memhog is scaled 384Mi/256Mi → 768Mi/512Mi through the whole chain, functions ${containers ? "as containers" : "as processes"}`, { timeout: 1_800_000 }, async () => {
-    assertScaledThroughTheChain(await runChain(await stack(), { namespace: `e2e-${randomBytes(3).toString("hex")}`, containers }));
+    assertScaledThroughTheChain(await runChain(await stack(), { namespace: `e2e-${randomBytes(3).toString("hex")}`, containers, forSeconds: SHORT_FOR_SECONDS }));
   });
 }
 

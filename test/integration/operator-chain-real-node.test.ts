@@ -29,6 +29,7 @@ import { PROMETHEUS_OPERATOR } from "../harness/stack/prometheus-operator.ts";
 import { down, up } from "../harness/stack/stack.ts";
 import { type StackState } from "../harness/stack/state.ts";
 import { acquireRealNodeLock } from "../support/real-node-lock.ts";
+import { SHORT_FOR_SECONDS } from "../support/stack.ts";
 
 const NAMESPACE = "shop";
 
@@ -77,7 +78,7 @@ test("the operator's Prometheus and Alertmanager run on the real node from the i
 test("the demo's chain on the operator stack: the rule loaded by the config reloader, the alert routed to alert-receiver alone under OnNamespace, memhog scaled once", { timeout: 20 * 60_000 }, async (t) => {
   assert.ok(state);
   chained = await runChain(state, {
-    namespace: NAMESPACE, realNode: true, functionPods: true, eventing: true, keep: true, operator: true,
+    namespace: NAMESPACE, realNode: true, functionPods: true, eventing: true, keep: true, operator: true, forSeconds: SHORT_FOR_SECONDS,
     onProgress: (line) => t.diagnostic(line),
   });
   const crossed = chained.hops.find((h) => h.name === "usage crossed the threshold")?.at ?? 0;

@@ -31,6 +31,7 @@ import { hostsDirName, hostsToml } from "../harness/stack/registry-config.ts";
 import { down, up } from "../harness/stack/stack.ts";
 import { type StackState } from "../harness/stack/state.ts";
 import { acquireRealNodeLock } from "../support/real-node-lock.ts";
+import { SHORT_FOR_SECONDS } from "../support/stack.ts";
 
 const run = promisify(execFile);
 /** The user's registry, as the chart names it; the node's containerd pulls it from the stack's registry. */
@@ -141,7 +142,7 @@ test("helm install of the release's chart, Eventing-only, into namespace tools: 
   assert.equal(webhookToken.length, 64, "the chart made the webhook token");
 
   chained = await timed("demo chain through the release", () => runChain(state as StackState, {
-    namespace: WORKLOAD_NS, realNode: true, functionPods: true, eventing: true, keep: true, installed: { namespace: NAMESPACE, webhookToken },
+    namespace: WORKLOAD_NS, realNode: true, functionPods: true, eventing: true, keep: true, installed: { namespace: NAMESPACE, webhookToken }, forSeconds: SHORT_FOR_SECONDS,
     onProgress: (line) => t.diagnostic(line),
   }));
   assert.deepEqual(chained.before, { request: "256Mi", limit: "384Mi" });

@@ -100,3 +100,9 @@ export async function serviceAccountForEventsOnly(namespace: string, name: strin
     body: { metadata: { name: role }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role }, subjects: [{ kind: "ServiceAccount", name, namespace }] },
   });
 }
+
+/**
+ * The AppMonitor `spec.forSeconds` of a test whose subject is not the alert's `for`: long enough
+ * to see the alert pending at the stack's 1 s evaluation interval, far short of the default minute.
+ */
+export const SHORT_FOR_SECONDS = 5;

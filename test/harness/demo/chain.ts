@@ -210,6 +210,12 @@ export interface ChainOptions {
    */
   trend?: ChainTrend;
   /**
+   * The AppMonitor's `spec.forSeconds`, for a test whose subject is not the `for`: a few seconds
+   * keep the alert's pending hop and skip most of the minute the example's default (60) waits.
+   * Unset: the example's. With `trend`, the trend's `forSeconds` is used.
+   */
+  forSeconds?: number;
+  /**
    * rule-sync's `METRIC_SOURCE`; default `cadvisor`, as shipped.
    */
   metricSource?: "cadvisor" | "kube-state-metrics";
@@ -431,12 +437,13 @@ const DECISIONS = ["scaled", "skipped", "dry-run"];
 /** The AppMonitor's `memThresholdPercent` and `forSeconds` as the API server stored them (its defaults applied). */
 type StoredAppMonitor = k8s.KubernetesObject & { spec?: { memThresholdPercent?: number; forSeconds?: number } };
 
-/** The original demo's AppMonitor, with the trend's `spec.trend` and `forSeconds` when there is one. */
-async function appMonitorManifest(trend: ChainTrend | undefined): Promise<string> {
+/** The original demo's AppMonitor, with the trend's `spec.trend` and `forSeconds` when there is one, else `forSeconds` when given. */
+async function appMonitorManifest(trend: ChainTrend | undefined, forSeconds: number | undefined): Promise<string> {
   const text = await file("knative/examples/appmonitor.yaml");
-  if (trend === undefined) return text;
+  if (trend === undefined && forSeconds === undefined) return text;
   const monitor = parseAllDocuments(text)[0]?.toJS() as { spec: Record<string, unknown> };
-  return stringify({ ...monitor, spec: { ...monitor.spec, forSeconds: trend.forSeconds, trend: trend.spec } });
+  const spec = trend === undefined ? { ...monitor.spec, forSeconds } : { ...monitor.spec, forSeconds: trend.forSeconds, trend: trend.spec };
+  return stringify({ ...monitor, spec });
 }
 
 /** The value of an instant query's first series, as Prometheus writes it; undefined when it has none. */
@@ -600,7 +607,7 @@ async function routeAlerts(run: Run, receiverUrl: string, webhookToken: string):
  */
 async function syncRule(run: Run, ruleSync: FunctionProcess): Promise<{ stored: StoredAppMonitor; groups: { name: string }[] }> {
   const { state, options, namespace, hops, hop, custom } = run;
-  await apply(state, await appMonitorManifest(options.trend), namespace);
+  await apply(state, await appMonitorManifest(options.trend, options.forSeconds), namespace);
   const stored = (await custom.getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace, plural: "appmonitors", name: "mymonitor" })) as StoredAppMonitor;
   if (options.eventing) {
     // The ApiServerSource's adapter sees the new object and sends its add event to the Broker.

@@ -26,7 +26,7 @@ import { down, statusLines, up } from "../../harness/stack/stack.ts";
 import { type StackState } from "../../harness/stack/state.ts";
 import { HOST_SYSCTLS, memoryCgroupDir } from "../../harness/stack/real-node.ts";
 import { podCgroupPath, REAL_NODE, REAL_NODE_PLACEMENT, SERVICE_CIDR } from "../../harness/stack/real-node-config.ts";
-import { promQuery, waitFor } from "../../support/stack.ts";
+import { promQuery, SHORT_FOR_SECONDS, waitFor } from "../../support/stack.ts";
 import { missingImagesFailFast, originalManifestPullsFromRegistry } from "../../support/registry-pulls.ts";
 import { alertEvent, appMonitorStatus, createAppMonitor, deliver as deliverEvent, eventsRegarding, memhogManifest, pingTick, startScaler } from "../../support/memory-scaler.ts";
 import { installMemoryScaler } from "../../support/install.ts";
@@ -305,7 +305,7 @@ test("ten Pods in a row on the real node each reach Running (apply → Running t
 });
 
 test("the original demo's chain with memhog on the real node: scaled 384Mi → 768Mi, the new limit in its cgroup", { timeout: 600_000 }, async (t) => {
-  const result = await runChain(state as StackState, { namespace: "real-node-chain", realNode: true });
+  const result = await runChain(state as StackState, { namespace: "real-node-chain", realNode: true, forSeconds: SHORT_FOR_SECONDS });
   assert.deepEqual([result.before, result.after], [{ request: "256Mi", limit: "384Mi" }, { request: "512Mi", limit: "768Mi" }]);
   assert.equal(result.hops.at(-1)?.name, "new container's cgroup limit");
   const crossed = result.hops.find((h) => h.name === "usage crossed the threshold")?.at ?? 0;
