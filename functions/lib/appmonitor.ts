@@ -192,7 +192,7 @@ export interface AppMonitorSpec {
  * set's peak over that period stays `marginPercent` points below the threshold at the lower limit.
  */
 export interface AppMonitorScaleDown {
-  /** Seconds without a scale or an alert before a down-step, and the peak's range; integer 60–2592000; default 86400. */
+  /** Seconds without a scale or an alert before a down-step, and the peak's range; integer 10–2592000 (shorter than two scrape intervals: no peak read, no step); default 86400. */
   quietPeriodSeconds?: number;
   /** Points below `memThresholdPercent` the peak must stay at the lowered limit; 1–50, below the threshold; default 10. */
   marginPercent?: number;

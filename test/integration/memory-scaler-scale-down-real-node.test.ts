@@ -1,6 +1,6 @@
 // spec.scaleDown on the real node, for real (issue 27): the original demo's memhog held at 320Mi
 // (limits 384Mi / requests 256Mi, threshold 75, multiplier 2) is raised to 768Mi/512Mi; its held
-// memory is then lowered to 120Mi, and after a shortened quiet period (60 s) the follow-up's ticks
+// memory is then lowered to 120Mi, and after a shortened quiet period (QUIET_SECONDS) the follow-up's ticks
 // (the shipped handler, PingSource events delivered directly) bring it back to 384Mi/256Mi, not
 // below, the new limit read back from its cgroup; raising memhog again raises it again, and the next
 // down-step waits (its peak over the period is near the threshold: PeakNearThreshold); DryRun
@@ -23,6 +23,8 @@ import { waitFor } from "../support/stack.ts";
 
 const Mi = 1 << 20;
 const NS = "scale-down";
+/** The quiet period: seconds, not the default day; still 15 of the stack's 1 s scrapes of the real node, so the peak read over it has samples. */
+const QUIET_SECONDS = 15;
 let stack: RealNodeFile | undefined;
 let state: StackState;
 let core: k8s.CoreV1Api;
@@ -102,7 +104,7 @@ test("the original demo raised to 768Mi/512Mi comes back to 384Mi/256Mi (not bel
   container.imagePullPolicy = "IfNotPresent";
   Object.assign(manifest.spec.template.spec, REAL_NODE_PLACEMENT, { terminationGracePeriodSeconds: 1 });
   await apps.createNamespacedDeployment({ namespace: NS, body: { ...manifest, metadata: { ...manifest.metadata, namespace: NS } } });
-  await createAppMonitor(NS, "mymonitor", { memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 30, scaleDown: { quietPeriodSeconds: 60 } });
+  await createAppMonitor(NS, "mymonitor", { memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 10, scaleDown: { quietPeriodSeconds: QUIET_SECONDS } });
 
   // 1. The raise: 320Mi is 83% of 384Mi.
   const first = await holding("384Mi", 320 * Mi);
@@ -138,7 +140,7 @@ test("the original demo raised to 768Mi/512Mi comes back to 384Mi/256Mi (not bel
   const bigAgain = await holding("768Mi", 320 * Mi);
   assert.equal(cgroupLimit(bigAgain), 768 * Mi);
 
-  // 4. Its peak over the (doubled: 120 s) period is 320Mi, 83% of 384Mi: held, PeakNearThreshold, not stepped.
+  // 4. Its peak over the (doubled: 2 × QUIET_SECONDS) period is 320Mi, 83% of 384Mi: held, PeakNearThreshold, not stepped.
   const held = await tickUntil("PeakNearThreshold", async () => {
     const status = (await appMonitorStatus(NS, "mymonitor")) as Status;
     return status.lastOutcome?.reason === "PeakNearThreshold" ? status.lastOutcome : undefined;
