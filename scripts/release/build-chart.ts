@@ -141,7 +141,7 @@ export async function buildChart(outDir: string, overrides: ChartOverrides = {},
   await rm(chartDir, { recursive: true, force: true });
   await mkdir(outDir, { recursive: true });
   await cp(CHART_SOURCE, chartDir, { recursive: true });
-  const kubectlBin = kubectl ?? path.join(await buildBinaries(), "kubectl");
+  const kubectlBin = kubectl ?? path.join(await buildBinaries(process.env, undefined, ["kube"]), "kubectl");
   const profiles = await renderProfiles(kubectlBin, { namespace: NAMESPACE_SENTINEL, origins: true });
   for (const [file, text] of chartTemplates(profiles)) await writeFile(path.join(chartDir, file), text);
   await writeFile(path.join(chartDir, "templates", "_alertmanager.tpl"), alertmanagerValuesTemplate());

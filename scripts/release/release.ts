@@ -76,7 +76,7 @@ export async function release(outDir: string, say: (line: string) => void = () =
   const step = (line: string) => say(`${line} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   const { version } = await packageFacts();
   const section = changelogSection(await readFile(path.join(repoRoot, "CHANGELOG.md"), "utf8"), version);
-  const bin = await buildBinaries(process.env, say);
+  const bin = await buildBinaries(process.env, say, ["kube", "helm"]);
   const [kubectl, helm] = [path.join(bin, "kubectl"), path.join(bin, "helm")];
   step("binaries: kubectl, helm");
 

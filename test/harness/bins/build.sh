@@ -20,6 +20,10 @@
 # ingress (serving.sh, serving/), and helm, which packages, lints and installs the
 # release's chart (helm/).
 #
+# Usage: build.sh [SET...]: the sets named (cold-times.txt's names: etcd kube node eventing …),
+# default every set. A set's extra files (kwok's stages, the sandbox image, kube-state-metrics'
+# RBAC, the CRDs, the operator's and Prometheus' images) come with it.
+#
 # Environment: APPMONITOR_CACHE (default ~/.cache/appmonitor).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -60,6 +64,15 @@ done <"$here/cold-times.txt"
 sets_s=0
 for set in "${SETS[@]}"; do sets_s=$((sets_s + COLD_SECONDS[$set])); done
 
+# The sets asked for: the arguments, else all.
+declare -A WANTED=()
+for set in "$@"; do
+  [ -n "${COLD_SECONDS[$set]:-}" ] || { echo "build-bins: no set '$set'; the sets: ${SETS[*]}" >&2; exit 2; }
+  WANTED[$set]=1
+done
+[ $# -gt 0 ] || for set in "${SETS[@]}"; do WANTED[$set]=1; done
+wanted() { [ -n "${WANTED[$1]:-}" ]; }
+
 # The stamp a set leaves when built: keyed by its go.mod, go.sum and Go sources (crds: go.mod and
 # go.sum alone, since controller-gen's output follows from the pinned modules).
 stamp_of() {
@@ -83,17 +96,19 @@ step_of() {
 # One line before a cold build: which sets are missing and about how long they take.
 pending=() pending_s=0
 for set in "${SETS[@]}"; do
+  wanted "$set" || continue
   if [ ! -f "$(stamp_of "$set")" ]; then pending+=("$set"); pending_s=$((pending_s + COLD_SECONDS[$set])); fi
 done
 if [ ${#pending[@]} -gt 0 ]; then
   # The pending sets' share of the measured whole.
   pending_min=$(((pending_s * all_s / sets_s + 59) / 60))
-  echo "build-bins: ${#pending[@]} of ${#SETS[@]} sets to build from the pinned Go modules (${pending[*]}): about $pending_min min on two cores with an empty Go build cache, less with a warm one" >&2
+  echo "build-bins: ${#pending[@]} of ${#WANTED[@]} sets to build from the pinned Go modules (${pending[*]}): about $pending_min min on two cores with an empty Go build cache, less with a warm one" >&2
 fi
 
 build_set() { # name, ldflags, packages... (into $BUILD_OUT when set, else the cache's bin/)
   local name=$1 ldflags=$2; shift 2
   local dir="$here/$name" stamp dest=${BUILD_OUT:-$out}
+  wanted "$name" || return 0
   stamp=$(stamp_of "$name")
   [ -f "$stamp" ] && return 0
   echo "build-bins: $(step_of "$name"): building $* (cold about ${COLD_SECONDS[$name]} s) ..." >&2
@@ -143,29 +158,34 @@ build_set registry "-X github.com/distribution/distribution/v3/version.version=$
 ksmver=$(awk '$1 == "k8s.io/kube-state-metrics/v2" { print $2 }' "$here/ksm/go.mod")
 build_set ksm "-X github.com/prometheus/common/version.Version=$ksmver" k8s.io/kube-state-metrics/v2
 # Its RBAC as it ships it (the stack applies these unchanged and runs it with that ServiceAccount's token).
-ksm_dir=$(cd "$here/ksm" && go list -m -f '{{.Dir}}' k8s.io/kube-state-metrics/v2)
-mkdir -p "$out/kube-state-metrics-rbac"
-for f in service-account.yaml cluster-role.yaml cluster-role-binding.yaml; do
-  cp -f "$ksm_dir/examples/standard/$f" "$out/kube-state-metrics-rbac/$f"
-done
+if wanted ksm; then
+  ksm_dir=$(cd "$here/ksm" && go list -m -f '{{.Dir}}' k8s.io/kube-state-metrics/v2)
+  mkdir -p "$out/kube-state-metrics-rbac"
+  for f in service-account.yaml cluster-role.yaml cluster-role-binding.yaml; do
+    cp -f "$ksm_dir/examples/standard/$f" "$out/kube-state-metrics-rbac/$f"
+  done
+fi
 
 # The sandbox image: an OCI image layout archive, FROM scratch, holding /pause alone, which
 # containerd imports (`ctr images import`) under the name in its annotations.
-[ "$out/pause.oci.tar" -nt "$out/pause" ] || oci_image "$out/pause" localhost/appmonitor/pause:1 "$out/pause.oci.tar" 65535:65535
+! wanted node || [ "$out/pause.oci.tar" -nt "$out/pause" ] || oci_image "$out/pause" localhost/appmonitor/pause:1 "$out/pause.oci.tar" 65535:65535
 
 # kwok's own fast Node and Pod lifecycle stages, from the pinned kwok module (as kwokctl uses them).
-kwok_dir=$(cd "$here/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
-mkdir -p "$out/kwok-stages"
-for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
-  pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
-  cp -f "$kwok_dir/kustomize/stage/$f" "$out/kwok-stages/$(basename "$f")"
-done
+if wanted kwok; then
+  kwok_dir=$(cd "$here/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+  mkdir -p "$out/kwok-stages"
+  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+    pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+    cp -f "$kwok_dir/kustomize/stage/$f" "$out/kwok-stages/$(basename "$f")"
+  done
+fi
 
 # The PrometheusRule CRD as prometheus-operator generates it: controller-gen (pinned as a tool in
 # crds/go.mod) over the pinned github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring
 # module's v1 types. Cached like the binaries, keyed by crds/go.mod and go.sum.
 gen_crds() {
   local dir="$here/crds" stamp api tmp
+  wanted crds || return 0
   stamp=$(stamp_of crds)
   [ -f "$stamp" ] && return 0
   echo "build-bins: $(step_of crds): generating the PrometheusRule CRD with controller-gen (cold about ${COLD_SECONDS[crds]} s) ..." >&2
@@ -194,6 +214,7 @@ VPA_MODULE=k8s.io/autoscaler/vertical-pod-autoscaler@v1.8.1
 VPA_CRD_FILE=autoscaling.k8s.io_verticalpodautoscalers.yaml
 gen_vpa_crd() {
   local stamp="$out/crds/.vpa-${VPA_MODULE##*@}" dir
+  wanted crds || return 0
   [ -f "$stamp" ] && return 0
   echo "build-bins: fetching the VerticalPodAutoscaler CRD from $VPA_MODULE ..." >&2
   if ! dir=$(cd "$here/crds" && go mod download -json "$VPA_MODULE" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p') || [ ! -f "$dir/deploy/vpa-v1-crd-gen.yaml" ]; then
@@ -217,15 +238,17 @@ promop_out="$out/prometheus-operator"
 mkdir -p "$promop_out"
 pover=$(awk '$1 == "github.com/prometheus-operator/prometheus-operator" { print $2 }' "$here/promop/go.mod")
 BUILD_OUT="$promop_out" build_set promop "-X github.com/prometheus/common/version.Version=${pover#v}" tool
-promop_dir=$(cd "$here/promop" && go list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)
-mkdir -p "$promop_out/crds" "$promop_out/rbac"
-install -m 0644 "$promop_dir"/example/prometheus-operator-crd/monitoring.coreos.com_*.yaml "$promop_out/crds/"
-install -m 0644 "$promop_dir/example/rbac/prometheus-operator/prometheus-operator-cluster-role.yaml" "$promop_out/rbac/"
-# The config reloader's image, as the operator's StatefulSets run it (`/bin/prometheus-config-reloader`, its
-# Command there), for the operator stack on the real node; 65534 as the upstream image's user.
-[ "$promop_out/prometheus-config-reloader.oci.tar" -nt "$promop_out/prometheus-config-reloader" ] ||
-  oci_image "$promop_out/prometheus-config-reloader" "localhost/appmonitor/prometheus-config-reloader:$pover" \
-    "$promop_out/prometheus-config-reloader.oci.tar" 65534:65534 bin
+if wanted promop; then
+  promop_dir=$(cd "$here/promop" && go list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)
+  mkdir -p "$promop_out/crds" "$promop_out/rbac"
+  install -m 0644 "$promop_dir"/example/prometheus-operator-crd/monitoring.coreos.com_*.yaml "$promop_out/crds/"
+  install -m 0644 "$promop_dir/example/rbac/prometheus-operator/prometheus-operator-cluster-role.yaml" "$promop_out/rbac/"
+  # The config reloader's image, as the operator's StatefulSets run it (`/bin/prometheus-config-reloader`, its
+  # Command there), for the operator stack on the real node; 65534 as the upstream image's user.
+  [ "$promop_out/prometheus-config-reloader.oci.tar" -nt "$promop_out/prometheus-config-reloader" ] ||
+    oci_image "$promop_out/prometheus-config-reloader" "localhost/appmonitor/prometheus-config-reloader:$pover" \
+      "$promop_out/prometheus-config-reloader.oci.tar" 65534:65534 bin
+fi
 
 # Upstream Prometheus (prom/) for the operator's StatefulSet on the real node, with Kubernetes service
 # discovery alone (the only one the operator's configuration uses; Debian's build has none), and its
@@ -236,7 +259,7 @@ mkdir -p "$prom_out"
 prver=$(awk '$1 == "github.com/prometheus/prometheus" { sub(/^v0\.3/, "3.", $2); print $2 }' "$here/prom/go.mod")
 GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=remove_all_sd,enable_kubernetes_sd" BUILD_OUT="$prom_out" \
   build_set prom "-X github.com/prometheus/common/version.Version=$prver" tool
-[ "$prom_out/prometheus.oci.tar" -nt "$prom_out/prometheus" ] ||
+! wanted prom || [ "$prom_out/prometheus.oci.tar" -nt "$prom_out/prometheus" ] ||
   oci_image "$prom_out/prometheus" "localhost/appmonitor/prometheus:v$prver" "$prom_out/prometheus.oci.tar" 65534:65534 bin
 . "$here/eventing.sh"
 . "$here/serving.sh"

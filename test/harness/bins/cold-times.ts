@@ -49,6 +49,19 @@ export function coldTimes(): ColdTimes {
   return parseColdTimes(readFileSync(COLD_TIMES_PATH, "utf8"));
 }
 
+/**
+ * The cold seconds of build.sh's sets `names` built together: their share of the measured whole
+ * (`binaries`), as build.sh scales its estimate (the sets share packages, so the whole is less
+ * than their sum).
+ * @throws Error naming a set the table does not have.
+ */
+export function coldSecondsOf(times: ColdTimes, names: readonly string[]): number {
+  const sum = (rows: readonly ColdTime[]) => rows.reduce((s, r) => s + r.seconds, 0);
+  const unknown = names.filter((n) => !times.sets.some((s) => s.name === n));
+  if (unknown.length > 0) throw new Error(`${COLD_TIMES_PATH}: no set ${unknown.join(", ")}`);
+  return Math.round((sum(times.sets.filter((s) => names.includes(s.name))) * times.binaries.seconds) / sum(times.sets));
+}
+
 /** Seconds as the docs and progress lines say them: whole minutes, or a half (`4½`). */
 export function aboutMinutes(seconds: number): string {
   const halves = Math.round(seconds / 30);

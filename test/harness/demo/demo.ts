@@ -31,8 +31,9 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { buildImages, FUNCTION_IMAGES, type ImageName } from "../../../scripts/images/build.ts";
 import { cacheDir } from "../../../scripts/lib/paths.ts";
+import { binarySetsFor } from "../../../scripts/lib/binaries.ts";
 import { exitOnHelp, usageText, type CommandUsage, type OptionUsage } from "../../../scripts/lib/usage.ts";
-import { aboutMinutes, coldTimes } from "../bins/cold-times.ts";
+import { aboutMinutes, coldSecondsOf, coldTimes } from "../bins/cold-times.ts";
 import { ensureDebianPackages } from "../stack/debian-packages.ts";
 import { defaultStateDir, resolveBinaries } from "../stack/paths.ts";
 import { StepError } from "../../../scripts/lib/step-error.ts";
@@ -105,16 +106,18 @@ const functionPods = realNode && !containers && !hostFunctions;
 const eventing = functionPods && !noEventing;
 const say = (part: string) => (l: string) => console.log(`  ${part}: ${l}`);
 
+// build.sh's sets for this run: neither Serving nor Helm, the operator's only when asked for.
+const sets = binarySetsFor({ realNode, prometheusOperator: operator, eventing });
 const images: ImageName[] = [...(realNode ? ["memhog" as const] : []), ...(functionPods || containers ? FUNCTION_NAMES : []), ...(operator ? ["alertmanager" as const] : [])];
 
 let code = 0;
 try {
-  const cold = [...(existing ? [] : [`${aboutMinutes(COLD.binaries.seconds)} min of Go builds`]), ...(images.length > 0 ? [`${aboutMinutes(COLD.images.seconds)} min of images`] : [])];
+  const cold = [...(existing ? [] : [`${aboutMinutes(coldSecondsOf(COLD, sets))} min of Go builds`]), ...(images.length > 0 ? [`${aboutMinutes(COLD.images.seconds)} min of images`] : [])];
   console.log(existing ? `using the stack in ${stateDir} (left running at the end)` : "starting the local stack (stopped at the end)");
   if (cold.length > 0) console.log(`on a fresh machine this first builds about ${cold.join(" and ")}; once cached, seconds`);
   // What the stack runs comes first: the binaries, then the images its registry serves (memhog)
   // and the function Pods import; `up` finds both cached.
-  if (!existing) await resolveBinaries(process.env, say("binaries"));
+  if (!existing) await resolveBinaries(process.env, say("binaries"), sets);
   if (images.length > 0) {
     const t0 = Date.now();
     await buildImages(images, say("images"));

@@ -23,6 +23,7 @@ import { importImages } from "./node-images.ts";
 import { StepError } from "../../../scripts/lib/step-error.ts";
 import { REAL_NODE_PLACEMENT } from "./real-node-config.ts";
 import type { StackState } from "./state.ts";
+import { BINARY_SETS, buildBinaries } from "../../../scripts/lib/binaries.ts";
 
 const run = promisify(execFile);
 const STEP = "install Knative Eventing on the real node";
@@ -129,6 +130,8 @@ export async function installEventing(state: StackState, timeoutMs = 240_000, pr
   const node = state.realNode;
   if (!node) throw new StepError(STEP, "the stack has no real node; start it with 'npm run stack -- up --real-node'");
   const t0 = Date.now();
+  // Its set of build.sh, built now if the stack's start did not need it.
+  await buildBinaries(process.env, progress, BINARY_SETS.eventing);
   const { module, objects } = await eventingInstall();
   const binDir = path.dirname(state.binaries.kubectl);
   progress(`Knative Eventing ${module.version}: importing ${module.commands.length} images into the real node, then waiting for its Deployments (about 90 s in all)`);

@@ -7,7 +7,7 @@
  */
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { buildBinaries } from "../../../scripts/lib/binaries.ts";
+import { BINARY_SETS, buildBinaries, type BinarySet } from "../../../scripts/lib/binaries.ts";
 import { repoRoot } from "../../../scripts/lib/paths.ts";
 import { StepError } from "../../../scripts/lib/step-error.ts";
 
@@ -57,12 +57,12 @@ export function which(name: string, env: NodeJS.ProcessEnv): string | undefined 
 }
 
 /**
- * Finds every binary the stack needs, building the Go-built ones when they are not cached
- * (`progress` hears of each set built, as {@link buildBinaries} says).
+ * Finds every binary the stack needs, building the Go-built ones when they are not cached: build.sh's
+ * `sets`, by default the stack's own (`progress` hears of each set built, as {@link buildBinaries} says).
  * A cold build takes minutes (kube-apiserver is large); a warm one returns at once.
  * @throws StepError naming the step: a missing Debian package, no Go toolchain, a failed build.
  */
-export async function resolveBinaries(env: NodeJS.ProcessEnv = process.env, progress?: (line: string) => void): Promise<Binaries> {
+export async function resolveBinaries(env: NodeJS.ProcessEnv = process.env, progress?: (line: string) => void, sets: readonly BinarySet[] = BINARY_SETS.stack): Promise<Binaries> {
   const found: Partial<Record<keyof typeof goBuilt, string>> = {};
   const assets = env.KUBEBUILDER_ASSETS;
   if (assets) {
@@ -70,7 +70,7 @@ export async function resolveBinaries(env: NodeJS.ProcessEnv = process.env, prog
       if (existsSync(path.join(assets, file))) found[role] = path.join(assets, file);
     }
   }
-  const built = Object.keys(goBuilt).some((role) => !found[role as keyof typeof goBuilt]) ? await buildBinaries(env, progress) : undefined;
+  const built = Object.keys(goBuilt).some((role) => !found[role as keyof typeof goBuilt]) ? await buildBinaries(env, progress, sets) : undefined;
   const result: Record<string, string> = {};
   for (const [role, file] of Object.entries(goBuilt) as [keyof typeof goBuilt, string][]) {
     const p = found[role] ?? (built ? path.join(built, file) : undefined);

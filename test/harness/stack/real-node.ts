@@ -29,7 +29,7 @@ import { promisify } from "node:util";
 import type * as k8s from "@kubernetes/client-node";
 import { kubeconfig } from "./config-files.ts";
 import { which } from "./paths.ts";
-import { buildBinaries } from "../../../scripts/lib/binaries.ts";
+import { BINARY_SETS, buildBinaries } from "../../../scripts/lib/binaries.ts";
 import { StepError } from "../../../scripts/lib/step-error.ts";
 import { alive, startProcess, stopAll, waitReady } from "./processes.ts";
 import { startKubeStateMetrics, type KubeStateMetricsPorts } from "./kube-state-metrics.ts";
@@ -127,7 +127,7 @@ async function tryCmd(file: string, args: string[]): Promise<string | undefined>
  * @throws StepError naming what is missing and the one command that installs it.
  */
 export async function resolveNodeBinaries(env: NodeJS.ProcessEnv = process.env, progress?: (line: string) => void): Promise<NodeBinaries> {
-  const built = await buildBinaries(env, progress);
+  const built = await buildBinaries(env, progress, BINARY_SETS.realNode);
   const ours = {
     kubelet: path.join(built, "kubelet"), crireset: path.join(built, "crireset"), pauseImage: path.join(built, "pause.oci.tar"), registry: path.join(built, "registry"),
     kubeProxy: path.join(built, "kube-proxy"), coredns: path.join(built, "coredns"),

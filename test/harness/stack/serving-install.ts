@@ -26,6 +26,7 @@ import { REAL_NODE_PLACEMENT } from "./real-node-config.ts";
 import { SERVING_NAMESPACE, skippingTagResolution, withAutoscalerWindows, withoutIngress, type AutoscalerWindows } from "./serving-manifests.ts";
 import { servingImageArchive, servingInstall } from "./serving-source.ts";
 import type { StackState } from "./state.ts";
+import { BINARY_SETS, buildBinaries } from "../../../scripts/lib/binaries.ts";
 
 const STEP = "install Knative Serving on the real node";
 
@@ -71,6 +72,8 @@ export async function installServing(state: StackState, options: InstallServingO
   const timeoutMs = options.timeoutMs ?? 240_000;
   const progress = options.progress ?? (() => {});
   const t0 = Date.now();
+  // Its set of build.sh, built now if the stack's start did not need it.
+  await buildBinaries(process.env, progress, BINARY_SETS.serving);
   const { module, objects } = await servingInstall();
   const binDir = path.dirname(state.binaries.kubectl);
   progress(`Knative Serving ${module.version}: importing ${module.commands.length} images into the real node, then waiting for its Deployments`);

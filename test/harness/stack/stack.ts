@@ -14,7 +14,7 @@ import {
   alertmanagerConfig, kubeconfig, kwokMetricsConfig, kwokPodReadyAgainStage, nodeHeartbeat, nodeNamePrefix, prometheusConfig,
 } from "./config-files.ts";
 import { resolveBinaries, type Binaries } from "./paths.ts";
-import { buildBinaries } from "../../../scripts/lib/binaries.ts";
+import { BINARY_SETS, buildBinaries } from "../../../scripts/lib/binaries.ts";
 import { StepError } from "../../../scripts/lib/step-error.ts";
 import { freePort } from "../lib/free-port.ts";
 import { alive, ComponentError, startProcess, stopAll, tail, waitReady, type Started } from "./processes.ts";
@@ -437,7 +437,7 @@ async function startOperator(launch: Launch, pki: Pki, kc: k8s.KubeConfig): Prom
   const { binaryVersion, startPrometheusOperator } = await import("./prometheus-operator.ts");
   const { archiveReference, importImages } = await import("./node-images.ts");
   const { CoreV1Api, RbacAuthorizationV1Api, KubernetesObjectApi } = await import("@kubernetes/client-node");
-  const built = await buildBinaries(env);
+  const built = await buildBinaries(env, undefined, BINARY_SETS.prometheusOperator);
   const operatorDir = path.join(built, "prometheus-operator");
   let node: OperatorOnRealNode | undefined;
   let prometheusBin = bins.prometheus;
