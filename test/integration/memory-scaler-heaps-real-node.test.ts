@@ -52,8 +52,7 @@ after(async () => {
 
 /** A namespace `ns` of the test's own (an annotated workload is covered by every AppMonitor of its namespace), with AppMonitor `m`. */
 async function heapNamespace(ns: string): Promise<void> {
-  await core.createNamespace({ body: { metadata: { name: ns } } });
-  await waitFor(`the ServiceAccount default in ${ns}`, async () => (await core.listNamespacedServiceAccount({ namespace: ns })).items.some((s) => s.metadata?.name === "default"), 30_000);
+  await stack?.namespace(ns);
   await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
 }
 

@@ -13,12 +13,11 @@ import assert from "node:assert/strict";
 import * as k8s from "@kubernetes/client-node";
 import { IN_PLACE_LABEL, IN_PLACE_MEMORY_ANNOTATION } from "../../functions/lib/appmonitor.ts";
 import { floor, parseQuantity } from "../../functions/lib/quantity.ts";
-import { buildImages } from "../../scripts/images/build.ts";
 import { REAL_NODE, REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
 import { applyFiles } from "../support/install.ts";
 import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, pingTick, type ScalerUnderTest, startScaler } from "../support/memory-scaler.ts";
 import { cgroupLimit, containerId, memhogProcess } from "../support/real-node-memhog.ts";
-import { createWorkloadNamespace, type RealNodeFile, startRealNodeFile } from "../support/real-node-file.ts";
+import { type RealNodeFile, startRealNodeFile } from "../support/real-node-file.ts";
 import { waitFor } from "../support/stack.ts";
 
 const Mi = 1 << 20;
@@ -29,13 +28,13 @@ let apps: k8s.AppsV1Api;
 let scaler: ScalerUnderTest | undefined;
 
 before(async () => {
-  const [memhog] = await buildImages(["memhog"]);
-  assert.ok(memhog !== undefined, "memhog's image");
-  stack = await startRealNodeFile("appmonitor-in-place-", memhog.archive);
+  stack = await startRealNodeFile("appmonitor-in-place-");
   ({ core, apps } = stack);
-  // The shipped policies that give a workload's later Pods its in-place memory (Kubernetes 1.36).
+  // The shipped policies that give a workload's later Pods its in-place memory (Kubernetes 1.36);
+  // they stay for the shared stack's next files, as an install keeps them (they touch only the
+  // Pods of workloads memory-scaler resized in place).
   await applyFiles("knative/admission/in-place-memory.yaml");
-  await createWorkloadNamespace(core, NS);
+  await stack.namespace(NS);
   scaler = await startScaler({ PROMETHEUS_URL: "" });
 }, { timeout: 20 * 60_000 });
 

@@ -12,13 +12,12 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as k8s from "@kubernetes/client-node";
-import { buildImages } from "../../scripts/images/build.ts";
 import { REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
 import { type StackState } from "../harness/stack/state.ts";
 import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, memhogManifest, patchAppMonitorSpec, pingTick, type ScalerUnderTest, startScaler } from "../support/memory-scaler.ts";
 import { describeAnswer } from "../support/post-event.ts";
 import { cgroupLimit, memhogProcess } from "../support/real-node-memhog.ts";
-import { createWorkloadNamespace, type RealNodeFile, startRealNodeFile } from "../support/real-node-file.ts";
+import { type RealNodeFile, startRealNodeFile } from "../support/real-node-file.ts";
 import { waitFor } from "../support/stack.ts";
 
 const Mi = 1 << 20;
@@ -32,11 +31,9 @@ let apps: k8s.AppsV1Api;
 let scaler: ScalerUnderTest | undefined;
 
 before(async () => {
-  const [memhog] = await buildImages(["memhog"]);
-  assert.ok(memhog !== undefined, "memhog's image");
-  stack = await startRealNodeFile("appmonitor-scale-down-", memhog.archive);
+  stack = await startRealNodeFile("appmonitor-scale-down-");
   ({ state, core, apps } = stack);
-  await createWorkloadNamespace(core, NS);
+  await stack.namespace(NS);
   scaler = await startScaler({ PROMETHEUS_URL: state.prometheusUrl });
 }, { timeout: 20 * 60_000 });
 

@@ -2,14 +2,24 @@
  * node:test global setup for `npm test`: one local stack for the whole run, in
  * `<repo>/.stack-test` (or `APPMONITOR_TEST_STACK_DIR`), stopped and removed at the end.
  * Test processes inherit `APPMONITOR_STACK_DIR`, `KUBECONFIG`, `PROMETHEUS_URL` and
- * `ALERTMANAGER_URL`, and read the rest through `test/support/stack.ts`.
+ * `ALERTMANAGER_URL`, and read the rest through `test/support/stack.ts`; and the run's real-node
+ * directory (`real-node-lock.ts`), whose shared real-node stack, if a file started it, and hold on
+ * the machine's real-node lock end with the run.
  */
+import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { ensureDebianPackages } from "../harness/stack/debian-packages.ts";
 import { repoRoot } from "../../scripts/lib/paths.ts";
 import { down, envLines, up } from "../harness/stack/stack.ts";
+import { stateFile } from "../harness/stack/state.ts";
+import { acquireRealNodeLock, downSharedStack, endRun, RUN_DIR_ENV, sharedStackDir } from "./real-node-lock.ts";
 
 const stateDir = path.resolve(process.env.APPMONITOR_TEST_STACK_DIR ?? path.join(repoRoot, ".stack-test"));
+/** The run's real-node directory: one per checkout (a killed run's is found by the next), short (the node's sockets live under it). */
+const realNodeRunDir = path.join(os.tmpdir(), `appmonitor-real-node-run-${createHash("sha256").update(stateDir).digest("hex").slice(0, 8)}`);
 
 /**
  * Installs the missing Debian packages when root (or stops, naming the command), then starts the
@@ -17,6 +27,7 @@ const stateDir = path.resolve(process.env.APPMONITOR_TEST_STACK_DIR ?? path.join
  */
 export async function globalSetup(): Promise<void> {
   await ensureDebianPackages();
+  await endStaleRun();
   await down(stateDir);
   const state = await up({ stateDir, progress: (line) => process.stderr.write(`# stack: ${line}\n`) });
   for (const line of envLines(state)) {
@@ -24,9 +35,26 @@ export async function globalSetup(): Promise<void> {
     if (m?.[1] && m[1] !== "PATH") process.env[m[1]] = (m[2] ?? "").replace(/^'|'$/g, "");
   }
   process.env.PATH = `${state.kubectlDir}${path.delimiter}${process.env.PATH ?? ""}`;
+  process.env[RUN_DIR_ENV] = realNodeRunDir;
+  process.env.APPMONITOR_REAL_NODE_RUN_PID = String(process.pid);
+}
+
+/** A killed run's shared real-node stack taken down, under the machine's lock, and its directory removed. */
+async function endStaleRun(): Promise<void> {
+  if (existsSync(stateFile(sharedStackDir(realNodeRunDir)))) {
+    const release = await acquireRealNodeLock();
+    try {
+      await downSharedStack(realNodeRunDir);
+    } finally {
+      await release();
+    }
+  }
+  await rm(realNodeRunDir, { recursive: true, force: true });
 }
 
 /** Stops every process of the stack and removes its state. */
 export async function globalTeardown(): Promise<void> {
+  await endRun(realNodeRunDir);
+  await rm(realNodeRunDir, { recursive: true, force: true });
   await down(stateDir);
 }

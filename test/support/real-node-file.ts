@@ -1,17 +1,22 @@
 /**
- * The stack of one real-node test file: the machine-wide lock taken first (one real node per
- * machine), a stack with the real node in a fresh state directory, its API clients, and
- * memory-scaler's CRD and RBAC installed. Called from the file's own `before`, so the file keeps
- * its order of setup (a helper that registered hooks of its own ran after the file's).
+ * The real-node stack of a test file that needs a real node but not a fresh one: within
+ * `npm test`, one stack shared by every such file of the run (`real-node-lock.ts`: it stays up
+ * between them, and the run's end or a file that brings up a node of its own takes it down);
+ * alone, one of the file's own in a fresh state directory. The real-node lock taken first, its API
+ * clients, memory-scaler's CRD and RBAC installed, memhog's image served by its registry. Called
+ * from the file's own `before`, so the file keeps its order of setup (a helper that registered
+ * hooks of its own ran after the file's). The file leaves the node as it found it: its namespaces
+ * (made by {@link RealNodeFile.namespace}) are deleted, and waited for, when it stops.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
+import { buildImages } from "../../scripts/images/build.ts";
 import { down, up } from "../harness/stack/stack.ts";
 import { type StackState } from "../harness/stack/state.ts";
 import { installMemoryScaler } from "./install.ts";
-import { acquireRealNodeLock } from "./real-node-lock.ts";
+import { acquireRealNodeLock, runDir, sharedStackDir } from "./real-node-lock.ts";
 import { waitFor } from "./stack.ts";
 
 /** A running real-node stack of one test file. */
@@ -20,43 +25,67 @@ export interface RealNodeFile {
   readonly stateDir: string;
   readonly core: k8s.CoreV1Api;
   readonly apps: k8s.AppsV1Api;
-  /** Stops the stack, removes its state directory and releases the lock; never throws (a failed `down` is logged). */
+  /** Whether the stack is the run's shared one (else the file's own). */
+  readonly shared: boolean;
+  /** Creates namespace `name` for the file's workloads (waiting for its ServiceAccount `default`); deleted at {@link stop}. */
+  namespace(name: string): Promise<void>;
+  /**
+   * Deletes the file's namespaces and waits until they are gone, then stops the stack and removes
+   * its state directory (a shared one stays up for the run's next file), and releases the lock;
+   * never throws (a failure is logged).
+   */
   stop(): Promise<void>;
 }
 
 /**
- * Takes the lock, brings the stack up with its real node and installs memory-scaler's objects.
- * Sets `APPMONITOR_STACK_DIR` for the helpers that read the stack from it.
- * @param prefix the state directory's name prefix, e.g. `appmonitor-in-place-`.
- * @param memhogArchive memhog's image archive, served by the stack's registry, when the file runs memhog.
+ * Takes the lock, brings the stack up with its real node, or finds the run's shared one up, and
+ * installs memory-scaler's objects. Sets `APPMONITOR_STACK_DIR` for the helpers that read the stack from it.
+ * @param prefix the state directory's name prefix when the stack is the file's own, e.g. `appmonitor-in-place-`.
  * @throws Error as `up` does (the lock is released first).
  */
-export async function startRealNodeFile(prefix: string, memhogArchive?: string): Promise<RealNodeFile> {
-  const releaseLock = await acquireRealNodeLock();
-  const stateDir = await mkdtemp(path.join(os.tmpdir(), prefix));
+export async function startRealNodeFile(prefix: string): Promise<RealNodeFile> {
+  const [memhog] = await buildImages(["memhog"]);
+  if (memhog === undefined) throw new Error("memhog's image was not built");
+  const run = runDir();
+  const releaseLock = await acquireRealNodeLock({ shared: run !== undefined });
+  const stateDir = run === undefined ? await mkdtemp(path.join(os.tmpdir(), prefix)) : sharedStackDir(run);
   const t0 = Date.now();
   let state: StackState;
   try {
-    state = await up({ stateDir, nodes: 1, realNode: true, ...(memhogArchive === undefined ? {} : { memhogArchive }), progress: (line) => process.stderr.write(`# stack: ${line}\n`) });
+    state = await up({ stateDir, nodes: 1, realNode: true, memhogArchive: memhog.archive, progress: (line) => process.stderr.write(`# stack: ${line}\n`) });
   } catch (error) {
     await down(stateDir).catch(() => undefined);
     await rm(stateDir, { recursive: true, force: true });
     await releaseLock();
     throw error;
   }
-  process.stderr.write(`# stack with the real node up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+  process.stderr.write(`# stack with the real node ${run === undefined ? "" : "(the run's shared one) "}up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
   process.env.APPMONITOR_STACK_DIR = stateDir;
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(state.kubeconfig);
   await installMemoryScaler();
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const namespaces: string[] = [];
   return {
     state,
     stateDir,
-    core: kc.makeApiClient(k8s.CoreV1Api),
+    core,
     apps: kc.makeApiClient(k8s.AppsV1Api),
+    shared: run !== undefined,
+    async namespace(name) {
+      namespaces.push(name);
+      await createWorkloadNamespace(core, name);
+    },
     async stop() {
-      await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
-      await rm(stateDir, { recursive: true, force: true });
+      const t1 = Date.now();
+      await Promise.all(namespaces.map((name) => core.deleteNamespace({ name }).catch(() => undefined)));
+      await waitFor(`the namespaces ${namespaces.join(", ")} gone`, async () => (await core.listNamespace()).items.every((n) => !namespaces.includes(n.metadata?.name ?? "")), 180_000, 500)
+        .catch((error: Error) => process.stderr.write(`# ${error.message}\n`));
+      if (namespaces.length > 0) process.stderr.write(`# namespaces ${namespaces.join(", ")} deleted in ${((Date.now() - t1) / 1000).toFixed(1)} s\n`);
+      if (run === undefined) {
+        await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
+        await rm(stateDir, { recursive: true, force: true });
+      }
       await releaseLock();
     },
   };
@@ -67,7 +96,7 @@ export async function startRealNodeFile(prefix: string, memhogArchive?: string):
  * controller manager has made it).
  * @throws Error when it does not appear within 30 s.
  */
-export async function createWorkloadNamespace(core: k8s.CoreV1Api, name: string): Promise<void> {
+async function createWorkloadNamespace(core: k8s.CoreV1Api, name: string): Promise<void> {
   await core.createNamespace({ body: { metadata: { name } } });
   await waitFor(`the ServiceAccount default in ${name}`, async () => (await core.listNamespacedServiceAccount({ namespace: name })).items.some((s) => s.metadata?.name === "default"), 30_000);
 }

@@ -1,44 +1,151 @@
 /**
  * The machine-wide lock on the stack's real node (one per machine: fixed interface, bridge,
  * iptables chain and cgroup names). Test files that bring up a real node take it first, so
- * `npm test`'s concurrent files run them one after the other instead of one failing. The lock is
- * util-linux `flock` on {@link REAL_NODE_LOCK}, the file a person wraps a manual run of anything
- * else that starts a real node in (`flock /tmp/appmonitor-real-node.lock node test/bench/broker-hop.ts`);
+ * concurrent files run them one after the other instead of one failing. The lock is util-linux
+ * `flock` on {@link REAL_NODE_LOCK}, the file a person wraps a manual run of anything else that
+ * starts a real node in (`flock /tmp/appmonitor-real-node.lock node test/bench/broker-hop.ts`);
  * not a test file that takes it itself, which would then wait for its own wrapper forever.
+ *
+ * Within `npm test` (its global setup sets {@link RUN_DIR_ENV}) the run holds the machine's lock
+ * from its first real-node file to its end, and its files take a lock of the run's instead: so
+ * the real node shared by the files that need no fresh one (`real-node-file.ts`) can stay up
+ * between them, and no other run's real node comes up beside it. A file that brings up a node of
+ * its own takes the shared one down first.
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
+import { existsSync } from "node:fs";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { down } from "../harness/stack/stack.ts";
+import { stateFile } from "../harness/stack/state.ts";
 
 /** The lock file. */
 export const REAL_NODE_LOCK = "/tmp/appmonitor-real-node.lock";
 
+/** The environment variable naming the run's directory: its lock, its hold on the machine's, its shared stack. */
+export const RUN_DIR_ENV = "APPMONITOR_REAL_NODE_RUN_DIR";
+
+/** The shared real-node stack's state directory within the run's directory. */
+export const sharedStackDir = (runDir: string): string => path.join(runDir, "shared");
+
+/** The run's directory, when the process runs under `npm test`'s global setup. */
+export const runDir = (): string | undefined => process.env[RUN_DIR_ENV];
+
 /**
- * Waits for the lock (as long as the holder keeps it) and returns its release. The lock is held
- * by a `flock … cat` process group of its own, killed on release or when this process exits.
- * `cat` reads a pipe from this process, so the lock also ends when this process is killed
- * (SIGKILL runs no exit handler, but the kernel closes the pipe and `cat` sees end of file).
- * @throws Error when `flock` cannot be started (util-linux missing) or exits before locking.
+ * Starts `flock file sh -c script` as a process group of its own and waits until it holds the lock
+ * (the script's first line); `outlives`: it is to outlive this process.
+ * @throws Error when `flock` cannot be started or exits before locking.
  */
-export async function acquireRealNodeLock(): Promise<() => Promise<void>> {
-  const holder = spawn("flock", [REAL_NODE_LOCK, "sh", "-c", "echo locked; exec cat >/dev/null"], { detached: true, stdio: ["pipe", "pipe", "inherit"] });
-  const locked = new Promise<void>((resolve, reject) => {
-    holder.stdout.once("data", () => resolve());
-    holder.once("error", reject);
-    holder.once("exit", (code) => reject(new Error(`flock ${REAL_NODE_LOCK} exited with ${code} before locking`)));
+async function holder(file: string, script: string, outlives: boolean): Promise<ChildProcess> {
+  // One that outlives this process holds none of its pipes but its own stdout: the test runner
+  // waits for a file's output to end.
+  const child = spawn("flock", [file, "sh", "-c", script], { detached: true, stdio: outlives ? ["ignore", "pipe", "ignore"] : ["pipe", "pipe", "inherit"] });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.once("data", () => resolve());
+    child.once("error", reject);
+    child.once("exit", (code) => reject(new Error(`flock ${file} exited with ${code} before locking`)));
   });
-  const kill = () => {
-    try {
-      if (holder.pid !== undefined) process.kill(-holder.pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  };
+  return child;
+}
+
+/** Kills process group `pid`, if it still runs. */
+function killGroup(pid: number | undefined): void {
+  try {
+    if (pid !== undefined) process.kill(-pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
+/**
+ * Waits for `file`'s lock, held for this process: by a `flock … cat` process group that reads a
+ * pipe from this process, so the lock ends on release, when this process exits, or when it is
+ * killed (SIGKILL runs no exit handler, but the kernel closes the pipe and `cat` sees end of file).
+ */
+async function lockForThisProcess(file: string): Promise<() => Promise<void>> {
+  const child = await holder(file, "echo locked; exec cat >/dev/null", false);
+  const kill = () => killGroup(child.pid);
   process.once("exit", kill);
-  await locked;
   return async () => {
     process.off("exit", kill);
-    const exited = holder.exitCode === null && holder.signalCode === null ? once(holder, "exit") : Promise.resolve();
+    const exited = child.exitCode === null && child.signalCode === null ? once(child, "exit") : Promise.resolve();
     kill();
     await exited;
   };
+}
+
+/** `<run>/machine-lock.pid`: the process group that holds the machine's lock for the run. */
+const machineHolderFile = (dir: string): string => path.join(dir, "machine-lock.pid");
+
+/** Whether process `pid` runs. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Makes sure the run holds the machine's lock, waiting for it the first time: a detached holder
+ * that keeps it while the run's process (`APPMONITOR_REAL_NODE_RUN_PID`, the global setup's) lives,
+ * so a killed run does not keep it. Called under the run's own lock.
+ */
+async function holdMachineLockForRun(dir: string): Promise<void> {
+  const file = machineHolderFile(dir);
+  const held = existsSync(file) ? Number(await readFile(file, "utf8")) : 0;
+  if (held > 0 && alive(held)) return;
+  const runPid = Number(process.env.APPMONITOR_REAL_NODE_RUN_PID ?? process.ppid);
+  const child = await holder(REAL_NODE_LOCK, `echo locked; exec >/dev/null; while kill -0 ${runPid} 2>/dev/null; do sleep 1; done`, true);
+  child.unref();
+  (child.stdout as NodeJS.ReadableStream & { destroy(): void }).destroy();
+  await writeFile(file, String(child.pid));
+}
+
+/** What {@link acquireRealNodeLock} is asked for. */
+export interface RealNodeLockOptions {
+  /** The caller uses the run's shared stack: leave it up (outside a run, no effect). */
+  readonly shared?: boolean;
+}
+
+/**
+ * Waits for the real node to be this file's (as long as the holder keeps it) and returns the
+ * release. Outside a run: the machine's lock. Within one: the run's lock, the machine's held for
+ * the run, and, unless `shared`, the run's shared stack taken down (the caller brings its own).
+ * @throws Error when `flock` cannot be started (util-linux missing) or exits before locking.
+ */
+export async function acquireRealNodeLock(options: RealNodeLockOptions = {}): Promise<() => Promise<void>> {
+  const dir = runDir();
+  if (dir === undefined) return lockForThisProcess(REAL_NODE_LOCK);
+  await mkdir(dir, { recursive: true });
+  const release = await lockForThisProcess(path.join(dir, "lock"));
+  try {
+    await holdMachineLockForRun(dir);
+    if (options.shared !== true) await downSharedStack(dir);
+  } catch (error) {
+    await release();
+    throw error;
+  }
+  return release;
+}
+
+/** Takes the run's shared stack down when it is up (a failed `down` is logged, not thrown). */
+export async function downSharedStack(dir: string): Promise<void> {
+  const shared = sharedStackDir(dir);
+  if (!existsSync(stateFile(shared))) return;
+  const t0 = Date.now();
+  await down(shared).catch((error: Error) => process.stderr.write(`# down of the shared real-node stack: ${error.message}\n`));
+  process.stderr.write(`# the shared real-node stack down in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+}
+
+/**
+ * The run's end (the global teardown): its shared stack down, the machine's lock released.
+ * Nothing to do when no file of the run needed a real node.
+ */
+export async function endRun(dir: string): Promise<void> {
+  await downSharedStack(dir);
+  const file = machineHolderFile(dir);
+  if (existsSync(file)) killGroup(Number(await readFile(file, "utf8")));
 }
