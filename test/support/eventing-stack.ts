@@ -1,17 +1,17 @@
 /**
- * A stack of a test file's own with Knative Eventing running for real on its real node, for tests
- * that send events through the real data plane (ingress → in-memory channel → filter → Trigger →
- * subscriber): one kwok Node and the real node in a temporary state directory, Eventing installed
- * (test/harness/stack/eventing-install.ts), appmonitor's own Eventing objects applied as the shipped
- * Eventing-only profile has them (knative/eventing-only/ through test/harness/stack/stack-profile.ts;
- * the dead-letter sink is appmonitor's dead-letter function), the functions as Pods with alert-receiver's K_SINK injected by the
- * SinkBinding, and memhog with the AppMonitor `mymonitor` (threshold 75, multiplier 2) in a
- * workload namespace placed on the real node. One real node per machine: the file waits for the
- * machine-wide lock first (`real-node-lock.ts`).
+ * A real-node stack with Knative Eventing running for real on its real node, for tests that send
+ * events through the real data plane (ingress → in-memory channel → filter → Trigger →
+ * subscriber): the real-node stack of `real-node-file.ts` (the run's shared one under `npm test`,
+ * else the file's own), Eventing installed on it once (test/harness/stack/eventing-install.ts),
+ * and the file's own appmonitor Eventing objects as the shipped Eventing-only profile has them
+ * (knative/eventing-only/ through test/harness/stack/stack-profile.ts; the dead-letter sink is
+ * appmonitor's dead-letter function), the functions as Pods with alert-receiver's K_SINK injected
+ * by the SinkBinding, and memhog with the AppMonitor `mymonitor` (threshold 75, multiplier 2) in a
+ * workload namespace placed on the real node; both namespaces deleted when the file ends.
  */
 import { after, before } from "node:test";
-import { mkdtemp } from "node:fs/promises";
-import os from "node:os";
+import { existsSync } from "node:fs";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { HTTP, type CloudEvent } from "cloudevents";
@@ -21,10 +21,9 @@ import { installEventing, placeNamespace, type EventingInstallation } from "../h
 import { applyAppmonitorEventing, BROKER } from "../harness/stack/eventing-objects.ts";
 import { DEAD_LETTER_FUNCTION, deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE } from "../harness/stack/function-pods-install.ts";
 import { REAL_NODE } from "../harness/stack/real-node-config.ts";
-import { down, up } from "../harness/stack/stack.ts";
-import { type StackState } from "../harness/stack/state.ts";
+import { saveState, type StackState } from "../harness/stack/state.ts";
 import { createAppMonitor, memhogManifest } from "./memory-scaler.ts";
-import { acquireRealNodeLock } from "./real-node-lock.ts";
+import { type RealNodeFile, startRealNodeFile } from "./real-node-file.ts";
 import { waitFor } from "./stack.ts";
 
 /** What {@link useEventingStack} brought up. */
@@ -42,57 +41,66 @@ export interface EventingStack {
 
 /** What the file's stack is called and where its workload goes. */
 export interface EventingStackOptions {
-  /** Prefix of the temporary state directory, e.g. `appmonitor-eventing-`. */
+  /** Prefix of the temporary state directory, e.g. `appmonitor-eventing-`, when the stack is the file's own. */
   readonly stateDirPrefix: string;
   readonly workloadNamespace: string;
 }
 
+/** `<shared stack>/eventing.json`: the installation, for the run's next file on the shared stack. */
+const installationFile = (stateDir: string): string => path.join(stateDir, "eventing.json");
+
 /**
- * Registers the file's `before` (bring the stack up, up to 20 minutes) and `after` (take it
- * down, release the lock) hooks.
+ * Knative Eventing on the stack: installed, or, on the run's shared stack, found installed by an
+ * earlier file (Eventing itself stays for the run; appmonitor's objects do not).
+ */
+async function eventingOn(state: StackState): Promise<EventingInstallation> {
+  if (state.eventing !== undefined && existsSync(installationFile(state.stateDir))) {
+    return JSON.parse(await readFile(installationFile(state.stateDir), "utf8")) as EventingInstallation;
+  }
+  const installation = await installEventing(state);
+  process.stderr.write(`# Eventing ${installation.version} installed and Available in ${installation.seconds.toFixed(1)} s\n`);
+  await saveState({ ...state, eventing: { version: installation.version, deployments: installation.deployments } });
+  await writeFile(installationFile(state.stateDir), JSON.stringify(installation));
+  return installation;
+}
+
+/**
+ * Registers the file's `before` (bring the stack up, up to 20 minutes) and `after` (its
+ * namespaces deleted; its own stack down, or the run's shared one left up; the lock released) hooks.
+ * The stack is a real-node one of `real-node-file.ts`, Eventing on it; appmonitor's Eventing
+ * objects and function Pods are the file's own, deleted with their namespace.
  * @returns the stack, for the tests to call once `before` has run.
  */
 export function useEventingStack(options: EventingStackOptions): () => EventingStack {
   let stack: EventingStack | undefined;
-  let stateDir = "";
-  let state: StackState | undefined;
-  let releaseLock: (() => Promise<void>) | undefined;
+  let file: RealNodeFile | undefined;
 
   before(async () => {
-    // One real node per machine: wait for any other test file's to be down first.
-    releaseLock = await acquireRealNodeLock();
-    stateDir = await mkdtemp(path.join(os.tmpdir(), options.stateDirPrefix));
     const images = await buildImages(["memhog", ...FUNCTION_POD_NAMES, DEAD_LETTER_FUNCTION]);
     const archive = (name: string) => images.find((i) => i.name === name)?.archive ?? "";
-    const t0 = Date.now();
-    state = await up({ stateDir, nodes: 1, realNode: true, memhogArchive: archive("memhog"), progress: (line) => process.stderr.write(`# stack: ${line}\n`) });
-    process.stderr.write(`# stack with the real node up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
-    process.env.APPMONITOR_STACK_DIR = stateDir;
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(state.kubeconfig);
-    const core = kc.makeApiClient(k8s.CoreV1Api);
-    const apps = kc.makeApiClient(k8s.AppsV1Api);
-
-    const installation = await installEventing(state);
-    process.stderr.write(`# Eventing ${installation.version} installed and Available in ${installation.seconds.toFixed(1)} s\n`);
+    file = await startRealNodeFile(options.stateDirPrefix);
+    const { state, kc, core, apps } = file;
+    const installation = await eventingOn(state);
     const t1 = Date.now();
+    file.adopt(FUNCTIONS_NAMESPACE);
     const brokerUrl = await applyAppmonitorEventing(state, undefined, undefined, archive(DEAD_LETTER_FUNCTION));
     process.stderr.write(`# Broker Ready at ${brokerUrl}, dead-letter sink Available, in ${((Date.now() - t1) / 1000).toFixed(1)} s\n`);
 
     // memhog on the real node too, placed by its namespace as the ApiServerSource's adapter is.
     const workloadNamespace = options.workloadNamespace;
-    await core.createNamespace({ body: { metadata: { name: workloadNamespace } } });
+    await file.namespace(workloadNamespace);
     await placeNamespace(state, workloadNamespace);
     await apps.createNamespacedDeployment({ namespace: workloadNamespace, body: await memhogManifest() });
     await createAppMonitor(workloadNamespace, "mymonitor", { memThresholdPercent: 75, memMultiplier: 2 });
     const archives = Object.fromEntries(FUNCTION_POD_NAMES.map((name) => [name, archive(name)]));
+    const t2 = Date.now();
     await deployFunctionPods(state, { archives, sink: "sinkbinding" });
+    process.stderr.write(`# function Pods Available in ${((Date.now() - t2) / 1000).toFixed(1)} s\n`);
     stack = { state, installation, brokerUrl, kc, core, apps, workloadNamespace };
   }, { timeout: 20 * 60_000 });
 
   after(async () => {
-    if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
-    await releaseLock?.();
+    await file?.stop();
   });
 
   return () => {

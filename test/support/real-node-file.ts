@@ -25,14 +25,17 @@ export interface RealNodeFile {
   readonly stateDir: string;
   readonly core: k8s.CoreV1Api;
   readonly apps: k8s.AppsV1Api;
+  readonly kc: k8s.KubeConfig;
   /** Whether the stack is the run's shared one (else the file's own). */
   readonly shared: boolean;
   /** Creates namespace `name` for the file's workloads (waiting for its ServiceAccount `default`); deleted at {@link stop}. */
   namespace(name: string): Promise<void>;
+  /** Has namespace `name`, made by another step of the file (an install's), deleted at {@link stop} too. */
+  adopt(name: string): void;
   /**
-   * Deletes the file's namespaces and waits until they are gone, then stops the stack and removes
-   * its state directory (a shared one stays up for the run's next file), and releases the lock;
-   * never throws (a failure is logged).
+   * Stops the file's own stack and removes its state directory, or, on the run's shared one, which
+   * stays up for the run's next file, deletes the file's namespaces and waits until they are gone;
+   * then releases the lock. Never throws (a failure is logged).
    */
   stop(): Promise<void>;
 }
@@ -71,20 +74,25 @@ export async function startRealNodeFile(prefix: string): Promise<RealNodeFile> {
     stateDir,
     core,
     apps: kc.makeApiClient(k8s.AppsV1Api),
+    kc,
     shared: run !== undefined,
     async namespace(name) {
       namespaces.push(name);
       await createWorkloadNamespace(core, name);
     },
+    adopt(name) {
+      namespaces.push(name);
+    },
     async stop() {
-      const t1 = Date.now();
-      await Promise.all(namespaces.map((name) => core.deleteNamespace({ name }).catch(() => undefined)));
-      await waitFor(`the namespaces ${namespaces.join(", ")} gone`, async () => (await core.listNamespace()).items.every((n) => !namespaces.includes(n.metadata?.name ?? "")), 180_000, 500)
-        .catch((error: Error) => process.stderr.write(`# ${error.message}\n`));
-      if (namespaces.length > 0) process.stderr.write(`# namespaces ${namespaces.join(", ")} deleted in ${((Date.now() - t1) / 1000).toFixed(1)} s\n`);
       if (run === undefined) {
         await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
         await rm(stateDir, { recursive: true, force: true });
+      } else if (namespaces.length > 0) {
+        const t1 = Date.now();
+        await Promise.all(namespaces.map((name) => core.deleteNamespace({ name }).catch(() => undefined)));
+        await waitFor(`the namespaces ${namespaces.join(", ")} gone`, async () => (await core.listNamespace()).items.every((n) => !namespaces.includes(n.metadata?.name ?? "")), 180_000, 500)
+          .catch((error: Error) => process.stderr.write(`# ${error.message}\n`));
+        process.stderr.write(`# namespaces ${namespaces.join(", ")} deleted in ${((Date.now() - t1) / 1000).toFixed(1)} s\n`);
       }
       await releaseLock();
     },
