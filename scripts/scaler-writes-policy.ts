@@ -17,7 +17,9 @@
  *   Pod's uid as precondition.
  * Every other write to these resources by that ServiceAccount is refused, with a message naming
  * the fields it would change. Its Pod creations (dry runs only) are the policy of
- * `knative/rbac/memory-scaler.yaml`; its Events and AppMonitor status writes are RBAC's alone.
+ * `knative/rbac/memory-scaler.yaml`; its Events and AppMonitor status writes are RBAC's alone. A
+ * deletion's grace period is not judged: the API server itself sets it in the request's options
+ * (the Pod's own, or 0 for a Pod never scheduled).
  *
  * The comparison is of `object` and `oldObject` as maps (the API server hands them to CEL as
  * untyped values, `dyn`): every key compared but the allowed ones, so a field Kubernetes adds later
@@ -187,6 +189,8 @@ function variables(): Manifest[] {
       name: "podDelete",
       expression: "request.resource.group == '' && request.resource.resource == 'pods' && variables.subresource == '' && request.operation == 'DELETE'",
     },
+    // A Pod's creation (`pods/*` matches `pods` too) is the dry-run-only policy's, knative/rbac/memory-scaler.yaml.
+    { name: "podCreate", expression: "request.resource.group == '' && request.resource.resource == 'pods' && variables.subresource == '' && request.operation == 'CREATE'" },
     { name: "update", expression: "request.operation == 'UPDATE' && ((variables.workload && variables.subresource == '') || variables.resize)" },
     // The Pod spec: a workload's template's, or the Pod's own.
     { name: "spec", expression: "variables.workload ? object.spec.template.spec : object.spec" },
@@ -211,7 +215,7 @@ function variables(): Manifest[] {
 function validations(): Manifest[] {
   return [
     {
-      expression: "variables.update || variables.podDelete",
+      expression: "variables.update || variables.podDelete || variables.podCreate",
       messageExpression:
         "'memory-scaler may not ' + request.operation + ' ' + request.resource.resource + (variables.subresource == '' ? '' : '/' + variables.subresource) + " +
         "': it patches workloads, resizes Pods and deletes Pods, nothing else'",
@@ -234,11 +238,6 @@ function validations(): Manifest[] {
       message: "memory-scaler may delete a Pod only with the Pod's uid in preconditions.uid",
       reason: "Forbidden",
     },
-    {
-      expression: "!variables.podDelete || !has(request.options.gracePeriodSeconds)",
-      message: "memory-scaler may delete a Pod only with the Pod's own grace period (no gracePeriodSeconds)",
-      reason: "Forbidden",
-    },
   ];
 }
 
@@ -255,7 +254,7 @@ export function scalerWritesPolicy(): Manifest[] {
         matchConstraints: {
           resourceRules: [
             { apiGroups: ["apps"], apiVersions: ["*"], operations: ["CREATE", "UPDATE", "DELETE"], resources: workloads.flatMap((r) => [r, `${r}/*`]) },
-            { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE", "DELETE"], resources: ["pods"] },
+            // `pods/*` matches `pods` itself too.
             { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE", "DELETE"], resources: ["pods/*"] },
           ],
         },
