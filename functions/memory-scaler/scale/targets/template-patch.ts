@@ -46,8 +46,8 @@ export function escapeJsonPointerToken(token: string): string {
  * operations, so a patch built
  * from stale values fails as a whole (the API server answers 422/409) and two concurrent
  * deliveries can never compound. The same patch sets `app-monitor.kubedemo.com/last-scale` to
- * `time`, adding the `annotations` map when the workload has none, and testing the previous value
- * when there is one, and `app-monitor.kubedemo.com/last-scale-record` to `record` when given
+ * `time`, adding the `annotations` map when the workload has none (testing that it still has none),
+ * and testing the previous value when there is one, and `app-monitor.kubedemo.com/last-scale-record` to `record` when given
  * (testing the previous record too, which names its event: two scales in one second share a time). Sources: DESIGN.md "Decisions that matter for correctness" (compare-and-swap);
  * https://www.rfc-editor.org/rfc/rfc6902 (operations);
  * https://kubernetes.io/docs/tasks/manage-kubernetes-objects/update-api-object-kubectl-patch/
@@ -85,6 +85,9 @@ export function buildTemplatePatch(input: TemplatePatchInput): JsonPatchOperatio
   if (input.annotations === undefined) {
     const value: Record<string, string> = { [LAST_SCALE_ANNOTATION]: stamp };
     if (input.record !== undefined) value[LAST_SCALE_RECORD_ANNOTATION] = input.record;
+    // The map is still absent (a `test` of null passes only then): an `add` of the whole map
+    // would otherwise drop annotations written since the read (a Deployment's revision).
+    ops.push({ op: "test", path: "/metadata/annotations", value: null });
     writes.push({ op: "add", path: "/metadata/annotations", value });
   } else {
     // `add` of an existing member replaces it (RFC 6902, 4.1). The previous record is tested as
