@@ -7,12 +7,12 @@
  * what this produces. Every install profile and the Helm chart ship it (`knative/admission/`).
  *
  * What memory-scaler writes, and so what the policy lets through (functions/memory-scaler/kube/cluster.ts):
- * - PATCH of a Deployment, StatefulSet, DaemonSet or ReplicaSet (`scale/template-patch.ts`,
- *   `scale/in-place-patch.ts`, `scale/template-target.ts`): its containers' and native sidecars'
+ * - PATCH of a Deployment, StatefulSet, DaemonSet or ReplicaSet (`scale/targets/template-patch.ts`,
+ *   `scale/targets/in-place-patch.ts`, `scale/targets/template-target.ts`): its containers' and native sidecars'
  *   memory requests and limits, the heap flags `spec.heapFlags: Scale` rewrites
- *   (`scale/heap-flags.ts`: a token of an env var it reads, or of a `command`/`args` element), and
+ *   (`scale/decide/heap-flags.ts`: a token of an env var it reads, or of a `command`/`args` element), and
  *   its own annotations and label on the workload's metadata;
- * - PATCH of `pods/resize` (`scale/resize-patch.ts`): containers' memory requests and limits;
+ * - PATCH of `pods/resize` (`scale/targets/resize-patch.ts`): containers' memory requests and limits;
  * - DELETE of a StatefulSet's Pod (`follow-up/flow.ts`, `spec.stuckRollout: DeletePod`), with the
  *   Pod's uid as precondition.
  * Every other write to these resources by that ServiceAccount is refused, with a message naming
@@ -31,7 +31,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { IN_PLACE_LABEL, IN_PLACE_MEMORY_ANNOTATION, LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../functions/lib/appmonitor.ts";
-import { HEAP_ENV_VARS } from "../functions/memory-scaler/scale/heap-flags.ts";
+import { HEAP_ENV_VARS } from "../functions/memory-scaler/scale/decide/heap-flags.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** Where the generated policy is committed. */
@@ -59,7 +59,7 @@ const SERVER_ANNOTATIONS: readonly string[] = ["deprecated.daemonset.template.ge
 const SERVER_METADATA: readonly string[] = ["managedFields", "generation", "resourceVersion"];
 
 /**
- * The heap flag tokens `scale/heap-flags.ts` rewrites (`scaledFlag`), as RE2: the JVM's and
+ * The heap flag tokens `scale/decide/heap-flags.ts` rewrites (`scaledFlag`), as RE2: the JVM's and
  * Node.js's, in the JVM and Node.js env vars and in `command`/`args`. A token may change only into
  * the same flag (what precedes its digits is kept). `-XX:MaxRAMPercentage` follows the limit: never
  * rewritten.

@@ -2,7 +2,7 @@
  * memory-scaler's write policy (knative/admission/memory-scaler-writes.yaml) on the stack's real
  * kube-apiserver, with a token of memory-scaler's own ServiceAccount (knative/rbac/memory-scaler.yaml):
  * what RBAC lets it send and the policy refuses, each refusal naming the field; and every write a
- * scale makes, sent by memory-scaler's own writers (`kube/cluster.ts`, `scale/write.ts` and the
+ * scale makes, sent by memory-scaler's own writers (`kube/cluster.ts`, `scale/targets/write.ts` and the
  * patch builders), passing. The whole function's scales pass it too: `installMemoryScaler` applies
  * the policy for every memory-scaler test file, and the last case here delivers an alert.
  */
@@ -14,11 +14,11 @@ import { apiStatus, isPatchConflict } from "../../functions/lib/kube-api-errors.
 import { type Cluster, createCluster } from "../../functions/memory-scaler/kube/cluster.ts";
 import { memoryOf } from "../../functions/memory-scaler/kube/views.ts";
 import type { ContainerChange, JsonPatchOperation, Workload, WorkloadKind } from "../../functions/memory-scaler/model.ts";
-import { readHeapFlags, scaledFlag } from "../../functions/memory-scaler/scale/heap-flags.ts";
-import { buildInPlaceClaimPatch } from "../../functions/memory-scaler/scale/in-place-patch.ts";
-import { buildResizePatch } from "../../functions/memory-scaler/scale/resize-patch.ts";
-import { buildHeapFlagPatch, buildTemplatePatch, escapeJsonPointerToken } from "../../functions/memory-scaler/scale/template-patch.ts";
-import { podForAdmission, writeWorkload } from "../../functions/memory-scaler/scale/write.ts";
+import { readHeapFlags, scaledFlag } from "../../functions/memory-scaler/scale/decide/heap-flags.ts";
+import { buildInPlaceClaimPatch } from "../../functions/memory-scaler/scale/targets/in-place-patch.ts";
+import { buildResizePatch } from "../../functions/memory-scaler/scale/targets/resize-patch.ts";
+import { buildHeapFlagPatch, buildTemplatePatch, escapeJsonPointerToken } from "../../functions/memory-scaler/scale/targets/template-patch.ts";
+import { podForAdmission, writeWorkload } from "../../functions/memory-scaler/scale/targets/write.ts";
 import { installMemoryScaler } from "../support/install.ts";
 import { alertEvent, deliver, monitoredDeployment, onlyRunningPod, SCALER_NAMESPACE, SCALER_SERVICE_ACCOUNT, scalerForSuite } from "../support/memory-scaler.ts";
 import { describeAnswer } from "../support/post-event.ts";
@@ -230,7 +230,7 @@ describe("memory-scaler's write policy", { concurrency: 4 }, () => {
     await t.test("a CPU resize", async (t) => {
       await refused(t, scaler.resizePod(ns, member.metadata.name, [{ op: "replace", path: "/spec/containers/0/resources/limits/cpu", value: "1" }]), /spec\.containers\[app\]\.resources\.limits\.cpu/);
     });
-    await t.test("a memory resize, as scale/resize-patch.ts builds it, passes (dry run and real)", async () => {
+    await t.test("a memory resize, as scale/targets/resize-patch.ts builds it, passes (dry run and real)", async () => {
       const app = memoryOf(pod.spec).filter((c) => c.name === "app");
       const patch = buildResizePatch(app, [{ container: "app", from: { limit: "384Mi", request: "256Mi" }, to: { limit: "768Mi", request: "512Mi" } }], undefined);
       await scaler.resizePod(ns, member.metadata.name, patch, true);

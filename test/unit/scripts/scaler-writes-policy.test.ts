@@ -6,11 +6,11 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
-import { HEAP_ENV_VARS, readHeapFlags, scaledFlag } from "../../../functions/memory-scaler/scale/heap-flags.ts";
+import { HEAP_ENV_VARS, readHeapFlags, scaledFlag } from "../../../functions/memory-scaler/scale/decide/heap-flags.ts";
 import {
   GO_MEMLIMIT_TOKEN, HEAP_FLAG_TOKEN, SCALER_USERNAME, SCALER_WRITES_POLICY, scalerWritesPolicy, scalerWritesPolicyPath, scalerWritesPolicyYaml,
 } from "../../../scripts/scaler-writes-policy.ts";
-import { repoRoot } from "../../harness/stack/paths.ts";
+import { repoRoot } from "../../../scripts/lib/paths.ts";
 import { kustomize } from "../../support/knative.ts";
 
 type Doc = { kind: string; metadata: { name: string; namespace?: string }; spec: Record<string, unknown> };
