@@ -205,11 +205,15 @@ describe("memory-scaler's write policy", { concurrency: 4 }, () => {
     });
     const claimed = await readAsScaler(scaler, ns, "StatefulSet", "db");
     assert.equal(claimed.object.metadata?.labels?.[IN_PLACE_LABEL], "true");
-    // What scale/template-target.ts adds to a template patch of a workload that holds the record,
-    // but its `test` of the record: the API server compares a `test` value's JSON text with its own
-    // encoding, which writes `>` as \u003e, so a value with `>` sent as JSON.stringify writes it never passes.
+    // What scale/targets/template-target.ts adds to a template patch of a workload that holds the
+    // record, with its `test` of the record: the record holds `>`, which the API server's JSON Patch
+    // compares in Go's encoding (\u003e); kube/cluster.ts writes the body so. A stale record conflicts.
     const path = `/metadata/annotations/${escapeJsonPointerToken(IN_PLACE_MEMORY_ANNOTATION)}`;
-    await scaler.patchWorkload("StatefulSet", ns, "db", [{ op: "remove", path }, { op: "remove", path: `/metadata/labels/${escapeJsonPointerToken(IN_PLACE_LABEL)}` }], false);
+    const record = claimed.object.metadata?.annotations?.[IN_PLACE_MEMORY_ANNOTATION] ?? "";
+    assert.match(record, />/, "the in-place record holds a '>'");
+    const removal = (value: string): JsonPatchOperation[] => [{ op: "test", path, value }, { op: "remove", path }, { op: "remove", path: `/metadata/labels/${escapeJsonPointerToken(IN_PLACE_LABEL)}` }];
+    await assert.rejects(scaler.patchWorkload("StatefulSet", ns, "db", removal(`${record}>1`), false), (error: unknown) => isPatchConflict(error), "a record changed since the read conflicts");
+    await scaler.patchWorkload("StatefulSet", ns, "db", removal(record), false);
     const removed = await readAsScaler(scaler, ns, "StatefulSet", "db");
     assert.equal(removed.object.metadata?.annotations?.[IN_PLACE_MEMORY_ANNOTATION], undefined);
   });

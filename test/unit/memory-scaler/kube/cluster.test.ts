@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as k8s from "@kubernetes/client-node";
-import { createCluster } from "../../../../functions/memory-scaler/kube/cluster.ts";
+import { createCluster, goEscapedJson } from "../../../../functions/memory-scaler/kube/cluster.ts";
 import { NODE_PAGE_SIZE } from "../../../../functions/memory-scaler/kube/node-memory.ts";
 import { FIELD_MANAGER } from "../../../../functions/memory-scaler/model.ts";
 
@@ -119,5 +119,15 @@ describe("the Node list: paged, one read shared by the calls in flight", () => {
     // A second check within the view's age reads nothing.
     await cluster.listNodeAllocatableMemory();
     assert.equal(requests.length, 2);
+  });
+});
+
+describe("goEscapedJson", () => {
+  it("writes <, > and & as Go's encoder does, and the text parses to the same value", () => {
+    const body = JSON.stringify([{ op: "test", path: "/metadata/annotations/r", value: "app=384Mi>768Mi/a&b<c" }]);
+    const escaped = goEscapedJson(body);
+    assert.equal(escaped.includes(">") || escaped.includes("<") || escaped.includes("&"), false);
+    assert.match(escaped, /app=384Mi\\u003e768Mi\/a\\u0026b\\u003cc/);
+    assert.deepEqual(JSON.parse(escaped), JSON.parse(body));
   });
 });
