@@ -11,7 +11,7 @@ import type { Evidence } from "../../../../../functions/memory-scaler/scale/trig
 const NOW = new Date("2025-06-01T12:00:00Z");
 const scale: Scale = { action: "scale", changes: [{ container: "app", from: { limit: "100Mi" }, to: { limit: "200Mi" } }], skipped: [], dryRun: false };
 const spec = { windowSeconds: 600, horizonSeconds: 1800, floorPercent: 50 };
-const evidence: Evidence = { statuses: [], now: NOW, oomWindowSeconds: 600, running: [{ name: "app", limit: "100Mi" }], thresholdPercent: 90, trend: spec, measured: undefined };
+const evidence: Evidence = { statuses: [], now: NOW, rollsOut: true, oomWindowSeconds: 600, running: [{ name: "app", limit: "100Mi" }], thresholdPercent: 90, trend: spec, measured: undefined };
 const MI = 1024 * 1024;
 
 /** A verifier that says which question it was asked. */
@@ -31,7 +31,7 @@ describe("triggers", () => {
 
   it("measure: threshold asks the working sets, trend the predictions (only with spec.trend), an OOM kill nothing", async () => {
     const what = { namespace: "ns", pod: "p", containers: ["app"], trend: spec };
-    for (const [name, expected] of [["threshold", ["workingSets"]], ["trend", ["predictions"]], ["oomKilled", []]] as const) {
+    for (const [name, expected] of [["threshold", ["workingSets"]], ["trend", ["predictions"]], ["oomKilled", []], ["heapError", []]] as const) {
       const asked: string[] = [];
       await TRIGGERS[name].measure(verifier(asked), what);
       assert.deepEqual(asked, expected, name);
