@@ -58,4 +58,21 @@ describe("triggers", () => {
     const flat = TRIGGERS.trend.check(scale, { ...evidence, measured: new Map([["app", 50 * MI]]) });
     assert.equal(flat.action === "skip" ? flat.reason : flat.action, "NotTrending");
   });
+
+  it("check: a heap error only from the runtime's message, by rollout; a hold said with it", () => {
+    const ended = (message: string | undefined) => [{ name: "app", lastState: { terminated: { reason: "Error", exitCode: 139, finishedAt: NOW, ...(message === undefined ? {} : { message }) } } }];
+    const heap = "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory";
+    const confirmed = TRIGGERS.heapError.check(scale, { ...evidence, statuses: ended(heap) });
+    assert.equal(confirmed.action === "scale" ? confirmed.heapErrors?.[0]?.runtime : confirmed.reason, "Node.js");
+    const reason = (e: Partial<Evidence>) => {
+      const checked = TRIGGERS.heapError.check(scale, { ...evidence, ...e });
+      return checked.action === "skip" ? checked.reason : checked.action;
+    };
+    assert.equal(reason({ statuses: ended(heap), rollsOut: false }), "HeapNeedsRollout");
+    assert.equal(reason({ statuses: ended("Segmentation fault") }), "NotHeapError");
+    assert.equal(reason({ statuses: ended(undefined) }), "NoTerminationMessage");
+    assert.equal(reason({}), "NotHeapError");
+    const explained = TRIGGERS.heapError.explain?.({ action: "skip", reason: "AtCap", message: "at its cap" }, { ...evidence, statuses: ended(heap) });
+    assert.match(explained?.message ?? "", /^at its cap; container app's last run ended in Node\.js's heap error/);
+  });
 });
