@@ -9,12 +9,10 @@
  * Prometheus is never asked (nothing listens at its URL: asking would answer 503).
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import * as k8s from "@kubernetes/client-node";
-import { freePort } from "../harness/lib/free-port.ts";
-import { installMemoryScaler } from "../support/install.ts";
 import { describeAnswer } from "../support/post-event.ts";
-import { alertEvent, deliver, eventsRegarding, monitoredDeployment, startScaler, type ScalerUnderTest } from "../support/memory-scaler.ts";
+import { alertEvent, deliver, eventsRegarding, monitoredDeployment, scalerForSuite } from "../support/memory-scaler.ts";
 import { adminKubeConfig, freshNamespace, waitFor } from "../support/stack.ts";
 
 const NODE_TAIL = `[1:0x6a1c000]    61471 ms: Mark-Compact (reduce) 256.0 (259.5) -> 255.9 (259.5) MB, pooled: 0 MB, 257.19 / 0.00 ms  (average mu = 0.091, current mu = 0.003) allocation failure; GC in old space requested
@@ -49,15 +47,8 @@ async function readWeb(ns: string): Promise<k8s.V1Deployment> {
 const heapEvent = (ns: string, pod: string) => alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "m", alertname: "AppMonitorHeapError" });
 
 describe("memory-scaler on a heap-error event", { concurrency: 4 }, () => {
-  let scaler: ScalerUnderTest;
-
-  before(async () => {
-    await installMemoryScaler();
-    scaler = await startScaler({ PROMETHEUS_URL: `http://127.0.0.1:${await freePort()}` });
-  });
-  after(async () => {
-    await scaler?.stop();
-  });
+  // Nothing listens on port 1: a heap-error event that asked Prometheus would be answered 503.
+  const running = scalerForSuite({ PROMETHEUS_URL: "http://127.0.0.1:1" });
 
   it("Node.js's heap error (139, its message): one scale, NODE_OPTIONS appended in the same patch and named in the Event", async (t) => {
     const ns = await freshNamespace(t);
@@ -65,7 +56,7 @@ describe("memory-scaler on a heap-error event", { concurrency: 4 }, () => {
     await reportErrorExit(ns, pod, 139, NODE_TAIL);
     const event = heapEvent(ns, pod);
     assert.equal(event.data?.trigger, "heapError");
-    const answer = await deliver(scaler.url, event);
+    const answer = await deliver(running().url, event);
     assert.deepEqual([answer.status, answer.outcome, answer.reason], [204, "scaled", "Scaled"], describeAnswer(answer));
 
     const web = await readWeb(ns);
@@ -78,7 +69,7 @@ describe("memory-scaler on a heap-error event", { concurrency: 4 }, () => {
     const scaled = (await eventsRegarding(ns, "Deployment", "web")).find((e) => e.reason === "Scaled");
     assert.match(scaled?.note ?? "", /^scaled Deployment web by 2 after a heap error: memhog: limit 384Mi → 768Mi.*; the heap set with the limits, as the runtime sizes it only when it starts: container memhog: NODE_OPTIONS \+= --max-old-space-size=576$/);
 
-    const again = await deliver(scaler.url, heapEvent(ns, pod));
+    const again = await deliver(running().url, heapEvent(ns, pod));
     assert.equal(again.outcome, "skipped", describeAnswer(again));
     assert.equal((await readWeb(ns)).metadata?.generation, 2, "answered once");
   });
@@ -87,7 +78,7 @@ describe("memory-scaler on a heap-error event", { concurrency: 4 }, () => {
     const ns = await freshNamespace(t);
     const pod = await monitoredDeployment(ns, {}, { env: [{ name: "JAVA_TOOL_OPTIONS", value: "-Dfile.encoding=UTF-8" }] });
     await reportErrorExit(ns, pod, 1, JVM_TAIL);
-    const answer = await deliver(scaler.url, heapEvent(ns, pod));
+    const answer = await deliver(running().url, heapEvent(ns, pod));
     assert.deepEqual([answer.outcome, answer.reason], ["scaled", "Scaled"], describeAnswer(answer));
     const web = await readWeb(ns);
     assert.equal(web.spec?.template.spec?.containers[0]?.env?.[0]?.value, "-Dfile.encoding=UTF-8 -XX:MaxRAMPercentage=75");
@@ -98,13 +89,13 @@ describe("memory-scaler on a heap-error event", { concurrency: 4 }, () => {
     const ns = await freshNamespace(t);
     const pod = await monitoredDeployment(ns);
     await reportErrorExit(ns, pod, 139, "Segmentation fault (core dumped)");
-    const segfault = await deliver(scaler.url, heapEvent(ns, pod));
+    const segfault = await deliver(running().url, heapEvent(ns, pod));
     assert.deepEqual([segfault.outcome, segfault.reason], ["skipped", "NotHeapError"], describeAnswer(segfault));
     await reportErrorExit(ns, pod, 1, "Error: config file /etc/app.yaml missing");
-    const ordinary = await deliver(scaler.url, heapEvent(ns, pod));
+    const ordinary = await deliver(running().url, heapEvent(ns, pod));
     assert.deepEqual([ordinary.outcome, ordinary.reason], ["skipped", "NotHeapError"], describeAnswer(ordinary));
     await reportErrorExit(ns, pod, 139, undefined);
-    const silent = await deliver(scaler.url, heapEvent(ns, pod));
+    const silent = await deliver(running().url, heapEvent(ns, pod));
     assert.deepEqual([silent.outcome, silent.reason], ["skipped", "NoTerminationMessage"], describeAnswer(silent));
     const warnings = await waitFor("the NoTerminationMessage Warnings", async () => {
       const both = [...(await eventsRegarding(ns, "Deployment", "web")), ...(await eventsRegarding(ns, "AppMonitor", "m"))].filter((e) => e.reason === "NoTerminationMessage");
@@ -118,7 +109,7 @@ describe("memory-scaler on a heap-error event", { concurrency: 4 }, () => {
     const ns = await freshNamespace(t);
     const pod = await monitoredDeployment(ns, { updateMode: "InPlace" });
     await reportErrorExit(ns, pod, 139, NODE_TAIL);
-    const inPlace = await deliver(scaler.url, heapEvent(ns, pod));
+    const inPlace = await deliver(running().url, heapEvent(ns, pod));
     assert.deepEqual([inPlace.outcome, inPlace.reason], ["skipped", "HeapNeedsRollout"], describeAnswer(inPlace));
     const warning = await waitFor("the HeapNeedsRollout Warning", async () => (await eventsRegarding(ns, "Deployment", "web")).find((e) => e.reason === "HeapNeedsRollout"), 10_000);
     assert.match(warning.note ?? "", /Node\.js's heap error \(exit code 139: .*a resize in place cannot reach a heap its runtime sized when it started, so the Pods were not resized; set spec\.updateMode: InPlaceOrRollout/);
@@ -127,7 +118,7 @@ describe("memory-scaler on a heap-error event", { concurrency: 4 }, () => {
     const other = await freshNamespace(t);
     const orPod = await monitoredDeployment(other, { updateMode: "InPlaceOrRollout" });
     await reportErrorExit(other, orPod, 139, NODE_TAIL);
-    const rolled = await deliver(scaler.url, heapEvent(other, orPod));
+    const rolled = await deliver(running().url, heapEvent(other, orPod));
     assert.deepEqual([rolled.outcome, rolled.reason], ["scaled", "Scaled"], describeAnswer(rolled));
     const memhog = (await readWeb(other)).spec?.template.spec?.containers[0];
     assert.equal(memhog?.resources?.limits?.memory, "768Mi");
