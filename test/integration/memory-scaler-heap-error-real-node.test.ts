@@ -15,12 +15,10 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as k8s from "@kubernetes/client-node";
 import { MONITOR_ANNOTATION } from "../../functions/lib/appmonitor.ts";
-import { buildImages } from "../../scripts/images/build.ts";
-import { archiveReference, importImages } from "../harness/stack/node-images.ts";
 import { REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
-import { alertEvent, createAppMonitor, deliver, eventsRegarding, type ScalerUnderTest, startScaler } from "../support/memory-scaler.ts";
+import { alertEvent, createAppMonitor, deliver, eventsRegarding, type ScalerUnderTest } from "../support/memory-scaler.ts";
 import { describeAnswer } from "../support/post-event.ts";
-import { type RealNodeFile, startRealNodeFile } from "../support/real-node-file.ts";
+import { type ScalerOnRealNode, startScalerOnRealNode } from "../support/real-node-file.ts";
 import { waitFor } from "../support/stack.ts";
 
 /** Prints the heap limit V8 chose, then keeps live objects until 400 MiB are held, then holds them (and says so). */
@@ -39,26 +37,20 @@ grow();
 `;
 
 const NS = "heap-error";
-let stack: RealNodeFile | undefined;
+let running: ScalerOnRealNode | undefined;
 let core: k8s.CoreV1Api;
 let apps: k8s.AppsV1Api;
 let scaler: ScalerUnderTest | undefined;
 let image = "";
 
 before(async () => {
-  const [built] = await buildImages(["memory-scaler"]);
-  assert.ok(built !== undefined, "memory-scaler's image");
-  stack = await startRealNodeFile("appmonitor-heap-error-");
-  ({ core, apps } = stack);
-  assert.ok(stack.state.realNode !== undefined, "the real node");
-  await importImages(stack.state.realNode, [built.archive]);
-  image = await archiveReference(built.archive);
-  scaler = await startScaler({ PROMETHEUS_URL: "" });
+  running = await startScalerOnRealNode("appmonitor-heap-error-");
+  ({ core, apps } = running.stack);
+  ({ image, scaler } = running);
 }, { timeout: 20 * 60_000 });
 
 after(async () => {
-  await scaler?.stop();
-  await stack?.stop();
+  await running?.stop();
 });
 
 /** The Deployment `web`: the program above as PID 1, 512Mi/256Mi, Node.js's default heap, the log's tail kept as the termination message. */
