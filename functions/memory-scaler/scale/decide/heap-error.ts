@@ -212,7 +212,8 @@ export function inPlaceNote(errors: readonly HeapError[]): string {
  * errors (for the heap settings of the write, `heap-settings.ts`), or the skip: `NoTerminationMessage`
  * when any container left no message to read, else `NotHeapError`; and `HeapNeedsRollout`
  * when the target resizes in place (`rollsOut` false: `InPlace`, a bare Pod), where a raise would
- * not reach the heap (DESIGN.md "Decisions that matter for correctness").
+ * not reach the heap (DESIGN.md "Decisions that matter for correctness"). A confirmed scale has no
+ * `heapFailed`: its write sets the heap (`heap-settings.ts`), or the runtime follows the new limit.
  */
 export function afterHeapCheck(scale: Scale, checked: HeapChecked, rollsOut: boolean): Skip | Scale {
   const skipped = [...scale.skipped, ...checked.skipped];
@@ -221,7 +222,9 @@ export function afterHeapCheck(scale: Scale, checked: HeapChecked, rollsOut: boo
     return { action: "skip", reason, message: checked.skipped.map((s) => s.message).join("; "), skipped };
   }
   if (!rollsOut) return { action: "skip", reason: "HeapNeedsRollout", message: inPlaceNote(checked.errors), skipped };
-  return { ...scale, changes: checked.keep, skipped, heapErrors: checked.errors };
+  // The write sets the heap where the runtime needs it, so no HeapFailure Warning doubts the raise.
+  const { heapFailed: _doubted, ...confirmed } = scale;
+  return { ...confirmed, changes: checked.keep, skipped, heapErrors: checked.errors };
 }
 
 /**

@@ -122,6 +122,12 @@ describe("afterHeapCheck", () => {
     assert.equal((after as Scale).heapErrors?.[0]?.runtime, "Node.js");
   });
 
+  it("no HeapFailure Warning doubts a raise whose write sets the heap", () => {
+    const checked = checkHeapErrors([change], ended({ exitCode: 134, message: NODE_TAIL }), NOW, 600);
+    const after = afterHeapCheck({ ...scale, heapFailed: ["app"] }, checked, true) as Scale;
+    assert.equal(after.heapFailed, undefined);
+  });
+
   it("in place: HeapNeedsRollout, never a resize the heap cannot use", () => {
     const checked = checkHeapErrors([change], ended({ exitCode: 139, message: NODE_TAIL }), NOW, 600);
     const after = afterHeapCheck(scale, checked, false) as Skip;
