@@ -32,6 +32,7 @@ import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { IN_PLACE_LABEL, IN_PLACE_MEMORY_ANNOTATION, LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../functions/lib/appmonitor.ts";
 import { HEAP_ENV_VARS } from "../functions/memory-scaler/scale/decide/heap-flags.ts";
+import { HEAP_SETTINGS_ANNOTATION } from "../functions/memory-scaler/scale/decide/heap-settings.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** Where the generated policy is committed. */
@@ -47,7 +48,7 @@ export const SCALER_WRITES_POLICY = "appmonitor-memory-scaler-writes";
 export const SCALER_USERNAME = "system:serviceaccount:appmonitor:memory-scaler";
 
 /** The annotations memory-scaler writes on a workload (`functions/lib/appmonitor.ts`). */
-export const OWN_ANNOTATIONS: readonly string[] = [LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION, IN_PLACE_MEMORY_ANNOTATION];
+export const OWN_ANNOTATIONS: readonly string[] = [LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION, IN_PLACE_MEMORY_ANNOTATION, HEAP_SETTINGS_ANNOTATION];
 /** The labels memory-scaler writes on a workload. */
 export const OWN_LABELS: readonly string[] = [IN_PLACE_LABEL];
 /**
@@ -65,6 +66,13 @@ const SERVER_METADATA: readonly string[] = ["managedFields", "generation", "reso
  * rewritten.
  */
 export const HEAP_FLAG_TOKEN = "^(-Xmx[0-9]+[kKmMgGtT]?|-XX:MaxRAM=[0-9]+[kKmMgGtT]?|--max-old-space-size=[0-9]+|--max_old_space_size=[0-9]+)$";
+/**
+ * The heap settings a rollout after a heap error adds (`scale/decide/heap-settings.ts`): one
+ * token appended to a runtime's env var (or the env var added with it alone).
+ */
+export const HEAP_SETTING_TOKEN = "^(--max-old-space-size=[0-9]+|-XX:MaxRAMPercentage=[0-9]+([.][0-9]+)?)$";
+/** The env vars those settings go in. */
+export const HEAP_SETTING_ENVS: readonly string[] = ["NODE_OPTIONS", "JAVA_TOOL_OPTIONS"];
 /** `GOMEMLIMIT`'s value, its one token. */
 export const GO_MEMLIMIT_TOKEN = "^[0-9]+(B|KiB|MiB|GiB|TiB)?$";
 const GO_ENV = "GOMEMLIMIT";
@@ -121,17 +129,26 @@ function argsChanged(c: string, o: string, field: "command" | "args", path: stri
   return `(${a}.size() != ${b}.size() ? [${path} + '.${field}'] : ${a}.transformList(ai, v, v != ${b}[ai] && !${heap}, ${path} + '.${field}[' + string(ai) + ']'))`;
 }
 
-/** CEL: the changed entries of `env` of `c` against `o`, heap flag tokens allowed in the heap env vars' values of a workload. */
+/**
+ * CEL: the changed entries of `env` of `c` against `o`: on a workload, heap flag tokens may change
+ * in the heap env vars' values, a heap setting may be appended to its env var's value, and env
+ * vars holding a heap setting alone may be added after the others.
+ */
 function envChanged(c: string, o: string, path: string): string {
   const [a, b] = [listAt(c, "env"), listAt(o, "env")];
   const old = `${b}[ei]`;
   const value = (e: string) => `(has(${e}.value) ? ${e}.value : '')`;
   const jvmAndNode = HEAP_ENV_VARS.filter((v) => v !== GO_ENV);
+  const appended =
+    `(e.name in ${list(HEAP_SETTING_ENVS)} && has(e.value) && (${value(old)}.trim() == '' ? e.value.matches('${HEAP_SETTING_TOKEN}') : ` +
+    `e.value.startsWith(${value(old)} + ' ') && e.value.substring(${value(old)}.size() + 1).matches('${HEAP_SETTING_TOKEN}')))`;
   const heap =
-    `(variables.workload && has(e.value) && has(${old}.value) && ((e.name == '${GO_ENV}' && ${onlyTokens("e.value", `${old}.value`, GO_MEMLIMIT_TOKEN)}) || ` +
-    `(e.name in ${list(jvmAndNode)} && ${onlyTokens("e.value", `${old}.value`, HEAP_FLAG_TOKEN)})))`;
+    `(variables.workload && (${appended} || (has(e.value) && has(${old}.value) && ((e.name == '${GO_ENV}' && ${onlyTokens("e.value", `${old}.value`, GO_MEMLIMIT_TOKEN)}) || ` +
+    `(e.name in ${list(jvmAndNode)} && ${onlyTokens("e.value", `${old}.value`, HEAP_FLAG_TOKEN)})))))`;
   const entry = `${changedFields("e", old, ["value"], `${path} + '.env[' + e.name + '].'`)} + (${value("e")} == ${value(old)} || ${heap} ? [] : [${path} + '.env[' + e.name + '].value'])`;
-  return `(${a}.map(e, e.name) != ${b}.map(e, e.name) ? [${path} + '.env'] : ${a}.transformList(ei, e, (${entry}).join(', ')).filter(s, s != ''))`;
+  const namesKept = `(${a}.size() >= ${b}.size() && ${b}.transformList(i, x, ${a}[i].name == x.name).all(k, k))`;
+  const addedSettings = `${a}.transformList(i, x, i < ${b}.size() || (variables.workload && x.name in ${list(HEAP_SETTING_ENVS)} && !has(x.valueFrom) && has(x.value) && x.value.matches('${HEAP_SETTING_TOKEN}'))).all(k, k)`;
+  return `(!(${namesKept} && ${addedSettings}) ? [${path} + '.env'] : ${a}.transformList(ei, e, ei < ${b}.size() ? (${entry}).join(', ') : '').filter(s, s != ''))`;
 }
 
 /**

@@ -136,6 +136,8 @@ describe("memory-scaler's write policy", { concurrency: 4 }, () => {
       ["a heap env var's other tokens", [{ op: "replace", path: `${app}/env/1/value`, value: "-XX:+UseSerialGC -Xmx512m" }], /containers\[app\]\.env\[JAVA_TOOL_OPTIONS\]\.value/],
       ["an env var that holds no heap flag", [{ op: "replace", path: `${app}/env/0/value`, value: "CET" }], /containers\[app\]\.env\[TZ\]\.value/],
       ["an env var added", [{ op: "add", path: `${app}/env/-`, value: { name: "DEBUG", value: "1" } }], /containers\[app\]\.env\b/],
+      ["a heap env var added with more than a heap setting", [{ op: "add", path: `${app}/env/-`, value: { name: "NODE_OPTIONS", value: "--max-old-space-size=512 --require ./x.js" } }], /containers\[app\]\.env\b/],
+      ["something else appended to a heap env var", [{ op: "replace", path: `${app}/env/1/value`, value: "-XX:+UseG1GC -Xmx256m -javaagent:/x.jar" }], /containers\[app\]\.env\[JAVA_TOOL_OPTIONS\]\.value/],
       ["a CPU limit", [{ op: "replace", path: `${app}/resources/limits/cpu`, value: "2" }], /containers\[app\]\.resources\.limits\.cpu/],
       ["a memory limit removed", [{ op: "remove", path: `${app}/resources/limits/memory` }], /containers\[app\]\.resources\.limits\.memory \(added or removed\)/],
       ["a sidecar's image", [{ op: "replace", path: "/spec/template/spec/initContainers/0/image", value: "registry.example/other:1" }], /initContainers\[proxy\]\.image/],
