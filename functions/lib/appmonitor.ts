@@ -82,6 +82,14 @@ export const APPMONITOR_OOM_ALERT_NAME = "AppMonitorOOMKilled";
 export const APPMONITOR_TREND_ALERT_NAME = "AppMonitorMemoryTrend";
 
 /**
+ * `alertname` of the heap-error alert every AppMonitor's rule group raises: a covered container
+ * restarted after an error exit (kube-state-metrics' last terminated reason `Error`), which may be
+ * its runtime's own heap running out long before the container's limit (docs/fixed-heaps.md).
+ * memory-scaler acts only when the container's termination message shows the runtime's heap error.
+ */
+export const APPMONITOR_HEAP_ERROR_ALERT_NAME = "AppMonitorHeapError";
+
+/**
  * `spec.trend`: the early-warning trigger (docs/early-warning.md). Present: the rule group also
  * raises {@link APPMONITOR_TREND_ALERT_NAME} when the line fitted to a container's working set over
  * the last `windowSeconds` reaches its limit within `horizonSeconds`, the working set stayed at or
@@ -278,7 +286,7 @@ export interface ScaleRecord {
   /** This scale applied again memory another writer had lowered after an earlier scale. */
   reverted?: boolean;
   /** The alert that caused it when not the threshold alert: an OOM kill, or the working set's trend (`spec.trend`). */
-  trigger?: "oomKilled" | "trend";
+  trigger?: "oomKilled" | "trend" | "heapError";
   /** `down`: a down-step of `spec.scaleDown`; absent (entries of older versions too): a raise. */
   direction?: "up" | "down";
   /** A down-step that reached the workload's floor (its memory before the first scale, or a `minMemory`): no further down-step. */

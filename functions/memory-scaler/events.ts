@@ -10,7 +10,8 @@
  * | `AtCap` | Warning on the workload → the AppMonitor, and on the AppMonitor → the workload; at most one per workload per `cooldownSeconds`, at least {@link AT_CAP_WARNING_SECONDS} when it is above 0 (`windowedKey`) | `not scaled: <message>` (+ how often it is written) |
  * | `LimitNotInTemplate` | the same pair | `not scaled: <message>` |
  * | `HeapFailure` (with `Scaled`, `Resized` or `DryRun`) | Warning pair: a raised container's last run ended in exit code 134 (`Error`), an in-process heap failure, and no heap flag read fixes its heap (`scale/decide/fixed-heap.ts` `heapFailureNote`) | `<message>` |
- * | `FixedHeap` | the same pair, at most one per workload per `cooldownSeconds` (`windowedKey`) | `not scaled: <message>` (the flag, its value and where; an in-process heap failure when the Pod's last run ended in one) |
+ * | `FixedHeap` | the same pair, at most one per workload per `cooldownSeconds` (`windowedKey`) | `not scaled: <message>` (the flag, its value and where; an in-process heap failure when the Pod's last run ended in one, the runtime's heap error where its termination message says it) |
+ * | `NoTerminationMessage`, `HeapNeedsRollout` | the same pair, at most one per workload per `cooldownSeconds` (`windowedKey`) | `not scaled: <message>` (what to set: `terminationMessagePolicy: FallbackToLogsOnError`; `updateMode: InPlaceOrRollout`) |
  * | `AdmissionRefused` | the same pair | `not scaled (<changes>): the API server refused it: <message>` (a dry run's: `DryRun: would not be scaled (<changes>): …`) |
  * | `RolloutExceedsQuota`, `Unschedulable` | the same pair | `not scaled (<changes>): <message>` (a dry run's as above) |
  * | `HPAOnMemory`, `VPAControlled`, `GitOpsManaged` (skipped) | the same pair, at most one per workload per `cooldownSeconds` (`windowedKey`) | `<message>` (it starts `not scaled:`) |
@@ -19,10 +20,10 @@
  * | `Cooldown`, `BelowThreshold` | Normal pair, at most one per workload per `cooldownSeconds` (300 s without one: `status/last-outcome.ts` `skipWindowSeconds`) | `not scaled: <message>` |
  * | `NotCovered` | Warning pair (the workload and the AppMonitor the alert names), at most one per workload per window as above | `not scaled: <message>` |
  * | `NoAppMonitor` | Warning on the Pod ({@link noAppMonitorEvent}: there is no AppMonitor to relate), at most one per Pod per 300 s | `not scaled: <message>` |
- * | `DryRun` | Normal pair | `DryRun[ (<note>: paused install-wide)]: would scale[ down] <kind> <name>[ after an OOM kill\| on its trend toward the limit]: <changes>` |
- * | `Scaled` | Normal pair (its note ends with the heap flags raised under `spec.heapFlags: Scale`), and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill\| on its trend toward the limit]: <changes>[; the rollout replaces (restarts) its Pods]` (`replacement.ts` `replacementClause`) |
+ * | `DryRun` | Normal pair | `DryRun[ (<note>: paused install-wide)]: would scale[ down] <kind> <name>[ after an OOM kill\| on its trend toward the limit\| after a heap error]: <changes>` |
+ * | `Scaled` | Normal pair (its note ends with the heap flags raised under `spec.heapFlags: Scale`, and after a heap error the heap settings written, `settingsClause`), and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill\| on its trend toward the limit\| after a heap error]: <changes>[; the rollout replaces (restarts) its Pods]` (`replacement.ts` `replacementClause`) |
  * | `PodsReplaced` (with `Scaled`) | Warning pair, when the replaced Pods likely keep state in memory or in `emptyDir` volumes (`replacement.ts`: a single-replica Deployment, any StatefulSet, an `emptyDir` volume in the Pod template); never for a bare Pod resized in place | `podsReplacedNote`: why, and that their memory and emptyDir contents are lost |
- * | `Resized` | Normal pair on the bare Pod (its `workload`), or the workload whose Pods were resized in place, and the AppMonitor | `resized <kind> <name> in place by <multiplier>[ after an OOM kill\| on its trend toward the limit]: <changes>[ (Pods <names>)]` |
+ * | `Resized` | Normal pair on the bare Pod (its `workload`), or the workload whose Pods were resized in place, and the AppMonitor | `resized <kind> <name> in place by <multiplier>[ after an OOM kill\| on its trend toward the limit\| after a heap error]: <changes>[ (Pods <names>)]` |
  * | `ScaledDown` | Normal pair (a down-step of `spec.scaleDown`, `scale/decide/scale-down.ts`), with the `GitOpsManaged` and `PodsReplaced` Warning pairs as for `Scaled` | `scaled down <kind> <name>: <changes>[; the rollout replaces (restarts) its Pods]` (`[ in place (Pods <names>)]` when resized in place) |
  * | `InPlaceFallback` (with `Scaled`) | Warning pair: `spec.updateMode: InPlaceOrRollout` wrote the template instead, and why | `<message>` |
  * | anything else | none: the outcome is logged and counted only | |
@@ -59,7 +60,10 @@ export interface Subjects {
 
 /** An outcome as reported: its reason and what its note says. */
 export type Reported =
-  | { readonly reason: "NoAppMonitor" | "UnsupportedOwner" | "AtCap" | "LimitNotInTemplate" | "FixedHeap" | "HeapFailure" | "Cooldown" | "BelowThreshold" | "NotCovered"; readonly message: string }
+  | {
+      readonly reason: "NoAppMonitor" | "UnsupportedOwner" | "AtCap" | "LimitNotInTemplate" | "FixedHeap" | "HeapFailure" | "Cooldown" | "BelowThreshold" | "NotCovered" | "NoTerminationMessage" | "HeapNeedsRollout";
+      readonly message: string;
+    }
   /** `dryRun`: what would have refused a dry run's write (`spec.mode: DryRun`, or the install paused). */
   | { readonly reason: "AdmissionRefused" | "RolloutExceedsQuota" | "Unschedulable"; readonly message: string; readonly changes: readonly ContainerChange[]; readonly dryRun?: boolean }
   /** Another manager of the workload holds the scale (`coexist/gate.ts` `gateScale`); `Reverted` there writes no Event of its own (the detection's below says it). */
@@ -88,6 +92,9 @@ export type Reported =
       readonly replacement?: PodReplacement | undefined;
       /** The heap flags raised with the limits (`spec.heapFlags: Scale`, `scale/decide/fixed-heap.ts` `describeHeapChanges`); the note ends with them. */
       readonly heap?: string | undefined;
+      /** After a heap error: the heap settings written with the limits (`scale/decide/heap-settings.ts`), and what was left unset; the note ends with them. */
+      readonly settings?: string | undefined;
+      readonly notes?: readonly string[] | undefined;
     }
   | {
       readonly reason: "Resized";
@@ -113,7 +120,7 @@ export type Reported =
   | { readonly reason: string };
 
 /** What the notes add for the alert that caused them: nothing for the threshold alert. */
-const TRIGGER_CLAUSE: Readonly<Record<AlertTrigger, string>> = { threshold: "", oomKilled: " after an OOM kill", trend: " on its trend toward the limit" };
+const TRIGGER_CLAUSE: Readonly<Record<AlertTrigger, string>> = { threshold: "", oomKilled: " after an OOM kill", trend: " on its trend toward the limit", heapError: " after a heap error" };
 const becauseOf = (trigger: AlertTrigger): string => TRIGGER_CLAUSE[trigger];
 
 /**
@@ -138,6 +145,12 @@ export function scaledDownNote(workload: { readonly kind?: string; readonly name
 /** The end of a `Scaled` note that names the heap flags raised with the limits; empty when none were. */
 export function heapClause(heap: string | undefined): string {
   return heap === undefined ? "" : `; heap flags raised with the limits: ${heap}`;
+}
+
+/** The end of a `Scaled` note that names the heap settings written after a heap error, and what was left unset; empty when neither. */
+export function settingsClause(settings: string | undefined, notes: readonly string[] | undefined): string {
+  const set = settings === undefined ? "" : `; the heap set with the limits, as the runtime sizes it only when it starts: ${settings}`;
+  return `${set}${(notes ?? []).map((n) => `; ${n}`).join("")}`;
 }
 
 /**
@@ -194,6 +207,12 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
     }
     case "HeapFailure":
       return warningPair("HeapFailure", String(r.message));
+    case "NoTerminationMessage":
+    case "HeapNeedsRollout": {
+      // A crash loop alerts again after each restart: one pair per workload per window says it.
+      const wl = workload();
+      return warningPair(reported.reason, `not scaled: ${String(r.message)}`, windowedKey(`${reported.reason}/${wl.kind ?? ""}/${wl.name}/${wl.uid ?? ""}`, now, subjects.cooldownSeconds, eventId));
+    }
     case "HPAOnMemory":
     case "VPAControlled":
     case "GitOpsManaged": {
@@ -231,7 +250,7 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
       const scaled = reported as Extract<Reported, { reason: "Scaled"; multiplier: number }>;
       const key = scaled.key ?? eventId;
       const wl = workload();
-      const note = `${scaledNote(wl, scaled.multiplier, scaled.changes, scaled.trigger, scaled.replacement)}${heapClause(scaled.heap)}`;
+      const note = `${scaledNote(wl, scaled.multiplier, scaled.changes, scaled.trigger, scaled.replacement)}${heapClause(scaled.heap)}${settingsClause(scaled.settings, scaled.notes)}`;
       const onDelete = scaled.onDelete;
       const gitOps = scaled.gitOps;
       const replaced = scaled.replacement === undefined ? undefined : podsReplacedNote({ kind: wl.kind ?? "", name: wl.name }, scaled.replacement);

@@ -6,6 +6,7 @@
 import type { ProbableLeak } from "./status/leaks.ts";
 import type { AlertTrigger } from "../lib/alert-event.ts";
 import type { ContainerChange, SkippedContainer } from "./model.ts";
+import type { HeapError } from "./scale/decide/heap-error.ts";
 
 /**
  * Why the flow ended as it did; CamelCase, also used as Event reasons and metric labels (the
@@ -18,6 +19,10 @@ import type { ContainerChange, SkippedContainer } from "./model.ts";
  * - `NotTrending`: a trend event whose containers Prometheus no longer predicts at their limit
  *   within the AppMonitor's horizon, or whose AppMonitor no longer sets `spec.trend` (step 5,
  *   `scale/decide/evidence.ts` `checkTrend`);
+ * - `NotHeapError`, `NoTerminationMessage`: a heap-error event whose containers' last run did not
+ *   end in their runtime's heap error, or left no termination message to tell (step 5,
+ *   `scale/decide/heap-error.ts`); `HeapNeedsRollout`: it did, and the AppMonitor resizes in place
+ *   (`InPlace`, a bare Pod), which cannot reach a heap sized at start: Warning Events;
  * - `FixedHeap`: a flag in the container's command, args or env fixes its heap at or below the
  *   limit (`-Xmx`, `-XX:MaxRAM`, `--max-old-space-size`, `GOMEMLIMIT`: `scale/decide/fixed-heap.ts`), so
  *   a raise would not reach it, and `spec.heapFlags` is `Hold` (or the target cannot write the
@@ -103,6 +108,11 @@ export interface Scale {
    * Warning says the raise may not reach the heap. Absent: none.
    */
   readonly heapFailed?: readonly string[];
+  /**
+   * The heap errors a heap-error alert's check confirmed (`scale/decide/heap-error.ts`): the write
+   * sets the heap with the limit where the runtime needs it (`scale/decide/heap-settings.ts`).
+   */
+  readonly heapErrors?: readonly HeapError[];
   /** `down`: a down-step of `spec.scaleDown` (`scale/decide/scale-down.ts`); absent: a raise. */
   readonly direction?: "down";
   /** A down-step whose every container reaches its floor: its `recentScales` entries say `floored`. */
@@ -161,6 +171,7 @@ export const OUTCOME_REASONS = [
   ...SKIP_REASONS,
   ...NONE_GOVERNS_REASONS,
   "PodGone", "UnsupportedOwner", "OwnerGone", "BelowThreshold", "NotMeasured", "NotOOMKilled", "NotTrending",
+  "NotHeapError", "NoTerminationMessage", "HeapNeedsRollout",
   "FixedHeap", "AdmissionRefused", "Unschedulable", "RolloutExceedsQuota", "RolloutWaitsForDelete",
   "HPAOnMemory", "VPAControlled", "GitOpsManaged", "Reverted",
   "Scaled", "DryRun", "Resized", "ResizeUnderWay",

@@ -59,6 +59,7 @@ import {
   APPMONITOR_ALERT_NAME,
   APPMONITOR_API_VERSION,
   APPMONITOR_KIND,
+  APPMONITOR_HEAP_ERROR_ALERT_NAME,
   APPMONITOR_OOM_ALERT_NAME,
   APPMONITOR_TREND_ALERT_NAME,
   type AppMonitorTrend,
@@ -89,6 +90,13 @@ export const OOM_ALERT_NAME = APPMONITOR_OOM_ALERT_NAME;
  * an AppMonitor with spec.trend only; routed and acted on as {@link ALERT_NAME} is.
  */
 export const TREND_ALERT_NAME = APPMONITOR_TREND_ALERT_NAME;
+
+/**
+ * The alert name of the heap-error alert ({@link buildHeapErrorAlertingRule}), in every rule
+ * group; routed as {@link ALERT_NAME} is. memory-scaler acts on it only when the container's own
+ * termination message shows its runtime's heap error.
+ */
+export const HEAP_ERROR_ALERT_NAME = APPMONITOR_HEAP_ERROR_ALERT_NAME;
 
 /**
  * How far, in percent of the limit, the working set may be below the highest value of its window
@@ -327,11 +335,7 @@ export function oomAlertExpression(monitor: RuleInput, source: MetricSource): st
   const ns = podScope(monitor);
   const containers = containerMatchers(monitor);
   const window = promDuration(OOM_WINDOW_SECONDS);
-  const restartedOOMKilled = [
-    `max by ${BY} (increase(kube_pod_container_status_restarts_total{${ns}, ${containers}}[${window}])) > 0`,
-    `  and on ${BY}`,
-    `max by ${BY} (kube_pod_container_status_last_terminated_reason{${ns}, reason="OOMKilled", ${containers}}) == 1`,
-  ];
+  const restartedOOMKilled = restartedAfter(monitor, "OOMKilled");
   if (source === "cadvisor") {
     return [
       "(",
@@ -344,6 +348,46 @@ export function oomAlertExpression(monitor: RuleInput, source: MetricSource): st
     ].join("\n");
   }
   return coveredPodsOnly(restartedOOMKilled, monitor);
+}
+
+/**
+ * The PromQL expression of a monitor's heap-error alert: per namespace, pod and container, a
+ * container that restarted within the last {@link OOM_WINDOW_SECONDS} (the OOM-kill alert's
+ * window, for the same reason: a crash loop's back-off fits in it) and whose last termination's
+ * reason is `Error` (`kube_pod_container_status_last_terminated_reason{reason="Error"}`), limited
+ * as the OOM-kill alert's kube-state-metrics side is. The kubelet says `Error` for any non-zero
+ * exit that is not an OOM kill: a runtime's heap error (Node.js's `FATAL ERROR: … JavaScript heap
+ * out of memory`, exit code 134, or 139 as PID 1; the JVM's `java.lang.OutOfMemoryError`, exit
+ * code 1) among every other crash. The expression does not narrow by exit code
+ * (`kube_pod_container_status_last_terminated_exitcode`, experimental in kube-state-metrics 2.18):
+ * 1 is any error and 139 any segfault, so a code proves nothing, and memory-scaler confirms each
+ * alert from the container's termination message, never from a code. Either metric source: the
+ * series are kube-state-metrics'; with "cadvisor" the Pods are not narrowed to the covered ones
+ * (as the OOM-kill alert's kube-state-metrics side is not), and memory-scaler checks coverage.
+ *
+ * @param monitor the checked AppMonitor.
+ * @param source the metric source.
+ * @returns the expression, over several lines.
+ */
+export function heapErrorAlertExpression(monitor: RuleInput, source: MetricSource): string {
+  const restartedError = restartedAfter(monitor, "Error");
+  if (source === "cadvisor") return restartedError.join("\n");
+  return coveredPodsOnly(restartedError, monitor);
+}
+
+/**
+ * kube-state-metrics' lines for a container that restarted within {@link OOM_WINDOW_SECONDS} and
+ * whose last termination's reason is `reason`, limited to the monitor's Pods and containers.
+ */
+function restartedAfter(monitor: RuleInput, reason: "OOMKilled" | "Error"): string[] {
+  const ns = podScope(monitor);
+  const containers = containerMatchers(monitor);
+  const window = promDuration(OOM_WINDOW_SECONDS);
+  return [
+    `max by ${BY} (increase(kube_pod_container_status_restarts_total{${ns}, ${containers}}[${window}])) > 0`,
+    `  and on ${BY}`,
+    `max by ${BY} (kube_pod_container_status_last_terminated_reason{${ns}, reason="${reason}", ${containers}}) == 1`,
+  ];
 }
 
 /**
@@ -466,6 +510,29 @@ export function buildOOMAlertingRule(monitor: RuleInput, config: RuleConfig): IR
 }
 
 /**
+ * The heap-error alerting rule of a monitor: alert {@link HEAP_ERROR_ALERT_NAME}, expression
+ * {@link heapErrorAlertExpression}, no `for` (a crash is a fact, as an OOM kill is), the labels
+ * of {@link buildOOMAlertingRule}, annotation `summary`.
+ *
+ * @param monitor the checked AppMonitor.
+ * @param config how to build it.
+ * @returns the rule, in the prometheus-operator Rule shape (also valid in a rules file).
+ */
+export function buildHeapErrorAlertingRule(monitor: RuleInput, config: RuleConfig): IRule {
+  const { name } = monitor;
+  return {
+    alert: HEAP_ERROR_ALERT_NAME,
+    expr: heapErrorAlertExpression(monitor, config.metricSource),
+    labels: { [APPMONITOR_ALERT_LABEL]: name, severity: config.severity },
+    annotations: {
+      summary:
+        "Container {{ $labels.container }} of Pod {{ $labels.namespace }}/{{ $labels.pod }} restarted after an error exit " +
+        `in the last ${OOM_WINDOW_SECONDS / 60} minutes, possibly its runtime's heap error (AppMonitor ${name}).`,
+    },
+  };
+}
+
+/**
  * The early-warning alerting rule of a monitor with spec.trend: alert {@link TREND_ALERT_NAME},
  * expression {@link trendAlertExpression}, `for` = spec.forSeconds (the hold that makes a release
  * within it break the alert), the same labels as {@link buildAlertingRule}, annotations `summary`
@@ -513,6 +580,7 @@ const GROUP_RULES: readonly { readonly alert: string; readonly rule: (monitor: R
   { alert: ALERT_NAME, rule: buildAlertingRule },
   { alert: OOM_ALERT_NAME, rule: buildOOMAlertingRule },
   { alert: TREND_ALERT_NAME, rule: (monitor, config) => (monitor.spec.trend === undefined ? undefined : buildTrendAlertingRule(monitor, monitor.spec.trend, config)) },
+  { alert: HEAP_ERROR_ALERT_NAME, rule: buildHeapErrorAlertingRule },
 ];
 
 /**
@@ -523,8 +591,9 @@ export const GENERATED_ALERT_NAMES: readonly string[] = GROUP_RULES.map((r) => r
 
 /**
  * The rule group of a monitor: {@link ruleGroupName} with the threshold rule of
- * {@link buildAlertingRule}, the OOM-kill rule of {@link buildOOMAlertingRule} and, with
- * spec.trend, the early-warning rule of {@link buildTrendAlertingRule}, in that order
+ * {@link buildAlertingRule}, the OOM-kill rule of {@link buildOOMAlertingRule}, with
+ * spec.trend the early-warning rule of {@link buildTrendAlertingRule}, and the heap-error rule of
+ * {@link buildHeapErrorAlertingRule}, in that order
  * (https://prometheus.io/docs/prometheus/latest/configuration/recording_rules/#rule_group).
  *
  * @param monitor the checked AppMonitor.

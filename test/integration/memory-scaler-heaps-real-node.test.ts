@@ -18,41 +18,33 @@ import { after, before, test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import * as k8s from "@kubernetes/client-node";
 import { MONITOR_ANNOTATION } from "../../functions/lib/appmonitor.ts";
-import { buildImages } from "../../scripts/images/build.ts";
-import { archiveReference, importImages } from "../harness/stack/node-images.ts";
 import { REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
-import { alertEvent, createAppMonitor, deliver, eventsRegarding, type ScalerUnderTest, startScaler } from "../support/memory-scaler.ts";
+import { alertEvent, createAppMonitor, deliver, eventsRegarding, type ScalerUnderTest } from "../support/memory-scaler.ts";
 import { describeAnswer } from "../support/post-event.ts";
-import { type RealNodeFile, startRealNodeFile } from "../support/real-node-file.ts";
+import { type ScalerOnRealNode, startScalerOnRealNode } from "../support/real-node-file.ts";
 import { waitFor } from "../support/stack.ts";
 
 /** Keeps live JS objects (strings inside) until the old space is full and V8 aborts. */
 const ALLOCATE = "const kept = []; for (;;) kept.push({ s: String(Math.random()).repeat(8) });";
-let stack: RealNodeFile | undefined;
+let running: ScalerOnRealNode | undefined;
 let core: k8s.CoreV1Api;
 let apps: k8s.AppsV1Api;
 let scaler: ScalerUnderTest | undefined;
 let image = "";
 
 before(async () => {
-  const [built] = await buildImages(["memory-scaler"]);
-  assert.ok(built !== undefined, "memory-scaler's image");
-  stack = await startRealNodeFile("appmonitor-heaps-");
-  ({ core, apps } = stack);
-  assert.ok(stack.state.realNode !== undefined, "the real node");
-  await importImages(stack.state.realNode, [built.archive]);
-  image = await archiveReference(built.archive);
-  scaler = await startScaler({ PROMETHEUS_URL: "" });
+  running = await startScalerOnRealNode("appmonitor-heaps-");
+  ({ core, apps } = running.stack);
+  ({ image, scaler } = running);
 }, { timeout: 20 * 60_000 });
 
 after(async () => {
-  await scaler?.stop();
-  await stack?.stop();
+  await running?.stop();
 });
 
 /** A namespace `ns` of the test's own (an annotated workload is covered by every AppMonitor of its namespace), with AppMonitor `m`. */
 async function heapNamespace(ns: string): Promise<void> {
-  await stack?.namespace(ns);
+  await running?.stack.namespace(ns);
   await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
 }
 

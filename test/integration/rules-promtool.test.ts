@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { promqlString, regexQuote } from "../../functions/lib/promql.ts";
-import { ALERT_NAME, buildPrometheusRule, buildRulesFile, OOM_ALERT_NAME, TREND_ALERT_NAME } from "../../functions/rule-sync/rule.ts";
+import { ALERT_NAME, HEAP_ERROR_ALERT_NAME, buildPrometheusRule, buildRulesFile, OOM_ALERT_NAME, TREND_ALERT_NAME } from "../../functions/rule-sync/rule.ts";
 import { DEFAULT_RULE_CONFIG, type MetricSource, type RuleConfig } from "../../functions/rule-sync/rule-config.ts";
 import { checkRuleInput, type AppMonitorForRule } from "../../functions/rule-sync/rule-input.ts";
 import { runCommand, type CommandResult } from "../support/run-command.ts";
@@ -506,6 +506,34 @@ describe("promtool test rules: the OOM-kill alert", () => {
       ] },
     ]);
   });
+
+  const crashed = (pod: string) => ({
+    exp_labels: { alertname: HEAP_ERROR_ALERT_NAME, namespace: "shop", pod, container: "app", appmonitor: "memhog-monitor", severity: "warning" },
+    exp_annotations: { summary: `Container app of Pod shop/${pod} restarted after an error exit in the last 10 minutes, possibly its runtime's heap error (AppMonitor memhog-monitor).` },
+  });
+
+  for (const source of SOURCES) {
+    test(`${source}: the heap-error alert fires after a restart whose last reason is Error, from kube-state-metrics, with no for; not after an OOM kill or an old error; resolves 10 minutes after`, async () => {
+      const pods: Killed[] = [
+        { pod: "heap", restartsAt: [3], reasons: ["Error"] },
+        { pod: "oom", restartsAt: [3], reasons: ["OOMKilled"] },
+        { pod: "oom-then-error", restartsAt: [3, 4], reasons: ["OOMKilled", "Error"] },
+        { pod: "long-ago", restartsAt: [], reasons: [], restartsBefore: 1, reasonBefore: "Error" },
+      ];
+      await assertPromtoolTest(rulesFile([MONITOR], configFor(source)), [
+        {
+          interval: "1m",
+          input_series: oomSeries(pods, "kube-state-metrics"),
+          alert_rule_test: [
+            { eval_time: "2m", alertname: HEAP_ERROR_ALERT_NAME, exp_alerts: [] },
+            { eval_time: "3m", alertname: HEAP_ERROR_ALERT_NAME, exp_alerts: [crashed("heap")] },
+            { eval_time: "4m", alertname: HEAP_ERROR_ALERT_NAME, exp_alerts: [crashed("heap"), crashed("oom-then-error")] },
+            { eval_time: "15m", alertname: HEAP_ERROR_ALERT_NAME, exp_alerts: [] },
+          ],
+        },
+      ]);
+    });
+  }
 
   test("kube-state-metrics: a killed Pod neither annotated nor selected does not fire", async () => {
     const pods: Killed[] = [

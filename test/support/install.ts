@@ -37,13 +37,15 @@ export async function applyFiles(...paths: string[]): Promise<void> {
 let installed: Promise<void> | undefined;
 
 /**
- * Applies `knative/namespace/namespace.yaml`, `knative/crd/appmonitor.yaml` and
- * `knative/rbac/memory-scaler.yaml` (once per test process) and waits until the CRD is
- * Established, i.e. AppMonitors can be created.
+ * Applies `knative/namespace/namespace.yaml`, `knative/crd/appmonitor.yaml`,
+ * `knative/rbac/memory-scaler.yaml` and memory-scaler's write policy
+ * (`knative/admission/memory-scaler-writes.yaml`, as every profile ships it: each scale of the
+ * tests passes it) once per test process, and waits until the CRD is Established, i.e.
+ * AppMonitors can be created.
  */
 export function installMemoryScaler(): Promise<void> {
   installed ??= (async () => {
-    await applyFiles("knative/namespace/namespace.yaml", "knative/crd/appmonitor.yaml", "knative/rbac/memory-scaler.yaml");
+    await applyFiles("knative/namespace/namespace.yaml", "knative/crd/appmonitor.yaml", "knative/rbac/memory-scaler.yaml", "knative/admission/memory-scaler-writes.yaml");
     const ext = (await adminKubeConfig()).makeApiClient(k8s.ApiextensionsV1Api);
     await waitFor("the AppMonitor CRD Established", async () => {
       const crd = await ext.readCustomResourceDefinition({ name: "appmonitors.kubedemo.com" });

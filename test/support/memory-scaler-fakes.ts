@@ -41,7 +41,8 @@ export function applyJsonPatch(doc: Json, ops: readonly JsonPatchOperation[], fa
     let parent: Json | undefined = out;
     for (const t of tokens) parent = Array.isArray(parent) ? parent[Number(t)] : parent !== null && typeof parent === "object" ? parent[t] : undefined;
     if (parent === null || typeof parent !== "object" || Array.isArray(parent)) throw fail(`${op.op} operation does not apply: doc is missing path: ${op.path}`);
-    if (op.op === "test" && JSON.stringify(parent[last]) !== JSON.stringify(op.value)) throw fail(`testing value ${op.path} failed: test failed: ${op.path} is ${JSON.stringify(parent[last]) ?? "missing"}`);
+    // A missing member tests as null, as the API server's JSON Patch has it (a `test` of null: still absent).
+    if (op.op === "test" && JSON.stringify(parent[last] ?? null) !== JSON.stringify(op.value)) throw fail(`testing value ${op.path} failed: test failed: ${op.path} is ${JSON.stringify(parent[last]) ?? "missing"}`);
     if ((op.op === "replace" || op.op === "remove") && !Object.hasOwn(parent, last)) throw fail(`${op.op} operation does not apply: doc is missing key: ${op.path}`);
     if (op.op === "remove") delete parent[last];
     else if (op.op !== "test") parent[last] = op.value as Json;

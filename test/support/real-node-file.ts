@@ -15,7 +15,9 @@ import * as k8s from "@kubernetes/client-node";
 import { buildImages } from "../../scripts/images/build.ts";
 import { down, up } from "../harness/stack/stack.ts";
 import { type StackState } from "../harness/stack/state.ts";
+import { archiveReference, importImages } from "../harness/stack/node-images.ts";
 import { installMemoryScaler } from "./install.ts";
+import { type ScalerUnderTest, startScaler } from "./memory-scaler.ts";
 import { acquireRealNodeLock, runDir, sharedStackDir } from "./real-node-lock.ts";
 import { waitFor } from "./stack.ts";
 
@@ -107,4 +109,44 @@ export async function startRealNodeFile(prefix: string): Promise<RealNodeFile> {
 async function createWorkloadNamespace(core: k8s.CoreV1Api, name: string): Promise<void> {
   await core.createNamespace({ body: { metadata: { name } } });
   await waitFor(`the ServiceAccount default in ${name}`, async () => (await core.listNamespacedServiceAccount({ namespace: name })).items.some((s) => s.metadata?.name === "default"), 30_000);
+}
+
+/** A real-node file that runs one of our images: its stack, memory-scaler's image as the node names it, and memory-scaler (no Prometheus). */
+export interface ScalerOnRealNode {
+  readonly stack: RealNodeFile;
+  /** memory-scaler's image (Node.js 24), imported into the node's containerd. */
+  readonly image: string;
+  readonly scaler: ScalerUnderTest;
+  /** Stops memory-scaler and the stack; never throws. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Builds memory-scaler's image, brings the real-node stack up ({@link startRealNodeFile}), imports
+ * the image into the node and starts memory-scaler as its ServiceAccount without Prometheus.
+ * @param prefix as for {@link startRealNodeFile}.
+ * @throws Error as the build, `up` or the import does (what was started is stopped first).
+ */
+export async function startScalerOnRealNode(prefix: string): Promise<ScalerOnRealNode> {
+  const [built] = await buildImages(["memory-scaler"]);
+  if (built === undefined) throw new Error("memory-scaler's image was not built");
+  const stack = await startRealNodeFile(prefix);
+  try {
+    if (stack.state.realNode === undefined) throw new Error("the stack has no real node");
+    await importImages(stack.state.realNode, [built.archive]);
+    const image = await archiveReference(built.archive);
+    const scaler = await startScaler({ PROMETHEUS_URL: "" });
+    return {
+      stack,
+      image,
+      scaler,
+      async stop() {
+        await scaler.stop().catch((error: Error) => process.stderr.write(`# memory-scaler: ${error.message}\n`));
+        await stack.stop();
+      },
+    };
+  } catch (error) {
+    await stack.stop();
+    throw error;
+  }
 }

@@ -113,6 +113,29 @@ const ONLY_ALLOCATABLE_MEMORY: k8s.ConfigurationOptions = {
   middlewareMergeStrategy: "append",
 };
 
+/**
+ * A JSON Patch body with `<`, `>` and `&` written as `\u003c`, `\u003e` and `\u0026`, as Go's
+ * encoder writes them: the API server's JSON Patch (evanphx/json-patch) compares a `test`
+ * operation's value with the object's by their encoded text, so a value holding one of them (the
+ * in-place record `app=384Mi>768Mi/…`, a heap flag in a shell line) sent as `JSON.stringify`
+ * writes it never matches, and every such patch would fail as if the object had changed. The
+ * escapes are the same JSON string; these characters occur only inside strings.
+ */
+export function goEscapedJson(body: string): string {
+  return body.replace(/[<>&]/g, (c) => `\\u00${c.charCodeAt(0).toString(16)}`);
+}
+const JSON_PATCH: k8s.ConfigurationOptions = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch, {
+  middleware: [{
+    pre: (request) => {
+      const body = request.getBody();
+      if (typeof body === "string") request.setBody(goEscapedJson(body));
+      return new k8s.Observable(Promise.resolve(request));
+    },
+    post: (response) => new k8s.Observable(Promise.resolve(response)),
+  }],
+  middlewareMergeStrategy: "append",
+});
+
 /** The {@link Cluster} backed by @kubernetes/client-node with `kc`'s credentials, listing AppMonitors in `scope`. */
 export function createCluster(kc: k8s.KubeConfig, scope: NamespaceScope = { all: true }, nodeView: { maxAgeMs?: number } = {}): Cluster {
   const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -120,7 +143,7 @@ export function createCluster(kc: k8s.KubeConfig, scope: NamespaceScope = { all:
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const events = kc.makeApiClient(k8s.EventsV1Api);
   const autoscaling = kc.makeApiClient(k8s.AutoscalingV2Api);
-  const jsonPatch = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch);
+  const jsonPatch = JSON_PATCH;
   const appMonitors = { group: APPMONITOR_GROUP, version: APPMONITOR_VERSION, plural: APPMONITOR_PLURAL };
   const nodeMemory = createNodeMemoryView(async (limit, token) => {
     const page = await core.listNode({ limit, ...(token === undefined ? {} : { _continue: token }) }, ONLY_ALLOCATABLE_MEMORY);

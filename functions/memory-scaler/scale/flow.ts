@@ -61,6 +61,7 @@ import { lastOutcomeOf, skipWindowSeconds, withLastOutcome } from "../status/las
 import { withScales } from "../status/recent-scales.ts";
 import type { FlowDeps } from "./deps.ts";
 import { heapFailures } from "./decide/fixed-heap.ts";
+import { heapErrors } from "./decide/heap-error.ts";
 import { alertOrigin, type ValidAppMonitor } from "./decide/governing.ts";
 import { inPlaceTarget } from "./targets/in-place-target.ts";
 import { type Observation, observeFiring } from "./observe.ts";
@@ -77,12 +78,15 @@ import { quietPeriodMs } from "../status/scale-down.ts";
 /**
  * The target an observed Pod names: itself when bare, else its workload's running Pods under an
  * in-place `updateMode` (that of the AppMonitor the alert names: only it can govern), else its
- * workload's template, and always the template for a fallback.
+ * workload's template, and always the template for a fallback and for a heap error under
+ * `InPlaceOrRollout` (a resize cannot reach a heap sized at start).
  */
-function targetOf(observation: Extract<Observation, { result: "bare" | "observed" }>, namespace: string, pod: string, fallback: boolean): WriteTarget {
+function targetOf(observation: Extract<Observation, { result: "bare" | "observed" }>, namespace: string, pod: string, fallback: boolean, trigger: AlertTrigger): WriteTarget {
   if (observation.result === "bare") return podResizeTarget(observation.pod, namespace, pod);
   const mode: UpdateMode = observation.named.spec.updateMode;
-  if (fallback || mode === "Rollout") return templateTarget(observation.workload, observation.pod, observation);
+  // A heap sized when the runtime started is reached only by a new start: InPlaceOrRollout rolls out.
+  const rollsOut = mode === "Rollout" || (mode === "InPlaceOrRollout" && trigger === "heapError");
+  if (fallback || rollsOut) return templateTarget(observation.workload, observation.pod, observation);
   return inPlaceTarget(observation.workload, observation.pod, observation, mode);
 }
 
@@ -194,13 +198,15 @@ export const PAUSED_NOTE = "paused install-wide (PAUSE_SCALING)";
 async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"> {
   const { target, plan, appMonitor: am, entry, trigger, now, log } = input;
   const { decision } = plan;
-  if (decision.action === "skip") return { step: "decided", skip: decision };
-  // The alert's trigger asks Prometheus what its evidence needs (an OOM kill: nothing; the Pod read is its evidence).
   const { trend } = am.spec;
   const alerted = entry.data !== undefined;
   const on = TRIGGERS[trigger];
+  const seen = { statuses: input.statuses, now, oomWindowSeconds: target.oomWindowSeconds(now), rollsOut: target.view.rewritesHeaps, running: target.view.running, thresholdPercent: am.spec.memThresholdPercent, trend };
+  // A skip said with what the alert saw that it leaves unanswered (a heap error held, capped, guarded).
+  if (decision.action === "skip") return { step: "decided", skip: alerted && on.explain !== undefined ? on.explain(decision, { ...seen, measured: undefined }) : decision };
+  // The alert's trigger asks Prometheus what its evidence needs (an OOM kill: nothing; the Pod read is its evidence).
   const measured = alerted ? await on.measure(deps.verifier, { namespace: entry.namespace, pod: entry.pod, containers: decision.changes.map((c) => c.container), trend }) : undefined;
-  const evidence = { statuses: input.statuses, now, oomWindowSeconds: target.oomWindowSeconds(now), running: target.view.running, thresholdPercent: am.spec.memThresholdPercent, trend, measured };
+  const evidence = { ...seen, measured };
   // A fallback writes what was decided and checked when its alert came; a down-step's evidence is the peak.
   const checked = entry.down === true ? await checkDownStep(deps, am, entry.namespace, target, decision) : alerted ? on.check(decision, evidence) : decision;
   if (checked.action === "skip") return { step: "unconfirmed", skip: checked };
@@ -216,7 +222,8 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
   const { eventId } = entry;
   const { dryRun } = scale;
   const direction = scale.direction === "down" ? { direction: "down" as const } : {};
-  const result = await target.writer.write({ cluster: deps.cluster, status: deps.status, eventId, appMonitor: am, amRef, changes, trigger, history: plan, now, time, log, dryRun, warn: (message) => input.warnings.push(message), ...direction });
+  const heapErrors = checked.heapErrors === undefined ? {} : { heapErrors: checked.heapErrors };
+  const result = await target.writer.write({ cluster: deps.cluster, status: deps.status, eventId, appMonitor: am, amRef, changes, trigger, history: plan, now, time, log, dryRun, warn: (message) => input.warnings.push(message), ...direction, ...heapErrors });
   if (result.result === "conflict") {
     lostRace(deps, log, target, input.attempt, result.message);
     return "conflict";
@@ -224,7 +231,7 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
   if (result.result === "refused") return { step: "refused", reason: result.reason, message: result.message, scale, ...(paused ? { note: PAUSED_NOTE } : {}) };
   if (result.result === "checked") return { step: "dryRun", scale, ...(paused ? { note: PAUSED_NOTE } : {}) };
   const fallback = result.fallback ?? entry.fallback;
-  const written = target.writer.written({ changes, appMonitor: am, trigger, gitOps: gate.gitOps, generation: result.generation, time, eventId, alertPod: entry.pod, resized: result.resized, fallback, ...direction });
+  const written = target.writer.written({ changes, appMonitor: am, trigger, gitOps: gate.gitOps, generation: result.generation, time, eventId, alertPod: entry.pod, resized: result.resized, fallback, ...direction, ...heapErrors });
   return { step: "written", written, scale: checked, reverted: gate.reverted, statusFrom: result.statusFrom };
 }
 
@@ -311,7 +318,7 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
       await write(report, { pod: podRef, appMonitor: appMonitorRef(named), cooldownSeconds: named.spec.cooldownSeconds }, statusRef(named), now, lastWrite({ ...base, ...report.outcome }, named, now));
       return answer({}, report);
     }
-    const target = targetOf(observation, namespace, pod, entry.fallback !== undefined);
+    const target = targetOf(observation, namespace, pod, entry.fallback !== undefined, entry.data === undefined ? "threshold" : entry.trigger);
     // Said, not guessed: a heap flag in a ConfigMap or Secret is not in the spec (`decide/heap-flags.ts`).
     for (const heap of target.view.heaps.filter((h) => h.unknown.length > 0)) {
       log.info({ container: heap.container, env: heap.unknown }, "heap env vars set from valueFrom are not read: a heap they fix is not seen");
@@ -328,6 +335,7 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
       now,
       statusLimit: deps.status.limit,
       heapFailed: heapFailures(statuses),
+      heapErrors: heapErrors(statuses),
       defaultMaxMemory: deps.defaultMaxMemory,
     });
     // The Conflict condition, whatever the plan comes to; a failed write is a warning of the answer.

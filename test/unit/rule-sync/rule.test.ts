@@ -21,6 +21,9 @@ import {
   GENERATION_ANNOTATION,
   buildTrendAlertingRule,
   GENERATED_ALERT_NAMES,
+  HEAP_ERROR_ALERT_NAME,
+  buildHeapErrorAlertingRule,
+  heapErrorAlertExpression,
   OOM_ALERT_NAME,
   oomAlertExpression,
   percentOfLimitExpression,
@@ -227,14 +230,14 @@ describe("buildPrometheusRule", () => {
     assert.match(RULE_GENERATION_ANNOTATION, /^[a-zA-Z_][a-zA-Z0-9_]*$/, "a name Prometheus 2 accepts for an annotation");
   });
 
-  test("one group with the threshold alert, then the OOM-kill alert: name, labels, annotations", () => {
+  test("one group with the threshold alert, then the OOM-kill alert, then the heap-error alert: name, labels, annotations", () => {
     const groups = rule.spec.groups ?? [];
     assert.equal(groups.length, 1);
     assert.equal(groups[0]?.name, "appmonitor/shop/mymonitor");
     const rules = groups[0]?.rules ?? [];
     assert.deepEqual(
       rules.map((r) => r.alert),
-      [ALERT_NAME, OOM_ALERT_NAME],
+      [ALERT_NAME, OOM_ALERT_NAME, HEAP_ERROR_ALERT_NAME],
     );
     const oom = buildOOMAlertingRule(monitor(), config);
     assert.deepEqual(rules[1], { ...oom, annotations: { ...oom.annotations, [RULE_GENERATION_ANNOTATION]: "3" } });
@@ -440,14 +443,42 @@ describe("the OOM-kill alert, both sources", () => {
   });
 });
 
+describe("the heap-error alert, both sources", () => {
+  test("a restart within the OOM window whose last termination was Error, from kube-state-metrics; no exit code", () => {
+    const expr = heapErrorAlertExpression(monitor(), "cadvisor");
+    assert.equal(
+      expr,
+      [
+        'max by (namespace, pod, container) (increase(kube_pod_container_status_restarts_total{namespace="shop", container!="", container!="POD"}[600s])) > 0',
+        "  and on (namespace, pod, container)",
+        'max by (namespace, pod, container) (kube_pod_container_status_last_terminated_reason{namespace="shop", reason="Error", container!="", container!="POD"}) == 1',
+      ].join("\n"),
+    );
+    assert.ok(!expr.includes("exitcode"), "an exit code proves nothing: memory-scaler reads the message");
+  });
+
+  test("kube-state-metrics narrows it to the covered Pods, as the OOM-kill alert", () => {
+    const expr = heapErrorAlertExpression(monitor(), "kube-state-metrics");
+    assert.ok(expr.includes('reason="Error"') && expr.includes("kube_pod_annotations"), expr);
+  });
+
+  test("no for, the OOM-kill alert's labels, a summary", () => {
+    const rule = buildHeapErrorAlertingRule(monitor(), DEFAULT_RULE_CONFIG);
+    assert.equal(rule.alert, HEAP_ERROR_ALERT_NAME);
+    assert.equal(rule.for, undefined);
+    assert.deepEqual(rule.labels, { appmonitor: "mymonitor", severity: "warning" });
+    assert.match(rule.annotations?.summary ?? "", /restarted after an error exit in the last 10 minutes, possibly its runtime's heap error \(AppMonitor mymonitor\)/);
+  });
+});
+
 describe("the trend alert, both sources", () => {
   const trend = { horizonSeconds: 1800, windowSeconds: 300, floorPercent: 40 };
   const withTrend = (spec: Partial<AppMonitorForRule["spec"]> = {}) => monitor({ spec: { trend, ...spec } });
 
   test("only with spec.trend, after the threshold and OOM-kill alerts", () => {
-    assert.deepEqual((buildRuleGroup(monitor(), DEFAULT_RULE_CONFIG).rules ?? []).map((r) => r.alert), [ALERT_NAME, OOM_ALERT_NAME]);
+    assert.deepEqual((buildRuleGroup(monitor(), DEFAULT_RULE_CONFIG).rules ?? []).map((r) => r.alert), [ALERT_NAME, OOM_ALERT_NAME, HEAP_ERROR_ALERT_NAME]);
     const rules = buildRuleGroup(withTrend(), DEFAULT_RULE_CONFIG).rules ?? [];
-    assert.deepEqual(rules.map((r) => r.alert), [ALERT_NAME, OOM_ALERT_NAME, TREND_ALERT_NAME]);
+    assert.deepEqual(rules.map((r) => r.alert), [ALERT_NAME, OOM_ALERT_NAME, TREND_ALERT_NAME, HEAP_ERROR_ALERT_NAME]);
     assert.deepEqual(rules[2], buildTrendAlertingRule(withTrend(), trend, DEFAULT_RULE_CONFIG));
   });
 
@@ -460,7 +491,7 @@ describe("the trend alert, both sources", () => {
         for (const name of alerts) seen.add(name);
       }
     }
-    assert.deepEqual([...seen], [...GENERATED_ALERT_NAMES]);
+    assert.deepEqual([...seen].sort(), [...GENERATED_ALERT_NAMES].sort());
   });
 
   test("spec.trend with its horizon alone: the schema's window (600 s) and floor (50 %)", () => {

@@ -202,18 +202,22 @@ export type Fit =
   | { readonly result: "unknown"; readonly request: bigint; readonly message: string };
 
 /**
- * Whether a Pod requesting `request` bytes of memory fits on some Node, given each Node's
- * `status.allocatable.memory` (a quantity string; `undefined` for a Node that reports none,
- * https://kubernetes.io/docs/reference/kubernetes-api/cluster-resources/node-v1/#NodeStatus).
- *
- * Deliberately conservative: only the memory request against a Node's whole allocatable memory
- * is compared. Node selectors, affinity, taints, the Pods already on a Node, its other resources
- * and what an autoscaler could add are all ignored, so a Pod judged `fits` may still not be
- * scheduled, but one judged `unschedulable` can never be (no Node could ever hold it as the
- * cluster is now). A Node whose value is not a quantity is ignored; when no Node is left the
- * answer is `unknown`.
+ * What the Node-fit check needs of the Nodes, summed up once per read of them so that a check's
+ * cost does not grow with their number: how many are listed, and the largest allocatable memory
+ * among those that report one that is a quantity, bytes (undefined: none does).
  */
-export function decideFit(request: bigint, allocatable: readonly (string | undefined)[]): Fit {
+export interface NodeMemorySummary {
+  readonly listed: number;
+  readonly largest: bigint | undefined;
+}
+
+/**
+ * The {@link NodeMemorySummary} of each Node's `status.allocatable.memory` (a quantity string;
+ * `undefined` for a Node that reports none,
+ * https://kubernetes.io/docs/reference/kubernetes-api/cluster-resources/node-v1/#NodeStatus). A
+ * value that is not a quantity is ignored.
+ */
+export function summarizeAllocatable(allocatable: readonly (string | undefined)[]): NodeMemorySummary {
   let largest: bigint | undefined;
   for (const value of allocatable) {
     if (value === undefined) continue;
@@ -226,8 +230,23 @@ export function decideFit(request: bigint, allocatable: readonly (string | undef
     }
     if (largest === undefined || bytes > largest) largest = bytes;
   }
+  return { listed: allocatable.length, largest };
+}
+
+/**
+ * Whether a Pod requesting `request` bytes of memory fits on some Node, given the Nodes'
+ * {@link NodeMemorySummary}.
+ *
+ * Deliberately conservative: only the memory request against a Node's whole allocatable memory
+ * is compared. Node selectors, affinity, taints, the Pods already on a Node, its other resources
+ * and what an autoscaler could add are all ignored, so a Pod judged `fits` may still not be
+ * scheduled, but one judged `unschedulable` can never be (no Node could ever hold it as the
+ * cluster is now). When no Node reports a readable value the answer is `unknown`.
+ */
+export function decideFit(request: bigint, nodes: NodeMemorySummary): Fit {
+  const { largest } = nodes;
   if (largest === undefined) {
-    const why = allocatable.length === 0 ? "no Node is listed" : `none of the ${allocatable.length} Nodes reports its allocatable memory`;
+    const why = nodes.listed === 0 ? "no Node is listed" : `none of the ${nodes.listed} Nodes reports its allocatable memory`;
     return { result: "unknown", request, message: `cannot tell whether a Pod requesting ${formatBytes(request)} of memory fits: ${why}` };
   }
   if (request <= largest) return { result: "fits", request };

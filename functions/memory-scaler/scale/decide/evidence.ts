@@ -39,6 +39,9 @@ export interface Termination {
   readonly reason?: string;
   /** When it ended: RFC 3339 text, or a Date as @kubernetes/client-node deserializes it. */
   readonly finishedAt?: Date | string;
+  readonly exitCode?: number;
+  /** The termination message (the log's tail under `terminationMessagePolicy: FallbackToLogsOnError`): a heap error's evidence (`heap-error.ts`). */
+  readonly message?: string;
 }
 
 /** The parts of a container status read here (V1ContainerStatus). */
@@ -112,7 +115,7 @@ export interface Checked {
 }
 
 /** The skip reason of a check that measured a container and found against the alert, by trigger. */
-const REFUTED: Readonly<Record<Exclude<AlertTrigger, "oomKilled">, OutcomeReason>> = { threshold: "BelowThreshold", trend: "NotTrending" };
+const REFUTED: Readonly<Record<Exclude<AlertTrigger, "oomKilled">, OutcomeReason>> = { threshold: "BelowThreshold", trend: "NotTrending", heapError: "NotHeapError" };
 
 /**
  * The plan after the alert's evidence was checked (the README's "What it does", step 5): the scale with the

@@ -25,6 +25,7 @@
 import { floor, parseQuantity } from "../../../lib/quantity.ts";
 import type { ContainerChange, SkippedContainer } from "../../model.ts";
 import type { Scale, Skip } from "../../outcome.ts";
+import { describeHeapError, type HeapError } from "./heap-error.ts";
 import { type ContainerHeap, describeFlag, describePlace, type HeapFlag, scaledFlag } from "./heap-flags.ts";
 
 /** `spec.heapFlags`: what a raise the flag makes useless comes to. */
@@ -59,8 +60,10 @@ export function heapFailures(statuses: readonly TerminationsLike[]): string[] {
     .map((s) => s.name);
 }
 
-/** The clause naming `container`'s heap failure, or empty. */
-function failureClause(container: string, failed: readonly string[]): string {
+/** The clause naming `container`'s heap failure (its runtime's own heap error where its termination message says one), or empty. */
+function failureClause(container: string, failed: readonly string[], errors: readonly HeapError[]): string {
+  const error = errors.find((e) => e.container === container);
+  if (error !== undefined) return `; its last run ended in ${describeHeapError(error)}: the heap this flag fixes ran out, not the container's memory`;
   return failed.includes(container) ? `; its last run ended in exit code ${HEAP_ABORT_EXIT_CODE} (Error), an in-process heap failure, not an OOM kill` : "";
 }
 
@@ -73,6 +76,8 @@ export interface FixedHeapInput {
   readonly rewritable: boolean;
   /** The alerting Pod's containers whose last run was a heap failure ({@link heapFailures}). */
   readonly failed: readonly string[];
+  /** Those whose termination message names their runtime's heap error (`heap-error.ts` `heapErrors`); absent: none read. */
+  readonly errors?: readonly HeapError[];
 }
 
 /** The binding flag of `change`'s container when it fixes the heap at or below the limit raised from. */
@@ -94,7 +99,8 @@ export function holdFixedHeaps(decision: Skip | Scale, input: FixedHeapInput): S
   const held: SkippedContainer[] = [];
   for (const change of decision.changes) {
     const flag = fixingFlag(change, input.heaps);
-    if (flag === undefined || (input.policy === "Scale" && input.rewritable)) {
+    // A flag memory-scaler wrote itself after a heap error is raised with the limit, as under Scale.
+    if (flag === undefined || ((input.policy === "Scale" || flag.owned === true) && input.rewritable)) {
       keep.push(change);
       continue;
     }
@@ -105,7 +111,7 @@ export function holdFixedHeaps(decision: Skip | Scale, input: FixedHeapInput): S
     held.push({
       container: change.container,
       reason: "FixedHeap",
-      message: `container ${change.container}'s heap is fixed by ${describeFlag(flag)} (${flag.value}), within its memory limit ${change.from.limit}: a higher limit would not reach the heap; ${why}${failureClause(change.container, input.failed)}`,
+      message: `container ${change.container}'s heap is fixed by ${describeFlag(flag)} (${flag.value}), within its memory limit ${change.from.limit}: a higher limit would not reach the heap; ${why}${failureClause(change.container, input.failed, input.errors ?? [])}`,
     });
   }
   if (keep.length === 0) return { action: "skip", reason: "FixedHeap", message: held.map((h) => h.message).join("; "), skipped: [...decision.skipped, ...held] };
@@ -135,13 +141,13 @@ export interface HeapFlagChange {
 
 /**
  * The flags to raise with `changes` under `Scale` (each container's that {@link fixingFlag}
- * finds), by the factor of its limit (`scaledFlag`). Pure; empty under `Hold`.
+ * finds), by the factor of its limit (`scaledFlag`); under `Hold`, only those memory-scaler wrote
+ * itself (`owned`). Pure.
  */
 export function heapFlagChanges(changes: readonly ContainerChange[], heaps: readonly ContainerHeap[], policy: HeapFlagsPolicy): HeapFlagChange[] {
-  if (policy !== "Scale") return [];
   return changes.flatMap((change) => {
     const flag = fixingFlag(change, heaps);
-    if (flag === undefined) return [];
+    if (flag === undefined || (policy !== "Scale" && flag.owned !== true)) return [];
     const { token } = scaledFlag(flag, floor(parseQuantity(change.from.limit)), floor(parseQuantity(change.to.limit)));
     return [{ container: change.container, flag, to: token }];
   });

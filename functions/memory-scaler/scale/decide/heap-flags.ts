@@ -35,6 +35,8 @@ export interface HeapFlag {
   readonly place: HeapFlagPlace;
   /** The cap: `bytes` (absolute, kept whatever the limit), or `percent` of the limit (follows it). */
   readonly cap: { readonly bytes: bigint } | { readonly percent: number };
+  /** memory-scaler wrote it after a heap error (`heap-settings.ts` `markOwned`): raised with the limit, never held. */
+  readonly owned?: true;
 }
 
 /** What {@link readHeapFlags} found for one container. */

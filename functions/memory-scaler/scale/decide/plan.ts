@@ -12,6 +12,7 @@ import { leakOf } from "../../status/leaks.ts";
 import { guardLeak, type LeakVerdict, leakWindowMs, templateHash } from "./leak-guard.ts";
 import { decideScale } from "./decide.ts";
 import { holdFixedHeaps } from "./fixed-heap.ts";
+import type { HeapError } from "./heap-error.ts";
 import { type CoverageConflict, governingAppMonitor, type NamespaceAppMonitors, type ValidAppMonitor } from "./governing.ts";
 import type { History, PlannedTarget } from "./target-view.ts";
 
@@ -40,6 +41,8 @@ export interface PlanInput {
   readonly statusLimit: number;
   /** The alerting Pod's containers whose last run was an in-process heap failure (`fixed-heap.ts` `heapFailures`). */
   readonly heapFailed?: readonly string[];
+  /** Those whose termination message names their runtime's heap error (`heap-error.ts` `heapErrors`). */
+  readonly heapErrors?: readonly HeapError[];
   /** The install's cap (`DEFAULT_MAX_MEMORY`, `caps.ts`); absent: its default. */
   readonly defaultMaxMemory?: string | undefined;
 }
@@ -73,7 +76,7 @@ export function planFiring(input: PlanInput): FiringPlan {
     ...(input.defaultMaxMemory === undefined ? {} : { defaultMaxMemory: input.defaultMaxMemory }),
   });
   const refined = target.refine(decision, am, alert);
-  const held = holdFixedHeaps(refined, { heaps: target.view.heaps, policy: am.spec.heapFlags ?? "Hold", rewritable: target.view.rewritesHeaps, failed: input.heapFailed ?? [] });
+  const held = holdFixedHeaps(refined, { heaps: target.view.heaps, policy: am.spec.heapFlags ?? "Hold", rewritable: target.view.rewritesHeaps, failed: input.heapFailed ?? [], errors: input.heapErrors ?? [] });
   const history = target.history(am, now, input.statusLimit);
   // A reverted workload's memory does not grow (another writer lowers it): the revert budget bounds it, not the leak guard.
   if (held.action === "skip" || held.dryRun || history.revert !== undefined) return { governed: true, appMonitor: am, ...history, decision: held, ...conflict };

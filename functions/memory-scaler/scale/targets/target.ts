@@ -22,6 +22,7 @@ import type { AppMonitorRef, StatusWriter } from "../../kube/status-writer.ts";
 import type { ContainerChange } from "../../model.ts";
 import type { PendingRollout } from "../../status/rollouts.ts";
 import type { ValidAppMonitor } from "../decide/governing.ts";
+import type { HeapError } from "../decide/heap-error.ts";
 import type { History, PlannedTarget } from "../decide/target-view.ts";
 
 /** What a write needs beyond the target: the adapters, the scale and whose it is. */
@@ -49,6 +50,8 @@ export interface WriteInput {
   readonly warn: (message: string) => void;
   /** `down`: a down-step of `spec.scaleDown` (`../decide/scale-down.ts`): the last-scale record says so; absent: a raise. */
   readonly direction?: "down";
+  /** The heap errors the alert's check confirmed: a template write sets the heap with the limit (`../decide/heap-settings.ts`). */
+  readonly heapErrors?: readonly HeapError[];
 }
 
 /** How a write ended. Only an unexpected API failure throws (HttpError by class, nothing written). */
@@ -128,4 +131,6 @@ export interface WrittenInput {
   readonly fallback?: string | undefined;
   /** `down`: a down-step: its Events say `ScaledDown`. */
   readonly direction?: "down" | undefined;
+  /** As {@link WriteInput.heapErrors}: the `Scaled` note names the heap settings written. */
+  readonly heapErrors?: readonly HeapError[] | undefined;
 }

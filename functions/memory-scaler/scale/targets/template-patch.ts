@@ -4,6 +4,7 @@ import { formatTimestamp } from "../../../lib/rfc3339.ts";
 import { type ContainerChange, type ContainerMemory, type JsonPatchOperation, kindOf, listOf } from "../../model.ts";
 import type { HeapFlagChange } from "../decide/fixed-heap.ts";
 import { type ContainerSpecLike, replaceToken } from "../decide/heap-flags.ts";
+import { HEAP_SETTINGS_ANNOTATION, type HeapSetting } from "../decide/heap-settings.ts";
 
 /** What {@link buildTemplatePatch} needs, all as read from the workload just before the write. */
 export interface TemplatePatchInput {
@@ -46,8 +47,8 @@ export function escapeJsonPointerToken(token: string): string {
  * operations, so a patch built
  * from stale values fails as a whole (the API server answers 422/409) and two concurrent
  * deliveries can never compound. The same patch sets `app-monitor.kubedemo.com/last-scale` to
- * `time`, adding the `annotations` map when the workload has none, and testing the previous value
- * when there is one, and `app-monitor.kubedemo.com/last-scale-record` to `record` when given
+ * `time`, adding the `annotations` map when the workload has none (testing that it still has none),
+ * and testing the previous value when there is one, and `app-monitor.kubedemo.com/last-scale-record` to `record` when given
  * (testing the previous record too, which names its event: two scales in one second share a time). Sources: DESIGN.md "Decisions that matter for correctness" (compare-and-swap);
  * https://www.rfc-editor.org/rfc/rfc6902 (operations);
  * https://kubernetes.io/docs/tasks/manage-kubernetes-objects/update-api-object-kubectl-patch/
@@ -85,6 +86,9 @@ export function buildTemplatePatch(input: TemplatePatchInput): JsonPatchOperatio
   if (input.annotations === undefined) {
     const value: Record<string, string> = { [LAST_SCALE_ANNOTATION]: stamp };
     if (input.record !== undefined) value[LAST_SCALE_RECORD_ANNOTATION] = input.record;
+    // The map is still absent (a `test` of null passes only then): an `add` of the whole map
+    // would otherwise drop annotations written since the read (a Deployment's revision).
+    ops.push({ op: "test", path: "/metadata/annotations", value: null });
     writes.push({ op: "add", path: "/metadata/annotations", value });
   } else {
     // `add` of an existing member replaces it (RFC 6902, 4.1). The previous record is tested as
@@ -107,6 +111,21 @@ export function buildTemplatePatch(input: TemplatePatchInput): JsonPatchOperatio
   return [...ops, ...writes];
 }
 
+/** A Pod spec as the heap patches read it (V1PodSpec fits). */
+type PodSpecLike = { readonly containers?: readonly ContainerSpecLike[]; readonly initContainers?: readonly ContainerSpecLike[] | undefined } | undefined;
+
+/**
+ * The container `name` of `spec` (its containers, then its init containers) and its JSON Pointer in the template.
+ * @throws {RangeError} when the spec has none of that name.
+ */
+function containerAt(spec: PodSpecLike, name: string): { container: ContainerSpecLike; base: string } {
+  const lists = [["containers", spec?.containers ?? []], ["initContainers", spec?.initContainers ?? []]] as const;
+  const found = lists.map(([list, containers]) => ({ list, index: containers.findIndex((c) => c.name === name), containers })).find((f) => f.index >= 0);
+  const container = found?.containers[found.index];
+  if (found === undefined || container === undefined) throw new RangeError(`container ${name} is not in the workload's Pod template`);
+  return { container, base: `/spec/template/spec/${found.list}/${found.index}` };
+}
+
 /**
  * The operations that raise heap flags with their containers' limits (`spec.heapFlags: Scale`,
  * `../decide/fixed-heap.ts` `heapFlagChanges`), for the same compare-and-swap as {@link buildTemplatePatch}:
@@ -118,16 +137,12 @@ export function buildTemplatePatch(input: TemplatePatchInput): JsonPatchOperatio
  *   token its value does not hold (`heapFlagChanges` is made from this spec, so never).
  */
 export function buildHeapFlagPatch(
-  spec: { readonly containers?: readonly ContainerSpecLike[]; readonly initContainers?: readonly ContainerSpecLike[] | undefined } | undefined,
+  spec: PodSpecLike,
   changes: readonly HeapFlagChange[],
 ): JsonPatchOperation[] {
   const ops: JsonPatchOperation[] = [];
   for (const change of changes) {
-    const lists = [["containers", spec?.containers ?? []], ["initContainers", spec?.initContainers ?? []]] as const;
-    const found = lists.map(([list, containers]) => ({ list, index: containers.findIndex((c) => c.name === change.container), containers })).find((f) => f.index >= 0);
-    const container = found?.containers[found.index];
-    if (found === undefined || container === undefined) throw new RangeError(`container ${change.container} is not in the workload's Pod template`);
-    const base = `/spec/template/spec/${found.list}/${found.index}`;
+    const { container, base } = containerAt(spec, change.container);
     ops.push({ op: "test", path: `${base}/name`, value: change.container });
     const { place, token } = change.flag;
     if ("env" in place) {
@@ -146,5 +161,55 @@ export function buildHeapFlagPatch(
       ops.push({ op: "replace", path: `${base}/${list}/${k}`, value: replaceToken(text, token, change.to) });
     }
   }
+  return ops;
+}
+
+/**
+ * The operations that write heap settings after a heap error (`../decide/heap-settings.ts`), for
+ * the same compare-and-swap as {@link buildTemplatePatch}: per setting, a `test` of the container's
+ * name, then the token appended to the env var's value (tested as read, a space between), or the
+ * env var added (the `env` list too when the container has none); and the annotation that names
+ * the tokens memory-scaler owns (`HEAP_SETTINGS_ANNOTATION`), tested as read, set to `owned`
+ * (removed when `owned` is undefined and it was there). Goes after {@link buildTemplatePatch},
+ * which adds the annotations map when the workload has none.
+ * @param annotations the workload's `metadata.annotations` as read.
+ * @param owned the tokens owned after this write, per container; undefined: none.
+ * @throws {RangeError} when a setting names a container the spec does not have, or an env var set from `valueFrom` (`heapSettings` never does).
+ */
+export function buildHeapSettingPatch(
+  spec: PodSpecLike,
+  settings: readonly HeapSetting[],
+  annotations: Readonly<Record<string, string>> | undefined,
+  owned: Readonly<Record<string, string>> | undefined,
+): JsonPatchOperation[] {
+  const ops: JsonPatchOperation[] = [];
+  for (const setting of settings) {
+    const { container, base } = containerAt(spec, setting.container);
+    ops.push({ op: "test", path: `${base}/name`, value: setting.container });
+    const env = container.env;
+    const j = env === undefined ? -1 : env.findLastIndex((e) => e.name === setting.env);
+    const entry = env?.[j];
+    if (env === undefined) {
+      ops.push({ op: "add", path: `${base}/env`, value: [{ name: setting.env, value: setting.token }] });
+    } else if (entry === undefined) {
+      ops.push({ op: "add", path: `${base}/env/-`, value: { name: setting.env, value: setting.token } });
+    } else {
+      if (entry.valueFrom !== undefined && entry.valueFrom !== null) throw new RangeError(`container ${setting.container}'s ${setting.env} is set from valueFrom`);
+      const value = entry.value ?? "";
+      ops.push({ op: "test", path: `${base}/env/${j}/name`, value: setting.env });
+      if (entry.value === undefined) {
+        ops.push({ op: "add", path: `${base}/env/${j}/value`, value: setting.token });
+      } else {
+        ops.push({ op: "test", path: `${base}/env/${j}/value`, value });
+        ops.push({ op: "replace", path: `${base}/env/${j}/value`, value: value.trim() === "" ? setting.token : `${value} ${setting.token}` });
+      }
+    }
+  }
+  const path = `/metadata/annotations/${escapeJsonPointerToken(HEAP_SETTINGS_ANNOTATION)}`;
+  const previous = annotations?.[HEAP_SETTINGS_ANNOTATION];
+  const next = owned === undefined ? undefined : JSON.stringify(owned);
+  if (next === previous) return ops;
+  if (previous !== undefined) ops.push({ op: "test", path, value: previous });
+  ops.push(next === undefined ? { op: "remove", path } : { op: "add", path, value: next });
   return ops;
 }

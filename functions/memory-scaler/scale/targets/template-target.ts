@@ -27,7 +27,7 @@ import { IN_PLACE_LABEL, IN_PLACE_MEMORY_ANNOTATION, LAST_SCALE_ANNOTATION, LAST
 import { gitOpsOwner, gitOpsPatchedNote } from "../../coexist/gitops.ts";
 import { budgetUse, detectRevert, detectRevertFromStatus, REVERT_WINDOW_MS, scaleMarks } from "../../coexist/reverts.ts";
 import { leakWindowMs } from "../decide/leak-guard.ts";
-import { heapClause, type Reported, scaledDownNote, scaledNote } from "../../events.ts";
+import { heapClause, type Reported, scaledDownNote, scaledNote, settingsClause } from "../../events.ts";
 import { effectiveMemory, foldedChanges, type InPlaceEntry, parseInPlaceRecord, recordedChanges } from "../../in-place.ts";
 import { memoryOf } from "../../kube/views.ts";
 import { APPS_V1, type ContainerMemory, describeChanges, type JsonPatchOperation, kindOf, objectRef, parseScaleRecord, type RecordedScale, type Workload } from "../../model.ts";
@@ -41,10 +41,11 @@ import { OOM_KILL_RECENT_SECONDS } from "../decide/evidence.ts";
 import type { ValidAppMonitor } from "../decide/governing.ts";
 import { describeHeapChanges, heapFlagChanges } from "../decide/fixed-heap.ts";
 import { type ContainerHeap, podHeaps } from "../decide/heap-flags.ts";
+import { describeHeapSettings, HEAP_SETTINGS_ANNOTATION, heapSettings, markOwned, parseHeapSettings } from "../decide/heap-settings.ts";
 import { onDeleteScaledNote, type RolloutStrategy, unreplacedNote, waitingForDelete, waitsForDelete } from "../decide/on-delete.ts";
 import type { History, TargetView } from "../decide/target-view.ts";
 import type { WriteInput, WriteResult, WriteTarget, WrittenInput, Written } from "./target.ts";
-import { buildHeapFlagPatch, buildTemplatePatch, escapeJsonPointerToken } from "./template-patch.ts";
+import { buildHeapFlagPatch, buildHeapSettingPatch, buildTemplatePatch, escapeJsonPointerToken } from "./template-patch.ts";
 import { scaleRecordOf } from "./scale-record.ts";
 import { listPendingScale, podForAdmission, writeWorkload } from "./write.ts";
 
@@ -97,7 +98,8 @@ export function templateTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: 
     running: memoryOf(pod.spec),
     strategy: { kind: workload.kind, name: workload.name, updateStrategy: spec.updateStrategy?.type, updateRevision: workload.object.status?.updateRevision, replicas: spec.replicas },
     replacement: podReplacement({ kind: workload.kind, replicas: spec.replicas, updateStrategy: spec.updateStrategy?.type, volumes: spec.template.spec?.volumes ?? [] }),
-    heaps: podHeaps(spec.template.spec),
+    // A flag memory-scaler wrote after a heap error is its own: raised with the limit, never held.
+    heaps: markOwned(podHeaps(spec.template.spec), parseHeapSettings(annotations?.[HEAP_SETTINGS_ANNOTATION])),
   };
   return {
     view: {
@@ -202,9 +204,12 @@ async function write(t: Template, input: WriteInput): Promise<WriteResult> {
   const record = scaleRecordOf(input, changes, parseScaleRecord(annotations?.[LAST_SCALE_RECORD_ANNOTATION]));
   // spec.heapFlags: Scale: each flag that fixes a raised container's heap goes up with its limit, in the same patch.
   const heapFlags = heapFlagChanges(input.changes, t.heaps, am.spec.heapFlags ?? "Hold");
+  // After a heap error: the runtime's heap set with the limit where its default would not follow it (`heap-settings.ts`).
+  const { settings } = heapSettings(input.changes, input.heapErrors ?? [], t.heaps);
   const patch = [
     ...buildTemplatePatch({ templateContainers: template, changes, annotations, time: now, record }),
     ...buildHeapFlagPatch(workload.object.spec.template.spec, heapFlags),
+    ...buildHeapSettingPatch(workload.object.spec.template.spec, settings, annotations, ownedAfter(t.heaps, heapFlags, settings)),
     ...withoutInPlace(annotations, workload.object.metadata?.labels),
   ];
   // A dry run writes nothing, so lists nothing.
@@ -230,6 +235,18 @@ async function write(t: Template, input: WriteInput): Promise<WriteResult> {
   return refusedOf(written);
 }
 
+/**
+ * The tokens memory-scaler owns after this write, per container (`HEAP_SETTINGS_ANNOTATION`): those
+ * it owned, raised where raised, and the settings it adds; undefined when it owns none before or after.
+ */
+function ownedAfter(heaps: readonly ContainerHeap[], raised: ReturnType<typeof heapFlagChanges>, settings: ReturnType<typeof heapSettings>["settings"]): Record<string, string> | undefined {
+  const owned: Record<string, string> = {};
+  for (const h of heaps) for (const f of h.flags) if (f.owned === true) owned[h.container] = f.token;
+  for (const r of raised) if (r.flag.owned === true) owned[r.container] = r.to;
+  for (const s of settings) if (s.recorded) owned[s.container] = s.token;
+  return Object.keys(owned).length === 0 ? undefined : owned;
+}
+
 /** A write that did not happen as the target says it: checked (a dry run), a lost race, or the refusal's reason. */
 function refusedOf(written: Exclude<Awaited<ReturnType<typeof writeWorkload>>, { result: "written" }>): WriteResult {
   if (written.result === "checked" || written.result === "conflict") return written;
@@ -253,8 +270,10 @@ function written(t: Template, input: WrittenInput): Written {
   const gitOps = tool === undefined ? undefined : gitOpsPatchedNote(workload, tool, changes);
   const heapFlags = heapFlagChanges(input.changes, t.heaps, am.spec.heapFlags ?? "Hold");
   const heap = heapFlags.length === 0 ? undefined : describeHeapChanges(heapFlags);
-  const scaled: Reported = { reason: "Scaled", changes, multiplier: am.spec.memMultiplier, trigger, onDelete, gitOps, replacement, heap };
-  const note = `${scaledNote(workload, am.spec.memMultiplier, changes, trigger, replacement)}${heapClause(heap)}`;
+  const { settings, notes } = heapSettings(input.changes, input.heapErrors ?? [], t.heaps);
+  const set = settings.length === 0 ? undefined : describeHeapSettings(settings);
+  const scaled: Reported = { reason: "Scaled", changes, multiplier: am.spec.memMultiplier, trigger, onDelete, gitOps, replacement, heap, settings: set, notes };
+  const note = `${scaledNote(workload, am.spec.memMultiplier, changes, trigger, replacement)}${heapClause(heap)}${settingsClause(set, notes)}`;
   // InPlaceOrRollout: the Pods could not be resized in place, so they are replaced; say why.
   const fellBack: Reported[] = fallback === undefined ? [] : [{ reason: "InPlaceFallback", message: `${fallback}; wrote the template instead, so the Pods are replaced` }];
   return { reason: "Scaled", reported: [scaled, ...fellBack], message: onDelete ?? gitOps ?? (fallback === undefined ? note : `${note} (in place: ${fallback})`), rollout };

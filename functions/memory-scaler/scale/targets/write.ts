@@ -18,7 +18,7 @@ import type { Logger } from "pino";
 import type { AppMonitorRef, StatusWriter } from "../../kube/status-writer.ts";
 import type { ContainerChange, Workload } from "../../model.ts";
 import { type PendingScale, withoutPendingScale, withPendingScale } from "../../status/pending-scales.ts";
-import { decideFit, decideQuota, podMemoryLimit, podMemoryRequest, type RolloutShape } from "../decide/capacity.ts";
+import { decideFit, decideQuota, summarizeAllocatable, type NodeMemorySummary, podMemoryLimit, podMemoryRequest, type RolloutShape } from "../decide/capacity.ts";
 import type { buildTemplatePatch } from "./template-patch.ts";
 
 /** `container` with the memory of the change named after it, if any. */
@@ -127,6 +127,17 @@ export async function writeWorkload(
   }
 }
 
+/** Each shared view's summary, made once: the view's array is the same object until it is read again, so a check costs the same at 4 Nodes as at 5,000. */
+const summaries = new WeakMap<readonly (string | undefined)[], NodeMemorySummary>();
+function summaryOf(allocatable: readonly (string | undefined)[]): NodeMemorySummary {
+  let summary = summaries.get(allocatable);
+  if (summary === undefined) {
+    summary = summarizeAllocatable(allocatable);
+    summaries.set(allocatable, summary);
+  }
+  return summary;
+}
+
 /**
  * The Node-fit check on the shared view of the Nodes (`kube/node-memory.ts`): a view that would
  * refuse is read again first when older than {@link NODE_VIEW_REFUSAL_AGE_MS}, so no scale is
@@ -136,10 +147,10 @@ export async function writeWorkload(
  */
 async function fitOnNodes(cluster: Cluster, request: bigint, listed: PromiseSettledResult<readonly (string | undefined)[]>, onWarning: (message: string) => void): Promise<WriteResult | undefined> {
   let nodes = listed;
-  let fit = nodes.status === "fulfilled" ? decideFit(request, nodes.value) : undefined;
+  let fit = nodes.status === "fulfilled" ? decideFit(request, summaryOf(nodes.value)) : undefined;
   if (fit?.result === "unschedulable") {
     [nodes] = await Promise.allSettled([cluster.listNodeAllocatableMemory(NODE_VIEW_REFUSAL_AGE_MS)]);
-    fit = nodes.status === "fulfilled" ? decideFit(request, nodes.value) : undefined;
+    fit = nodes.status === "fulfilled" ? decideFit(request, summaryOf(nodes.value)) : undefined;
   }
   if (nodes.status === "rejected") {
     onWarning(`could not list Nodes to check that the scaled Pod fits one (scaling anyway): ${apiStatus(nodes.reason).message}`);

@@ -30,6 +30,8 @@ export interface Evidence {
   readonly oomWindowSeconds: number;
   /** The memory the alert measured against (`TargetView.running`): the threshold's and the trend's base. */
   readonly running: readonly ContainerMemory[];
+  /** Whether the target's write rolls out new Pods (a template patch), which a runtime's heap sized at start needs (`TargetView.rewritesHeaps`). */
+  readonly rollsOut: boolean;
   /** `spec.memThresholdPercent`. */
   readonly thresholdPercent: number;
   /** `spec.trend`, defaults applied; undefined: the AppMonitor sets none. */
@@ -50,4 +52,6 @@ export interface Trigger {
   measure(verifier: Verifier | undefined, what: Measured): Promise<ReadonlyMap<string, number> | undefined>;
   /** The alert's evidence against a planned scale (pure): the scale with the containers it confirms, or the skip. */
   check(scale: Scale, evidence: Evidence): Skip | Scale;
+  /** The plan's skip said with what the alert saw that it leaves unanswered (pure); absent: the skip as planned. */
+  explain?(skip: Skip, evidence: Evidence): Skip;
 }

@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as k8s from "@kubernetes/client-node";
-import { createCluster } from "../../../../functions/memory-scaler/kube/cluster.ts";
+import { createCluster, goEscapedJson } from "../../../../functions/memory-scaler/kube/cluster.ts";
+import { NODE_PAGE_SIZE } from "../../../../functions/memory-scaler/kube/node-memory.ts";
 import { FIELD_MANAGER } from "../../../../functions/memory-scaler/model.ts";
 
 /** Starts `server` on a free loopback port; a kubeconfig whose API server it is. */
@@ -95,8 +96,8 @@ describe("the Node list: paged, one read shared by the calls in flight", () => {
     server = createServer((req, res) => {
       const url = new URL(req.url ?? "/", "http://localhost");
       requests.push(url);
-      // Two pages: 250 Nodes, then 10; slow enough that every caller arrives while the read is under way.
-      const body = url.searchParams.get("continue") === null ? page(0, 250, "next") : page(250, 10, undefined);
+      // Two pages: NODE_PAGE_SIZE Nodes, then 10; slow enough that every caller arrives while the read is under way.
+      const body = url.searchParams.get("continue") === null ? page(0, NODE_PAGE_SIZE, "next") : page(NODE_PAGE_SIZE, 10, undefined);
       setTimeout(() => {
         res.writeHead(200, { "content-type": "application/json" });
         res.end(JSON.stringify(body));
@@ -106,17 +107,27 @@ describe("the Node list: paged, one read shared by the calls in flight", () => {
   });
   after(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-  it("50 Node-fit checks in flight make one paged read: two LISTs of at most 250 Nodes, consistent (no resourceVersion=0, whose watch-cache answer ignores the limit)", async () => {
+  it("50 Node-fit checks in flight make one paged read: two LISTs of at most NODE_PAGE_SIZE Nodes, consistent (no resourceVersion=0, whose watch-cache answer ignores the limit)", async () => {
     const cluster = createCluster(kc);
     const answers = await Promise.all(Array.from({ length: 50 }, () => cluster.listNodeAllocatableMemory()));
     assert.deepEqual(requests.map((u) => `${u.pathname} limit=${u.searchParams.get("limit")} continue=${u.searchParams.get("continue")} resourceVersion=${u.searchParams.get("resourceVersion")}`), [
-      "/api/v1/nodes limit=250 continue=null resourceVersion=null",
-      "/api/v1/nodes limit=250 continue=next resourceVersion=null",
+      `/api/v1/nodes limit=${NODE_PAGE_SIZE} continue=null resourceVersion=null`,
+      `/api/v1/nodes limit=${NODE_PAGE_SIZE} continue=next resourceVersion=null`,
     ]);
-    assert.equal(answers[0]?.length, 260);
-    assert.equal(answers[0]?.[259], "260Gi");
+    assert.equal(answers[0]?.length, NODE_PAGE_SIZE + 10);
+    assert.equal(answers[0]?.at(-1), `${NODE_PAGE_SIZE + 10}Gi`);
     // A second check within the view's age reads nothing.
     await cluster.listNodeAllocatableMemory();
     assert.equal(requests.length, 2);
+  });
+});
+
+describe("goEscapedJson", () => {
+  it("writes <, > and & as Go's encoder does, and the text parses to the same value", () => {
+    const body = JSON.stringify([{ op: "test", path: "/metadata/annotations/r", value: "app=384Mi>768Mi/a&b<c" }]);
+    const escaped = goEscapedJson(body);
+    assert.equal(escaped.includes(">") || escaped.includes("<") || escaped.includes("&"), false);
+    assert.match(escaped, /app=384Mi\\u003e768Mi\/a\\u0026b\\u003cc/);
+    assert.deepEqual(JSON.parse(escaped), JSON.parse(body));
   });
 });

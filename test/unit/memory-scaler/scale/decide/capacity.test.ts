@@ -4,7 +4,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type * as k8s from "@kubernetes/client-node";
-import { decideFit, podMemoryRequest, decideQuota, resolveMaxSurge, rolloutPeak, type RolloutShape, podMemoryLimit } from "../../../../../functions/memory-scaler/scale/decide/capacity.ts";
+import { decideFit, summarizeAllocatable, podMemoryRequest, decideQuota, resolveMaxSurge, rolloutPeak, type RolloutShape, podMemoryLimit } from "../../../../../functions/memory-scaler/scale/decide/capacity.ts";
 import type { QuotaView } from "../../../../../functions/memory-scaler/kube/views.ts";
 
 const Mi = 1024n * 1024n;
@@ -64,7 +64,7 @@ describe("decideFit", () => {
   ];
   for (const t of cases) {
     it(t.name, () => {
-      const fit = decideFit(t.request, t.nodes);
+      const fit = decideFit(t.request, summarizeAllocatable(t.nodes));
       assert.equal(fit.result, t.result);
       if (t.message !== undefined) assert.match(fit.result === "fits" ? "" : fit.message, t.message);
     });

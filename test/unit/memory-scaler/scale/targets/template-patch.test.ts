@@ -76,6 +76,7 @@ describe("buildTemplatePatch", () => {
       { op: "test", path: "/spec/template/spec/containers/0/name", value: "memhog" },
       { op: "test", path: "/spec/template/spec/containers/0/resources/limits/memory", value: "384Mi" },
       { op: "test", path: "/spec/template/spec/containers/0/resources/requests/memory", value: "256Mi" },
+      { op: "test", path: "/metadata/annotations", value: null },
       { op: "replace", path: "/spec/template/spec/containers/0/resources/limits/memory", value: "768Mi" },
       { op: "replace", path: "/spec/template/spec/containers/0/resources/requests/memory", value: "512Mi" },
       { op: "add", path: "/metadata/annotations", value: { [LAST_SCALE_ANNOTATION]: "2025-06-01T12:00:00Z" } },

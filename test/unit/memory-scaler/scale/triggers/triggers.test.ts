@@ -11,7 +11,7 @@ import type { Evidence } from "../../../../../functions/memory-scaler/scale/trig
 const NOW = new Date("2025-06-01T12:00:00Z");
 const scale: Scale = { action: "scale", changes: [{ container: "app", from: { limit: "100Mi" }, to: { limit: "200Mi" } }], skipped: [], dryRun: false };
 const spec = { windowSeconds: 600, horizonSeconds: 1800, floorPercent: 50 };
-const evidence: Evidence = { statuses: [], now: NOW, oomWindowSeconds: 600, running: [{ name: "app", limit: "100Mi" }], thresholdPercent: 90, trend: spec, measured: undefined };
+const evidence: Evidence = { statuses: [], now: NOW, rollsOut: true, oomWindowSeconds: 600, running: [{ name: "app", limit: "100Mi" }], thresholdPercent: 90, trend: spec, measured: undefined };
 const MI = 1024 * 1024;
 
 /** A verifier that says which question it was asked. */
@@ -31,7 +31,7 @@ describe("triggers", () => {
 
   it("measure: threshold asks the working sets, trend the predictions (only with spec.trend), an OOM kill nothing", async () => {
     const what = { namespace: "ns", pod: "p", containers: ["app"], trend: spec };
-    for (const [name, expected] of [["threshold", ["workingSets"]], ["trend", ["predictions"]], ["oomKilled", []]] as const) {
+    for (const [name, expected] of [["threshold", ["workingSets"]], ["trend", ["predictions"]], ["oomKilled", []], ["heapError", []]] as const) {
       const asked: string[] = [];
       await TRIGGERS[name].measure(verifier(asked), what);
       assert.deepEqual(asked, expected, name);
@@ -57,5 +57,22 @@ describe("triggers", () => {
     assert.equal(below.action === "skip" ? below.reason : below.action, "BelowThreshold");
     const flat = TRIGGERS.trend.check(scale, { ...evidence, measured: new Map([["app", 50 * MI]]) });
     assert.equal(flat.action === "skip" ? flat.reason : flat.action, "NotTrending");
+  });
+
+  it("check: a heap error only from the runtime's message, by rollout; a hold said with it", () => {
+    const ended = (message: string | undefined) => [{ name: "app", lastState: { terminated: { reason: "Error", exitCode: 139, finishedAt: NOW, ...(message === undefined ? {} : { message }) } } }];
+    const heap = "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory";
+    const confirmed = TRIGGERS.heapError.check(scale, { ...evidence, statuses: ended(heap) });
+    assert.equal(confirmed.action === "scale" ? confirmed.heapErrors?.[0]?.runtime : confirmed.reason, "Node.js");
+    const reason = (e: Partial<Evidence>) => {
+      const checked = TRIGGERS.heapError.check(scale, { ...evidence, ...e });
+      return checked.action === "skip" ? checked.reason : checked.action;
+    };
+    assert.equal(reason({ statuses: ended(heap), rollsOut: false }), "HeapNeedsRollout");
+    assert.equal(reason({ statuses: ended("Segmentation fault") }), "NotHeapError");
+    assert.equal(reason({ statuses: ended(undefined) }), "NoTerminationMessage");
+    assert.equal(reason({}), "NotHeapError");
+    const explained = TRIGGERS.heapError.explain?.({ action: "skip", reason: "AtCap", message: "at its cap" }, { ...evidence, statuses: ended(heap) });
+    assert.match(explained?.message ?? "", /^at its cap; container app's last run ended in Node\.js's heap error/);
   });
 });
