@@ -290,3 +290,20 @@ export interface ScaleDownRequest {
   /** Keys the Events and the record: the workload and its last scale's time, so one step is one set of Events however often it is asked. */
   readonly eventId: string;
 }
+
+/** The runtimes whose heap errors are read. */
+export type HeapRuntime = "Node.js" | "JVM" | "Go" | ".NET";
+
+/** A heap error read from a message: the runtime, the line that says it, and the heap it had where the log tail tells it. */
+export interface HeapErrorLine {
+  readonly runtime: HeapRuntime;
+  readonly line: string;
+  /** Node.js: the heap's size at its last full collection, from V8's trace (`Mark-Compact 255.9 (259.5) -> …`): `259.5 MB`. */
+  readonly heap?: string;
+}
+
+/** A container whose last run ended in its runtime's heap error. */
+export interface HeapError extends HeapErrorLine {
+  readonly container: string;
+  readonly exitCode: number | undefined;
+}

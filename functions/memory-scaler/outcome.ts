@@ -6,7 +6,7 @@
 import type { ProbableLeak } from "./status/leaks.ts";
 import type { AlertTrigger } from "../lib/alert-event.ts";
 import type { ContainerChange, SkippedContainer } from "./model.ts";
-import type { HeapError } from "./scale/decide/heap-error.ts";
+import type { HeapError } from "./model.ts";
 
 /**
  * Why the flow ended as it did; CamelCase, also used as Event reasons and metric labels (the

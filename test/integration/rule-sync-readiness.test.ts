@@ -146,7 +146,8 @@ describe("RuleReady", () => {
     assert.equal(loaded.observedGeneration, 1);
     const groups = (await (await fetch(`${prometheus.url}/api/v1/rules`)).json()) as { data: { groups: { name: string; rules: { annotations: Record<string, string> }[] }[] } };
     const group = groups.data.groups.find((g) => g.name === `appmonitor/${ns}/watch`);
-    assert.deepEqual(group?.rules.map((r) => r.annotations.appmonitor_generation), ["1", "1"], "Prometheus shows the generation on each rule");
+    assert.ok((group?.rules.length ?? 0) >= 2, "the group's rules are loaded");
+    assert.deepEqual(new Set(group?.rules.map((r) => r.annotations.appmonitor_generation)), new Set(["1"]), "Prometheus shows the generation on each rule");
 
     // A new threshold: generation 2, applied; Prometheus still has generation 1.
     const custom = (await adminKubeConfig()).makeApiClient(k8s.CustomObjectsApi);

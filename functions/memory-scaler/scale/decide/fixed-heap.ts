@@ -25,7 +25,8 @@
 import { floor, parseQuantity } from "../../../lib/quantity.ts";
 import type { ContainerChange, SkippedContainer } from "../../model.ts";
 import type { Scale, Skip } from "../../outcome.ts";
-import { describeHeapError, type HeapError } from "./heap-error.ts";
+import type { HeapError } from "../../model.ts";
+import { describeHeapError } from "./heap-error.ts";
 import { type ContainerHeap, describeFlag, describePlace, type HeapFlag, scaledFlag } from "./heap-flags.ts";
 
 /** `spec.heapFlags`: what a raise the flag makes useless comes to. */

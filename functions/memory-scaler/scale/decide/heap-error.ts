@@ -32,18 +32,8 @@
  */
 
 import type { ContainerChange, SkippedContainer } from "../../model.ts";
+import type { HeapError, HeapErrorLine, HeapRuntime } from "../../model.ts";
 import type { Scale, Skip } from "../../outcome.ts";
-
-/** The runtimes whose heap errors are read. */
-export type HeapRuntime = "Node.js" | "JVM" | "Go" | ".NET";
-
-/** A heap error read from a message: the runtime, the line that says it, and the heap it had where the log tail tells it. */
-export interface HeapErrorLine {
-  readonly runtime: HeapRuntime;
-  readonly line: string;
-  /** Node.js: the heap's size at its last full collection, from V8's trace (`Mark-Compact 255.9 (259.5) -> …`): `259.5 MB`. */
-  readonly heap?: string;
-}
 
 /** One pattern: its runtime, whether what it names is the heap, and why (for the tests and the docs). */
 interface Pattern {
@@ -97,12 +87,6 @@ export interface HeapStatusLike {
   readonly name: string;
   readonly state?: { readonly terminated?: TerminatedLike | undefined } | undefined;
   readonly lastState?: { readonly terminated?: TerminatedLike | undefined } | undefined;
-}
-
-/** A container whose last run ended in its runtime's heap error. */
-export interface HeapError extends HeapErrorLine {
-  readonly container: string;
-  readonly exitCode: number | undefined;
 }
 
 /** The container's last end: the current state while it is down, else the last one. */

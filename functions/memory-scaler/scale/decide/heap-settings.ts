@@ -32,7 +32,7 @@
  */
 import { floor, parseQuantity } from "../../../lib/quantity.ts";
 import type { ContainerChange } from "../../model.ts";
-import type { HeapError, HeapRuntime } from "./heap-error.ts";
+import type { HeapError, HeapRuntime } from "../../model.ts";
 import type { ContainerHeap } from "./heap-flags.ts";
 
 /** The share of the new limit given to Node.js's old space, in percent (module comment). */

@@ -12,7 +12,7 @@ import { leakOf } from "../../status/leaks.ts";
 import { guardLeak, type LeakVerdict, leakWindowMs, templateHash } from "./leak-guard.ts";
 import { decideScale } from "./decide.ts";
 import { holdFixedHeaps } from "./fixed-heap.ts";
-import type { HeapError } from "./heap-error.ts";
+import type { HeapError } from "../../model.ts";
 import { type CoverageConflict, governingAppMonitor, type NamespaceAppMonitors, type ValidAppMonitor } from "./governing.ts";
 import type { History, PlannedTarget } from "./target-view.ts";
 

@@ -22,7 +22,7 @@ import type { AppMonitorRef, StatusWriter } from "../../kube/status-writer.ts";
 import type { ContainerChange } from "../../model.ts";
 import type { PendingRollout } from "../../status/rollouts.ts";
 import type { ValidAppMonitor } from "../decide/governing.ts";
-import type { HeapError } from "../decide/heap-error.ts";
+import type { HeapError } from "../../model.ts";
 import type { History, PlannedTarget } from "../decide/target-view.ts";
 
 /** What a write needs beyond the target: the adapters, the scale and whose it is. */

@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import type { ContainerChange } from "../../../../../functions/memory-scaler/model.ts";
 import type { Scale } from "../../../../../functions/memory-scaler/outcome.ts";
 import { heapFlagChanges, holdFixedHeaps } from "../../../../../functions/memory-scaler/scale/decide/fixed-heap.ts";
-import type { HeapError } from "../../../../../functions/memory-scaler/scale/decide/heap-error.ts";
+import type { HeapError } from "../../../../../functions/memory-scaler/model.ts";
 import { type ContainerSpecLike, podHeaps } from "../../../../../functions/memory-scaler/scale/decide/heap-flags.ts";
 import {
   describeHeapSettings,
