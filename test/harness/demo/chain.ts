@@ -763,7 +763,8 @@ async function alertFires(run: Run, oldName: string, stored: StoredAppMonitor): 
   // The OOM-kill alert has no `for`: it fires at its first evaluation, never pending.
   if (!options.oomKill) {
     // The trend alert waits for its window to fill above the floor first.
-    const pending = await until("the alert goes pending in Prometheus", hops, (options.trend === undefined ? 30_000 : 300_000) * slow, () => alertFor("pending"));
+    // A short `for` may end between two polls: a firing alert's activeAt is still when it went pending.
+    const pending = await until("the alert goes pending in Prometheus", hops, (options.trend === undefined ? 30_000 : 300_000) * slow, async () => (await alertFor("pending")) ?? (await alertFor("firing")));
     hop("alert pending in Prometheus", Date.parse(pending.activeAt), `${pending.labels.alertname}{appmonitor="${pending.labels.appmonitor}"}, for ${stored.spec?.forSeconds ?? 60} s`, { source: "Prometheus's activeAt of the alert", resolutionMs: 1 });
   }
   await until("the alert fires in Prometheus", hops, 180_000 * slow, () => alertFor("firing"));
