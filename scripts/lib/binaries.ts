@@ -53,10 +53,11 @@ export function binarySetsFor(parts: { realNode?: boolean; prometheusOperator?: 
  * @throws StepError "build Kubernetes binaries" with the tail of the script's output.
  */
 export function buildBinaries(env: NodeJS.ProcessEnv = process.env, progress: (line: string) => void = () => {}, sets?: readonly BinarySet[]): Promise<string> {
-  const key = `${cacheDir(env)}\0${sets === undefined ? "" : [...new Set(sets)].sort().join(" ")}`;
+  const named = sets === undefined ? [] : [...new Set(sets)];
+  const key = `${cacheDir(env)}\0${[...named].sort().join(" ")}`;
   let build = builds.get(key);
   if (build === undefined) {
-    build = runBuildScript(env, progress, sets === undefined ? [] : [...new Set(sets)]);
+    build = runBuildScript(env, progress, named);
     builds.set(key, build);
     build.catch(() => builds.delete(key));
   }
