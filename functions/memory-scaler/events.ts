@@ -7,6 +7,7 @@
  * | reported | Events (`regarding` → `related`) | note |
  * | --- | --- | --- |
  * | `UnsupportedOwner` | Warning on the Pod → the AppMonitor | `not scaled: <message>` |
+ * | `UnknownController` | Warning pair (the workload another controller owns, and the AppMonitor the alert names), at most one per workload per window (`status/last-outcome.ts` `skipWindowSeconds`) | `not scaled: <message>` (that controller: kind, name, apiVersion, to change instead) |
  * | `AtCap` | Warning on the workload → the AppMonitor, and on the AppMonitor → the workload; at most one per workload per `cooldownSeconds`, at least {@link AT_CAP_WARNING_SECONDS} when it is above 0 (`windowedKey`) | `not scaled: <message>` (+ how often it is written) |
  * | `LimitNotInTemplate` | the same pair | `not scaled: <message>` |
  * | `HeapFailure` (with `Scaled`, `Resized` or `DryRun`) | Warning pair: a raised container's last run ended in exit code 134 (`Error`), an in-process heap failure, and no heap flag read fixes its heap (`scale/decide/fixed-heap.ts` `heapFailureNote`) | `<message>` |
@@ -54,14 +55,14 @@ export interface Subjects {
   readonly appMonitor?: ObjectRef;
   /** Its `spec.cooldownSeconds`: the window of its `AtCap` Warnings. */
   readonly cooldownSeconds: number;
-  /** The workload, once resolved (every reason but `UnsupportedOwner`). */
+  /** The workload, once resolved (every reason but `UnsupportedOwner`; for `UnknownController`, the one another controller owns). */
   readonly workload?: ObjectRef;
 }
 
 /** An outcome as reported: its reason and what its note says. */
 export type Reported =
   | {
-      readonly reason: "NoAppMonitor" | "UnsupportedOwner" | "AtCap" | "LimitNotInTemplate" | "FixedHeap" | "HeapFailure" | "Cooldown" | "BelowThreshold" | "NotCovered" | "NoTerminationMessage" | "HeapNeedsRollout";
+      readonly reason: "NoAppMonitor" | "UnsupportedOwner" | "UnknownController" | "AtCap" | "LimitNotInTemplate" | "FixedHeap" | "HeapFailure" | "Cooldown" | "BelowThreshold" | "NotCovered" | "NoTerminationMessage" | "HeapNeedsRollout";
       readonly message: string;
     }
   /** `dryRun`: what would have refused a dry run's write (`spec.mode: DryRun`, or the install paused). */
@@ -222,12 +223,13 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
     }
     case "Cooldown":
     case "BelowThreshold":
-    case "NotCovered": {
-      // The common skips: the alert keeps firing while they last, so one pair per workload per window says it.
+    case "NotCovered":
+    case "UnknownController": {
+      // The skips that last while the alert keeps firing: one pair per workload per window says it.
       const wl = workload();
       const key = windowedKey(`${reported.reason}/${wl.kind ?? ""}/${wl.name}/${wl.uid ?? ""}`, now, skipWindowSeconds(subjects.cooldownSeconds), eventId);
       const note = `not scaled: ${String(r.message)}`;
-      return reported.reason === "NotCovered" ? warningPair("NotCovered", note, key) : normalPair(reported.reason, note, key);
+      return reported.reason === "Cooldown" || reported.reason === "BelowThreshold" ? normalPair(reported.reason, note, key) : warningPair(reported.reason, note, key);
     }
     case "Reverted":
       return warningPair("Reverted", String(r.message), `reverted/${String(r.key)}`);

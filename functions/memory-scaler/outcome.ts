@@ -13,6 +13,10 @@ import type { HeapError } from "./model.ts";
  * README's "Skip reasons" table lists each with its Warning Events). Besides `decideScale`'s
  * {@link SkipReason}s and the governing ones ({@link NoneGoverns}):
  * - `PodGone`, `UnsupportedOwner`, `OwnerGone`: no workload to scale (step 1–2);
+ * - `UnknownController`: the workload (a Deployment, StatefulSet, DaemonSet, ReplicaSet) has a
+ *   controller the owner walk does not know (a Knative Revision, an operator's resource), which
+ *   would put a patched template back: never patched, Warning Events naming that controller as
+ *   the object to change instead (step 2, `scale/decide/owner-chain.ts`);
  * - `BelowThreshold`, `NotMeasured`: Prometheus does not confirm the alert (step 5);
  * - `NotOOMKilled`: an OOM-kill event whose containers the Pod does not show OOM-killed
  *   recently (step 5, `scale/decide/evidence.ts` `checkOOMKilled`);
@@ -170,7 +174,7 @@ export interface NoneGoverns {
 export const OUTCOME_REASONS = [
   ...SKIP_REASONS,
   ...NONE_GOVERNS_REASONS,
-  "PodGone", "UnsupportedOwner", "OwnerGone", "BelowThreshold", "NotMeasured", "NotOOMKilled", "NotTrending",
+  "PodGone", "UnsupportedOwner", "UnknownController", "OwnerGone", "BelowThreshold", "NotMeasured", "NotOOMKilled", "NotTrending",
   "NotHeapError", "NoTerminationMessage", "HeapNeedsRollout",
   "FixedHeap", "AdmissionRefused", "Unschedulable", "RolloutExceedsQuota", "RolloutWaitsForDelete",
   "HPAOnMemory", "VPAControlled", "GitOpsManaged", "Reverted",

@@ -156,10 +156,12 @@ export async function explain(args: ExplainArgs, kc: k8s.KubeConfig, now: Date =
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const { namespace } = args;
   const object = await mustRead(`${args.kind} ${namespace}/${args.name}`, () => readWorkload(apps, args));
+  const controller = object.metadata?.ownerReferences?.find((ref) => ref.controller === true);
   const workload: ExplainedWorkload = {
     kind: args.kind,
     name: args.name,
     namespace,
+    ...(controller === undefined ? {} : { controller: { apiVersion: controller.apiVersion, kind: controller.kind, name: controller.name, uid: controller.uid } }),
     annotations: object.metadata?.annotations ?? {},
     template: (object.spec?.template ?? {}) as ExplainedWorkload["template"],
   };

@@ -5,23 +5,27 @@
  * Each line is `<what>: <finding>  (<source>)`, the source naming the object or query read.
  * The decisions are memory-scaler's and rule-sync's own: coverage and precedence
  * (`scale/decide/governing.ts`), the threshold query (`rule-sync/rule.ts`), the cooldown
- * (`scale/decide/decide.ts`), the caps (`caps.ts`), the last-scale record (`model.ts`).
+ * (`scale/decide/decide.ts`), the caps (`caps.ts`), the last-scale record (`model.ts`), the owner
+ * walk (`scale/decide/owner-chain.ts`).
  */
 import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION, MONITOR_ANNOTATION, type AppMonitorCondition, type ScaleRecord } from "../../functions/lib/appmonitor.ts";
 import { capOf, describeCap, policyOf } from "../../functions/memory-scaler/caps.ts";
 import { describeChanges, parseScaleRecord } from "../../functions/memory-scaler/model.ts";
 import { cooldownLeft } from "../../functions/memory-scaler/scale/decide/decide.ts";
+import { type ControllerRef, describeController, knownController, notPatchedNote } from "../../functions/memory-scaler/scale/decide/owner-chain.ts";
 import { byPrecedence, coverage, precedenceRule, validAppMonitors, type Contender, type PodTemplateLike, type ValidAppMonitor } from "../../functions/memory-scaler/scale/decide/governing.ts";
 import { cappedWorkloads } from "../../functions/memory-scaler/status/capped.ts";
 import type { LastOutcome } from "../../functions/memory-scaler/status/last-outcome.ts";
 import { leakOf } from "../../functions/memory-scaler/status/leaks.ts";
 import type { LoadedGroup } from "../../functions/rule-sync/rule-loaded.ts";
 
-/** The workload explained, as read: its kind (`Deployment`, …), name, namespace, metadata annotations and Pod template. */
+/** The workload explained, as read: its kind (`Deployment`, …), name, namespace, controller, metadata annotations and Pod template. */
 export interface ExplainedWorkload {
   readonly kind: string;
   readonly name: string;
   readonly namespace: string;
+  /** Its controller owner reference (`controller: true`); absent: none. */
+  readonly controller?: ControllerRef;
   readonly annotations: Readonly<Record<string, string>>;
   readonly template: PodTemplateLike & { spec?: { containers?: readonly { name: string; resources?: { limits?: Record<string, string> } }[] } };
 }
@@ -96,8 +100,8 @@ export function workloadName(w: Pick<ExplainedWorkload, "kind" | "name" | "names
 }
 
 /**
- * The lines for `workload`: coverage; when no AppMonitor covers it, that alone (and the invalid
- * AppMonitors left out); else the governing AppMonitor's conditions, its PrometheusRule and
+ * The lines for `workload`: its controller, when it has one; coverage; when no AppMonitor covers
+ * it, those alone (and the invalid AppMonitors left out); else the governing AppMonitor's conditions, its PrometheusRule and
  * rule group, the series and each container's percent of its limit against the threshold, the
  * alerts pending or firing, the last outcome and last scale, the cooldown left, the caps and
  * the gates (mode, container policies `Off`, a probable leak, `status.capped`).
@@ -107,6 +111,8 @@ export function explainLines(workload: ExplainedWorkload, found: GoverningResult
   const subject = workloadName(workload);
   const listSource = `AppMonitor list ${workload.namespace}; ${subject} spec.template.metadata`;
   const lines: string[] = [];
+  const controller = controllerLine(workload);
+  if (controller !== undefined) lines.push(controller);
   for (const r of found.rejected) lines.push(line("invalid AppMonitor", `${r.name} is left out: ${r.problem}`, `AppMonitor ${workload.namespace}/${r.name}`));
   const winner = found.governing;
   if (winner === undefined) {
@@ -135,6 +141,20 @@ export function explainLines(workload: ExplainedWorkload, found: GoverningResult
   lines.push(...statusLines(workload, am, status, now));
   lines.push(...capLines(workload, am, status, settings));
   return lines;
+}
+
+/**
+ * What the owner walk (`scale/decide/owner-chain.ts`) makes of the workload's controller: the
+ * workload it scales instead (a ReplicaSet's Deployment), or the controller it does not know, for
+ * which its Pods' alerts are skipped `UnknownController`. Undefined: no controller.
+ */
+function controllerLine(workload: ExplainedWorkload): string | undefined {
+  const { controller } = workload;
+  if (controller === undefined) return undefined;
+  const source = `${workloadName(workload)} metadata.ownerReferences`;
+  const known = knownController(workload.kind, controller);
+  if (known !== undefined) return line("controller", `${controller.kind} ${controller.name}: memory-scaler scales ${known} ${controller.name} (explain that one), not this ${workload.kind}`, source);
+  return line("controller", `${describeController(controller)}: ${notPatchedNote(workload, controller)}; its Pods' alerts are skipped UnknownController`, source);
 }
 
 /** `RuleReady=True (RuleLoaded), …`, or that there are none. */

@@ -6,13 +6,16 @@
  * storm of 1,000 alerts), an HPA on memory (held) and one on CPU (scaled), the managedFields
  * entry of memory-scaler's field manager, and VerticalPodAutoscalers: the CRD absent (scaled, no
  * error), then installed (from the pinned VPA module, build.sh) with a VPA on the workload
- * (held). The function runs with a token of exactly its ServiceAccount.
+ * (held); and a Deployment a custom resource controls, as an operator's (never patched:
+ * `UnknownController` names that resource). The function runs with a token of exactly its
+ * ServiceAccount.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import * as k8s from "@kubernetes/client-node";
 import { forEachLimit } from "../../functions/lib/worker-pool.ts";
-import { installCrdFiles, verticalPodAutoscalerCrdFile } from "../support/crds.ts";
+import { explain } from "../../scripts/explain/cli.ts";
+import { installCrdFiles, verticalPodAutoscalerCrdFile, waitForCrdEstablished } from "../support/crds.ts";
 import { describeAnswer } from "../support/post-event.ts";
 import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, onlyRunningPod, scalerForSuite, waitForWatchCache, type Answer } from "../support/memory-scaler.ts";
 import { adminKubeConfig, freshNamespace, waitFor } from "../support/stack.ts";
@@ -27,7 +30,7 @@ async function apps(): Promise<k8s.AppsV1Api> {
 }
 
 /** Deployment `name` of one annotated memhog Pod (384Mi/256Mi) with `metadata` added to its own. */
-async function createDeployment(ns: string, name: string, metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } = {}): Promise<void> {
+async function createDeployment(ns: string, name: string, metadata: Pick<k8s.V1ObjectMeta, "labels" | "annotations" | "ownerReferences"> = {}): Promise<void> {
   await (await apps()).createNamespacedDeployment({
     namespace: ns,
     body: {
@@ -238,5 +241,67 @@ describe("memory-scaler and VerticalPodAutoscalers", () => {
 
     const offPod = await onlyRunningPod(ns, "app=off");
     assertAnswer(await deliver(scaler().url, alertOf(ns, offPod.metadata.name)), "scaled", "Scaled");
+  });
+});
+
+/** A namespaced custom resource kind that stands for an operator's: its objects own Deployments. */
+const WEBAPP = { group: "operators.example.com", version: "v1", plural: "webapps", kind: "WebApp" } as const;
+
+describe("memory-scaler and a workload another controller owns", () => {
+  const scaler = scalerForSuite();
+
+  it("a Deployment a custom resource controls: no write, its Warning and lastOutcome name the resource to change instead, and so does explain", async (t) => {
+    const kc = await adminKubeConfig();
+    const ext = kc.makeApiClient(k8s.ApiextensionsV1Api);
+    const crd = `${WEBAPP.plural}.${WEBAPP.group}`;
+    try {
+      await ext.createCustomResourceDefinition({
+        body: {
+          metadata: { name: crd },
+          spec: {
+            group: WEBAPP.group,
+            scope: "Namespaced",
+            names: { plural: WEBAPP.plural, singular: "webapp", kind: WEBAPP.kind },
+            versions: [{ name: WEBAPP.version, served: true, storage: true, schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", properties: { memory: { type: "string" } } } } } } }],
+          },
+        },
+      });
+    } catch (error) {
+      // Another run of this file on the same stack created it.
+      if ((error as { code?: number }).code !== 409) throw error;
+    }
+    await waitForCrdEstablished(crd);
+    const ns = await freshNamespace(t);
+    await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2 });
+    const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    const owner = (await custom.createNamespacedCustomObject({
+      group: WEBAPP.group,
+      version: WEBAPP.version,
+      plural: WEBAPP.plural,
+      namespace: ns,
+      body: { apiVersion: `${WEBAPP.group}/${WEBAPP.version}`, kind: WEBAPP.kind, metadata: { name: "shop" }, spec: { memory: "384Mi" } },
+    })) as k8s.KubernetesObject;
+    const uid = owner.metadata?.uid;
+    assert.ok(uid !== undefined, "the WebApp has a uid");
+    await createDeployment(ns, "web", { ownerReferences: [{ apiVersion: `${WEBAPP.group}/${WEBAPP.version}`, kind: WEBAPP.kind, name: "shop", uid, controller: true }] });
+    const pod = await onlyRunningPod(ns, "app=web");
+
+    assertAnswer(await deliver(scaler().url, alertOf(ns, pod.metadata.name)), "skipped", "UnknownController");
+    assert.deepEqual(await templateResources(ns, "web"), ORIGINAL);
+    const d = await (await apps()).readNamespacedDeployment({ namespace: ns, name: "web" });
+    assert.deepEqual((d.metadata?.managedFields ?? []).filter((f) => f.manager === "appmonitor-memory-scaler"), [], "memory-scaler never wrote the Deployment");
+
+    const names = /Pod web-\S+ belongs to Deployment web \(through ReplicaSet web-\S+\), which WebApp shop \(operators\.example\.com\/v1\) controls: .*change the memory in WebApp shop \(or in what controls it\) instead/;
+    const warnings = await eventsRegarding(ns, "Deployment", "web");
+    assert.deepEqual(warnings.map((e) => [e.type, e.reason, e.related?.kind]), [["Warning", "UnknownController", "AppMonitor"]]);
+    assert.match(warnings[0]?.note ?? "", names);
+    assert.deepEqual((await eventsRegarding(ns, "AppMonitor", "m")).map((e) => [e.type, e.reason, e.related?.kind, e.related?.name]), [["Warning", "UnknownController", "Deployment", "web"]]);
+    const last = (await appMonitorStatus(ns, "m")).lastOutcome as Record<string, unknown> | undefined;
+    assert.deepEqual([last?.outcome, last?.reason, last?.workload, last?.pod], ["skipped", "UnknownController", { kind: "Deployment", name: "web" }, `${ns}/${pod.metadata.name}`]);
+    assert.match(String(last?.message), names);
+
+    const lines = await explain({ kind: "Deployment", name: "web", namespace: ns, prometheusUrl: undefined, source: "cadvisor" }, kc);
+    assert.match(lines[0] ?? "", /^controller: WebApp shop \(operators\.example\.com\/v1\): .*change the memory in WebApp shop .*skipped UnknownController/, lines.join("\n"));
+    assert.ok(lines.some((l) => /^last outcome: skipped at .*: UnknownController: .*WebApp shop/.test(l)), lines.join("\n"));
   });
 });

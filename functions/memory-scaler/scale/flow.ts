@@ -9,10 +9,13 @@
  * 0. Only an AppMonitor rule's alert is acted on (`decide/governing.ts` `alertOrigin`): anything else →
  *    `NotAppMonitorAlert`, before any read.
  * 1. Observe (`observe.ts`): the Pod (gone → `PodGone`), the namespace's AppMonitors (the alert's
- *    not there or invalid → `NoAppMonitor`), HPAs and VPAs, then the Pod's owners: a Job or an
- *    unknown owner → `UnsupportedOwner` (a Warning on the Pod: no template to judge, never
- *    scaled, whatever the Pod carries); an owner deleted meanwhile → `OwnerGone`; no controller →
- *    the bare Pod is the target, else the workload's template.
+ *    not there or invalid → `NoAppMonitor`), HPAs and VPAs, then the Pod's owners up to the top
+ *    controller the walk knows (`decide/owner-chain.ts`): a Job or an unknown owner of the Pod →
+ *    `UnsupportedOwner` (a Warning on the Pod: no template to judge, never scaled, whatever the
+ *    Pod carries); a workload another controller owns (a Knative Revision's Deployment) →
+ *    `UnknownController` (Warnings on it and the AppMonitor naming that controller: never
+ *    patched, whatever the AppMonitor covers); an owner deleted meanwhile → `OwnerGone`; no
+ *    controller → the bare Pod is the target, else the workload's template.
  * 2. Plan (`decide/plan.ts`, pure): the governing AppMonitor (`NotCovered`, `AppMonitorNotGoverning`,
  *    `AppMonitorConflict`; a `Conflict` condition on each AppMonitor covering the target when several do),
  *    what the target's last scale leaves, `decideScale` told the target's way, and a raise a heap
@@ -313,10 +316,12 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
     const named = observation.named;
     const answer = (identity: object, report: Report): Outcome => ({ ...base, ...identity, ...report.outcome, attempts: attempt, ...(warnings.length > 0 ? { warnings } : {}) });
     if (observation.result === "unsupported") {
-      // No template to judge, so never scaled; warn so whoever opted this Pod in learns why.
-      const report = reportOf({ step: "unsupported", message: observation.message }, { eventId, now, statusLimit: deps.status.limit, trigger: entry.trigger });
-      await write(report, { pod: podRef, appMonitor: appMonitorRef(named), cooldownSeconds: named.spec.cooldownSeconds }, statusRef(named), now, lastWrite({ ...base, ...report.outcome }, named, now));
-      return answer({}, report);
+      // No template of ours to judge, so never scaled; warn so whoever opted this Pod in learns why.
+      const { reason, message, workload } = observation;
+      const report = reportOf({ step: "unsupported", reason, message }, { eventId, now, statusLimit: deps.status.limit, trigger: entry.trigger });
+      const owned = workload === undefined ? {} : { workload: { kind: workload.kind ?? "", name: workload.name } };
+      await write(report, { pod: podRef, appMonitor: appMonitorRef(named), cooldownSeconds: named.spec.cooldownSeconds, ...(workload === undefined ? {} : { workload }) }, statusRef(named), now, lastWrite({ ...base, ...owned, ...report.outcome }, named, now));
+      return answer(owned, report);
     }
     const target = targetOf(observation, namespace, pod, entry.fallback !== undefined, entry.data === undefined ? "threshold" : entry.trigger);
     // Said, not guessed: a heap flag in a ConfigMap or Secret is not in the spec (`decide/heap-flags.ts`).

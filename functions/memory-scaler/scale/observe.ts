@@ -5,7 +5,9 @@
  * Deployment, or a StatefulSet), read beside the Pod rather than after it. A guess is used only
  * when the Pod's controller reference names it, uid included; a wrong guess (a DaemonSet's Pod, a
  * name the controller truncated) costs its GETs and the walk reads the real owners after the Pod,
- * as without a guess. Plain data out, for the pure plan (`scale/decide/plan.ts`).
+ * as without a guess. Which owner comes next, and where the walk stops, is the pure rule of
+ * `scale/decide/owner-chain.ts`; this module only reads what it names. Plain data out, for the
+ * pure plan (`scale/decide/plan.ts`).
  *
  * An autoscaler list whose resource type is not served (a 404 without an object: the VPA's CRD not
  * installed) reads as none; any other failure fails the event like every read, since scaling
@@ -17,8 +19,9 @@ import type { Logger } from "pino";
 import { classifyApiError, toHttpFailure } from "../../lib/kube-api-errors.ts";
 import { type VerticalPodAutoscalerView, vpaView } from "../coexist/autoscalers.ts";
 import type { Cluster } from "../kube/cluster.ts";
-import { APPS_V1, type Workload, type WorkloadKind, type WorkloadObject } from "../model.ts";
+import { APPS_V1, type ObjectRef, objectRef, type Workload, type WorkloadKind, type WorkloadObject } from "../model.ts";
 import type { NoneGoverns } from "../outcome.ts";
+import { type ChainLink, type ControllerRef, nextOwnerStep, type OwnerSkipReason } from "./decide/owner-chain.ts";
 import { namedAppMonitor, type NamespaceAppMonitors, type ValidAppMonitor, validAppMonitors } from "./decide/governing.ts";
 
 /** What the read step found. */
@@ -26,8 +29,12 @@ export type Observation =
   /** Nothing to scale, and nothing to tell anyone: the Pod or its owner is gone, the alert's AppMonitor is not there. */
   /** `pod`: the Pod read, when it was (a `NoAppMonitor` Warning regards it). */
   | { readonly result: "ended"; readonly reason: "PodGone" | "OwnerGone" | NoneGoverns["reason"]; readonly message: string; readonly pod?: k8s.V1Pod }
-  /** The Pod's owner has no Pod template memory-scaler can scale (a Job, an unknown kind). */
-  | { readonly result: "unsupported"; readonly message: string; readonly pod: k8s.V1Pod; readonly named: ValidAppMonitor }
+  /**
+   * The walk stopped at a controller it does not follow (`decide/owner-chain.ts`): the Pod's
+   * (`UnsupportedOwner`: a Job, an unknown kind), or its workload's (`UnknownController`, with
+   * that `workload`: a Knative Revision, an operator's resource).
+   */
+  | { readonly result: "unsupported"; readonly reason: OwnerSkipReason; readonly message: string; readonly pod: k8s.V1Pod; readonly named: ValidAppMonitor; readonly workload?: ObjectRef }
   /** A bare Pod (no controller owner reference): resized in place (`scale/targets/pod-resize-target.ts`). */
   | { readonly result: "bare"; readonly pod: k8s.V1Pod; readonly monitors: NamespaceAppMonitors; readonly named: ValidAppMonitor }
   | {
@@ -78,14 +85,17 @@ export async function observeFiring(cluster: Cluster, alert: { readonly namespac
   const named = namedAppMonitor(monitors, alert.appmonitor);
   if (named.result === "none") return { result: "ended", reason: named.reason, message: named.message, pod };
 
-  if (controllerOf(pod.metadata) === undefined) return { result: "bare", pod, monitors, named: named.appMonitor };
   // The owner before coverage: coverage is judged on the workload's Pod template, not on the
   // live Pod, whose annotations and labels anyone allowed to edit that one Pod can set.
   const resolution = await resolveWorkload(cluster, pod, guessed).catch((error: unknown) => {
     throw toHttpFailure(error, `read the owner of Pod ${podKey}`);
   });
+  if (resolution.result === "bare") return { result: "bare", pod, monitors, named: named.appMonitor };
   if (resolution.result === "gone") return { result: "ended", reason: "OwnerGone", message: resolution.message };
-  if (resolution.result === "unsupported") return { result: "unsupported", message: resolution.message, pod, named: named.appMonitor };
+  if (resolution.result === "unsupported") {
+    const { reason, message, workload } = resolution;
+    return { result: "unsupported", reason, message, pod, named: named.appMonitor, ...(workload === undefined ? {} : { workload }) };
+  }
   return { result: "observed", pod, monitors, named: named.appMonitor, workload: resolution.workload, hpas, vpas: vpas.map(vpaView) };
 }
 
@@ -135,14 +145,19 @@ export function prefetchOwners(cluster: Cluster, namespace: string, guesses: rea
 /**
  * The result of {@link resolveWorkload}:
  * - `found`: the workload;
- * - `unsupported`: the Pod has no controller, or one memory-scaler does not scale (a Job, an
- *   Argo Rollout's ReplicaSet, a kind it does not know) — the caller warns with `message`;
+ * - `bare`: the Pod has no controller: it is resized in place;
+ * - `unsupported`: the walk stopped at a controller it does not follow
+ *   (`decide/owner-chain.ts`): `UnsupportedOwner` (the Pod's controller is no workload: a Job, a
+ *   kind it does not know) or `UnknownController` (the workload's controller is one it does not
+ *   know); `workload` is the workload it would have patched, for `UnknownController` — the caller
+ *   warns with `message`;
  * - `gone`: an owner named in a reference no longer exists (or is another object with the same
  *   name): the Pod is being garbage-collected, nothing to scale.
  */
 export type Resolution =
   | { readonly result: "found"; readonly workload: Workload }
-  | { readonly result: "unsupported"; readonly message: string }
+  | { readonly result: "bare" }
+  | { readonly result: "unsupported"; readonly reason: OwnerSkipReason; readonly message: string; readonly controller: ControllerRef; readonly workload?: ObjectRef }
   | { readonly result: "gone"; readonly message: string };
 
 /** The reference with `controller: true`, which names the object that manages this one (at most one exists). */
@@ -150,56 +165,55 @@ export function controllerOf(meta: k8s.V1ObjectMeta | undefined): k8s.V1OwnerRef
   return meta?.ownerReferences?.find((ref) => ref.controller === true);
 }
 
-const DIRECT_KINDS: ReadonlySet<string> = new Set(["ReplicaSet", "StatefulSet", "DaemonSet"]);
+/** An object read, as a link of the walk's chain. */
+function linkOf(apiVersion: string, kind: string, meta: k8s.V1ObjectMeta | undefined): ChainLink {
+  const ref = controllerOf(meta);
+  return { apiVersion, kind, name: meta?.name ?? "", uid: meta?.uid, controller: ref === undefined ? undefined : { apiVersion: ref.apiVersion, kind: ref.kind, name: ref.name, uid: ref.uid } };
+}
 
 /**
- * Walks the Pod's controller references to the workload to patch, using a read of `prefetched`
- * where it has the owner's kind and name (its object is then checked like any other).
+ * Walks the Pod's controller references to the workload to patch, as `decide/owner-chain.ts`
+ * says at each step, using a read of `prefetched` where it has the owner's kind and name (its
+ * object is then checked like any other).
  * @throws whatever the {@link Cluster} throws for a failed read (the caller classifies it).
  */
 export async function resolveWorkload(cluster: Cluster, pod: k8s.V1Pod, prefetched: PrefetchedOwners = () => undefined): Promise<Resolution> {
   const namespace = pod.metadata?.namespace ?? "";
-  const read = (kind: WorkloadKind, name: string) => prefetched(kind, name) ?? cluster.readWorkload(kind, namespace, name);
-  const podName = pod.metadata?.name ?? "";
-  const owner = controllerOf(pod.metadata);
-  if (owner === undefined) {
-    return { result: "unsupported", message: `Pod ${podName} has no controller: a bare Pod has no template to scale` };
-  }
-  if (owner.apiVersion !== APPS_V1 || !DIRECT_KINDS.has(owner.kind)) {
-    return { result: "unsupported", message: `Pod ${podName} is controlled by ${owner.kind} ${owner.name} (${owner.apiVersion}), which memory-scaler does not scale` };
-  }
+  const chain: ChainLink[] = [linkOf("v1", "Pod", pod.metadata)];
   // A Deployment names its ReplicaSets `<deployment>-<pod-template-hash>` and labels their Pods
   // with that hash (https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#pod-template-hash-label):
   // read the likely Deployment together with the ReplicaSet, saving a round trip. It is used
-  // only if the ReplicaSet's controller reference names it, uid included.
+  // only if the ReplicaSet's controller reference names it, uid included (`readOwned`).
+  const owner = chain[0]?.controller;
   const hash = pod.metadata?.labels?.["pod-template-hash"];
-  const guess = owner.kind === "ReplicaSet" && hash !== undefined && owner.name.endsWith(`-${hash}`) ? owner.name.slice(0, -(hash.length + 1)) : undefined;
-  const [direct, guessed] = await Promise.all([
-    readOwned(read, owner.kind as WorkloadKind, owner),
-    guess === undefined || guess === "" ? undefined : read("Deployment", guess),
-  ]);
-  if ("result" in direct) return direct;
-  if (owner.kind !== "ReplicaSet") return found(owner.kind as WorkloadKind, namespace, direct);
+  const guess = owner?.kind === "ReplicaSet" && hash !== undefined && owner.name.endsWith(`-${hash}`) ? owner.name.slice(0, -(hash.length + 1)) : "";
+  const direct = (kind: WorkloadKind, name: string) => prefetched(kind, name) ?? cluster.readWorkload(kind, namespace, name);
+  const likely = guess === "" ? undefined : direct("Deployment", guess);
+  likely?.catch(() => undefined);
+  const read = (kind: WorkloadKind, name: string) => (kind === "Deployment" && name === guess && likely !== undefined ? likely : direct(kind, name));
 
-  const rsOwner = controllerOf(direct.metadata);
-  if (rsOwner === undefined) return found("ReplicaSet", namespace, direct);
-  if (rsOwner.apiVersion !== APPS_V1 || rsOwner.kind !== "Deployment") {
-    return {
-      result: "unsupported",
-      message: `Pod ${podName} belongs to ReplicaSet ${owner.name}, controlled by ${rsOwner.kind} ${rsOwner.name} (${rsOwner.apiVersion}), which memory-scaler does not scale`,
-    };
+  // The last workload read; the rule goes only up kinds it knows, so the loop ends (at most 2 reads).
+  let top: { kind: WorkloadKind; object: WorkloadObject } | undefined;
+  for (;;) {
+    const step = nextOwnerStep(chain);
+    if (step.step === "top") return top === undefined ? { result: "bare" } : found(top.kind, namespace, top.object);
+    if (step.step === "skip") {
+      const meta = top?.object.metadata;
+      const workload = top === undefined ? {} : { workload: objectRef(APPS_V1, top.kind, namespace, meta?.name ?? "", meta?.uid) };
+      return { result: "unsupported", reason: step.reason, message: step.message, controller: step.controller, ...workload };
+    }
+    const object = await readOwned(read, step.kind, step.ref);
+    if ("result" in object) return object;
+    top = { kind: step.kind, object };
+    chain.push(linkOf(APPS_V1, step.kind, object.metadata));
   }
-  const confirmed = guessed !== undefined && guessed.metadata?.name === rsOwner.name && guessed.metadata.uid === rsOwner.uid;
-  const deployment = confirmed ? guessed : await readOwned(read, "Deployment", rsOwner);
-  if ("result" in deployment) return deployment;
-  return found("Deployment", namespace, deployment);
 }
 
 /** Reads the referenced object and checks it is the one referenced (same uid), not a namesake. */
 async function readOwned(
   read: (kind: WorkloadKind, name: string) => Promise<WorkloadObject | undefined>,
   kind: WorkloadKind,
-  ref: k8s.V1OwnerReference,
+  ref: ControllerRef,
 ): Promise<WorkloadObject | { result: "gone"; message: string }> {
   const object = await read(kind, ref.name);
   if (object === undefined || (ref.uid !== undefined && object.metadata?.uid !== ref.uid)) {

@@ -8,7 +8,7 @@
  * | ending | Events | status | outcome |
  * | --- | --- | --- | --- |
  * | `ended` (the read found nothing to scale: the Pod, its owner or the named AppMonitor gone) | `NoAppMonitor` on the Pod, when it was read | — | skipped |
- * | `unsupported` (no template to judge) | `UnsupportedOwner` | — | skipped |
+ * | `unsupported` (the owner walk stopped: no template to judge, or one another controller owns) | its reason: `UnsupportedOwner` or `UnknownController` | — | skipped |
  * | `notGoverned` (the named AppMonitor does not govern the target) | `NotCovered` | — | skipped |
  * | `decided` (the decision's skip) | the skip's reason (Events only for the reasons that have them) | `AtCap`: listed in `status.capped` (`AtMaxMemory`); `ProbableLeak`: listed in `status.probableLeaks` (`ProbableLeak`) | skipped, with the containers left out |
  * | `unconfirmed` (the evidence's skip) | the skip's reason (`BelowThreshold` has them) | — | skipped |
@@ -41,6 +41,7 @@ import { type ProbableLeak, withLeak } from "../status/leaks.ts";
 import type { ScaleEntry } from "../status/recent-scales.ts";
 import { withConflict } from "./decide/conflict-condition.ts";
 import type { CoverageConflict, ValidAppMonitor } from "./decide/governing.ts";
+import type { OwnerSkipReason } from "./decide/owner-chain.ts";
 import { heapFailureNote } from "./decide/fixed-heap.ts";
 import type { History } from "./decide/target-view.ts";
 import type { WriteTarget, Written } from "./targets/target.ts";
@@ -49,7 +50,7 @@ import type { WriteTarget, Written } from "./targets/target.ts";
 export type Ending =
   /** `podRead`: the Pod was read (a `NoAppMonitor` Warning regards it). */
   | { readonly step: "ended"; readonly reason: Extract<OutcomeReason, "PodGone" | "OwnerGone" | NoneGoverns["reason"]>; readonly message: string; readonly podRead: boolean }
-  | { readonly step: "unsupported"; readonly message: string }
+  | { readonly step: "unsupported"; readonly reason: OwnerSkipReason; readonly message: string }
   | { readonly step: "notGoverned"; readonly reason: NoneGoverns["reason"]; readonly message: string }
   | { readonly step: "decided"; readonly skip: Skip }
   | { readonly step: "unconfirmed"; readonly skip: Skip }
@@ -78,9 +79,9 @@ export interface Report {
 
 /** What the table reads besides the ending. */
 export interface ReportContext {
-  /** Absent for `unsupported` (no target: the Pod's owner has no template). */
+  /** Absent for `unsupported` (no target: the owner walk stopped short of one). */
   readonly target?: WriteTarget;
-  /** The governing AppMonitor; absent for `unsupported` (none governs a Pod with no template). */
+  /** The governing AppMonitor; absent for `unsupported` (nothing to govern: no target). */
   readonly appMonitor?: ValidAppMonitor;
   readonly eventId: string;
   readonly now: Date;
@@ -135,8 +136,10 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
       const { reason, message } = ending;
       return { reported: reason === "NotCovered" ? [{ reason, message }] : [], outcome: { outcome: "skipped", reason, message } };
     }
-    case "unsupported":
-      return { reported: [{ reason: "UnsupportedOwner", message: ending.message }], outcome: { outcome: "skipped", reason: "UnsupportedOwner", message: ending.message } };
+    case "unsupported": {
+      const { reason, message } = ending;
+      return { reported: [{ reason, message }], outcome: { outcome: "skipped", reason, message } };
+    }
     case "decided": {
       const { skip } = ending;
       const time = formatTimestamp(now);

@@ -28,6 +28,13 @@ describe("eventsOf: the Events of each outcome, one table", () => {
   const cases: { reported: Reported; events: Row[] }[] = [
     { reported: { reason: "UnsupportedOwner", message: "owned by Job j" }, events: [["Warning", "UnsupportedOwner", "Pod", "AppMonitor", "not scaled: owned by Job j", "e1"]] },
     {
+      reported: { reason: "UnknownController", message: "Revision r controls it" },
+      events: [
+        ["Warning", "UnknownController", "Deployment", "AppMonitor", "not scaled: Revision r controls it", "UnknownController/Deployment/memhog/w1@5925312"],
+        ["Warning", "UnknownController", "AppMonitor", "Deployment", "Deployment memhog: not scaled: Revision r controls it", "UnknownController/Deployment/memhog/w1@5925312"],
+      ],
+    },
+    {
       reported: { reason: "LimitNotInTemplate", message: "no limit" },
       events: [["Warning", "LimitNotInTemplate", "Deployment", "AppMonitor", "not scaled: no limit", "e1"], ["Warning", "LimitNotInTemplate", "AppMonitor", "Deployment", "Deployment memhog: not scaled: no limit", "e1"]],
     },
@@ -153,6 +160,10 @@ describe("eventsOf: the Events of each outcome, one table", () => {
 
   test("a reason reported on a workload without one is a caller's bug, named", () => {
     assert.throws(() => eventsOf({ reason: "LimitNotInTemplate", message: "m" }, { pod, appMonitor, cooldownSeconds: 300 }, "e1", now), /LimitNotInTemplate is reported on a workload/);
+  });
+
+  test("UnknownController without the workload it regards is a caller's bug, named", () => {
+    assert.throws(() => eventsOf({ reason: "UnknownController", message: "m" }, { pod, appMonitor, cooldownSeconds: 300 }, "e1", now), /UnknownController is reported on a workload/);
   });
 
   test("UnsupportedOwner without the Pod it regards is a caller's bug, named", () => {

@@ -58,6 +58,16 @@ const MEMHOG_REPLACED =
   "the rollout of this scale replaces (restarts) its Pods, and what they hold in memory and in emptyDir volumes is lost: Deployment memhog has a single replica, so no other Pod holds what its Pod holds. " +
   "spec.updateMode: InPlace (or InPlaceOrRollout) on the AppMonitor resizes the running Pods instead, without replacing them";
 
+/** A Knative Revision's controller reference. */
+const revision: k8s.V1OwnerReference = { apiVersion: "serving.knative.dev/v1", kind: "Revision", name: "memhog-00001", uid: "rev1", controller: true, blockOwnerDeletion: true };
+
+/** Gives the memhog Deployment the controller `owner`, as Knative gives a Revision's Deployment. */
+function controlledBy(cluster: FakeCluster, owner: k8s.V1OwnerReference): void {
+  const deployment = cluster.workloads.get(`Deployment/${NS}/memhog`);
+  if (deployment?.metadata === undefined) throw new Error("no memhog Deployment");
+  deployment.metadata.ownerReferences = [owner];
+}
+
 const memhogContainer = (resources: k8s.V1ResourceRequirements): k8s.V1Container => ({ name: "memhog", image: "quay.io/metral/memhog:v0.0.1", resources });
 
 describe("handleFiring", () => {
@@ -357,6 +367,7 @@ describe("handleFiring", () => {
     },
     { name: "a Deployment whose Pod template is not annotated", setup: (c) => unannotateTemplate(c), reason: "NotCovered", warns: "Deployment" },
     { name: "a Pod owned by a Job", setup: ownedByJob, reason: "UnsupportedOwner", warns: "Pod" },
+    { name: "a Deployment a Knative Revision controls", setup: (c) => controlledBy(c, revision), reason: "UnknownController", warns: "Deployment" },
     { name: "an owner deleted meanwhile", setup: (c) => c.workloads.delete(`Deployment/${NS}/memhog`), reason: "OwnerGone" },
     {
       name: "a limit at maxMemory",
@@ -475,6 +486,21 @@ describe("handleFiring", () => {
     unannotateTemplate(cluster);
     editPod(cluster, (meta) => ({ ...meta, annotations: {} }));
     assert.equal((await handleFiring(deps(cluster), "e1", data(), silent)).outcome, "scaled");
+  });
+
+  it("a workload another controller owns is never written, in any updateMode: Warnings and status.lastOutcome name that controller and the workload", async () => {
+    for (const updateMode of ["Rollout", "InPlace", "InPlaceOrRollout"]) {
+      const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, updateMode });
+      controlledBy(cluster, revision);
+      const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+      assert.deepEqual([outcome.outcome, outcome.reason, outcome.workload], ["skipped", "UnknownController", { kind: "Deployment", name: "memhog" }], updateMode);
+      assert.deepEqual([cluster.writes.length, cluster.resizes.length, cluster.resizeDryRuns, cluster.dryRuns], [0, 0, 0, 0], `${updateMode}: nothing written, nothing even dry-run`);
+      assert.deepEqual(cluster.events.map((e) => [e.type, e.reason, e.regarding?.kind, e.related?.kind]).sort(), [["Warning", "UnknownController", "AppMonitor", "Deployment"], ["Warning", "UnknownController", "Deployment", "AppMonitor"]]);
+      for (const e of cluster.events) assert.match(e.note ?? "", /Revision memhog-00001 \(serving\.knative\.dev\/v1\) controls: .*change the memory in Revision memhog-00001/);
+      const last = (cluster.appMonitors.get(`${NS}/mymonitor`)?.status as { lastOutcome?: Record<string, unknown> } | undefined)?.lastOutcome;
+      assert.deepEqual([last?.reason, last?.workload], ["UnknownController", { kind: "Deployment", name: "memhog" }]);
+      assert.match(String(last?.message), /Revision memhog-00001 \(serving\.knative\.dev\/v1\)/);
+    }
   });
 
   it("a bare Pod is not UnsupportedOwner: resized in place when its own annotation opts it in, else NotCovered (test/unit/memory-scaler/scale/pod-resize-target.test.ts)", async () => {

@@ -99,7 +99,7 @@ describe("resolveWorkload", () => {
   });
 
   const cases: { name: string; owner: k8s.V1OwnerReference | undefined; result: string }[] = [
-    { name: "a bare Pod", owner: undefined, result: "unsupported" },
+    { name: "a bare Pod", owner: undefined, result: "bare" },
     { name: "a Job's Pod", owner: { apiVersion: "batch/v1", kind: "Job", name: "j", uid: "j1", controller: true }, result: "unsupported" },
     { name: "an unknown kind", owner: { apiVersion: "argoproj.io/v1alpha1", kind: "Rollout", name: "r", uid: "x", controller: true }, result: "unsupported" },
     { name: "a ReplicaSet that no longer exists", owner: { apiVersion: "apps/v1", kind: "ReplicaSet", name: "gone", uid: "g", controller: true }, result: "gone" },
@@ -113,6 +113,42 @@ describe("resolveWorkload", () => {
       assert.equal((await resolveWorkload(cluster, pod)).result, c.result);
     });
   }
+
+  it("a Deployment another controller owns: UnknownController with the Deployment, from the reads the walk made anyway", async () => {
+    const cluster = memhogCluster();
+    const deployment = cluster.workloads.get(`Deployment/${NS}/memhog`);
+    if (deployment?.metadata) deployment.metadata.ownerReferences = [{ apiVersion: "serving.knative.dev/v1", kind: "Revision", name: "memhog-00001", uid: "rev1", controller: true }];
+    let reads = 0;
+    const read = cluster.readWorkload.bind(cluster);
+    cluster.readWorkload = async (...args) => ((reads += 1), read(...args));
+    const resolution = await resolveWorkload(cluster, cluster.pods.get(`${NS}/memhog-5d8f-x2`) ?? {});
+    assert.ok(resolution.result === "unsupported", JSON.stringify(resolution));
+    assert.deepEqual([resolution.reason, resolution.controller, resolution.workload], [
+      "UnknownController",
+      { apiVersion: "serving.knative.dev/v1", kind: "Revision", name: "memhog-00001", uid: "rev1" },
+      { apiVersion: "apps/v1", kind: "Deployment", name: "memhog", namespace: NS, uid: "d1" },
+    ]);
+    assert.match(resolution.message, /change the memory in Revision memhog-00001/);
+    assert.equal(reads, 2);
+  });
+
+  it("a StatefulSet an operator's resource owns: UnknownController with the StatefulSet", async () => {
+    const cluster = memhogCluster();
+    const template = cluster.workloads.get(`ReplicaSet/${NS}/memhog-5d8f`)?.spec?.template;
+    cluster.workloads.set(`StatefulSet/${NS}/pg`, { metadata: { name: "pg", namespace: NS, uid: "s1", ownerReferences: [{ apiVersion: "postgres.example.com/v1", kind: "Cluster", name: "pg", uid: "c1", controller: true }] }, spec: { template } });
+    const pod = cluster.pods.get(`${NS}/memhog-5d8f-x2`) ?? {};
+    if (pod.metadata) pod.metadata.ownerReferences = [{ apiVersion: "apps/v1", kind: "StatefulSet", name: "pg", uid: "s1", controller: true }];
+    const resolution = await resolveWorkload(cluster, pod);
+    assert.deepEqual(resolution.result === "unsupported" && [resolution.reason, resolution.workload?.kind, resolution.controller.kind], ["UnknownController", "StatefulSet", "Cluster"]);
+  });
+
+  it("an owner reference that is not the controller is no step of the walk", async () => {
+    const cluster = memhogCluster();
+    const deployment = cluster.workloads.get(`Deployment/${NS}/memhog`);
+    if (deployment?.metadata) deployment.metadata.ownerReferences = [{ apiVersion: "example.com/v1", kind: "Bundle", name: "b", uid: "b1" }];
+    const resolution = await resolveWorkload(cluster, cluster.pods.get(`${NS}/memhog-5d8f-x2`) ?? {});
+    assert.equal(resolution.result === "found" && resolution.workload.kind, "Deployment");
+  });
 
   it("a ReplicaSet without a Deployment is the workload", async () => {
     const cluster = memhogCluster();

@@ -21,10 +21,12 @@ const context: ReportContext = { target: deployment, appMonitor: am, eventId: "e
 const reasons = (reported: readonly { reason: string }[]) => reported.map((r) => r.reason);
 
 describe("reportOf", () => {
-  it("unsupported: an UnsupportedOwner Warning, no status, skipped; no target or AppMonitor needed", () => {
-    const report = reportOf({ step: "unsupported", message: "a Job" }, { eventId: "e1", now: NOW, statusLimit: 10, trigger: "threshold" });
-    assert.deepEqual([reasons(report.reported), report.status, report.outcome], [["UnsupportedOwner"], undefined, { outcome: "skipped", reason: "UnsupportedOwner", message: "a Job" }]);
-  });
+  for (const reason of ["UnsupportedOwner", "UnknownController"] as const) {
+    it(`unsupported, ${reason}: its Warning, no status, skipped; no target or AppMonitor needed`, () => {
+      const report = reportOf({ step: "unsupported", reason, message: "a Job" }, { eventId: "e1", now: NOW, statusLimit: 10, trigger: "threshold" });
+      assert.deepEqual([reasons(report.reported), report.status, report.outcome], [[reason], undefined, { outcome: "skipped", reason, message: "a Job" }]);
+    });
+  }
 
   it("decided AtCap: the skip's Events and the workload listed in status.capped, from the AppMonitor as listed", () => {
     const skipped = [{ container: "memhog", reason: "AtCap", message: "at 1Gi", cap: { maxMemory: "1Gi", source: "spec" } as const }];

@@ -71,6 +71,31 @@ describe("explain: not covered", () => {
   });
 });
 
+describe("explain: the workload's controller", () => {
+  const owned = (kind: string, controller: { apiVersion: string; kind: string; name: string }): ExplainedWorkload => ({ ...workload(true), kind, controller });
+
+  it("a controller the owner walk does not know: named, with the object to change instead, covered or not", () => {
+    const revision = { apiVersion: "serving.knative.dev/v1", kind: "Revision", name: "web-00001" };
+    for (const items of [[], [appMonitor("m")]]) {
+      const lines = explain(owned("Deployment", revision), items);
+      assert.match(
+        lines[0] ?? "",
+        /^controller: Revision web-00001 \(serving\.knative\.dev\/v1\): memory-scaler does not know that controller, .*so Deployment web is not patched; change the memory in Revision web-00001 \(or in what controls it\) instead; its Pods' alerts are skipped UnknownController {2}\(Deployment shop\/web metadata\.ownerReferences\)$/,
+      );
+      lineOf(lines, "coverage");
+    }
+  });
+
+  it("a ReplicaSet's Deployment: the workload scaled instead", () => {
+    const lines = explain(owned("ReplicaSet", { apiVersion: "apps/v1", kind: "Deployment", name: "web" }), []);
+    assert.match(lineOf(lines, "controller"), /^controller: Deployment web: memory-scaler scales Deployment web \(explain that one\), not this ReplicaSet/);
+  });
+
+  it("no controller: no line", () => {
+    assert.equal(explain(workload(true), [appMonitor("m")]).some((l) => l.startsWith("controller: ")), false);
+  });
+});
+
 describe("explain: coverage and precedence", () => {
   it("names how the AppMonitor covers the workload", () => {
     assert.match(lineOf(explain(workload(true), [appMonitor("m")]), "coverage"), /^coverage: covered by AppMonitor m \(annotation\) {2}\(/);
