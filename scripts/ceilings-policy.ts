@@ -53,7 +53,7 @@ const set = (c: CeilingSpec): string => `variables.${c.key}Set`;
 
 /** CEL: whether `value` (a CEL string) is a value memory-scaler accepts for ceiling `c` (`functions/memory-scaler/config.ts`). */
 function wellFormed(c: CeilingSpec, value: string): string {
-  if (c.type === "quantity") return `isQuantity(${value}) && quantity(${value}).sign() == 1`;
+  if (c.type === "quantity") return `isQuantity(${value}) && quantity(${value}).compareTo(quantity('0')) > 0`;
   const { min, max } = c.range ?? { min: 0, max: 0 };
   if (c.type === "number") return `${value}.matches('${DECIMAL_PATTERN}') && double(${value}) > ${min.toFixed(1)} && double(${value}) <= ${max.toFixed(1)}`;
   // At most nine digits: int() of a longer string could overflow, and no range here needs more.
