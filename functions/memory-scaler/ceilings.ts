@@ -39,8 +39,6 @@ export interface CeilingSpec {
   /** A quantity, a decimal number, or an integer within `range` (inclusive; a number's `min` exclusive). */
   readonly type: "quantity" | "number" | "integer";
   readonly range?: { readonly min: number; readonly max: number };
-  /** What it bounds, in a few words, for the docs. */
-  readonly meaning: string;
 }
 
 /**
@@ -48,11 +46,11 @@ export interface CeilingSpec {
  * the field (`schemas/appmonitor.schema.json`), so a ceiling is a value some AppMonitor can meet.
  */
 export const CEILINGS: readonly CeilingSpec[] = [
-  { key: "maxMemory", variable: "MAX_MEMORY", field: "spec.maxMemory", limit: "max", type: "quantity", meaning: "the largest memory limit a container is raised to, whatever spec.maxMemory or a container policy's maxMemory says" },
-  { key: "maxMemMultiplier", variable: "MAX_MEM_MULTIPLIER", field: "spec.memMultiplier", limit: "max", type: "number", range: { min: 1, max: 10 }, meaning: "the largest factor of one scale" },
-  { key: "minCooldownSeconds", variable: "MIN_COOLDOWN_SECONDS", field: "spec.cooldownSeconds", limit: "min", type: "integer", range: { min: 0, max: 604_800 }, meaning: "the shortest cooldown between two scales of a workload" },
-  { key: "leakGuardMaxScales", variable: "LEAK_GUARD_MAX_SCALES", field: "spec.leakGuard.maxScales", limit: "max", type: "integer", range: { min: 1, max: 10 }, meaning: "the most scales the leak guard allows within its window" },
-  { key: "leakGuardMinWindowSeconds", variable: "LEAK_GUARD_MIN_WINDOW_SECONDS", field: "spec.leakGuard.windowSeconds", limit: "min", type: "integer", range: { min: 60, max: 604_800 }, meaning: "the shortest window of the leak guard" },
+  { key: "maxMemory", variable: "MAX_MEMORY", field: "spec.maxMemory", limit: "max", type: "quantity" },
+  { key: "maxMemMultiplier", variable: "MAX_MEM_MULTIPLIER", field: "spec.memMultiplier", limit: "max", type: "number", range: { min: 1, max: 10 } },
+  { key: "minCooldownSeconds", variable: "MIN_COOLDOWN_SECONDS", field: "spec.cooldownSeconds", limit: "min", type: "integer", range: { min: 0, max: 604_800 } },
+  { key: "leakGuardMaxScales", variable: "LEAK_GUARD_MAX_SCALES", field: "spec.leakGuard.maxScales", limit: "max", type: "integer", range: { min: 1, max: 10 } },
+  { key: "leakGuardMinWindowSeconds", variable: "LEAK_GUARD_MIN_WINDOW_SECONDS", field: "spec.leakGuard.windowSeconds", limit: "min", type: "integer", range: { min: 60, max: 604_800 } },
 ];
 
 /** A decimal as a ceiling of the multiplier is written (RE2 and JavaScript alike): `3`, `1.5`, `.5`. */

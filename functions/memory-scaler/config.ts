@@ -145,10 +145,10 @@ function readMultiplier(env: Env, name: string): number | undefined {
   return value;
 }
 
-/** A positive quantity of memory, or undefined when unset. */
+/** A positive quantity of memory (spaces around it dropped, as the ceilings policy drops them), or undefined when unset. */
 function readMemory(env: Env, name: string): string | undefined {
-  const raw = readString(env, name);
-  if (raw === undefined) return undefined;
+  const raw = readString(env, name)?.trim();
+  if (raw === undefined || raw === "") return undefined;
   let bytes: bigint;
   try {
     bytes = floor(parseQuantity(raw));

@@ -9,7 +9,7 @@
  */
 import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION, MONITOR_ANNOTATION, type AppMonitorCondition, type ScaleRecord } from "../../functions/lib/appmonitor.ts";
 import { capOf, describeCap, policyOf } from "../../functions/memory-scaler/caps.ts";
-import type { Ceilings } from "../../functions/memory-scaler/ceilings.ts";
+import { type Ceilings, heldClause } from "../../functions/memory-scaler/ceilings.ts";
 import { describeChanges, parseScaleRecord } from "../../functions/memory-scaler/model.ts";
 import { cooldownLeft } from "../../functions/memory-scaler/scale/decide/decide.ts";
 import { byPrecedence, coverage, precedenceRule, validAppMonitors, type Contender, type PodTemplateLike, type ValidAppMonitor } from "../../functions/memory-scaler/scale/decide/governing.ts";
@@ -251,7 +251,7 @@ function statusLines(workload: ExplainedWorkload, am: ValidAppMonitor, status: R
   lines.push(
     line(
       "cooldown",
-      lastScale === undefined ? `none running (spec.cooldownSeconds ${cooldown})` : left > 0 ? `${left}s left of ${cooldown}s since ${lastScale}: an alert now is skipped (Cooldown)` : `over (${cooldown}s since ${lastScale} have passed)`,
+      `${lastScale === undefined ? `none running (spec.cooldownSeconds ${cooldown})` : left > 0 ? `${left}s left of ${cooldown}s since ${lastScale}: an alert now is skipped (Cooldown)` : `over (${cooldown}s since ${lastScale} have passed)`}${heldClause(am.held, "spec.cooldownSeconds")}`,
       `${objectSource} ${LAST_SCALE_ANNOTATION}; ${amName} spec.cooldownSeconds`,
     ),
   );
