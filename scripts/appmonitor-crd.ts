@@ -116,8 +116,8 @@ const statusSchema: Schema = {
         properties: {
           workload: { type: "object", properties: { kind: { type: "string" }, name: { type: "string" } } },
           containers: { type: "array", items: { type: "string" } },
-          maxMemory: { type: "string", description: "the cap the workload was found at: a spec.containerPolicies maxMemory, spec.maxMemory, or the install's DEFAULT_MAX_MEMORY" },
-          source: { type: "string", enum: ["containerPolicy", "spec", "default"], description: "where that cap comes from" },
+          maxMemory: { type: "string", description: "the cap the workload was found at: a spec.containerPolicies maxMemory, spec.maxMemory, the install's DEFAULT_MAX_MEMORY, or the install's ceiling MAX_MEMORY when lower" },
+          source: { type: "string", enum: ["containerPolicy", "spec", "default", "ceiling"], description: "where that cap comes from" },
           since: { type: "string", format: "date-time" },
         },
       },

@@ -15,6 +15,14 @@
  * | `ALERTMANAGER_URL` | unset | Alertmanager's base URL: the leak guard's `AppMonitorProbableLeak` alert is posted there (`kube/alertmanager.ts`); unset: none |
  * | `PAUSE_SCALING` | `false` | `true`: every AppMonitor behaves as `spec.mode: DryRun` — each alert runs every check of its write (dry runs, quota, Node fit) and writes nothing; outcomes, Events and `status.lastOutcome` say `paused install-wide (PAUSE_SCALING)` |
  * | `WATCH_NAMESPACES` | all namespaces | comma-separated namespaces served: an alert from another is skipped (`NamespaceNotWatched`), and the follow-up ticks list AppMonitors in these only |
+ * | `MAX_MEMORY` | unset | the install's ceiling (`ceilings.ts`): a quantity no container's limit is raised above, whatever its AppMonitor's caps say; unset: none |
+ * | `MAX_MEM_MULTIPLIER` | unset | the install's ceiling on `spec.memMultiplier`, a decimal above 1, at most 10; unset: none |
+ * | `MIN_COOLDOWN_SECONDS` | unset | the install's floor of `spec.cooldownSeconds`, 0–604800; unset: none |
+ * | `LEAK_GUARD_MAX_SCALES` | unset | the install's ceiling on `spec.leakGuard.maxScales` (its default 3 too), 1–10; unset: none |
+ * | `LEAK_GUARD_MIN_WINDOW_SECONDS` | unset | the install's floor of `spec.leakGuard.windowSeconds` (its default 86400 too), 60–604800; unset: none |
+ *
+ * The five ceilings come from the ConfigMap `appmonitor-ceilings` (knative/admission/), which the
+ * admission policy of the same name reads too: an empty value is unset.
  */
 import { accessSync, constants } from "node:fs";
 import path from "node:path";
@@ -24,6 +32,7 @@ import { ConfigError, readEnum, readHttpUrl, readInteger, readString } from "../
 import type { Env } from "../lib/runtime/types.ts";
 import { floor, parseQuantity } from "../lib/quantity.ts";
 import { DEFAULT_MAX_MEMORY } from "./caps.ts";
+import { CEILINGS, type Ceilings, DECIMAL_PATTERN } from "./ceilings.ts";
 
 /**
  * ms, the whole answer. One query per event, so its bound is the event's: well under the 60 s a
@@ -59,6 +68,8 @@ export interface MemoryScalerConfig {
   readonly alertmanagerUrl: URL | undefined;
   /** `PAUSE_SCALING=true`: every AppMonitor behaves as DryRun. */
   readonly paused: boolean;
+  /** The install's ceilings (`MAX_MEMORY`, `MAX_MEM_MULTIPLIER`, `MIN_COOLDOWN_SECONDS`, `LEAK_GUARD_*`); each absent when unset. */
+  readonly ceilings: Ceilings;
 }
 
 /**
@@ -67,7 +78,8 @@ export interface MemoryScalerConfig {
  * `PROMETHEUS_URL` that is not an http(s) URL, a number out of range (`KUBE_API_TIMEOUT_MS`: 100–60000),
  * a `WATCH_NAMESPACES` entry that is not a namespace name, a `DEFAULT_MAX_MEMORY` that is not a
  * positive quantity, an `ALERTMANAGER_URL` that is not an http(s) URL, a `PAUSE_SCALING` other
- * than `true` or `false`.
+ * than `true` or `false`, a ceiling that is not a positive quantity, a decimal or an integer in
+ * its range (the table's).
  */
 export function readConfig(env: Env): MemoryScalerConfig {
   const kubeconfig = readString(env, "KUBECONFIG");
@@ -91,18 +103,63 @@ export function readConfig(env: Env): MemoryScalerConfig {
     defaultMaxMemory: readCap(env),
     alertmanagerUrl: readHttpUrl(env, "ALERTMANAGER_URL"),
     paused: readEnum(env, "PAUSE_SCALING", ["true", "false"], "false") === "true",
+    ceilings: readCeilings(env),
   };
 }
 
-/** `DEFAULT_MAX_MEMORY`, a positive quantity; unset: `caps.ts` `DEFAULT_MAX_MEMORY`. */
-function readCap(env: Env): string {
-  const raw = readString(env, "DEFAULT_MAX_MEMORY") ?? DEFAULT_MAX_MEMORY;
+/**
+ * The ceilings (`ceilings.ts`), each with the range of the field it bounds; also `npm run
+ * explain`'s, from its shell. @throws ConfigError naming the variable (see {@link readConfig}).
+ */
+export function readCeilings(env: Env): Ceilings {
+  const read = {
+    maxMemory: readMemory(env, "MAX_MEMORY"),
+    maxMemMultiplier: readMultiplier(env, "MAX_MEM_MULTIPLIER"),
+    minCooldownSeconds: readBound(env, "MIN_COOLDOWN_SECONDS", "minCooldownSeconds"),
+    leakGuardMaxScales: readBound(env, "LEAK_GUARD_MAX_SCALES", "leakGuardMaxScales"),
+    leakGuardMinWindowSeconds: readBound(env, "LEAK_GUARD_MIN_WINDOW_SECONDS", "leakGuardMinWindowSeconds"),
+  };
+  return Object.fromEntries(Object.entries(read).filter(([, value]) => value !== undefined)) as Ceilings;
+}
+
+/** The range of ceiling `key` ({@link CEILINGS}). */
+function rangeOf(key: keyof Ceilings): { min: number; max: number } {
+  const range = CEILINGS.find((c) => c.key === key)?.range;
+  if (range === undefined) throw new Error(`ceiling ${key} has no range`);
+  return range;
+}
+
+/** An integer ceiling in its range, or undefined when unset. */
+function readBound(env: Env, name: string, key: keyof Ceilings): number | undefined {
+  return readString(env, name) === undefined ? undefined : readInteger(env, name, 0, rangeOf(key));
+}
+
+/** A decimal ceiling of the multiplier: above 1 (a factor of 1 raises nothing), at most 10 (the schema's). */
+function readMultiplier(env: Env, name: string): number | undefined {
+  const raw = readString(env, name);
+  if (raw === undefined) return undefined;
+  const { min, max } = rangeOf("maxMemMultiplier");
+  if (!new RegExp(DECIMAL_PATTERN).test(raw.trim())) throw new ConfigError(name, `must be a decimal number, got ${JSON.stringify(raw)}`);
+  const value = Number(raw.trim());
+  if (value <= min || value > max) throw new ConfigError(name, `must be above ${min} and at most ${max}, got ${value}`);
+  return value;
+}
+
+/** A positive quantity of memory (spaces around it dropped, as the ceilings policy drops them), or undefined when unset. */
+function readMemory(env: Env, name: string): string | undefined {
+  const raw = readString(env, name)?.trim();
+  if (raw === undefined || raw === "") return undefined;
   let bytes: bigint;
   try {
     bytes = floor(parseQuantity(raw));
   } catch (error) {
-    throw new ConfigError("DEFAULT_MAX_MEMORY", `${JSON.stringify(raw)} is not a Kubernetes quantity: ${(error as Error).message}`, { cause: error });
+    throw new ConfigError(name, `${JSON.stringify(raw)} is not a Kubernetes quantity: ${(error as Error).message}`, { cause: error });
   }
-  if (bytes <= 0n) throw new ConfigError("DEFAULT_MAX_MEMORY", `${raw} is not a positive quantity of memory`);
+  if (bytes <= 0n) throw new ConfigError(name, `${raw} is not a positive quantity of memory`);
   return raw;
+}
+
+/** `DEFAULT_MAX_MEMORY`, a positive quantity; unset: `caps.ts` `DEFAULT_MAX_MEMORY`. */
+function readCap(env: Env): string {
+  return readMemory(env, "DEFAULT_MAX_MEMORY") ?? DEFAULT_MAX_MEMORY;
 }

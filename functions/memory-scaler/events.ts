@@ -21,10 +21,10 @@
  * | `Cooldown`, `BelowThreshold` | Normal pair, at most one per workload per `cooldownSeconds` (300 s without one: `status/last-outcome.ts` `skipWindowSeconds`) | `not scaled: <message>` |
  * | `NotCovered` | Warning pair (the workload and the AppMonitor the alert names), at most one per workload per window as above | `not scaled: <message>` |
  * | `NoAppMonitor` | Warning on the Pod ({@link noAppMonitorEvent}: there is no AppMonitor to relate), at most one per Pod per 300 s | `not scaled: <message>` |
- * | `DryRun` | Normal pair | `DryRun[ (<note>: paused install-wide)]: would scale[ down] <kind> <name>[ after an OOM kill\| on its trend toward the limit\| after a heap error]: <changes>` |
- * | `Scaled` | Normal pair (its note ends with the heap flags raised under `spec.heapFlags: Scale`, and after a heap error the heap settings written, `settingsClause`), and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill\| on its trend toward the limit\| after a heap error]: <changes>[; the rollout replaces (restarts) its Pods]` (`replacement.ts` `replacementClause`) |
+ * | `DryRun` | Normal pair | `DryRun[ (<note>: paused install-wide)]: would scale[ down] <kind> <name>[ after an OOM kill\| on its trend toward the limit\| after a heap error]: <changes>[; <bounds>]` |
+ * | `Scaled` | Normal pair (its note ends with the heap flags raised under `spec.heapFlags: Scale`, and after a heap error the heap settings written, `settingsClause`), and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill\| on its trend toward the limit\| after a heap error]: <changes>[; the rollout replaces (restarts) its Pods][; <bounds>]` (`replacement.ts` `replacementClause`; the caps and ceilings that held it, {@link boundsClause}) |
  * | `PodsReplaced` (with `Scaled`) | Warning pair, when the replaced Pods likely keep state in memory or in `emptyDir` volumes (`replacement.ts`: a single-replica Deployment, any StatefulSet, an `emptyDir` volume in the Pod template); never for a bare Pod resized in place | `podsReplacedNote`: why, and that their memory and emptyDir contents are lost |
- * | `Resized` | Normal pair on the bare Pod (its `workload`), or the workload whose Pods were resized in place, and the AppMonitor | `resized <kind> <name> in place by <multiplier>[ after an OOM kill\| on its trend toward the limit\| after a heap error]: <changes>[ (Pods <names>)]` |
+ * | `Resized` | Normal pair on the bare Pod (its `workload`), or the workload whose Pods were resized in place, and the AppMonitor | `resized <kind> <name> in place by <multiplier>[ after an OOM kill\| on its trend toward the limit\| after a heap error]: <changes>[ (Pods <names>)][; <bounds>]` |
  * | `ScaledDown` | Normal pair (a down-step of `spec.scaleDown`, `scale/decide/scale-down.ts`), with the `GitOpsManaged` and `PodsReplaced` Warning pairs as for `Scaled` | `scaled down <kind> <name>: <changes>[; the rollout replaces (restarts) its Pods]` (`[ in place (Pods <names>)]` when resized in place) |
  * | `InPlaceFallback` (with `Scaled`) | Warning pair: `spec.updateMode: InPlaceOrRollout` wrote the template instead, and why | `<message>` |
  * | anything else | none: the outcome is logged and counted only | |
@@ -37,6 +37,7 @@
 import type { AlertTrigger } from "../lib/alert-event.ts";
 import type * as k8s from "@kubernetes/client-node";
 import { type ContainerChange, describeChanges, type ObjectRef } from "./model.ts";
+import type { ScaleBound } from "./outcome.ts";
 import { type PodReplacement, podsReplacedNote, replacementClause } from "./replacement.ts";
 import { skipWindowSeconds } from "./status/last-outcome.ts";
 
@@ -74,7 +75,16 @@ export type Reported =
   /** The revert of a scale, reported once: `key` is the id of the event that made that scale. */
   | { readonly reason: "Reverted"; readonly message: string; readonly key: string }
   /** `note`: why a dry run when the AppMonitor's mode is not DryRun (the install paused). */
-  | { readonly reason: "DryRun"; readonly changes: readonly ContainerChange[]; readonly trigger: AlertTrigger; readonly note?: string; /** A down-step's: `would scale down`. */ readonly down?: boolean }
+  | {
+      readonly reason: "DryRun";
+      readonly changes: readonly ContainerChange[];
+      readonly trigger: AlertTrigger;
+      readonly note?: string;
+      /** A down-step's: `would scale down`. */
+      readonly down?: boolean;
+      /** The caps and the install's ceilings that held it ({@link boundsClause}); the note ends with them. */
+      readonly bounds?: string;
+    }
   | {
       readonly reason: "Scaled";
       readonly changes: readonly ContainerChange[];
@@ -96,6 +106,8 @@ export type Reported =
       /** After a heap error: the heap settings written with the limits (`scale/decide/heap-settings.ts`), and what was left unset; the note ends with them. */
       readonly settings?: string | undefined;
       readonly notes?: readonly string[] | undefined;
+      /** The caps and the install's ceilings that held the raise ({@link boundsClause}); the note ends with them. */
+      readonly bounds?: string | undefined;
     }
   | {
       readonly reason: "Resized";
@@ -106,6 +118,8 @@ export type Reported =
       readonly pods?: readonly string[];
       /** The key of its Events when not the current event's (a repaired scale: the event that scaled). */
       readonly key?: string;
+      /** As for `Scaled`. */
+      readonly bounds?: string | undefined;
     }
   /** A down-step (`scale/decide/scale-down.ts`); `pods`: resized in place; the rest as for `Scaled`. */
   | {
@@ -152,6 +166,16 @@ export function heapClause(heap: string | undefined): string {
 export function settingsClause(settings: string | undefined, notes: readonly string[] | undefined): string {
   const set = settings === undefined ? "" : `; the heap set with the limits, as the runtime sizes it only when it starts: ${settings}`;
   return `${set}${(notes ?? []).map((n) => `; ${n}`).join("")}`;
+}
+
+/**
+ * The end of a note that names the caps and the install's ceilings that held a raise
+ * (`Scale.bounds`), those of the containers changed: `; app capped by spec.maxMemory 2Gi`. Empty
+ * when none held.
+ */
+export function boundsClause(bounds: readonly ScaleBound[] | undefined, changes: readonly ContainerChange[]): string {
+  const kept = (bounds ?? []).filter((b) => b.container === undefined || changes.some((c) => c.container === b.container));
+  return kept.length === 0 ? "" : `; ${kept.map((b) => b.message).join("; ")}`;
 }
 
 /**
@@ -246,13 +270,13 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
       const wl = workload();
       const note = typeof r.note === "string" ? ` (${r.note})` : "";
       if (r.down === true) return normalPair("DryRun", `DryRun${note}: would scale down ${wl.kind ?? ""} ${wl.name}: ${describeChanges(r.changes as ContainerChange[])}`);
-      return normalPair("DryRun", `DryRun${note}: would scale ${wl.kind ?? ""} ${wl.name}${becauseOf(r.trigger as AlertTrigger)}: ${describeChanges(r.changes as ContainerChange[])}`);
+      return normalPair("DryRun", `DryRun${note}: would scale ${wl.kind ?? ""} ${wl.name}${becauseOf(r.trigger as AlertTrigger)}: ${describeChanges(r.changes as ContainerChange[])}${typeof r.bounds === "string" ? r.bounds : ""}`);
     }
     case "Scaled": {
       const scaled = reported as Extract<Reported, { reason: "Scaled"; multiplier: number }>;
       const key = scaled.key ?? eventId;
       const wl = workload();
-      const note = `${scaledNote(wl, scaled.multiplier, scaled.changes, scaled.trigger, scaled.replacement)}${heapClause(scaled.heap)}${settingsClause(scaled.settings, scaled.notes)}`;
+      const note = `${scaledNote(wl, scaled.multiplier, scaled.changes, scaled.trigger, scaled.replacement)}${heapClause(scaled.heap)}${settingsClause(scaled.settings, scaled.notes)}${scaled.bounds ?? ""}`;
       const onDelete = scaled.onDelete;
       const gitOps = scaled.gitOps;
       const replaced = scaled.replacement === undefined ? undefined : podsReplacedNote({ kind: wl.kind ?? "", name: wl.name }, scaled.replacement);
@@ -272,7 +296,7 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
       const wl = workload();
       const pods = r.pods as readonly string[] | undefined;
       const which = pods === undefined ? "" : ` (Pod${pods.length === 1 ? "" : "s"} ${pods.join(", ")})`;
-      const note = `resized ${wl.kind ?? ""} ${wl.name} in place by ${String(r.multiplier)}${becauseOf(r.trigger as AlertTrigger)}: ${describeChanges(r.changes as ContainerChange[])}${which}`;
+      const note = `resized ${wl.kind ?? ""} ${wl.name} in place by ${String(r.multiplier)}${becauseOf(r.trigger as AlertTrigger)}: ${describeChanges(r.changes as ContainerChange[])}${which}${typeof r.bounds === "string" ? r.bounds : ""}`;
       return normalPair("Resized", note, (r.key as string | undefined) ?? eventId);
     }
     case "ScaledDown": {

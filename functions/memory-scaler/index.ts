@@ -41,7 +41,7 @@ export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
     const metrics = createMetrics(deps.registry);
     const verifier = config.prometheusUrl === undefined ? undefined : createPrometheusVerifier(config.prometheusUrl, config.prometheusTimeoutMs);
     deps.log.info(
-      { apiServer: kc.getCurrentCluster()?.server, kubeApiTimeoutMs: kc.timeoutMs, prometheus: config.prometheusUrl?.href ?? null, prometheusTimeoutMs: config.prometheusTimeoutMs, scaleMaxAttempts: config.scaleMaxAttempts, paused: config.paused, namespaces: config.scope.all ? "all" : config.scope.namespaces },
+      { apiServer: kc.getCurrentCluster()?.server, kubeApiTimeoutMs: kc.timeoutMs, prometheus: config.prometheusUrl?.href ?? null, prometheusTimeoutMs: config.prometheusTimeoutMs, scaleMaxAttempts: config.scaleMaxAttempts, paused: config.paused, ceilings: config.ceilings, namespaces: config.scope.all ? "all" : config.scope.namespaces },
       verifier === undefined ? "configured; PROMETHEUS_URL unset: alerts are not verified against Prometheus" : "configured",
     );
     const events = createEventRecorder(cluster);
@@ -57,6 +57,7 @@ export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
       onConflict: () => metrics.conflicts.inc(),
       scope: config.scope,
       defaultMaxMemory: config.defaultMaxMemory,
+      ceilings: config.ceilings,
       paused: config.paused,
       ...leakAlerts,
     };
@@ -71,6 +72,7 @@ export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
           status,
           now: () => new Date(),
           defaultMaxMemory: config.defaultMaxMemory,
+          ceilings: config.ceilings,
           onEnded: (kind, result, reason) => metrics.rollouts.inc({ kind, result, reason }),
           // A failed in-place resize under InPlaceOrRollout: the tick decides, the one scale flow writes.
           fallBack: (request, log) => handleFallback(flow, request, log),

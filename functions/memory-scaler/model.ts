@@ -102,7 +102,7 @@ export interface SkippedContainer<R extends string = string> {
   /** Percent of the Pod's memory limit in use, when the threshold check measured it. */
   readonly percent?: number;
   /** `AtCap`: the cap the limit is at, and where it comes from (`caps.ts`). */
-  readonly cap?: { readonly maxMemory: string; readonly source: "containerPolicy" | "spec" | "default" };
+  readonly cap?: { readonly maxMemory: string; readonly source: "containerPolicy" | "spec" | "default" | "ceiling" };
 }
 
 /** `apiVersion` of every workload kind memory-scaler scales. */

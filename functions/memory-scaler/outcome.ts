@@ -121,6 +121,15 @@ export interface Scale {
   readonly direction?: "down";
   /** A down-step whose every container reaches its floor: its `recentScales` entries say `floored`. */
   readonly floored?: boolean;
+  /** The caps and the install's ceilings that held this raise (`scale/decide/decide.ts`); the Events and the outcome say them. Absent: none. */
+  readonly bounds?: readonly ScaleBound[];
+}
+
+/** A bound that held a raise: of one container (its cap), or of the whole scale (the multiplier's ceiling). */
+export interface ScaleBound {
+  readonly container?: string;
+  /** `app capped by the install's ceiling MAX_MEMORY 4Gi (over spec.maxMemory 16Gi)`. */
+  readonly message: string;
 }
 
 /**

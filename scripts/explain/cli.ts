@@ -18,6 +18,7 @@ import { APPMONITOR_ALERT_LABEL, APPMONITOR_GROUP, APPMONITOR_PLURAL, APPMONITOR
 import { promqlString } from "../../functions/lib/promql.ts";
 import { matchesLabelSelector, type LabelSelector } from "../../functions/lib/label-selector.ts";
 import { DEFAULT_MAX_MEMORY } from "../../functions/memory-scaler/caps.ts";
+import { readCeilings } from "../../functions/memory-scaler/config.ts";
 import { createPrometheusApi, type PrometheusApi } from "../../functions/rule-sync/prometheus.ts";
 import { GENERATION_ANNOTATION, percentOfLimitExpression, ruleGroupName } from "../../functions/rule-sync/rule.ts";
 import { DEFAULT_METRIC_SOURCE, METRIC_SOURCES, type MetricSource } from "../../functions/rule-sync/rule-config.ts";
@@ -168,8 +169,9 @@ export async function explain(args: ExplainArgs, kc: k8s.KubeConfig, now: Date =
   const list = await mustRead(`AppMonitors (${APPMONITOR_GROUP}/${APPMONITOR_VERSION}) in namespace ${namespace}`, () =>
     custom.listNamespacedCustomObject({ group: APPMONITOR_GROUP, version: APPMONITOR_VERSION, namespace, plural: APPMONITOR_PLURAL }),
   );
-  const found = governing(workload, ((list as { items?: unknown[] }).items ?? []) as unknown[]);
-  const settings = { defaultMaxMemory: process.env.DEFAULT_MAX_MEMORY ?? DEFAULT_MAX_MEMORY };
+  // memory-scaler's install-wide settings, from this shell's environment (docs/operations.md).
+  const settings = { defaultMaxMemory: process.env.DEFAULT_MAX_MEMORY ?? DEFAULT_MAX_MEMORY, ceilings: readCeilings(process.env) };
+  const found = governing(workload, ((list as { items?: unknown[] }).items ?? []) as unknown[], settings.ceilings);
   const am = found.governing?.appMonitor;
   if (am === undefined) return explainLines(workload, found, undefined, settings, now);
 

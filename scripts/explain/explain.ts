@@ -10,6 +10,7 @@
  */
 import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION, MONITOR_ANNOTATION, type AppMonitorCondition, type ScaleRecord } from "../../functions/lib/appmonitor.ts";
 import { capOf, describeCap, policyOf } from "../../functions/memory-scaler/caps.ts";
+import { type Ceilings, heldClause } from "../../functions/memory-scaler/ceilings.ts";
 import { describeChanges, parseScaleRecord } from "../../functions/memory-scaler/model.ts";
 import { cooldownLeft } from "../../functions/memory-scaler/scale/decide/decide.ts";
 import { type ControllerRef, describeController, knownController, notPatchedNote } from "../../functions/memory-scaler/scale/decide/owner-chain.ts";
@@ -41,10 +42,11 @@ export interface GoverningResult {
 
 /**
  * Which AppMonitor of `items` (the raw list of the workload's namespace) governs `workload`, as
- * memory-scaler judges it (`governingAppMonitor`): coverage of the Pod template, then precedence.
+ * memory-scaler judges it (`governingAppMonitor`): coverage of the Pod template, then precedence;
+ * each spec bounded by the install's `ceilings`, as memory-scaler bounds it.
  */
-export function governing(workload: ExplainedWorkload, items: readonly unknown[]): GoverningResult {
-  const monitors = validAppMonitors(workload.namespace, items);
+export function governing(workload: ExplainedWorkload, items: readonly unknown[], ceilings?: Ceilings): GoverningResult {
+  const monitors = validAppMonitors(workload.namespace, items, ceilings);
   const { labels, annotations } = workload.template.metadata ?? {};
   const template: PodTemplateLike = { metadata: { namespace: workload.namespace, ...(labels === undefined ? {} : { labels }), ...(annotations === undefined ? {} : { annotations }) } };
   const found: Contender<ValidAppMonitor>[] = [];
@@ -79,9 +81,10 @@ export interface ChainFacts {
   readonly pods: readonly string[];
 }
 
-/** The install-wide settings that enter the decisions: `DEFAULT_MAX_MEMORY`. */
+/** The install-wide settings that enter the decisions: `DEFAULT_MAX_MEMORY` and the ceilings (`MAX_MEMORY` for the caps). */
 export interface ExplainSettings {
   readonly defaultMaxMemory: string;
+  readonly ceilings?: Ceilings;
 }
 
 /** `<what>: <finding>  (<source>)`. */
@@ -268,7 +271,7 @@ function statusLines(workload: ExplainedWorkload, am: ValidAppMonitor, status: R
   lines.push(
     line(
       "cooldown",
-      lastScale === undefined ? `none running (spec.cooldownSeconds ${cooldown})` : left > 0 ? `${left}s left of ${cooldown}s since ${lastScale}: an alert now is skipped (Cooldown)` : `over (${cooldown}s since ${lastScale} have passed)`,
+      `${lastScale === undefined ? `none running (spec.cooldownSeconds ${cooldown})` : left > 0 ? `${left}s left of ${cooldown}s since ${lastScale}: an alert now is skipped (Cooldown)` : `over (${cooldown}s since ${lastScale} have passed)`}${heldClause(am.held, "spec.cooldownSeconds")}`,
       `${objectSource} ${LAST_SCALE_ANNOTATION}; ${amName} spec.cooldownSeconds`,
     ),
   );
@@ -285,7 +288,7 @@ function capLines(workload: ExplainedWorkload, am: ValidAppMonitor, status: Reco
     if (chosen !== undefined && !chosen.includes(c.name)) return `${c.name}: not in spec.containers`;
     if (policyOf(am.spec, c.name)?.mode === "Off") return `${c.name}: containerPolicies mode Off, never scaled`;
     const limit = c.resources?.limits?.memory;
-    return `${c.name}: limit ${limit ?? "none (not scaled)"}, cap ${describeCap(capOf(am.spec, c.name, settings.defaultMaxMemory))}`;
+    return `${c.name}: limit ${limit ?? "none (not scaled)"}, cap ${describeCap(capOf(am.spec, c.name, settings.defaultMaxMemory, settings.ceilings?.maxMemory))}`;
   });
   lines.push(line("caps", caps.length === 0 ? "no containers in the Pod template" : caps.join("; "), `${workloadName(workload)} spec.template; ${amName} spec`));
   const capped = cappedWorkloads(status).find((c) => c.workload.kind === workload.kind && c.workload.name === workload.name);

@@ -13,6 +13,10 @@
  * - the functions' resources and the environment the values name ({@link ENV_VALUES}), and
  *   `WATCH_NAMESPACES` for memory-scaler and rule-sync when `watchNamespaces` is set;
  * - the webhook token's Secret (`appmonitor.webhookSecretName`);
+ * - the install's ceilings (`ceilings`): the ConfigMap `appmonitor-ceilings`'s keys, which
+ *   memory-scaler's environment and the ceilings policy read, and on memory-scaler's Pod template
+ *   a checksum of that ConfigMap ({@link CEILINGS_CHECKSUM_ANNOTATION}), so a change of the values
+ *   rolls memory-scaler, which reads them when it starts;
  * - `watchNamespaces`: the ClusterRoleBindings of memory-scaler, rule-sync and the ApiServerSource
  *   become RoleBindings in those namespaces, and the ApiServerSource selects only them;
  * - Helm's labels on every object, and the profile: an object of one profile only is rendered
@@ -22,6 +26,7 @@
 import { stringify } from "yaml";
 import type { Manifest } from "../lib/manifest.ts";
 import { kubePrometheusStackValuesYaml } from "../alertmanager-routing.ts";
+import { CEILINGS, CEILINGS_CONFIGMAP } from "../../functions/memory-scaler/ceilings.ts";
 
 /** The namespace the profiles are rendered with, to be found and templated: no other string of the install contains it. */
 export const NAMESPACE_SENTINEL = "chart-release-namespace";
@@ -76,6 +81,12 @@ export const ENV_VALUES: Readonly<Record<string, Readonly<Record<string, string>
     LOG_LEVEL: "$.Values.logLevel | quote",
   },
 };
+
+/** The annotation of memory-scaler's Pod template that changes with the ceilings' ConfigMap (Helm's own: not in knative/). */
+export const CEILINGS_CHECKSUM_ANNOTATION = "appmonitor.kubedemo.com/ceilings-checksum";
+
+/** The workload that reads the ceilings' ConfigMap as its environment. */
+const CEILINGS_READER = "memory-scaler";
 
 /** The containers that get `WATCH_NAMESPACES` from `values.watchNamespaces`. */
 export const SCOPED_CONTAINERS: ReadonlySet<string> = new Set(["memory-scaler", "rule-sync"]);
@@ -164,11 +175,21 @@ function templatePodSpec(o: Obj, holes: Holes): void {
       container.env = env;
     }
   }
-  const spec = isObj(o.spec) && isObj(o.spec.template) && isObj(o.spec.template.spec) ? o.spec.template.spec : undefined;
+  const template = isObj(o.spec) && isObj(o.spec.template) ? o.spec.template : undefined;
+  if (name === CEILINGS_READER && template !== undefined) {
+    const metadata = isObj(template.metadata) ? template.metadata : {};
+    const annotations = isObj(metadata.annotations) ? metadata.annotations : {};
+    annotations[CEILINGS_CHECKSUM_ANNOTATION] = holes.add({ kind: "scalar", expr: `include (print $.Template.BasePath "/${ceilingsTemplateFile()}") $ | sha256sum | quote` });
+    template.metadata = { ...metadata, annotations };
+  }
+  const spec = isObj(template) && isObj(template.spec) ? template.spec : undefined;
   for (const volume of Array.isArray(spec?.volumes) ? spec.volumes.filter(isObj) : []) {
     if (isObj(volume.secret) && volume.secret.secretName === WEBHOOK_SECRET) volume.secret.secretName = holes.add({ kind: "scalar", expr: `include "appmonitor.webhookSecretName" $` });
   }
 }
+
+/** The template file of the ceilings' ConfigMap (knative/admission/appmonitor-ceilings.yaml, as {@link templateFile} names it). */
+const ceilingsTemplateFile = (): string => `admission-${CEILINGS_CONFIGMAP}.yaml`;
 
 /** `kind/name` of an object, as the chart's file and condition names read. */
 const keyOf = (o: RenderedObject) => `${o.apiVersion} ${o.kind} ${o.metadata.name}`;
@@ -195,6 +216,10 @@ export function objectTemplate(object: RenderedObject, namespace = "$.Release.Na
   }
   metadata.labels = labels;
   if (podContainers(o)) templatePodSpec(o, holes);
+  if (o.kind === "ConfigMap" && metadata.name === CEILINGS_CONFIGMAP) {
+    // Each key from values.ceilings ("" unset), whatever knative/ ships.
+    o.data = Object.fromEntries(CEILINGS.map((c) => [c.variable, holes.add({ kind: "scalar", expr: `include "appmonitor.ceiling" (list $ "${c.key}") | quote` })]));
+  }
   if (o.kind === "ApiServerSource" && isObj(o.spec)) {
     o.spec.namespaceSelector = holes.add({ kind: "block", expr: `include "appmonitor.namespaceSelector" $` });
   }

@@ -38,14 +38,18 @@ let installed: Promise<void> | undefined;
 
 /**
  * Applies `knative/namespace/namespace.yaml`, `knative/crd/appmonitor.yaml`,
- * `knative/rbac/memory-scaler.yaml` and memory-scaler's write policy
+ * `knative/rbac/memory-scaler.yaml`, memory-scaler's write policy
  * (`knative/admission/memory-scaler-writes.yaml`, as every profile ships it: each scale of the
- * tests passes it) once per test process, and waits until the CRD is Established, i.e.
- * AppMonitors can be created.
+ * tests passes it) and the ceilings policy with its shipped, empty ConfigMap (every AppMonitor of
+ * the tests passes it; none bounded) once per test process, and waits until the CRD is
+ * Established, i.e. AppMonitors can be created.
  */
 export function installMemoryScaler(): Promise<void> {
   installed ??= (async () => {
-    await applyFiles("knative/namespace/namespace.yaml", "knative/crd/appmonitor.yaml", "knative/rbac/memory-scaler.yaml", "knative/admission/memory-scaler-writes.yaml");
+    await applyFiles(
+      "knative/namespace/namespace.yaml", "knative/crd/appmonitor.yaml", "knative/rbac/memory-scaler.yaml", "knative/admission/memory-scaler-writes.yaml",
+      "knative/admission/appmonitor-ceilings.yaml", "knative/admission/appmonitor-ceilings-policy.yaml",
+    );
     const ext = (await adminKubeConfig()).makeApiClient(k8s.ApiextensionsV1Api);
     await waitFor("the AppMonitor CRD Established", async () => {
       const crd = await ext.readCustomResourceDefinition({ name: "appmonitors.kubedemo.com" });

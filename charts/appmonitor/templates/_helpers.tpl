@@ -35,6 +35,14 @@ release before it (helm upgrade --reuse-values), ruleLabels' release.
 {{- if hasKey .Values "prometheusRelease" }}{{ .Values.prometheusRelease }}{{ else }}{{ dig "release" "" (.Values.ruleLabels | default dict) }}{{ end }}
 {{- end }}
 
+{{- /*
+An install-wide ceiling by its key in .Values.ceilings, as text: "" when unset, and when absent (values
+kept from a release before the ceilings, helm upgrade --reuse-values). Called as (list $ "maxMemory").
+*/}}
+{{- define "appmonitor.ceiling" -}}
+{{- dig (index . 1) "" ((index . 0).Values.ceilings | default dict) | toString }}
+{{- end }}
+
 {{- /* Whether to render knative/monitoring/'s objects: .Values.monitoring.enabled, true when absent. */}}
 {{- define "appmonitor.monitoringEnabled" -}}
 {{- if dig "enabled" true (.Values.monitoring | default dict) }}true{{ end }}

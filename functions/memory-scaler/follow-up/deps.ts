@@ -2,6 +2,7 @@
  * The adapters a follow-up tick runs on (`flow.ts`): its only I/O goes through these, so tests can
  * substitute them. A module of its own, so that the tick's steps need not import the flow for it.
  */
+import type { Ceilings } from "../ceilings.ts";
 import type { Cluster } from "../kube/cluster.ts";
 import type { EventRecorder } from "../kube/event-recorder.ts";
 import type { StatusWriter } from "../kube/status-writer.ts";
@@ -16,6 +17,8 @@ export interface FollowDeps {
   readonly now: () => Date;
   /** The install's cap (`DEFAULT_MAX_MEMORY`, `../caps.ts`); absent: its default. */
   readonly defaultMaxMemory?: string;
+  /** The install's ceilings (`../ceilings.ts`): `MAX_MEMORY` in the caps, `MIN_COOLDOWN_SECONDS` in the quiet period; absent: none. */
+  readonly ceilings?: Ceilings;
   /**
    * Writes the recorded memory of a workload whose in-place resize failed into its Pod template
    * (the scale flow's `handleFallback`, wired in `../index.ts`: the tick decides, the one scale flow

@@ -156,7 +156,7 @@ async function uncapStale(deps: FollowDeps, items: readonly unknown[]): Promise<
     // A cap that does not parse (a spec the API server should have refused) keeps the entry.
     const capNow = (container: string): string => {
       try {
-        return capOf(am.spec ?? {}, container, deps.defaultMaxMemory).maxMemory;
+        return capOf(am.spec ?? {}, container, deps.defaultMaxMemory, deps.ceilings?.maxMemory).maxMemory;
       } catch {
         return cappedWorkloads(am.status).find((c) => c.containers.includes(container))?.maxMemory ?? "";
       }

@@ -36,14 +36,17 @@ interface DueWorkload {
   readonly workload: { readonly kind: string; readonly name: string };
 }
 
-/** The due workloads of the listed AppMonitors (module comment); pure. */
-export function dueWorkloads(items: readonly unknown[], now: Date): DueWorkload[] {
+/**
+ * The due workloads of the listed AppMonitors (module comment); pure. `minCooldownSeconds`: the
+ * install's ceiling `MIN_COOLDOWN_SECONDS` (`../ceilings.ts`), the shortest cooldown that counts.
+ */
+export function dueWorkloads(items: readonly unknown[], now: Date, minCooldownSeconds = 0): DueWorkload[] {
   return items.flatMap((item) => {
     const am = item as { metadata?: { name?: string; namespace?: string }; spec?: { scaleDown?: AppMonitorScaleDown; cooldownSeconds?: number }; status?: AppMonitorStatus };
     const { name, namespace } = am.metadata ?? {};
     const scaleDown = am.spec?.scaleDown;
     if (name === undefined || namespace === undefined || scaleDown === undefined) return [];
-    return workloadsDue(am.status, { ...DEFAULTS, ...scaleDown }, now, am.spec?.cooldownSeconds ?? 0)
+    return workloadsDue(am.status, { ...DEFAULTS, ...scaleDown }, now, Math.max(am.spec?.cooldownSeconds ?? 0, minCooldownSeconds))
       .filter((w) => KINDS.has(w.kind))
       .map((workload) => ({ namespace, appmonitor: name, workload }));
   });
@@ -56,7 +59,7 @@ export function dueWorkloads(items: readonly unknown[], now: Date): DueWorkload[
 export async function stepDown(deps: FollowDeps, items: readonly unknown[], log: Logger): Promise<ScaleDownSummary> {
   const { scaleDown } = deps;
   if (scaleDown === undefined) return { asked: 0, stepped: 0 };
-  const due = dueWorkloads(items, deps.now());
+  const due = dueWorkloads(items, deps.now(), deps.ceilings?.minCooldownSeconds);
   let asked = 0;
   let stepped = 0;
   const failures: unknown[] = [];

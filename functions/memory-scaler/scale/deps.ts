@@ -4,6 +4,7 @@
  * substitute them. A module of its own, so that what needs their types does not import the flow.
  */
 import type { NamespaceScope } from "../../lib/namespace-scope.ts";
+import type { Ceilings } from "../ceilings.ts";
 import type { LeakAlerter } from "../kube/alertmanager.ts";
 import type { Cluster } from "../kube/cluster.ts";
 import type { EventRecorder } from "../kube/event-recorder.ts";
@@ -28,6 +29,8 @@ export interface FlowDeps {
   readonly scope?: NamespaceScope;
   /** The install's cap (`DEFAULT_MAX_MEMORY`, `caps.ts`); absent: its default. */
   readonly defaultMaxMemory?: string;
+  /** The install's ceilings (`../ceilings.ts`), applied whatever an AppMonitor says; absent: none. */
+  readonly ceilings?: Ceilings;
   /** Where the leak guard's alert goes (`ALERTMANAGER_URL`); absent: nowhere. */
   readonly leakAlerts?: LeakAlerter;
 }

@@ -303,7 +303,7 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
 
   for (let attempt = 1; ; attempt += 1) {
     // Observe.
-    const observation = await observeFiring(deps.cluster, { namespace, pod, appmonitor: entry.appmonitor }, log);
+    const observation = await observeFiring(deps.cluster, { namespace, pod, appmonitor: entry.appmonitor }, log, deps.ceilings);
     const now = deps.now();
     if (observation.result === "ended") {
       // No AppMonitor to record it on; a NoAppMonitor Warning on the Pod, when it was read.
@@ -342,6 +342,7 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
       heapFailed: heapFailures(statuses),
       heapErrors: heapErrors(statuses),
       defaultMaxMemory: deps.defaultMaxMemory,
+      maxMemoryCeiling: deps.ceilings?.maxMemory,
     });
     // The Conflict condition, whatever the plan comes to; a failed write is a warning of the answer.
     const owner = { kind: target.view.owner.kind, name: target.view.owner.name };

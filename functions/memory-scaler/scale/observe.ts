@@ -17,6 +17,7 @@
 import type * as k8s from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { classifyApiError, toHttpFailure } from "../../lib/kube-api-errors.ts";
+import type { Ceilings } from "../ceilings.ts";
 import { type VerticalPodAutoscalerView, vpaView } from "../coexist/autoscalers.ts";
 import type { Cluster } from "../kube/cluster.ts";
 import { APPS_V1, type ObjectRef, objectRef, type Workload, type WorkloadKind, type WorkloadObject } from "../model.ts";
@@ -62,10 +63,11 @@ async function listOrNone<T>(list: Promise<T[]>, doing: string): Promise<T[]> {
 }
 
 /**
- * Reads what the plan needs for the alert on Pod `namespace/pod` from AppMonitor `appmonitor`.
+ * Reads what the plan needs for the alert on Pod `namespace/pod` from AppMonitor `appmonitor`,
+ * the AppMonitors bounded by the install's `ceilings` (`decide/bound-spec.ts`).
  * @throws HttpError when the API server fails (`toHttpFailure`: 503, 429, 500 or 422 by class).
  */
-export async function observeFiring(cluster: Cluster, alert: { readonly namespace: string; readonly pod: string; readonly appmonitor: string }, log: Logger): Promise<Observation> {
+export async function observeFiring(cluster: Cluster, alert: { readonly namespace: string; readonly pod: string; readonly appmonitor: string }, log: Logger, ceilings?: Ceilings): Promise<Observation> {
   const podKey = `${alert.namespace}/${alert.pod}`;
   const guessed = prefetchOwners(cluster, alert.namespace, ownerGuesses(alert.pod));
   const [pod, items, hpas, vpas] = await Promise.all([
@@ -80,7 +82,7 @@ export async function observeFiring(cluster: Cluster, alert: { readonly namespac
   ]);
   if (pod === undefined) return { result: "ended", reason: "PodGone", message: `Pod ${podKey} no longer exists` };
 
-  const monitors = validAppMonitors(alert.namespace, items);
+  const monitors = validAppMonitors(alert.namespace, items, ceilings);
   for (const rejected of monitors.rejected) log.warn({ appmonitor: rejected.name, problem: rejected.problem }, "ignoring an AppMonitor with an invalid spec");
   const named = namedAppMonitor(monitors, alert.appmonitor);
   if (named.result === "none") return { result: "ended", reason: named.reason, message: named.message, pod };

@@ -32,7 +32,7 @@ import type { AlertTrigger } from "../../lib/alert-event.ts";
 import { formatTimestamp } from "../../lib/rfc3339.ts";
 import type { Gate } from "../coexist/gate.ts";
 import { revertNote } from "../coexist/reverts.ts";
-import type { Reported } from "../events.ts";
+import { boundsClause, type Reported } from "../events.ts";
 import type { AppMonitorRef, StatusChange } from "../kube/status-writer.ts";
 import { describeChanges } from "../model.ts";
 import type { NoneGoverns, Outcome, OutcomeReason, Scale, Skip } from "../outcome.ts";
@@ -167,10 +167,11 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
     }
     case "dryRun": {
       const { scale, note } = ending;
+      const bounds = boundsClause(scale.bounds, scale.changes);
       return {
-        reported: [{ reason: "DryRun", changes: scale.changes, trigger: context.trigger, ...(note === undefined ? {} : { note }), ...(scale.direction === "down" ? { down: true } : {}) }, ...heldHeaps(scale)],
+        reported: [{ reason: "DryRun", changes: scale.changes, trigger: context.trigger, ...(note === undefined ? {} : { note }), ...(scale.direction === "down" ? { down: true } : {}), ...(bounds === "" ? {} : { bounds }) }, ...heldHeaps(scale)],
         status: { entry: { ...entryOf(scale), dryRun: true }, from: am().raw },
-        outcome: { outcome: "dry-run", reason: "DryRun", message: `${note === undefined ? "" : `${note}: `}${scale.direction === "down" ? "would scale down" : target().writer.wouldDo}: ${describeChanges(scale.changes)}`, changes: scale.changes, skipped: scale.skipped },
+        outcome: { outcome: "dry-run", reason: "DryRun", message: `${note === undefined ? "" : `${note}: `}${scale.direction === "down" ? "would scale down" : target().writer.wouldDo}: ${describeChanges(scale.changes)}${bounds}`, changes: scale.changes, skipped: scale.skipped },
       };
     }
     case "refused": {
@@ -185,10 +186,13 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
     case "written": {
       const { written, scale, reverted } = ending;
       const entry = { ...entryOf(scale), dryRun: false, ...(reverted ? { reverted: true } : {}) };
+      // The caps and ceilings that held the raise end its note and its outcome's message.
+      const bounds = boundsClause(scale.bounds, scale.changes);
+      const reported = bounds === "" ? written.reported : written.reported.map((r) => (r.reason === "Scaled" || r.reason === "Resized" ? { ...r, bounds } : r));
       return {
-        reported: [...written.reported, ...heldHeaps(scale)],
+        reported: [...reported, ...heldHeaps(scale)],
         status: { change: scaledStatus(entry, written.rollout, context.statusLimit), from: ending.statusFrom },
-        outcome: { outcome: "scaled", reason: written.reason ?? target().writer.scaledReason, message: written.message, changes: scale.changes, skipped: scale.skipped, ...(reverted ? { revert: "Repatched" as const } : {}) },
+        outcome: { outcome: "scaled", reason: written.reason ?? target().writer.scaledReason, message: `${written.message}${bounds}`, changes: scale.changes, skipped: scale.skipped, ...(reverted ? { revert: "Repatched" as const } : {}) },
       };
     }
   }

@@ -1,8 +1,8 @@
 /**
  * The workloads an AppMonitor can raise no further (CRD fields, DESIGN.md "The API", Status):
  * `status.capped` lists each workload whose alert was skipped `AtCap` (its memory limit already at
- * its cap, `caps.ts`: a container policy's `maxMemory`, `spec.maxMemory`, or the install's
- * `DEFAULT_MAX_MEMORY`), with that cap and where it comes from, and the condition `AtMaxMemory` says whether any is listed, so
+ * its cap, `caps.ts`: a container policy's `maxMemory`, `spec.maxMemory`, the install's
+ * `DEFAULT_MAX_MEMORY`, or the install's ceiling `MAX_MEMORY`), with that cap and where it comes from, and the condition `AtMaxMemory` says whether any is listed, so
  * `kubectl get appmonitors` and `kubectl describe` show it without reading Events. A workload
  * leaves the list when it is scaled again, and every workload listed at another cap leaves it on
  * the next follow-up tick once its cap is changed (`follow-up/flow.ts`). Pure: the status
@@ -25,7 +25,7 @@ export interface CappedWorkload {
   /** The cap it was seen at (a quantity, e.g. `1Gi`). */
   readonly maxMemory: string;
   /** Where the cap comes from (`caps.ts`); absent in entries of older versions. */
-  readonly source?: "containerPolicy" | "spec" | "default";
+  readonly source?: "containerPolicy" | "spec" | "default" | "ceiling";
   /** RFC 3339: the first `AtCap` skip at this cap. */
   readonly since: string;
 }
@@ -33,7 +33,7 @@ export interface CappedWorkload {
 type WithCapped = AppMonitorStatus & { capped?: CappedWorkload[] };
 
 /** How the condition's message names a cap's source. */
-const SOURCE_NAMES = { containerPolicy: "spec.containerPolicies", spec: "spec.maxMemory", default: "the install's DEFAULT_MAX_MEMORY" } as const;
+const SOURCE_NAMES = { containerPolicy: "spec.containerPolicies", spec: "spec.maxMemory", default: "the install's DEFAULT_MAX_MEMORY", ceiling: "the install's ceiling MAX_MEMORY" } as const;
 
 const sameWorkload = (a: CappedWorkload["workload"], b: CappedWorkload["workload"]): boolean => a.kind === b.kind && a.name === b.name;
 

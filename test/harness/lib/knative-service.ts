@@ -11,7 +11,7 @@ export interface ServiceContainer {
   readonly name?: string;
   readonly image: string;
   readonly ports?: { name?: string; containerPort: number }[];
-  readonly env?: { name: string; value?: string; valueFrom?: unknown }[];
+  readonly env?: { name: string; value?: string; valueFrom?: { readonly configMapKeyRef?: { readonly name: string; readonly key: string; readonly optional?: boolean }; readonly [source: string]: unknown } }[];
   readonly volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
   readonly readinessProbe?: { httpGet?: { path?: string; port?: number | string } };
   readonly livenessProbe?: { httpGet?: { path?: string; port?: number | string } };

@@ -33,13 +33,19 @@ before(async () => {
   services = servicesByFunction(objects);
 });
 
-/** The Service's env as a plain record; every entry must have a literal value. */
+/**
+ * The Service's env as a plain record: every entry has a literal value, or a key of a ConfigMap
+ * the install ships (the ceilings'), taken from it as the kubelet would.
+ */
 function serviceEnv(name: FunctionName): Record<string, string> {
   const env: Record<string, string> = {};
   for (const entry of containerOf(services[name]).env ?? []) {
-    assert.equal(typeof entry.value, "string", `${name}: ${entry.name} has a literal value`);
+    const ref = entry.valueFrom?.configMapKeyRef;
+    const configMap = ref === undefined ? undefined : objects.find((o) => o.kind === "ConfigMap" && o.metadata.name === ref.name && o.metadata.namespace === services[name].metadata.namespace);
+    const value = ref === undefined ? entry.value : (configMap?.data as Record<string, string> | undefined)?.[ref.key];
+    assert.equal(typeof value, "string", `${name}: ${entry.name} has a literal value, or one from a key of a ConfigMap the install ships`);
     assert.equal(env[entry.name], undefined, `${name}: ${entry.name} is set once`);
-    env[entry.name] = entry.value as string;
+    env[entry.name] = value as string;
   }
   return env;
 }

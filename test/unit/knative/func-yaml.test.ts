@@ -161,7 +161,12 @@ for (const name of FOLDERS) {
       assert.deepEqual(func.deploy?.options?.scale, { min: Number(annotations["autoscaling.knative.dev/min-scale"]), max: Number(annotations["autoscaling.knative.dev/max-scale"]) });
       assert.deepEqual(func.deploy?.options?.resources, container.resources);
       assert.ok(func.deploy?.labels?.some((l) => l.key === "networking.knative.dev/visibility" && l.value === "cluster-local"), "cluster-local");
-      assert.deepEqual(func.run?.envs ?? [], (container.env ?? []).map((e) => ({ name: e.name, value: e.value })));
+      // A value from a ConfigMap's key, as func writes one: `{{ configMap:<name>:<key> }}`.
+      const valueOf = (e: NonNullable<typeof container.env>[number]) => {
+        const ref = e.valueFrom?.configMapKeyRef;
+        return ref === undefined ? e.value : `{{ configMap:${ref.name}:${ref.key} }}`;
+      };
+      assert.deepEqual(func.run?.envs ?? [], (container.env ?? []).map((e) => ({ name: e.name, value: valueOf(e) })));
     });
 
     test("mounts the same Secrets at the same paths", async () => {

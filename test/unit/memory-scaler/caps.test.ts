@@ -1,10 +1,13 @@
-// Per-container caps: a container policy, then spec.maxMemory, then the install's default; Off; and the 1Gi → 1.5Gi → 2Gi ratchet.
+// Per-container caps: a container policy, then spec.maxMemory, then the install's default, the
+// install's ceiling MAX_MEMORY over any of them; Off; the 1Gi → 1.5Gi → 2Gi ratchet; and what the
+// decision says of the bound that held.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { AppMonitorSpecWithDefaults } from "../../../functions/lib/appmonitor.ts";
 import { AppMonitorSpecError, validateAppMonitorSpec } from "../../../functions/lib/appmonitor-spec.ts";
 import type { ContainerMemory } from "../../../functions/memory-scaler/model.ts";
-import { capOf, DEFAULT_MAX_MEMORY, policyOf } from "../../../functions/memory-scaler/caps.ts";
+import { capOf, DEFAULT_MAX_MEMORY, describeCap, policyOf } from "../../../functions/memory-scaler/caps.ts";
+import type { HeldCeiling } from "../../../functions/memory-scaler/ceilings.ts";
 import { decideScale } from "../../../functions/memory-scaler/scale/decide/decide.ts";
 
 const NOW = new Date("2025-06-01T12:00:00Z");
@@ -78,6 +81,64 @@ describe("decideScale with container policies", () => {
       seen.push(limit);
     }
     assert.deepEqual(seen, ["1Gi", "1536Mi", "2Gi"]);
+  });
+});
+
+describe("the install's ceiling MAX_MEMORY", () => {
+  const GiB = 1024n ** 3n;
+  it("holds over whichever cap applies when lower, and says over which", () => {
+    const cases: [AppMonitorSpecWithDefaults, string, string][] = [
+      [spec({ maxMemory: "16Gi" }), "ceiling", "the install's ceiling MAX_MEMORY 4Gi (over spec.maxMemory 16Gi)"],
+      [spec({ containerPolicies: [{ containerName: "app", maxMemory: "16Gi" }] }), "ceiling", "the install's ceiling MAX_MEMORY 4Gi (over spec.containerPolicies maxMemory 16Gi)"],
+      [spec(), "ceiling", "the install's ceiling MAX_MEMORY 4Gi (over the install's DEFAULT_MAX_MEMORY 8Gi)"],
+      [spec({ maxMemory: "2Gi" }), "spec", "spec.maxMemory 2Gi"],
+      [spec({ maxMemory: "4Gi" }), "spec", "spec.maxMemory 4Gi"],
+    ];
+    for (const [s, source, described] of cases) {
+      const cap = capOf(s, "app", DEFAULT_MAX_MEMORY, "4Gi");
+      assert.deepEqual([cap.source, describeCap(cap)], [source, described], JSON.stringify(s));
+      assert.ok(cap.bytes <= 4n * GiB);
+    }
+    assert.equal(capOf(spec({ maxMemory: "16Gi" }), "app").maxMemory, "16Gi", "no ceiling: the AppMonitor's cap");
+  });
+
+  it("a raise the ceiling clamps says so, and at the ceiling the skip names it and the cap it held", () => {
+    const s = spec({ maxMemory: "16Gi" });
+    const three: ContainerMemory = { name: "app", request: "2Gi", limit: "3Gi" };
+    const d = decideScale({ podContainers: [three], templateContainers: [three], now: NOW, spec: s, maxMemoryCeiling: "4Gi" });
+    assert.equal(d.action, "scale");
+    if (d.action !== "scale") return;
+    assert.deepEqual(d.changes.map((c) => c.to), [{ limit: "4Gi", request: "2863311531" }]);
+    assert.deepEqual(d.bounds, [{ container: "app", message: "app capped by the install's ceiling MAX_MEMORY 4Gi (over spec.maxMemory 16Gi)" }]);
+    const four: ContainerMemory = { name: "app", limit: "4Gi" };
+    const at = decideScale({ podContainers: [four], templateContainers: [four], now: NOW, spec: s, maxMemoryCeiling: "4Gi" });
+    assert.deepEqual([at.action, at.action === "skip" ? at.reason : ""], ["skip", "AtCap"]);
+    assert.match(at.action === "skip" ? at.message : "", /memory limit 4Gi is already at the install's ceiling MAX_MEMORY 4Gi \(over spec\.maxMemory 16Gi\)/);
+    assert.deepEqual(at.skipped[0]?.cap, { maxMemory: "4Gi", source: "ceiling" });
+  });
+
+  it("the AppMonitor's own cap that clamps is named as its; a raise below every cap names none", () => {
+    const three: ContainerMemory = { name: "app", limit: "3Gi" };
+    const own = decideScale({ podContainers: [three], templateContainers: [three], now: NOW, spec: spec({ maxMemory: "5Gi" }), maxMemoryCeiling: "16Gi" });
+    assert.deepEqual(own.action === "scale" ? own.bounds : [], [{ container: "app", message: "app capped by spec.maxMemory 5Gi" }]);
+    const free = decideScale({ podContainers: [three], templateContainers: [three], now: NOW, spec: spec({ maxMemory: "8Gi" }), maxMemoryCeiling: "16Gi" });
+    assert.deepEqual(free.action === "scale" ? [free.changes[0]?.to.limit, free.bounds] : [], ["6Gi", undefined]);
+  });
+});
+
+describe("the other ceilings in the decision's messages", () => {
+  const app1: ContainerMemory = { name: "app", limit: "1Gi" };
+  it("a multiplier the ceiling held is a bound of the whole scale", () => {
+    const held: HeldCeiling[] = [{ variable: "MAX_MEM_MULTIPLIER", field: "spec.memMultiplier", asked: "10", bound: "3" }];
+    const d = decideScale({ podContainers: [app1], templateContainers: [app1], now: NOW, spec: spec({ memMultiplier: 3 }), held });
+    assert.deepEqual(d.action === "scale" ? [d.changes[0]?.to.limit, d.bounds] : [], ["3Gi", [{ message: "the multiplier is the install's ceiling MAX_MEM_MULTIPLIER 3 over spec.memMultiplier 10" }]]);
+  });
+  it("a cooldown the ceiling set says so in the skip", () => {
+    const held: HeldCeiling[] = [{ variable: "MIN_COOLDOWN_SECONDS", field: "spec.cooldownSeconds", asked: "0", bound: "600" }];
+    const lastScaleTime = new Date(NOW.getTime() - 100_000).toISOString();
+    const d = decideScale({ podContainers: [app1], templateContainers: [app1], now: NOW, spec: spec({ cooldownSeconds: 600 }), held, lastScaleTime });
+    assert.deepEqual([d.action, d.action === "skip" ? d.reason : ""], ["skip", "Cooldown"]);
+    assert.match(d.action === "skip" ? d.message : "", /cooldown of 600s \(the install's ceiling MIN_COOLDOWN_SECONDS 600 over spec\.cooldownSeconds 0\) has 500s left$/);
   });
 });
 

@@ -16,6 +16,13 @@ describe("readConfig", () => {
     assert.equal(config.prometheusTimeoutMs, 2_000);
     assert.equal(config.defaultMaxMemory, "8Gi");
     assert.equal(config.alertmanagerUrl, undefined);
+    assert.deepEqual(config.ceilings, {}, "no ceilings: no install-wide bound");
+  });
+  it("reads the ceilings; an empty one (the ConfigMap's unset key) is no bound", () => {
+    const env = { MAX_MEMORY: "4Gi", MAX_MEM_MULTIPLIER: "1.5", MIN_COOLDOWN_SECONDS: "600", LEAK_GUARD_MAX_SCALES: "2", LEAK_GUARD_MIN_WINDOW_SECONDS: "3600" };
+    assert.deepEqual(readConfig(env).ceilings, { maxMemory: "4Gi", maxMemMultiplier: 1.5, minCooldownSeconds: 600, leakGuardMaxScales: 2, leakGuardMinWindowSeconds: 3600 });
+    assert.deepEqual(readConfig({ ...env, MAX_MEMORY: "", MAX_MEM_MULTIPLIER: "" }).ceilings, { minCooldownSeconds: 600, leakGuardMaxScales: 2, leakGuardMinWindowSeconds: 3600 });
+    assert.deepEqual(readConfig({ MAX_MEM_MULTIPLIER: "10", MIN_COOLDOWN_SECONDS: "0" }).ceilings, { maxMemMultiplier: 10, minCooldownSeconds: 0 });
   });
   it("reads DEFAULT_MAX_MEMORY and ALERTMANAGER_URL", () => {
     const config = readConfig({ DEFAULT_MAX_MEMORY: "16Gi", ALERTMANAGER_URL: "http://alertmanager:9093" });
@@ -39,6 +46,17 @@ describe("readConfig", () => {
     ["DEFAULT_MAX_MEMORY", { DEFAULT_MAX_MEMORY: "lots" }],
     ["DEFAULT_MAX_MEMORY", { DEFAULT_MAX_MEMORY: "0" }],
     ["ALERTMANAGER_URL", { ALERTMANAGER_URL: "alertmanager:9093" }],
+    ["MAX_MEMORY", { MAX_MEMORY: "4 GiB" }],
+    ["MAX_MEMORY", { MAX_MEMORY: "-1Gi" }],
+    ["MAX_MEM_MULTIPLIER", { MAX_MEM_MULTIPLIER: "1" }],
+    ["MAX_MEM_MULTIPLIER", { MAX_MEM_MULTIPLIER: "10.5" }],
+    ["MAX_MEM_MULTIPLIER", { MAX_MEM_MULTIPLIER: "2x" }],
+    ["MAX_MEM_MULTIPLIER", { MAX_MEM_MULTIPLIER: "1e1" }],
+    ["MIN_COOLDOWN_SECONDS", { MIN_COOLDOWN_SECONDS: "-1" }],
+    ["MIN_COOLDOWN_SECONDS", { MIN_COOLDOWN_SECONDS: "604801" }],
+    ["LEAK_GUARD_MAX_SCALES", { LEAK_GUARD_MAX_SCALES: "0" }],
+    ["LEAK_GUARD_MAX_SCALES", { LEAK_GUARD_MAX_SCALES: "11" }],
+    ["LEAK_GUARD_MIN_WINDOW_SECONDS", { LEAK_GUARD_MIN_WINDOW_SECONDS: "59" }],
   ];
   for (const [variable, env] of bad) {
     it(`names ${variable} when it is invalid`, () => {

@@ -72,6 +72,13 @@ describe("eventsOf: the Events of each outcome, one table", () => {
       ],
     },
     {
+      reported: { reason: "Scaled", changes, multiplier: 3, trigger: "threshold", bounds: "; memhog capped by the install's ceiling MAX_MEMORY 4Gi (over spec.maxMemory 16Gi)" },
+      events: [
+        ["Normal", "Scaled", "Deployment", "AppMonitor", `scaled Deployment memhog by 3: ${summary}; memhog capped by the install's ceiling MAX_MEMORY 4Gi (over spec.maxMemory 16Gi)`, "e1"],
+        ["Normal", "Scaled", "AppMonitor", "Deployment", `scaled Deployment memhog by 3: ${summary}; memhog capped by the install's ceiling MAX_MEMORY 4Gi (over spec.maxMemory 16Gi)`, "e1"],
+      ],
+    },
+    {
       reported: { reason: "Resized", changes, multiplier: 2, trigger: "trend" },
       events: [
         ["Normal", "Resized", "Deployment", "AppMonitor", `resized Deployment memhog in place by 2 on its trend toward the limit: ${summary}`, "e1"],

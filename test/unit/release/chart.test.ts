@@ -12,7 +12,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { parseAllDocuments } from "yaml";
 import { buildChart, renderMonitoring, renderProfiles } from "../../../scripts/release/build-chart.ts";
-import { IMAGE_KEYS, type RenderedObject } from "../../../scripts/release/chart-templates.ts";
+import { CEILINGS_CHECKSUM_ANNOTATION, IMAGE_KEYS, type RenderedObject } from "../../../scripts/release/chart-templates.ts";
 import { buildBinaries } from "../../../scripts/lib/binaries.ts";
 import { repoRoot } from "../../../scripts/lib/paths.ts";
 import { objectKey, overlayDifferences } from "../../support/profiles.ts";
@@ -49,6 +49,10 @@ function normalized(o: RenderedObject, images: Readonly<Record<string, string>>)
   const copy = structuredClone(o) as RenderedObject & { metadata: { labels?: Record<string, string> } };
   for (const label of HELM_LABELS) delete copy.metadata.labels?.[label];
   if (copy.metadata.labels && Object.keys(copy.metadata.labels).length === 0) delete copy.metadata.labels;
+  // Helm's own: memory-scaler rolls when the ceilings' ConfigMap changes.
+  const podMetadata = (copy as { spec?: { template?: { metadata?: { annotations?: Record<string, string> } } } }).spec?.template?.metadata;
+  delete podMetadata?.annotations?.[CEILINGS_CHECKSUM_ANNOTATION];
+  if (podMetadata?.annotations && Object.keys(podMetadata.annotations).length === 0) delete podMetadata.annotations;
   const containers = (copy as { spec?: { template?: { spec?: { containers?: { image: string }[] } } } }).spec?.template?.spec?.containers ?? [];
   for (const c of containers) {
     const repository = c.image.replace(/@sha256:[0-9a-f]{64}$/, "").replace(/:[\w.-]+$/, "");
@@ -123,7 +127,8 @@ describe("the chart", () => {
 describe("the chart's values", () => {
   const find = (objects: RenderedObject[], kind: string, name: string) => objects.find((o) => o.kind === kind && o.metadata.name === name) as
     (RenderedObject & { spec: Record<string, unknown> & { template: { spec: { containers: { env: { name: string; value: string }[]; image: string }[]; volumes?: { secret?: { secretName: string } }[] } } } }) | undefined;
-  const env = (o: ReturnType<typeof find>) => Object.fromEntries((o?.spec.template.spec.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
+  /** A container's literal env (not what it reads from a ConfigMap). */
+  const env = (o: ReturnType<typeof find>) => Object.fromEntries((o?.spec.template.spec.containers[0]?.env ?? []).filter((e) => !("valueFrom" in e)).map((e) => [e.name, e.value]));
 
   test("image.registry is the one value that moves every image, digests kept", async () => {
     const digest = `sha256:${"a".repeat(64)}`;
@@ -143,6 +148,23 @@ describe("the chart's values", () => {
     assert.deepEqual(env(find(objects, "Deployment", "memory-scaler")), { PROMETHEUS_URL: "", DEFAULT_MAX_MEMORY: "16Gi", ALERTMANAGER_URL: "", LOG_LEVEL: "debug", PAUSE_SCALING: "true" });
     assert.equal(env(find(await template("appmonitor"), "Service", "memory-scaler")).PAUSE_SCALING, "false", "not paused by default");
     assert.deepEqual(env(find(objects, "Deployment", "rule-sync")), { PROMETHEUS_URL: "", ALERTMANAGER_URL: "", METRIC_SOURCE: "kube-state-metrics", RULE_LABELS: "release=kps,team=a", ALERT_SEVERITY: "critical", LOG_LEVEL: "debug" });
+  });
+
+  test("ceilings: the ConfigMap the policy and memory-scaler read holds them, memory-scaler reads each key, and a change rolls it", async () => {
+    const configMap = (objects: RenderedObject[]) => (objects.find((o) => o.kind === "ConfigMap" && o.metadata.name === "appmonitor-ceilings") as unknown as { data: Record<string, string> }).data;
+    const checksum = (objects: RenderedObject[]) => (find(objects, "Service", "memory-scaler")?.spec.template as { metadata?: { annotations?: Record<string, string> } }).metadata?.annotations?.[CEILINGS_CHECKSUM_ANNOTATION];
+    const unset = await template("appmonitor");
+    assert.deepEqual(configMap(unset), { MAX_MEMORY: "", MAX_MEM_MULTIPLIER: "", MIN_COOLDOWN_SECONDS: "", LEAK_GUARD_MAX_SCALES: "", LEAK_GUARD_MIN_WINDOW_SECONDS: "" });
+    const set = await template("appmonitor", ["ceilings.maxMemory=16Gi", "ceilings.maxMemMultiplier=1.5", "ceilings.minCooldownSeconds=600", "ceilings.leakGuardMaxScales=2", "ceilings.leakGuardMinWindowSeconds=3600"]);
+    assert.deepEqual(configMap(set), { MAX_MEMORY: "16Gi", MAX_MEM_MULTIPLIER: "1.5", MIN_COOLDOWN_SECONDS: "600", LEAK_GUARD_MAX_SCALES: "2", LEAK_GUARD_MIN_WINDOW_SECONDS: "3600" });
+    const refs = (find(set, "Service", "memory-scaler")?.spec.template.spec.containers[0]?.env as { name: string; valueFrom?: { configMapKeyRef?: { name: string; key: string } } }[]).flatMap((e) => (e.valueFrom?.configMapKeyRef?.name === "appmonitor-ceilings" ? [`${e.name}=${e.valueFrom.configMapKeyRef.key}`] : []));
+    assert.deepEqual(refs, Object.keys(configMap(set)).map((k) => `${k}=${k}`));
+    assert.match(checksum(unset) ?? "", /^[0-9a-f]{64}$/);
+    assert.notEqual(checksum(set), checksum(unset), "memory-scaler's Pod template changes with the ceilings");
+    // Values kept from a release before the ceilings (helm upgrade --reuse-values): no bound.
+    assert.deepEqual(configMap(await template("appmonitor", ["ceilings=null"])), configMap(unset));
+    const binding = set.find((o) => o.kind === "ValidatingAdmissionPolicyBinding" && o.metadata.name === "appmonitor-ceilings") as unknown as { spec: { paramRef: { name: string; namespace: string } } };
+    assert.deepEqual([binding.spec.paramRef.name, binding.spec.paramRef.namespace], ["appmonitor-ceilings", "appmonitor"]);
   });
 
   test("prometheusRelease is the one value the rules' labels, the PodMonitor and the alerts on appmonitor follow; ruleLabels add to it", async () => {
@@ -196,6 +218,9 @@ describe("the chart's values", () => {
     ["imageRegistry=x", /imageRegistry/],
     ["alertSeverity=info", /alertSeverity: info is inhibited/],
     ["prometheusRelease=a b", /prometheusRelease/],
+    ["ceilings.maxMemory=lots", /maxMemory/],
+    ["ceilings.leakGuardMaxScales=11", /leakGuardMaxScales/],
+    ["ceilings.maxMemoryCeiling=1Gi", /maxMemoryCeiling/],
   ];
   for (const [set, names] of refused) {
     test(`a bad value is refused with its name: ${set}`, async () => {

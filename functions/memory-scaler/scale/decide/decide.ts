@@ -2,8 +2,9 @@
 import type { AppMonitorSpecWithDefaults, MemoryResources } from "../../../lib/appmonitor.ts";
 import { ceil, compare, divide, formatBytes, fromInteger, fromNumber, multiply, parseQuantity, type Quantity } from "../../../lib/quantity.ts";
 import { type ContainerChange, type ContainerMemory, kindOf, type SkippedContainer } from "../../model.ts";
-import type { SkipReason } from "../../outcome.ts";
+import type { ScaleBound, SkipReason } from "../../outcome.ts";
 import { capOf, describeCap, policyOf } from "../../caps.ts";
+import { describeHeld, heldClause, type HeldCeiling } from "../../ceilings.ts";
 
 /** Everything {@link decideScale} looks at; read by the caller from the API server and the event. */
 export interface DecideInput {
@@ -24,6 +25,10 @@ export interface DecideInput {
   alertContainer?: string;
   /** The install's cap, a quantity (`DEFAULT_MAX_MEMORY`, `caps.ts`); absent: `../caps.ts` `DEFAULT_MAX_MEMORY`. */
   defaultMaxMemory?: string;
+  /** The install's ceiling `MAX_MEMORY`, a quantity (`../../ceilings.ts`); absent: none. */
+  maxMemoryCeiling?: string;
+  /** The install's ceilings that held over `spec` (`bound-spec.ts`: `spec` is already bounded), for the messages. */
+  held?: readonly HeldCeiling[];
 }
 
 /** Nothing to patch. `skipped` lists the per-container reasons (empty for `Cooldown`). */
@@ -34,12 +39,13 @@ export interface SkipDecision {
   skipped: SkippedContainer<SkipReason>[];
 }
 
-/** Patch these containers (or, when `dryRun`, only report them). `skipped` lists any others considered. */
+/** Patch these containers (or, when `dryRun`, only report them). `skipped` lists any others considered; `bounds` the caps and ceilings that held. */
 export interface ScaleDecision {
   action: "scale";
   dryRun: boolean;
   changes: ContainerChange[];
   skipped: SkippedContainer<SkipReason>[];
+  bounds?: ScaleBound[];
 }
 
 /** The result of {@link decideScale}. */
@@ -76,8 +82,8 @@ function targetNames(input: DecideInput): string[] | SkippedContainer<SkipReason
   return [...new Set(spec.containers ?? templateContainers.filter((c) => kindOf(c) !== "init").map((c) => c.name))];
 }
 
-/** Decides one container; `multiplier` comes from the spec, its cap from `caps.ts`. */
-function decideContainer(input: DecideInput, name: string, multiplier: Quantity): ContainerChange | SkippedContainer<SkipReason> {
+/** Decides one container; `multiplier` comes from the spec, its cap from `caps.ts`; `bound`: the cap held its raise. */
+function decideContainer(input: DecideInput, name: string, multiplier: Quantity): { change: ContainerChange; bound?: ScaleBound } | SkippedContainer<SkipReason> {
   const skip = (reason: SkipReason, message: string): SkippedContainer<SkipReason> => ({ container: name, reason, message });
   if (policyOf(input.spec, name)?.mode === "Off") return skip("PolicyOff", `container ${name} has mode Off in spec.containerPolicies: its memory is never changed`);
   const tmpl = input.templateContainers.find((c) => c.name === name);
@@ -117,11 +123,12 @@ function decideContainer(input: DecideInput, name: string, multiplier: Quantity)
   // Whole bytes: the raised limit rounds up so it never falls short of limit × multiplier, the
   // cap rounds down so the limit never passes maxMemory.
   let newLimit = ceil(multiply(limit, multiplier));
-  const cap = capOf(input.spec, name, input.defaultMaxMemory);
+  const cap = capOf(input.spec, name, input.defaultMaxMemory, input.maxMemoryCeiling);
   if (compare(limit, fromInteger(cap.bytes)) >= 0) {
     return { ...skip("AtCap", `container ${name} memory limit ${tmpl.limit} is already at ${describeCap(cap)}`), cap: { maxMemory: cap.maxMemory, source: cap.source } };
   }
-  if (newLimit > cap.bytes) newLimit = cap.bytes;
+  const capped = newLimit > cap.bytes;
+  if (capped) newLimit = cap.bytes;
   const to: MemoryResources = { limit: formatBytes(newLimit) };
   if (request !== undefined) {
     // The template's request/limit ratio, applied to the limit as rounded and capped, rounded
@@ -132,7 +139,8 @@ function decideContainer(input: DecideInput, name: string, multiplier: Quantity)
   }
   const from: MemoryResources = { limit: tmpl.limit };
   if (tmpl.request !== undefined) from.request = tmpl.request;
-  return { container: name, from, to };
+  const change = { container: name, from, to };
+  return capped ? { change, bound: { container: name, message: `${name} capped by ${describeCap(cap)}` } } : { change };
 }
 
 /**
@@ -150,8 +158,9 @@ export function cooldownLeft(lastScaleTime: string | undefined, cooldownSeconds:
 
 /**
  * Decides whether and how to raise a workload's memory after a memory-threshold alert. Pure: no
- * I/O, no clock (pass `now`). Rules (DESIGN.md "Decisions that matter for correctness" and the
- * AppMonitor fields in "The API"), in order:
+ * I/O, no clock (pass `now`). `spec` comes bounded by the install's ceilings (`bound-spec.ts`),
+ * `held` says which held, and `MAX_MEMORY` enters each cap. Rules (DESIGN.md "Decisions that
+ * matter for correctness" and the AppMonitor fields in "The API"), in order:
  *
  * 1. within `spec.cooldownSeconds` of `lastScaleTime` → skip `Cooldown` (an unparseable
  *    timestamp is ignored; a future one counts as recent when the cooldown is above 0);
@@ -164,8 +173,10 @@ export function cooldownLeft(lastScaleTime: string | undefined, cooldownSeconds:
  *    re-sent alerts harmless); below it, or the Pod lacks the container, its limit, or runs it
  *    as another kind → `TemplateDiffers`; `mode: Off` in its `spec.containerPolicies` entry →
  *    `PolicyOff`; limit at or above its cap (`caps.ts` `capOf`: its policy's `maxMemory`, else
- *    `spec.maxMemory`, else the install's `DEFAULT_MAX_MEMORY`) → `AtCap`;
- * 4. new limit = limit × memMultiplier rounded up to whole bytes, clamped to the cap rounded down; new request = new limit × (request / limit) rounded up to whole bytes: the
+ *    `spec.maxMemory`, else the install's `DEFAULT_MAX_MEMORY`; the ceiling `MAX_MEMORY` when
+ *    lower) → `AtCap`;
+ * 4. new limit = limit × memMultiplier rounded up to whole bytes, clamped to the cap rounded down
+ *    (`bounds` names the cap, and a multiplier a ceiling held); new request = new limit × (request / limit) rounded up to whole bytes: the
  *    template's ratio is kept (at the cap too, e.g. 256Mi/384Mi × 2 capped at 400Mi →
  *    279620267 bytes ≈ 266.7Mi / 400Mi), the rounding can only lower limit/request (so a
  *    LimitRange `maxLimitRequestRatio` the template meets holds), and request ≤ limit. Both are
@@ -183,7 +194,8 @@ export function decideScale(input: DecideInput): Decision {
   const { spec, now } = input;
   const remaining = cooldownLeft(input.lastScaleTime, spec.cooldownSeconds, now);
   if (remaining > 0) {
-    return { action: "skip", reason: "Cooldown", message: `last scaled at ${input.lastScaleTime ?? ""}; cooldown of ${spec.cooldownSeconds}s has ${remaining}s left`, skipped: [] };
+    const held = heldClause(input.held, "spec.cooldownSeconds");
+    return { action: "skip", reason: "Cooldown", message: `last scaled at ${input.lastScaleTime ?? ""}; cooldown of ${spec.cooldownSeconds}s${held} has ${remaining}s left`, skipped: [] };
   }
 
   const names = targetNames(input);
@@ -193,12 +205,17 @@ export function decideScale(input: DecideInput): Decision {
   const multiplier = fromNumber(spec.memMultiplier);
   const changes: ContainerChange[] = [];
   const skipped: SkippedContainer<SkipReason>[] = [];
+  const multiplierHeld = input.held?.find((h) => h.field === "spec.memMultiplier");
+  const bounds: ScaleBound[] = multiplierHeld === undefined ? [] : [{ message: `the multiplier is ${describeHeld(multiplierHeld)}` }];
   for (const name of names) {
     const result = decideContainer(input, name, multiplier);
     if ("reason" in result) skipped.push(result);
-    else changes.push(result);
+    else {
+      changes.push(result.change);
+      if (result.bound !== undefined) bounds.push(result.bound);
+    }
   }
-  if (changes.length > 0) return { action: "scale", dryRun: spec.mode === "DryRun", changes, skipped };
+  if (changes.length > 0) return { action: "scale", dryRun: spec.mode === "DryRun", changes, skipped, ...(bounds.length === 0 ? {} : { bounds }) };
 
   const first = REASON_PRIORITY.map((r) => skipped.find((s) => s.reason === r)).find((s) => s !== undefined);
   const reason = first?.reason ?? "NoTargetContainer";

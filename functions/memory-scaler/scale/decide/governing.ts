@@ -13,7 +13,9 @@ import { triggerOf, type AlertEventData, type AlertTrigger } from "../../../lib/
 import { APPMONITOR_ALERT_LABEL, APPMONITOR_ALERT_NAME, APPMONITOR_HEAP_ERROR_ALERT_NAME, APPMONITOR_OOM_ALERT_NAME, APPMONITOR_TREND_ALERT_NAME, MONITOR_ANNOTATION, type AppMonitorSpec, type AppMonitorSpecWithDefaults, type ObjectMetaLike } from "../../../lib/appmonitor.ts";
 import { AppMonitorSpecError, validateAppMonitorSpec } from "../../../lib/appmonitor-spec.ts";
 import { type LabelSelector, LabelSelectorError, matchesLabelSelector } from "../../../lib/label-selector.ts";
+import type { Ceilings, HeldCeiling } from "../../ceilings.ts";
 import type { NoneGoverns } from "../../outcome.ts";
+import { boundSpec } from "./bound-spec.ts";
 
 /** What {@link covers} needs of an AppMonitor. */
 export interface AppMonitorLike {
@@ -125,10 +127,12 @@ export function byPrecedence<A extends AppMonitorLike>(contenders: readonly Cont
   );
 }
 
-/** An AppMonitor whose spec passed validation, defaults applied. */
+/** An AppMonitor whose spec passed validation, defaults applied and bounded by the install's ceilings (`bound-spec.ts`). */
 export interface ValidAppMonitor {
   readonly metadata: ObjectMetaLike & { name: string; namespace: string };
   readonly spec: AppMonitorSpecWithDefaults;
+  /** The install's ceilings that hold over what the spec asks (absent or empty: none). */
+  readonly held?: readonly HeldCeiling[];
   /** The object as listed, unchanged (what a status write starts from). */
   readonly raw: Record<string, unknown>;
 }
@@ -224,11 +228,11 @@ export function alertOrigin(data: Pick<AlertEventData, "alertname" | "appmonitor
 
 /**
  * Splits `items` (the raw AppMonitor list of `namespace`) into those whose spec passes
- * `validateAppMonitorSpec` (defaults applied) and those it refuses. A refused one should never
- * have passed the API server's schema, so it is reported, never acted on. Items without a name
- * are dropped.
+ * `validateAppMonitorSpec` (defaults applied, then bounded by `ceilings`: `bound-spec.ts`) and
+ * those it refuses. A refused one should never have passed the API server's schema, so it is
+ * reported, never acted on. Items without a name are dropped.
  */
-export function validAppMonitors(namespace: string, items: readonly unknown[]): NamespaceAppMonitors {
+export function validAppMonitors(namespace: string, items: readonly unknown[], ceilings?: Ceilings): NamespaceAppMonitors {
   const valid: ValidAppMonitor[] = [];
   const rejected: RejectedAppMonitor[] = [];
   for (const item of items) {
@@ -236,7 +240,9 @@ export function validAppMonitors(namespace: string, items: readonly unknown[]): 
     const name = metadata?.name;
     if (metadata === undefined || name === undefined) continue;
     try {
-      valid.push({ metadata: { ...metadata, name, namespace: metadata.namespace ?? namespace }, spec: validateAppMonitorSpec(spec), raw: item as Record<string, unknown> });
+      const bounded = boundSpec(validateAppMonitorSpec(spec), ceilings);
+      const held = bounded.held.length === 0 ? {} : { held: bounded.held };
+      valid.push({ metadata: { ...metadata, name, namespace: metadata.namespace ?? namespace }, spec: bounded.spec, ...held, raw: item as Record<string, unknown> });
     } catch (error) {
       if (!(error instanceof AppMonitorSpecError)) throw error;
       rejected.push({ name, problem: error.message });

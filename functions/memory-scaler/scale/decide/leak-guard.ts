@@ -17,6 +17,7 @@
 import { createHash } from "node:crypto";
 import type { AppMonitorSpec } from "../../../lib/appmonitor.ts";
 import { formatTimestamp } from "../../../lib/rfc3339.ts";
+import { describeHeld, type HeldCeiling } from "../../ceilings.ts";
 import { isApplied, type RecordedScale, type ScaleMark } from "../../model.ts";
 import type { ProbableLeak } from "../../status/leaks.ts";
 
@@ -45,6 +46,8 @@ export interface LeakInput {
   /** The workload's `status.probableLeaks` entry, if any. */
   readonly listed: ProbableLeak | undefined;
   readonly now: Date;
+  /** The install's ceilings that held over `spec` (already bounded, `bound-spec.ts`): the note names them. */
+  readonly held?: readonly HeldCeiling[];
 }
 
 /**
@@ -67,10 +70,15 @@ export function templateHash(template: unknown): string {
   return createHash("sha256").update(JSON.stringify(canonical(template) ?? null)).digest("hex").slice(0, 16);
 }
 
-/** The note of the `ProbableLeak` Warnings and the alert's description. */
-export function leakNote(entry: ProbableLeak, maxScales: number, windowSeconds: number): string {
+/**
+ * The note of the `ProbableLeak` Warnings and the alert's description; `held`: the install's
+ * ceilings that set `maxScales` or `windowSeconds` (`../../ceilings.ts`), named in place of the spec.
+ */
+export function leakNote(entry: ProbableLeak, maxScales: number, windowSeconds: number, held?: readonly HeldCeiling[]): string {
+  const bounds = (held ?? []).filter((h) => h.field.startsWith("spec.leakGuard."));
+  const allows = bounds.length === 0 ? `spec.leakGuard allows ${maxScales}` : `spec.leakGuard allows ${maxScales}: ${bounds.map(describeHeld).join(", ")}`;
   return (
-    `${entry.workload.kind} ${entry.workload.name} was scaled ${entry.scales.length} times within ${windowSeconds}s (spec.leakGuard allows ${maxScales}): a probable memory leak, not scaled until ${entry.until} ` +
+    `${entry.workload.kind} ${entry.workload.name} was scaled ${entry.scales.length} times within ${windowSeconds}s (${allows}): a probable memory leak, not scaled until ${entry.until} ` +
     `or until the AppMonitor's spec or the Pod template changes. Scales: ${entry.scales.join("; ")}`
   );
 }
@@ -105,7 +113,7 @@ export function guardLeak(input: LeakInput): LeakVerdict {
       after = Date.parse(listed.since);
       if (listed.cleared === undefined) {
         const why = listed.generation !== input.generation ? "the AppMonitor's spec changed" : listed.template !== input.template ? "the Pod template changed" : undefined;
-        if (why === undefined) return { action: "hold", entry: listed, tripped: false, message: leakNote(listed, maxScales, windowSeconds) };
+        if (why === undefined) return { action: "hold", entry: listed, tripped: false, message: leakNote(listed, maxScales, windowSeconds, input.held) };
         change = { entry: { ...listed, cleared: why }, drop: false };
       }
     }
@@ -120,7 +128,7 @@ export function guardLeak(input: LeakInput): LeakVerdict {
       template: input.template,
       scales: described(input, marks),
     };
-    return { action: "hold", entry, tripped: true, message: leakNote(entry, maxScales, windowSeconds) };
+    return { action: "hold", entry, tripped: true, message: leakNote(entry, maxScales, windowSeconds, input.held) };
   }
   return change === undefined ? { action: "scale" } : { action: "scale", change };
 }

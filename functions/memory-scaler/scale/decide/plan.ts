@@ -45,6 +45,8 @@ export interface PlanInput {
   readonly heapErrors?: readonly HeapError[];
   /** The install's cap (`DEFAULT_MAX_MEMORY`, `caps.ts`); absent: its default. */
   readonly defaultMaxMemory?: string | undefined;
+  /** The install's ceiling `MAX_MEMORY` (`../../ceilings.ts`); absent: none. */
+  readonly maxMemoryCeiling?: string | undefined;
 }
 
 /**
@@ -74,6 +76,8 @@ export function planFiring(input: PlanInput): FiringPlan {
     ...(target.view.lastScaleTime === undefined ? {} : { lastScaleTime: target.view.lastScaleTime }),
     ...(alert.container === undefined ? {} : { alertContainer: alert.container }),
     ...(input.defaultMaxMemory === undefined ? {} : { defaultMaxMemory: input.defaultMaxMemory }),
+    ...(input.maxMemoryCeiling === undefined ? {} : { maxMemoryCeiling: input.maxMemoryCeiling }),
+    ...(am.held === undefined ? {} : { held: am.held }),
   });
   const refined = target.refine(decision, am, alert);
   const held = holdFixedHeaps(refined, { heaps: target.view.heaps, policy: am.spec.heapFlags ?? "Hold", rewritable: target.view.rewritesHeaps, failed: input.heapFailed ?? [], errors: input.heapErrors ?? [] });
@@ -91,6 +95,7 @@ export function planFiring(input: PlanInput): FiringPlan {
     recent: (status?.recentScales ?? []) as RecordedScale[],
     listed: leakOf(status, target.view.workload),
     now,
+    ...(am.held === undefined ? {} : { held: am.held }),
   });
   const guarded: Skip | Scale = leak.action === "hold" ? { action: "skip", reason: "ProbableLeak", message: leak.message, skipped: [], leak: leak.entry } : held;
   return { governed: true, appMonitor: am, ...history, decision: guarded, leak, ...conflict };

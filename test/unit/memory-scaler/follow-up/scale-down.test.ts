@@ -9,6 +9,7 @@ import { LAST_SCALE_RECORD_ANNOTATION } from "../../../../functions/lib/appmonit
 import { createEventRecorder } from "../../../../functions/memory-scaler/kube/event-recorder.ts";
 import { createStatusWriter } from "../../../../functions/memory-scaler/kube/status-writer.ts";
 import { followRollouts } from "../../../../functions/memory-scaler/follow-up/flow.ts";
+import { dueWorkloads } from "../../../../functions/memory-scaler/follow-up/scale-down.ts";
 import type { FollowDeps } from "../../../../functions/memory-scaler/follow-up/deps.ts";
 import { handleFiring, handleScaleDown } from "../../../../functions/memory-scaler/scale/flow.ts";
 import { alertData, FakeCluster, fakeVerifier, flowDeps, memhogCluster, NS } from "../../../support/memory-scaler-fakes.ts";
@@ -129,5 +130,18 @@ describe("the follow-up's down-step (spec.scaleDown)", () => {
     const summary = await followRollouts(tickDeps(cluster, DAY_LATER, 120 * MI), silent);
     assert.equal(summary.scaleDowns, undefined);
     assert.equal(reads, 0);
+  });
+});
+
+describe("dueWorkloads under the install's ceiling MIN_COOLDOWN_SECONDS", () => {
+  it("a cooldown shorter than the ceiling does not make a workload due before the ceiling's", () => {
+    const raisedAt = new Date(DAY_LATER.getTime() - 7200_000).toISOString().replace(/\.\d{3}Z$/, "Z");
+    const item = {
+      metadata: { name: "mymonitor", namespace: NS },
+      spec: { cooldownSeconds: 0, scaleDown: { quietPeriodSeconds: 3600 } },
+      status: { recentScales: [{ time: raisedAt, workload: { kind: "Deployment", name: "memhog" }, container: "memhog", from: { limit: "384Mi" }, to: { limit: "768Mi" } }] },
+    };
+    assert.deepEqual(dueWorkloads([item], DAY_LATER), [{ namespace: NS, appmonitor: "mymonitor", workload: { kind: "Deployment", name: "memhog" } }]);
+    assert.deepEqual(dueWorkloads([item], DAY_LATER, 3 * 3600), [], "the ceiling's 3 h have not passed since the raise 2 h ago");
   });
 });

@@ -98,6 +98,37 @@ describe("handleFiring", () => {
     assert.deepEqual(status.recentScales, [{ time: "2025-06-01T12:00:00Z", workload: { kind: "Deployment", name: "memhog" }, event: "e1", container: "memhog", from: { request: "256Mi", limit: "384Mi" }, to: { request: "512Mi", limit: "768Mi" } }]);
   });
 
+  it("the install's ceilings hold an AppMonitor that asks for more: the scale, its Events, its record and lastOutcome say which bound held", async () => {
+    const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 10, maxMemory: "16Gi", cooldownSeconds: 0 });
+    const ceilings = { maxMemMultiplier: 2, maxMemory: "640Mi", minCooldownSeconds: 600 };
+    const outcome = await handleFiring(deps(cluster, { ceilings }), "e1", data(), silent);
+    assert.equal(outcome.outcome, "scaled");
+    // 384Mi × 2 (not × 10) = 768Mi, capped at 640Mi (not 16Gi); the request keeps the ratio.
+    assert.deepEqual(templateMemory(cluster), { limits: { memory: "640Mi" }, requests: { memory: "447392427" } });
+    const bounds = "; the multiplier is the install's ceiling MAX_MEM_MULTIPLIER 2 over spec.memMultiplier 10; memhog capped by the install's ceiling MAX_MEMORY 640Mi (over spec.maxMemory 16Gi)";
+    assert.ok(outcome.message.endsWith(bounds), outcome.message);
+    assert.ok(outcome.message.startsWith("scaled Deployment memhog by 2: "), outcome.message);
+    const scaled = cluster.events.filter((e) => e.reason === "Scaled").map((e) => e.note);
+    assert.equal(scaled.length, 2);
+    for (const note of scaled) assert.ok(note?.endsWith(bounds), note);
+    const status = cluster.appMonitors.get(`${NS}/mymonitor`)?.status as { lastOutcome?: { message?: string } } | undefined;
+    assert.ok(status?.lastOutcome?.message?.endsWith(bounds), status?.lastOutcome?.message);
+    const record = JSON.parse(cluster.workloads.get(`Deployment/${NS}/memhog`)?.metadata?.annotations?.[LAST_SCALE_RECORD_ANNOTATION] ?? "{}") as { multiplier?: number };
+    assert.equal(record.multiplier, 2, "the record holds the multiplier applied");
+
+    // The next alert: the ceiling's cooldown (600 s), not the spec's 0, and then the ceiling's cap.
+    const pod = cluster.pods.get(`${NS}/memhog-5d8f-x2`);
+    const template = cluster.workloads.get(`Deployment/${NS}/memhog`)?.spec?.template;
+    if (pod === undefined || template?.spec === undefined) throw new Error("no memhog");
+    cluster.pods.set(`${NS}/memhog-5d8f-x2`, { ...pod, spec: structuredClone(template.spec) });
+    const again = await handleFiring(deps(cluster, { ceilings }), "e2", data(), silent);
+    assert.deepEqual([again.outcome, again.reason], ["skipped", "Cooldown"]);
+    assert.match(again.message, /cooldown of 600s \(the install's ceiling MIN_COOLDOWN_SECONDS 600 over spec\.cooldownSeconds 0\) has 600s left/);
+    const later = await handleFiring(deps(cluster, { ceilings, now: () => new Date("2025-06-01T12:11:00Z") }), "e3", data(), silent);
+    assert.deepEqual([later.outcome, later.reason], ["skipped", "AtCap"]);
+    assert.match(later.message, /already at the install's ceiling MAX_MEMORY 640Mi \(over spec\.maxMemory 16Gi\)/);
+  });
+
   it("50 concurrent deliveries of one event scale once, never ×4", async () => {
     // cooldown 0: the losers must be stopped by the compare-and-swap and RolloutUnderWay, not by the cooldown.
     const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 0 });

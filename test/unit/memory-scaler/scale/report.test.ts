@@ -63,6 +63,20 @@ describe("reportOf", () => {
     assert.deepEqual(pod.outcome, { outcome: "dry-run", reason: "DryRun", message: "would resize in place: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi", changes: [change], skipped: [] });
   });
 
+  it("the bounds that held a raise end the outcome and the Scaled, Resized and DryRun notes; a bound of a container not changed is left out", () => {
+    const bounds = [{ message: "the multiplier is the install's ceiling MAX_MEM_MULTIPLIER 3 over spec.memMultiplier 10" }, { container: "memhog", message: "memhog capped by spec.maxMemory 1Gi" }, { container: "sidecar", message: "sidecar capped by spec.maxMemory 1Gi" }];
+    const bounded: Scale = { ...scale, bounds };
+    const clause = "; the multiplier is the install's ceiling MAX_MEM_MULTIPLIER 3 over spec.memMultiplier 10; memhog capped by spec.maxMemory 1Gi";
+    const written = { reported: [{ reason: "Scaled", changes: [change], multiplier: 3, trigger: "threshold" as const }, { reason: "PodsReplaced" }], message: "scaled Deployment web by 3: …", rollout: undefined };
+    const report = reportOf({ step: "written", written, scale: bounded, reverted: false, statusFrom: raw }, context);
+    assert.equal(report.outcome.message, `scaled Deployment web by 3: …${clause}`);
+    assert.deepEqual(report.reported.map((r) => (r as { bounds?: string }).bounds), [clause, undefined]);
+    const dry = reportOf({ step: "dryRun", scale: bounded }, context);
+    assert.equal(dry.outcome.message, `would scale: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi${clause}`);
+    assert.equal((dry.reported[0] as { bounds?: string }).bounds, clause);
+    assert.equal(reportOf({ step: "dryRun", scale }, context).outcome.message, "would scale: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi", "none held: nothing added");
+  });
+
   it("refused: the refusal's Events with the changes, no status", () => {
     const report = reportOf({ step: "refused", reason: "Unschedulable", message: "no Node", scale }, context);
     assert.deepEqual([report.reported, report.status, report.outcome.reason], [[{ reason: "Unschedulable", message: "no Node", changes: [change] }], undefined, "Unschedulable"]);

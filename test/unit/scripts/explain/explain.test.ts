@@ -214,6 +214,15 @@ describe("explain: caps and gates", () => {
     assert.match(lineOf(explain(workload(), [appMonitor("m", { containers: ["other"] })]), "caps"), /memhog: not in spec\.containers/);
   });
 
+  it("under the install's ceilings (its shell's MAX_MEMORY, MIN_COOLDOWN_SECONDS, …): the caps and the cooldown memory-scaler applies", () => {
+    const ceilings = { maxMemory: "4Gi", minCooldownSeconds: 600 };
+    const items = [appMonitor("m", { maxMemory: "16Gi", cooldownSeconds: 0 })];
+    const lines = explainLines(workload(), governing(workload(), items, ceilings), chain(), { ...SETTINGS, ceilings }, NOW);
+    assert.match(lineOf(lines, "caps"), /cap the install's ceiling MAX_MEMORY 4Gi \(over spec\.maxMemory 16Gi\)/);
+    assert.match(lineOf(lines, "cooldown"), /^cooldown: none running \(spec\.cooldownSeconds 600\) \(the install's ceiling MIN_COOLDOWN_SECONDS 600 over spec\.cooldownSeconds 0\)/);
+    assert.match(lineOf(explain(workload(), items), "caps"), /cap spec\.maxMemory 16Gi/, "without them, the AppMonitor's");
+  });
+
   it("names the gates: DryRun, at the cap, a probable leak", () => {
     const status = {
       capped: [{ workload: { kind: "Deployment", name: "web" }, containers: ["memhog"], maxMemory: "384Mi", since: "2026-12-02T05:00:00Z" }],

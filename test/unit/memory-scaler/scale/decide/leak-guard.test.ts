@@ -42,6 +42,14 @@ describe("guardLeak", () => {
     assert.match(verdict.message, /scaled 2 times within 3600s \(spec\.leakGuard allows 2\): a probable memory leak, not scaled until 2025-06-01T13:00:00Z/);
   });
 
+  it("a hold the install's ceilings tightened names them beside the spec", () => {
+    const held = [{ variable: "LEAK_GUARD_MAX_SCALES", field: "spec.leakGuard.maxScales", asked: "10", bound: "2" }, { variable: "MAX_MEM_MULTIPLIER", field: "spec.memMultiplier", asked: "10", bound: "3" }];
+    const verdict = guardLeak(input([ago(60), ago(600)], { held }));
+    assert.equal(verdict.action, "hold");
+    assert.match(verdict.action === "hold" ? verdict.message : "", /scaled 2 times within 3600s \(spec\.leakGuard allows 2: the install's ceiling LEAK_GUARD_MAX_SCALES 2 over spec\.leakGuard\.maxScales 10\): a probable/);
+    assert.doesNotMatch(verdict.action === "hold" ? verdict.message : "", /MAX_MEM_MULTIPLIER/);
+  });
+
   it("a listed hold holds while the spec and the template are unchanged, tripped only once", () => {
     const held = guardLeak(input([ago(60), ago(600)]));
     assert.equal(held.action, "hold");
