@@ -36,7 +36,7 @@ before(async () => {
   // The shipped policies that give a workload's later Pods its in-place memory (Kubernetes 1.36).
   await applyFiles("knative/admission/in-place-memory.yaml");
   await createWorkloadNamespace(core, NS);
-  scaler = await startScaler({ PROMETHEUS_URL: "" });
+  scaler = await startScaler();
 }, { timeout: 20 * 60_000 });
 
 after(async () => {
