@@ -68,6 +68,8 @@ export interface MemoryScalerConfig {
   readonly alertmanagerUrl: URL | undefined;
   /** `PAUSE_SCALING=true`: every AppMonitor behaves as DryRun. */
   readonly paused: boolean;
+  /** `ALLOW_UNVERIFIED_ALERTS=true`: scaling without `PROMETHEUS_URL` was asked for. */
+  readonly allowUnverifiedAlerts: boolean;
   /** The install's ceilings (`MAX_MEMORY`, `MAX_MEM_MULTIPLIER`, `MIN_COOLDOWN_SECONDS`, `LEAK_GUARD_*`); each absent when unset. */
   readonly ceilings: Ceilings;
 }
@@ -77,9 +79,10 @@ export interface MemoryScalerConfig {
  * @throws ConfigError naming the variable: a `KUBECONFIG` file that cannot be read, a
  * `PROMETHEUS_URL` that is not an http(s) URL, a number out of range (`KUBE_API_TIMEOUT_MS`: 100–60000),
  * a `WATCH_NAMESPACES` entry that is not a namespace name, a `DEFAULT_MAX_MEMORY` that is not a
- * positive quantity, an `ALERTMANAGER_URL` that is not an http(s) URL, a `PAUSE_SCALING` other
- * than `true` or `false`, a ceiling that is not a positive quantity, a decimal or an integer in
- * its range (the table's).
+ * positive quantity, an `ALERTMANAGER_URL` that is not an http(s) URL, a `PAUSE_SCALING` or
+ * `ALLOW_UNVERIFIED_ALERTS` other than `true` or `false`, a ceiling that is not a positive
+ * quantity, a decimal or an integer in its range (the table's); no `PROMETHEUS_URL` while scaling
+ * (`PAUSE_SCALING` not `true`) without `ALLOW_UNVERIFIED_ALERTS=true` ({@link requireVerification}).
  */
 export function readConfig(env: Env): MemoryScalerConfig {
   const kubeconfig = readString(env, "KUBECONFIG");
@@ -92,9 +95,13 @@ export function readConfig(env: Env): MemoryScalerConfig {
       }
     }
   }
+  const prometheusUrl = readHttpUrl(env, "PROMETHEUS_URL");
+  const paused = readBoolean(env, "PAUSE_SCALING");
+  const allowUnverifiedAlerts = readBoolean(env, "ALLOW_UNVERIFIED_ALERTS");
+  requireVerification(prometheusUrl, paused, allowUnverifiedAlerts);
   return {
     kubeconfig,
-    prometheusUrl: readHttpUrl(env, "PROMETHEUS_URL"),
+    prometheusUrl,
     prometheusTimeoutMs: readInteger(env, "PROMETHEUS_TIMEOUT_MS", DEFAULT_PROMETHEUS_TIMEOUT_MS, { min: 1, max: 60_000 }),
     kubeApiTimeoutMs: readInteger(env, "KUBE_API_TIMEOUT_MS", DEFAULT_KUBE_API_TIMEOUT_MS, KUBE_API_TIMEOUT_RANGE_MS),
     scaleMaxAttempts: readInteger(env, "SCALE_MAX_ATTEMPTS", DEFAULT_SCALE_MAX_ATTEMPTS, { min: 1, max: 20 }),
@@ -102,9 +109,30 @@ export function readConfig(env: Env): MemoryScalerConfig {
     scope: readNamespaceScope(env),
     defaultMaxMemory: readCap(env),
     alertmanagerUrl: readHttpUrl(env, "ALERTMANAGER_URL"),
-    paused: readEnum(env, "PAUSE_SCALING", ["true", "false"], "false") === "true",
+    paused,
+    allowUnverifiedAlerts,
     ceilings: readCeilings(env),
   };
+}
+
+/** A `true`/`false` variable, `false` when unset. @throws ConfigError for any other value. */
+function readBoolean(env: Env, name: "PAUSE_SCALING" | "ALLOW_UNVERIFIED_ALERTS"): boolean {
+  return readEnum(env, name, ["true", "false"], "false") === "true";
+}
+
+/**
+ * Without `PROMETHEUS_URL` an alert is acted on as it came, so anyone who can deliver memory-scaler
+ * a CloudEvent can make it scale (docs/operations.md, "Security model"): that must be asked for.
+ * A paused install writes nothing, so it may start without one.
+ * @throws ConfigError naming `PROMETHEUS_URL` and the setting that lifts the refusal.
+ */
+function requireVerification(prometheusUrl: URL | undefined, paused: boolean, allowUnverifiedAlerts: boolean): void {
+  if (prometheusUrl !== undefined || paused || allowUnverifiedAlerts) return;
+  throw new ConfigError(
+    "PROMETHEUS_URL",
+    "is required to scale: without it every alert is taken as it came, unchecked against Prometheus, so anyone who can send memory-scaler an event can make it scale; " +
+      "set it to your Prometheus's base URL, or set ALLOW_UNVERIFIED_ALERTS=true to scale without the check (the chart's allowUnverifiedAlerts), or PAUSE_SCALING=true",
+  );
 }
 
 /**

@@ -111,14 +111,14 @@ export async function renderProfiles(kubectl: string, options: RenderOptions): P
 
 /**
  * What knative/monitoring/ holds for prometheus-operator, in `namespace`: the functions' PodMonitor
- * as kustomize renders it (not its Namespace or the dashboard's ConfigMap, which the chart makes itself) and the
+ * as kustomize renders it (not the dashboard's ConfigMap, which the chart makes itself) and the
  * PrometheusRule of alerts on appmonitor (appmonitor-alerts.yaml, applied on its own).
  * @throws Error when kustomize fails.
  */
 export async function renderMonitoring(kubectl: string, namespace: string): Promise<RenderedObject[]> {
   return withKnativeCopy(namespace, async (copy) => {
-    // The Namespace (the component's) is Helm's, the ConfigMap the chart's own dashboard.yaml.
-    const monitors = (await kustomize(kubectl, path.join(copy, "monitoring"))).filter((o) => o.kind !== "ConfigMap" && o.kind !== "Namespace");
+    // The ConfigMap is the chart's own dashboard.yaml.
+    const monitors = (await kustomize(kubectl, path.join(copy, "monitoring"))).filter((o) => o.kind !== "ConfigMap");
     const alerts = parseDocument(await readFile(path.join(copy, "monitoring", "appmonitor-alerts.yaml"), "utf8")).toJS() as RenderedObject;
     return [...monitors, { ...alerts, metadata: { ...alerts.metadata, namespace } }];
   });

@@ -67,6 +67,7 @@ export const ENV_VALUES: Readonly<Record<string, Readonly<Record<string, string>
   "alert-receiver": { LOG_LEVEL: "$.Values.logLevel | quote" },
   "memory-scaler": {
     PROMETHEUS_URL: "$.Values.prometheusUrl | quote",
+    ALLOW_UNVERIFIED_ALERTS: `include "appmonitor.allowUnverifiedAlerts" $ | quote`,
     DEFAULT_MAX_MEMORY: "$.Values.defaultMaxMemory | quote",
     ALERTMANAGER_URL: "$.Values.alertmanagerUrl | quote",
     LOG_LEVEL: "$.Values.logLevel | quote",

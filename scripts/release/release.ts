@@ -18,6 +18,9 @@
  *                           functions' PodMonitor and the Grafana dashboard's ConfigMap
  *                           (monitoring.yaml), the dashboard alone (appmonitor-dashboard.json) and
  *                           the PrometheusRule of alerts on appmonitor itself
+ *   admission/              in-place-memory.yaml: the MutatingAdmissionPolicies that give a
+ *                           workload's new Pods the memory an in-place scale recorded (Kubernetes
+ *                           1.36; not in the manifests or the chart, which older clusters install)
  *   RELEASE-NOTES.md        CHANGELOG.md's section for the version, the images, the commands
  *   SHA256SUMS              every file above
  *
@@ -37,6 +40,7 @@ import { buildBinaries } from "../lib/binaries.ts";
 import { repoRoot } from "../lib/paths.ts";
 import { exitOnHelp, usageText, type CommandUsage } from "../lib/usage.ts";
 import { kubePrometheusStackValuesYaml } from "../alertmanager-routing.ts";
+import { policyPath as inPlacePolicyPath } from "../in-place-policy.ts";
 import { buildChart, packageFacts, renderProfiles, type ImagePin } from "./build-chart.ts";
 import { IMAGE_KEYS, PROFILES } from "./chart-templates.ts";
 import { changelogSection, checksums, imagesList, PUSH_SCRIPT, RELEASE_REGISTRY, releaseNotes, type ReleaseImage } from "./release-files.ts";
@@ -139,6 +143,8 @@ export async function release(outDir: string, say: (line: string) => void = () =
   await writeFile(path.join(outDir, "monitoring", "monitoring.yaml"), await tool(kubectl, ["kustomize", path.join(repoRoot, "knative", "monitoring")]));
   await cp(path.join(repoRoot, "knative", "monitoring", "dashboard.json"), path.join(outDir, "monitoring", "appmonitor-dashboard.json"));
   await cp(path.join(repoRoot, "knative", "monitoring", "appmonitor-alerts.yaml"), path.join(outDir, "monitoring", "appmonitor-alerts.yaml"));
+  await mkdir(path.join(outDir, "admission"));
+  await cp(inPlacePolicyPath, path.join(outDir, "admission", "in-place-memory.yaml"));
   await writeFile(path.join(outDir, "RELEASE-NOTES.md"), releaseNotes(version, section, images));
   const files = await filesUnder(outDir);
   await writeFile(path.join(outDir, "SHA256SUMS"), checksums(await Promise.all(files.map(async (f) => ({ path: f, sha256: await sha256(path.join(outDir, f)) })))));

@@ -62,7 +62,7 @@ import { lineChartSvg, type ChartPoint } from "../support/svg-chart.ts";
 import { startProcess, tailOf, type TestProcess } from "../support/child-process.ts";
 import { freePort } from "../harness/lib/free-port.ts";
 import { installMemoryScaler } from "../support/install.ts";
-import { alertEvent, createAppMonitor, deliver, movedKubeConfig, scalerKubeConfigAt, scalerKubeconfig, writeKubeconfig, type Answer } from "../support/memory-scaler.ts";
+import { alertEvent, createAppMonitor, deliver, movedKubeConfig, scalerKubeConfigAt, scalerKubeconfig, UNVERIFIED, writeKubeconfig, type Answer } from "../support/memory-scaler.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
 import { sampleSum } from "../support/prometheus-text.ts";
 import { adminKubeConfig, waitFor } from "../support/stack.ts";
@@ -212,7 +212,7 @@ async function startScalerProcess(kubeconfig: string): Promise<{ child: TestProc
   const command = await functionCommand();
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const env = { ...process.env, ...command.env, KUBECONFIG: kubeconfig, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", PROMETHEUS_URL: "", ...(options["node-options"] === "" ? {} : { NODE_OPTIONS: options["node-options"] }) };
+  const env = { ...process.env, ...command.env, KUBECONFIG: kubeconfig, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn", ...UNVERIFIED, ...(options["node-options"] === "" ? {} : { NODE_OPTIONS: options["node-options"] }) };
   const t0 = performance.now();
   if (cgroup === undefined) cgroup = memoryCgroup() ?? null;
   // The shell joins the cgroup, then becomes the function (exec: the same pid, signals and all).

@@ -35,7 +35,7 @@ before(async () => {
   // Pods of workloads memory-scaler resized in place).
   await applyFiles("knative/admission/in-place-memory.yaml");
   await stack.namespace(NS);
-  scaler = await startScaler({ PROMETHEUS_URL: "" });
+  scaler = await startScaler();
 }, { timeout: 20 * 60_000 });
 
 after(async () => {

@@ -34,6 +34,7 @@ import {
   monitoredDeployment,
   scalerBehindProxy,
   scalerKubeConfigAt,
+  UNVERIFIED,
   writeKubeconfig,
 } from "../support/memory-scaler.ts";
 import { adminKubeConfig, freshNamespace, serviceAccountForEventsOnly, serviceAccountKubeConfig, waitFor } from "../support/stack.ts";
@@ -86,7 +87,7 @@ describe("memory-scaler when the API server is unavailable or refuses it", () =>
     const ns = await freshNamespace(t);
     const pod = await monitoredDeployment(ns);
     const kubeconfig = await writeKubeconfig(await scalerKubeConfigAt(`https://127.0.0.1:${await freePort()}`), dir.path, "closed-port");
-    const server = await startFunction(fn, { KUBECONFIG: kubeconfig });
+    const server = await startFunction(fn, { ...UNVERIFIED, KUBECONFIG: kubeconfig });
     t.after(() => server.close());
 
     const readiness = await fetch(`${server.url}/health/readiness`);
@@ -153,7 +154,7 @@ describe("memory-scaler when the API server is unavailable or refuses it", () =>
     const pod = await monitoredDeployment(ns);
     const token = await rotatingToken(SCALER_NAMESPACE, SCALER_SERVICE_ACCOUNT, dir.path);
     t.after(() => token.remove());
-    const server = await startFunction(fn, { KUBECONFIG: token.kubeconfig });
+    const server = await startFunction(fn, { ...UNVERIFIED, KUBECONFIG: token.kubeconfig });
     t.after(() => server.close());
     assert.equal((await fetch(`${server.url}/health/readiness`)).status, 200);
     return { ns, pod, token, server };
@@ -184,7 +185,7 @@ describe("memory-scaler when the API server is unavailable or refuses it", () =>
     const pod = await monitoredDeployment(ns);
     await serviceAccountForEventsOnly(ns, "nobody");
     const kubeconfig = await writeKubeconfig(await serviceAccountKubeConfig(ns, "nobody"), dir.path, `nobody-${ns}`);
-    const server = await startFunction(fn, { KUBECONFIG: kubeconfig });
+    const server = await startFunction(fn, { ...UNVERIFIED, KUBECONFIG: kubeconfig });
     t.after(() => server.close());
 
     const answer = await deliver(server.url, alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "m" }));
@@ -211,7 +212,7 @@ describe("memory-scaler when the API server is unavailable or refuses it", () =>
     );
     const access = await scalerWithoutRecords(ns, "scaler");
     const kubeconfig = await writeKubeconfig(await serviceAccountKubeConfig(ns, "scaler"), dir.path, `scaler-${ns}`);
-    const server = await startFunction(fn, { KUBECONFIG: kubeconfig });
+    const server = await startFunction(fn, { ...UNVERIFIED, KUBECONFIG: kubeconfig });
     t.after(() => server.close());
 
     const event = alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "m" });
@@ -275,13 +276,22 @@ describe("npm run function -- memory-scaler (the launcher)", () => {
     assert.match(child.stderr().trim(), /^memory-scaler: configuration error: KUBECONFIG: cannot read /);
   });
 
+  it("refuses to scale without PROMETHEUS_URL, with one line naming it and the setting that lifts it", async () => {
+    const env = { ...process.env, PORT: "0", HOST: "127.0.0.1", PROMETHEUS_URL: "", ALLOW_UNVERIFIED_ALERTS: "", PAUSE_SCALING: "" };
+    const child = startProcess({ name: "memory-scaler", command: process.execPath, args: [runTs, "memory-scaler"], env });
+    after(() => child.stop("SIGKILL"));
+    const status = await child.exited;
+    assert.equal(status.code, 1);
+    assert.match(child.stderr().trim(), /^memory-scaler: configuration error: PROMETHEUS_URL: is required to scale: .* set ALLOW_UNVERIFIED_ALERTS=true to scale without the check/);
+  });
+
   it("serves as its ServiceAccount, logs the event id and the decision, exits 0 on SIGTERM", async (t) => {
     const ns = await freshNamespace(t);
     const pod = await monitoredDeployment(ns);
     const kubeconfig = await writeKubeconfig(await serviceAccountKubeConfig(SCALER_NAMESPACE, SCALER_SERVICE_ACCOUNT), dir.path, "launcher");
     const port = await freePort();
     // PROMETHEUS_URL from the test environment is not for this process.
-    const env = { ...process.env, KUBECONFIG: kubeconfig, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "info", PROMETHEUS_URL: "" };
+    const env = { ...process.env, KUBECONFIG: kubeconfig, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "info", ...UNVERIFIED };
     const child = startProcess({ name: "memory-scaler", command: process.execPath, args: [runTs, "memory-scaler"], env });
     t.after(() => child.stop("SIGKILL"));
     const url = `http://127.0.0.1:${port}`;

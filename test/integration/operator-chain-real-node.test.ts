@@ -21,6 +21,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import * as k8s from "@kubernetes/client-node";
+import { parse } from "yaml";
 import { runChain, type ChainResult } from "../harness/demo/chain.ts";
 import { buildImages } from "../../scripts/images/build.ts";
 import { FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE } from "../harness/stack/function-pods-install.ts";
@@ -131,20 +132,34 @@ test("the functions' PodMonitor (knative/monitoring/) is selected by the operato
   const { stdout } = await promisify(execFile)(state.binaries.kubectl, [`--kubeconfig=${state.kubeconfig}`, "apply", "-k", path.join(repoRoot, "knative", "monitoring")]);
   assert.match(stdout, /podmonitor\.monitoring\.coreos\.com\/appmonitor (created|configured)/);
   const series = async (q: string) => ((await (await fetch(`${onNode.prometheusUrl}/api/v1/query?${new URLSearchParams({ query: q })}`)).json()) as { data: { result: { metric: Record<string, string> }[] } }).data.result;
-  // The operator's reload, then the PodMonitor's 30 s interval.
-  const up = `up{job="${FUNCTIONS_NAMESPACE}/appmonitor", namespace="${FUNCTIONS_NAMESPACE}"} == 1`;
+  // The operator's reload, then the PodMonitor's 30 s interval. Each target's job is its Pod's
+  // app.kubernetes.io/name (the PodMonitor's jobLabel), which the alerts on appmonitor select by.
+  const up = `up{namespace="${FUNCTIONS_NAMESPACE}"} == 1`;
   const deadline = Date.now() + 480_000;
   let found: string[] = [];
   // The PodMonitor selects the dead-letter sink's Pod too: wait for each function's own, not for a count.
-  const each = () => FUNCTION_POD_NAMES.map((name) => found.some((pod) => pod.startsWith(`${name}-`)));
+  const each = () => FUNCTION_POD_NAMES.map((name) => found.some((target) => target.startsWith(`${name} ${name}-`)));
   while (Date.now() < deadline) {
-    found = (await series(up)).map((r) => r.metric.pod ?? "").sort();
+    found = (await series(up)).map((r) => `${r.metric.job ?? ""} ${r.metric.pod ?? ""}`).sort();
     if (each().every(Boolean)) break;
     await new Promise((r) => setTimeout(r, 5000));
   }
-  assert.deepEqual(each(), FUNCTION_POD_NAMES.map(() => true), `scraped Pods: ${found.join(", ")}`);
+  assert.deepEqual(each(), FUNCTION_POD_NAMES.map(() => true), `scraped targets (job pod): ${found.join(", ")}`);
   const scaled = await series(`appmonitor_memory_scaler_events_total{namespace="${FUNCTIONS_NAMESPACE}"}`);
   assert.ok(scaled.length > 0, "memory-scaler's own counter is in the operator's Prometheus");
+  // The self-alerts on the functions' health, on these real labels: each running function's Pods
+  // joined to kube-state-metrics' readiness (the second half of AppMonitorFunctionNotReady), and
+  // neither alert's expression finding any of them.
+  const alerts = parse(await readFile(path.join(repoRoot, "knative", "monitoring", "appmonitor-alerts.yaml"), "utf8")) as { spec: { groups: { rules: { alert: string; expr: string }[] }[] } };
+  const expr = (alert: string) => alerts.spec.groups.flatMap((g) => g.rules).find((r) => r.alert === alert)?.expr ?? "";
+  const [, ready] = expr("AppMonitorFunctionNotReady").split(/\bunless on \(namespace, job\)\s*/);
+  assert.ok(ready, "AppMonitorFunctionNotReady counts the ready Pods after its unless");
+  const readyJobs = (await series(ready)).filter((r) => r.metric.namespace === FUNCTIONS_NAMESPACE).map((r) => r.metric.job ?? "");
+  for (const name of FUNCTION_POD_NAMES) assert.ok(readyJobs.includes(name), `${name} has a ready Pod by kube-state-metrics: ${readyJobs.join(", ")}`);
+  for (const alert of ["AppMonitorFunctionNotReady", "AppMonitorFunctionNotScraped"]) {
+    const found = (await series(expr(alert))).map((r) => r.metric.job ?? "");
+    assert.deepEqual(found.filter((job) => (FUNCTION_POD_NAMES as readonly string[]).includes(job)), [], `${alert}: ${JSON.stringify(found)}`);
+  }
 });
 
 test("the dashboard's queries, run against the operator's Prometheus after the chain: each is valid, and those of the run's events return series with the labels their legends use", { timeout: 300_000 }, async () => {

@@ -6,8 +6,10 @@
 //     the shipped one), image.registry the one value set for the registry: every image pulled by
 //     digest; the original memhog example scales 384Mi → 768Mi through the installed release
 //     (the demo's chain: Prometheus, Alertmanager, alert-receiver, the Broker, memory-scaler);
-//   - `helm upgrade` to a changed value (logLevel=debug): the functions roll out with it, the
-//     AppMonitor and its status are kept, and so is the webhook token;
+//   - `helm upgrade --reuse-values --set pauseScaling=true` (the documented pause) and
+//     logLevel=debug: the functions roll out with them, memory-scaler paused, the values of the
+//     install (profile, registry, no Prometheus) kept; the AppMonitor and its status are kept, and
+//     so is the webhook token;
 //   - `helm uninstall`: every object the release rendered is gone in every namespace; the CRD and
 //     the AppMonitors stay, as do memory-scaler's annotations on the workload it scaled.
 // Figures (release, install, chain, upgrade, uninstall) go to the diagnostics. One real node per
@@ -15,13 +17,14 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import * as k8s from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../functions/lib/appmonitor.ts";
+import { policyPath as inPlacePolicyPath } from "../../scripts/in-place-policy.ts";
 import { release } from "../../scripts/release/release.ts";
 import { runChain, type ChainResult } from "../harness/demo/chain.ts";
 import { installEventing, placeNamespace } from "../harness/stack/eventing-install.ts";
@@ -69,7 +72,8 @@ async function tool(file: string, args: readonly string[], env: NodeJS.ProcessEn
 const kubeconfigArg = () => `--kubeconfig=${state?.kubeconfig}`;
 const chartFile = () => path.join(releaseDir, "appmonitor-0.2.0.tgz");
 const helmArgs = (...args: string[]) => tool(helm, [...args, kubeconfigArg()]);
-const installValues = ["--set", "profile=eventing-only", "--set", `image.registry=${USER_REGISTRY}`, "--set", "prometheusUrl="];
+// The stack's Prometheus listens on the host, which no Pod reaches: memory-scaler is told to scale unverified.
+const installValues = ["--set", "profile=eventing-only", "--set", `image.registry=${USER_REGISTRY}`, "--set", "prometheusUrl=", "--set", "allowUnverifiedAlerts=true"];
 
 before(async () => {
   releaseLock = await acquireRealNodeLock();
@@ -127,6 +131,12 @@ const appMonitor = async () => (await kc.makeApiClient(k8s.CustomObjectsApi).get
   metadata: { uid: string }; status?: { scaleCount?: number; recentScales?: unknown[] };
 };
 
+test("the release holds knative/'s in-place memory policies, and a monitoring.yaml without a Namespace (kubectl delete -f of it leaves the install)", async () => {
+  assert.equal(await readFile(path.join(releaseDir, "admission", "in-place-memory.yaml"), "utf8"), await readFile(inPlacePolicyPath, "utf8"));
+  const monitoring = parseAllDocuments(await readFile(path.join(releaseDir, "monitoring", "monitoring.yaml"), "utf8")).map((d) => (d.toJS() as { kind: string }).kind).sort();
+  assert.deepEqual(monitoring, ["ConfigMap", "PodMonitor"]);
+});
+
 test("helm install of the release's chart, Eventing-only, into namespace tools: every image pulled by digest from the user's registry, and memhog scales through it", { timeout: 30 * 60_000 }, async (t) => {
   await timed("helm install", () => helmArgs("install", "appmonitor", chartFile(), "-n", NAMESPACE, ...installValues, "--wait", "--timeout", "5m")).catch(async (error: Error) => {
     throw new Error(`${error.message}\n${await namespaceState()}`, { cause: error });
@@ -153,18 +163,25 @@ test("helm install of the release's chart, Eventing-only, into namespace tools: 
   for (const hop of chained.hops) t.diagnostic(`${hop.name}${hop.detail ? `: ${hop.detail}` : ""}`);
 });
 
-test("helm upgrade to a changed value rolls the functions out with it and keeps the AppMonitor, its status and the webhook token", { timeout: 15 * 60_000 }, async () => {
+test("helm upgrade --reuse-values --set pauseScaling=true pauses memory-scaler, keeps the install's values, the AppMonitor, its status and the webhook token", { timeout: 15 * 60_000 }, async () => {
   assert.ok(chained, "the install test ran");
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const apps = kc.makeApiClient(k8s.AppsV1Api);
   const before = await appMonitor();
   const token = (await core.readNamespacedSecret({ name: "appmonitor-webhook", namespace: NAMESPACE })).data?.token;
-  await timed("helm upgrade", () => helmArgs("upgrade", "appmonitor", chartFile(), "-n", NAMESPACE, ...installValues, "--set", "logLevel=debug", "--wait", "--timeout", "5m"));
+  await timed("helm upgrade", () => helmArgs("upgrade", "appmonitor", chartFile(), "-n", NAMESPACE, "--reuse-values", "--set", "pauseScaling=true", "--set", "logLevel=debug", "--wait", "--timeout", "5m"));
   for (const name of ["alert-receiver", "memory-scaler", "rule-sync"]) {
     const d = await apps.readNamespacedDeployment({ name, namespace: NAMESPACE });
-    assert.equal(d.spec?.template.spec?.containers[0]?.env?.find((e) => e.name === "LOG_LEVEL")?.value, "debug", name);
+    const container = d.spec?.template.spec?.containers[0];
+    assert.equal(container?.env?.find((e) => e.name === "LOG_LEVEL")?.value, "debug", name);
+    assert.match(container?.image ?? "", new RegExp(`^${USER_REGISTRY}/.*@sha256:[0-9a-f]{64}$`), `${name}: still the user's registry`);
     assert.equal(d.status?.updatedReplicas, 1, `${name} rolled out`);
   }
+  // The API server leaves an empty value out.
+  const scalerEnv = Object.fromEntries(((await apps.readNamespacedDeployment({ name: "memory-scaler", namespace: NAMESPACE })).spec?.template.spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value ?? ""]));
+  assert.deepEqual([scalerEnv.PAUSE_SCALING, scalerEnv.PROMETHEUS_URL, scalerEnv.ALLOW_UNVERIFIED_ALERTS], ["true", "", "true"], "paused, the install's values kept");
+  const values = JSON.parse(await helmArgs("get", "values", "appmonitor", "-n", NAMESPACE, "-o", "json")) as Record<string, unknown>;
+  assert.deepEqual(values, { profile: "eventing-only", image: { registry: USER_REGISTRY }, prometheusUrl: "", allowUnverifiedAlerts: true, pauseScaling: true, logLevel: "debug" });
   const afterUpgrade = await appMonitor();
   assert.equal(afterUpgrade.metadata.uid, before.metadata.uid, "the same AppMonitor");
   assert.equal(afterUpgrade.status?.scaleCount, 1);

@@ -135,7 +135,7 @@ export async function startScalerOnRealNode(prefix: string): Promise<ScalerOnRea
     if (stack.state.realNode === undefined) throw new Error("the stack has no real node");
     await importImages(stack.state.realNode, [built.archive]);
     const image = await archiveReference(built.archive);
-    const scaler = await startScaler({ PROMETHEUS_URL: "" });
+    const scaler = await startScaler();
     return {
       stack,
       image,

@@ -71,6 +71,19 @@ key=value pairs, sorted, joined by commas.
 {{- .Values.alertSeverity }}
 {{- end }}
 
+{{- /*
+ALLOW_UNVERIFIED_ALERTS from .Values.allowUnverifiedAlerts (false when absent, as in values kept
+from a release before it), refusing an empty prometheusUrl without it or pauseScaling: memory-scaler
+would refuse to start (values.yaml says why), so the install fails here, with a message.
+*/}}
+{{- define "appmonitor.allowUnverifiedAlerts" -}}
+{{- $allow := .Values.allowUnverifiedAlerts | default false }}
+{{- if not (or .Values.prometheusUrl .Values.pauseScaling $allow) }}
+{{- fail "prometheusUrl is empty: memory-scaler would scale on every alert it is sent, unchecked against Prometheus, so it refuses to start; set prometheusUrl to your Prometheus, or allowUnverifiedAlerts=true to scale unchecked" }}
+{{- end }}
+{{- $allow }}
+{{- end }}
+
 {{- /* The ApiServerSource's namespaceSelector: every namespace, or the watched ones. */}}
 {{- define "appmonitor.namespaceSelector" -}}
 {{- if .Values.watchNamespaces }}

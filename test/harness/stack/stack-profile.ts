@@ -4,16 +4,16 @@
  * only what this machine needs, as a user's overlay would for their cluster:
  *   - memory-scaler's and rule-sync's `PROMETHEUS_URL` are empty (unset): the stack's Prometheus
  *     listens on 127.0.0.1, which no Pod reaches, and the shipped kube-prometheus-stack address
- *     does not exist here, so memory-scaler scales without re-checking the working set, as its
- *     README allows, and rule-sync reports RuleReady and MetricsReady `Unknown`
- *     `PrometheusNotConfigured`; on the operator stack (`shippedPrometheus`) that address exists
- *     and the shipped value stays;
+ *     does not exist here, so memory-scaler scales without re-checking the working set, which it
+ *     does only when told so (`ALLOW_UNVERIFIED_ALERTS=true`, set here), and rule-sync reports
+ *     RuleReady and MetricsReady `Unknown` `PrometheusNotConfigured`; on the operator stack
+ *     (`shippedPrometheus`) that address exists and the shipped values stay;
  *   - the images are used as imported into the node (`imagePullPolicy: IfNotPresent`): a `:latest`
  *     tag would mean `Always`;
  *   - without Eventing (`sink: "memory-scaler"`), alert-receiver's `K_SINK` is memory-scaler's
  *     Service (DESIGN.md allows it), where the SinkBinding would inject the Broker's address.
  * The Serving profile (knative/ itself, `profile: "serving"`) the same way, where Serving runs
- * beside Eventing (`serving-install.ts`): the same `PROMETHEUS_URL`s, the four function
+ * beside Eventing (`serving-install.ts`): the same `PROMETHEUS_URL`s and `ALLOW_UNVERIFIED_ALERTS`, the four function
  * images (the dead-letter sink's among them) named by their digests in the stack's registry (as a release names them; Serving
  * resolves no digest, and the real node pulls them from that registry), and no pull policy:
  * a digest means `IfNotPresent` already. Its Knative Services are
@@ -51,14 +51,18 @@ export interface StackProfileOptions {
 /** Where each profile is, relative to knative/'s parent. */
 const PROFILE_DIRS = { "eventing-only": "knative/eventing-only", serving: "knative" } as const;
 
-/** The stack's patches of the Serving profile: an empty `PROMETHEUS_URL` (the first variable of both) for memory-scaler and rule-sync. */
+/**
+ * The stack's patches of the Serving profile: an empty `PROMETHEUS_URL` (the first variable of
+ * both) for memory-scaler and rule-sync, and memory-scaler's `ALLOW_UNVERIFIED_ALERTS` (its second) `"true"`.
+ */
 function servingPatches(options: StackProfileOptions): object[] {
   if (options.shippedPrometheus) return [];
-  const env0 = "/spec/template/spec/containers/0/env/0";
-  return ["memory-scaler", "rule-sync"].map((name) => ({
-    target: { group: "serving.knative.dev", kind: "Service", name },
-    patch: stringify([{ op: "test", path: `${env0}/name`, value: "PROMETHEUS_URL" }, { op: "replace", path: `${env0}/value`, value: "" }]),
-  }));
+  const env = (i: number) => `/spec/template/spec/containers/0/env/${i}`;
+  const set = (i: number, name: string, value: string) => [{ op: "test", path: `${env(i)}/name`, value: name }, { op: "replace", path: `${env(i)}/value`, value }];
+  return [
+    { name: "memory-scaler", ops: [...set(0, "PROMETHEUS_URL", ""), ...set(1, "ALLOW_UNVERIFIED_ALERTS", "true")] },
+    { name: "rule-sync", ops: set(0, "PROMETHEUS_URL", "") },
+  ].map(({ name, ops }) => ({ target: { group: "serving.knative.dev", kind: "Service", name }, patch: stringify(ops) }));
 }
 
 /**
@@ -74,16 +78,17 @@ export function stackProfileKustomization(profileDir: string, options: StackProf
     ].join("\n");
   }
   const namespace = options.namespace ?? SHIPPED_NAMESPACE;
-  const env = (deployment: string, name: string, value: string) => ({
+  // One patch per Deployment: a strategic merge keeps the shipped order of the variables it names.
+  const env = (deployment: string, vars: Readonly<Record<string, string>>) => ({
     target: { group: "apps", kind: "Deployment", name: deployment },
     patch: stringify({
       apiVersion: "apps/v1", kind: "Deployment", metadata: { name: deployment },
-      spec: { template: { spec: { containers: [{ name: deployment, env: [{ name, value }] }] } } },
+      spec: { template: { spec: { containers: [{ name: deployment, env: Object.entries(vars).map(([name, value]) => ({ name, value })) }] } } },
     }),
   });
   const patches = [
-    ...(options.shippedPrometheus ? [] : [env("memory-scaler", "PROMETHEUS_URL", ""), env("rule-sync", "PROMETHEUS_URL", "")]),
-    ...(options.sink === "memory-scaler" ? [env("alert-receiver", "K_SINK", `http://memory-scaler.${namespace}.svc.${CLUSTER_DOMAIN}`)] : []),
+    ...(options.shippedPrometheus ? [] : [env("memory-scaler", { PROMETHEUS_URL: "", ALLOW_UNVERIFIED_ALERTS: "true" }), env("rule-sync", { PROMETHEUS_URL: "" })]),
+    ...(options.sink === "memory-scaler" ? [env("alert-receiver", { K_SINK: `http://memory-scaler.${namespace}.svc.${CLUSTER_DOMAIN}` })] : []),
     {
       target: { group: "apps", kind: "Deployment" },
       patch: stringify([{ op: "add", path: "/spec/template/spec/containers/0/imagePullPolicy", value: "IfNotPresent" }]),

@@ -645,7 +645,7 @@ test("a Pod resolves memory-scaler.appmonitor.svc.cluster.local, posts an alert 
 
 test("a bare memhog Pod resized in place by memory-scaler: the kubelet applies the new limit to the running container (same container, no restart), and the follow-up ends the resize RolledOut", { timeout: 240_000 }, async (t) => {
   await installMemoryScaler();
-  const scaler = await startScaler({ PROMETHEUS_URL: "" });
+  const scaler = await startScaler();
   t.after(() => scaler.stop());
   await createAppMonitor("default", "resize", { memThresholdPercent: 75, memMultiplier: 2, selector: { matchLabels: { app: "resize-memhog" } } });
   const bare = memhogPod("resize-memhog", { MEMHOG_TARGET: "16Mi" }, "96Mi");
@@ -685,7 +685,7 @@ test("a bare memhog Pod resized in place by memory-scaler: the kubelet applies t
 
 test("resizes the real node cannot hold now or ever, and one whose resizePolicy restarts the container: refused by the API server beyond the node's allocatable memory, Deferred by the kubelet until another Pod leaves, RolledOut after one restart", { timeout: 300_000 }, async (t) => {
   await installMemoryScaler();
-  const scaler = await startScaler({ PROMETHEUS_URL: "" });
+  const scaler = await startScaler();
   t.after(() => scaler.stop());
   // A cap above every resize here: the install's default (8Gi) may be below them on a large host.
   await createAppMonitor("default", "resize-more", { memThresholdPercent: 75, memMultiplier: 2, cooldownSeconds: 0, maxMemory: "1Ti", selector: { matchLabels: { app: "resize-more" } } });

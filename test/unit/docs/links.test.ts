@@ -40,7 +40,7 @@ const ALLOWED_PATHS: ReadonlyMap<string, string> = new Map([
   ["pause.oci.tar", "an archive the build writes into the cache directory"],
   ["appmonitor-rules.yml", "the file the user writes with npm run rules"],
   ...["push-images.sh", "RELEASE-NOTES.md", "manifests/appmonitor-serving.yaml", "manifests/appmonitor-eventing-only.yaml", "manifests/appmonitor-crd.yaml",
-    "monitoring/monitoring.yaml", "monitoring/appmonitor-dashboard.json", "alertmanager/kube-prometheus-stack-values.yaml"]
+    "monitoring/monitoring.yaml", "monitoring/appmonitor-dashboard.json", "alertmanager/kube-prometheus-stack-values.yaml", "admission/in-place-memory.yaml"]
     .map((file) => [file, "a file of the release directory npm run release writes (scripts/release/release.ts)"] as const),
 ]);
 const ALLOWED_ENV: ReadonlyMap<string, string> = new Map([

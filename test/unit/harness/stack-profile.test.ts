@@ -1,6 +1,6 @@
 // The stack runs the shipped Eventing-only profile, not a rendering of its own: its overlay
 // (test/harness/stack/stack-profile.ts) rendered by kustomize over a copy of knative/ differs from
-// `kubectl kustomize knative/eventing-only` only where this machine needs it (no PROMETHEUS_URL, images used as imported, K_SINK without Eventing), and in another
+// `kubectl kustomize knative/eventing-only` only where this machine needs it (no PROMETHEUS_URL, so ALLOW_UNVERIFIED_ALERTS, images used as imported, K_SINK without Eventing), and in another
 // namespace only by that namespace.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -33,6 +33,7 @@ const pullPolicy = (name: string) => `apps/v1 Deployment appmonitor/${name} /spe
 const common = [
   ...["alert-receiver", "appmonitor-dead-letter", "memory-scaler", "rule-sync"].map(pullPolicy),
   ...["memory-scaler", "rule-sync"].map((name) => `apps/v1 Deployment appmonitor/${name} /spec/template/spec/containers/0/env/0/value: "http://prometheus-operated.monitoring.svc.cluster.local:9090" → ""`),
+  `apps/v1 Deployment appmonitor/memory-scaler /spec/template/spec/containers/0/env/1/value: "false" → "true"`,
 ];
 
 test("with Eventing: the shipped profile but for PROMETHEUS_URL and the pull policy", async () => {
@@ -42,7 +43,7 @@ test("with Eventing: the shipped profile but for PROMETHEUS_URL and the pull pol
 
 test("on the operator stack the shipped PROMETHEUS_URL stays: the kube-prometheus-stack address exists there", async () => {
   const [shipped, stack] = await Promise.all([kustomize("knative/eventing-only"), render({ sink: "sinkbinding", shippedPrometheus: true })]);
-  assert.deepEqual(differences(shipped, stack).sort(), common.filter((d) => !d.includes("PROMETHEUS_URL") && !d.includes("/env/0/value")).sort());
+  assert.deepEqual(differences(shipped, stack).sort(), common.filter((d) => !d.includes("/env/")).sort());
 });
 
 test("without Eventing: alert-receiver's K_SINK is memory-scaler's Service, the one more difference", async () => {
@@ -74,7 +75,7 @@ test("the Eventing objects are the *.knative.dev kinds, the dead-letter sink and
   ].sort());
 });
 
-test("the Serving profile (knative/): the shipped one but for the images, by digest, and PROMETHEUS_URL", async () => {
+test("the Serving profile (knative/): the shipped one but for the images, by digest, PROMETHEUS_URL and ALLOW_UNVERIFIED_ALERTS", async () => {
   const digest = (n: number) => `sha256:${String(n).repeat(64)}`;
   const imageDigests = { "ghcr.io/kubedemo/appmonitor-alert-receiver": digest(1), "ghcr.io/kubedemo/appmonitor-memory-scaler": digest(2), "ghcr.io/kubedemo/appmonitor-rule-sync": digest(3), "ghcr.io/kubedemo/appmonitor-dead-letter": digest(4) };
   const [shipped, stack] = await Promise.all([kustomize("knative"), render({ sink: "sinkbinding", profile: "serving", imageDigests })]);
@@ -86,5 +87,6 @@ test("the Serving profile (knative/): the shipped one but for the images, by dig
       return `${ksvc(fn === "dead-letter" ? "appmonitor-dead-letter" : fn)}/image: "${name}:latest" → "${name}@${d}"`;
     }),
     ...["memory-scaler", "rule-sync"].map((name) => `${ksvc(name)}/env/0/value: "http://prometheus-operated.monitoring.svc.cluster.local:9090" → ""`),
+    `${ksvc("memory-scaler")}/env/1/value: "false" → "true"`,
   ].sort());
 });

@@ -1,5 +1,5 @@
 // Any namespace: knative/namespace/namespace.yaml names the install's namespace once, and both
-// profiles and knative/alertmanager/ follow it everywhere, strings included: the dry-run-only Pod
+// profiles, knative/alertmanager/ and knative/monitoring/ follow it everywhere, strings included: the dry-run-only Pod
 // guard's username, the Triggers' PingSource source filters, the bindings' subjects and
 // alert-receiver's address. Rendered by kustomize from a copy of knative/ whose namespace is
 // renamed, as a user would rename it.
@@ -25,7 +25,7 @@ function strings(value: unknown, at = ""): [string, string][] {
 const namesNamespace = (ns: string) => (pointer: string, value: string): boolean =>
   (pointer.endsWith("/namespace") && value === ns) || value.includes(`:${ns}:`) || value.includes(`/namespaces/${ns}/`) || value.includes(`.${ns}.svc`);
 
-const rendered: Record<"serving" | "eventing-only" | "alertmanager", Manifest[]> = { serving: [], "eventing-only": [], alertmanager: [] };
+const rendered: Record<"serving" | "eventing-only" | "alertmanager" | "monitoring", Manifest[]> = { serving: [], "eventing-only": [], alertmanager: [], monitoring: [] };
 let shipped: Manifest[] = [];
 
 before(async () => {
@@ -39,8 +39,8 @@ before(async () => {
   };
   await rename("namespace/namespace.yaml", /^ {2}name: appmonitor$/m, `  name: ${OTHER}`);
   await rename("alertmanager/alertmanagerconfig.yaml", /^ {2}namespace: appmonitor$/m, `  namespace: ${OTHER}`);
-  [rendered.serving, rendered["eventing-only"], rendered.alertmanager, shipped] = await Promise.all([
-    kustomize(copy), kustomize(path.join(copy, "eventing-only")), kustomize(path.join(copy, "alertmanager")), kustomize("knative"),
+  [rendered.serving, rendered["eventing-only"], rendered.alertmanager, rendered.monitoring, shipped] = await Promise.all([
+    kustomize(copy), kustomize(path.join(copy, "eventing-only")), kustomize(path.join(copy, "alertmanager")), kustomize(path.join(copy, "monitoring")), kustomize("knative"),
   ]);
   await scratch.remove();
 });
@@ -52,7 +52,7 @@ test("the shipped install names its namespace in each of these places (so the ch
   }
 });
 
-for (const profile of ["serving", "eventing-only", "alertmanager"] as const) {
+for (const profile of ["serving", "eventing-only", "alertmanager", "monitoring"] as const) {
   test(`${profile}: renamed in namespace.yaml, no object or string names appmonitor as a namespace any more`, () => {
     const objects = rendered[profile];
     assert.ok(objects.length > 0);
@@ -71,4 +71,8 @@ test("the guard, the resync filters and alert-receiver's address name the new na
   assert.ok(values.includes(`http://alert-receiver.${OTHER}.svc.cluster.local/`), "the AlertmanagerConfig's webhook URL");
   const [ns] = rendered.serving.filter((o) => o.kind === "Namespace");
   assert.equal(ns?.metadata.name, OTHER);
+});
+
+test("knative/monitoring/ renders no Namespace: `kubectl delete -k` of it (or -f of the release's monitoring.yaml) leaves the install", () => {
+  assert.deepEqual(rendered.monitoring.map((o) => `${o.kind}/${o.metadata.namespace}/${o.metadata.name}`).sort(), [`ConfigMap/${OTHER}/appmonitor-dashboard`, `PodMonitor/${OTHER}/appmonitor`]);
 });

@@ -84,7 +84,7 @@ async function drift(profile: "serving" | "eventing-only", namespace: string): P
 }
 
 describe("the chart", () => {
-  for (const set of [[], ["profile=eventing-only"], ["watchNamespaces={team-a,team-b}"], ["webhook.existingSecret=mine", "prometheusUrl="]]) {
+  for (const set of [[], ["profile=serving"], ["watchNamespaces={team-a,team-b}"], ["webhook.existingSecret=mine", "prometheusUrl=", "allowUnverifiedAlerts=true"]]) {
     test(`helm lint passes${set.length ? ` with ${set.join(" ")}` : ""}`, async () => {
       const { stdout } = await run(helm, ["lint", "--strict", chart, ...set.flatMap((s) => ["--set", s])]);
       assert.match(stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
@@ -143,10 +143,21 @@ describe("the chart's values", () => {
     ]);
   });
 
-  test("prometheusUrl, defaultMaxMemory, alertmanagerUrl, metricSource, ruleLabels, alertSeverity, logLevel and pauseScaling reach the functions' environment", async () => {
+  test("the default profile is eventing-only: Deployments, no Knative Service", async () => {
+    const objects = await template("appmonitor");
+    assert.deepEqual(objects.filter((o) => o.kind === "Deployment").map((o) => o.metadata.name).sort(), ["alert-receiver", "appmonitor-dead-letter", "memory-scaler", "rule-sync"]);
+    assert.equal(objects.some((o) => o.apiVersion.startsWith("serving.knative.dev/")), false);
+  });
+
+  test("prometheusUrl, allowUnverifiedAlerts, defaultMaxMemory, alertmanagerUrl, metricSource, ruleLabels, alertSeverity, logLevel and pauseScaling reach the functions' environment", async () => {
     const objects = await template("appmonitor", ["profile=eventing-only", "prometheusUrl=", "defaultMaxMemory=16Gi", "alertmanagerUrl=", "metricSource=kube-state-metrics", "ruleLabels.release=kps", "ruleLabels.team=a", "alertSeverity=critical", "logLevel=debug", "pauseScaling=true"]);
-    assert.deepEqual(env(find(objects, "Deployment", "memory-scaler")), { PROMETHEUS_URL: "", DEFAULT_MAX_MEMORY: "16Gi", ALERTMANAGER_URL: "", LOG_LEVEL: "debug", PAUSE_SCALING: "true" });
-    assert.equal(env(find(await template("appmonitor"), "Service", "memory-scaler")).PAUSE_SCALING, "false", "not paused by default");
+    assert.deepEqual(env(find(objects, "Deployment", "memory-scaler")), { PROMETHEUS_URL: "", ALLOW_UNVERIFIED_ALERTS: "false", DEFAULT_MAX_MEMORY: "16Gi", ALERTMANAGER_URL: "", LOG_LEVEL: "debug", PAUSE_SCALING: "true" });
+    const defaults = env(find(await template("appmonitor"), "Deployment", "memory-scaler"));
+    assert.deepEqual([defaults.PAUSE_SCALING, defaults.ALLOW_UNVERIFIED_ALERTS], ["false", "false"], "not paused, and no scale without Prometheus, by default");
+    const unverified = env(find(await template("appmonitor", ["prometheusUrl=", "allowUnverifiedAlerts=true"]), "Deployment", "memory-scaler"));
+    assert.deepEqual([unverified.PROMETHEUS_URL, unverified.ALLOW_UNVERIFIED_ALERTS], ["", "true"]);
+    // Values kept from a release before allowUnverifiedAlerts (helm upgrade --reuse-values): off.
+    assert.equal(env(find(await template("appmonitor", ["allowUnverifiedAlerts=null"]), "Deployment", "memory-scaler")).ALLOW_UNVERIFIED_ALERTS, "false");
     assert.deepEqual(env(find(objects, "Deployment", "rule-sync")), { PROMETHEUS_URL: "", ALERTMANAGER_URL: "", METRIC_SOURCE: "kube-state-metrics", RULE_LABELS: "release=kps,team=a", ALERT_SEVERITY: "critical", LOG_LEVEL: "debug" });
   });
 
@@ -173,7 +184,7 @@ describe("the chart's values", () => {
       return parseAllDocuments(stdout).map((d) => d.toJS() as RenderedObject).filter((o) => o !== null);
     };
     const releaseOf = (objects: RenderedObject[]) => [
-      env(find(objects, "Service", "rule-sync")).RULE_LABELS,
+      env(find(objects, "Deployment", "rule-sync")).RULE_LABELS,
       ...["PodMonitor", "PrometheusRule"].map((kind) => objects.find((o) => o.kind === kind)?.metadata.labels?.release),
     ];
     assert.deepEqual(releaseOf(await withApi([])), ["release=prometheus", "prometheus", "prometheus"]);
@@ -187,7 +198,7 @@ describe("the chart's values", () => {
   test("webhook.existingSecret: alert-receiver mounts yours and the chart makes none; else it makes appmonitor-webhook with a 64-character token", async () => {
     const mine = await template("appmonitor", ["webhook.existingSecret=mine"]);
     assert.equal(find(mine, "Secret", "appmonitor-webhook"), undefined);
-    const receiver = find(mine, "Service", "alert-receiver");
+    const receiver = find(mine, "Deployment", "alert-receiver");
     assert.equal(receiver?.spec.template.spec.volumes?.[0]?.secret?.secretName, "mine");
     const made = find(await template("appmonitor"), "Secret", "appmonitor-webhook") as unknown as { data: { token: string } };
     assert.equal(Buffer.from(made.data.token, "base64").toString().length, 64);
@@ -221,6 +232,8 @@ describe("the chart's values", () => {
     ["ceilings.maxMemory=lots", /maxMemory/],
     ["ceilings.leakGuardMaxScales=11", /leakGuardMaxScales/],
     ["ceilings.maxMemoryCeiling=1Gi", /maxMemoryCeiling/],
+    ["prometheusUrl=", /prometheusUrl is empty: memory-scaler would scale on every alert it is sent, unchecked against Prometheus, so it refuses to start; .*allowUnverifiedAlerts=true/],
+    ["allowUnverifiedAlerts=yes", /allowUnverifiedAlerts/],
   ];
   for (const [set, names] of refused) {
     test(`a bad value is refused with its name: ${set}`, async () => {

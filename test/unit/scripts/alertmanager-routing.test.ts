@@ -5,6 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import path from "node:path";
 import { GENERATED_ALERT_NAMES } from "../../../functions/rule-sync/rule.ts";
 import {
   alertmanagerYaml,
@@ -17,7 +18,8 @@ import {
   plainAlertmanagerConfig,
   type AlertmanagerConfig,
 } from "../../../scripts/alertmanager-routing.ts";
-import { alertmanagerValuesTemplate, NAMESPACE_SENTINEL } from "../../../scripts/release/chart-templates.ts";
+import { ALERTMANAGER_VALUES_TEMPLATE, alertmanagerValuesTemplate, NAMESPACE_SENTINEL } from "../../../scripts/release/chart-templates.ts";
+import { CHART_SOURCE } from "../../../scripts/release/build-chart.ts";
 import { coalesceValues, type Value } from "../../harness/lib/helm-values.ts";
 import { documentedKubePrometheusStackValues } from "../../harness/lib/install-doc.ts";
 
@@ -68,4 +70,12 @@ test("the chart's named template holds the same values, alert-receiver's address
   const body = template.split("\n").slice(2, -2).join("\n");
   assert.equal(body, kubePrometheusStackValuesYaml(NAMESPACE_SENTINEL).replaceAll(NAMESPACE_SENTINEL, "{{ .Release.Namespace }}").trimEnd());
   assert.match(body, /url: http:\/\/alert-receiver\.\{\{ \.Release\.Namespace \}\}\.svc\.cluster\.local\//);
+});
+
+test("NOTES.txt prints that named template, whose route names every alert the rule generator can raise", () => {
+  const notes = readFileSync(path.join(CHART_SOURCE, "templates", "NOTES.txt"), "utf8");
+  assert.match(notes, new RegExp(`\\{\\{ include "${ALERTMANAGER_VALUES_TEMPLATE.replaceAll(".", "\\.")}" \\. `));
+  const matcher = /matchers: \[alertname=~"([^"]*)"\]/.exec(alertmanagerValuesTemplate())?.[1] ?? "";
+  assert.deepEqual(matcher.split("|"), [...GENERATED_ALERT_NAMES]);
+  assert.ok(GENERATED_ALERT_NAMES.includes("AppMonitorMemoryTrend"), "the trend alert is one of them");
 });
