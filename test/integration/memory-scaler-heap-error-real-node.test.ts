@@ -9,7 +9,9 @@
 // answered once by a rollout, in `Rollout` and in `InPlaceOrRollout` (a resize cannot reach a
 // heap sized at start): the limit doubled and the runtime's heap setting in the same patch; the new
 // Pod's program reports a larger heap limit and runs past its old one; a second delivery scales
-// nothing more. The cases run side by side, each in its own namespace.
+// nothing more. And Node.js at 256Mi, whose default heap is larger than the limit: OOM-killed,
+// and answered in one raise that reaches the heap because the AppMonitor declares the runtime
+// (`spec.containerPolicies` `runtime`). The cases run side by side, each in its own namespace.
 //
 // The run's shared real node (or the file's own, alone), memory-scaler in this process as its ServiceAccount.
 import { after, before, describe, test } from "node:test";
@@ -63,8 +65,10 @@ interface HeapCase {
   readonly updateMode: "Rollout" | "InPlaceOrRollout";
   /** MiB of live objects the program keeps: past the default heap, within the raised one. */
   readonly holdMiB: number;
-  /** The runtime's own line in the termination message. */
-  readonly error: RegExp;
+  /** How the first run ends: the runtime's own line in the termination message, or an OOM kill. */
+  readonly error: RegExp | "OOMKilled";
+  /** The runtime declared in the AppMonitor's `spec.containerPolicies` (else known only from the heap error). */
+  readonly declared?: boolean;
   /** The heap setting the patch adds (env var, value). */
   readonly setting: readonly [string, string];
 }
@@ -73,6 +77,8 @@ const CASES: readonly HeapCase[] = [
   { namespace: "heap-node-1gi", runtime: "Node.js", limitMiB: 1024, updateMode: "Rollout", holdMiB: 700, error: /JavaScript heap out of memory/, setting: ["NODE_OPTIONS", "--max-old-space-size=1536"] },
   { namespace: "heap-node-512mi", runtime: "Node.js", limitMiB: 512, updateMode: "InPlaceOrRollout", holdMiB: 300, error: /JavaScript heap out of memory/, setting: ["NODE_OPTIONS", "--max-old-space-size=768"] },
   { namespace: "heap-jvm-1gi", runtime: "JVM", limitMiB: 1024, updateMode: "Rollout", holdMiB: 400, error: /java\.lang\.OutOfMemoryError: Java heap space/, setting: ["JAVA_TOOL_OPTIONS", "-XX:MaxRAMPercentage=75"] },
+  // V8's default heap (259 MiB) is larger than this limit: the kernel kills first. The declared runtime makes the OOM kill's raise reach the heap.
+  { namespace: "heap-node-256mi", runtime: "Node.js", limitMiB: 256, updateMode: "InPlaceOrRollout", holdMiB: 300, error: "OOMKilled", declared: true, setting: ["NODE_OPTIONS", "--max-old-space-size=384"] },
   { namespace: "heap-jvm-512mi", runtime: "JVM", limitMiB: 512, updateMode: "InPlaceOrRollout", holdMiB: 200, error: /java\.lang\.OutOfMemoryError: Java heap space/, setting: ["JAVA_TOOL_OPTIONS", "-XX:MaxRAMPercentage=75"] },
 ];
 
@@ -132,14 +138,15 @@ const heapLimit = (log: string): number | undefined => {
   return m === null ? undefined : Number(m[1]);
 };
 
-describe("a runtime's default heap runs out under the container's limit; the heap-error alert is answered once by a rollout with the runtime's heap setting, and the new program runs past its old heap limit", { concurrency: true }, () => {
+describe("a runtime's default heap runs out (or, larger than the limit, is OOM-killed first); the alert is answered once by a rollout with the runtime's heap setting, and the new program runs past its old heap limit", { concurrency: true }, () => {
   for (const c of CASES) {
     test(`${c.runtime}, ${c.limitMiB}Mi, ${c.updateMode}`, { timeout: 600_000 }, async (t) => {
       const ns = c.namespace;
       // Deleted, and waited for, when the file stops (the run's shared node stays up for the next file).
       await running?.stack.namespace(ns);
       if (c.runtime === "JVM") await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: "program" }, data: { "Grow.java": JAVA_PROGRAM } } });
-      await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, updateMode: c.updateMode });
+      const declared = c.declared === true ? { containerPolicies: [{ containerName: "app", runtime: c.runtime }] } : {};
+      await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, updateMode: c.updateMode, ...declared });
       await apps.createNamespacedDeployment({ namespace: ns, body: deployment(c) });
 
       // The first run's end, as the kubelet reports it.
@@ -152,12 +159,17 @@ describe("a runtime's default heap runs out under the container's limit; the hea
       const oldLimit = heapLimit(terminated.message ?? "");
       t.diagnostic(`first run: exit code ${terminated.exitCode}, reason ${terminated.reason}, ran ${((new Date(terminated.finishedAt ?? 0).getTime() - new Date(terminated.startedAt ?? 0).getTime()) / 1000).toFixed(0)} s; heap limit ${oldLimit ?? "not in the tail"} MiB of a ${c.limitMiB} MiB container`);
       t.diagnostic(`termination message (tail): ${JSON.stringify((terminated.message ?? "").slice(-300))}`);
-      assert.equal(terminated.reason, "Error", JSON.stringify(terminated));
-      assert.match(terminated.message ?? "", c.error);
+      if (c.error === "OOMKilled") {
+        assert.equal(terminated.reason, "OOMKilled", JSON.stringify(terminated));
+      } else {
+        assert.equal(terminated.reason, "Error", JSON.stringify(terminated));
+        assert.match(terminated.message ?? "", c.error);
+      }
 
-      const heapError = () => alertEvent({ namespace: ns, pod: pod.metadata?.name ?? "", container: "app", appmonitor: "m", alertname: "AppMonitorHeapError" });
+      const alertname = c.error === "OOMKilled" ? "AppMonitorOOMKilled" : "AppMonitorHeapError";
+      const heapError = () => alertEvent({ namespace: ns, pod: pod.metadata?.name ?? "", container: "app", appmonitor: "m", alertname });
       const answer = await deliver(running?.scaler.url ?? "", heapError());
-      t.diagnostic(`AppMonitorHeapError: ${describeAnswer(answer)}`);
+      t.diagnostic(`${alertname}: ${describeAnswer(answer)}`);
       assert.deepEqual([answer.status, answer.outcome, answer.reason], [204, "scaled", "Scaled"], describeAnswer(answer));
       const scaledAt = Date.now();
       const web = await apps.readNamespacedDeployment({ namespace: ns, name: "web" });
@@ -179,7 +191,7 @@ describe("a runtime's default heap runs out under the container's limit; the hea
       const heldAt = Date.now();
       const firstError = new Date(terminated.finishedAt ?? 0).getTime();
       t.diagnostic(`new program: ${ran.log.trim().split("\n").join(" | ")}; heap limit ${oldLimit ?? "?"} → ${newLimit ?? "?"} MiB`);
-      t.diagnostic(`heap error (finishedAt, whole seconds) → scaled: ${((scaledAt - firstError) / 1000).toFixed(1)} s (the alert delivered by hand here); scaled → new program past its old heap: ${((heldAt - scaledAt) / 1000).toFixed(1)} s`);
+      t.diagnostic(`${c.error === "OOMKilled" ? "OOM kill" : "heap error"} (finishedAt, whole seconds) → scaled: ${((scaledAt - firstError) / 1000).toFixed(1)} s (the alert delivered by hand here); scaled → new program past its old heap: ${((heldAt - scaledAt) / 1000).toFixed(1)} s`);
       assert.ok(newLimit !== undefined && newLimit > c.holdMiB, `the new heap limit ${newLimit} MiB holds the program's ${c.holdMiB} MiB`);
       assert.ok(oldLimit === undefined || oldLimit < c.holdMiB, `the old heap limit ${oldLimit} MiB did not`);
       assert.equal(ran.next.status?.containerStatuses?.[0]?.restartCount, 0, "not crashing again");
