@@ -216,6 +216,8 @@ export interface ContainerPolicy {
   minMemory?: string;
   /** `Off`: never changed; `Auto` (also when absent): scaled. */
   mode?: "Auto" | "Off";
+  /** The runtime that sizes the container's heap when it starts: every raise rolls out with its heap setting (docs/fixed-heaps.md). */
+  runtime?: "Node.js" | "JVM";
 }
 
 /** `spec.revertBudgetPerHour`'s default (the schema's, so the API server writes it): three patches of a reverted workload per hour. */

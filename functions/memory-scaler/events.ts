@@ -25,6 +25,7 @@
  * | `Scaled` | Normal pair (its note ends with the heap flags raised under `spec.heapFlags: Scale`, and after a heap error the heap settings written, `settingsClause`), and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill\| on its trend toward the limit\| after a heap error]: <changes>[; the rollout replaces (restarts) its Pods][; <bounds>]` (`replacement.ts` `replacementClause`; the caps and ceilings that held it, {@link boundsClause}) |
  * | `PodsReplaced` (with `Scaled`) | Warning pair, when the replaced Pods likely keep state in memory or in `emptyDir` volumes (`replacement.ts`: a single-replica Deployment, any StatefulSet, an `emptyDir` volume in the Pod template); never for a bare Pod resized in place | `podsReplacedNote`: why, and that their memory and emptyDir contents are lost |
  * | `Resized` | Normal pair on the bare Pod (its `workload`), or the workload whose Pods were resized in place, and the AppMonitor | `resized <kind> <name> in place by <multiplier>[ after an OOM kill\| on its trend toward the limit\| after a heap error]: <changes>[ (Pods <names>)][; <bounds>]` |
+ * | `HeapNotReached` (with `Resized`) | Warning pair: a resized container's `spec.containerPolicies` `runtime` sizes its heap when it starts (`scale/decide/heap-settings.ts`) | `resized in place, but container <name> (<runtime>) sizes its heap when it starts, so …` |
  * | `ScaledDown` | Normal pair (a down-step of `spec.scaleDown`, `scale/decide/scale-down.ts`), with the `GitOpsManaged` and `PodsReplaced` Warning pairs as for `Scaled` | `scaled down <kind> <name>: <changes>[; the rollout replaces (restarts) its Pods]` (`[ in place (Pods <names>)]` when resized in place) |
  * | `InPlaceFallback` (with `Scaled`) | Warning pair: `spec.updateMode: InPlaceOrRollout` wrote the template instead, and why | `<message>` |
  * | anything else | none: the outcome is logged and counted only | |
@@ -120,6 +121,8 @@ export type Reported =
       readonly key?: string;
       /** As for `Scaled`. */
       readonly bounds?: string | undefined;
+      /** Why the running program's heap is not reached (a declared runtime that sizes it at start): a `HeapNotReached` Warning pair. */
+      readonly heapNotReached?: string;
     }
   /** A down-step (`scale/decide/scale-down.ts`); `pods`: resized in place; the rest as for `Scaled`. */
   | {
@@ -297,7 +300,9 @@ export function eventsOf(reported: Reported, subjects: Subjects, eventId: string
       const pods = r.pods as readonly string[] | undefined;
       const which = pods === undefined ? "" : ` (Pod${pods.length === 1 ? "" : "s"} ${pods.join(", ")})`;
       const note = `resized ${wl.kind ?? ""} ${wl.name} in place by ${String(r.multiplier)}${becauseOf(r.trigger as AlertTrigger)}: ${describeChanges(r.changes as ContainerChange[])}${which}${typeof r.bounds === "string" ? r.bounds : ""}`;
-      return normalPair("Resized", note, (r.key as string | undefined) ?? eventId);
+      const key = (r.key as string | undefined) ?? eventId;
+      const notReached = r.heapNotReached as string | undefined;
+      return [...normalPair("Resized", note, key), ...(notReached === undefined ? [] : warningPair("HeapNotReached", `resized in place, but ${notReached}`, key))];
     }
     case "ScaledDown": {
       const down = reported as Extract<Reported, { reason: "ScaledDown"; changes: readonly ContainerChange[] }>;

@@ -1,7 +1,7 @@
 /**
  * `npm run image`: builds the images of the four functions (the dead-letter sink among them) from the repository's Dockerfile,
  * on the base image of `base.ts` (`--build-arg NODE_IMAGE=`), and the memhog demo image from
- * `memhog/`, Debian's Redis (a real program for the real node's tests) and Alertmanager (prometheus-operator's on the real node), both `debian-image.ts`; saves each as an OCI archive under `<cache>/images/`; prints each image's name,
+ * `memhog/`, Debian's Redis (a real program for the real node's tests), Alertmanager (prometheus-operator's on the real node) and OpenJDK 17 (a JVM for the heap tests), all `debian-image.ts`; saves each as an OCI archive under `<cache>/images/`; prints each image's name,
  * digest and size. Podman's layer cache and the base image's keyed tag make a second run
  * cheap. Needs root and Debian's podman, runc and mmdebstrap (`podman.ts` says why).
  *
@@ -18,7 +18,7 @@ import { archiveDir, repoRoot } from "../lib/paths.ts";
 import { exitOnHelp, usageText, type CommandUsage } from "../lib/usage.ts";
 import { ensureBaseImage } from "./base.ts";
 import { checkImageTools, podman } from "./podman.ts";
-import { ALERTMANAGER, buildDebianImage, debianImageTag, REDIS, type DebianImageRecipe } from "./debian-image.ts";
+import { ALERTMANAGER, buildDebianImage, debianImageTag, OPENJDK, REDIS, type DebianImageRecipe } from "./debian-image.ts";
 
 /** The functions, each built from the Dockerfile with `--build-arg FUNCTION=<name>`. */
 export const FUNCTION_IMAGES = {
@@ -32,11 +32,11 @@ export const FUNCTION_IMAGES = {
 export const MEMHOG_IMAGES = ["localhost/appmonitor/memhog:latest", "quay.io/metral/memhog:v0.0.1"] as const;
 
 /** Every name `npm run image` takes. */
-export type ImageName = keyof typeof FUNCTION_IMAGES | "memhog" | "redis" | "alertmanager";
-export const IMAGE_NAMES: readonly ImageName[] = [...(Object.keys(FUNCTION_IMAGES) as (keyof typeof FUNCTION_IMAGES)[]), "memhog", "redis", "alertmanager"];
+export type ImageName = keyof typeof FUNCTION_IMAGES | "memhog" | "redis" | "alertmanager" | "openjdk";
+export const IMAGE_NAMES: readonly ImageName[] = [...(Object.keys(FUNCTION_IMAGES) as (keyof typeof FUNCTION_IMAGES)[]), "memhog", "redis", "alertmanager", "openjdk"];
 
 /** The images unpacked from Debian's packages, by name. */
-const DEBIAN_IMAGES: Readonly<Record<string, DebianImageRecipe>> = { redis: REDIS, alertmanager: ALERTMANAGER };
+const DEBIAN_IMAGES: Readonly<Record<string, DebianImageRecipe>> = { redis: REDIS, alertmanager: ALERTMANAGER, openjdk: OPENJDK };
 
 /** A built image as `npm run image` reports it. */
 export interface BuiltImage {
@@ -130,7 +130,7 @@ async function debianImage(recipe: DebianImageRecipe): Promise<readonly string[]
  * image also fills the dependency layer (`npm ci`) the other two share.
  */
 export const COLD_IMAGE_SECONDS: Readonly<Record<ImageName, number>> = {
-  "alert-receiver": 120, "memory-scaler": 35, "rule-sync": 40, "dead-letter": 35, memhog: 5, redis: 30, alertmanager: 30,
+  "alert-receiver": 120, "memory-scaler": 35, "rule-sync": 40, "dead-letter": 35, memhog: 5, redis: 30, alertmanager: 30, openjdk: 40,
 };
 
 /**

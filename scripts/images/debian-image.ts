@@ -9,6 +9,10 @@
  *   StatefulSet runs on the real node. Upstream's module (0.35) cannot be built here: its web UI
  *   (`ui/app/dist`, embedded) is not in the module. The operator passes args only, so the
  *   entry point is the binary, as in upstream's image.
+ * - OpenJDK 17 (`openjdk-17-jdk-headless`): a JVM with its default heap settings, for the real
+ *   node's heap tests. The JDK, not only the JRE, for the source launcher (`java Program.java`), so
+ *   that a test's program is a ConfigMap and not a class file built here. Its path, not
+ *   `/usr/bin/java`: that link is made by a maintainer script, which `extract` does not run.
  */
 import { createHash } from "node:crypto";
 import { execFile } from "node:child_process";
@@ -44,6 +48,12 @@ export const REDIS: DebianImageRecipe = {
 export const ALERTMANAGER: DebianImageRecipe = {
   name: "alertmanager", packages: ["prometheus-alertmanager"], user: { name: "nobody", id: 65534, home: "/alertmanager" },
   entrypoint: "/usr/bin/prometheus-alertmanager", revision: 1,
+};
+
+/** Debian's OpenJDK 17, as the real node's heap tests run it (the `java` launcher as the entry point). */
+export const OPENJDK: DebianImageRecipe = {
+  name: "openjdk", packages: ["openjdk-17-jdk-headless"], user: { name: "app", id: 1000, home: "/app" },
+  entrypoint: "/usr/lib/jvm/java-17-openjdk-amd64/bin/java", revision: 1,
 };
 
 /** The image's name: what a Pod's `image` says (imported into the real node's containerd, never pulled). */

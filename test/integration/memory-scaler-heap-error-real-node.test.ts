@@ -1,64 +1,122 @@
-// A Node.js heap error on the real node, for real, answered by a rollout that reaches the heap.
+// Heap errors on the real node, for real, answered by a rollout that reaches the heap: Node.js 24
+// (memory-scaler's image) and OpenJDK 17 (Debian's, `npm run image openjdk`), each with its
+// runtime's default heap settings and `terminationMessagePolicy: FallbackToLogsOnError`, each
+// running a program that prints its own heap limit (V8's `heap_size_limit`, the JVM's
+// `maxMemory()`) and keeps live objects until it holds more than that default heap.
 //
-// One of our images (memory-scaler's, which has Node.js 24) runs a program that prints its own heap
-// limit (`v8.getHeapStatistics().heap_size_limit`) and keeps live objects until it holds 400 MiB,
-// under a 512Mi limit with Node.js's default heap and `terminationMessagePolicy:
-// FallbackToLogsOnError`. V8 sizes its heap at about 259 MiB there, so the program dies of V8's
-// heap error at about half the limit, as PID 1 (exit code 139, reason Error, no OOM kill). The
-// heap-error alert (delivered as Alertmanager's would be) is answered once, `Rollout`: the limit
-// doubled and `NODE_OPTIONS=--max-old-space-size=768` in the same patch; the new Pod's program
-// reports a larger heap limit and runs past its old one. A second delivery scales nothing more.
+// Each case: the program dies of its runtime's heap error well under the container's limit (no OOM
+// kill, no threshold crossing); the heap-error alert (delivered as Alertmanager's would be) is
+// answered once by a rollout, in `Rollout` and in `InPlaceOrRollout` (a resize cannot reach a
+// heap sized at start): the limit doubled and the runtime's heap setting in the same patch; the new
+// Pod's program reports a larger heap limit and runs past its old one; a second delivery scales
+// nothing more. And Node.js at 256Mi, whose default heap is larger than the limit: OOM-killed,
+// and answered in one raise that reaches the heap because the AppMonitor declares the runtime
+// (`spec.containerPolicies` `runtime`). The cases run side by side, each in its own namespace.
 //
-// Its own stack with the real node (root, containerd, runc; one real node per machine, so it waits
-// for the lock), memory-scaler in this process as its ServiceAccount.
-import { after, before, test } from "node:test";
+// The run's shared real node (or the file's own, alone), memory-scaler in this process as its ServiceAccount.
+import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import * as k8s from "@kubernetes/client-node";
+import { buildImages } from "../../scripts/images/build.ts";
 import { MONITOR_ANNOTATION } from "../../functions/lib/appmonitor.ts";
+import { archiveReference, importImages } from "../harness/stack/node-images.ts";
 import { REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
-import { alertEvent, createAppMonitor, deliver, eventsRegarding, type ScalerUnderTest } from "../support/memory-scaler.ts";
+import { alertEvent, createAppMonitor, deliver, eventsRegarding } from "../support/memory-scaler.ts";
 import { describeAnswer } from "../support/post-event.ts";
 import { type ScalerOnRealNode, startScalerOnRealNode } from "../support/real-node-file.ts";
 import { waitFor } from "../support/stack.ts";
 
-/** Prints the heap limit V8 chose, then keeps live objects until 400 MiB are held, then holds them (and says so). */
-const PROGRAM = `
-const MiB = 2 ** 20;
-console.log("heap_size_limit " + (require("v8").getHeapStatistics().heap_size_limit / MiB).toFixed(1) + " MiB");
+/** Node.js: prints the heap limit V8 chose, keeps live objects until `HOLD_MIB` are held, then holds them (and says so). */
+const NODE_PROGRAM = `
+const MiB = 2 ** 20, hold = Number(process.env.HOLD_MIB);
+console.log("heap limit " + (require("v8").getHeapStatistics().heap_size_limit / MiB).toFixed(1) + " MiB");
 const kept = [];
 const grow = () => {
   for (let i = 0; i < 5000; i++) kept.push({ s: String(Math.random()).repeat(8) });
   const used = process.memoryUsage().heapUsed / MiB;
-  if (used < 400) return setTimeout(grow, 1);
+  if (used < hold) return setTimeout(grow, 1);
   console.log("holding " + used.toFixed(0) + " MiB of heap");
   setInterval(() => kept.length, 60000);
 };
 grow();
 `;
 
-const NS = "heap-error";
+/** The JVM: the same, with `maxMemory()` and 64 KiB arrays (not 1 MiB: G1 would keep those as humongous objects of two regions each); run by the source launcher from a ConfigMap. */
+const JAVA_PROGRAM = `
+import java.util.ArrayList;
+public class Grow {
+  public static void main(String[] args) throws Exception {
+    final long MiB = 1L << 20;
+    final long hold = Long.parseLong(System.getenv("HOLD_MIB"));
+    System.out.printf("heap limit %.1f MiB%n", Runtime.getRuntime().maxMemory() / (double) MiB);
+    final ArrayList<byte[]> kept = new ArrayList<>();
+    while (kept.size() < hold * 16) { kept.add(new byte[64 << 10]); if (kept.size() % 128 == 0) Thread.sleep(10); }
+    System.out.printf("holding %d MiB of heap%n", kept.size() / 16);
+    while (true) Thread.sleep(60000);
+  }
+}
+`;
+
+/** One case: a runtime with its default heap, its container's limit, the mode, and what the program holds. */
+interface HeapCase {
+  readonly namespace: string;
+  readonly runtime: "Node.js" | "JVM";
+  readonly limitMiB: number;
+  readonly updateMode: "Rollout" | "InPlaceOrRollout";
+  /** MiB of live objects the program keeps: past the default heap, within the raised one. */
+  readonly holdMiB: number;
+  /** How the first run ends: the runtime's own line in the termination message, or an OOM kill. */
+  readonly error: RegExp | "OOMKilled";
+  /** The runtime declared in the AppMonitor's `spec.containerPolicies` (else known only from the heap error). */
+  readonly declared?: boolean;
+  /** The heap setting the patch adds (env var, value). */
+  readonly setting: readonly [string, string];
+}
+
+const CASES: readonly HeapCase[] = [
+  { namespace: "heap-node-1gi", runtime: "Node.js", limitMiB: 1024, updateMode: "Rollout", holdMiB: 700, error: /JavaScript heap out of memory/, setting: ["NODE_OPTIONS", "--max-old-space-size=1536"] },
+  { namespace: "heap-node-512mi", runtime: "Node.js", limitMiB: 512, updateMode: "InPlaceOrRollout", holdMiB: 300, error: /JavaScript heap out of memory/, setting: ["NODE_OPTIONS", "--max-old-space-size=768"] },
+  { namespace: "heap-jvm-1gi", runtime: "JVM", limitMiB: 1024, updateMode: "Rollout", holdMiB: 400, error: /java\.lang\.OutOfMemoryError: Java heap space/, setting: ["JAVA_TOOL_OPTIONS", "-XX:MaxRAMPercentage=75"] },
+  // V8's default heap (259 MiB) is larger than this limit: the kernel kills first. The declared runtime makes the OOM kill's raise reach the heap.
+  { namespace: "heap-node-256mi", runtime: "Node.js", limitMiB: 256, updateMode: "InPlaceOrRollout", holdMiB: 300, error: "OOMKilled", declared: true, setting: ["NODE_OPTIONS", "--max-old-space-size=384"] },
+  { namespace: "heap-jvm-512mi", runtime: "JVM", limitMiB: 512, updateMode: "InPlaceOrRollout", holdMiB: 200, error: /java\.lang\.OutOfMemoryError: Java heap space/, setting: ["JAVA_TOOL_OPTIONS", "-XX:MaxRAMPercentage=75"] },
+];
+
 let running: ScalerOnRealNode | undefined;
 let core: k8s.CoreV1Api;
 let apps: k8s.AppsV1Api;
-let scaler: ScalerUnderTest | undefined;
-let image = "";
+let jvmImage = "";
 
 before(async () => {
+  const [openjdk] = await buildImages(["openjdk"]);
+  if (openjdk === undefined) throw new Error("OpenJDK's image was not built");
   running = await startScalerOnRealNode("appmonitor-heap-error-");
   ({ core, apps } = running.stack);
-  ({ image, scaler } = running);
+  if (running.stack.state.realNode === undefined) throw new Error("the stack has no real node");
+  await importImages(running.stack.state.realNode, [openjdk.archive]);
+  jvmImage = await archiveReference(openjdk.archive);
 }, { timeout: 20 * 60_000 });
 
 after(async () => {
   await running?.stop();
 });
 
-/** The Deployment `web`: the program above as PID 1, 512Mi/256Mi, Node.js's default heap, the log's tail kept as the termination message. */
-function deployment(): k8s.V1Deployment {
+/** The Deployment `web` of a case: the program as PID 1, its limit (request half of it), the runtime's default heap, the log's tail kept as the termination message. */
+function deployment(c: HeapCase): k8s.V1Deployment {
+  const app: k8s.V1Container = {
+    name: "app",
+    imagePullPolicy: "Never",
+    env: [{ name: "HOLD_MIB", value: String(c.holdMiB) }],
+    terminationMessagePolicy: "FallbackToLogsOnError",
+    resources: { limits: { memory: `${c.limitMiB}Mi` }, requests: { memory: `${c.limitMiB / 2}Mi` } },
+    ...(c.runtime === "Node.js"
+      ? { image: running?.image ?? "", command: ["node", "-e", NODE_PROGRAM] }
+      : { image: jvmImage, args: ["/program/Grow.java"], volumeMounts: [{ name: "program", mountPath: "/program", readOnly: true }] }),
+  };
   return {
     apiVersion: "apps/v1",
     kind: "Deployment",
-    metadata: { name: "web", namespace: NS },
+    metadata: { name: "web", namespace: c.namespace },
     spec: {
       replicas: 1,
       selector: { matchLabels: { app: "web" } },
@@ -67,14 +125,8 @@ function deployment(): k8s.V1Deployment {
         spec: {
           ...REAL_NODE_PLACEMENT,
           terminationGracePeriodSeconds: 1,
-          containers: [{
-            name: "app",
-            image,
-            imagePullPolicy: "Never",
-            command: ["node", "-e", PROGRAM],
-            terminationMessagePolicy: "FallbackToLogsOnError",
-            resources: { limits: { memory: "512Mi" }, requests: { memory: "256Mi" } },
-          }],
+          containers: [app],
+          ...(c.runtime === "JVM" ? { volumes: [{ name: "program", configMap: { name: "program" } }] } : {}),
         },
       },
     },
@@ -82,60 +134,72 @@ function deployment(): k8s.V1Deployment {
 }
 
 const heapLimit = (log: string): number | undefined => {
-  const m = /heap_size_limit ([0-9.]+) MiB/.exec(log);
+  const m = /heap limit ([0-9.]+) MiB/.exec(log);
   return m === null ? undefined : Number(m[1]);
 };
 
-test("Node.js's default heap at 512Mi dies of V8's heap error at about half the limit; the heap-error alert is answered once by a rollout with --max-old-space-size, and the new program runs past its old heap limit", { timeout: 600_000 }, async (t) => {
-  // Deleted, and waited for, when the file stops (the run's shared node stays up for the next file).
-  await running?.stack.namespace(NS);
-  await createAppMonitor(NS, "m", { memThresholdPercent: 75, memMultiplier: 2 });
-  await apps.createNamespacedDeployment({ namespace: NS, body: deployment() });
+describe("a runtime's default heap runs out (or, larger than the limit, is OOM-killed first); the alert is answered once by a rollout with the runtime's heap setting, and the new program runs past its old heap limit", { concurrency: true }, () => {
+  for (const c of CASES) {
+    test(`${c.runtime}, ${c.limitMiB}Mi, ${c.updateMode}`, { timeout: 600_000 }, async (t) => {
+      const ns = c.namespace;
+      // Deleted, and waited for, when the file stops (the run's shared node stays up for the next file).
+      await running?.stack.namespace(ns);
+      if (c.runtime === "JVM") await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: "program" }, data: { "Grow.java": JAVA_PROGRAM } } });
+      const declared = c.declared === true ? { containerPolicies: [{ containerName: "app", runtime: c.runtime }] } : {};
+      await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, updateMode: c.updateMode, ...declared });
+      await apps.createNamespacedDeployment({ namespace: ns, body: deployment(c) });
 
-  // The first run's end, as the kubelet reports it.
-  const crashed = await waitFor("the container's heap error and restart", async () => {
-    const [pod] = (await core.listNamespacedPod({ namespace: NS, labelSelector: "app=web" })).items;
-    const status = pod?.status?.containerStatuses?.[0];
-    const terminated = status?.lastState?.terminated ?? status?.state?.terminated;
-    return pod !== undefined && terminated !== undefined ? { pod, terminated } : undefined;
-  }, 180_000, 200);
-  const { pod, terminated } = crashed;
-  const oldLimit = heapLimit(terminated.message ?? "");
-  t.diagnostic(`first run: exit code ${terminated.exitCode}, reason ${terminated.reason}, ran ${((new Date(terminated.finishedAt ?? 0).getTime() - new Date(terminated.startedAt ?? 0).getTime()) / 1000).toFixed(0)} s; heap_size_limit ${oldLimit ?? "not in the tail"} MiB`);
-  t.diagnostic(`termination message (tail): ${JSON.stringify((terminated.message ?? "").slice(-400))}`);
-  assert.equal(terminated.reason, "Error", JSON.stringify(terminated));
-  assert.match(terminated.message ?? "", /JavaScript heap out of memory/);
+      // The first run's end, as the kubelet reports it.
+      const { pod, terminated } = await waitFor("the container's heap error and restart", async () => {
+        const [p] = (await core.listNamespacedPod({ namespace: ns, labelSelector: "app=web" })).items;
+        const status = p?.status?.containerStatuses?.[0];
+        const end = status?.lastState?.terminated ?? status?.state?.terminated;
+        return p !== undefined && end !== undefined ? { pod: p, terminated: end } : undefined;
+      }, 240_000, 200);
+      const oldLimit = heapLimit(terminated.message ?? "");
+      t.diagnostic(`first run: exit code ${terminated.exitCode}, reason ${terminated.reason}, ran ${((new Date(terminated.finishedAt ?? 0).getTime() - new Date(terminated.startedAt ?? 0).getTime()) / 1000).toFixed(0)} s; heap limit ${oldLimit ?? "not in the tail"} MiB of a ${c.limitMiB} MiB container`);
+      t.diagnostic(`termination message (tail): ${JSON.stringify((terminated.message ?? "").slice(-300))}`);
+      if (c.error === "OOMKilled") {
+        assert.equal(terminated.reason, "OOMKilled", JSON.stringify(terminated));
+      } else {
+        assert.equal(terminated.reason, "Error", JSON.stringify(terminated));
+        assert.match(terminated.message ?? "", c.error);
+      }
 
-  const heapError = () => alertEvent({ namespace: NS, pod: pod.metadata?.name ?? "", container: "app", appmonitor: "m", alertname: "AppMonitorHeapError" });
-  const answer = await deliver(scaler?.url ?? "", heapError());
-  t.diagnostic(`AppMonitorHeapError: ${describeAnswer(answer)}`);
-  assert.deepEqual([answer.status, answer.outcome, answer.reason], [204, "scaled", "Scaled"], describeAnswer(answer));
-  const scaledAt = Date.now();
-  const web = await apps.readNamespacedDeployment({ namespace: NS, name: "web" });
-  const app = web.spec?.template.spec?.containers[0];
-  assert.equal(app?.resources?.limits?.memory, "1Gi");
-  assert.deepEqual(JSON.parse(JSON.stringify(app?.env)), [{ name: "NODE_OPTIONS", value: "--max-old-space-size=768" }]);
-  const scaled = (await eventsRegarding(NS, "Deployment", "web")).find((e) => e.reason === "Scaled");
-  t.diagnostic(`Scaled: ${scaled?.note}`);
+      const alertname = c.error === "OOMKilled" ? "AppMonitorOOMKilled" : "AppMonitorHeapError";
+      const heapError = () => alertEvent({ namespace: ns, pod: pod.metadata?.name ?? "", container: "app", appmonitor: "m", alertname });
+      const answer = await deliver(running?.scaler.url ?? "", heapError());
+      t.diagnostic(`${alertname}: ${describeAnswer(answer)}`);
+      assert.deepEqual([answer.status, answer.outcome, answer.reason], [204, "scaled", "Scaled"], describeAnswer(answer));
+      const scaledAt = Date.now();
+      const web = await apps.readNamespacedDeployment({ namespace: ns, name: "web" });
+      const app = web.spec?.template.spec?.containers[0];
+      assert.equal(app?.resources?.limits?.memory, `${(c.limitMiB * 2) % 1024 === 0 ? `${(c.limitMiB * 2) / 1024}Gi` : `${c.limitMiB * 2}Mi`}`);
+      assert.deepEqual(app?.env?.find((e) => e.name === c.setting[0])?.value, c.setting[1]);
+      const scaled = (await eventsRegarding(ns, "Deployment", "web")).find((e) => e.reason === "Scaled");
+      t.diagnostic(`Scaled: ${scaled?.note}`);
 
-  // The new Pod's program, in its own words.
-  const ran = await waitFor("the new program holding 400 MiB of heap", async () => {
-    const pods = (await core.listNamespacedPod({ namespace: NS, labelSelector: "app=web" })).items.filter((p) => p.metadata?.name !== pod.metadata?.name && p.metadata?.deletionTimestamp === undefined);
-    const next = pods[0];
-    if (next?.metadata?.name === undefined || next.status?.phase !== "Running") return undefined;
-    const log = await core.readNamespacedPodLog({ namespace: NS, name: next.metadata.name, container: "app" }).catch(() => "");
-    return /holding [0-9]+ MiB of heap/.test(log) ? { next, log } : undefined;
-  }, 300_000, 500);
-  const newLimit = heapLimit(ran.log);
-  const heldAt = Date.now();
-  const firstError = new Date(terminated.finishedAt ?? 0).getTime();
-  t.diagnostic(`new program: ${ran.log.trim().split("\n").join(" | ")}; heap_size_limit ${oldLimit ?? "?"} → ${newLimit ?? "?"} MiB`);
-  t.diagnostic(`heap error (finishedAt, whole seconds) → scaled: ${((scaledAt - firstError) / 1000).toFixed(1)} s (the alert delivered by hand here); scaled → new program past its old heap: ${((heldAt - scaledAt) / 1000).toFixed(1)} s`);
-  assert.ok(newLimit !== undefined && newLimit > 700, `the new heap limit: ${newLimit}`);
-  assert.equal(ran.next.status?.containerStatuses?.[0]?.restartCount, 0, "not crashing again");
-  if (oldLimit !== undefined) assert.ok(newLimit > oldLimit + 400, `${oldLimit} → ${newLimit}`);
+      // The new Pod's program, in its own words.
+      const ran = await waitFor("the new program holding its live objects", async () => {
+        const pods = (await core.listNamespacedPod({ namespace: ns, labelSelector: "app=web" })).items.filter((p) => p.metadata?.name !== pod.metadata?.name && p.metadata?.deletionTimestamp === undefined);
+        const next = pods[0];
+        if (next?.metadata?.name === undefined || next.status?.phase !== "Running") return undefined;
+        const log = await core.readNamespacedPodLog({ namespace: ns, name: next.metadata.name, container: "app" }).catch(() => "");
+        return /holding [0-9]+ MiB of heap/.test(log) ? { next, log } : undefined;
+      }, 300_000, 500);
+      const newLimit = heapLimit(ran.log);
+      const heldAt = Date.now();
+      const firstError = new Date(terminated.finishedAt ?? 0).getTime();
+      t.diagnostic(`new program: ${ran.log.trim().split("\n").join(" | ")}; heap limit ${oldLimit ?? "?"} → ${newLimit ?? "?"} MiB`);
+      t.diagnostic(`${c.error === "OOMKilled" ? "OOM kill" : "heap error"} (finishedAt, whole seconds) → scaled: ${((scaledAt - firstError) / 1000).toFixed(1)} s (the alert delivered by hand here); scaled → new program past its old heap: ${((heldAt - scaledAt) / 1000).toFixed(1)} s`);
+      assert.ok(newLimit !== undefined && newLimit > c.holdMiB, `the new heap limit ${newLimit} MiB holds the program's ${c.holdMiB} MiB`);
+      assert.ok(oldLimit === undefined || oldLimit < c.holdMiB, `the old heap limit ${oldLimit} MiB did not`);
+      assert.equal(ran.next.status?.containerStatuses?.[0]?.restartCount, 0, "not crashing again");
+      assert.ok(Number(/holding ([0-9]+) MiB/.exec(ran.log)?.[1]) >= c.holdMiB, ran.log);
 
-  const again = await deliver(scaler?.url ?? "", heapError());
-  assert.equal(again.outcome, "skipped", describeAnswer(again));
-  assert.equal((await apps.readNamespacedDeployment({ namespace: NS, name: "web" })).metadata?.generation, 2, "one scale");
+      const again = await deliver(running?.scaler.url ?? "", heapError());
+      assert.equal(again.outcome, "skipped", describeAnswer(again));
+      assert.equal((await apps.readNamespacedDeployment({ namespace: ns, name: "web" })).metadata?.generation, 2, "one scale");
+    });
+  }
 });

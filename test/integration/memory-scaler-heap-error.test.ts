@@ -5,7 +5,9 @@
  * tail as the termination message). A Node.js heap error scales once, the heap set in the same
  * patch (`NODE_OPTIONS` appended, recorded as memory-scaler's own); the JVM's gets
  * `-XX:MaxRAMPercentage=75` appended to the `JAVA_TOOL_OPTIONS` it had; a segfault, an ordinary
- * error exit and an empty message scale nothing; in place, the heap error is said, not resized.
+ * error exit and an empty message scale nothing; in place, the heap error is said, not resized. A
+ * runtime declared in `spec.containerPolicies` gets its heap setting with any raise (an OOM kill
+ * here), rolled out under `InPlaceOrRollout`.
  * Prometheus is never asked (nothing listens at its URL: asking would answer 503).
  */
 import assert from "node:assert/strict";
@@ -23,8 +25,8 @@ FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memor
 ----- Native stack trace -----`;
 const JVM_TAIL = 'Exception in thread "main" java.lang.OutOfMemoryError: Java heap space\n\tat Hog.main(Hog.java:12)';
 
-/** Writes, as the admin, the memhog container's status as the kubelet reports it after an error exit 30 s ago with `message`. */
-async function reportErrorExit(ns: string, name: string, exitCode: number, message: string | undefined): Promise<void> {
+/** Writes, as the admin, the memhog container's status as the kubelet reports it after an error exit 30 s ago with `message` (`OOMKilled`, 137: an OOM kill). */
+async function reportErrorExit(ns: string, name: string, exitCode: number, message: string | undefined, reason = "Error"): Promise<void> {
   const core = (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api);
   const pod = await core.readNamespacedPod({ name, namespace: ns });
   const finishedAt = new Date(Date.now() - 30_000);
@@ -34,7 +36,7 @@ async function reportErrorExit(ns: string, name: string, exitCode: number, messa
       ...s,
       restartCount: s.restartCount + 1,
       state: { running: { startedAt: finishedAt } },
-      lastState: { terminated: { reason: "Error", exitCode, startedAt: new Date(finishedAt.getTime() - 60_000), finishedAt, ...(message === undefined ? {} : { message }) } },
+      lastState: { terminated: { reason, exitCode, startedAt: new Date(finishedAt.getTime() - 60_000), finishedAt, ...(message === undefined ? {} : { message }) } },
     })),
   };
   await core.replaceNamespacedPodStatus({ name, namespace: ns, body: pod });
@@ -123,5 +125,18 @@ describe("memory-scaler on a heap-error event", { concurrency: 4 }, () => {
     const memhog = (await readWeb(other)).spec?.template.spec?.containers[0];
     assert.equal(memhog?.resources?.limits?.memory, "768Mi");
     assert.deepEqual(JSON.parse(JSON.stringify(memhog?.env)), [{ name: "NODE_OPTIONS", value: "--max-old-space-size=576" }]);
+  });
+
+  it("a runtime declared in spec.containerPolicies: an OOM kill under InPlaceOrRollout is rolled out with the runtime's heap setting, not resized", async (t) => {
+    const ns = await freshNamespace(t);
+    const pod = await monitoredDeployment(ns, { updateMode: "InPlaceOrRollout", containerPolicies: [{ containerName: "memhog", runtime: "Node.js" }] });
+    await reportErrorExit(ns, pod, 137, undefined, "OOMKilled");
+    const answer = await deliver(running().url, alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "m", alertname: "AppMonitorOOMKilled" }));
+    assert.deepEqual([answer.status, answer.outcome, answer.reason], [204, "scaled", "Scaled"], describeAnswer(answer));
+    const memhog = (await readWeb(ns)).spec?.template.spec?.containers[0];
+    assert.equal(memhog?.resources?.limits?.memory, "768Mi");
+    assert.deepEqual(JSON.parse(JSON.stringify(memhog?.env)), [{ name: "NODE_OPTIONS", value: "--max-old-space-size=576" }]);
+    const scaled = await waitFor("the Scaled Event", async () => (await eventsRegarding(ns, "Deployment", "web")).find((e) => e.reason === "Scaled"), 10_000);
+    assert.match(scaled.note ?? "", /after an OOM kill: .*container memhog: NODE_OPTIONS \+= --max-old-space-size=576/);
   });
 });

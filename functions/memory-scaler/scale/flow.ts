@@ -65,6 +65,7 @@ import { withScales } from "../status/recent-scales.ts";
 import type { FlowDeps } from "./deps.ts";
 import { heapFailures } from "./decide/fixed-heap.ts";
 import { heapErrors } from "./decide/heap-error.ts";
+import { heapSizedAtStart } from "./decide/heap-settings.ts";
 import { alertOrigin, type ValidAppMonitor } from "./decide/governing.ts";
 import { inPlaceTarget } from "./targets/in-place-target.ts";
 import { type Observation, observeFiring } from "./observe.ts";
@@ -81,14 +82,17 @@ import { quietPeriodMs } from "../status/scale-down.ts";
 /**
  * The target an observed Pod names: itself when bare, else its workload's running Pods under an
  * in-place `updateMode` (that of the AppMonitor the alert names: only it can govern), else its
- * workload's template, and always the template for a fallback and for a heap error under
- * `InPlaceOrRollout` (a resize cannot reach a heap sized at start).
+ * workload's template, and always the template for a fallback and, under `InPlaceOrRollout`, for
+ * a heap error or a container whose declared runtime sizes its heap at start (a resize cannot reach it).
  */
 function targetOf(observation: Extract<Observation, { result: "bare" | "observed" }>, namespace: string, pod: string, fallback: boolean, trigger: AlertTrigger): WriteTarget {
   if (observation.result === "bare") return podResizeTarget(observation.pod, namespace, pod);
   const mode: UpdateMode = observation.named.spec.updateMode;
-  // A heap sized when the runtime started is reached only by a new start: InPlaceOrRollout rolls out.
-  const rollsOut = mode === "Rollout" || (mode === "InPlaceOrRollout" && trigger === "heapError");
+  // A heap sized when the runtime started is reached only by a new start: InPlaceOrRollout rolls out
+  // after a heap error, and for a container whose runtime the AppMonitor declares.
+  const containers = (observation.pod.spec?.containers ?? []).map((c) => c.name);
+  const sizedAtStart = trigger === "heapError" || heapSizedAtStart(containers, observation.named.spec) !== undefined;
+  const rollsOut = mode === "Rollout" || (mode === "InPlaceOrRollout" && sizedAtStart);
   if (fallback || rollsOut) return templateTarget(observation.workload, observation.pod, observation);
   return inPlaceTarget(observation.workload, observation.pod, observation, mode);
 }

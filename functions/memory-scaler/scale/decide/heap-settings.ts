@@ -25,12 +25,19 @@
  *   `heap-flags.ts`); .NET's GC limit is 75 % of the container's limit, read at start, so a rollout
  *   reaches it.
  *
+ * The runtime is known from the container's heap error, or, before any, from its
+ * `spec.containerPolicies` entry's `runtime` ({@link knownRuntimes}): then every raise of it
+ * writes the setting, whatever the trigger, and `InPlaceOrRollout` rolls it out
+ * ({@link heapSizedAtStart}), so that the first raise already reaches the heap.
+ *
  * A container whose flags already size that runtime's heap (`-Xmx`, `-XX:MaxRAM`,
  * `-XX:MaxRAMPercentage`, `--max-old-space-size`) gets no setting: a flag the user fixed stays
  * theirs (`spec.heapFlags`, `fixed-heap.ts`). Nor does one whose env var comes from `valueFrom`
  * (a ConfigMap or Secret): its value is not in the spec to append to.
  */
+import type { AppMonitorSpec } from "../../../lib/appmonitor.ts";
 import { floor, parseQuantity } from "../../../lib/quantity.ts";
+import { policyOf } from "../../caps.ts";
 import type { ContainerChange } from "../../model.ts";
 import type { HeapError, HeapRuntime } from "../../model.ts";
 import type { ContainerHeap } from "./heap-flags.ts";
@@ -72,16 +79,45 @@ export interface HeapSettingsResult {
   readonly notes: readonly string[];
 }
 
+/** A container and the runtime known to size its heap: from its heap error, or declared. */
+export type KnownRuntime = Pick<HeapError, "container" | "runtime">;
+
 /**
- * The settings for `changes` whose containers' last run was a heap error (`errors`), by runtime
- * (module comment). Pure.
+ * The runtimes known for `containers`: each one's heap error (`errors`) where it had one, else
+ * its `spec.containerPolicies` entry's `runtime` (its own entry, else `*`'s). Pure.
+ */
+export function knownRuntimes(containers: readonly string[], errors: readonly HeapError[], spec: Pick<AppMonitorSpec, "containerPolicies">): KnownRuntime[] {
+  return containers.flatMap((container) => {
+    const error = errors.find((e) => e.container === container);
+    if (error !== undefined) return [{ container, runtime: error.runtime }];
+    const runtime = policyOf(spec, container)?.runtime;
+    return runtime === undefined ? [] : [{ container, runtime }];
+  });
+}
+
+/**
+ * The first of `containers` whose `spec.containerPolicies` declares a runtime that sizes its heap
+ * when it starts, as `container app (Node.js)`; undefined for none. A resize in place does not
+ * reach such a heap, so `InPlaceOrRollout` rolls its raises out. Pure.
+ */
+export function heapSizedAtStart(containers: readonly string[], spec: Pick<AppMonitorSpec, "containerPolicies">): string | undefined {
+  for (const container of containers) {
+    const runtime = policyOf(spec, container)?.runtime;
+    if (runtime !== undefined) return `container ${container} (${runtime})`;
+  }
+  return undefined;
+}
+
+/**
+ * The settings for `changes` whose containers' runtime is known (`runtimes`: after a heap error,
+ * or declared; {@link knownRuntimes}), by runtime (module comment). Pure.
  * @param heaps each container's heap flags, as the template has them.
  */
-export function heapSettings(changes: readonly ContainerChange[], errors: readonly HeapError[], heaps: readonly ContainerHeap[]): HeapSettingsResult {
+export function heapSettings(changes: readonly ContainerChange[], runtimes: readonly KnownRuntime[], heaps: readonly ContainerHeap[]): HeapSettingsResult {
   const settings: HeapSetting[] = [];
   const notes: string[] = [];
   for (const change of changes) {
-    const error = errors.find((e) => e.container === change.container);
+    const error = runtimes.find((e) => e.container === change.container);
     if (error === undefined || (error.runtime !== "Node.js" && error.runtime !== "JVM")) continue;
     const heap = heaps.find((h) => h.container === change.container);
     const sizing = heap?.flags.find((f) => SIZING_FLAGS[error.runtime as "Node.js" | "JVM"].includes(f.flag));

@@ -33,6 +33,7 @@ import { describeChanges, type Workload } from "../../model.ts";
 import { scaledDownNote } from "../../events.ts";
 import { scaleRecordOf } from "./scale-record.ts";
 import { oomWindow } from "../decide/evidence.ts";
+import { heapSizedAtStart } from "../decide/heap-settings.ts";
 import { buildInPlaceClaimPatch } from "./in-place-patch.ts";
 import { buildResizePatch } from "./resize-patch.ts";
 import type { TargetView } from "../decide/target-view.ts";
@@ -181,9 +182,12 @@ export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: T
         }
         const after = trigger === "oomKilled" ? " after an OOM kill" : "";
         const which = pods.length === 0 ? "no running Pod needed it" : `Pod${pods.length === 1 ? "" : "s"} ${pods.join(", ")}`;
+        // updateMode InPlace and a declared runtime that sizes its heap at start: the raise does not reach the heap; say so.
+        const sized = heapSizedAtStart(changes.map((c) => c.container), am.spec);
+        const heapNotReached = sized === undefined || pods.length === 0 ? undefined : `${sized} sizes its heap when it starts, so the resize does not reach the heap of the running program (updateMode InPlaceOrRollout rolls such a raise out with the heap setting)`;
         return {
-          reported: [{ reason: "Resized", changes, multiplier: am.spec.memMultiplier, trigger, pods }],
-          message: `resized ${kind} ${name} in place by ${am.spec.memMultiplier}${after} (${which}): ${describeChanges(changes)}`,
+          reported: [{ reason: "Resized", changes, multiplier: am.spec.memMultiplier, trigger, pods, ...(heapNotReached === undefined ? {} : { heapNotReached }) }],
+          message: `resized ${kind} ${name} in place by ${am.spec.memMultiplier}${after} (${which}): ${describeChanges(changes)}${heapNotReached === undefined ? "" : `; ${heapNotReached}`}`,
           rollout: pods.length === 0 ? undefined : { workload: base.view.workload, generation: generation ?? 0, startedAt: time, event: eventId, inPlace: { pods: input.resized ?? [] } },
         };
       },

@@ -41,7 +41,7 @@ import { OOM_KILL_RECENT_SECONDS } from "../decide/evidence.ts";
 import type { ValidAppMonitor } from "../decide/governing.ts";
 import { describeHeapChanges, heapFlagChanges } from "../decide/fixed-heap.ts";
 import { type ContainerHeap, podHeaps } from "../decide/heap-flags.ts";
-import { describeHeapSettings, HEAP_SETTINGS_ANNOTATION, heapSettings, markOwned, parseHeapSettings } from "../decide/heap-settings.ts";
+import { describeHeapSettings, HEAP_SETTINGS_ANNOTATION, heapSettings, knownRuntimes, markOwned, parseHeapSettings } from "../decide/heap-settings.ts";
 import { onDeleteScaledNote, type RolloutStrategy, unreplacedNote, waitingForDelete, waitsForDelete } from "../decide/on-delete.ts";
 import type { History, TargetView } from "../decide/target-view.ts";
 import type { WriteInput, WriteResult, WriteTarget, WrittenInput, Written } from "./target.ts";
@@ -204,8 +204,8 @@ async function write(t: Template, input: WriteInput): Promise<WriteResult> {
   const record = scaleRecordOf(input, changes, parseScaleRecord(annotations?.[LAST_SCALE_RECORD_ANNOTATION]));
   // spec.heapFlags: Scale: each flag that fixes a raised container's heap goes up with its limit, in the same patch.
   const heapFlags = heapFlagChanges(input.changes, t.heaps, am.spec.heapFlags ?? "Hold");
-  // After a heap error: the runtime's heap set with the limit where its default would not follow it (`heap-settings.ts`).
-  const { settings } = heapSettings(input.changes, input.heapErrors ?? [], t.heaps);
+  // After a heap error, or for a declared runtime: the heap set with the limit where its default would not follow it (`heap-settings.ts`).
+  const { settings } = heapSettings(input.changes, runtimesOf(input), t.heaps);
   const patch = [
     ...buildTemplatePatch({ templateContainers: template, changes, annotations, time: now, record }),
     ...buildHeapFlagPatch(workload.object.spec.template.spec, heapFlags),
@@ -233,6 +233,11 @@ async function write(t: Template, input: WriteInput): Promise<WriteResult> {
   if (written.result === "conflict") return written;
   await pending.unlist();
   return refusedOf(written);
+}
+
+/** The raised containers' runtimes: from their heap errors, else from `spec.containerPolicies`. */
+function runtimesOf(input: Pick<WriteInput, "changes" | "heapErrors" | "appMonitor">) {
+  return knownRuntimes(input.changes.map((c) => c.container), input.heapErrors ?? [], input.appMonitor.spec);
 }
 
 /**
@@ -270,7 +275,7 @@ function written(t: Template, input: WrittenInput): Written {
   const gitOps = tool === undefined ? undefined : gitOpsPatchedNote(workload, tool, changes);
   const heapFlags = heapFlagChanges(input.changes, t.heaps, am.spec.heapFlags ?? "Hold");
   const heap = heapFlags.length === 0 ? undefined : describeHeapChanges(heapFlags);
-  const { settings, notes } = heapSettings(input.changes, input.heapErrors ?? [], t.heaps);
+  const { settings, notes } = heapSettings(input.changes, runtimesOf(input), t.heaps);
   const set = settings.length === 0 ? undefined : describeHeapSettings(settings);
   const scaled: Reported = { reason: "Scaled", changes, multiplier: am.spec.memMultiplier, trigger, onDelete, gitOps, replacement, heap, settings: set, notes };
   const note = `${scaledNote(workload, am.spec.memMultiplier, changes, trigger, replacement)}${heapClause(heap)}${settingsClause(set, notes)}`;

@@ -10,6 +10,8 @@ import {
   describeHeapSettings,
   HEAP_SETTINGS_ANNOTATION,
   heapSettings,
+  heapSizedAtStart,
+  knownRuntimes,
   markOwned,
   parseHeapSettings,
 } from "../../../../../functions/memory-scaler/scale/decide/heap-settings.ts";
@@ -55,6 +57,24 @@ describe("heapSettings", () => {
 
   it("only for containers with a heap error", () => {
     assert.deepEqual(heapSettings([change], [{ ...error("Node.js"), container: "other" }], heapsOf({})).settings, []);
+  });
+});
+
+describe("knownRuntimes and heapSizedAtStart: a runtime from the heap error, else declared in spec.containerPolicies", () => {
+  const spec = { containerPolicies: [{ containerName: "app", runtime: "JVM" as const }, { containerName: "*", runtime: "Node.js" as const }, { containerName: "proxy" }] };
+  it("the heap error's runtime first, then the container's own entry, then *, and none for an entry without one", () => {
+    assert.deepEqual(knownRuntimes(["app", "web", "proxy"], [], spec), [{ container: "app", runtime: "JVM" }, { container: "web", runtime: "Node.js" }]);
+    assert.deepEqual(knownRuntimes(["app"], [{ ...error("Node.js") }], spec), [{ container: "app", runtime: "Node.js" }]);
+    assert.deepEqual(knownRuntimes(["app"], [], {}), []);
+  });
+  it("a declared runtime gets its heap setting with every raise, as after a heap error", () => {
+    const { settings } = heapSettings([change], knownRuntimes(["app"], [], { containerPolicies: [{ containerName: "app", runtime: "Node.js" }] }), heapsOf({}));
+    assert.equal(describeHeapSettings(settings), "container app: NODE_OPTIONS += --max-old-space-size=384");
+  });
+  it("names the first container whose declared runtime sizes its heap at start", () => {
+    assert.equal(heapSizedAtStart(["proxy", "app"], spec), "container app (JVM)");
+    assert.equal(heapSizedAtStart(["proxy"], spec), undefined);
+    assert.equal(heapSizedAtStart(["app"], {}), undefined);
   });
 });
 
