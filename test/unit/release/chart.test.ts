@@ -163,12 +163,12 @@ describe("the chart's values", () => {
 
   test("ceilings: the ConfigMap the policy and memory-scaler read holds them, memory-scaler reads each key, and a change rolls it", async () => {
     const configMap = (objects: RenderedObject[]) => (objects.find((o) => o.kind === "ConfigMap" && o.metadata.name === "appmonitor-ceilings") as unknown as { data: Record<string, string> }).data;
-    const checksum = (objects: RenderedObject[]) => (find(objects, "Service", "memory-scaler")?.spec.template as { metadata?: { annotations?: Record<string, string> } }).metadata?.annotations?.[CEILINGS_CHECKSUM_ANNOTATION];
+    const checksum = (objects: RenderedObject[]) => (find(objects, "Deployment", "memory-scaler")?.spec.template as { metadata?: { annotations?: Record<string, string> } }).metadata?.annotations?.[CEILINGS_CHECKSUM_ANNOTATION];
     const unset = await template("appmonitor");
     assert.deepEqual(configMap(unset), { MAX_MEMORY: "", MAX_MEM_MULTIPLIER: "", MIN_COOLDOWN_SECONDS: "", LEAK_GUARD_MAX_SCALES: "", LEAK_GUARD_MIN_WINDOW_SECONDS: "" });
     const set = await template("appmonitor", ["ceilings.maxMemory=16Gi", "ceilings.maxMemMultiplier=1.5", "ceilings.minCooldownSeconds=600", "ceilings.leakGuardMaxScales=2", "ceilings.leakGuardMinWindowSeconds=3600"]);
     assert.deepEqual(configMap(set), { MAX_MEMORY: "16Gi", MAX_MEM_MULTIPLIER: "1.5", MIN_COOLDOWN_SECONDS: "600", LEAK_GUARD_MAX_SCALES: "2", LEAK_GUARD_MIN_WINDOW_SECONDS: "3600" });
-    const refs = (find(set, "Service", "memory-scaler")?.spec.template.spec.containers[0]?.env as { name: string; valueFrom?: { configMapKeyRef?: { name: string; key: string } } }[]).flatMap((e) => (e.valueFrom?.configMapKeyRef?.name === "appmonitor-ceilings" ? [`${e.name}=${e.valueFrom.configMapKeyRef.key}`] : []));
+    const refs = (find(set, "Deployment", "memory-scaler")?.spec.template.spec.containers[0]?.env as { name: string; valueFrom?: { configMapKeyRef?: { name: string; key: string } } }[]).flatMap((e) => (e.valueFrom?.configMapKeyRef?.name === "appmonitor-ceilings" ? [`${e.name}=${e.valueFrom.configMapKeyRef.key}`] : []));
     assert.deepEqual(refs, Object.keys(configMap(set)).map((k) => `${k}=${k}`));
     assert.match(checksum(unset) ?? "", /^[0-9a-f]{64}$/);
     assert.notEqual(checksum(set), checksum(unset), "memory-scaler's Pod template changes with the ceilings");
