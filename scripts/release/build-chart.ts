@@ -3,7 +3,9 @@
  * (charts/appmonitor/: values, schema, helpers, NOTES, the webhook Secret, the scoped RBAC, the
  * dashboard's ConfigMap, with knative/monitoring/dashboard.json in `dashboards/`), the
  * templates generated from knative/ (`chart-templates.ts`) and knative/monitoring/
- * (`monitoring.yaml`, where prometheus-operator's API is), the Alertmanager values NOTES prints
+ * (`monitoring.yaml`, where prometheus-operator's API is), the workloads' PodDisruptionBudgets
+ * (`poddisruptionbudgets.yaml`), the `helm test` Pod (`tests/release-test.yaml`, running
+ * release-test.mjs), the Alertmanager values NOTES prints
  * (`_alertmanager.tpl`, from scripts/alertmanager-routing.ts), the CRD in `crds/`, and `Chart.yaml`
  * with package.json's version as both the chart's version and its appVersion. Prints the chart's
  * directory.
@@ -18,9 +20,14 @@ import { parseAllDocuments, parseDocument, stringify } from "yaml";
 import { buildBinaries } from "../lib/binaries.ts";
 import { repoRoot } from "../lib/paths.ts";
 import { exitOnHelp, usageText, type CommandUsage } from "../lib/usage.ts";
-import { alertmanagerValuesTemplate, chartTemplates, monitoringTemplate, NAMESPACE_SENTINEL, type RenderedObject, type RenderedProfiles } from "./chart-templates.ts";
+import {
+  alertmanagerValuesTemplate, chartTemplates, disruptionBudgetsTemplate, monitoringTemplate, NAMESPACE_SENTINEL, releaseTestTemplate, type RenderedObject, type RenderedProfiles,
+} from "./chart-templates.ts";
 
 const run = promisify(execFile);
+
+/** The script of the chart's `helm test` Pod (run by node in alert-receiver's image). */
+export const RELEASE_TEST_SCRIPT = path.join(repoRoot, "scripts", "release", "release-test.mjs");
 
 /** The chart's own files, copied as they are into the chart built. */
 export const CHART_SOURCE = path.join(repoRoot, "charts", "appmonitor");
@@ -145,7 +152,11 @@ export async function buildChart(outDir: string, overrides: ChartOverrides = {},
   const profiles = await renderProfiles(kubectlBin, { namespace: NAMESPACE_SENTINEL, origins: true });
   for (const [file, text] of chartTemplates(profiles)) await writeFile(path.join(chartDir, file), text);
   await writeFile(path.join(chartDir, "templates", "_alertmanager.tpl"), alertmanagerValuesTemplate());
-  await writeFile(path.join(chartDir, "templates", "monitoring.yaml"), monitoringTemplate(await renderMonitoring(kubectlBin, NAMESPACE_SENTINEL)));
+  const monitoring = await renderMonitoring(kubectlBin, NAMESPACE_SENTINEL);
+  await writeFile(path.join(chartDir, "templates", "monitoring.yaml"), monitoringTemplate(monitoring));
+  await writeFile(path.join(chartDir, "templates", "poddisruptionbudgets.yaml"), disruptionBudgetsTemplate(profiles));
+  await mkdir(path.join(chartDir, "templates", "tests"));
+  await writeFile(path.join(chartDir, "templates", "tests", "release-test.yaml"), releaseTestTemplate(profiles, monitoring, await readFile(RELEASE_TEST_SCRIPT, "utf8")));
   // The dashboard's one source is knative/monitoring/; templates/dashboard.yaml reads this copy.
   await mkdir(path.join(chartDir, "dashboards"));
   await cp(path.join(repoRoot, "knative", "monitoring", "dashboard.json"), path.join(chartDir, "dashboards", "appmonitor.json"));

@@ -147,20 +147,61 @@ function imageHole(image: string, holes: Holes): string {
   return holes.add({ kind: "scalar", expr: `include "appmonitor.image" (list $ "${key}")` });
 }
 
-/** The Pod template's containers of a Deployment or Knative Service, or undefined. */
+/** The Pod spec of a Pod, or of a Deployment's or Knative Service's Pod template, or undefined. */
+function podSpecOf(o: Obj): Obj | undefined {
+  if (o.kind === "Pod") return isObj(o.spec) ? o.spec : undefined;
+  return isObj(o.spec) && isObj(o.spec.template) && isObj(o.spec.template.spec) ? o.spec.template.spec : undefined;
+}
+
+/** The containers of {@link podSpecOf}, or undefined. */
 function podContainers(o: Obj): Obj[] | undefined {
-  const spec = isObj(o.spec) && isObj(o.spec.template) && isObj(o.spec.template.spec) ? o.spec.template.spec : undefined;
+  const spec = podSpecOf(o);
   return spec && Array.isArray(spec.containers) ? spec.containers.filter(isObj) : undefined;
 }
 
-/** Fills the holes of one workload's Pod template (containers, the webhook Secret volume). */
+/** Knative Serving's annotations of a revision's scale bounds, which `values.replicas` sets for a Knative Service. */
+export const MIN_SCALE_ANNOTATION = "autoscaling.knative.dev/min-scale";
+export const MAX_SCALE_ANNOTATION = "autoscaling.knative.dev/max-scale";
+
+/**
+ * The scheduling values on a Pod spec (`appmonitor.podScheduling`: imagePullSecrets, nodeSelector,
+ * tolerations, affinity, priorityClassName), each only when set, so the defaults render knative/'s.
+ */
+function schedulingHole(holes: Holes): string {
+  return holes.add({ kind: "lines", lines: (indent) => [
+    `${indent}{{- with include "appmonitor.podScheduling" $ }}`,
+    `${indent}{{- . | nindent ${indent.length} }}`,
+    `${indent}{{- end }}`,
+  ] });
+}
+
+/**
+ * `values.replicas.<key>` on a workload: a Deployment's `spec.replicas`; a Knative Service's
+ * min-scale (Serving's autoscaler owns its replica count), and its max-scale raised to at least
+ * that, which Serving would otherwise refuse. Unset, knative/'s own.
+ */
+function templateReplicas(o: Obj, key: string, holes: Holes): void {
+  if (o.kind === "Deployment" && isObj(o.spec) && typeof o.spec.replicas === "number") {
+    o.spec.replicas = holes.add({ kind: "scalar", expr: `include "appmonitor.replicas" (list $ "${key}" ${o.spec.replicas})` });
+  }
+  const metadata = isObj(o.spec) && isObj(o.spec.template) && isObj(o.spec.template.metadata) ? o.spec.template.metadata : undefined;
+  const annotations = isObj(metadata?.annotations) ? metadata.annotations : undefined;
+  if (o.kind !== "Service" || annotations === undefined) return;
+  const min = Number(annotations[MIN_SCALE_ANNOTATION] ?? 0);
+  if (annotations[MIN_SCALE_ANNOTATION] !== undefined) annotations[MIN_SCALE_ANNOTATION] = holes.add({ kind: "scalar", expr: `include "appmonitor.replicas" (list $ "${key}" ${min}) | quote` });
+  const max = annotations[MAX_SCALE_ANNOTATION];
+  if (max !== undefined) annotations[MAX_SCALE_ANNOTATION] = holes.add({ kind: "scalar", expr: `max ${Number(max)} (include "appmonitor.replicas" (list $ "${key}" 0) | int) | toString | quote` });
+}
+
+/** Fills the holes of one workload's Pod template, or a Pod's spec (containers, the webhook Secret volume, scheduling, replicas). */
 function templatePodSpec(o: Obj, holes: Holes): void {
   const name = isObj(o.metadata) ? String(o.metadata.name) : "";
+  const workloadKey = WORKLOAD_KEYS[name];
+  if (workloadKey !== undefined) templateReplicas(o, workloadKey, holes);
   for (const container of podContainers(o) ?? []) {
     const cname = String(container.name);
     container.image = imageHole(String(container.image), holes);
-    const resourcesKey = WORKLOAD_KEYS[name];
-    if (resourcesKey !== undefined && container.resources !== undefined) container.resources = holes.add({ kind: "block", expr: `toYaml (index $.Values.resources "${resourcesKey}")` });
+    if (workloadKey !== undefined && container.resources !== undefined) container.resources = holes.add({ kind: "block", expr: `toYaml (index $.Values.resources "${workloadKey}")` });
     const env = Array.isArray(container.env) ? container.env.filter(isObj) : [];
     for (const entry of env) {
       const expr = ENV_VALUES[cname]?.[String(entry.name)];
@@ -183,7 +224,8 @@ function templatePodSpec(o: Obj, holes: Holes): void {
     annotations[CEILINGS_CHECKSUM_ANNOTATION] = holes.add({ kind: "scalar", expr: `include (print $.Template.BasePath "/${ceilingsTemplateFile()}") $ | sha256sum | quote` });
     template.metadata = { ...metadata, annotations };
   }
-  const spec = isObj(template) && isObj(template.spec) ? template.spec : undefined;
+  const spec = podSpecOf(o);
+  if (spec !== undefined) spec[schedulingHole(holes)] = "x";
   for (const volume of Array.isArray(spec?.volumes) ? spec.volumes.filter(isObj) : []) {
     if (isObj(volume.secret) && volume.secret.secretName === WEBHOOK_SECRET) volume.secret.secretName = holes.add({ kind: "scalar", expr: `include "appmonitor.webhookSecretName" $` });
   }
@@ -324,19 +366,108 @@ export function alertmanagerValuesTemplate(): string {
 /** The label kube-prometheus-stack's Prometheus selects rules and monitors by (`release: <its release>`); the chart's `prometheusRelease`. */
 export const RELEASE_LABEL = "release";
 
+/** Each kind of knative/monitoring/ and its toggle under `values.monitoring` (`monitoring.<key>.enabled`). */
+export const MONITORING_TOGGLES: Readonly<Record<string, string>> = { PodMonitor: "podMonitor", PrometheusRule: "selfAlerts" };
+
 /**
  * `templates/monitoring.yaml`: knative/monitoring/'s objects (the PodMonitor, the alerts on
- * appmonitor), each with its `release` label from `prometheusRelease`, rendered where the cluster
- * serves prometheus-operator's API and `monitoring.enabled`; elsewhere they could not be created.
- * @throws Error when an object holds template syntax of its own (Helm would run it).
+ * appmonitor), each with its `release` label from `prometheusRelease`, each rendered where the
+ * cluster serves its kind of prometheus-operator's API and its toggle ({@link MONITORING_TOGGLES})
+ * and `monitoring.enabled` are on; elsewhere it could not be created.
+ * @throws Error when an object holds template syntax of its own (Helm would run it), or is of a kind without a toggle.
  */
 export function monitoringTemplate(objects: readonly RenderedObject[]): string {
-  for (const o of objects) if (JSON.stringify(o).includes("{{")) throw new Error(`${keyOf(o)} holds {{, which Helm would run as a template`);
-  return [
-    "{{- /* Generated by scripts/release/build-chart.ts from knative/monitoring/; edit that, not this file. */}}",
-    '{{- if and (include "appmonitor.monitoringEnabled" $) ($.Capabilities.APIVersions.Has "monitoring.coreos.com/v1/PodMonitor") }}',
-    ...objects.map((o) => objectTemplate(o, "$.Release.Namespace", true).trimEnd()),
-    "{{- end }}",
-    "",
-  ].join("\n");
+  const templates = objects.map((o) => {
+    if (JSON.stringify(o).includes("{{")) throw new Error(`${keyOf(o)} holds {{, which Helm would run as a template`);
+    const toggle = MONITORING_TOGGLES[o.kind];
+    if (toggle === undefined) throw new Error(`${keyOf(o)}: no toggle for kind ${o.kind}; add it to MONITORING_TOGGLES and values.monitoring`);
+    return [
+      `{{- if and (include "appmonitor.monitoringEnabled" (list $ "${toggle}")) ($.Capabilities.APIVersions.Has "${o.apiVersion}/${o.kind}") }}`,
+      objectTemplate(o, "$.Release.Namespace", true).trimEnd(),
+      "{{- end }}",
+    ].join("\n");
+  });
+  return ["{{- /* Generated by scripts/release/build-chart.ts from knative/monitoring/; edit that, not this file. */}}", ...templates, ""].join("\n");
+}
+
+/** The workloads (the eventing-only profile's Deployments of {@link WORKLOAD_KEYS}), each with its readiness probe's path. */
+function workloadsOf(profiles: RenderedProfiles): { name: string; key: string; object: RenderedObject; readinessPath: string }[] {
+  return profiles["eventing-only"].filter((o) => o.kind === "Deployment" && WORKLOAD_KEYS[o.metadata.name] !== undefined).map((o) => {
+    const container = podContainers(o as unknown as Obj)?.[0];
+    const probe = isObj(container?.readinessProbe) && isObj(container.readinessProbe.httpGet) ? container.readinessProbe.httpGet : undefined;
+    if (typeof probe?.path !== "string") throw new Error(`${keyOf(o)}: no readinessProbe.httpGet.path on its first container`);
+    return { name: o.metadata.name, key: WORKLOAD_KEYS[o.metadata.name] as string, object: o, readinessPath: probe.path };
+  }).sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/**
+ * `templates/poddisruptionbudgets.yaml`: for each workload whose `values.replicas` is above 1, a
+ * PodDisruptionBudget (`maxUnavailable: 1`) over its Pods (the Deployment's selector, which the
+ * Knative Service's revisions' Pods carry too), so a drain keeps one serving. None at one replica:
+ * there it could only block the drain (maxUnavailable 0) or allow what no budget prevents.
+ */
+export function disruptionBudgetsTemplate(profiles: RenderedProfiles): string {
+  const budgets = workloadsOf(profiles).map(({ name, key, object }) => {
+    const selector = (object.spec as { selector?: unknown } | undefined)?.selector;
+    if (!isObj(selector)) throw new Error(`${keyOf(object)}: no spec.selector`);
+    const budget = {
+      apiVersion: "policy/v1", kind: "PodDisruptionBudget",
+      metadata: { name, namespace: NAMESPACE_SENTINEL, labels: { "app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "appmonitor" } },
+      spec: { maxUnavailable: 1, selector },
+    } as unknown as RenderedObject;
+    return [`{{- if gt (include "appmonitor.replicas" (list $ "${key}" 0) | int) 1 }}`, objectTemplate(budget).trimEnd(), "{{- end }}"].join("\n");
+  });
+  return ["{{- /* Generated by scripts/release/build-chart.ts from knative/ (the workloads); the chart's own objects. */}}", ...budgets, ""].join("\n");
+}
+
+/** The name of the `helm test` Pod. */
+export const RELEASE_TEST_POD = "appmonitor-test";
+
+/** The image the `helm test` Pod runs its script with (node is on its PATH): alert-receiver's, one the release ships. */
+const RELEASE_TEST_IMAGE_OF = "alert-receiver";
+
+/**
+ * `templates/tests/release-test.yaml`: the `helm test` Pod (`helm.sh/hook: test`), which runs
+ * `script` (scripts/release/release-test.mjs) with `node` in alert-receiver's image. Its
+ * environment: `READINESS_URLS`, each workload's readiness endpoint through its Service
+ * (`http://<name>.<namespace>.svc.cluster.local<path>`, port 80 in both profiles); `SELF_ALERTS`,
+ * the alert names of knative/monitoring/'s PrometheusRule, and `PROMETHEUS_URL` (`prometheusUrl`),
+ * empty when `monitoring.selfAlerts` is off (no check). Scheduled as the workloads are.
+ * @throws Error when the script holds `{{` (Helm would run it), or a workload has no readiness path.
+ */
+export function releaseTestTemplate(profiles: RenderedProfiles, monitoring: readonly RenderedObject[], script: string): string {
+  if (script.includes("{{")) throw new Error("the release test's script holds {{, which Helm would run as a template");
+  const workloads = workloadsOf(profiles);
+  const image = podContainers(workloads.find((w) => w.name === RELEASE_TEST_IMAGE_OF)?.object as unknown as Obj)?.[0];
+  if (image === undefined) throw new Error(`no ${RELEASE_TEST_IMAGE_OF} workload for the release test's image`);
+  const urls = Object.fromEntries(workloads.map((w) => [w.name, `http://${w.name}.${NAMESPACE_SENTINEL}.svc.cluster.local${w.readinessPath}`]));
+  const alerts = monitoring.filter((o) => o.kind === "PrometheusRule").flatMap((o) =>
+    ((o.spec as { groups?: { rules?: { alert?: string }[] }[] } | undefined)?.groups ?? []).flatMap((g) => (g.rules ?? []).flatMap((r) => (r.alert ? [r.alert] : []))));
+  const pod = {
+    apiVersion: "v1", kind: "Pod",
+    metadata: {
+      name: RELEASE_TEST_POD, namespace: NAMESPACE_SENTINEL,
+      labels: { "app.kubernetes.io/name": RELEASE_TEST_POD, "app.kubernetes.io/part-of": "appmonitor" },
+      // Kept after it ran (until the next helm test), so `kubectl logs` shows why it failed.
+      annotations: { "helm.sh/hook": "test", "helm.sh/hook-delete-policy": "before-hook-creation" },
+    },
+    spec: {
+      restartPolicy: "Never",
+      automountServiceAccountToken: false,
+      containers: [{
+        name: "check",
+        image: image.image,
+        command: ["node", "--input-type=module", "-e", script],
+        env: [
+          { name: "READINESS_URLS", value: JSON.stringify(urls) },
+          { name: "SELF_ALERTS", value: JSON.stringify(alerts) },
+          { name: "PROMETHEUS_URL", value: "PROMETHEUS_URL_HOLE" },
+        ],
+        resources: { requests: { cpu: "10m", memory: "64Mi" }, limits: { memory: "128Mi" } },
+        securityContext: image.securityContext ?? null,
+      }],
+    },
+  } as unknown as RenderedObject;
+  const text = objectTemplate(pod).replace("PROMETHEUS_URL_HOLE", '{{ include "appmonitor.testPrometheusUrl" $ | quote }}');
+  return `{{- /* Generated by scripts/release/build-chart.ts from knative/ and scripts/release/release-test.mjs; edit those, not this file. */}}\n${text}`;
 }

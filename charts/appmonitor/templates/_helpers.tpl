@@ -43,9 +43,51 @@ kept from a release before the ceilings, helm upgrade --reuse-values). Called as
 {{- dig (index . 1) "" ((index . 0).Values.ceilings | default dict) | toString }}
 {{- end }}
 
-{{- /* Whether to render knative/monitoring/'s objects: .Values.monitoring.enabled, true when absent. */}}
+{{- /*
+Whether to render one of knative/monitoring/'s objects: .Values.monitoring.enabled and
+.Values.monitoring.<toggle>.enabled (podMonitor, selfAlerts), each true when absent (values kept
+from a release before them). Called as (list $ "podMonitor"); "true" or "".
+*/}}
 {{- define "appmonitor.monitoringEnabled" -}}
-{{- if dig "enabled" true (.Values.monitoring | default dict) }}true{{ end }}
+{{- $monitoring := (index . 0).Values.monitoring | default dict }}
+{{- if and (dig "enabled" true $monitoring) (dig (index . 1) "enabled" true $monitoring) }}true{{ end }}
+{{- end }}
+
+{{- /*
+A workload's replicas by its key in .Values.replicas, or the given default (knative/'s) when unset
+or null (also when absent: values kept from a release before it). Called as (list $ "ruleSync" 1).
+*/}}
+{{- define "appmonitor.replicas" -}}
+{{- $replicas := (index . 0).Values.replicas | default dict }}
+{{- $n := index $replicas (index . 1) }}
+{{- if kindIs "invalid" $n }}{{ index . 2 }}{{ else }}{{ $n | int }}{{ end }}
+{{- end }}
+
+{{- /*
+The scheduling values every Pod the chart makes carries (the functions' and helm test's), each
+only when set: imagePullSecrets, nodeSelector, tolerations, affinity, priorityClassName.
+*/}}
+{{- define "appmonitor.podScheduling" -}}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.nodeSelector }}
+nodeSelector: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . | quote }}
+{{- end }}
+{{- end }}
+
+{{- /* The Prometheus helm test asks for the self-alerts: prometheusUrl, or "" (no check) with monitoring.selfAlerts off. */}}
+{{- define "appmonitor.testPrometheusUrl" -}}
+{{- if include "appmonitor.monitoringEnabled" (list . "selfAlerts") }}{{ .Values.prometheusUrl }}{{ end }}
 {{- end }}
 
 {{- /*

@@ -7,12 +7,12 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { parseAllDocuments } from "yaml";
 import { buildChart, renderMonitoring, renderProfiles } from "../../../scripts/release/build-chart.ts";
-import { CEILINGS_CHECKSUM_ANNOTATION, IMAGE_KEYS, type RenderedObject } from "../../../scripts/release/chart-templates.ts";
+import { CEILINGS_CHECKSUM_ANNOTATION, IMAGE_KEYS, MAX_SCALE_ANNOTATION, MIN_SCALE_ANNOTATION, RELEASE_TEST_POD, WORKLOAD_KEYS, type RenderedObject } from "../../../scripts/release/chart-templates.ts";
 import { buildBinaries } from "../../../scripts/lib/binaries.ts";
 import { repoRoot } from "../../../scripts/lib/paths.ts";
 import { objectKey, overlayDifferences } from "../../support/profiles.ts";
@@ -32,15 +32,30 @@ before(async () => {
 });
 after(() => scratch.remove());
 
-/** `helm template` of the chart, its objects. @throws Error with helm's stderr. */
-async function template(namespace: string, set: readonly string[] = []): Promise<RenderedObject[]> {
+/** `helm template` of the chart (`args`: more of its flags, e.g. `-f FILE`), its output. @throws Error with helm's stderr. */
+async function templateText(namespace: string, set: readonly string[] = [], args: readonly string[] = []): Promise<string> {
   try {
-    const { stdout } = await run(helm, ["template", "appmonitor", chart, "--namespace", namespace, ...set.flatMap((s) => ["--set", s])], { maxBuffer: 32 << 20 });
-    return parseAllDocuments(stdout).map((d) => d.toJS() as RenderedObject).filter((o) => o !== null);
+    return (await run(helm, ["template", "appmonitor", chart, "--namespace", namespace, ...set.flatMap((s) => ["--set", s]), ...args], { maxBuffer: 32 << 20 })).stdout;
   } catch (error) {
     throw new Error(`helm template: ${(error as { stderr?: string }).stderr ?? String(error)}`, { cause: error });
   }
 }
+
+/** `helm template` of the chart, its objects. @throws Error with helm's stderr. */
+async function template(namespace: string, set: readonly string[] = [], args: readonly string[] = []): Promise<RenderedObject[]> {
+  return parseAllDocuments(await templateText(namespace, set, args)).map((d) => d.toJS() as RenderedObject).filter((o) => o !== null);
+}
+
+/** prometheus-operator's kinds the chart renders its monitoring objects for, as `helm template --api-versions` takes them. */
+const MONITORING_APIS = ["monitoring.coreos.com/v1/PodMonitor", "monitoring.coreos.com/v1/PrometheusRule"].flatMap((api) => ["--api-versions", api]);
+
+/** The scheduling values a production install sets, each rendered into every Pod the chart makes. */
+const PRODUCTION_VALUES = [
+  "imagePullSecrets[0].name=regcred", "nodeSelector.pool=system", "tolerations[0].key=dedicated", "tolerations[0].operator=Equal",
+  "tolerations[0].value=system", "tolerations[0].effect=NoSchedule", "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight=100",
+  "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey=kubernetes.io/hostname",
+  "priorityClassName=system-cluster-critical", "replicas.alertReceiver=2", "replicas.ruleSync=3",
+];
 
 const HELM_LABELS = ["app.kubernetes.io/managed-by", "app.kubernetes.io/instance", "helm.sh/chart"];
 
@@ -84,7 +99,8 @@ async function drift(profile: "serving" | "eventing-only", namespace: string): P
 }
 
 describe("the chart", () => {
-  for (const set of [[], ["profile=serving"], ["watchNamespaces={team-a,team-b}"], ["webhook.existingSecret=mine", "prometheusUrl=", "allowUnverifiedAlerts=true"]]) {
+  for (const set of [[], ["profile=serving"], ["watchNamespaces={team-a,team-b}"], ["webhook.existingSecret=mine", "prometheusUrl=", "allowUnverifiedAlerts=true"],
+    ...["eventing-only", "serving"].map((profile) => [`profile=${profile}`, ...PRODUCTION_VALUES]), ["monitoring.podMonitor.enabled=false", "monitoring.selfAlerts.enabled=false", "dashboard.enabled=false"]]) {
     test(`helm lint passes${set.length ? ` with ${set.join(" ")}` : ""}`, async () => {
       const { stdout } = await run(helm, ["lint", "--strict", chart, ...set.flatMap((s) => ["--set", s])]);
       assert.match(stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
@@ -107,7 +123,7 @@ describe("the chart", () => {
         const found = await drift(profile, namespace);
         assert.deepEqual(found.differences, []);
         assert.deepEqual(found.onlyKustomize, ["apiextensions.k8s.io/v1 CustomResourceDefinition /appmonitors.kubedemo.com", `v1 Namespace /${namespace}`]);
-        assert.deepEqual(found.onlyHelm, [`v1 ConfigMap ${namespace}/appmonitor-dashboard`, `v1 Secret ${namespace}/appmonitor-webhook`]);
+        assert.deepEqual(found.onlyHelm, [`v1 ConfigMap ${namespace}/appmonitor-dashboard`, `v1 Pod ${namespace}/${RELEASE_TEST_POD}`, `v1 Secret ${namespace}/appmonitor-webhook`]);
       });
     }
   }
@@ -116,7 +132,7 @@ describe("the chart", () => {
     const namespace = "tools";
     const [monitors, helmed] = await Promise.all([renderMonitoring(kubectl, namespace), template(namespace)]);
     assert.equal(helmed.some((o) => o.kind === "PodMonitor"), false, "not without the API");
-    const { stdout } = await run(helm, ["template", "appmonitor", chart, "--namespace", namespace, "--api-versions", "monitoring.coreos.com/v1/PodMonitor", "--show-only", "templates/monitoring.yaml"]);
+    const { stdout } = await run(helm, ["template", "appmonitor", chart, "--namespace", namespace, ...MONITORING_APIS, "--show-only", "templates/monitoring.yaml"]);
     const rendered = parseAllDocuments(stdout).map((d) => d.toJS() as RenderedObject).filter((o) => o !== null);
     assert.deepEqual(rendered.map(objectKey).sort(), monitors.map(objectKey).sort());
     const byKey = new Map(rendered.map((o) => [objectKey(o), normalized(o, {})]));
@@ -180,8 +196,7 @@ describe("the chart's values", () => {
 
   test("prometheusRelease is the one value the rules' labels, the PodMonitor and the alerts on appmonitor follow; ruleLabels add to it", async () => {
     const withApi = async (set: string[]) => {
-      const { stdout } = await run(helm, ["template", "appmonitor", chart, "--namespace", "appmonitor", "--api-versions", "monitoring.coreos.com/v1/PodMonitor", ...set.flatMap((v) => ["--set", v])], { maxBuffer: 32 << 20 });
-      return parseAllDocuments(stdout).map((d) => d.toJS() as RenderedObject).filter((o) => o !== null);
+      return template("appmonitor", set, MONITORING_APIS);
     };
     const releaseOf = (objects: RenderedObject[]) => [
       env(find(objects, "Deployment", "rule-sync")).RULE_LABELS,
@@ -221,12 +236,127 @@ describe("the chart's values", () => {
     assert.equal(env(find(objects, "Deployment", "alert-receiver")).WATCH_NAMESPACES, undefined);
   });
 
+  /** Every Pod spec the chart renders (the workloads' templates, the helm test Pod's), by `kind/name`. */
+  const podSpecs = (objects: RenderedObject[]) => new Map(objects.flatMap((o) => {
+    const spec = (o as unknown as { spec?: { template?: { spec?: Record<string, unknown> } } & Record<string, unknown> }).spec;
+    const podSpec = o.kind === "Pod" ? spec : spec?.template?.spec;
+    return podSpec ? [[`${o.kind}/${o.metadata.name}`, podSpec] as const] : [];
+  }));
+
+  for (const profile of ["eventing-only", "serving"] as const) {
+    test(`${profile}: imagePullSecrets, nodeSelector, tolerations, affinity and priorityClassName reach every function's Pod template and helm test's Pod; unset, none is there`, async () => {
+      const kind = profile === "serving" ? "Service" : "Deployment";
+      const specs = podSpecs(await template("appmonitor", [`profile=${profile}`, ...PRODUCTION_VALUES]));
+      assert.deepEqual([...specs.keys()].sort(), [...Object.keys(WORKLOAD_KEYS).map((name) => `${kind}/${name}`), `Pod/${RELEASE_TEST_POD}`].sort());
+      for (const [key, spec] of specs) {
+        assert.deepEqual({ imagePullSecrets: spec.imagePullSecrets, nodeSelector: spec.nodeSelector, tolerations: spec.tolerations, affinity: spec.affinity, priorityClassName: spec.priorityClassName }, {
+          imagePullSecrets: [{ name: "regcred" }],
+          nodeSelector: { pool: "system" },
+          tolerations: [{ key: "dedicated", operator: "Equal", value: "system", effect: "NoSchedule" }],
+          affinity: { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: "kubernetes.io/hostname" } }] } },
+          priorityClassName: "system-cluster-critical",
+        }, key);
+      }
+      for (const [key, spec] of podSpecs(await template("appmonitor", [`profile=${profile}`]))) {
+        for (const field of ["imagePullSecrets", "nodeSelector", "tolerations", "affinity", "priorityClassName"]) assert.equal(field in spec, false, `${key} ${field}`);
+      }
+    });
+  }
+
+  test("replicas: a Deployment's spec.replicas; a Knative Service's min-scale, max-scale raised to it; unset, the profile's own", async () => {
+    const deployments = await template("appmonitor", ["replicas.alertReceiver=2", "replicas.ruleSync=3", "replicas.memoryScaler=0"]);
+    const replicas = (name: string) => (find(deployments, "Deployment", name)?.spec as { replicas?: number }).replicas;
+    assert.deepEqual(Object.keys(WORKLOAD_KEYS).map(replicas), [2, 0, 3, 1]);
+    const scale = (objects: RenderedObject[], name: string) => {
+      const annotations = (find(objects, "Service", name)?.spec.template as { metadata?: { annotations?: Record<string, string> } }).metadata?.annotations ?? {};
+      return [annotations[MIN_SCALE_ANNOTATION], annotations[MAX_SCALE_ANNOTATION]];
+    };
+    const shipped = await template("appmonitor", ["profile=serving"]);
+    assert.deepEqual(Object.keys(WORKLOAD_KEYS).map((name) => scale(shipped, name)), [["1", "5"], ["0", "3"], ["1", "2"], ["1", "2"]]);
+    const set = await template("appmonitor", ["profile=serving", "replicas.alertReceiver=2", "replicas.ruleSync=3", "replicas.memoryScaler=0"]);
+    assert.deepEqual(Object.keys(WORKLOAD_KEYS).map((name) => scale(set, name)), [["2", "5"], ["0", "3"], ["3", "3"], ["1", "2"]]);
+    // Values kept from a release before replicas (helm upgrade --reuse-values): the profile's own.
+    assert.deepEqual((await template("appmonitor", ["replicas=null"])).filter((o) => o.kind === "Deployment").map((o) => (o.spec as { replicas: number }).replicas), [1, 1, 1, 1]);
+  });
+
+  for (const profile of ["eventing-only", "serving"] as const) {
+    test(`${profile}: a PodDisruptionBudget (maxUnavailable 1, the function's Pods) for each function with more than one replica, none at one`, async () => {
+      const budgets = (objects: RenderedObject[]) => objects.filter((o) => o.kind === "PodDisruptionBudget").map((o) => ({ name: o.metadata.name, spec: o.spec }));
+      assert.deepEqual(budgets(await template("appmonitor", [`profile=${profile}`, "replicas.alertReceiver=1"])), []);
+      const objects = await template("appmonitor", [`profile=${profile}`, "replicas.alertReceiver=2", "replicas.ruleSync=3", "replicas.deadLetter=1"]);
+      assert.deepEqual(budgets(objects), ["alert-receiver", "rule-sync"].map((name) => ({ name, spec: { maxUnavailable: 1, selector: { matchLabels: { "app.kubernetes.io/name": name } } } })));
+      // The budget selects the function's Pods: the labels of its Pod template.
+      for (const name of ["alert-receiver", "rule-sync"]) {
+        const labels = (find(objects, profile === "serving" ? "Service" : "Deployment", name)?.spec.template as unknown as { metadata: { labels: Record<string, string> } }).metadata.labels;
+        assert.equal(labels["app.kubernetes.io/name"], name);
+      }
+    });
+  }
+
+  test("monitoring.podMonitor.enabled and monitoring.selfAlerts.enabled each turn off their object, dashboard.enabled the dashboard; each where its kind is served", async () => {
+    const kinds = async (set: string[], args = MONITORING_APIS) => (await template("appmonitor", set, args)).filter((o) => ["PodMonitor", "PrometheusRule"].includes(o.kind) || o.metadata.name === "appmonitor-dashboard").map((o) => o.kind).sort();
+    assert.deepEqual(await kinds([]), ["ConfigMap", "PodMonitor", "PrometheusRule"]);
+    assert.deepEqual(await kinds(["monitoring.podMonitor.enabled=false"]), ["ConfigMap", "PrometheusRule"]);
+    assert.deepEqual(await kinds(["monitoring.selfAlerts.enabled=false"]), ["ConfigMap", "PodMonitor"]);
+    assert.deepEqual(await kinds(["dashboard.enabled=false"]), ["PodMonitor", "PrometheusRule"]);
+    assert.deepEqual(await kinds(["monitoring.enabled=false"]), ["ConfigMap"]);
+    assert.deepEqual(await kinds([], ["--api-versions", "monitoring.coreos.com/v1/PrometheusRule"]), ["ConfigMap", "PrometheusRule"], "only the PrometheusRule CRD: the PodMonitor could not be created");
+  });
+
+  test("helm test's Pod: a test hook in alert-receiver's image, each function's readiness endpoint in the release's namespace, the self-alerts' names and prometheusUrl", async () => {
+    const monitors = await renderMonitoring(kubectl, "tools");
+    const alertNames = monitors.flatMap((o) => o.kind === "PrometheusRule" ? (o.spec as { groups: { rules: { alert?: string }[] }[] }).groups.flatMap((g) => g.rules.flatMap((r) => (r.alert ? [r.alert] : []))) : []);
+    assert.ok(alertNames.length >= 5, alertNames.join(", "));
+    const testPod = async (set: string[]) => {
+      const pod = (await template("tools", set)).find((o) => o.kind === "Pod") as RenderedObject & { spec: { containers: { image: string; command: string[]; env: { name: string; value: string }[] }[] } };
+      return { pod, env: Object.fromEntries(pod.spec.containers[0]?.env.map((e) => [e.name, e.value]) ?? []) };
+    };
+    const { pod, env: testEnv } = await testPod(["prometheusUrl=http://prometheus.example:9090"]);
+    assert.equal(pod.metadata.annotations?.["helm.sh/hook"], "test");
+    assert.match(pod.spec.containers[0]?.image ?? "", /\/appmonitor-alert-receiver:/);
+    assert.deepEqual(pod.spec.containers[0]?.command.slice(0, 3), ["node", "--input-type=module", "-e"]);
+    assert.equal(pod.spec.containers[0]?.command[3], await readFile(path.join(repoRoot, "scripts", "release", "release-test.mjs"), "utf8"));
+    assert.deepEqual(JSON.parse(testEnv.READINESS_URLS ?? ""), Object.fromEntries(Object.keys(WORKLOAD_KEYS).map((name) => [name, `http://${name}.tools.svc.cluster.local/health/readiness`])));
+    assert.deepEqual(JSON.parse(testEnv.SELF_ALERTS ?? ""), alertNames);
+    assert.equal(testEnv.PROMETHEUS_URL, "http://prometheus.example:9090");
+    assert.equal((await testPod(["monitoring.selfAlerts.enabled=false"])).env.PROMETHEUS_URL, "", "no self-alerts of the chart's: none to check");
+  });
+
+  test("as a subchart: a values file with global and a parent's keys at the top level renders; a typo inside one of the chart's objects is refused with its name", async () => {
+    const file = path.join(scratch.path, "parent-values.yaml");
+    await writeFile(file, "global:\n  imageRegistry: registry.example.com\n  storageClass: fast\nenabled: true\nparentOnly:\n  anything: 1\n");
+    const objects = await template("appmonitor", [], ["-f", file]);
+    assert.ok(objects.some((o) => o.kind === "Deployment" && o.metadata.name === "memory-scaler"));
+    const { stdout } = await run(helm, ["lint", "--strict", chart, "-f", file]);
+    assert.match(stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+    await writeFile(file, "global: {}\nmonitoring:\n  podMonitr:\n    enabled: false\n");
+    await assert.rejects(template("appmonitor", [], ["-f", file]), (error: Error) => /podMonitr/.test(error.message));
+  });
+
+  test("webhook.existingSecret, the GitOps setting: two helm template renders are the same, no Secret of the chart's; without it each render makes a new token", async () => {
+    const gitops = ["webhook.existingSecret=appmonitor-webhook-sealed"];
+    const [first, second] = [await templateText("appmonitor", gitops), await templateText("appmonitor", gitops)];
+    assert.equal(first, second);
+    assert.equal(parseAllDocuments(first).some((d) => (d.toJS() as RenderedObject | null)?.kind === "Secret"), false);
+    assert.equal(find(parseAllDocuments(first).map((d) => d.toJS() as RenderedObject).filter((o) => o !== null), "Deployment", "alert-receiver")?.spec.template.spec.volumes?.[0]?.secret?.secretName, "appmonitor-webhook-sealed");
+    // Why: helm template cannot read the cluster, so the chart's own Secret gets a new token each time.
+    const token = async () => (find(await template("appmonitor"), "Secret", "appmonitor-webhook") as unknown as { data: { token: string } }).data.token;
+    assert.notEqual(await token(), await token());
+  });
+
   const refused: [string, RegExp][] = [
     ["profile=knative", /profile/],
     ["metricSource=kubelet", /metricSource/],
     ["watchNamespaces={Team_A}", /watchNamespaces/],
     ["images.memoryScaler.digest=latest", /digest/],
-    ["imageRegistry=x", /imageRegistry/],
+    ["image.registy=x", /registy/],
+    ["monitoring.podMonitr.enabled=false", /podMonitr/],
+    ["replicas.ruleSinc=2", /ruleSinc/],
+    ["replicas.ruleSync=-1", /ruleSync/],
+    ["tolerations[0].efect=NoSchedule", /efect/],
+    ["affinity.nodeAfinity.x=y", /nodeAfinity/],
+    ["imagePullSecrets[0]=regcred", /imagePullSecrets/],
+    ["priorityClassName=High_Priority", /priorityClassName/],
     ["alertSeverity=info", /alertSeverity: info is inhibited/],
     ["prometheusRelease=a b", /prometheusRelease/],
     ["ceilings.maxMemory=lots", /maxMemory/],
