@@ -10,6 +10,10 @@
 //     logLevel=debug: the functions roll out with them, memory-scaler paused, the values of the
 //     install (profile, registry, no Prometheus) kept; the AppMonitor and its status are kept, and
 //     so is the webhook token;
+//   - `helm test`, prometheusUrl the stack's Prometheus (relayed onto the node IP, which Pods
+//     reach) with the alerts on appmonitor loaded, and dead-letter at 2 replicas (its
+//     PodDisruptionBudget): passes; fails, naming it, when a self-alert is not loaded, and when
+//     rule-sync is scaled to zero;
 //   - `helm uninstall`: every object the release rendered is gone in every namespace; the CRD and
 //     the AppMonitors stay, as do memory-scaler's annotations on the workload it scaled.
 // Figures (release, install, chain, upgrade, uninstall) go to the diagnostics. One real node per
@@ -22,18 +26,22 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import * as k8s from "@kubernetes/client-node";
-import { parseAllDocuments } from "yaml";
+import { parseAllDocuments, parseDocument, stringify } from "yaml";
 import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../functions/lib/appmonitor.ts";
 import { policyPath as inPlacePolicyPath } from "../../scripts/in-place-policy.ts";
 import { release } from "../../scripts/release/release.ts";
 import { runChain, type ChainResult } from "../harness/demo/chain.ts";
-import { installEventing, placeNamespace } from "../harness/stack/eventing-install.ts";
+import { installEventing, placeNamespace, until } from "../harness/stack/eventing-install.ts";
 import { buildBinaries } from "../../scripts/lib/binaries.ts";
 import { REAL_NODE, realNodePaths } from "../harness/stack/real-node-config.ts";
 import { hostsDirName, hostsToml } from "../harness/stack/registry-config.ts";
 import { down, up } from "../harness/stack/stack.ts";
 import { type StackState } from "../harness/stack/state.ts";
 import { acquireRealNodeLock } from "../support/real-node-lock.ts";
+import { freePort } from "../harness/lib/free-port.ts";
+import { startProcess, type Started } from "../harness/stack/processes.ts";
+import { RELEASE_TEST_POD } from "../../scripts/release/chart-templates.ts";
+import { repoRoot } from "../../scripts/lib/paths.ts";
 import { SHORT_FOR_SECONDS } from "../support/stack.ts";
 
 const run = promisify(execFile);
@@ -50,6 +58,8 @@ let helm = "";
 let releaseLock: (() => Promise<void>) | undefined;
 let kc: k8s.KubeConfig;
 let chained: ChainResult | undefined;
+/** The relay that puts the stack's Prometheus on the node IP, for the helm test Pod. */
+let prometheusRelay: Started | undefined;
 const seconds: Record<string, number> = {};
 
 async function timed<T>(name: string, work: () => Promise<T>): Promise<T> {
@@ -109,6 +119,7 @@ before(async () => {
 
 after(async () => {
   process.stderr.write(`# figures (s): ${JSON.stringify(seconds)}\n`);
+  if (prometheusRelay) process.kill(prometheusRelay.pid, "SIGTERM");
   if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
   await releaseLock?.();
 });
@@ -188,6 +199,68 @@ test("helm upgrade --reuse-values --set pauseScaling=true pauses memory-scaler, 
   assert.deepEqual(afterUpgrade.status?.recentScales, before.status?.recentScales);
   assert.equal((await core.readNamespacedSecret({ name: "appmonitor-webhook", namespace: NAMESPACE })).data?.token, token, "the token is kept");
   assert.match(await helmArgs("status", "appmonitor", "-n", NAMESPACE), /REVISION: 2/);
+});
+
+/** `helm test` of the release: whether it passed, helm's output, and the test Pod's log (its checks, one line each). */
+async function helmTest(): Promise<{ passed: boolean; output: string; log: string }> {
+  const kubectl = (state as StackState).binaries.kubectl;
+  const [passed, output] = await timed("helm test", () => helmArgs("test", "appmonitor", "-n", NAMESPACE, "--timeout", "3m").then((out) => [true, out] as const, (error: Error) => [false, error.message] as const));
+  const log = await tool(kubectl, [kubeconfigArg(), "logs", "-n", NAMESPACE, RELEASE_TEST_POD]).catch((e: Error) => `no log: ${e.message}`);
+  return { passed, output, log };
+}
+
+test("helm test passes where each function answers and Prometheus has loaded the alerts on appmonitor; it fails, naming what, when a self-alert is not loaded and when a function is scaled to zero", { timeout: 20 * 60_000 }, async (t) => {
+  assert.ok(chained, "the install test ran");
+  const st = state as StackState;
+  const kubectl = st.binaries.kubectl;
+  // The stack's Prometheus listens on 127.0.0.1, which no Pod reaches: relayed onto the node IP, which Pods do.
+  const relayPort = await freePort();
+  prometheusRelay = startProcess("prometheus-relay", process.execPath, [
+    path.join(repoRoot, "test", "harness", "stack", "tcp-relay.ts"), REAL_NODE.nodeIp, String(relayPort), "127.0.0.1", new URL(st.prometheusUrl).port,
+  ], path.join(stateDir, "prometheus-relay.log"));
+  const relayed = `http://${REAL_NODE.nodeIp}:${relayPort}`;
+  // The alerts on appmonitor loaded by the stack's Prometheus (a plain one: the chart's PrometheusRule, as prometheus-operator would load it).
+  const rule = parseDocument(await readFile(path.join(repoRoot, "knative", "monitoring", "appmonitor-alerts.yaml"), "utf8")).toJS() as { spec: { groups: { name: string; rules: { alert?: string }[] }[] } };
+  const rulesFile = path.join(st.rulesDir, "appmonitor-alerts.yml");
+  const load = async (groups: typeof rule.spec.groups) => {
+    await writeFile(rulesFile, stringify({ groups }));
+    assert.equal((await fetch(`${st.prometheusUrl}/-/reload`, { method: "POST" })).status, 200, "Prometheus reloads its rules");
+  };
+  await load(rule.spec.groups);
+  await timed("helm upgrade for helm test", () => helmArgs("upgrade", "appmonitor", chartFile(), "-n", NAMESPACE, "--reuse-values",
+    "--set", `prometheusUrl=${relayed}`, "--set", "replicas.deadLetter=2", "--wait", "--timeout", "5m"));
+  const apps = kc.makeApiClient(k8s.AppsV1Api);
+  assert.equal((await apps.readNamespacedDeployment({ name: "appmonitor-dead-letter", namespace: NAMESPACE })).status?.readyReplicas, 2);
+  const readBudget = () => kc.makeApiClient(k8s.PolicyV1Api).readNamespacedPodDisruptionBudget({ name: "appmonitor-dead-letter", namespace: NAMESPACE });
+  // The disruption controller writes the budget's status after the Pods are ready.
+  await until(async () => (await readBudget()).status?.currentHealthy === 2, 60_000, async () => `PodDisruptionBudget appmonitor-dead-letter: ${JSON.stringify((await readBudget()).status)}`);
+  const budget = await readBudget();
+  assert.deepEqual([budget.spec?.maxUnavailable, budget.status?.currentHealthy, budget.status?.disruptionsAllowed], [1, 2, 1], "the budget counts both replicas and allows one eviction");
+
+  const passed = await helmTest();
+  t.diagnostic(`helm test, passing:\n${passed.log}`);
+  assert.ok(passed.passed, `${passed.output}\n${passed.log}`);
+  for (const name of ["alert-receiver", "memory-scaler", "rule-sync", "appmonitor-dead-letter"]) assert.match(passed.log, new RegExp(`^ok ${name}: http://${name}\\.${NAMESPACE}\\.svc\\.cluster\\.local/health/readiness answered 200$`, "m"));
+  const alertCount = rule.spec.groups.flatMap((g) => g.rules.filter((r) => r.alert)).length;
+  assert.match(passed.log, new RegExp(`^ok Prometheus at ${relayed} has loaded the ${alertCount} self-alerts$`, "m"));
+
+  // A self-alert Prometheus has not loaded.
+  await load(rule.spec.groups.map((g) => ({ ...g, rules: g.rules.filter((r) => r.alert !== "AppMonitorDeadLetters") })));
+  const missing = await helmTest();
+  t.diagnostic(`helm test, a self-alert missing:\n${missing.log}`);
+  assert.equal(missing.passed, false, missing.output);
+  assert.match(missing.log, /^FAIL Prometheus at \S+ has not loaded the self-alerts AppMonitorDeadLetters /m);
+  await load(rule.spec.groups);
+
+  // A function scaled to zero: its Service has no endpoint to answer.
+  await tool(kubectl, [kubeconfigArg(), "scale", "deployment/rule-sync", "-n", NAMESPACE, "--replicas=0"]);
+  await tool(kubectl, [kubeconfigArg(), "wait", "--for=delete", "pod", "-l", "app.kubernetes.io/name=rule-sync", "-n", NAMESPACE, "--timeout=120s"]);
+  const scaled = await helmTest();
+  t.diagnostic(`helm test, rule-sync scaled to zero:\n${scaled.log}`);
+  assert.equal(scaled.passed, false, scaled.output);
+  assert.match(scaled.log, new RegExp(`^FAIL rule-sync: http://rule-sync\\.${NAMESPACE}\\.svc\\.cluster\\.local/health/readiness did not answer`, "m"));
+  assert.match(scaled.log, /^ok alert-receiver: /m, "the others still answer");
+  await tool(kubectl, [kubeconfigArg(), "delete", "pod", RELEASE_TEST_POD, "-n", NAMESPACE, "--wait"]);
 });
 
 test("helm uninstall removes every object the release installed, in every namespace; the CRD, the AppMonitors and memory-scaler's annotations on the workload stay", { timeout: 10 * 60_000 }, async (t) => {
