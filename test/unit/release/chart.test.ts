@@ -2,8 +2,8 @@
 // from: built, linted by the real helm (test/harness/bins/helm), rendered by `helm template` and
 // compared object by object with `kubectl kustomize` of each profile, in the shipped namespace and
 // in another. Equal but for what is Helm's (its labels, the webhook Secret it makes, the Namespace
-// and the CRD it leaves to --create-namespace and crds/) and the images, which name the release's
-// registry. So the chart and knative/ cannot drift; and each value does what values.yaml says.
+// and the CRD it leaves to --create-namespace and crds/, the helm test Pod) and the images, which
+// name the release's registry. So the chart and knative/ cannot drift; and each value does what values.yaml says.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
