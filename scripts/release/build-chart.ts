@@ -5,9 +5,10 @@
  * templates generated from knative/ (`chart-templates.ts`) and knative/monitoring/
  * (`monitoring.yaml`, where prometheus-operator's API is), the workloads' PodDisruptionBudgets
  * (`poddisruptionbudgets.yaml`), the `helm test` Pod (`tests/release-test.yaml`, running
- * release-test.mjs), the Alertmanager values NOTES prints
- * (`_alertmanager.tpl`, from scripts/alertmanager-routing.ts), the CRD in `crds/`, and `Chart.yaml`
- * with package.json's version as both the chart's version and its appVersion. Prints the chart's
+ * release-test.mjs), the Alertmanager values NOTES prints (`_alertmanager.tpl`, from
+ * scripts/alertmanager-routing.ts), values.yaml's defaults (`_defaults.tpl`), the CRD in `crds/`,
+ * and `Chart.yaml` with package.json's version as both the chart's version and its appVersion, and
+ * the release's image digests in its annotations. Prints the chart's
  * directory.
  * Its arguments, options and exit codes: {@link USAGE} (`--help`).
  */
@@ -21,7 +22,8 @@ import { buildBinaries } from "../lib/binaries.ts";
 import { repoRoot } from "../lib/paths.ts";
 import { exitOnHelp, usageText, type CommandUsage } from "../lib/usage.ts";
 import {
-  alertmanagerValuesTemplate, chartTemplates, disruptionBudgetsTemplate, monitoringTemplate, NAMESPACE_SENTINEL, releaseTestTemplate, type RenderedObject, type RenderedProfiles,
+  alertmanagerValuesTemplate, chartTemplates, defaultsTemplate, DIGESTS_ANNOTATION, disruptionBudgetsTemplate, IMAGE_KEYS, monitoringTemplate, NAMESPACE_SENTINEL, releaseTestTemplate,
+  type RenderedObject, type RenderedProfiles,
 } from "./chart-templates.ts";
 
 const run = promisify(execFile);
@@ -131,9 +133,13 @@ export async function renderMonitoring(kubectl: string, namespace: string): Prom
   });
 }
 
-/** What a build may put in the chart's values besides their defaults (the release's digests). */
+/** What a build pins beside the chart's values (the release's digests). */
 export interface ChartOverrides {
-  /** Each image's digest by its key in `values.images` (`memoryScaler`: `sha256:…`). */
+  /**
+   * Each image's digest by its key in `values.images` (`memoryScaler`: `sha256:…`), written into
+   * Chart.yaml's {@link DIGESTS_ANNOTATION}, not values.yaml: an untagged image (the appVersion)
+   * is pinned by it, so values kept from an older release cannot hold the image back.
+   */
   readonly digests?: Readonly<Record<string, string>>;
 }
 
@@ -162,6 +168,10 @@ export async function buildChart(outDir: string, overrides: ChartOverrides = {},
   await cp(path.join(repoRoot, "knative", "monitoring", "dashboard.json"), path.join(chartDir, "dashboards", "appmonitor.json"));
   await mkdir(path.join(chartDir, "crds"));
   await cp(path.join(repoRoot, "knative", "crd", "appmonitor.yaml"), path.join(chartDir, "crds", "appmonitor.yaml"));
+  const values = parseDocument(await readFile(path.join(chartDir, "values.yaml"), "utf8")).toJS() as Record<string, unknown>;
+  await writeFile(path.join(chartDir, "templates", "_defaults.tpl"), defaultsTemplate(values));
+  const keys = new Set(Object.values(IMAGE_KEYS));
+  for (const key of Object.keys(overrides.digests ?? {})) if (!keys.has(key)) throw new Error(`values.images has no ${key}`);
   const pkg = await packageFacts();
   await writeFile(path.join(chartDir, "Chart.yaml"), [
     "# Written by scripts/release/build-chart.ts from package.json.",
@@ -169,18 +179,12 @@ export async function buildChart(outDir: string, overrides: ChartOverrides = {},
       apiVersion: "v2", name: pkg.name, description: pkg.description, type: "application",
       version: pkg.version, appVersion: pkg.version, kubeVersion: ">=1.30.0-0",
       keywords: ["knative", "memory", "autoscaling", "prometheus", "vertical-scaling"],
-      annotations: { "appmonitor.kubedemo.com/profiles": "serving, eventing-only" },
+      annotations: {
+        "appmonitor.kubedemo.com/profiles": "serving, eventing-only",
+        ...(overrides.digests ? { [DIGESTS_ANNOTATION]: JSON.stringify(overrides.digests) } : {}),
+      },
     }),
   ].join("\n"));
-  if (overrides.digests) {
-    const valuesFile = path.join(chartDir, "values.yaml");
-    const values = parseDocument(await readFile(valuesFile, "utf8"));
-    for (const [key, digest] of Object.entries(overrides.digests)) {
-      if (!values.hasIn(["images", key])) throw new Error(`values.images has no ${key}`);
-      values.setIn(["images", key, "digest"], digest);
-    }
-    await writeFile(valuesFile, values.toString({ lineWidth: 0 }));
-  }
   return chartDir;
 }
 

@@ -15,8 +15,17 @@
 //     PodDisruptionBudget): passes; fails, naming it, when a self-alert is not loaded, and when
 //     rule-sync is scaled to zero;
 //   - `helm uninstall`: every object the release rendered is gone in every namespace; the CRD and
-//     the AppMonitors stay, as do memory-scaler's annotations on the workload it scaled.
-// Figures (release, install, chain, upgrade, uninstall) go to the diagnostics. One real node per
+//     the AppMonitors stay, as do memory-scaler's annotations on the workload it scaled;
+//   - the upgrade from the previous release, 0.2.0, built by its own commit's `npm run release`
+//     (test/support/previous-release.ts, kept by commit): after the CRD's removal, `helm install`
+//     of it (its values but the stack's) and memhog scaled once through it; the CRD step as
+//     docs/install.md gives it (`kubectl apply --server-side --force-conflicts`; without
+//     --force-conflicts it conflicts with Helm's field manager), then `helm upgrade --reuse-values`
+//     to this release's chart: this release's images run and are Ready, the AppMonitor and its
+//     status are kept, and a second memhog scales through them; `helm upgrade -f` of 0.2.0's
+//     values.yaml passes this chart's schema.
+// Figures (release, install, chain, upgrade, uninstall; the previous release's, the CRD step's and
+// the upgrade's to all functions Ready) go to the diagnostics. One real node per
 // machine: the file takes the machine-wide lock first.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -30,6 +39,7 @@ import { parseAllDocuments, parseDocument, stringify } from "yaml";
 import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION } from "../../functions/lib/appmonitor.ts";
 import { policyPath as inPlacePolicyPath } from "../../scripts/in-place-policy.ts";
 import { release } from "../../scripts/release/release.ts";
+import { previousRelease } from "../support/previous-release.ts";
 import { runChain, type ChainResult } from "../harness/demo/chain.ts";
 import { installEventing, placeNamespace, until } from "../harness/stack/eventing-install.ts";
 import { buildBinaries } from "../../scripts/lib/binaries.ts";
@@ -60,6 +70,7 @@ let kc: k8s.KubeConfig;
 let chained: ChainResult | undefined;
 /** The relay that puts the stack's Prometheus on the node IP, for the helm test Pod. */
 let prometheusRelay: Started | undefined;
+let uninstalled = false;
 const seconds: Record<string, number> = {};
 
 async function timed<T>(name: string, work: () => Promise<T>): Promise<T> {
@@ -138,7 +149,7 @@ async function releasedObjects(): Promise<{ apiVersion: string; kind: string; me
   return parseAllDocuments(text).map((d) => d.toJS() as { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }).filter((o) => o !== null);
 }
 
-const appMonitor = async () => (await kc.makeApiClient(k8s.CustomObjectsApi).getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace: WORKLOAD_NS, plural: "appmonitors", name: "mymonitor" })) as {
+const appMonitor = async (namespace = WORKLOAD_NS) => (await kc.makeApiClient(k8s.CustomObjectsApi).getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace, plural: "appmonitors", name: "mymonitor" })) as {
   metadata: { uid: string }; status?: { scaleCount?: number; recentScales?: unknown[] };
 };
 
@@ -289,5 +300,105 @@ test("helm uninstall removes every object the release installed, in every namesp
   await tool(kubectl, [kubeconfigArg(), "annotate", "deployment", "memhog", "-n", WORKLOAD_NS, `${LAST_SCALE_ANNOTATION}-`, `${LAST_SCALE_RECORD_ANNOTATION}-`]);
   const cleaned = await kc.makeApiClient(k8s.AppsV1Api).readNamespacedDeployment({ name: "memhog", namespace: WORKLOAD_NS });
   assert.equal(Object.keys(cleaned.metadata?.annotations ?? {}).filter((k) => k.startsWith("app-monitor.kubedemo.com/")).length, 0, "the documented command removes them");
+  uninstalled = true;
+});
+
+/** The stack's registry under the user's registry name, where push-images.sh pushes. */
+const pushTarget = () => `${(state as StackState).registry?.address}/${USER_REGISTRY}`;
+
+/** The webhook token of the install's Secret. */
+async function webhookToken(): Promise<string> {
+  const secret = await kc.makeApiClient(k8s.CoreV1Api).readNamespacedSecret({ name: "appmonitor-webhook", namespace: NAMESPACE });
+  return Buffer.from(secret.data?.token ?? "", "base64").toString();
+}
+
+/** Creates a workload namespace placed on the real node, as the cluster's admin would. */
+async function workloadNamespace(name: string): Promise<void> {
+  await kc.makeApiClient(k8s.CoreV1Api).createNamespace({ body: { metadata: { name } } });
+  await placeNamespace(state as StackState, name);
+}
+
+const PREVIOUS = "0.2.0";
+const UPGRADE_NS = "upgrade-demo";
+let previousDir = "";
+let previousChain: ChainResult | undefined;
+
+test(`helm install of ${PREVIOUS}, released from its commit, with its default values but the stack's: memhog scales once through it`, { timeout: 60 * 60_000 }, async (t) => {
+  assert.ok(uninstalled, "the uninstall test ran");
+  const previous = await timed(`${PREVIOUS} release (built once per commit)`, () => previousRelease(PREVIOUS, (line) => t.diagnostic(line)));
+  previousDir = previous.dir;
+  t.diagnostic(`${PREVIOUS}: ${previous.commit.slice(0, 7)}, ${previous.built ? "built" : "kept"} in ${previous.dir}`);
+  const kubectl = (state as StackState).binaries.kubectl;
+  // After the uninstall, the documented full removal: the CRD goes, and 0.2.0 installs its own from crds/.
+  await tool(kubectl, [kubeconfigArg(), "delete", "crd", "appmonitors.kubedemo.com", "--wait"]);
+  await tool(path.join(previousDir, "push-images.sh"), [pushTarget()], { ...process.env, PUSH_TOOL: "skopeo", TLS_VERIFY: "false" });
+  await workloadNamespace(UPGRADE_NS);
+  // Its own values but for the stack's: the Eventing-only profile (the stack has no Serving), the registry, no Prometheus.
+  await timed(`helm install ${PREVIOUS}`, () => helmArgs("install", "appmonitor", path.join(previousDir, `appmonitor-${PREVIOUS}.tgz`), "-n", NAMESPACE,
+    "--set", "profile=eventing-only", "--set", `image.registry=${USER_REGISTRY}`, "--set", "prometheusUrl=", "--wait", "--timeout", "5m")).catch(async (error: Error) => {
+    throw new Error(`${error.message}\n${await namespaceState()}`, { cause: error });
+  });
+  previousChain = await timed(`demo chain through ${PREVIOUS}`, async () => runChain(state as StackState, {
+    namespace: UPGRADE_NS, realNode: true, functionPods: true, eventing: true, keep: true, installed: { namespace: NAMESPACE, webhookToken: await webhookToken() }, forSeconds: SHORT_FOR_SECONDS,
+    onProgress: (line) => t.diagnostic(line),
+  }));
+  assert.deepEqual(previousChain.after, { request: "512Mi", limit: "768Mi" });
+  const status = (await appMonitor(UPGRADE_NS)).status;
+  assert.equal(status?.scaleCount, 1);
+  assert.ok((status?.recentScales?.length ?? 0) > 0, "status.recentScales holds the scale");
+});
+
+test(`from ${PREVIOUS}: the documented CRD step, then helm upgrade --reuse-values to this release's chart: the AppMonitor and its status kept, this release's functions Ready, and memhog scales through them`, { timeout: 30 * 60_000 }, async (t) => {
+  assert.ok(previousChain, "the install of the previous release ran");
+  const kubectl = (state as StackState).binaries.kubectl;
+  const crdFile = path.join(releaseDir, "manifests", "appmonitor-crd.yaml");
+  const crdSchema = async () => JSON.stringify((await kc.makeApiClient(k8s.ApiextensionsV1Api).readCustomResourceDefinition({ name: "appmonitors.kubedemo.com" })).spec.versions[0]?.schema);
+  assert.equal((await crdSchema()).includes('"runtime"'), false, `${PREVIOUS}'s CRD: no containerPolicies[].runtime`);
+  // Helm created the CRD from crds/ and owns its fields: a plain server-side apply conflicts with it.
+  await assert.rejects(tool(kubectl, [kubeconfigArg(), "apply", "--server-side", "-f", crdFile]), /conflict[\s\S]*"helm"/i);
+  await timed("CRD step", () => tool(kubectl, [kubeconfigArg(), "apply", "--server-side", "--force-conflicts", "-f", crdFile]));
+  await tool(kubectl, [kubeconfigArg(), "wait", "--for=condition=Established", "--timeout=60s", "crd/appmonitors.kubedemo.com"]);
+  assert.ok((await crdSchema()).includes('"runtime"'), "this release's CRD is served");
+
+  const before = await appMonitor(UPGRADE_NS);
+  // An empty prometheusUrl now needs allowUnverifiedAlerts (CHANGELOG): refused before anything changes.
+  await assert.rejects(helmArgs("upgrade", "appmonitor", chartFile(), "-n", NAMESPACE, "--reuse-values"), /prometheusUrl is empty/);
+  const t0 = Date.now();
+  const notes = await helmArgs("upgrade", "appmonitor", chartFile(), "-n", NAMESPACE, "--reuse-values", "--set", "allowUnverifiedAlerts=true", "--wait", "--timeout", "5m").catch(async (error: Error) => {
+    throw new Error(`${error.message}\n${await namespaceState()}`, { cause: error });
+  });
+  // This release's images, by the digests it pinned (images.txt), whatever digests the kept values hold.
+  const digests = new Map((await readFile(path.join(releaseDir, "images.txt"), "utf8")).trim().split("\n").map((l) => l.split(" ")).map(([, name, tag, digest]) => [name, `${tag}@${digest}`]));
+  const apps = kc.makeApiClient(k8s.AppsV1Api);
+  for (const name of ["alert-receiver", "memory-scaler", "rule-sync", "appmonitor-dead-letter"]) {
+    const d = await apps.readNamespacedDeployment({ name, namespace: NAMESPACE });
+    const image = d.spec?.template.spec?.containers[0]?.image ?? "";
+    const shipped = `appmonitor-${name.replace(/^appmonitor-/, "")}`;
+    assert.equal(image, `${USER_REGISTRY}/${shipped}:${digests.get(shipped)}`, `${name} runs this release's image`);
+    assert.equal(d.status?.readyReplicas, d.spec?.replicas, `${name} Ready`);
+    assert.equal(d.status?.updatedReplicas, d.spec?.replicas, `${name} rolled out`);
+  }
+  seconds["helm upgrade to all functions Ready"] = (Date.now() - t0) / 1000;
+  assert.match(notes, /WARNING: values ignored[\s\S]*images\.eventDisplay/, "NOTES name what 0.2.0's values hold that this chart ignores");
+  const kept = await appMonitor(UPGRADE_NS);
+  assert.equal(kept.metadata.uid, before.metadata.uid, "the same AppMonitor");
+  assert.deepEqual(kept.status?.recentScales, before.status?.recentScales, "its status kept");
+
+  const again = await timed("demo chain through the upgraded release", async () => runChain(state as StackState, {
+    namespace: `${UPGRADE_NS}-2`, realNode: true, functionPods: true, eventing: true, keep: true, installed: { namespace: NAMESPACE, webhookToken: await webhookToken() }, forSeconds: SHORT_FOR_SECONDS,
+    onProgress: (line) => t.diagnostic(line),
+  }));
+  assert.deepEqual(again.after, { request: "512Mi", limit: "768Mi" });
+  assert.equal(again.recorded.scaleCount, 1);
+  t.diagnostic(notes.slice(notes.indexOf("WARNING")));
+});
+
+test(`helm upgrade -f ${PREVIOUS}'s values.yaml: this chart's schema takes it, and what it ignores is named`, { timeout: 5 * 60_000 }, async (t) => {
+  assert.ok(previousDir, "the previous release is there");
+  const file = path.join(path.dirname(releaseDir), `values-${PREVIOUS}.yaml`);
+  await writeFile(file, await helmArgs("show", "values", path.join(previousDir, `appmonitor-${PREVIOUS}.tgz`)));
+  const out = await helmArgs("upgrade", "appmonitor", chartFile(), "-n", NAMESPACE, "-f", file,
+    "--set", "profile=eventing-only", "--set", `image.registry=${USER_REGISTRY}`, "--set", "prometheusUrl=", "--set", "allowUnverifiedAlerts=true", "--dry-run");
+  assert.match(out, /WARNING: values ignored[\s\S]*images\.eventDisplay[\s\S]*resources\.deadLetter/);
   t.diagnostic(`figures (s): ${JSON.stringify(seconds)}`);
 });

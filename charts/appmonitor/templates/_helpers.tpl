@@ -12,14 +12,74 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end }}
 
 {{- /*
-An image by its key in .Values.images: <image.registry>/<name>:<tag, default the chart's appVersion>,
-and @<digest> when one is given (a release gives every image's). Called as (list $ "memoryScaler").
+A value by its path under .Values, as text; when a key on the path is absent (values kept by helm
+upgrade --reuse-values from a chart before the key, which replaces this chart's values.yaml with the
+last release's), this chart's default from "appmonitor.defaults" (templates/_defaults.tpl, written
+from values.yaml). Called as (list $ "dashboard" "enabled").
+*/}}
+{{- define "appmonitor.value" -}}
+{{- $value := (index . 0).Values }}
+{{- $default := include "appmonitor.defaults" (index . 0) | fromJson }}
+{{- $found := true }}
+{{- range $key := rest . }}
+{{- if and $found (kindIs "map" $value) (hasKey $value $key) }}{{ $value = index $value $key }}{{ else }}{{ $found = false }}{{ end }}
+{{- $default = index $default $key }}
+{{- end }}
+{{- if $found }}{{ $value }}{{ else }}{{ $default }}{{ end }}
+{{- end }}
+
+{{- /*
+Whether the values were written for 0.2.0 (its values.yaml, or kept from a 0.2.0 release by helm
+upgrade --reuse-values): they hold images.eventDisplay, that version's dead-letter sink (Knative's
+event_display), which no later values have. Then images.eventDisplay and resources.deadLetter
+(sized for event_display) are ignored; NOTES.txt says so.
+*/}}
+{{- define "appmonitor.valuesOf020" -}}
+{{- if hasKey (.Values.images | default dict) "eventDisplay" }}true{{ end }}
+{{- end }}
+
+{{- /*
+A workload's requests and limits by its key in .Values.resources, as YAML: this chart's default
+when absent, and for the dead-letter sink when the values are 0.2.0's ("appmonitor.valuesOf020").
+Called as (list $ "deadLetter").
+*/}}
+{{- define "appmonitor.resources" -}}
+{{- $root := index . 0 }}
+{{- $key := index . 1 }}
+{{- $defaults := (include "appmonitor.defaults" $root | fromJson).resources }}
+{{- if and (eq $key "deadLetter") (include "appmonitor.valuesOf020" $root) }}
+{{- toYaml (index $defaults $key) }}
+{{- else }}
+{{- toYaml (index ($root.Values.resources | default dict) $key | default (index $defaults $key)) }}
+{{- end }}
+{{- end }}
+
+{{- /*
+An image by its key in .Values.images: <image.registry>/<name>:<tag>@<digest>. A tag set is used
+with the digest set beside it (none: by tag alone); no tag is the chart's appVersion, pinned by the
+digest the release wrote into Chart.yaml's annotation appmonitor.kubedemo.com/image-digests (none
+in a chart built from a clone: by tag alone). So values kept from an older release (helm upgrade
+--reuse-values), which hold that release's digests, still get this chart's images; NOTES.txt names
+a digest so ignored. Called as (list $ "memoryScaler").
 */}}
 {{- define "appmonitor.image" -}}
 {{- $root := index . 0 }}
-{{- $image := index $root.Values.images (index . 1) }}
-{{- $ref := printf "%s/%s:%s" (trimSuffix "/" $root.Values.image.registry) $image.name (default $root.Chart.AppVersion $image.tag) }}
-{{- if $image.digest }}{{ printf "%s@%s" $ref $image.digest }}{{ else }}{{ $ref }}{{ end }}
+{{- $key := index . 1 }}
+{{- $name := include "appmonitor.value" (list $root "images" $key "name") }}
+{{- $tag := include "appmonitor.value" (list $root "images" $key "tag") }}
+{{- $digest := include "appmonitor.value" (list $root "images" $key "digest") }}
+{{- if not $tag }}
+{{- $tag = $root.Chart.AppVersion }}
+{{- $digest = include "appmonitor.pinnedDigest" (list $root $key) }}
+{{- end }}
+{{- $ref := printf "%s/%s:%s" (trimSuffix "/" $root.Values.image.registry) $name $tag }}
+{{- if $digest }}{{ printf "%s@%s" $ref $digest }}{{ else }}{{ $ref }}{{ end }}
+{{- end }}
+
+{{- /* The digest the release pinned for an image key (Chart.yaml's annotation), or "". Called as (list $ "memoryScaler"). */}}
+{{- define "appmonitor.pinnedDigest" -}}
+{{- $pins := index ((index . 0).Chart.Annotations | default dict) "appmonitor.kubedemo.com/image-digests" | default "{}" | fromJson }}
+{{- index $pins (index . 1) | default "" }}
 {{- end }}
 
 {{- /* The Secret that holds the webhook token alert-receiver requires and Alertmanager sends. */}}

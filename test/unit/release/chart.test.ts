@@ -7,7 +7,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { readFile, writeFile } from "node:fs/promises";
+import { cp, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { parseAllDocuments } from "yaml";
@@ -16,6 +16,7 @@ import { CEILINGS_CHECKSUM_ANNOTATION, IMAGE_KEYS, MAX_SCALE_ANNOTATION, MIN_SCA
 import { buildBinaries } from "../../../scripts/lib/binaries.ts";
 import { repoRoot } from "../../../scripts/lib/paths.ts";
 import { objectKey, overlayDifferences } from "../../support/profiles.ts";
+import { releaseCommit } from "../../support/previous-release.ts";
 import { tempDir, type TempDir } from "../../support/temp-dir.ts";
 
 const run = promisify(execFile);
@@ -32,18 +33,18 @@ before(async () => {
 });
 after(() => scratch.remove());
 
-/** `helm template` of the chart (`args`: more of its flags, e.g. `-f FILE`), its output. @throws Error with helm's stderr. */
-async function templateText(namespace: string, set: readonly string[] = [], args: readonly string[] = []): Promise<string> {
+/** `helm template` of the chart (`args`: more of its flags, e.g. `-f FILE`; `chartDir`: another chart), its output. @throws Error with helm's stderr. */
+async function templateText(namespace: string, set: readonly string[] = [], args: readonly string[] = [], chartDir = chart): Promise<string> {
   try {
-    return (await run(helm, ["template", "appmonitor", chart, "--namespace", namespace, ...set.flatMap((s) => ["--set", s]), ...args], { maxBuffer: 32 << 20 })).stdout;
+    return (await run(helm, ["template", "appmonitor", chartDir, "--namespace", namespace, ...args, ...set.flatMap((s) => ["--set", s])], { maxBuffer: 32 << 20 })).stdout;
   } catch (error) {
     throw new Error(`helm template: ${(error as { stderr?: string }).stderr ?? String(error)}`, { cause: error });
   }
 }
 
 /** `helm template` of the chart, its objects. @throws Error with helm's stderr. */
-async function template(namespace: string, set: readonly string[] = [], args: readonly string[] = []): Promise<RenderedObject[]> {
-  return parseAllDocuments(await templateText(namespace, set, args)).map((d) => d.toJS() as RenderedObject).filter((o) => o !== null);
+async function template(namespace: string, set: readonly string[] = [], args: readonly string[] = [], chartDir = chart): Promise<RenderedObject[]> {
+  return parseAllDocuments(await templateText(namespace, set, args, chartDir)).map((d) => d.toJS() as RenderedObject).filter((o) => o !== null);
 }
 
 /** prometheus-operator's kinds the chart renders its monitoring objects for, as `helm template --api-versions` takes them. */
@@ -56,6 +57,10 @@ const PRODUCTION_VALUES = [
   "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey=kubernetes.io/hostname",
   "priorityClassName=system-cluster-critical", "replicas.alertReceiver=2", "replicas.ruleSync=3",
 ];
+
+/** Every container's image of the objects, sorted. */
+const imagesOf = (objects: readonly RenderedObject[]) =>
+  objects.flatMap((o) => (o as unknown as { spec?: { template?: { spec?: { containers?: { image: string }[] } } } }).spec?.template?.spec?.containers?.map((c) => c.image) ?? []).sort();
 
 const HELM_LABELS = ["app.kubernetes.io/managed-by", "app.kubernetes.io/instance", "helm.sh/chart"];
 
@@ -146,17 +151,25 @@ describe("the chart's values", () => {
   /** A container's literal env (not what it reads from a ConfigMap). */
   const env = (o: ReturnType<typeof find>) => Object.fromEntries((o?.spec.template.spec.containers[0]?.env ?? []).filter((e) => !("valueFrom" in e)).map((e) => [e.name, e.value]));
 
-  test("image.registry is the one value that moves every image, digests kept", async () => {
+  test("image.registry is the one value that moves every image; a digest pins the tag set with it", async () => {
     const digest = `sha256:${"a".repeat(64)}`;
-    const objects = await template("appmonitor", ["profile=eventing-only", "image.registry=registry.example.com/team", `images.memoryScaler.digest=${digest}`]);
-    const images = objects.flatMap((o) => (o as unknown as { spec?: { template?: { spec?: { containers?: { image: string }[] } } } }).spec?.template?.spec?.containers?.map((c) => c.image) ?? []).sort();
+    const objects = await template("appmonitor", ["profile=eventing-only", "image.registry=registry.example.com/team", "images.memoryScaler.tag=1.0", `images.memoryScaler.digest=${digest}`, `images.ruleSync.digest=${digest}`]);
     const { version } = JSON.parse(await readFile(path.join(repoRoot, "package.json"), "utf8")) as { version: string };
-    assert.deepEqual(images, [
+    assert.deepEqual(imagesOf(objects), [
       `registry.example.com/team/appmonitor-alert-receiver:${version}`,
       `registry.example.com/team/appmonitor-dead-letter:${version}`,
-      `registry.example.com/team/appmonitor-memory-scaler:${version}@${digest}`,
+      `registry.example.com/team/appmonitor-memory-scaler:1.0@${digest}`,
       `registry.example.com/team/appmonitor-rule-sync:${version}`,
-    ]);
+    ], "no tag: the chart's appVersion, which a chart built without digests pins by tag alone");
+  });
+
+  test("a release's digests pin the appVersion's images (Chart.yaml), whatever digest older values hold", async () => {
+    const pins = Object.fromEntries(Object.values(IMAGE_KEYS).map((key, i) => [key, `sha256:${String(i).repeat(64)}`]));
+    const pinned = await buildChart(path.join(scratch.path, "pinned"), { digests: pins }, kubectl);
+    const { version } = JSON.parse(await readFile(path.join(repoRoot, "package.json"), "utf8")) as { version: string };
+    const expected = Object.entries(IMAGE_KEYS).map(([repository, key]) => `${repository}:${version}@${pins[key]}`).sort();
+    assert.deepEqual(imagesOf(await template("appmonitor", [], [], pinned)), expected);
+    assert.deepEqual(imagesOf(await template("appmonitor", [`images.memoryScaler.digest=sha256:${"f".repeat(64)}`], [], pinned)), expected);
   });
 
   test("the default profile is eventing-only: Deployments, no Knative Service", async () => {
@@ -370,4 +383,57 @@ describe("the chart's values", () => {
       await assert.rejects(template("appmonitor", [set]), (error: Error) => names.test(error.message));
     });
   }
+});
+
+describe("values written for 0.2.0", () => {
+  const oldDigest = `sha256:${"e".repeat(64)}`;
+  /** This chart with a template that renders NOTES.txt into a ConfigMap: helm template does not print it. */
+  let withNotes = "";
+  /** withNotes with 0.2.0's values in place of values.yaml: what `helm upgrade --reuse-values` from 0.2.0 renders with. */
+  let reused = "";
+  /** 0.2.0's values.yaml as its release packaged it, every digest filled. */
+  let oldValues = "";
+  before(async () => {
+    const commit = await releaseCommit("0.2.0");
+    const { stdout } = await run("git", ["show", `${commit}:charts/appmonitor/values.yaml`], { cwd: repoRoot });
+    withNotes = path.join(scratch.path, "with-notes");
+    await cp(chart, withNotes, { recursive: true });
+    const notes = await readFile(path.join(chart, "templates", "NOTES.txt"), "utf8");
+    await writeFile(path.join(withNotes, "templates", "notes-as-configmap.yaml"),
+      `{{- define "test.notes" }}${notes}{{- end }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n  notes: {{ include "test.notes" . | toJson }}\n`);
+    reused = path.join(scratch.path, "reused");
+    await cp(withNotes, reused, { recursive: true });
+    assert.match(stdout, /eventDisplay:/);
+    await writeFile(path.join(reused, "values.yaml"), stdout.replaceAll('digest: ""', `digest: ${oldDigest}`));
+    oldValues = path.join(scratch.path, "values-0.2.0.yaml");
+    await writeFile(oldValues, stdout.replaceAll('digest: ""', `digest: ${oldDigest}`));
+  });
+
+  const notesOf = (objects: RenderedObject[]) => (objects.find((o) => o.kind === "ConfigMap" && o.metadata.name === "notes") as unknown as { data: { notes: string } }).data.notes;
+  const container = (objects: RenderedObject[], name: string) => (objects.find((o) => o.kind === "Deployment" && o.metadata.name === name) as unknown as
+    { spec: { template: { spec: { containers: { env: { name: string; value?: string }[]; resources: unknown }[] } } } }).spec.template.spec.containers[0];
+  const envOf = (objects: RenderedObject[], name: string) => Object.fromEntries((container(objects, name)?.env ?? []).filter((e) => e.value !== undefined).map((e) => [e.name, e.value]));
+
+  test("helm upgrade --reuse-values from 0.2.0: the schema takes them, each key added since gets values.yaml's default, the images are this chart's, event_display's values are ignored and named", async () => {
+    const objects = await template("appmonitor", ["profile=eventing-only"], [], reused);
+    const defaults = parseAllDocuments(await readFile(path.join(chart, "values.yaml"), "utf8"))[0]?.toJS() as { resources: { deadLetter: unknown }; alertmanagerUrl: string };
+    assert.deepEqual(envOf(objects, "memory-scaler"), {
+      PROMETHEUS_URL: "http://prometheus-operated.monitoring.svc.cluster.local:9090", ALLOW_UNVERIFIED_ALERTS: "false", DEFAULT_MAX_MEMORY: "8Gi",
+      ALERTMANAGER_URL: defaults.alertmanagerUrl, LOG_LEVEL: "info", PAUSE_SCALING: "false",
+    });
+    assert.equal(envOf(objects, "rule-sync").RULE_LABELS, "release=prometheus", "0.2.0's ruleLabels.release");
+    const { version } = JSON.parse(await readFile(path.join(repoRoot, "package.json"), "utf8")) as { version: string };
+    assert.deepEqual(imagesOf(objects), Object.keys(IMAGE_KEYS).map((repository) => `${repository}:${version}`).sort(), "not 0.2.0's digests");
+    assert.deepEqual(container(objects, "appmonitor-dead-letter")?.resources, defaults.resources.deadLetter, "the sink's own resources, not event_display's");
+    assert.ok(objects.some((o) => o.kind === "ConfigMap" && o.metadata.name === "appmonitor-dashboard"), "dashboard.enabled's default");
+    const notes = notesOf(objects);
+    for (const named of ["images.eventDisplay", "resources.deadLetter of 0.2.0", `images.memoryScaler.digest ${oldDigest}`]) assert.ok(notes.includes(named), `NOTES name ${named}:\n${notes}`);
+    assert.ok((await template("appmonitor", [], [], reused)).some((o) => o.kind === "Service" && o.apiVersion.startsWith("serving.knative.dev/")), "0.2.0's default profile, serving, is kept");
+  });
+
+  test("helm upgrade -f 0.2.0's values.yaml: the schema takes it, and what it ignores is named; this chart's own values name nothing", async () => {
+    const objects = await template("appmonitor", [], ["-f", oldValues], withNotes);
+    assert.ok(notesOf(objects).includes("images.eventDisplay"));
+    assert.equal(notesOf(await template("appmonitor", [], [], withNotes)).includes("WARNING"), false);
+  });
 });

@@ -1,0 +1,74 @@
+/**
+ * A released version's release directory, built as it was released: `npm run release` of the
+ * commit that set package.json's version to it, in a temporary `git worktree` of that commit
+ * (this checkout's node_modules linked in; the images' own `npm ci` runs from that commit's lock
+ * file). Kept by commit under `<cache>/releases/<commit>/`, so a second call returns at once.
+ *
+ * That commit's build.sh writes into the cache it is given, and its builds tag the same podman
+ * images as this checkout's: it gets a cache of its own (`<cache>/releases/<commit>/cache`), seeded
+ * with a copy of this cache's binaries so that only the sets whose pins changed since are built,
+ * and removed once the release is written. Call it holding the real-node lock: no other test
+ * builds images meanwhile.
+ */
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { cacheDir, repoRoot } from "../../scripts/lib/paths.ts";
+
+const run = promisify(execFile);
+
+async function git(args: readonly string[], cwd = repoRoot): Promise<string> {
+  return (await run("git", [...args], { cwd, maxBuffer: 16 << 20 })).stdout.trim();
+}
+
+/**
+ * The commit that set package.json's version to `version`: the oldest that added the line.
+ * @throws Error when no commit did, or its CHANGELOG.md has no `## <version>` section.
+ */
+export async function releaseCommit(version: string): Promise<string> {
+  const commits = (await git(["log", "--reverse", "--format=%H", `-S"version": "${version}"`, "--", "package.json"])).split("\n").filter(Boolean);
+  const commit = commits[0];
+  if (commit === undefined) throw new Error(`no commit set package.json's version to ${version} (a shallow clone? git fetch --unshallow)`);
+  const changelog = await git(["show", `${commit}:CHANGELOG.md`]);
+  if (!changelog.split("\n").includes(`## ${version}`)) throw new Error(`${commit.slice(0, 7)}'s CHANGELOG.md has no "## ${version}" section`);
+  return commit;
+}
+
+/**
+ * The release directory of `version` (`appmonitor-<version>/`, as its `npm run release` wrote it),
+ * built unless kept.
+ * @param say hears the build's lines.
+ * @throws Error naming the step that failed (the commit's release, with its output's tail).
+ */
+export async function previousRelease(version: string, say: (line: string) => void = () => {}): Promise<{ dir: string; commit: string; built: boolean }> {
+  const commit = await releaseCommit(version);
+  const home = path.join(cacheDir(), "releases", commit);
+  const dir = path.join(home, `appmonitor-${version}`);
+  const stamp = path.join(home, ".complete");
+  if (existsSync(stamp) && (await readFile(stamp, "utf8")) === dir) return { dir, commit, built: false };
+  await rm(home, { recursive: true, force: true });
+  const cache = path.join(home, "cache");
+  await mkdir(cache, { recursive: true });
+  say(`building ${version} from ${commit.slice(0, 7)}: seeding its cache with this one's binaries`);
+  await cp(path.join(cacheDir(), "bin"), path.join(cache, "bin"), { recursive: true, verbatimSymlinks: true });
+  const worktree = path.join(await mkdtemp(path.join(os.tmpdir(), "appmonitor-previous-")), "repo");
+  await git(["worktree", "add", "--detach", worktree, commit]);
+  try {
+    await symlink(path.join(repoRoot, "node_modules"), path.join(worktree, "node_modules"));
+    const child = run("npm", ["run", "release", "--", dir], { cwd: worktree, env: { ...process.env, APPMONITOR_CACHE: cache, PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ""}` }, maxBuffer: 64 << 20, timeout: 60 * 60_000 });
+    child.child.stderr?.on("data", (chunk: Buffer) => {
+      for (const line of chunk.toString("utf8").split("\n")) if (line.startsWith("release: ")) say(line);
+    });
+    await child.catch((error: { stdout?: string; stderr?: string }) => {
+      throw new Error(`npm run release of ${commit.slice(0, 7)} (${version}): ${(error.stderr ?? String(error)).slice(-4000)}`, { cause: error });
+    });
+  } finally {
+    await git(["worktree", "remove", "--force", worktree]).catch(() => rm(worktree, { recursive: true, force: true }));
+    await rm(cache, { recursive: true, force: true });
+  }
+  await writeFile(stamp, dir);
+  return { dir, commit, built: true };
+}
