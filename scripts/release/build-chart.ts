@@ -2,8 +2,9 @@
  * `npm run chart -- DIR`: builds the Helm chart into `DIR/appmonitor/`: the chart's own files
  * (charts/appmonitor/: values, schema, helpers, NOTES, the webhook Secret, the scoped RBAC, the
  * dashboard's ConfigMap, with knative/monitoring/dashboard.json in `dashboards/`), the
- * templates generated from knative/ (`chart-templates.ts`) and knative/monitoring/
- * (`monitoring.yaml`, where prometheus-operator's API is), the Alertmanager values NOTES prints
+ * templates generated from knative/ (`chart-templates.ts`), knative/monitoring/
+ * (`monitoring.yaml`, where prometheus-operator's API is) and knative/eventing/event-policy.yaml
+ * (`eventing-event-policy.yaml`, with `requireSenderIdentity`), the Alertmanager values NOTES prints
  * (`_alertmanager.tpl`, from scripts/alertmanager-routing.ts), the CRD in `crds/`, and `Chart.yaml`
  * with package.json's version as both the chart's version and its appVersion. Prints the chart's
  * directory.
@@ -18,7 +19,7 @@ import { parseAllDocuments, parseDocument, stringify } from "yaml";
 import { buildBinaries } from "../lib/binaries.ts";
 import { repoRoot } from "../lib/paths.ts";
 import { exitOnHelp, usageText, type CommandUsage } from "../lib/usage.ts";
-import { alertmanagerValuesTemplate, chartTemplates, monitoringTemplate, NAMESPACE_SENTINEL, type RenderedObject, type RenderedProfiles } from "./chart-templates.ts";
+import { alertmanagerValuesTemplate, chartTemplates, eventPolicyTemplate, monitoringTemplate, NAMESPACE_SENTINEL, type RenderedObject, type RenderedProfiles } from "./chart-templates.ts";
 
 const run = promisify(execFile);
 
@@ -124,6 +125,12 @@ export async function renderMonitoring(kubectl: string, namespace: string): Prom
   });
 }
 
+/** knative/eventing/event-policy.yaml's objects (applied on their own, not by the profiles), in `namespace`. */
+export async function renderEventPolicies(namespace: string): Promise<RenderedObject[]> {
+  const text = await readFile(path.join(repoRoot, "knative", "eventing", "event-policy.yaml"), "utf8");
+  return parseAllDocuments(text).map((d) => d.toJS() as RenderedObject).filter((o) => o !== null).map((o) => ({ ...o, metadata: { ...o.metadata, namespace } }));
+}
+
 /** What a build may put in the chart's values besides their defaults (the release's digests). */
 export interface ChartOverrides {
   /** Each image's digest by its key in `values.images` (`memoryScaler`: `sha256:…`). */
@@ -146,6 +153,7 @@ export async function buildChart(outDir: string, overrides: ChartOverrides = {},
   for (const [file, text] of chartTemplates(profiles)) await writeFile(path.join(chartDir, file), text);
   await writeFile(path.join(chartDir, "templates", "_alertmanager.tpl"), alertmanagerValuesTemplate());
   await writeFile(path.join(chartDir, "templates", "monitoring.yaml"), monitoringTemplate(await renderMonitoring(kubectlBin, NAMESPACE_SENTINEL)));
+  await writeFile(path.join(chartDir, "templates", "eventing-event-policy.yaml"), eventPolicyTemplate(await renderEventPolicies(NAMESPACE_SENTINEL)));
   // The dashboard's one source is knative/monitoring/; templates/dashboard.yaml reads this copy.
   await mkdir(path.join(chartDir, "dashboards"));
   await cp(path.join(repoRoot, "knative", "monitoring", "dashboard.json"), path.join(chartDir, "dashboards", "appmonitor.json"));
