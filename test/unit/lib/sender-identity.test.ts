@@ -36,12 +36,14 @@ describe("readSenderIdentity", () => {
       audience: DEFAULTS.audience,
       senders: DEFAULTS.triggers.map((t) => ({ namespace: undefined, name: `${t}-oidc-eventing.knative.dev-trigger` })),
     });
-    assert.deepEqual([...senderUsernames(config!, "appmonitor")], DEFAULTS.triggers.map((t) => `system:serviceaccount:appmonitor:${t}-oidc-eventing.knative.dev-trigger`));
+    assert.ok(config);
+    assert.deepEqual([...senderUsernames(config, "appmonitor")], DEFAULTS.triggers.map((t) => `system:serviceaccount:appmonitor:${t}-oidc-eventing.knative.dev-trigger`));
   });
   test("SENDER_AUDIENCE and ALLOWED_SENDERS (name or namespace/name) replace the defaults", () => {
     const config = readSenderIdentity({ REQUIRE_SENDER_IDENTITY: "true", SENDER_AUDIENCE: "other", ALLOWED_SENDERS: " a , team/b ,," }, DEFAULTS);
     assert.deepEqual(config, { audience: "other", senders: [{ namespace: undefined, name: "a" }, { namespace: "team", name: "b" }] });
-    assert.deepEqual([...senderUsernames(config!, "appmonitor")], ["system:serviceaccount:appmonitor:a", "system:serviceaccount:team:b"]);
+    assert.ok(config);
+    assert.deepEqual([...senderUsernames(config, "appmonitor")], ["system:serviceaccount:appmonitor:a", "system:serviceaccount:team:b"]);
   });
   const refused: [Record<string, string>, string, RegExp][] = [
     [{ REQUIRE_SENDER_IDENTITY: "yes" }, "REQUIRE_SENDER_IDENTITY", /must be one of true, false/],
