@@ -15,6 +15,7 @@
  * | `DELIVERY_MAX_DELAY_MS` | 1600 | longest backoff |
  * | `DELIVERY_TIMEOUT_MS` | 2000 | per-request timeout to the sink, from the request's start to the answer's last byte |
  * | `DELIVERY_CONCURRENCY` | 16 | events of one payload in flight at once |
+ * | `SINK_TOKEN_FILE` | `/oidc/token` | the sender token each event to the sink carries (`Authorization: Bearer`), read at each send: where Knative's SinkBinding mounts its OIDC token when Eventing's `authentication-oidc` is on; no such file: no token |
  * | `WEBHOOK_DEADLINE_MS` | 6000 | the whole webhook: once passed, no event is sent or retried, those in flight are stopped, and the answer is 504 |
  *
  * Alertmanager gives a whole notification max(`group_interval`, 10 s) (its dispatcher's
@@ -63,7 +64,12 @@ export interface AlertReceiverConfig {
     /** The whole webhook, in ms; ≥ `timeoutMs`. */
     readonly deadlineMs: number;
   };
+  /** The file of the sink's sender token (`SINK_TOKEN_FILE`); a missing file means none. */
+  readonly sinkTokenFile: string;
 }
+
+/** Where Knative Eventing's SinkBinding mounts the OIDC token of its identity (knative/eventing `pkg/apis/sources/v1/sinkbinding_lifecycle.go`: the volume `oidc-token` at /oidc, key `token`). */
+export const DEFAULT_SINK_TOKEN_FILE = "/oidc/token";
 
 /**
  * Reads the variables in the table above.
@@ -93,6 +99,7 @@ export function readConfig(env: Env): AlertReceiverConfig {
       concurrency: readInteger(env, "DELIVERY_CONCURRENCY", DEFAULT_DELIVERY_CONCURRENCY, { min: 1, max: 1_000 }),
       deadlineMs,
     },
+    sinkTokenFile: readString(env, "SINK_TOKEN_FILE") ?? DEFAULT_SINK_TOKEN_FILE,
   };
 }
 

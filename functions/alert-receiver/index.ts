@@ -22,7 +22,7 @@ export const fn: HttpFunctionDefinition<AlertReceiverConfig> = {
     }
     deps.log.info({ sink: config.sink.href, mode: config.mode, delivery: config.delivery }, "configured");
     const { maxAttempts, baseDelayMs, maxDelayMs, timeoutMs, concurrency, deadlineMs } = config.delivery;
-    const sink = statusCheckingTransport(config.sink, timeoutMs);
+    const sink = statusCheckingTransport(config.sink, timeoutMs, config.sinkTokenFile);
     return {
       handle: createHandler({
         authenticate: createAuthenticator(config.auth),

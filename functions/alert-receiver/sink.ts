@@ -12,6 +12,7 @@
  */
 import { CloudEvent, HTTP, Mode, emitterFor } from "cloudevents";
 import type { Message, TransportFunction } from "cloudevents";
+import { readFileSync } from "node:fs";
 import http from "node:http";
 import https from "node:https";
 import type { AlertEventAttributes } from "./mapping.ts";
@@ -66,10 +67,14 @@ export interface SinkTransport {
  * complete answer within `timeoutMs`, network errors, and a request stopped by the signal;
  * permanent for other 4xx (the sink refused the event itself).
  *
+ * When `tokenFile` exists, each request carries its content as `Authorization: Bearer`, read at
+ * each send: Knative renews the token in that file before it expires.
+ *
  * @param sink `$K_SINK`.
  * @param timeoutMs per request, in ms, ≥ 1.
+ * @param tokenFile the sender token's file (Knative's SinkBinding mounts it with `authentication-oidc`).
  */
-export function statusCheckingTransport(sink: URL, timeoutMs: number): SinkTransport {
+export function statusCheckingTransport(sink: URL, timeoutMs: number, tokenFile?: string): SinkTransport {
   const client = sink.protocol === "https:" ? https : http;
   const agent = new client.Agent({ keepAlive: true });
   const transport = (message: Message, options?: { signal?: AbortSignal }): Promise<unknown> =>
@@ -95,7 +100,9 @@ export function statusCheckingTransport(sink: URL, timeoutMs: number): SinkTrans
         const what = status === undefined ? `no answer within ${timeoutMs} ms` : `answer ${status} not complete within ${timeoutMs} ms`;
         settle(new DeliveryError(what, { transient: true, ...(status === undefined ? {} : { status }) }));
       }, timeoutMs);
-      const request = client.request(sink, { method: "POST", headers: message.headers, agent }, (response) => {
+      const token = tokenFile === undefined ? undefined : readToken(tokenFile);
+      const headers = token === undefined ? message.headers : { ...message.headers, authorization: `Bearer ${token}` };
+      const request = client.request(sink, { method: "POST", headers, agent }, (response) => {
         status = response.statusCode ?? 0;
         const chunks: Buffer[] = [];
         response.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -115,6 +122,15 @@ export function statusCheckingTransport(sink: URL, timeoutMs: number): SinkTrans
       request.end(message.body as string);
     });
   return { transport, close: () => agent.destroy() };
+}
+
+/** The token in `file`, trimmed; undefined when there is no such file or it is empty (no sender identity to show). */
+export function readToken(file: string): string | undefined {
+  try {
+    return readFileSync(file, "utf8").trim() || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Why `signal` aborted, in words: its reason's message when that is an Error, else the reason as text. */

@@ -20,6 +20,7 @@
  * | `MIN_COOLDOWN_SECONDS` | unset | the install's floor of `spec.cooldownSeconds`, 0–604800; unset: none |
  * | `LEAK_GUARD_MAX_SCALES` | unset | the install's ceiling on `spec.leakGuard.maxScales` (its default 3 too), 1–10; unset: none |
  * | `LEAK_GUARD_MIN_WINDOW_SECONDS` | unset | the install's floor of `spec.leakGuard.windowSeconds` (its default 86400 too), 60–604800; unset: none |
+ * | `REQUIRE_SENDER_IDENTITY`, `SENDER_AUDIENCE`, `ALLOWED_SENDERS` | `false`, {@link SENDERS} | accept only events the Broker sends with its OIDC token (functions/lib/sender-identity.ts) |
  *
  * The five ceilings come from the ConfigMap `appmonitor-ceilings` (knative/admission/), which the
  * admission policy of the same name reads too: an empty value is unset.
@@ -29,6 +30,7 @@ import path from "node:path";
 import { DEFAULT_KUBE_API_TIMEOUT_MS, KUBE_API_TIMEOUT_RANGE_MS } from "../lib/kubeconfig.ts";
 import { readNamespaceScope, type NamespaceScope } from "../lib/namespace-scope.ts";
 import { ConfigError, readEnum, readHttpUrl, readInteger, readString } from "../lib/runtime/env.ts";
+import { readSenderIdentity, type SenderDefaults, type SenderIdentityConfig } from "../lib/sender-identity.ts";
 import type { Env } from "../lib/runtime/types.ts";
 import { floor, parseQuantity } from "../lib/quantity.ts";
 import { DEFAULT_MAX_MEMORY } from "./caps.ts";
@@ -41,6 +43,11 @@ import { CEILINGS, type Ceilings, DECIMAL_PATTERN } from "./ceilings.ts";
  * one Pod's series in 2 s is not going to: 503, and the Broker retries.
  */
 export const DEFAULT_PROMETHEUS_TIMEOUT_MS = 2_000;
+/** memory-scaler's audience and the Triggers that deliver to it (knative/eventing/triggers.yaml), the senders it accepts by default. */
+export const SENDERS: SenderDefaults = {
+  audience: "appmonitor.kubedemo.com/memory-scaler",
+  triggers: ["memory-scaler-alert-firing", "memory-scaler-rollouts-ping"],
+};
 /** A lost race costs one round; five rounds outlast any realistic burst of concurrent writers. */
 export const DEFAULT_SCALE_MAX_ATTEMPTS = 5;
 /** Entries of `status.recentScales`; the CRD caps the list at {@link MAX_RECENT_SCALES}. */
@@ -72,6 +79,8 @@ export interface MemoryScalerConfig {
   readonly allowUnverifiedAlerts: boolean;
   /** The install's ceilings (`MAX_MEMORY`, `MAX_MEM_MULTIPLIER`, `MIN_COOLDOWN_SECONDS`, `LEAK_GUARD_*`); each absent when unset. */
   readonly ceilings: Ceilings;
+  /** The sender check (`REQUIRE_SENDER_IDENTITY=true`); undefined: every sender is taken. */
+  readonly senderIdentity: SenderIdentityConfig | undefined;
 }
 
 /**
@@ -82,7 +91,8 @@ export interface MemoryScalerConfig {
  * positive quantity, an `ALERTMANAGER_URL` that is not an http(s) URL, a `PAUSE_SCALING` or
  * `ALLOW_UNVERIFIED_ALERTS` other than `true` or `false`, a ceiling that is not a positive
  * quantity, a decimal or an integer in its range (the table's); no `PROMETHEUS_URL` while scaling
- * (`PAUSE_SCALING` not `true`) without `ALLOW_UNVERIFIED_ALERTS=true` ({@link requireVerification}).
+ * (`PAUSE_SCALING` not `true`) without `ALLOW_UNVERIFIED_ALERTS=true` ({@link requireVerification});
+ * `REQUIRE_SENDER_IDENTITY` or `ALLOWED_SENDERS` as `readSenderIdentity` refuses them.
  */
 export function readConfig(env: Env): MemoryScalerConfig {
   const kubeconfig = readString(env, "KUBECONFIG");
@@ -112,6 +122,7 @@ export function readConfig(env: Env): MemoryScalerConfig {
     paused,
     allowUnverifiedAlerts,
     ceilings: readCeilings(env),
+    senderIdentity: readSenderIdentity(env, SENDERS),
   };
 }
 

@@ -16,6 +16,7 @@ import { validateAlertEventData } from "../lib/alert-event.ts";
 import { reportKubeAccess } from "../lib/kube-access-report.ts";
 import { apiStatus, classifyApiError } from "../lib/kube-api-errors.ts";
 import { loadKubeConfig } from "../lib/kubeconfig.ts";
+import { createSenderCheck } from "../lib/sender-review.ts";
 import type { CloudEventFunctionDefinition, ReadinessResult } from "../lib/runtime/types.ts";
 import { createAnswerMemory } from "./answers.ts";
 import { type MemoryScalerConfig, readConfig } from "./config.ts";
@@ -41,7 +42,7 @@ export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
     const metrics = createMetrics(deps.registry);
     const verifier = config.prometheusUrl === undefined ? undefined : createPrometheusVerifier(config.prometheusUrl, config.prometheusTimeoutMs);
     deps.log.info(
-      { apiServer: kc.getCurrentCluster()?.server, kubeApiTimeoutMs: kc.timeoutMs, prometheus: config.prometheusUrl?.href ?? null, prometheusTimeoutMs: config.prometheusTimeoutMs, scaleMaxAttempts: config.scaleMaxAttempts, paused: config.paused, ceilings: config.ceilings, namespaces: config.scope.all ? "all" : config.scope.namespaces },
+      { apiServer: kc.getCurrentCluster()?.server, kubeApiTimeoutMs: kc.timeoutMs, prometheus: config.prometheusUrl?.href ?? null, prometheusTimeoutMs: config.prometheusTimeoutMs, senderIdentity: config.senderIdentity ?? null, scaleMaxAttempts: config.scaleMaxAttempts, paused: config.paused, ceilings: config.ceilings, namespaces: config.scope.all ? "all" : config.scope.namespaces },
       verifier === undefined ? "configured; PROMETHEUS_URL unset: alerts are not verified against Prometheus" : "configured",
     );
     const events = createEventRecorder(cluster);
@@ -62,6 +63,7 @@ export const fn: CloudEventFunctionDefinition<MemoryScalerConfig> = {
       ...leakAlerts,
     };
     return {
+      ...(config.senderIdentity === undefined ? {} : { verifySender: createSenderCheck(kc, config.senderIdentity) }),
       handle: createHandler({
         validate: validateAlertEventData,
         metrics,

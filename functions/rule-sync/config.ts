@@ -17,12 +17,14 @@
  * | `PROMETHEUS_TIMEOUT_MS` | 2000 | per request to Prometheus, headers and body (1–60000); past it, Prometheus counts as unreachable |
  * | `ALERTMANAGER_URL` | unset | the Alertmanager the Prometheus sends to, e.g. `http://alertmanager-operated.monitoring.svc.cluster.local:9093`: asked, for each AppMonitor whose alert fires in Prometheus, whether it inhibits, silences, mutes it or routes it to no `appmonitor` receiver (a Warning Event, `delivery-check.ts`); needs `PROMETHEUS_URL`; unset: not asked |
  * | `ALERTMANAGER_TIMEOUT_MS` | 2000 | per request to Alertmanager, headers and body (1–60000) |
+ * | `REQUIRE_SENDER_IDENTITY`, `SENDER_AUDIENCE`, `ALLOWED_SENDERS` | `false`, {@link SENDERS} | accept only events the Broker sends with its OIDC token (functions/lib/sender-identity.ts) |
  * | `RULE_LOAD_WAIT_MS` | 10000 | how long an event that wrote a rule waits for Prometheus to load it before it answers (0–60000; the Service's `timeoutSeconds` is 120); the instance keeps watching afterwards (`load-watcher.ts`) |
  */
 import { DEFAULT_KUBE_API_TIMEOUT_MS, KUBE_API_TIMEOUT_RANGE_MS } from "../lib/kubeconfig.ts";
 import { ConfigError, readEnum, readHttpUrl, readInteger, readString } from "../lib/runtime/env.ts";
 import type { Env } from "../lib/runtime/types.ts";
 import { readNamespaceScope, type NamespaceScope } from "../lib/namespace-scope.ts";
+import { readSenderIdentity, type SenderDefaults, type SenderIdentityConfig } from "../lib/sender-identity.ts";
 import { DEFAULT_METRIC_SOURCE, DEFAULT_SEVERITY, METRIC_SOURCES, validateRuleConfig, type RuleConfig } from "./rule-config.ts";
 import { RuleInputError } from "./rule-input.ts";
 
@@ -32,6 +34,12 @@ export const DEFAULT_FIELD_MANAGER = "appmonitor-rule-sync";
 export const DEFAULT_RESYNC_ON_START = true;
 /** Default of `PROMETHEUS_TIMEOUT_MS`: as memory-scaler's, a Prometheus slower than this is not one to wait for. */
 export const DEFAULT_PROMETHEUS_TIMEOUT_MS = 2_000;
+/** rule-sync's audience and the Triggers that deliver to it (knative/eventing/triggers.yaml), the senders it accepts by default. */
+export const SENDERS: SenderDefaults = {
+  audience: "appmonitor.kubedemo.com/rule-sync",
+  triggers: ["rule-sync-appmonitor-add", "rule-sync-appmonitor-update", "rule-sync-appmonitor-delete", "rule-sync-resync-ping", "rule-sync-resync"],
+};
+
 /** Default of `ALERTMANAGER_TIMEOUT_MS`: as Prometheus's. */
 export const DEFAULT_ALERTMANAGER_TIMEOUT_MS = 2_000;
 /**
@@ -77,6 +85,8 @@ export interface RuleSyncConfig {
   readonly prometheus: PrometheusConfig | undefined;
   /** `ALERTMANAGER_URL` and its timeout; undefined when unset (no delivery check). */
   readonly alertmanager: AlertmanagerConfig | undefined;
+  /** The sender check (`REQUIRE_SENDER_IDENTITY=true`); undefined: every sender is taken. */
+  readonly senderIdentity: SenderIdentityConfig | undefined;
 }
 
 /**
@@ -89,7 +99,8 @@ export interface RuleSyncConfig {
  * namespace that is not a DNS label; `RESYNC_ON_START` other than true/false; a
  * `KUBE_API_TIMEOUT_MS` that is not an integer in 100–60000; a `PROMETHEUS_URL` that is not an
  * http(s) URL; `PROMETHEUS_TIMEOUT_MS` or `RULE_LOAD_WAIT_MS` out of their ranges; the same of
- * `ALERTMANAGER_URL` and `ALERTMANAGER_TIMEOUT_MS`.
+ * `ALERTMANAGER_URL` and `ALERTMANAGER_TIMEOUT_MS`; `REQUIRE_SENDER_IDENTITY` or `ALLOWED_SENDERS` as
+ * `readSenderIdentity` refuses them.
  */
 export function readConfig(env: Env): RuleSyncConfig {
   const rule: RuleConfig = {
@@ -118,6 +129,7 @@ export function readConfig(env: Env): RuleSyncConfig {
     kubeApiTimeoutMs: readInteger(env, "KUBE_API_TIMEOUT_MS", DEFAULT_KUBE_API_TIMEOUT_MS, KUBE_API_TIMEOUT_RANGE_MS),
     prometheus: readPrometheus(env),
     alertmanager: readAlertmanager(env),
+    senderIdentity: readSenderIdentity(env, SENDERS),
   };
 }
 

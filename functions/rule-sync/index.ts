@@ -25,6 +25,7 @@
 import { reportKubeAccess } from "../lib/kube-access-report.ts";
 import { toHttpFailure } from "../lib/kube-api-errors.ts";
 import { loadKubeConfig } from "../lib/kubeconfig.ts";
+import { createSenderCheck } from "../lib/sender-review.ts";
 import type { CloudEventFunctionDefinition } from "../lib/runtime/types.ts";
 import { createAlertmanagerApi, type AlertmanagerApi } from "./alertmanager.ts";
 import { createCluster } from "./cluster.ts";
@@ -65,6 +66,7 @@ export const fn: CloudEventFunctionDefinition<RuleSyncConfig> = {
         metricSource: config.rule.metricSource,
         ruleLabels: config.rule.ruleLabels,
         fieldManager: config.fieldManager,
+        senderIdentity: config.senderIdentity ?? "not required: any sender that reaches the Service is taken",
         prometheus: prometheus?.api.url ?? "not configured: RuleReady and MetricsReady stay Unknown",
         alertmanager: alertmanager?.url ?? (config.alertmanager === undefined ? "not configured: firing alerts are not followed" : "ALERTMANAGER_URL ignored without PROMETHEUS_URL"),
       },
@@ -73,6 +75,7 @@ export const fn: CloudEventFunctionDefinition<RuleSyncConfig> = {
     const stop = new AbortController();
     const startup = config.resyncOnStart ? resyncUntilDone(sync, stop.signal) : Promise.resolve();
     return {
+      ...(config.senderIdentity === undefined ? {} : { verifySender: createSenderCheck(kc, config.senderIdentity) }),
       handle: createHandler(sync),
       async readiness() {
         try {

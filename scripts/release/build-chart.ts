@@ -2,8 +2,9 @@
  * `npm run chart -- DIR`: builds the Helm chart into `DIR/appmonitor/`: the chart's own files
  * (charts/appmonitor/: values, schema, helpers, NOTES, the webhook Secret, the scoped RBAC, the
  * dashboard's ConfigMap, with knative/monitoring/dashboard.json in `dashboards/`), the
- * templates generated from knative/ (`chart-templates.ts`) and knative/monitoring/
- * (`monitoring.yaml`, where prometheus-operator's API is), the workloads' PodDisruptionBudgets
+ * templates generated from knative/ (`chart-templates.ts`), knative/monitoring/
+ * (`monitoring.yaml`, where prometheus-operator's API is) and knative/eventing/event-policy.yaml
+ * (`eventing-event-policy.yaml`, with `requireSenderIdentity`), the workloads' PodDisruptionBudgets
  * (`poddisruptionbudgets.yaml`), the `helm test` Pod (`tests/release-test.yaml`, running
  * release-test.mjs), the Alertmanager values NOTES prints (`_alertmanager.tpl`, from
  * scripts/alertmanager-routing.ts), values.yaml's defaults (`_defaults.tpl`), the CRD in `crds/`,
@@ -22,7 +23,7 @@ import { buildBinaries } from "../lib/binaries.ts";
 import { repoRoot } from "../lib/paths.ts";
 import { exitOnHelp, usageText, type CommandUsage } from "../lib/usage.ts";
 import {
-  alertmanagerValuesTemplate, chartTemplates, defaultsTemplate, DIGESTS_ANNOTATION, disruptionBudgetsTemplate, IMAGE_KEYS, monitoringTemplate, NAMESPACE_SENTINEL, releaseTestTemplate,
+  alertmanagerValuesTemplate, chartTemplates, defaultsTemplate, DIGESTS_ANNOTATION, disruptionBudgetsTemplate, eventPolicyTemplate, IMAGE_KEYS, monitoringTemplate, NAMESPACE_SENTINEL, releaseTestTemplate,
   type RenderedObject, type RenderedProfiles,
 } from "./chart-templates.ts";
 
@@ -133,6 +134,12 @@ export async function renderMonitoring(kubectl: string, namespace: string): Prom
   });
 }
 
+/** knative/eventing/event-policy.yaml's objects (applied on their own, not by the profiles), in `namespace`. */
+export async function renderEventPolicies(namespace: string): Promise<RenderedObject[]> {
+  const text = await readFile(path.join(repoRoot, "knative", "eventing", "event-policy.yaml"), "utf8");
+  return parseAllDocuments(text).map((d) => d.toJS() as RenderedObject).filter((o) => o !== null).map((o) => ({ ...o, metadata: { ...o.metadata, namespace } }));
+}
+
 /** What a build pins beside the chart's values (the release's digests). */
 export interface ChartOverrides {
   /**
@@ -163,6 +170,7 @@ export async function buildChart(outDir: string, overrides: ChartOverrides = {},
   await writeFile(path.join(chartDir, "templates", "poddisruptionbudgets.yaml"), disruptionBudgetsTemplate(profiles));
   await mkdir(path.join(chartDir, "templates", "tests"));
   await writeFile(path.join(chartDir, "templates", "tests", "release-test.yaml"), releaseTestTemplate(profiles, monitoring, await readFile(RELEASE_TEST_SCRIPT, "utf8")));
+  await writeFile(path.join(chartDir, "templates", "eventing-event-policy.yaml"), eventPolicyTemplate(await renderEventPolicies(NAMESPACE_SENTINEL)));
   // The dashboard's one source is knative/monitoring/; templates/dashboard.yaml reads this copy.
   await mkdir(path.join(chartDir, "dashboards"));
   await cp(path.join(repoRoot, "knative", "monitoring", "dashboard.json"), path.join(chartDir, "dashboards", "appmonitor.json"));

@@ -22,6 +22,9 @@
  *   rolls memory-scaler, which reads them when it starts;
  * - `watchNamespaces`: the ClusterRoleBindings of memory-scaler, rule-sync and the ApiServerSource
  *   become RoleBindings in those namespaces, and the ApiServerSource selects only them;
+ * - knative/network/'s NetworkPolicies: rendered when `networkPolicies.enabled`, each peer's
+ *   selectors from `networkPolicies.<peer>` ({@link NETWORK_PEERS});
+ * - `requireSenderIdentity`: memory-scaler's and rule-sync's `REQUIRE_SENDER_IDENTITY`;
  * - Helm's labels on every object, and the profile: an object of one profile only is rendered
  *   only for it (`profile: serving` or `eventing-only`).
  * The CRD is not a template: Helm installs `crds/` once and never deletes it.
@@ -75,6 +78,7 @@ export const ENV_VALUES: Readonly<Record<string, Readonly<Record<string, string>
     ALERTMANAGER_URL: `include "appmonitor.value" (list $ "alertmanagerUrl") | quote`,
     LOG_LEVEL: `include "appmonitor.value" (list $ "logLevel") | quote`,
     PAUSE_SCALING: `include "appmonitor.value" (list $ "pauseScaling") | quote`,
+    REQUIRE_SENDER_IDENTITY: `include "appmonitor.requireSenderIdentity" $ | quote`,
   },
   "rule-sync": {
     PROMETHEUS_URL: `include "appmonitor.value" (list $ "prometheusUrl") | quote`,
@@ -83,7 +87,31 @@ export const ENV_VALUES: Readonly<Record<string, Readonly<Record<string, string>
     RULE_LABELS: `include "appmonitor.ruleLabels" $ | quote`,
     ALERT_SEVERITY: `include "appmonitor.alertSeverity" $ | quote`,
     LOG_LEVEL: `include "appmonitor.value" (list $ "logLevel") | quote`,
+    REQUIRE_SENDER_IDENTITY: `include "appmonitor.requireSenderIdentity" $ | quote`,
   },
+};
+
+/** A NetworkPolicy peer: the selectors of one `from` entry. */
+export interface NetworkPeer {
+  readonly namespaceSelector: { readonly matchLabels: Readonly<Record<string, string>> };
+  readonly podSelector?: { readonly matchLabels: Readonly<Record<string, string>> };
+}
+
+const inNamespace = (name: string, pod?: string): NetworkPeer => ({
+  namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": name } },
+  ...(pod === undefined ? {} : { podSelector: { matchLabels: { "app.kubernetes.io/name": pod } } }),
+});
+
+/**
+ * Each peer knative/network/'s NetworkPolicies name, as they name it, by its key in
+ * `values.networkPolicies`, whose `namespaceSelector` (and `podSelector`, for a peer that has one)
+ * replace it; absent values (kept from a release before them) fall back to these.
+ */
+export const NETWORK_PEERS: Readonly<Record<string, NetworkPeer>> = {
+  alertmanager: inNamespace("monitoring", "alertmanager"),
+  prometheus: inNamespace("monitoring", "prometheus"),
+  knativeEventing: inNamespace("knative-eventing"),
+  knativeServing: inNamespace("knative-serving"),
 };
 
 /** The annotation of memory-scaler's Pod template that changes with the ceilings' ConfigMap (Helm's own: not in knative/). */
@@ -234,6 +262,31 @@ function templatePodSpec(o: Obj, holes: Holes): void {
   }
 }
 
+/** A JSON value as a Helm template expression that builds it (`dict`, `list`, quoted strings). */
+function helmLiteral(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
+  if (Array.isArray(value)) return `(list ${value.map(helmLiteral).join(" ")})`;
+  if (isObj(value)) return `(dict ${Object.entries(value).map(([k, v]) => `${JSON.stringify(k)} ${helmLiteral(v)}`).join(" ")})`;
+  throw new Error(`no Helm literal for ${JSON.stringify(value)}`);
+}
+
+/**
+ * Fills the holes of a NetworkPolicy: each `from` peer's selectors from `values.networkPolicies`.
+ * @throws Error naming a peer that is not one of {@link NETWORK_PEERS} (knative/network/ changed: add it there and to values).
+ */
+function templateNetworkPolicy(o: Obj, holes: Holes): void {
+  const rules = isObj(o.spec) && Array.isArray(o.spec.ingress) ? o.spec.ingress.filter(isObj) : [];
+  for (const peer of rules.flatMap((rule) => (Array.isArray(rule.from) ? rule.from.filter(isObj) : []))) {
+    const key = Object.keys(NETWORK_PEERS).find((k) => JSON.stringify(NETWORK_PEERS[k]) === JSON.stringify(peer));
+    if (key === undefined) throw new Error(`NetworkPolicy ${String((o.metadata as Obj).name)}: peer ${JSON.stringify(peer)} is not one of NETWORK_PEERS (${Object.keys(NETWORK_PEERS).join(", ")})`);
+    for (const selector of ["namespaceSelector", "podSelector"] as const) {
+      if (peer[selector] === undefined) continue;
+      peer[selector] = holes.add({ kind: "block", expr: `toYaml (dig "${key}" "${selector}" ${helmLiteral(peer[selector])} ($.Values.networkPolicies | default dict))` });
+    }
+  }
+}
+
 /** The template file of the ceilings' ConfigMap (knative/admission/appmonitor-ceilings.yaml, as {@link templateFile} names it). */
 const ceilingsTemplateFile = (): string => `admission-${CEILINGS_CONFIGMAP}.yaml`;
 
@@ -266,6 +319,7 @@ export function objectTemplate(object: RenderedObject, namespace = "$.Release.Na
     // Each key from values.ceilings ("" unset), whatever knative/ ships.
     o.data = Object.fromEntries(CEILINGS.map((c) => [c.variable, holes.add({ kind: "scalar", expr: `include "appmonitor.ceiling" (list $ "${c.key}") | quote` })]));
   }
+  if (o.kind === "NetworkPolicy") templateNetworkPolicy(o, holes);
   if (o.kind === "ApiServerSource" && isObj(o.spec)) {
     o.spec.namespaceSelector = holes.add({ kind: "block", expr: `include "appmonitor.namespaceSelector" $` });
   }
@@ -330,7 +384,10 @@ export function chartTemplates(profiles: RenderedProfiles): Map<string, string> 
       continue;
     }
     if (any.kind === "CustomResourceDefinition") continue;
-    const render = (o: RenderedObject) => (o.kind === "ClusterRoleBinding" && SCOPED_BINDINGS.has(o.metadata.name) ? bindingTemplate(o) : objectTemplate(o));
+    const render = (o: RenderedObject) => {
+      if (o.kind === "NetworkPolicy") return `{{- if include "appmonitor.networkPoliciesEnabled" $ }}\n${objectTemplate(o).trimEnd()}\n{{- end }}\n`;
+      return o.kind === "ClusterRoleBinding" && SCOPED_BINDINGS.has(o.metadata.name) ? bindingTemplate(o) : objectTemplate(o);
+    };
     if (s && e && strip(s) === strip(e)) {
       add(templateFile(s), render(s));
       continue;
@@ -498,4 +555,22 @@ export function releaseTestTemplate(profiles: RenderedProfiles, monitoring: read
   } as unknown as RenderedObject;
   const text = objectTemplate(pod).replace("PROMETHEUS_URL_HOLE", '{{ include "appmonitor.testPrometheusUrl" $ | quote }}');
   return `{{- /* Generated by scripts/release/build-chart.ts from knative/ and scripts/release/release-test.mjs; edit those, not this file. */}}\n${text}`;
+}
+
+/**
+ * `templates/eventing-event-policy.yaml`: knative/eventing/event-policy.yaml's EventPolicy (who may
+ * send to the Broker), rendered with `requireSenderIdentity` only: Eventing's webhook refuses an
+ * EventPolicy while its `authentication-oidc` feature is off, which that value requires on.
+ * @param objects its objects, in namespace {@link NAMESPACE_SENTINEL}.
+ * @throws Error when an object holds template syntax of its own (Helm would run it).
+ */
+export function eventPolicyTemplate(objects: readonly RenderedObject[]): string {
+  for (const o of objects) if (JSON.stringify(o).includes("{{")) throw new Error(`${keyOf(o)} holds {{, which Helm would run as a template`);
+  return [
+    "{{- /* Generated by scripts/release/build-chart.ts from knative/eventing/event-policy.yaml; edit that, not this file. */}}",
+    '{{- if eq (include "appmonitor.requireSenderIdentity" $) "true" }}',
+    ...objects.map((o) => objectTemplate(o).trimEnd()),
+    "{{- end }}",
+    "",
+  ].join("\n");
 }

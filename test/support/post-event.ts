@@ -25,12 +25,15 @@ export interface EventAnswer {
   readonly body: Record<string, unknown> & { error?: string };
 }
 
-/** POSTs `event` to `url` in binary (default) or structured mode (CloudEvents SDK `HTTP.binary` / `HTTP.structured`). */
-export async function postEvent(url: string, event: CloudEvent<unknown>, mode: "binary" | "structured" = "binary"): Promise<EventAnswer> {
+/**
+ * POSTs `event` to `url` in binary (default) or structured mode (CloudEvents SDK `HTTP.binary` /
+ * `HTTP.structured`), with `headers` besides the event's (an `authorization`, as Knative's OIDC sender).
+ */
+export async function postEvent(url: string, event: CloudEvent<unknown>, mode: "binary" | "structured" = "binary", headers: Readonly<Record<string, string>> = {}): Promise<EventAnswer> {
   const message = mode === "binary" ? HTTP.binary(event) : HTTP.structured(event);
   const response = await fetch(url, {
     method: "POST",
-    headers: message.headers as Record<string, string>,
+    headers: { ...(message.headers as Record<string, string>), ...headers },
     body: message.body === undefined || typeof message.body === "string" ? message.body : JSON.stringify(message.body),
   });
   const text = await response.text();

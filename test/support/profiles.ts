@@ -92,13 +92,13 @@ type PodTemplateOwner = {
 };
 
 /** The Knative Serving annotations of a Revision template that a Deployment has no use for. */
-const AUTOSCALING_ANNOTATIONS = ["autoscaling.knative.dev/min-scale", "autoscaling.knative.dev/max-scale"];
+const AUTOSCALING_ANNOTATIONS = ["autoscaling.knative.dev/min-scale", "autoscaling.knative.dev/max-scale", "autoscaling.knative.dev/target-burst-capacity"];
 
 /**
  * The Deployment the Eventing-only profile must make of a Knative Service: `apps/v1` Deployment of
  * the same name, one replica, selected by its template's `app.kubernetes.io/name` label, the
  * template itself unchanged but for what only Knative Serving reads (`timeoutSeconds`, the
- * autoscaling bounds) and the Service's `networking.knative.dev/visibility` label gone.
+ * autoscaling annotations) and the Service's `networking.knative.dev/visibility` label gone.
  */
 export function expectedDeployment(ksvc: Manifest): Manifest {
   const expected = structuredClone(ksvc) as Manifest & PodTemplateOwner;

@@ -197,3 +197,13 @@ matchExpressions:
 {}
 {{- end }}
 {{- end }}
+
+{{- /* Whether to render knative/network/'s NetworkPolicies: .Values.networkPolicies.enabled, true when absent. */}}
+{{- define "appmonitor.networkPoliciesEnabled" -}}
+{{- if dig "enabled" true (.Values.networkPolicies | default dict) }}true{{ end }}
+{{- end }}
+
+{{- /* REQUIRE_SENDER_IDENTITY from .Values.requireSenderIdentity: "true" or "false" (false when absent). */}}
+{{- define "appmonitor.requireSenderIdentity" -}}
+{{- if .Values.requireSenderIdentity }}true{{ else }}false{{ end }}
+{{- end }}

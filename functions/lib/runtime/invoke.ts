@@ -22,7 +22,8 @@ export type Invocable = { readonly kind: "cloudevent"; readonly instance: CloudE
  * root): another method → 405, a POST to another path → 400. Not 404: Knative retries a 404
  * (its own ingress answers one while a Route is not ready yet) and a subscriber URI with a wrong
  * path never becomes right, so the event goes to the dead-letter sink at once, the path named in
- * its `knativeerrordata`. The event is decoded and validated first (400/415, see
+ * its `knativeerrordata`. A function's `verifySender` runs next (its refusal, 401, is the answer).
+ * Then the event is decoded and validated (400/415, see
  * `cloudevent.ts`; extension attributes with names CloudEvents does not allow are dropped and
  * logged), `decoded` is told its id and type, and the context's logger gains `eventId` and
  * `eventType`. What `handle` returns becomes 204 with no body and the outcome in headers
@@ -37,6 +38,8 @@ export async function invoke(fn: Invocable, context: FunctionContext, request: F
     throw new HttpError(405, `method ${request.method} not allowed: CloudEvents are POSTed to /`, { headers: { allow: "POST" } });
   }
   if (request.path !== "/") throw new HttpError(400, `CloudEvents are POSTed to /, not to ${request.path.slice(0, 100)}`);
+  // Before the body is read as an event: an unverified sender learns nothing of how it is decoded.
+  await fn.instance.verifySender?.(context, request.headers);
   const { event, ignored } = decodeCloudEvent(request.headers, request.body);
   decoded?.({ id: event.id, type: event.type });
   const log = context.log.child({ eventId: event.id, eventType: event.type });

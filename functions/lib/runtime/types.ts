@@ -138,6 +138,11 @@ interface InstanceCommon {
  */
 export interface CloudEventFunction extends InstanceCommon {
   handle(context: FunctionContext, event: CloudEvent<unknown>): Promise<CloudEventOutcome>;
+  /**
+   * Runs on each request's headers (lower-case names) before the event is decoded: throws an
+   * `HttpError` (401 for a sender it refuses) to refuse the request. Absent: every sender is taken.
+   */
+  verifySender?(context: FunctionContext, headers: Readonly<Record<string, string | string[] | undefined>>): Promise<void>;
 }
 
 /** An HTTP function: gets every request that is not a health or metrics endpoint. */

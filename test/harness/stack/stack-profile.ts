@@ -128,7 +128,7 @@ export async function renderStackProfile(workDir: string, options: StackProfileO
   return parseManifests(yaml, `the stack's ${options.profile ?? "eventing-only"} profile (${overlay})`);
 }
 
-/** The names of the objects beside the `*.knative.dev` kinds that only Eventing uses: the dead-letter sink's Deployment, Service, ServiceAccount and RBAC, the ApiServerSource's ServiceAccount and RBAC. */
+/** The names of the objects beside the `*.knative.dev` kinds that only Eventing uses: the dead-letter sink's Deployment, Service, ServiceAccount, RBAC and NetworkPolicy, the ApiServerSource's ServiceAccount and RBAC. */
 const EVENTING_ONLY_NAMES: ReadonlySet<string> = new Set(["appmonitor-dead-letter", "appmonitor-source"]);
 
 /** Whether an object of the profile only serves Knative Eventing (see {@link EVENTING_ONLY_NAMES}). */

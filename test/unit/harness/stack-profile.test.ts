@@ -64,12 +64,12 @@ test("in another namespace: the same objects there, and the same differences", a
   assert.ok(stack.every((o) => o.metadata.namespace === undefined || o.metadata.namespace === "elsewhere"));
 });
 
-test("the Eventing objects are the *.knative.dev kinds, the dead-letter sink and its RBAC, and the ApiServerSource's RBAC", async () => {
+test("the Eventing objects are the *.knative.dev kinds, the dead-letter sink, its RBAC and NetworkPolicy, and the ApiServerSource's RBAC", async () => {
   const stack = await render({ sink: "sinkbinding" });
   const eventing = stack.filter(isEventingObject).map((o) => `${o.kind}/${o.metadata.name}`).sort();
   assert.deepEqual(eventing, [
     "ApiServerSource/appmonitors", "Broker/default", "ClusterRole/appmonitor-dead-letter", "ClusterRole/appmonitor-source", "ClusterRoleBinding/appmonitor-dead-letter",
-    "ClusterRoleBinding/appmonitor-source", "Deployment/appmonitor-dead-letter", "PingSource/rule-sync-resync", "Service/appmonitor-dead-letter",
+    "ClusterRoleBinding/appmonitor-source", "Deployment/appmonitor-dead-letter", "NetworkPolicy/appmonitor-dead-letter", "PingSource/rule-sync-resync", "Service/appmonitor-dead-letter",
     "ServiceAccount/appmonitor-dead-letter", "ServiceAccount/appmonitor-source", "SinkBinding/alert-receiver",
     ...["memory-scaler-alert-firing", "memory-scaler-rollouts-ping", "rule-sync-appmonitor-add", "rule-sync-appmonitor-delete", "rule-sync-appmonitor-update", "rule-sync-resync", "rule-sync-resync-ping"].map((t) => `Trigger/${t}`),
   ].sort());

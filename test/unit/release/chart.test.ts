@@ -180,14 +180,14 @@ describe("the chart's values", () => {
 
   test("prometheusUrl, allowUnverifiedAlerts, defaultMaxMemory, alertmanagerUrl, metricSource, ruleLabels, alertSeverity, logLevel and pauseScaling reach the functions' environment", async () => {
     const objects = await template("appmonitor", ["profile=eventing-only", "prometheusUrl=", "defaultMaxMemory=16Gi", "alertmanagerUrl=", "metricSource=kube-state-metrics", "ruleLabels.release=kps", "ruleLabels.team=a", "alertSeverity=critical", "logLevel=debug", "pauseScaling=true"]);
-    assert.deepEqual(env(find(objects, "Deployment", "memory-scaler")), { PROMETHEUS_URL: "", ALLOW_UNVERIFIED_ALERTS: "false", DEFAULT_MAX_MEMORY: "16Gi", ALERTMANAGER_URL: "", LOG_LEVEL: "debug", PAUSE_SCALING: "true" });
+    assert.deepEqual(env(find(objects, "Deployment", "memory-scaler")), { PROMETHEUS_URL: "", ALLOW_UNVERIFIED_ALERTS: "false", DEFAULT_MAX_MEMORY: "16Gi", ALERTMANAGER_URL: "", LOG_LEVEL: "debug", PAUSE_SCALING: "true", REQUIRE_SENDER_IDENTITY: "false" });
     const defaults = env(find(await template("appmonitor"), "Deployment", "memory-scaler"));
     assert.deepEqual([defaults.PAUSE_SCALING, defaults.ALLOW_UNVERIFIED_ALERTS], ["false", "false"], "not paused, and no scale without Prometheus, by default");
     const unverified = env(find(await template("appmonitor", ["prometheusUrl=", "allowUnverifiedAlerts=true"]), "Deployment", "memory-scaler"));
     assert.deepEqual([unverified.PROMETHEUS_URL, unverified.ALLOW_UNVERIFIED_ALERTS], ["", "true"]);
     // Values kept from a release before allowUnverifiedAlerts (helm upgrade --reuse-values): off.
     assert.equal(env(find(await template("appmonitor", ["allowUnverifiedAlerts=null"]), "Deployment", "memory-scaler")).ALLOW_UNVERIFIED_ALERTS, "false");
-    assert.deepEqual(env(find(objects, "Deployment", "rule-sync")), { PROMETHEUS_URL: "", ALERTMANAGER_URL: "", METRIC_SOURCE: "kube-state-metrics", RULE_LABELS: "release=kps,team=a", ALERT_SEVERITY: "critical", LOG_LEVEL: "debug" });
+    assert.deepEqual(env(find(objects, "Deployment", "rule-sync")), { PROMETHEUS_URL: "", ALERTMANAGER_URL: "", METRIC_SOURCE: "kube-state-metrics", RULE_LABELS: "release=kps,team=a", ALERT_SEVERITY: "critical", LOG_LEVEL: "debug", REQUIRE_SENDER_IDENTITY: "false" });
   });
 
   test("ceilings: the ConfigMap the policy and memory-scaler read holds them, memory-scaler reads each key, and a change rolls it", async () => {
@@ -235,8 +235,9 @@ describe("the chart's values", () => {
   test("watchNamespaces: RoleBindings in each listed namespace instead of ClusterRoleBindings, the source watches those, WATCH_NAMESPACES set; Nodes and the dead-letter sink's Events stay cluster-wide", async () => {
     const objects = await template("appmonitor", ["profile=eventing-only", "watchNamespaces={team-a,team-b}"]);
     const bindings = objects.filter((o) => o.kind === "ClusterRoleBinding").map((o) => o.metadata.name).sort();
-    // The sink records a dead letter on whatever AppMonitor it names, a namespace left out of the scope included.
-    assert.deepEqual(bindings, ["appmonitor-dead-letter", "appmonitor-memory-scaler-nodes"]);
+    // The sink records a dead letter on whatever AppMonitor it names, a namespace left out of the scope included;
+    // a TokenReview is cluster-scoped.
+    assert.deepEqual(bindings, ["appmonitor-dead-letter", "appmonitor-memory-scaler-nodes", "appmonitor-memory-scaler-sender-review", "appmonitor-rule-sync-sender-review"]);
     const roleBindings = objects.filter((o) => o.kind === "RoleBinding").map((o) => `${o.metadata.namespace}/${o.metadata.name}`).sort();
     assert.deepEqual(roleBindings, [
       "appmonitor/appmonitor-memory-scaler-events",
@@ -357,6 +358,42 @@ describe("the chart's values", () => {
     assert.notEqual(await token(), await token());
   });
 
+  test("requireSenderIdentity: REQUIRE_SENDER_IDENTITY of memory-scaler and rule-sync, and the Broker's EventPolicy, which Eventing refuses while its OIDC feature is off, only then", async () => {
+    const policies = (objects: RenderedObject[]) => objects.filter((o) => o.kind === "EventPolicy").map((o) => `${o.metadata.namespace}/${o.metadata.name}`);
+    const off = await template("team");
+    assert.deepEqual(policies(off), []);
+    const on = await template("team", ["requireSenderIdentity=true"]);
+    for (const name of ["memory-scaler", "rule-sync"]) {
+      assert.equal(env(find(off, "Deployment", name)).REQUIRE_SENDER_IDENTITY, "false", name);
+      assert.equal(env(find(on, "Deployment", name)).REQUIRE_SENDER_IDENTITY, "true", name);
+    }
+    assert.deepEqual(policies(on), ["team/appmonitor-broker"]);
+    // Values kept from a release before it (helm upgrade --reuse-values): off.
+    assert.equal(env(find(await template("team", ["requireSenderIdentity=null"]), "Deployment", "memory-scaler")).REQUIRE_SENDER_IDENTITY, "false");
+  });
+
+  test("networkPolicies: one per function, each peer's selectors from its value, none when disabled", async () => {
+    type Policy = { spec: { podSelector: { matchLabels: Record<string, string> }; ingress: { from: Record<string, unknown>[] }[] } };
+    const peers = (objects: RenderedObject[], name: string) => (find(objects, "NetworkPolicy", name) as unknown as Policy).spec.ingress.map((rule) => rule.from);
+    const shipped = await template("appmonitor");
+    assert.deepEqual(shipped.filter((o) => o.kind === "NetworkPolicy").map((o) => o.metadata.name).sort(), ["alert-receiver", "appmonitor-dead-letter", "memory-scaler", "rule-sync"]);
+    const moved = await template("appmonitor", [
+      "networkPolicies.alertmanager.namespaceSelector.matchLabels.team=obs", "networkPolicies.alertmanager.podSelector.matchLabels.app=am",
+      "networkPolicies.prometheus.namespaceSelector.matchLabels.team=obs", "networkPolicies.knativeEventing.namespaceSelector.matchLabels.team=eventing",
+    ]);
+    const obs = { "kubernetes.io/metadata.name": "monitoring", team: "obs" };
+    assert.deepEqual(peers(moved, "alert-receiver"), [
+      [{ namespaceSelector: { matchLabels: obs }, podSelector: { matchLabels: { "app.kubernetes.io/name": "alertmanager", app: "am" } } }],
+      [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "knative-serving" } } }],
+      [{ namespaceSelector: { matchLabels: obs }, podSelector: { matchLabels: { "app.kubernetes.io/name": "prometheus" } } }],
+    ]);
+    assert.deepEqual(peers(moved, "memory-scaler")[0], [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "knative-eventing", team: "eventing" } } }]);
+    // Values kept from a release before them (helm upgrade --reuse-values): knative/'s peers.
+    const kept = await template("appmonitor", ["networkPolicies=null"]);
+    for (const name of ["alert-receiver", "memory-scaler"]) assert.deepEqual(peers(kept, name), peers(shipped, name), name);
+    assert.equal((await template("appmonitor", ["networkPolicies.enabled=false"])).some((o) => o.kind === "NetworkPolicy"), false);
+  });
+
   const refused: [string, RegExp][] = [
     ["profile=knative", /profile/],
     ["metricSource=kubelet", /metricSource/],
@@ -377,6 +414,8 @@ describe("the chart's values", () => {
     ["ceilings.maxMemoryCeiling=1Gi", /maxMemoryCeiling/],
     ["prometheusUrl=", /prometheusUrl is empty: memory-scaler would scale on every alert it is sent, unchecked against Prometheus, so it refuses to start; .*allowUnverifiedAlerts=true/],
     ["allowUnverifiedAlerts=yes", /allowUnverifiedAlerts/],
+    ["requireSenderIdentity=yes", /requireSenderIdentity/],
+    ["networkPolicies.prometheus.podSelector.matchLabel.app=x", /matchLabel/],
   ];
   for (const [set, names] of refused) {
     test(`a bad value is refused with its name: ${set}`, async () => {
