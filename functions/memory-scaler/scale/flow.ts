@@ -1,7 +1,8 @@
 /**
  * What memory-scaler does with one firing alert, reconcile-style, the same for every
  * {@link WriteTarget} (a workload's Pod template, `targets/template-target.ts`; its running Pods resized in
- * place under `spec.updateMode` `InPlace` or `InPlaceOrRollout`, `targets/in-place-target.ts`; a bare
+ * place under `spec.updateMode` `InPlace` or `InPlaceOrRollout`, `targets/in-place-target.ts`, but for a
+ * heap sized at start, rolled out by `targets/heap-rollout-target.ts`; a bare
  * Pod's resize, `targets/pod-resize-target.ts`): observe → plan → act → report, once per round. The same
  * rounds run for a fallback ({@link handleFallback}): the follow-up found a workload's in-place
  * resize failed under `InPlaceOrRollout`, and its recorded memory is written into the template.
