@@ -25,8 +25,8 @@ import type { HeapError } from "./model.ts";
  *   `scale/decide/evidence.ts` `checkTrend`);
  * - `NotHeapError`, `NoTerminationMessage`: a heap-error event whose containers' last run did not
  *   end in their runtime's heap error, or left no termination message to tell (step 5,
- *   `scale/decide/heap-error.ts`); `HeapNeedsRollout`: it did, and the AppMonitor resizes in place
- *   (`InPlace`, a bare Pod), which cannot reach a heap sized at start: Warning Events;
+ *   `scale/decide/heap-error.ts`); `HeapNeedsRollout`: it did, and the Pod is bare
+ *   (no template to roll out), so a resize in place cannot reach a heap sized at start: Warning Events;
  * - `FixedHeap`: a flag in the container's command, args or env fixes its heap at or below the
  *   limit (`-Xmx`, `-XX:MaxRAM`, `--max-old-space-size`, `GOMEMLIMIT`: `scale/decide/fixed-heap.ts`), so
  *   a raise would not reach it, and `spec.heapFlags` is `Hold` (or the target cannot write the

@@ -6,12 +6,16 @@
 //
 // Each case: the program dies of its runtime's heap error well under the container's limit (no OOM
 // kill, no threshold crossing); the heap-error alert (delivered as Alertmanager's would be) is
-// answered once by a rollout, in `Rollout` and in `InPlaceOrRollout` (a resize cannot reach a
-// heap sized at start): the limit doubled and the runtime's heap setting in the same patch; the new
-// Pod's program reports a larger heap limit and runs past its old one; a second delivery scales
-// nothing more. And Node.js at 256Mi, whose default heap is larger than the limit: OOM-killed,
-// and answered in one raise that reaches the heap because the AppMonitor declares the runtime
-// (`spec.containerPolicies` `runtime`). The cases run side by side, each in its own namespace.
+// answered once by a rollout, in `Rollout`, `InPlaceOrRollout` and `InPlace` alike (a resize cannot
+// reach a heap sized at start: the in-place modes say so in `InPlaceFallback` Warnings): the limit
+// doubled and the runtime's heap setting in the same patch (none for a JVM whose own
+// `-XX:MaxRAMPercentage=75` follows the limit); the new Pod's program reports a larger heap limit
+// and runs past its old one; a second delivery scales nothing more. And Node.js at 256Mi, whose
+// default heap is larger than the limit: OOM-killed, and answered in one raise that reaches the
+// heap because the AppMonitor declares the runtime (`spec.containerPolicies` `runtime`), under
+// `InPlaceOrRollout` and `InPlace`. Each case logs the time from the first run's end to the new
+// program running past its old heap, and the heap limit before and after. The cases run side by
+// side, each in its own namespace.
 //
 // The run's shared real node (or the file's own, alone), memory-scaler in this process as its ServiceAccount.
 import { after, before, describe, test } from "node:test";
@@ -62,15 +66,17 @@ interface HeapCase {
   readonly namespace: string;
   readonly runtime: "Node.js" | "JVM";
   readonly limitMiB: number;
-  readonly updateMode: "Rollout" | "InPlaceOrRollout";
+  readonly updateMode: "Rollout" | "InPlaceOrRollout" | "InPlace";
   /** MiB of live objects the program keeps: past the default heap, within the raised one. */
   readonly holdMiB: number;
   /** How the first run ends: the runtime's own line in the termination message, or an OOM kill. */
   readonly error: RegExp | "OOMKilled";
   /** The runtime declared in the AppMonitor's `spec.containerPolicies` (else known only from the heap error). */
   readonly declared?: boolean;
-  /** The heap setting the patch adds (env var, value). */
+  /** The heap setting the patch adds (env var, value); for `own`, the value the user's flag keeps. */
   readonly setting: readonly [string, string];
+  /** The user's own heap flag in the manifest (env var, value). */
+  readonly own?: readonly [string, string];
 }
 
 const CASES: readonly HeapCase[] = [
@@ -80,6 +86,10 @@ const CASES: readonly HeapCase[] = [
   // V8's default heap (259 MiB) is larger than this limit: the kernel kills first. The declared runtime makes the OOM kill's raise reach the heap.
   { namespace: "heap-node-256mi", runtime: "Node.js", limitMiB: 256, updateMode: "InPlaceOrRollout", holdMiB: 300, error: "OOMKilled", declared: true, setting: ["NODE_OPTIONS", "--max-old-space-size=384"] },
   { namespace: "heap-jvm-512mi", runtime: "JVM", limitMiB: 512, updateMode: "InPlaceOrRollout", holdMiB: 200, error: /java\.lang\.OutOfMemoryError: Java heap space/, setting: ["JAVA_TOOL_OPTIONS", "-XX:MaxRAMPercentage=75"] },
+  // InPlace: a resize would leave the running program its heap, so these roll out too.
+  { namespace: "heap-node-256mi-inplace", runtime: "Node.js", limitMiB: 256, updateMode: "InPlace", holdMiB: 300, error: "OOMKilled", declared: true, setting: ["NODE_OPTIONS", "--max-old-space-size=384"] },
+  // The user's own share (384 MiB of heap at 512Mi), which follows the limit: nothing to set, the rollout alone gives it 768 MiB.
+  { namespace: "heap-jvm-512mi-inplace", runtime: "JVM", limitMiB: 512, updateMode: "InPlace", holdMiB: 450, error: /java\.lang\.OutOfMemoryError: Java heap space/, own: ["JAVA_TOOL_OPTIONS", "-XX:MaxRAMPercentage=75"], setting: ["JAVA_TOOL_OPTIONS", "-XX:MaxRAMPercentage=75"] },
 ];
 
 let running: ScalerOnRealNode | undefined;
@@ -106,7 +116,7 @@ function deployment(c: HeapCase): k8s.V1Deployment {
   const app: k8s.V1Container = {
     name: "app",
     imagePullPolicy: "Never",
-    env: [{ name: "HOLD_MIB", value: String(c.holdMiB) }],
+    env: [{ name: "HOLD_MIB", value: String(c.holdMiB) }, ...(c.own === undefined ? [] : [{ name: c.own[0], value: c.own[1] }])],
     terminationMessagePolicy: "FallbackToLogsOnError",
     resources: { limits: { memory: `${c.limitMiB}Mi` }, requests: { memory: `${c.limitMiB / 2}Mi` } },
     ...(c.runtime === "Node.js"
@@ -138,7 +148,7 @@ const heapLimit = (log: string): number | undefined => {
   return m === null ? undefined : Number(m[1]);
 };
 
-describe("a runtime's default heap runs out (or, larger than the limit, is OOM-killed first); the alert is answered once by a rollout with the runtime's heap setting, and the new program runs past its old heap limit", { concurrency: true }, () => {
+describe("a runtime's heap runs out (or, larger than the limit, is OOM-killed first); the alert is answered once by a rollout with the runtime's heap setting, in every updateMode, and the new program runs past its old heap limit", { concurrency: true }, () => {
   for (const c of CASES) {
     test(`${c.runtime}, ${c.limitMiB}Mi, ${c.updateMode}`, { timeout: 600_000 }, async (t) => {
       const ns = c.namespace;
@@ -176,8 +186,15 @@ describe("a runtime's default heap runs out (or, larger than the limit, is OOM-k
       const app = web.spec?.template.spec?.containers[0];
       assert.equal(app?.resources?.limits?.memory, `${(c.limitMiB * 2) % 1024 === 0 ? `${(c.limitMiB * 2) / 1024}Gi` : `${c.limitMiB * 2}Mi`}`);
       assert.deepEqual(app?.env?.find((e) => e.name === c.setting[0])?.value, c.setting[1]);
-      const scaled = (await eventsRegarding(ns, "Deployment", "web")).find((e) => e.reason === "Scaled");
-      t.diagnostic(`Scaled: ${scaled?.note}`);
+      const events = await eventsRegarding(ns, "Deployment", "web");
+      t.diagnostic(`Scaled: ${events.find((e) => e.reason === "Scaled")?.note}`);
+      assert.ok(!events.some((e) => e.reason === "Resized"), "never Resized");
+      if (c.updateMode !== "Rollout") {
+        // The in-place modes say why they rolled out: the runtime, and that its heap is sized at start.
+        const fallback = events.find((e) => e.reason === "InPlaceFallback");
+        t.diagnostic(`InPlaceFallback: ${fallback?.note}`);
+        assert.match(fallback?.note ?? "", new RegExp(`resizing in place cannot reach ${c.runtime.replace(".", "\\.")}'s heap, sized when it starts`));
+      }
 
       // The new Pod's program, in its own words.
       const ran = await waitFor("the new program holding its live objects", async () => {
@@ -192,6 +209,7 @@ describe("a runtime's default heap runs out (or, larger than the limit, is OOM-k
       const firstError = new Date(terminated.finishedAt ?? 0).getTime();
       t.diagnostic(`new program: ${ran.log.trim().split("\n").join(" | ")}; heap limit ${oldLimit ?? "?"} → ${newLimit ?? "?"} MiB`);
       t.diagnostic(`${c.error === "OOMKilled" ? "OOM kill" : "heap error"} (finishedAt, whole seconds) → scaled: ${((scaledAt - firstError) / 1000).toFixed(1)} s (the alert delivered by hand here); scaled → new program past its old heap: ${((heldAt - scaledAt) / 1000).toFixed(1)} s`);
+      t.diagnostic(`relief: ${c.updateMode}, ${c.runtime} ${c.limitMiB}Mi: ${c.error === "OOMKilled" ? "OOM kill" : "heap error"} → the program running past its old heap with the larger one: ${((heldAt - firstError) / 1000).toFixed(1)} s; heap limit ${oldLimit ?? "?"} → ${newLimit ?? "?"} MiB`);
       assert.ok(newLimit !== undefined && newLimit > c.holdMiB, `the new heap limit ${newLimit} MiB holds the program's ${c.holdMiB} MiB`);
       assert.ok(oldLimit === undefined || oldLimit < c.holdMiB, `the old heap limit ${oldLimit} MiB did not`);
       assert.equal(ran.next.status?.containerStatuses?.[0]?.restartCount, 0, "not crashing again");

@@ -5,9 +5,10 @@
  * tail as the termination message). A Node.js heap error scales once, the heap set in the same
  * patch (`NODE_OPTIONS` appended, recorded as memory-scaler's own); the JVM's gets
  * `-XX:MaxRAMPercentage=75` appended to the `JAVA_TOOL_OPTIONS` it had; a segfault, an ordinary
- * error exit and an empty message scale nothing; in place, the heap error is said, not resized. A
+ * error exit and an empty message scale nothing; under `InPlace` and `InPlaceOrRollout` the heap
+ * error is rolled out too, never resized, with `InPlaceFallback` Warnings naming the runtime. A
  * runtime declared in `spec.containerPolicies` gets its heap setting with any raise (an OOM kill
- * here), rolled out under `InPlaceOrRollout`.
+ * here), rolled out under `InPlace` and `InPlaceOrRollout`.
  * Prometheus is never asked (nothing listens at its URL: asking would answer 503).
  */
 import assert from "node:assert/strict";
@@ -107,36 +108,58 @@ describe("memory-scaler on a heap-error event", { concurrency: 4 }, () => {
     assert.equal((await readWeb(ns)).metadata?.generation, 1);
   });
 
-  it("InPlace: HeapNeedsRollout, said, not resized; InPlaceOrRollout: rolled out with the heap", async (t) => {
-    const ns = await freshNamespace(t);
-    const pod = await monitoredDeployment(ns, { updateMode: "InPlace" });
-    await reportErrorExit(ns, pod, 139, NODE_TAIL);
-    const inPlace = await deliver(running().url, heapEvent(ns, pod));
-    assert.deepEqual([inPlace.outcome, inPlace.reason], ["skipped", "HeapNeedsRollout"], describeAnswer(inPlace));
-    const warning = await waitFor("the HeapNeedsRollout Warning", async () => (await eventsRegarding(ns, "Deployment", "web")).find((e) => e.reason === "HeapNeedsRollout"), 10_000);
-    assert.match(warning.note ?? "", /Node\.js's heap error \(exit code 139: .*a resize in place cannot reach a heap its runtime sized when it started, so the Pods were not resized; set spec\.updateMode: InPlaceOrRollout/);
-    assert.equal((await readWeb(ns)).metadata?.generation, 1);
-
-    const other = await freshNamespace(t);
-    const orPod = await monitoredDeployment(other, { updateMode: "InPlaceOrRollout" });
-    await reportErrorExit(other, orPod, 139, NODE_TAIL);
-    const rolled = await deliver(running().url, heapEvent(other, orPod));
-    assert.deepEqual([rolled.outcome, rolled.reason], ["scaled", "Scaled"], describeAnswer(rolled));
-    const memhog = (await readWeb(other)).spec?.template.spec?.containers[0];
-    assert.equal(memhog?.resources?.limits?.memory, "768Mi");
-    assert.deepEqual(JSON.parse(JSON.stringify(memhog?.env)), [{ name: "NODE_OPTIONS", value: "--max-old-space-size=576" }]);
+  it("InPlace and InPlaceOrRollout: rolled out with the heap, never resized, InPlaceFallback Warnings naming the runtime and why", async (t) => {
+    for (const updateMode of ["InPlace", "InPlaceOrRollout"]) {
+      const ns = await freshNamespace(t);
+      const pod = await monitoredDeployment(ns, { updateMode });
+      await reportErrorExit(ns, pod, 139, NODE_TAIL);
+      const rolled = await deliver(running().url, heapEvent(ns, pod));
+      assert.deepEqual([rolled.outcome, rolled.reason], ["scaled", "Scaled"], `${updateMode}: ${describeAnswer(rolled)}`);
+      const web = await readWeb(ns);
+      const memhog = web.spec?.template.spec?.containers[0];
+      assert.equal(memhog?.resources?.limits?.memory, "768Mi");
+      assert.deepEqual(JSON.parse(JSON.stringify(memhog?.env)), [{ name: "NODE_OPTIONS", value: "--max-old-space-size=576" }]);
+      assert.equal(web.metadata?.annotations?.["app-monitor.kubedemo.com/in-place-memory"], undefined, "no in-place record: the template carries the raise");
+      const core = (await adminKubeConfig()).makeApiClient(k8s.CoreV1Api);
+      assert.equal((await core.readNamespacedPod({ name: pod, namespace: ns })).spec?.containers[0]?.resources?.limits?.memory, "384Mi", "the running Pod not resized");
+      const fallbacks = await waitFor("the InPlaceFallback Warnings", async () => {
+        const both = [...(await eventsRegarding(ns, "Deployment", "web")), ...(await eventsRegarding(ns, "AppMonitor", "m"))].filter((e) => e.reason === "InPlaceFallback");
+        return both.length === 2 ? both : undefined;
+      }, 10_000);
+      for (const w of fallbacks) {
+        assert.equal(w.type, "Warning");
+        assert.match(w.note ?? "", /resizing in place cannot reach Node\.js's heap, sized when it starts \(container memhog\); wrote the template instead, so the Pods are replaced/);
+      }
+      const events = [...(await eventsRegarding(ns, "Deployment", "web")), ...(await eventsRegarding(ns, "AppMonitor", "m"))];
+      assert.ok(!events.some((e) => e.reason === "Resized"), "never reported Resized");
+      const again = await deliver(running().url, heapEvent(ns, pod));
+      assert.equal(again.outcome, "skipped", describeAnswer(again));
+      assert.equal((await readWeb(ns)).metadata?.generation, 2, "answered once");
+    }
   });
 
-  it("a runtime declared in spec.containerPolicies: an OOM kill under InPlaceOrRollout is rolled out with the runtime's heap setting, not resized", async (t) => {
-    const ns = await freshNamespace(t);
-    const pod = await monitoredDeployment(ns, { updateMode: "InPlaceOrRollout", containerPolicies: [{ containerName: "memhog", runtime: "Node.js" }] });
-    await reportErrorExit(ns, pod, 137, undefined, "OOMKilled");
-    const answer = await deliver(running().url, alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "m", alertname: "AppMonitorOOMKilled" }));
-    assert.deepEqual([answer.status, answer.outcome, answer.reason], [204, "scaled", "Scaled"], describeAnswer(answer));
-    const memhog = (await readWeb(ns)).spec?.template.spec?.containers[0];
-    assert.equal(memhog?.resources?.limits?.memory, "768Mi");
-    assert.deepEqual(JSON.parse(JSON.stringify(memhog?.env)), [{ name: "NODE_OPTIONS", value: "--max-old-space-size=576" }]);
-    const scaled = await waitFor("the Scaled Event", async () => (await eventsRegarding(ns, "Deployment", "web")).find((e) => e.reason === "Scaled"), 10_000);
-    assert.match(scaled.note ?? "", /after an OOM kill: .*container memhog: NODE_OPTIONS \+= --max-old-space-size=576/);
-  });
+  const declared = [
+    { updateMode: "InPlaceOrRollout", runtime: "Node.js", env: ["NODE_OPTIONS", "--max-old-space-size=576"] },
+    { updateMode: "InPlace", runtime: "JVM", env: ["JAVA_TOOL_OPTIONS", "-XX:MaxRAMPercentage=75"] },
+  ] as const;
+  for (const c of declared) {
+    it(`${c.runtime} declared in spec.containerPolicies, OOM-killed under ${c.updateMode}: rolled out with its heap setting, not resized, InPlaceFallback naming it`, async (t) => {
+      const ns = await freshNamespace(t);
+      const pod = await monitoredDeployment(ns, { updateMode: c.updateMode, containerPolicies: [{ containerName: "memhog", runtime: c.runtime }] });
+      await reportErrorExit(ns, pod, 137, undefined, "OOMKilled");
+      const answer = await deliver(running().url, alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "m", alertname: "AppMonitorOOMKilled" }));
+      assert.deepEqual([answer.status, answer.outcome, answer.reason], [204, "scaled", "Scaled"], describeAnswer(answer));
+      const memhog = (await readWeb(ns)).spec?.template.spec?.containers[0];
+      assert.equal(memhog?.resources?.limits?.memory, "768Mi");
+      assert.deepEqual(JSON.parse(JSON.stringify(memhog?.env)), [{ name: c.env[0], value: c.env[1] }]);
+      const events = await waitFor("the Scaled and InPlaceFallback Events", async () => {
+        const all = await eventsRegarding(ns, "Deployment", "web");
+        const scaled = all.find((e) => e.reason === "Scaled");
+        const fallback = all.find((e) => e.reason === "InPlaceFallback");
+        return scaled !== undefined && fallback !== undefined ? { scaled, fallback } : undefined;
+      }, 10_000);
+      assert.match(events.scaled.note ?? "", new RegExp(`after an OOM kill: .*container memhog: ${c.env[0]} \\+= ${c.env[1]}`));
+      assert.match(events.fallback.note ?? "", new RegExp(`resizing in place cannot reach ${c.runtime.replace(".", "\\.")}'s heap, sized when it starts \\(container memhog\\)`));
+    });
+  }
 });

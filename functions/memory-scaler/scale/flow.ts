@@ -1,7 +1,8 @@
 /**
  * What memory-scaler does with one firing alert, reconcile-style, the same for every
  * {@link WriteTarget} (a workload's Pod template, `targets/template-target.ts`; its running Pods resized in
- * place under `spec.updateMode` `InPlace` or `InPlaceOrRollout`, `targets/in-place-target.ts`; a bare
+ * place under `spec.updateMode` `InPlace` or `InPlaceOrRollout`, `targets/in-place-target.ts`, but for a
+ * heap sized at start, rolled out by `targets/heap-rollout-target.ts`; a bare
  * Pod's resize, `targets/pod-resize-target.ts`): observe → plan → act → report, once per round. The same
  * rounds run for a fallback ({@link handleFallback}): the follow-up found a workload's in-place
  * resize failed under `InPlaceOrRollout`, and its recorded memory is written into the template.
@@ -47,7 +48,6 @@
  */
 import type { Logger } from "pino";
 import type { AlertEventData, AlertTrigger } from "../../lib/alert-event.ts";
-import type { UpdateMode } from "../../lib/appmonitor.ts";
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND, type AppMonitorStatus } from "../../lib/appmonitor.ts";
 import { inScope } from "../../lib/namespace-scope.ts";
 import { formatTimestamp } from "../../lib/rfc3339.ts";
@@ -66,6 +66,8 @@ import type { FlowDeps } from "./deps.ts";
 import { heapFailures } from "./decide/fixed-heap.ts";
 import { heapErrors } from "./decide/heap-error.ts";
 import { heapSizedAtStart } from "./decide/heap-settings.ts";
+import { writeWay } from "./decide/heap-relief.ts";
+import { heapRolloutTarget } from "./targets/heap-rollout-target.ts";
 import { alertOrigin, type ValidAppMonitor } from "./decide/governing.ts";
 import { inPlaceTarget } from "./targets/in-place-target.ts";
 import { type Observation, observeFiring } from "./observe.ts";
@@ -80,21 +82,20 @@ import { checkPeak, planScaleDown } from "./decide/scale-down.ts";
 import { quietPeriodMs } from "../status/scale-down.ts";
 
 /**
- * The target an observed Pod names: itself when bare, else its workload's running Pods under an
- * in-place `updateMode` (that of the AppMonitor the alert names: only it can govern), else its
- * workload's template, and always the template for a fallback and, under `InPlaceOrRollout`, for
- * a heap error or a container whose declared runtime sizes its heap at start (a resize cannot reach it).
+ * The target an observed Pod names: itself when bare, the template for a fallback, else as
+ * `decide/heap-relief.ts` `writeWay` says for the `updateMode` of the AppMonitor the alert names
+ * (only it can govern): its workload's running Pods resized in place, or its template; an
+ * in-place mode's rollout for a heap sized at start (a heap error, a declared runtime) says why
+ * in `InPlaceFallback` Warnings.
  */
 function targetOf(observation: Extract<Observation, { result: "bare" | "observed" }>, namespace: string, pod: string, fallback: boolean, trigger: AlertTrigger): WriteTarget {
   if (observation.result === "bare") return podResizeTarget(observation.pod, namespace, pod);
-  const mode: UpdateMode = observation.named.spec.updateMode;
-  // A heap sized when the runtime started is reached only by a new start: InPlaceOrRollout rolls out
-  // after a heap error, and for a container whose runtime the AppMonitor declares.
+  const template = () => templateTarget(observation.workload, observation.pod, observation);
+  if (fallback) return template();
   const containers = (observation.pod.spec?.containers ?? []).map((c) => c.name);
-  const sizedAtStart = trigger === "heapError" || heapSizedAtStart(containers, observation.named.spec) !== undefined;
-  const rollsOut = mode === "Rollout" || (mode === "InPlaceOrRollout" && sizedAtStart);
-  if (fallback || rollsOut) return templateTarget(observation.workload, observation.pod, observation);
-  return inPlaceTarget(observation.workload, observation.pod, observation, mode);
+  const way = writeWay(observation.named.spec.updateMode, trigger, containers, observation.named.spec);
+  if (way.way === "inPlace") return inPlaceTarget(observation.workload, observation.pod, observation, way.mode);
+  return way.heap ? heapRolloutTarget(template(), heapSizedAtStart(containers, observation.named.spec)) : template();
 }
 
 /**

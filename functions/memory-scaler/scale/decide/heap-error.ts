@@ -185,18 +185,18 @@ export function checkHeapErrors(changes: readonly ContainerChange[], statuses: r
   return { keep, errors, skipped };
 }
 
-/** What a resize in place cannot do for a heap error, and what would: for `HeapNeedsRollout`. */
+/** What a resize in place cannot do for a heap error, and what would: for `HeapNeedsRollout` (a bare Pod, which has no template to roll out). */
 export function inPlaceNote(errors: readonly HeapError[]): string {
   const which = errors.map((e) => `container ${e.container}'s last run ended in ${describeHeapError(e)}`).join("; ");
-  return `${which}: a resize in place cannot reach a heap its runtime sized when it started, so the Pods were not resized; set spec.updateMode: InPlaceOrRollout (or Rollout) to raise the limit and the heap by a rollout`;
+  return `${which}: a resize in place cannot reach a heap its runtime sized when it started, so the Pod was not resized, and a bare Pod has no Pod template to roll out with the heap setting: recreate it with a larger limit and its heap set, or run it under a Deployment`;
 }
 
 /**
  * The plan after the heap-error check: the scale with the containers it confirmed and their
  * errors (for the heap settings of the write, `heap-settings.ts`), or the skip: `NoTerminationMessage`
  * when any container left no message to read, else `NotHeapError`; and `HeapNeedsRollout`
- * when the target resizes in place (`rollsOut` false: `InPlace`, a bare Pod), where a raise would
- * not reach the heap (DESIGN.md "Decisions that matter for correctness"). A confirmed scale has no
+ * when the target resizes in place (`rollsOut` false: a bare Pod; a workload's heap error always
+ * rolls out, `heap-relief.ts`), where a raise would not reach the heap (DESIGN.md "Decisions that matter for correctness"). A confirmed scale has no
  * `heapFailed`: its write sets the heap (`heap-settings.ts`), or the runtime follows the new limit.
  */
 export function afterHeapCheck(scale: Scale, checked: HeapChecked, rollsOut: boolean): Skip | Scale {

@@ -27,7 +27,7 @@
  *
  * The runtime is known from the container's heap error, or, before any, from its
  * `spec.containerPolicies` entry's `runtime` ({@link knownRuntimes}): then every raise of it
- * writes the setting, whatever the trigger, and `InPlaceOrRollout` rolls it out
+ * writes the setting, whatever the trigger, and `InPlace` and `InPlaceOrRollout` roll it out
  * ({@link heapSizedAtStart}), so that the first raise already reaches the heap.
  *
  * A container whose flags already size that runtime's heap (`-Xmx`, `-XX:MaxRAM`,
@@ -98,7 +98,7 @@ export function knownRuntimes(containers: readonly string[], errors: readonly He
 /**
  * The first of `containers` whose `spec.containerPolicies` declares a runtime that sizes its heap
  * when it starts, as `container app (Node.js)`; undefined for none. A resize in place does not
- * reach such a heap, so `InPlaceOrRollout` rolls its raises out. Pure.
+ * reach such a heap, so `InPlace` and `InPlaceOrRollout` roll its raises out (`heap-relief.ts`). Pure.
  */
 export function heapSizedAtStart(containers: readonly string[], spec: Pick<AppMonitorSpec, "containerPolicies">): string | undefined {
   for (const container of containers) {

@@ -22,6 +22,8 @@
  *   GitOps tool applies the workload and `spec.gitOpsManaged` is `Skip`: then as `InPlace`).
  * - What follows: `Resized` Events on the workload and the AppMonitor naming the Pods, and the
  *   resize pending in `status.rollouts` with its Pods (`follow-up/in-place.ts` follows them).
+ * - Never built for a raise that must reach a heap its runtime sized at start (a heap error, a
+ *   declared runtime): that one rolls out (`../decide/heap-relief.ts`), as a resize is no relief.
  */
 import type * as k8s from "@kubernetes/client-node";
 import { IN_PLACE_MEMORY_ANNOTATION, type UpdateMode } from "../../../lib/appmonitor.ts";
@@ -33,7 +35,6 @@ import { describeChanges, type Workload } from "../../model.ts";
 import { scaledDownNote } from "../../events.ts";
 import { scaleRecordOf } from "./scale-record.ts";
 import { oomWindow } from "../decide/evidence.ts";
-import { heapSizedAtStart } from "../decide/heap-settings.ts";
 import { buildInPlaceClaimPatch } from "./in-place-patch.ts";
 import { buildResizePatch } from "./resize-patch.ts";
 import type { TargetView } from "../decide/target-view.ts";
@@ -182,13 +183,10 @@ export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: T
         }
         const after = trigger === "oomKilled" ? " after an OOM kill" : "";
         const which = pods.length === 0 ? "no running Pod needed it" : `Pod${pods.length === 1 ? "" : "s"} ${pods.join(", ")}`;
-        // updateMode InPlace and a declared runtime that sizes its heap at start: the raise does not reach the heap; say so.
-        const sized = heapSizedAtStart(changes.map((c) => c.container), am.spec);
-        const heapNotReached = sized === undefined || pods.length === 0 ? undefined : `${sized} sizes its heap when it starts, so the resize does not reach the heap of the running program (updateMode InPlaceOrRollout rolls such a raise out with the heap setting)`;
         return {
-          reported: [{ reason: "Resized", changes, multiplier: am.spec.memMultiplier, trigger, pods, ...(heapNotReached === undefined ? {} : { heapNotReached }) }],
-          message: `resized ${kind} ${name} in place by ${am.spec.memMultiplier}${after} (${which}): ${describeChanges(changes)}${heapNotReached === undefined ? "" : `; ${heapNotReached}`}`,
-          rollout: pods.length === 0 ? undefined : { workload: base.view.workload, generation: generation ?? 0, startedAt: time, event: eventId, inPlace: { pods: input.resized ?? [] } },
+          reported: [{ reason: "Resized", changes, multiplier: am.spec.memMultiplier, trigger, pods }],
+          message: `resized ${kind} ${name} in place by ${am.spec.memMultiplier}${after} (${which}): ${describeChanges(changes)}`,
+          rollout,
         };
       },
     },

@@ -19,7 +19,9 @@
  *   (validation, e.g. a QoS class change; ResourceQuota admission) → `AdmissionRefused`. No quota
  *   or Node check before it: admission judges the resize itself, and the kubelet reports a resize
  *   its node cannot hold as `Infeasible`.
- * - What follows: `Resized` Events (and `GitOpsManaged` Warnings under `spec.gitOpsManaged: Patch`),
+ * - What follows: `Resized` Events (and `GitOpsManaged` Warnings under `spec.gitOpsManaged: Patch`;
+ *   `HeapNotReached` Warnings for a container whose declared runtime sizes its heap at start, which
+ *   a resize does not reach and a bare Pod cannot roll out; a heap error is `HeapNeedsRollout`),
  *   and the resize pending in `status.rollouts` (kind `Pod`, the Pod's new generation), which the
  *   follow-up (`follow-up/resize.ts`) follows to its end.
  */
@@ -29,6 +31,7 @@ import { gitOpsOwner, gitOpsPatchedNote } from "../../coexist/gitops.ts";
 import type { Reported } from "../../events.ts";
 import { lastResizeTime, memoryOf, runningMemory } from "../../kube/views.ts";
 import { podHeaps } from "../decide/heap-flags.ts";
+import { heapSizedAtStart } from "../decide/heap-settings.ts";
 import { describeChanges, objectRef } from "../../model.ts";
 import { oomWindow } from "../decide/evidence.ts";
 import { buildResizePatch } from "./resize-patch.ts";
@@ -85,12 +88,15 @@ export function podResizeTarget(pod: k8s.V1Pod, namespace: string, name: string)
       },
 
       written({ changes, appMonitor: am, trigger, gitOps, generation, time, eventId }) {
-        const reported: Reported[] = [{ reason: "Resized", changes, multiplier: am.spec.memMultiplier, trigger }];
+        // A declared runtime that sizes its heap at start: a bare Pod has no template to roll out, so the resize does not reach the heap; say so.
+        const sized = heapSizedAtStart(changes.map((c) => c.container), am.spec);
+        const heapNotReached = sized === undefined ? undefined : `${sized} sizes its heap when it starts, so the resize does not reach the heap of the running program, and a bare Pod has no Pod template to roll out with the heap setting: recreate it with the larger limit and its heap set, or run it under a Deployment`;
+        const reported: Reported[] = [{ reason: "Resized", changes, multiplier: am.spec.memMultiplier, trigger, ...(heapNotReached === undefined ? {} : { heapNotReached }) }];
         if (gitOps !== undefined) reported.push({ reason: "GitOpsManaged", message: gitOpsPatchedNote(named, gitOps, changes) });
         const after = trigger === "oomKilled" ? " after an OOM kill" : "";
         return {
           reported,
-          message: `resized Pod ${name} in place by ${am.spec.memMultiplier}${after}: ${describeChanges(changes)}`,
+          message: `resized Pod ${name} in place by ${am.spec.memMultiplier}${after}: ${describeChanges(changes)}${heapNotReached === undefined ? "" : `; ${heapNotReached}`}`,
           rollout: generation === undefined ? undefined : { workload: named, generation, startedAt: time, event: eventId },
         };
       },

@@ -3,7 +3,8 @@
  * Confirmed by the Pod already read, whose container's termination message must name its
  * runtime's heap error (`../decide/heap-error.ts`), never by an exit code alone; Prometheus is not
  * asked (the restarted container's working set says nothing of a heap that ran out inside it).
- * A confirmed error on a target that resizes in place is `HeapNeedsRollout`; a skip the plan made
+ * A confirmed error on a target that resizes in place (a bare Pod: a workload's heap error always
+ * rolls out, `../decide/heap-relief.ts`) is `HeapNeedsRollout`; a skip the plan made
  * (a held flag, the cap, the leak guard) is said with the error it leaves unanswered.
  */
 import { APPMONITOR_HEAP_ERROR_ALERT_NAME } from "../../../lib/appmonitor.ts";

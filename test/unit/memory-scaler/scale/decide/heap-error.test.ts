@@ -128,11 +128,11 @@ describe("afterHeapCheck", () => {
     assert.equal(after.heapFailed, undefined);
   });
 
-  it("in place: HeapNeedsRollout, never a resize the heap cannot use", () => {
+  it("a bare Pod (no template to roll out): HeapNeedsRollout, never a resize the heap cannot use", () => {
     const checked = checkHeapErrors([change], ended({ exitCode: 139, message: NODE_TAIL }), NOW, 600);
     const after = afterHeapCheck(scale, checked, false) as Skip;
     assert.equal(after.reason, "HeapNeedsRollout");
-    assert.match(after.message, /Node\.js's heap error .*cannot reach a heap its runtime sized when it started.*InPlaceOrRollout/);
+    assert.match(after.message, /Node\.js's heap error .*cannot reach a heap its runtime sized when it started.*recreate it/);
   });
 
   it("no message beats another reason in the skip, so the hint is seen", () => {

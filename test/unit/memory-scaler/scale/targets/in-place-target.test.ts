@@ -119,6 +119,26 @@ describe("updateMode InPlace", () => {
   });
 });
 
+describe("a container whose declared runtime sizes its heap at start: rolled out in either in-place mode, never Resized", () => {
+  for (const mode of ["InPlace", "InPlaceOrRollout"]) {
+    it(`${mode}: the template raised with the heap setting in one patch, Scaled with InPlaceFallback Warnings naming the runtime; no Pod resized`, async () => {
+      const cluster = inPlaceCluster(mode, { containerPolicies: [{ containerName: "memhog", runtime: "Node.js" }] });
+      const outcome = await handleFiring(flowDeps(cluster), "e1", alertData(), log);
+      assert.deepEqual([outcome.outcome, outcome.reason], ["scaled", "Scaled"], outcome.message);
+      assert.deepEqual(templateMemory(cluster), { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } });
+      assert.deepEqual(deployment(cluster)?.spec?.template?.spec?.containers[0]?.env, [{ name: "NODE_OPTIONS", value: "--max-old-space-size=576" }]);
+      assert.equal(cluster.writes.length, 1, "one compare-and-swap patch");
+      assert.deepEqual([cluster.resizes.length, cluster.resizeDryRuns], [0, 0], "no resize, not even tried");
+      assert.deepEqual(podMemory(cluster), { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } });
+      assert.ok(!reasons(cluster).includes("Resized"));
+      const fallbacks = cluster.events.filter((e) => e.reason === "InPlaceFallback");
+      assert.deepEqual(fallbacks.map((e) => [e.type, e.regarding?.kind]).sort(), [["Warning", "AppMonitor"], ["Warning", "Deployment"]]);
+      assert.match(fallbacks[0]?.note ?? "", /resizing in place cannot reach Node\.js's heap, sized when it starts \(container memhog\); wrote the template instead, so the Pods are replaced/);
+      assert.match(outcome.message, /NODE_OPTIONS \+= --max-old-space-size=576/);
+    });
+  }
+});
+
 describe("updateMode InPlaceOrRollout", () => {
   it("a resize the API server refuses falls back to the template patch, with InPlaceFallback Warnings saying why", async () => {
     const cluster = inPlaceCluster("InPlaceOrRollout");

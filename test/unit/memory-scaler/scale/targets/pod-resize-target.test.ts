@@ -165,6 +165,16 @@ describe("a bare Pod covered by an AppMonitor is resized in place", () => {
     assert.match(status.conditions?.find((c) => c.type === "RolledOut")?.message ?? "", /resizing in place to generation 2/);
   });
 
+  it("a declared runtime that sizes its heap at start: resized all the same (no template to roll out), with HeapNotReached Warnings saying the heap is not reached", async () => {
+    const cluster = bareMemhog({ memThresholdPercent: 75, memMultiplier: 2, containerPolicies: [{ containerName: "memhog", runtime: "JVM" }] });
+    const outcome = await handleFiring(flowDeps(cluster), "e1", alertData(), log);
+    assert.deepEqual([outcome.outcome, outcome.reason], ["scaled", "Resized"]);
+    const warnings = cluster.events.filter((e) => e.reason === "HeapNotReached");
+    assert.deepEqual(warnings.map((e) => [e.type, e.regarding?.kind]).sort(), [["Warning", "AppMonitor"], ["Warning", "Pod"]]);
+    assert.match(warnings[0]?.note ?? "", /container memhog \(JVM\) sizes its heap when it starts, so the resize does not reach the heap .*a bare Pod has no Pod template to roll out/);
+    assert.match(outcome.message, /does not reach the heap/);
+  });
+
   it("a second delivery in the cooldown (memory-scaler's managedFields time on the resize subresource): Cooldown; without a cooldown, before the kubelet applied it: ResizeUnderWay; never a second resize", async () => {
     const cluster = bareMemhog();
     const deps = flowDeps(cluster);
