@@ -172,7 +172,7 @@ const statusSchema: Schema = {
             description: "not applied: the value a scale would set, held because a GitOps tool manages the workload (spec.gitOpsManaged Skip) or its revert budget is used; set it in the manifest",
           },
           reverted: { type: "boolean", description: "this scale applied again memory something had lowered after an earlier scale" },
-          trigger: { type: "string", enum: ["oomKilled", "trend", "heapError"], description: "the alert that caused it when not the threshold alert: an OOM kill, the working set's trend (spec.trend), or the runtime's heap error at a crash" },
+          trigger: { type: "string", enum: ["oomKilled", "trend", "heapError", "heapThreshold"], description: "the alert that caused it when not the threshold alert: an OOM kill, the working set's trend (spec.trend), the runtime's heap error at a crash, or its heap's own threshold (containerPolicies heapMetrics)" },
           direction: { type: "string", enum: ["up", "down"], description: "down: a down-step of spec.scaleDown lowered the memory; absent: a raise" },
           floored: { type: "boolean", description: "this down-step reached the workload's floor (its memory before the first scale, or a containerPolicies minMemory): no further down-step" },
         },

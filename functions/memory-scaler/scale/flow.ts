@@ -83,15 +83,16 @@ import { quietPeriodMs } from "../status/scale-down.ts";
  * The target an observed Pod names: itself when bare, else its workload's running Pods under an
  * in-place `updateMode` (that of the AppMonitor the alert names: only it can govern), else its
  * workload's template, and always the template for a fallback and, under `InPlaceOrRollout`, for
- * a heap error or a container whose declared runtime sizes its heap at start (a resize cannot reach it).
+ * a trigger answered by a new start (a heap error, the heap's threshold) or a container whose
+ * declared runtime sizes its heap at start (a resize cannot reach it).
  */
 function targetOf(observation: Extract<Observation, { result: "bare" | "observed" }>, namespace: string, pod: string, fallback: boolean, trigger: AlertTrigger): WriteTarget {
   if (observation.result === "bare") return podResizeTarget(observation.pod, namespace, pod);
   const mode: UpdateMode = observation.named.spec.updateMode;
   // A heap sized when the runtime started is reached only by a new start: InPlaceOrRollout rolls out
-  // after a heap error, and for a container whose runtime the AppMonitor declares.
+  // for a trigger that says so (`triggers/`), and for a container whose runtime the AppMonitor declares.
   const containers = (observation.pod.spec?.containers ?? []).map((c) => c.name);
-  const sizedAtStart = trigger === "heapError" || heapSizedAtStart(containers, observation.named.spec) !== undefined;
+  const sizedAtStart = TRIGGERS[trigger].needsNewStart === true || heapSizedAtStart(containers, observation.named.spec) !== undefined;
   const rollsOut = mode === "Rollout" || (mode === "InPlaceOrRollout" && sizedAtStart);
   if (fallback || rollsOut) return templateTarget(observation.workload, observation.pod, observation);
   return inPlaceTarget(observation.workload, observation.pod, observation, mode);
@@ -208,11 +209,11 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
   const { trend } = am.spec;
   const alerted = entry.data !== undefined;
   const on = TRIGGERS[trigger];
-  const seen = { statuses: input.statuses, now, oomWindowSeconds: target.oomWindowSeconds(now), rollsOut: target.view.rewritesHeaps, running: target.view.running, thresholdPercent: am.spec.memThresholdPercent, trend };
+  const seen = { statuses: input.statuses, now, oomWindowSeconds: target.oomWindowSeconds(now), rollsOut: target.view.rewritesHeaps, running: target.view.running, thresholdPercent: am.spec.memThresholdPercent, trend, spec: am.spec };
   // A skip said with what the alert saw that it leaves unanswered (a heap error held, capped, guarded).
   if (decision.action === "skip") return { step: "decided", skip: alerted && on.explain !== undefined ? on.explain(decision, { ...seen, measured: undefined }) : decision };
   // The alert's trigger asks Prometheus what its evidence needs (an OOM kill: nothing; the Pod read is its evidence).
-  const measured = alerted ? await on.measure(deps.verifier, { namespace: entry.namespace, pod: entry.pod, containers: decision.changes.map((c) => c.container), trend }) : undefined;
+  const measured = alerted ? await on.measure(deps.verifier, { namespace: entry.namespace, pod: entry.pod, containers: decision.changes.map((c) => c.container), trend, spec: am.spec }) : undefined;
   const evidence = { ...seen, measured };
   // A fallback writes what was decided and checked when its alert came; a down-step's evidence is the peak.
   const checked = entry.down === true ? await checkDownStep(deps, am, entry.namespace, target, decision) : alerted ? on.check(decision, evidence) : decision;

@@ -40,7 +40,7 @@ export interface ScaleEntry {
   /** True for a scale that applied again memory another writer had lowered. */
   readonly reverted?: boolean;
   /** The alert that caused it when not the threshold alert (absent in a repair from a record that does not say). */
-  readonly trigger?: "oomKilled" | "trend" | "heapError";
+  readonly trigger?: "oomKilled" | "trend" | "heapError" | "heapThreshold";
   /** `down`: a down-step of `spec.scaleDown` (`../scale/decide/scale-down.ts`); absent: a raise. */
   readonly direction?: "down";
   /** A down-step that reached the workload's floor: the follow-up asks for no further one (`scale-down.ts`). */

@@ -485,7 +485,8 @@ describe("the trend alert, both sources", () => {
   test("GENERATED_ALERT_NAMES is every alert a group holds, in its order, over both sources and every optional trigger", () => {
     const seen = new Set<string>();
     for (const config of [DEFAULT_RULE_CONFIG, KSM]) {
-      for (const spec of [{}, { trend }, { trend, selector: { matchLabels: { app: "memhog" } } }]) {
+      const heap = { containerPolicies: [{ containerName: "*", runtime: "JVM" as const, heapMetrics: "Watch" as const }] };
+      for (const spec of [{}, { trend }, { trend, selector: { matchLabels: { app: "memhog" } } }, heap]) {
         const alerts = (buildRuleGroup(monitor({ spec }), config).rules ?? []).map((r) => String(r.alert));
         assert.deepEqual(alerts, GENERATED_ALERT_NAMES.filter((name) => alerts.includes(name)), "in the list's order");
         for (const name of alerts) seen.add(name);
