@@ -101,8 +101,9 @@ export const TREND_ALERT_NAME = APPMONITOR_TREND_ALERT_NAME;
 export const HEAP_ERROR_ALERT_NAME = APPMONITOR_HEAP_ERROR_ALERT_NAME;
 
 /**
- * The alert name of the heap-threshold alerts ({@link buildHeapThresholdAlertingRules}), one per
- * `spec.containerPolicies` entry with `heapMetrics: Watch`; routed as {@link ALERT_NAME} is.
+ * The alert name of the heap-threshold alert ({@link buildHeapThresholdAlertingRule}), in the rule
+ * group of an AppMonitor with a `spec.containerPolicies` entry `heapMetrics: Watch`; routed as
+ * {@link ALERT_NAME} is.
  */
 export const HEAP_THRESHOLD_ALERT_NAME = APPMONITOR_HEAP_THRESHOLD_ALERT_NAME;
 
@@ -492,49 +493,60 @@ export function heapWatches(monitor: RuleInput): HeapWatch[] {
 }
 
 /**
- * The PromQL expression of a heap watch's alert: per namespace, pod and container, the used heap in
- * percent of the heap limit, as the runtime's own metrics say them (`functions/lib/heap-metrics.ts`
- * `heapPercentLines`: each library's names tried in turn; .NET's limit a share of the container's
- * limit, from the monitor's metric source), at or above the watch's threshold; limited to the
- * monitor's Pods ({@link podScope}) and the watch's containers, and with kube-state-metrics to the
- * covered Pods. Its labels are exactly namespace, pod, container; its value the percent.
+ * The PromQL expression of a monitor's heap-threshold alert: per namespace, pod and container, the
+ * used heap in percent of the heap limit, as the runtime's own metrics say them
+ * (`functions/lib/heap-metrics.ts` `heapPercentLines`: each library's names tried in turn; .NET's
+ * limit a share of the container's limit, from the monitor's metric source), at or above the
+ * threshold of the watch that covers the container, one block per {@link heapWatches} entry joined
+ * by `or` (their containers never overlap); limited to the monitor's Pods ({@link podScope}), and
+ * with kube-state-metrics to the covered Pods. Its labels are exactly namespace, pod, container;
+ * its value the percent. One rule for every watch, not one each: two rules of one group with the
+ * same alert name and labels are duplicates to Prometheus (`promtool check rules`).
  *
  * @param monitor the checked AppMonitor.
- * @param watch one of its {@link heapWatches}.
+ * @param watches its {@link heapWatches}, at least one.
  * @param source the metric source.
  * @returns the expression, over several lines.
  */
-export function heapThresholdAlertExpression(monitor: RuleInput, watch: HeapWatch, source: MetricSource): string {
-  const matchers = `${podScope(monitor)}, ${watch.containers}`;
-  const lines = ["(", ...heapPercentLines(watch.runtime, matchers, memoryLimitSeries(podScope(monitor), watch.containers, source === "cadvisor")).map((l) => `  ${l}`), ")", `  >= ${promqlNumber(watch.thresholdPercent)}`];
+export function heapThresholdAlertExpression(monitor: RuleInput, watches: readonly HeapWatch[], source: MetricSource): string {
+  const scope = podScope(monitor);
+  const blocks = watches.flatMap((watch, index) => [
+    ...(index === 0 ? [] : ["or"]),
+    "(",
+    ...heapPercentLines(watch.runtime, `${scope}, ${watch.containers}`, memoryLimitSeries(scope, watch.containers, source === "cadvisor")).map((l) => `  ${l}`),
+    `)  >= ${promqlNumber(watch.thresholdPercent)}`,
+  ]);
+  const lines = watches.length === 1 ? blocks : ["(", ...blocks.map((l) => `  ${l}`), ")"];
   if (source === "cadvisor") return lines.join("\n");
   return coveredPodsOnly(lines, monitor);
 }
 
 /**
- * The heap-threshold alerting rules of a monitor, one per {@link heapWatches} entry: alert
+ * The heap-threshold alerting rule of a monitor with {@link heapWatches}: alert
  * {@link HEAP_THRESHOLD_ALERT_NAME}, expression {@link heapThresholdAlertExpression}, `for` =
  * spec.forSeconds (a level to hold, as the working-set threshold's), the labels of
  * {@link buildAlertingRule}, annotations `summary` and `value` (the percent of the heap limit in use).
  *
  * @param monitor the checked AppMonitor.
- * @param config how to build them.
- * @returns the rules, in the prometheus-operator Rule shape (also valid in a rules file); none without a watch.
+ * @param config how to build it.
+ * @returns the rule, in the prometheus-operator Rule shape (also valid in a rules file); undefined without a watch.
  */
-export function buildHeapThresholdAlertingRules(monitor: RuleInput, config: RuleConfig): IRule[] {
+export function buildHeapThresholdAlertingRule(monitor: RuleInput, config: RuleConfig): IRule | undefined {
+  const watches = heapWatches(monitor);
+  if (watches.length === 0) return undefined;
   const { name } = monitor;
-  return heapWatches(monitor).map((watch) => ({
+  return {
     alert: HEAP_THRESHOLD_ALERT_NAME,
-    expr: heapThresholdAlertExpression(monitor, watch, config.metricSource),
+    expr: heapThresholdAlertExpression(monitor, watches, config.metricSource),
     for: promDuration(monitor.spec.forSeconds),
     labels: { [APPMONITOR_ALERT_LABEL]: name, severity: config.severity },
     annotations: {
       summary:
         "Container {{ $labels.container }} of Pod {{ $labels.namespace }}/{{ $labels.pod }} uses " +
-        `{{ $value | printf "%.1f" }}% of its ${watch.runtime} heap limit (AppMonitor ${name}, heap threshold ${promqlNumber(watch.thresholdPercent)}%).`,
+        `{{ $value | printf "%.1f" }}% of its runtime's heap limit, at or above its heap threshold (AppMonitor ${name}).`,
       value: "{{ $value }}",
     },
-  }));
+  };
 }
 
 /**
@@ -658,16 +670,16 @@ export function ruleGroupName(monitor: RuleInput): string {
 }
 
 /**
- * Every rule a group can hold, in the group's order: the alert's name and the rules a monitor gets
- * (undefined or none: none for it). {@link buildRuleGroup} builds from this table and
+ * Every rule a group can hold, in the group's order: the alert's name and the rule a monitor gets
+ * (undefined: none for it). {@link buildRuleGroup} builds from this table and
  * {@link GENERATED_ALERT_NAMES} is read from it, so an alert added here is routed too.
  */
-const GROUP_RULES: readonly { readonly alert: string; readonly rule: (monitor: RuleInput, config: RuleConfig) => IRule | readonly IRule[] | undefined }[] = [
+const GROUP_RULES: readonly { readonly alert: string; readonly rule: (monitor: RuleInput, config: RuleConfig) => IRule | undefined }[] = [
   { alert: ALERT_NAME, rule: buildAlertingRule },
   { alert: OOM_ALERT_NAME, rule: buildOOMAlertingRule },
   { alert: TREND_ALERT_NAME, rule: (monitor, config) => (monitor.spec.trend === undefined ? undefined : buildTrendAlertingRule(monitor, monitor.spec.trend, config)) },
   { alert: HEAP_ERROR_ALERT_NAME, rule: buildHeapErrorAlertingRule },
-  { alert: HEAP_THRESHOLD_ALERT_NAME, rule: buildHeapThresholdAlertingRules },
+  { alert: HEAP_THRESHOLD_ALERT_NAME, rule: buildHeapThresholdAlertingRule },
 ];
 
 /**
@@ -680,8 +692,8 @@ export const GENERATED_ALERT_NAMES: readonly string[] = GROUP_RULES.map((r) => r
  * The rule group of a monitor: {@link ruleGroupName} with the threshold rule of
  * {@link buildAlertingRule}, the OOM-kill rule of {@link buildOOMAlertingRule}, with
  * spec.trend the early-warning rule of {@link buildTrendAlertingRule}, the heap-error rule of
- * {@link buildHeapErrorAlertingRule}, and a heap-threshold rule per heap watch
- * ({@link buildHeapThresholdAlertingRules}), in that order
+ * {@link buildHeapErrorAlertingRule}, and with heap watches the heap-threshold rule of
+ * {@link buildHeapThresholdAlertingRule}, in that order
  * (https://prometheus.io/docs/prometheus/latest/configuration/recording_rules/#rule_group).
  *
  * @param monitor the checked AppMonitor.
