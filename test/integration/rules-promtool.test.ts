@@ -8,6 +8,7 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { promqlString, regexQuote } from "../../functions/lib/promql.ts";
+import { heapPercentQuery } from "../../functions/memory-scaler/kube/prometheus.ts";
 import { ALERT_NAME, HEAP_ERROR_ALERT_NAME, HEAP_THRESHOLD_ALERT_NAME, buildPrometheusRule, buildRulesFile, OOM_ALERT_NAME, TREND_ALERT_NAME } from "../../functions/rule-sync/rule.ts";
 import { DEFAULT_RULE_CONFIG, type MetricSource, type RuleConfig } from "../../functions/rule-sync/rule-config.ts";
 import { checkRuleInput, type AppMonitorForRule } from "../../functions/rule-sync/rule-input.ts";
@@ -762,6 +763,27 @@ describe("promtool test rules: the heap-threshold alert", () => {
       ]);
     });
   }
+
+  test("memory-scaler's evidence query reads back the percent the rule alerted on, per runtime", async () => {
+    const query = (pod: string, container: string, runtime: "JVM" | "Node.js" | "Go" | ".NET") => heapPercentQuery("shop", pod, [{ container, runtime }]);
+    const at = (expr: string, value: number, container: string) => ({ expr, eval_time: "5m", exp_samples: [{ labels: `{container="${container}"}`, value }] });
+    await assertPromtoolTest(rulesFile([monitor], configFor("cadvisor")), [
+      {
+        interval: "1m",
+        input_series: [...series, ...podsOf("kube-state-metrics", pods)],
+        alert_rule_test: [],
+        promql_expr_test: [
+          at(query("hot-jvm", "jvm", "JVM"), 85, "jvm"),
+          at(query("hot-otel", "jvm", "JVM"), 90, "jvm"),
+          at(query("hot-node", "node", "Node.js"), 90, "node"),
+          at(query("hot-go", "go", "Go"), 90, "go"),
+          // .NET's limit from kube-state-metrics here: kube-prometheus-stack drops cAdvisor's.
+          at(query("hot-dotnet", "dotnet", ".NET"), 88, "dotnet"),
+          { expr: query("nolimit-go", "go", "Go"), eval_time: "5m", exp_samples: [] },
+        ],
+      },
+    ]);
+  });
 
   test("kube-state-metrics: a Pod neither annotated nor selected does not fire, however full its heap", async () => {
     const input = [
