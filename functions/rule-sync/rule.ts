@@ -514,7 +514,7 @@ export function heapThresholdAlertExpression(monitor: RuleInput, watches: readon
     ...(index === 0 ? [] : ["or"]),
     "(",
     ...heapPercentLines(watch.runtime, `${scope}, ${watch.containers}`, memoryLimitSeries(scope, watch.containers, source === "cadvisor")).map((l) => `  ${l}`),
-    `)  >= ${promqlNumber(watch.thresholdPercent)}`,
+    `) >= ${promqlNumber(watch.thresholdPercent)}`,
   ]);
   const lines = watches.length === 1 ? blocks : ["(", ...blocks.map((l) => `  ${l}`), ")"];
   if (source === "cadvisor") return lines.join("\n");

@@ -721,10 +721,10 @@ describe("the heap-threshold alert", () => {
     assert.equal(rule?.for, "60s");
     const expr = String(rule?.expr);
     assert.match(expr, /jvm_memory_used_bytes\{namespace="shop", container=~"api", area="heap"\}/);
-    assert.match(expr, /\)  >= 85\n/);
+    assert.match(expr, /\) >= 85\n/);
     assert.match(expr, /dotnet_gc_last_collection_heap_size_bytes\{namespace="shop", container=~"api\|worker\|sidecar\|cache", container!~"api\|sidecar\|gone"\}/);
     assert.match(expr, /\(0\.75 \* max by \(namespace, pod, container\) \(container_spec_memory_limit_bytes\{/);
-    assert.match(expr, /\)  >= 75\n\)$/);
+    assert.match(expr, /\) >= 75\n\)$/);
     assert.doesNotMatch(expr, /go_/, "a named container outside spec.containers gets no watch");
   });
 
@@ -733,7 +733,7 @@ describe("the heap-threshold alert", () => {
     const expr = String(buildHeapThresholdAlertingRule(monitor({ spec }), KSM)?.expr);
     assert.match(expr, /dotnet_gc_last_collection_heap_size_bytes\{namespace="shop", pod=~"web-\.\+"/);
     assert.doesNotMatch(expr, /container_spec_memory_limit_bytes/);
-    assert.match(expr, /and on \(namespace, pod\)\n\(\n  kube_pod_labels\{namespace="shop", pod=~"web-\.\+"\}\n\)$/);
+    assert.match(expr, /and on \(namespace, pod\)\n\(\n {2}kube_pod_labels\{namespace="shop", pod=~"web-\.\+"\}\n\)$/);
   });
 
   test("validateAppMonitorSpec: heapMetrics Watch needs a runtime; heapThresholdPercent needs Watch; the CRD's rules say the same", () => {
