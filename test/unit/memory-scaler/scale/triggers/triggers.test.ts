@@ -2,6 +2,7 @@
 // Prometheus, and the evidence that confirms it.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { ALERT_TRIGGERS, triggerOf } from "../../../../../functions/lib/alert-event.ts";
 import type { Verifier } from "../../../../../functions/memory-scaler/kube/prometheus.ts";
 import type { Scale } from "../../../../../functions/memory-scaler/outcome.ts";
@@ -24,6 +25,8 @@ function verifier(asked: string[]): Verifier {
 describe("triggers", () => {
   it("one per trigger an alert can carry, each named by its own alertname", () => {
     assert.deepEqual(Object.keys(TRIGGERS).sort(), [...ALERT_TRIGGERS].sort());
+    const schema = JSON.parse(readFileSync(new URL("../../../../../schemas/alert-event.schema.json", import.meta.url), "utf8")) as { properties: { trigger: { enum: string[] } } };
+    assert.deepEqual(schema.properties.trigger.enum, ALERT_TRIGGERS, "the event schema's triggers, in its order");
     for (const [name, trigger] of Object.entries(TRIGGERS)) {
       assert.equal(trigger.name, name);
       assert.equal(triggerOf(trigger.alertname), name);
