@@ -74,7 +74,7 @@ function plain(library: string, usedMetric: string, limitMetric: string | undefi
  *   `heap_size_limit` (`v8.getHeapStatistics()`), which prom-client's default metrics do not export
  *   yet: the program registers that gauge itself (docs/fixed-heaps.md).
  * - Go: client_golang's `go_memstats_sys_bytes` less `go_memstats_heap_released_bytes` over
- *   `go_gc_gomemlimit_bytes`; OpenTelemetry's `go.memory.used` over `go.memory.limit`. `GOMEMLIMIT`
+ *   `go_gc_gomemlimit_bytes` (a default metric since client_golang 1.20); OpenTelemetry's `go.memory.used` over `go.memory.limit`. `GOMEMLIMIT`
  *   bounds all the memory the Go runtime maps less what it released, not the heap alone
  *   (https://go.dev/doc/gc-guide#Memory_limit), so that is what is compared; without `GOMEMLIMIT`
  *   there is no limit and no series.
@@ -91,7 +91,7 @@ export const HEAP_SOURCES: Readonly<Record<HeapMetricsRuntime, readonly HeapSour
   "Node.js": [plain("prom-client, with the nodejs_heap_size_limit_bytes gauge", "nodejs_heap_size_used_bytes", "nodejs_heap_size_limit_bytes")],
   Go: [
     {
-      library: "Prometheus client_golang",
+      library: "Prometheus client_golang ≥ 1.20",
       usedMetric: "go_memstats_sys_bytes",
       limitMetric: "go_gc_gomemlimit_bytes",
       used: (m) => `go_memstats_sys_bytes{${m}} - go_memstats_heap_released_bytes{${m}}`,
