@@ -70,9 +70,10 @@ function plain(library: string, usedMetric: string, limitMetric: string | undefi
  *   `jvm.memory.limit` with `jvm.memory.type=heap`. A pool without a maximum of its own reports -1
  *   (G1's Eden and Survivor spaces: they share the heap), and OpenTelemetry leaves it out: only
  *   maxima above 0 are summed, so under G1 the limit is the old generation's, the heap's `-Xmx`.
- * - Node.js: prom-client's `nodejs_heap_size_used_bytes` over `nodejs_heap_size_limit_bytes`, V8's
- *   `heap_size_limit` (`v8.getHeapStatistics()`), which prom-client's default metrics do not export
- *   yet: the program registers that gauge itself (docs/fixed-heaps.md).
+ * - Node.js: prom-client's `nodejs_heap_size_used_bytes` over `nodejs_heap_old_space_limit_bytes`,
+ *   the old space's limit (`--max-old-space-size`, which V8's heap error is about), a gauge the
+ *   program registers itself: prom-client exports no limit, and V8's `heap_size_limit` also counts
+ *   the young generation's reserve, which old objects never fill (docs/fixed-heaps.md).
  * - Go: client_golang's `go_memstats_sys_bytes` less `go_memstats_heap_released_bytes` over
  *   `go_gc_gomemlimit_bytes` (a default metric since client_golang 1.20); OpenTelemetry's `go.memory.used` over `go.memory.limit`. `GOMEMLIMIT`
  *   bounds all the memory the Go runtime maps less what it released, not the heap alone
@@ -88,7 +89,7 @@ export const HEAP_SOURCES: Readonly<Record<HeapMetricsRuntime, readonly HeapSour
     plain("Prometheus client_java 0.x (simpleclient_hotspot, JMX exporter agent)", "jvm_memory_bytes_used", "jvm_memory_bytes_max", 'area="heap"', " > 0"),
     plain("OpenTelemetry (jvm.memory.used, jvm.memory.limit)", "jvm_memory_used_bytes", "jvm_memory_limit_bytes", 'jvm_memory_type="heap"', " > 0"),
   ],
-  "Node.js": [plain("prom-client, with the nodejs_heap_size_limit_bytes gauge", "nodejs_heap_size_used_bytes", "nodejs_heap_size_limit_bytes")],
+  "Node.js": [plain("prom-client, with the program's nodejs_heap_old_space_limit_bytes gauge", "nodejs_heap_size_used_bytes", "nodejs_heap_old_space_limit_bytes")],
   Go: [
     {
       library: "Prometheus client_golang ≥ 1.20",

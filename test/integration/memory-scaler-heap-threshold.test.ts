@@ -32,12 +32,12 @@ let prometheus: TestPrometheus;
 let scaler: ScalerUnderTest;
 
 before(async () => {
-  // prom-client's nodejs_heap_size_used_bytes and the nodejs_heap_size_limit_bytes gauge docs/fixed-heaps.md gives.
+  // prom-client's nodejs_heap_size_used_bytes and the nodejs_heap_old_space_limit_bytes gauge docs/fixed-heaps.md gives.
   target = createServer((_req, res) => {
     const lines = [...heaps].flatMap(([key, used]) => {
       const [namespace, pod] = key.split("/");
       const labels = `namespace="${namespace ?? ""}",pod="${pod ?? ""}",container="memhog"`;
-      return [`nodejs_heap_size_used_bytes{${labels}} ${used * MI}`, `nodejs_heap_size_limit_bytes{${labels}} ${100 * MI}`];
+      return [`nodejs_heap_size_used_bytes{${labels}} ${used * MI}`, `nodejs_heap_old_space_limit_bytes{${labels}} ${100 * MI}`];
     });
     res.writeHead(200, { "content-type": "text/plain; version=0.0.4" }).end(`${lines.join("\n")}\n`);
   });

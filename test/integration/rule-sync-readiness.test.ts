@@ -250,12 +250,12 @@ describe("MetricsReady of a watched heap", () => {
     assert.equal(added.status, 204, describeAnswer(added));
     const missing = condition(await readAppMonitor(ns, "heap"), "MetricsReady");
     assert.deepEqual([missing?.status, missing?.reason], ["False", "HeapSeriesNotFound"], JSON.stringify(missing));
-    assert.match(missing?.message ?? "", new RegExp(`^no Node\\.js heap series for container main in namespace ${ns}, so heapMetrics: Watch never alerts: the program must export nodejs_heap_size_used_bytes with nodejs_heap_size_limit_bytes .*, scraped with the namespace, pod and container labels of its Pod`));
+    assert.match(missing?.message ?? "", new RegExp(`^no Node\\.js heap series for container main in namespace ${ns}, so heapMetrics: Watch never alerts: the program must export nodejs_heap_size_used_bytes with nodejs_heap_old_space_limit_bytes .*, scraped with the namespace, pod and container labels of its Pod`));
 
     // prom-client's heap and the limit gauge, labelled as a PodMonitor labels a Pod's target.
     target = createServer((_req, res) => {
       const labels = `namespace="${ns}",pod="app",container="main"`;
-      res.writeHead(200, { "content-type": "text/plain; version=0.0.4" }).end(`nodejs_heap_size_used_bytes{${labels}} ${40 * 1024 * 1024}\nnodejs_heap_size_limit_bytes{${labels}} ${100 * 1024 * 1024}\n`);
+      res.writeHead(200, { "content-type": "text/plain; version=0.0.4" }).end(`nodejs_heap_size_used_bytes{${labels}} ${40 * 1024 * 1024}\nnodejs_heap_old_space_limit_bytes{${labels}} ${100 * 1024 * 1024}\n`);
     });
     await new Promise<void>((resolve) => target?.listen(0, "127.0.0.1", resolve));
     heapJob = { job_name: "app", honor_labels: true, static_configs: [{ targets: [`127.0.0.1:${(target.address() as { port: number }).port}`] }] };

@@ -707,9 +707,9 @@ describe("promtool test rules: the heap-threshold alert", () => {
     scraped("jvm_memory_limit_bytes", "hot-otel", "jvm", 100, { jvm_memory_type: "heap", jvm_memory_pool_name: "G1 Old Gen" }),
     // Node.js, prom-client with the heap-limit gauge: 90 and 50 of 100.
     scraped("nodejs_heap_size_used_bytes", "hot-node", "node", 90),
-    scraped("nodejs_heap_size_limit_bytes", "hot-node", "node", 100),
+    scraped("nodejs_heap_old_space_limit_bytes", "hot-node", "node", 100),
     scraped("nodejs_heap_size_used_bytes", "cool-node", "node", 50),
-    scraped("nodejs_heap_size_limit_bytes", "cool-node", "node", 100),
+    scraped("nodejs_heap_old_space_limit_bytes", "cool-node", "node", 100),
     // Go, client_golang: 95 mapped less 5 released of a GOMEMLIMIT of 100 = 90 %; without GOMEMLIMIT (math.MaxInt64), no limit.
     scraped("go_memstats_sys_bytes", "hot-go", "go", 95),
     scraped("go_memstats_heap_released_bytes", "hot-go", "go", 5),
@@ -722,7 +722,7 @@ describe("promtool test rules: the heap-threshold alert", () => {
     scraped("dotnet_gc_last_collection_heap_size_bytes", "cool-dotnet", "dotnet", 30, { dotnet_gc_heap_generation: "gen2" }),
     // A container no entry watches, its heap nearly full.
     scraped("nodejs_heap_size_used_bytes", "hot-node", "sidecar", 99),
-    scraped("nodejs_heap_size_limit_bytes", "hot-node", "sidecar", 100),
+    scraped("nodejs_heap_old_space_limit_bytes", "hot-node", "sidecar", 100),
   ];
   const pods: [string, string][] = [
     ["hot-jvm", "jvm"], ["cool-jvm", "jvm"], ["hot-jmx", "jvm"], ["hot-otel", "jvm"], ["hot-node", "node"], ["cool-node", "node"], ["hot-node", "sidecar"],

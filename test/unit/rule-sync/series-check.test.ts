@@ -118,7 +118,7 @@ describe("MetricsReady names a missing heap series", () => {
 
   it("the namespace query counts each watch's heap percent, tagged heap:<containerName>", () => {
     const query = namespaceSeriesQuery(watching, "cadvisor");
-    assert.match(query, /label_replace\(count\(\( {3}100 \* sum by \(namespace, pod, container\) \(nodejs_heap_size_used_bytes\{namespace="shop", container=~"api"\}\).*nodejs_heap_size_limit_bytes.*\), "side", "heap:api", "", ""\)/);
+    assert.match(query, /label_replace\(count\(\( {3}100 \* sum by \(namespace, pod, container\) \(nodejs_heap_size_used_bytes\{namespace="shop", container=~"api"\}\).*nodejs_heap_old_space_limit_bytes.*\), "side", "heap:api", "", ""\)/);
     assert.match(query, /jvm_memory_max_bytes\{namespace="shop", container!="", container!="POD", container!~"api", area="heap"\} > 0.*"side", "heap:\*"/);
     assert.doesNotMatch(namespaceSeriesQuery(monitor(), "cadvisor"), /heap:/);
   });
@@ -127,7 +127,7 @@ describe("MetricsReady names a missing heap series", () => {
     const missing = metricsReady(watching, "cadvisor", counts({ ...sides, "heap:*": 3 }), counts({}), URL_);
     assert.equal(missing.status, "False");
     assert.equal(missing.reason, METRICS_REASONS.heapSeriesNotFound);
-    assert.match(missing.message, /^no Node\.js heap series for container api in namespace shop, so heapMetrics: Watch never alerts: the program must export nodejs_heap_size_used_bytes with nodejs_heap_size_limit_bytes \(prom-client, with the nodejs_heap_size_limit_bytes gauge\), scraped with the namespace, pod and container labels of its Pod/);
+    assert.match(missing.message, /^no Node\.js heap series for container api in namespace shop, so heapMetrics: Watch never alerts: the program must export nodejs_heap_size_used_bytes with nodejs_heap_old_space_limit_bytes \(prom-client, with the program's nodejs_heap_old_space_limit_bytes gauge\), scraped with the namespace, pod and container labels of its Pod/);
     assert.equal(needsClusterCounts("cadvisor", counts({ ...sides })), false, "a missing heap asks nothing of the whole of Prometheus");
     const found = metricsReady(watching, "cadvisor", counts({ ...sides, "heap:api": 1, "heap:*": 3 }), counts({}), URL_);
     assert.equal(found.reason, METRICS_REASONS.found);
