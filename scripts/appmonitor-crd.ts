@@ -14,6 +14,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
+import { ALERT_TRIGGERS } from "../functions/lib/alert-event.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** Where the generated CRD is committed. */
@@ -172,7 +173,7 @@ const statusSchema: Schema = {
             description: "not applied: the value a scale would set, held because a GitOps tool manages the workload (spec.gitOpsManaged Skip) or its revert budget is used; set it in the manifest",
           },
           reverted: { type: "boolean", description: "this scale applied again memory something had lowered after an earlier scale" },
-          trigger: { type: "string", enum: ["oomKilled", "trend", "heapError"], description: "the alert that caused it when not the threshold alert: an OOM kill, the working set's trend (spec.trend), or the runtime's heap error at a crash" },
+          trigger: { type: "string", enum: ALERT_TRIGGERS.filter((t) => t !== "threshold"), description: "the alert that caused it when not the threshold alert: an OOM kill, the working set's trend (spec.trend), the runtime's heap error at a crash, or its heap's own threshold (containerPolicies heapMetrics)" },
           direction: { type: "string", enum: ["up", "down"], description: "down: a down-step of spec.scaleDown lowered the memory; absent: a raise" },
           floored: { type: "boolean", description: "this down-step reached the workload's floor (its memory before the first scale, or a containerPolicies minMemory): no further down-step" },
         },

@@ -4,7 +4,7 @@
  * `schemas/alert-event.schema.json`.
  */
 import validateData from "../../schemas/validators/alert-event.js";
-import { APPMONITOR_HEAP_ERROR_ALERT_NAME, APPMONITOR_OOM_ALERT_NAME, APPMONITOR_TREND_ALERT_NAME } from "./appmonitor.ts";
+import { APPMONITOR_ALERT_NAME, APPMONITOR_HEAP_ERROR_ALERT_NAME, APPMONITOR_HEAP_THRESHOLD_ALERT_NAME, APPMONITOR_OOM_ALERT_NAME, APPMONITOR_TREND_ALERT_NAME } from "./appmonitor.ts";
 import type { SchemaValidator } from "./json-schema.ts";
 
 /** Type of the event of a firing alert (memory-scaler decides and acts). */
@@ -16,28 +16,36 @@ export const RESOLVED_TYPE = "com.kubedemo.appmonitor.alert.resolved";
  * Which of an AppMonitor's alerts the event comes from (DESIGN.md "The memory-threshold
  * CloudEvent"): `threshold` for the working-set alert (`AppMonitorMemoryHigh`), `oomKilled` for
  * the OOM-kill alert (`AppMonitorOOMKilled`), `trend` for the early-warning alert
- * (`AppMonitorMemoryTrend`), `heapError` for the heap-error alert (`AppMonitorHeapError`). An event without it is a `threshold` event, as every event was
+ * (`AppMonitorMemoryTrend`), `heapError` for the heap-error alert (`AppMonitorHeapError`),
+ * `heapThreshold` for the heap-threshold alert (`AppMonitorHeapThreshold`). An event without it is a `threshold` event, as every event was
  * before the OOM-kill alert existed.
  */
-export type AlertTrigger = "threshold" | "oomKilled" | "trend" | "heapError";
+export type AlertTrigger = "threshold" | "oomKilled" | "trend" | "heapError" | "heapThreshold";
+
+/** The `alertname` of each trigger's alert, as the generated rules raise it, in the schema's order. */
+export const TRIGGER_ALERT_NAMES: Readonly<Record<AlertTrigger, string>> = {
+  threshold: APPMONITOR_ALERT_NAME,
+  oomKilled: APPMONITOR_OOM_ALERT_NAME,
+  trend: APPMONITOR_TREND_ALERT_NAME,
+  heapError: APPMONITOR_HEAP_ERROR_ALERT_NAME,
+  heapThreshold: APPMONITOR_HEAP_THRESHOLD_ALERT_NAME,
+};
 
 /** Every {@link AlertTrigger}, in the schema's order. */
-export const ALERT_TRIGGERS: readonly AlertTrigger[] = ["threshold", "oomKilled", "trend", "heapError"];
+export const ALERT_TRIGGERS = Object.keys(TRIGGER_ALERT_NAMES) as readonly AlertTrigger[];
 
 /**
  * The trigger an alert name stands for: `oomKilled` for exactly
  * {@link APPMONITOR_OOM_ALERT_NAME}, `trend` for exactly {@link APPMONITOR_TREND_ALERT_NAME},
- * `heapError` for exactly {@link APPMONITOR_HEAP_ERROR_ALERT_NAME},
- * `threshold` for any other name (alert-receiver maps every alert; memory-scaler acts only on the
- * four names the generated rules raise).
+ * `heapError` for exactly {@link APPMONITOR_HEAP_ERROR_ALERT_NAME}, `heapThreshold` for exactly
+ * {@link APPMONITOR_HEAP_THRESHOLD_ALERT_NAME}, `threshold` for any other name (alert-receiver maps
+ * every alert; memory-scaler acts only on the five names the generated rules raise).
  *
  * @param alertname the alert's `alertname` label, `""` when it had none.
  * @returns the trigger.
  */
 export function triggerOf(alertname: string): AlertTrigger {
-  if (alertname === APPMONITOR_OOM_ALERT_NAME) return "oomKilled";
-  if (alertname === APPMONITOR_HEAP_ERROR_ALERT_NAME) return "heapError";
-  return alertname === APPMONITOR_TREND_ALERT_NAME ? "trend" : "threshold";
+  return ALERT_TRIGGERS.find((trigger) => trigger !== "threshold" && TRIGGER_ALERT_NAMES[trigger] === alertname) ?? "threshold";
 }
 
 /** The alert's own status (not its group's); matches the event type. */

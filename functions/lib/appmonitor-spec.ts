@@ -90,7 +90,8 @@ export function validateAppMonitorSpec(spec: unknown): AppMonitorSpecWithDefault
 
 /**
  * What the schema cannot say of `spec.containerPolicies`: each `containerName` once, its
- * quantities in the parser's range, and `minMemory` at most `maxMemory`.
+ * quantities in the parser's range, `minMemory` at most `maxMemory`, `heapMetrics: Watch` with a
+ * `runtime`, and `heapThresholdPercent` only with `heapMetrics: Watch`.
  */
 function policyProblems(policies: readonly ContainerPolicy[]): ErrorObject[] {
   const problems: ErrorObject[] = [];
@@ -113,6 +114,8 @@ function policyProblems(policies: readonly ContainerPolicy[]): ErrorObject[] {
     if (parsed.maxMemory !== undefined && parsed.minMemory !== undefined && compare(parsed.minMemory, parsed.maxMemory) > 0) {
       problem(index, "/minMemory", `${policy.minMemory ?? ""} is above maxMemory ${policy.maxMemory ?? ""}`);
     }
+    if (policy.heapMetrics === "Watch" && policy.runtime === undefined) problem(index, "/heapMetrics", "Watch needs runtime: which runtime's heap metrics to read");
+    if (policy.heapThresholdPercent !== undefined && policy.heapMetrics !== "Watch") problem(index, "/heapThresholdPercent", "needs heapMetrics: Watch");
   });
   return problems;
 }

@@ -90,6 +90,14 @@ export const APPMONITOR_TREND_ALERT_NAME = "AppMonitorMemoryTrend";
 export const APPMONITOR_HEAP_ERROR_ALERT_NAME = "AppMonitorHeapError";
 
 /**
+ * `alertname` of the heap-threshold alert a rule group raises for each `spec.containerPolicies`
+ * entry with `heapMetrics: Watch`: the container's used heap, from its runtime's own metrics, at or
+ * above the entry's `heapThresholdPercent` of its heap limit, before the runtime's heap error
+ * (docs/fixed-heaps.md, "The heap's own threshold").
+ */
+export const APPMONITOR_HEAP_THRESHOLD_ALERT_NAME = "AppMonitorHeapThreshold";
+
+/**
  * `spec.trend`: the early-warning trigger (docs/early-warning.md). Present: the rule group also
  * raises {@link APPMONITOR_TREND_ALERT_NAME} when the line fitted to a container's working set over
  * the last `windowSeconds` reaches its limit within `horizonSeconds`, the working set stayed at or
@@ -216,8 +224,12 @@ export interface ContainerPolicy {
   minMemory?: string;
   /** `Off`: never changed; `Auto` (also when absent): scaled. */
   mode?: "Auto" | "Off";
-  /** The runtime that sizes the container's heap when it starts: every raise rolls out with its heap setting (docs/fixed-heaps.md). */
-  runtime?: "Node.js" | "JVM";
+  /** The container's runtime: Node.js, the JVM and .NET size their heap when they start, so every raise rolls out with the heap setting (docs/fixed-heaps.md). */
+  runtime?: "Node.js" | "JVM" | "Go" | ".NET";
+  /** `Watch`: alert on the heap the runtime's own metrics show against its heap limit (needs `runtime`); `Off` (also when absent): not. */
+  heapMetrics?: "Watch" | "Off";
+  /** Percent of the heap limit at which `heapMetrics: Watch` alerts, 1–100; absent: `spec.memThresholdPercent`. */
+  heapThresholdPercent?: number;
 }
 
 /** `spec.revertBudgetPerHour`'s default (the schema's, so the API server writes it): three patches of a reverted workload per hour. */
@@ -287,8 +299,8 @@ export interface ScaleRecord {
   held?: "GitOpsManaged" | "Reverted";
   /** This scale applied again memory another writer had lowered after an earlier scale. */
   reverted?: boolean;
-  /** The alert that caused it when not the threshold alert: an OOM kill, or the working set's trend (`spec.trend`). */
-  trigger?: "oomKilled" | "trend" | "heapError";
+  /** The alert that caused it when not the threshold alert: an OOM kill, the working set's trend (`spec.trend`), a heap error, the heap's own threshold. */
+  trigger?: "oomKilled" | "trend" | "heapError" | "heapThreshold";
   /** `down`: a down-step of `spec.scaleDown`; absent (entries of older versions too): a raise. */
   direction?: "up" | "down";
   /** A down-step that reached the workload's floor (its memory before the first scale, or a `minMemory`): no further down-step. */

@@ -54,3 +54,14 @@ export function workloadPodMatcher(name: string): string {
 export function workingSetSeries(scope: string, containers: string): string {
   return `${WORKING_SET_METRIC}{${scope}, ${containers}}`;
 }
+
+/**
+ * The memory limit series within `scope` of the containers `containers` names, in bytes, not
+ * reduced: kube-state-metrics' `kube_pod_container_resource_limits{resource="memory"}`, and with
+ * `cadvisor` first cAdvisor's `container_spec_memory_limit_bytes`, where a relabeling did not drop
+ * it (rule-sync's `rule.ts`, "Metric sources"). An unlimited container's 0 is left out.
+ */
+export function memoryLimitSeries(scope: string, containers: string, cadvisor: boolean): string {
+  const ksm = `kube_pod_container_resource_limits{${scope}, resource="memory", ${containers}} > 0`;
+  return cadvisor ? `container_spec_memory_limit_bytes{${scope}, ${containers}} > 0 or ${ksm}` : ksm;
+}

@@ -138,7 +138,7 @@ export type Reported =
   | { readonly reason: string };
 
 /** What the notes add for the alert that caused them: nothing for the threshold alert. */
-const TRIGGER_CLAUSE: Readonly<Record<AlertTrigger, string>> = { threshold: "", oomKilled: " after an OOM kill", trend: " on its trend toward the limit", heapError: " after a heap error" };
+const TRIGGER_CLAUSE: Readonly<Record<AlertTrigger, string>> = { threshold: "", oomKilled: " after an OOM kill", trend: " on its trend toward the limit", heapError: " after a heap error", heapThreshold: " on its heap's own threshold" };
 const becauseOf = (trigger: AlertTrigger): string => TRIGGER_CLAUSE[trigger];
 
 /**

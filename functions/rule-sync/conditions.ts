@@ -49,6 +49,8 @@ export const METRICS_REASONS = {
   limitNotScraped: "LimitNotScraped",
   /** False (kube-state-metrics source): no Pod anywhere carries the opt-in annotation in kube_pod_annotations (its allowlist). */
   coveredPodsNotExported: "CoveredPodsNotExported",
+  /** False: a container whose heap a `heapMetrics: Watch` entry watches has no heap series of its runtime in the namespace (not exported, not scraped with its Pod's labels, or not running yet). */
+  heapSeriesNotFound: "HeapSeriesNotFound",
   /** False: the metrics exist, but not for the AppMonitor's namespace and containers (none runs there yet, or none has a limit). */
   noMatchingSeries: "NoMatchingSeries",
   /** Unknown: no rule of this generation is in place to check (RuleReady says why). */

@@ -38,12 +38,13 @@ export class RuleInputError extends Error {
  * percent (0 < x ≤ 100), spec.forSeconds in whole seconds ≥ 0, spec.containers (at least one
  * container name, each a DNS label), spec.selector (operators with the values they need) and
  * spec.trend (whole seconds within the schema's bounds, its defaults applied), spec.targetRef (a
- * workload name) and spec.selectorMode (absent: `Widen`) are taken as that function promises them.
+ * workload name), spec.selectorMode (absent: `Widen`) and spec.containerPolicies (each
+ * `heapMetrics: Watch` with a `runtime`) are taken as that function promises them.
  */
 export interface AppMonitorForRule {
   readonly metadata: Pick<ObjectMetaLike, "name" | "namespace" | "uid" | "generation">;
   readonly spec: Pick<AppMonitorSpecWithDefaults, "memThresholdPercent" | "forSeconds" | "selector" | "containers" | "trend" | "targetRef"> &
-    Partial<Pick<AppMonitorSpecWithDefaults, "selectorMode">>;
+    Partial<Pick<AppMonitorSpecWithDefaults, "selectorMode" | "containerPolicies">>;
 }
 
 /**

@@ -60,14 +60,16 @@ import {
   APPMONITOR_API_VERSION,
   APPMONITOR_KIND,
   APPMONITOR_HEAP_ERROR_ALERT_NAME,
+  APPMONITOR_HEAP_THRESHOLD_ALERT_NAME,
   APPMONITOR_OOM_ALERT_NAME,
   APPMONITOR_TREND_ALERT_NAME,
   type AppMonitorTrend,
   MONITOR_ANNOTATION,
 } from "../lib/appmonitor.ts";
+import { heapPercentLines, type HeapMetricsRuntime } from "../lib/heap-metrics.ts";
 import type { LabelSelector } from "../lib/label-selector.ts";
 import { promDuration, promqlNumber, promqlString, regexQuote } from "../lib/promql.ts";
-import { containerMatchers as sharedContainerMatchers, workingSetSeries, workloadPodMatcher } from "../lib/working-set.ts";
+import { containerMatchers as sharedContainerMatchers, memoryLimitSeries, workingSetSeries, workloadPodMatcher } from "../lib/working-set.ts";
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE, type MetricSource, type RuleConfig } from "./rule-config.ts";
 import { RuleInputError, type RuleInput } from "./rule-input.ts";
 
@@ -97,6 +99,13 @@ export const TREND_ALERT_NAME = APPMONITOR_TREND_ALERT_NAME;
  * termination message shows its runtime's heap error.
  */
 export const HEAP_ERROR_ALERT_NAME = APPMONITOR_HEAP_ERROR_ALERT_NAME;
+
+/**
+ * The alert name of the heap-threshold alert ({@link buildHeapThresholdAlertingRule}), in the rule
+ * group of an AppMonitor with a `spec.containerPolicies` entry `heapMetrics: Watch`; routed as
+ * {@link ALERT_NAME} is.
+ */
+export const HEAP_THRESHOLD_ALERT_NAME = APPMONITOR_HEAP_THRESHOLD_ALERT_NAME;
 
 /**
  * How far, in percent of the limit, the working set may be below the highest value of its window
@@ -232,10 +241,8 @@ function selectorMatchers(selector: LabelSelector): string[] {
 function seriesOf(monitor: RuleInput, source: MetricSource): { workingSet: string; limit: string } {
   const ns = podScope(monitor);
   const containers = containerMatchers(monitor);
-  const ksmLimit = `kube_pod_container_resource_limits{${ns}, resource="memory", ${containers}} > 0`;
   // cAdvisor's limit, or kube-state-metrics' where a relabeling dropped cAdvisor's (module comment).
-  const limit = source === "cadvisor" ? `container_spec_memory_limit_bytes{${ns}, ${containers}} > 0 or ${ksmLimit}` : ksmLimit;
-  return { workingSet: workingSetSeries(ns, containers), limit };
+  return { workingSet: workingSetSeries(ns, containers), limit: memoryLimitSeries(ns, containers, source === "cadvisor") };
 }
 
 /**
@@ -452,6 +459,97 @@ export function trendAlertExpression(monitor: RuleInput, trend: Required<AppMoni
 }
 
 /**
+ * A container a monitor watches the heap of: a `spec.containerPolicies` entry with
+ * `heapMetrics: Watch`, its runtime, its threshold (`heapThresholdPercent`, else
+ * `memThresholdPercent`) and the container matchers of what it applies to.
+ */
+export interface HeapWatch {
+  /** The entry's `containerName`: a container, or `*`. */
+  readonly containerName: string;
+  readonly runtime: HeapMetricsRuntime;
+  readonly thresholdPercent: number;
+  /** The containers it covers: the one named (when the monitor scales it), or for `*` every container the monitor scales that no other entry names. */
+  readonly containers: string;
+}
+
+/**
+ * The heap watches of a monitor, in `spec.containerPolicies`' order; none for a named entry whose
+ * container spec.containers leaves out (the monitor does not scale it).
+ */
+export function heapWatches(monitor: RuleInput): HeapWatch[] {
+  const policies = monitor.spec.containerPolicies ?? [];
+  const named = policies.map((p) => p.containerName).filter((name) => name !== "*");
+  return policies.flatMap((policy) => {
+    if (policy.heapMetrics !== "Watch" || policy.runtime === undefined) return [];
+    const { containerName, runtime } = policy;
+    const thresholdPercent = policy.heapThresholdPercent ?? monitor.spec.memThresholdPercent;
+    if (containerName !== "*") {
+      if (monitor.spec.containers !== undefined && !monitor.spec.containers.includes(containerName)) return [];
+      return [{ containerName, runtime, thresholdPercent, containers: sharedContainerMatchers([containerName]) }];
+    }
+    const others = named.length === 0 ? "" : `, container!~${promqlString(named.map(regexQuote).join("|"))}`;
+    return [{ containerName, runtime, thresholdPercent, containers: `${containerMatchers(monitor)}${others}` }];
+  });
+}
+
+/**
+ * The PromQL expression of a monitor's heap-threshold alert: per namespace, pod and container, the
+ * used heap in percent of the heap limit, as the runtime's own metrics say them
+ * (`functions/lib/heap-metrics.ts` `heapPercentLines`: each library's names tried in turn; .NET's
+ * limit a share of the container's limit, from the monitor's metric source), at or above the
+ * threshold of the watch that covers the container, one block per {@link heapWatches} entry joined
+ * by `or` (their containers never overlap); limited to the monitor's Pods ({@link podScope}), and
+ * with kube-state-metrics to the covered Pods. Its labels are exactly namespace, pod, container;
+ * its value the percent. One rule for every watch, not one each: two rules of one group with the
+ * same alert name and labels are duplicates to Prometheus (`promtool check rules`).
+ *
+ * @param monitor the checked AppMonitor.
+ * @param watches its {@link heapWatches}, at least one.
+ * @param source the metric source.
+ * @returns the expression, over several lines.
+ */
+export function heapThresholdAlertExpression(monitor: RuleInput, watches: readonly HeapWatch[], source: MetricSource): string {
+  const scope = podScope(monitor);
+  const blocks = watches.flatMap((watch, index) => [
+    ...(index === 0 ? [] : ["or"]),
+    "(",
+    ...heapPercentLines(watch.runtime, `${scope}, ${watch.containers}`, memoryLimitSeries(scope, watch.containers, source === "cadvisor")).map((l) => `  ${l}`),
+    `) >= ${promqlNumber(watch.thresholdPercent)}`,
+  ]);
+  const lines = watches.length === 1 ? blocks : ["(", ...blocks.map((l) => `  ${l}`), ")"];
+  if (source === "cadvisor") return lines.join("\n");
+  return coveredPodsOnly(lines, monitor);
+}
+
+/**
+ * The heap-threshold alerting rule of a monitor with {@link heapWatches}: alert
+ * {@link HEAP_THRESHOLD_ALERT_NAME}, expression {@link heapThresholdAlertExpression}, `for` =
+ * spec.forSeconds (a level to hold, as the working-set threshold's), the labels of
+ * {@link buildAlertingRule}, annotations `summary` and `value` (the percent of the heap limit in use).
+ *
+ * @param monitor the checked AppMonitor.
+ * @param config how to build it.
+ * @returns the rule, in the prometheus-operator Rule shape (also valid in a rules file); undefined without a watch.
+ */
+export function buildHeapThresholdAlertingRule(monitor: RuleInput, config: RuleConfig): IRule | undefined {
+  const watches = heapWatches(monitor);
+  if (watches.length === 0) return undefined;
+  const { name } = monitor;
+  return {
+    alert: HEAP_THRESHOLD_ALERT_NAME,
+    expr: heapThresholdAlertExpression(monitor, watches, config.metricSource),
+    for: promDuration(monitor.spec.forSeconds),
+    labels: { [APPMONITOR_ALERT_LABEL]: name, severity: config.severity },
+    annotations: {
+      summary:
+        "Container {{ $labels.container }} of Pod {{ $labels.namespace }}/{{ $labels.pod }} uses " +
+        `{{ $value | printf "%.1f" }}% of its runtime's heap limit, at or above its heap threshold (AppMonitor ${name}).`,
+      value: "{{ $value }}",
+    },
+  };
+}
+
+/**
  * The alerting rule of a monitor
  * (https://prometheus.io/docs/prometheus/latest/configuration/alerting_rules/): alert
  * {@link ALERT_NAME}, expression {@link alertExpression}, `for` = spec.forSeconds (as `<n>s`),
@@ -581,6 +679,7 @@ const GROUP_RULES: readonly { readonly alert: string; readonly rule: (monitor: R
   { alert: OOM_ALERT_NAME, rule: buildOOMAlertingRule },
   { alert: TREND_ALERT_NAME, rule: (monitor, config) => (monitor.spec.trend === undefined ? undefined : buildTrendAlertingRule(monitor, monitor.spec.trend, config)) },
   { alert: HEAP_ERROR_ALERT_NAME, rule: buildHeapErrorAlertingRule },
+  { alert: HEAP_THRESHOLD_ALERT_NAME, rule: buildHeapThresholdAlertingRule },
 ];
 
 /**
@@ -592,8 +691,9 @@ export const GENERATED_ALERT_NAMES: readonly string[] = GROUP_RULES.map((r) => r
 /**
  * The rule group of a monitor: {@link ruleGroupName} with the threshold rule of
  * {@link buildAlertingRule}, the OOM-kill rule of {@link buildOOMAlertingRule}, with
- * spec.trend the early-warning rule of {@link buildTrendAlertingRule}, and the heap-error rule of
- * {@link buildHeapErrorAlertingRule}, in that order
+ * spec.trend the early-warning rule of {@link buildTrendAlertingRule}, the heap-error rule of
+ * {@link buildHeapErrorAlertingRule}, and with heap watches the heap-threshold rule of
+ * {@link buildHeapThresholdAlertingRule}, in that order
  * (https://prometheus.io/docs/prometheus/latest/configuration/recording_rules/#rule_group).
  *
  * @param monitor the checked AppMonitor.

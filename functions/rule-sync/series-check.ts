@@ -11,6 +11,11 @@
  * | limit | `container_spec_memory_limit_bytes > 0` (cAdvisor) or `kube_pod_container_resource_limits{resource="memory"} > 0` (kube-state-metrics) | `cadvisor` |
  * | limit | `kube_pod_container_resource_limits{resource="memory"} > 0` | `kube-state-metrics` |
  * | covered Pods | `kube_pod_annotations` with the opt-in annotation, or `kube_pod_labels` matching spec.selector | `kube-state-metrics` |
+ * | heap, per `heapMetrics: Watch` entry | its runtime's used heap and heap limit (`functions/lib/heap-metrics.ts`), both, for one of its libraries | both |
+ *
+ * A heap side without series is `HeapSeriesNotFound`, its message naming each library's metrics
+ * and the labels the program's scrape must give them; not told apart by a question over the
+ * whole of Prometheus (the metric names are each program's own).
  *
  * A side without series in the namespace is told apart by asking the same metrics over the
  * whole of Prometheus: absent everywhere, it is a scrape or a relabeling to change
@@ -22,12 +27,14 @@
  * `label_replace` and joined by `or`, so an absent side is an absent sample.
  */
 import { MONITOR_ANNOTATION } from "../lib/appmonitor.ts";
+import { HEAP_SOURCES, heapPercentLines } from "../lib/heap-metrics.ts";
 import { promqlString } from "../lib/promql.ts";
 import { METRICS_READY, METRICS_REASONS, type DesiredCondition } from "./conditions.ts";
-import { containerMatchers, coveredPodSelectors } from "./rule.ts";
+import { containerMatchers, coveredPodSelectors, heapWatches, type HeapWatch } from "./rule.ts";
 import type { MetricSource } from "./rule-config.ts";
 import type { RuleInput } from "./rule-input.ts";
 import { unavailableReason, unavailableText, type PrometheusUnavailable } from "./rule-loaded.ts";
+import { memoryLimitSeries } from "../lib/working-set.ts";
 
 /** The metrics the expression reads. */
 export const SERIES = {
@@ -54,8 +61,9 @@ function tagged(side: string, expr: string): string {
 
 /**
  * The instant query of a monitor's sides in its namespace: `workingSet`, `ksmLimit`, and with
- * the `cadvisor` source `cadvisorLimit`, with `kube-state-metrics` `coveredPods`; each counts
- * the series the expression's side selects (the limit above 0, as the expression keeps it).
+ * the `cadvisor` source `cadvisorLimit`, with `kube-state-metrics` `coveredPods`, and
+ * `heap:<containerName>` per heap watch ({@link heapSide}); each counts the series the
+ * expression's side selects (the limit above 0, as the expression keeps it; a heap's percent).
  *
  * @param monitor the checked AppMonitor.
  * @param source the metric source its rule was built for.
@@ -69,6 +77,10 @@ export function namespaceSeriesQuery(monitor: RuleInput, source: MetricSource): 
     ...(source === "cadvisor" ? [tagged("cadvisorLimit", `${SERIES.cadvisorLimit}{${ns}, ${containers}} > 0`)] : []),
     tagged("ksmLimit", `${SERIES.ksmLimit}{${ns}, resource="memory", ${containers}} > 0`),
     ...(source === "kube-state-metrics" ? [tagged("coveredPods", coveredPodSelectors(monitor).join(" or "))] : []),
+    ...heapWatches(monitor).map((watch) => {
+      const matchers = `${ns}, ${watch.containers}`;
+      return tagged(heapSide(watch), heapPercentLines(watch.runtime, matchers, memoryLimitSeries(ns, watch.containers, source === "cadvisor")).join(" "));
+    }),
   ];
   return parts.join("\n  or ");
 }
@@ -103,6 +115,33 @@ export function readCounts(samples: readonly { readonly metric: Readonly<Record<
 }
 
 const has = (counts: SeriesCounts, side: string): boolean => (counts.get(side) ?? 0) > 0;
+
+/** The side of a heap watch in a tagged count query: `heap:<containerName>` (`heap:*` for every other container). */
+export function heapSide(watch: Pick<HeapWatch, "containerName">): string {
+  return `heap:${watch.containerName}`;
+}
+
+/** `, the heap of container api (JVM)…` for the watches of a monitor whose sides all have series; empty without one. */
+function heapsFound(monitor: RuleInput): string {
+  const watches = heapWatches(monitor);
+  if (watches.length === 0) return "";
+  return `, the heap of ${watches.map((w) => `${w.containerName === "*" ? "the other containers" : `container ${w.containerName}`} (${w.runtime})`).join(", ")}`;
+}
+
+/** A heap watch without series: which container, which runtime, each library's metrics and the labels they need. */
+function heapFinding(watch: HeapWatch, monitor: RuleInput): Finding {
+  const which = watch.containerName === "*" ? "the containers its * entry covers" : `container ${watch.containerName}`;
+  const names = HEAP_SOURCES[watch.runtime]
+    .map((s) => `${s.usedMetric} with ${s.limitMetric ?? "the container's memory limit"} (${s.library})`)
+    .join(", or ");
+  return {
+    reason: METRICS_REASONS.heapSeriesNotFound,
+    misconfigured: false,
+    text:
+      `no ${watch.runtime} heap series for ${which} in namespace ${monitor.namespace}, so heapMetrics: Watch never alerts: the program must export ${names}, ` +
+      "scraped with the namespace, pod and container labels of its Pod (a PodMonitor or ServiceMonitor sets them), or no such container runs there yet (docs/fixed-heaps.md)",
+  };
+}
 
 /** Which sides of `monitor`'s expression have no series in its namespace, in the expression's order. */
 function missingSides(source: MetricSource, inNamespace: SeriesCounts): ("workingSet" | "limit" | "coveredPods")[] {
@@ -196,6 +235,7 @@ function explain(side: "workingSet" | "limit" | "coveredPods", monitor: RuleInpu
  * | all have series | True | `SeriesFound`, naming the limit metrics that have them |
  * | one's metric is absent from Prometheus | False | `WorkingSetNotScraped`, `LimitNotScraped`, `CoveredPodsNotExported` (the first, in the expression's order) |
  * | the metrics exist, not for this namespace or its containers | False | `NoMatchingSeries` |
+ * | a heap watch's runtime has no heap series there | False | `HeapSeriesNotFound` (after the above) |
  *
  * The message names every missing side, its likely cause and the fix; it holds no counts, so it
  * stays the same while the facts do.
@@ -209,17 +249,18 @@ function explain(side: "workingSet" | "limit" | "coveredPods", monitor: RuleInpu
  */
 export function metricsReady(monitor: RuleInput, source: MetricSource, inNamespace: SeriesCounts, inCluster: SeriesCounts, prometheusUrl: string): DesiredCondition {
   const missing = missingSides(source, inNamespace);
-  if (missing.length === 0) {
+  const heapless = heapWatches(monitor).filter((watch) => !has(inNamespace, heapSide(watch)));
+  if (missing.length === 0 && heapless.length === 0) {
     const limits = [...(has(inNamespace, "cadvisorLimit") ? [SERIES.cadvisorLimit] : []), ...(has(inNamespace, "ksmLimit") ? [SERIES.ksmLimit] : [])];
     const covered = source === "kube-state-metrics" ? `, the covered Pods (${SERIES.podAnnotations}${monitor.spec.selector === undefined ? "" : ` / ${SERIES.podLabels}`})` : "";
     return {
       type: METRICS_READY,
       status: "True",
       reason: METRICS_REASONS.found,
-      message: `Prometheus at ${prometheusUrl} has series for every side of the rule in namespace ${monitor.namespace}: the working set (${SERIES.workingSet}), the limit (${limits.join(", ")})${covered}`,
+      message: `Prometheus at ${prometheusUrl} has series for every side of the rule in namespace ${monitor.namespace}: the working set (${SERIES.workingSet}), the limit (${limits.join(", ")})${covered}${heapsFound(monitor)}`,
     };
   }
-  const findings = missing.map((side) => explain(side, monitor, source, inCluster, prometheusUrl));
+  const findings = [...missing.map((side) => explain(side, monitor, source, inCluster, prometheusUrl)), ...heapless.map((watch) => heapFinding(watch, monitor))];
   const first = findings.find((f) => f.misconfigured) ?? findings[0];
   return { type: METRICS_READY, status: "False", reason: first?.reason ?? METRICS_REASONS.noMatchingSeries, message: findings.map((f) => f.text).join("; and ") };
 }

@@ -11,10 +11,13 @@
 // - MetricsReady is False naming container_spec_memory_limit_bytes and kube-state-metrics while
 //   neither is in Prometheus, True once kube-state-metrics is scraped (the limit from it, as on
 //   kube-prometheus-stack's defaults); with METRIC_SOURCE=kube-state-metrics it names
-//   kube-state-metrics, then finds the covered Pods through its annotation allowlist;
+//   kube-state-metrics, then finds the covered Pods through its annotation allowlist; a container
+//   whose heap a `heapMetrics: Watch` entry watches is HeapSeriesNotFound until a target of the
+//   file's own serves its runtime's heap metrics with the Pod's labels;
 // - a wrong PROMETHEUS_URL (nothing listening; an Alertmanager) shows in the status, with one
 //   Warning Event per change, however many events and resyncs.
 import assert from "node:assert/strict";
+import { createServer, type Server } from "node:http";
 import path from "node:path";
 import { after, before, describe, test, type TestContext } from "node:test";
 import * as k8s from "@kubernetes/client-node";
@@ -37,6 +40,8 @@ const CHART_DROPS_CONTAINER_SPEC = { source_labels: ["__name__"], action: "drop"
 
 let prometheus: TestPrometheus;
 let ksm: { process: TestProcess; ports: KubeStateMetricsPorts } | undefined;
+/** A target serving a program's heap metrics, once a test starts it: its scrape job. */
+let heapJob: Record<string, unknown> | undefined;
 
 /** The test Prometheus's configuration: the stack's kwok cAdvisor job with the chart's drop, no Alertmanager, and kube-state-metrics when it runs. */
 async function configuration(withKsm: boolean): Promise<Record<string, unknown>> {
@@ -44,7 +49,7 @@ async function configuration(withKsm: boolean): Promise<Record<string, unknown>>
   const config = parse(prometheusConfig({
     scrapeInterval: "1s", evaluationInterval: "1s", kwokAddress: new URL(state.kwokUrl).host, nodes: state.nodes,
     rulesGlob: "unused", alertmanagerAddress: "unused",
-    extraScrapeConfigs: withKsm && ksm ? [kubeStateMetricsScrapeJob(ksm.ports)] : [],
+    extraScrapeConfigs: [...(withKsm && ksm ? [kubeStateMetricsScrapeJob(ksm.ports)] : []), ...(heapJob === undefined ? [] : [heapJob])],
   })) as { scrape_configs: Record<string, unknown>[]; alerting?: unknown };
   delete config.alerting;
   for (const job of config.scrape_configs) if (job.job_name === "kubelet-cadvisor") job.metric_relabel_configs = [CHART_DROPS_CONTAINER_SPEC];
@@ -225,6 +230,41 @@ describe("MetricsReady, on a Prometheus that drops container_spec_* as kube-prom
     assert.deepEqual([foundKsm?.status, foundKsm?.reason], ["True", "SeriesFound"], JSON.stringify(foundKsm));
     assert.match(foundKsm?.message ?? "", /the limit \(kube_pod_container_resource_limits\), the covered Pods \(kube_pod_annotations\)$/);
     assert.deepEqual(await warnings(cadvisor, "watch"), ["LimitNotScraped"], "a condition that mends writes no Warning");
+  });
+});
+
+describe("MetricsReady of a watched heap", () => {
+  let target: Server | undefined;
+  after(async () => {
+    await new Promise<void>((resolve) => (target ? target.close(() => resolve()) : resolve()));
+  });
+
+  test("False HeapSeriesNotFound, naming the runtime's metrics and the labels, while the program's heap is not in Prometheus; True naming the heap once a PodMonitor-like scrape has it", { timeout: 180_000 }, async (t) => {
+    const ns = await freshNamespace(t);
+    await createPod(ns, "app");
+    await startKubeStateMetrics();
+    await waitFor(`the limit of ${ns}/app`, async () => (await prometheus.query(`kube_pod_container_resource_limits{namespace="${ns}", resource="memory"}`)).length > 0, 60_000);
+    const fn = await ruleSyncFor(t, ns, { PROMETHEUS_URL: prometheus.url });
+    await createAppMonitor(ns, "heap", { ...spec, containerPolicies: [{ containerName: "main", runtime: "Node.js", heapMetrics: "Watch" }] });
+    const added = await fn.send(`${RESOURCE_EVENT_PREFIX}add`, await readAppMonitor(ns, "heap"));
+    assert.equal(added.status, 204, describeAnswer(added));
+    const missing = condition(await readAppMonitor(ns, "heap"), "MetricsReady");
+    assert.deepEqual([missing?.status, missing?.reason], ["False", "HeapSeriesNotFound"], JSON.stringify(missing));
+    assert.match(missing?.message ?? "", new RegExp(`^no Node\\.js heap series for container main in namespace ${ns}, so heapMetrics: Watch never alerts: the program must export nodejs_heap_size_used_bytes with nodejs_heap_old_space_limit_bytes .*, scraped with the namespace, pod and container labels of its Pod`));
+
+    // prom-client's heap and the limit gauge, labelled as a PodMonitor labels a Pod's target.
+    target = createServer((_req, res) => {
+      const labels = `namespace="${ns}",pod="app",container="main"`;
+      res.writeHead(200, { "content-type": "text/plain; version=0.0.4" }).end(`nodejs_heap_size_used_bytes{${labels}} ${40 * 1024 * 1024}\nnodejs_heap_old_space_limit_bytes{${labels}} ${100 * 1024 * 1024}\n`);
+    });
+    await new Promise<void>((resolve) => target?.listen(0, "127.0.0.1", resolve));
+    heapJob = { job_name: "app", honor_labels: true, static_configs: [{ targets: [`127.0.0.1:${(target.address() as { port: number }).port}`] }] };
+    await prometheus.configure(await configuration(true));
+    await waitFor(`the heap of ${ns}/app`, async () => (await prometheus.query(`nodejs_heap_size_used_bytes{namespace="${ns}"}`)).length > 0, 60_000);
+    assert.equal((await fn.send(RESYNC_EVENT_TYPE, {})).status, 204);
+    const found = condition(await readAppMonitor(ns, "heap"), "MetricsReady");
+    assert.deepEqual([found?.status, found?.reason], ["True", "SeriesFound"], JSON.stringify(found));
+    assert.match(found?.message ?? "", /, the heap of container main \(Node\.js\)$/);
   });
 });
 

@@ -8,7 +8,8 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { promqlString, regexQuote } from "../../functions/lib/promql.ts";
-import { ALERT_NAME, HEAP_ERROR_ALERT_NAME, buildPrometheusRule, buildRulesFile, OOM_ALERT_NAME, TREND_ALERT_NAME } from "../../functions/rule-sync/rule.ts";
+import { heapPercentQuery } from "../../functions/memory-scaler/kube/prometheus.ts";
+import { ALERT_NAME, HEAP_ERROR_ALERT_NAME, HEAP_THRESHOLD_ALERT_NAME, buildPrometheusRule, buildRulesFile, OOM_ALERT_NAME, TREND_ALERT_NAME } from "../../functions/rule-sync/rule.ts";
 import { DEFAULT_RULE_CONFIG, type MetricSource, type RuleConfig } from "../../functions/rule-sync/rule-config.ts";
 import { checkRuleInput, type AppMonitorForRule } from "../../functions/rule-sync/rule-input.ts";
 import { runCommand, type CommandResult } from "../support/run-command.ts";
@@ -656,6 +657,143 @@ describe("promtool test rules: the trend alert", () => {
       });
     });
   }
+});
+
+describe("promtool test rules: the heap-threshold alert", () => {
+  // One container per runtime, each watched by its own containerPolicies entry; JVM at the
+  // AppMonitor's threshold (75), the others at heapThresholdPercent 80.
+  const MI = 1024 * 1024;
+  const monitor: AppMonitorForRule = {
+    metadata: { name: "heap-monitor", namespace: "shop", uid: "uid-heap" },
+    spec: {
+      memThresholdPercent: 75,
+      forSeconds: 120,
+      containerPolicies: [
+        { containerName: "jvm", runtime: "JVM", heapMetrics: "Watch" },
+        { containerName: "node", runtime: "Node.js", heapMetrics: "Watch", heapThresholdPercent: 80 },
+        { containerName: "go", runtime: "Go", heapMetrics: "Watch", heapThresholdPercent: 80 },
+        { containerName: "dotnet", runtime: ".NET", heapMetrics: "Watch", heapThresholdPercent: 80 },
+      ],
+    },
+  };
+  /** A series of the program's own scrape (a PodMonitor's labels), its value in MiB (or as written), held. */
+  const scraped = (metric: string, pod: string, container: string, value: number | string, extra: Record<string, string> = {}) => ({
+    series: seriesOf(metric, { namespace: "shop", pod, container, job: "shop/app", instance: `${pod}:8080`, endpoint: "metrics", ...extra }),
+    values: `${typeof value === "number" ? value * MI : value}x${STEPS}`,
+  });
+  /** Each heap's Pod and container, with the container's memory limit (100Mi) and, for kube-state-metrics, its opt-in annotation. */
+  const podsOf = (source: MetricSource, pods: readonly [string, string][]) =>
+    pods.flatMap(([pod, container]) => inputSeries([{ namespace: "shop", pod, container, usage: 10, limited: true, annotated: true }], source));
+  const micrometer = (pod: string, eden: number, survivor: number, old: number) => [
+    scraped("jvm_memory_used_bytes", pod, "jvm", eden, { area: "heap", id: "G1 Eden Space" }),
+    scraped("jvm_memory_max_bytes", pod, "jvm", "-1", { area: "heap", id: "G1 Eden Space" }),
+    scraped("jvm_memory_used_bytes", pod, "jvm", survivor, { area: "heap", id: "G1 Survivor Space" }),
+    scraped("jvm_memory_max_bytes", pod, "jvm", "-1", { area: "heap", id: "G1 Survivor Space" }),
+    scraped("jvm_memory_used_bytes", pod, "jvm", old, { area: "heap", id: "G1 Old Gen" }),
+    scraped("jvm_memory_max_bytes", pod, "jvm", 100, { area: "heap", id: "G1 Old Gen" }),
+    // Non-heap pools are not the heap.
+    scraped("jvm_memory_used_bytes", pod, "jvm", 500, { area: "nonheap", id: "Metaspace" }),
+  ];
+  const series = [
+    // JVM, Micrometer: 20 + 5 + 60 of G1's 100Mi (Eden and Survivor have no maximum: -1) = 85 %; 10 + 5 + 30 = 45 %.
+    ...micrometer("hot-jvm", 20, 5, 60),
+    ...micrometer("cool-jvm", 10, 5, 30),
+    // JVM, client_java 0.x / the JMX exporter's agent: 80 of 100.
+    scraped("jvm_memory_bytes_used", "hot-jmx", "jvm", 80, { area: "heap" }),
+    scraped("jvm_memory_bytes_max", "hot-jmx", "jvm", 100, { area: "heap" }),
+    // JVM, OpenTelemetry: no limit series for a pool without a maximum; 30 + 60 of 100.
+    scraped("jvm_memory_used_bytes", "hot-otel", "jvm", 30, { jvm_memory_type: "heap", jvm_memory_pool_name: "G1 Eden Space" }),
+    scraped("jvm_memory_used_bytes", "hot-otel", "jvm", 60, { jvm_memory_type: "heap", jvm_memory_pool_name: "G1 Old Gen" }),
+    scraped("jvm_memory_limit_bytes", "hot-otel", "jvm", 100, { jvm_memory_type: "heap", jvm_memory_pool_name: "G1 Old Gen" }),
+    // Node.js, prom-client with the heap-limit gauge: 90 and 50 of 100.
+    scraped("nodejs_heap_size_used_bytes", "hot-node", "node", 90),
+    scraped("nodejs_heap_old_space_limit_bytes", "hot-node", "node", 100),
+    scraped("nodejs_heap_size_used_bytes", "cool-node", "node", 50),
+    scraped("nodejs_heap_old_space_limit_bytes", "cool-node", "node", 100),
+    // Go, client_golang: 95 mapped less 5 released of a GOMEMLIMIT of 100 = 90 %; without GOMEMLIMIT (math.MaxInt64), no limit.
+    scraped("go_memstats_sys_bytes", "hot-go", "go", 95),
+    scraped("go_memstats_heap_released_bytes", "hot-go", "go", 5),
+    scraped("go_gc_gomemlimit_bytes", "hot-go", "go", 100),
+    scraped("go_memstats_sys_bytes", "nolimit-go", "go", 95),
+    scraped("go_memstats_heap_released_bytes", "nolimit-go", "go", 0),
+    scraped("go_gc_gomemlimit_bytes", "nolimit-go", "go", "9223372036854775807"),
+    // .NET 9, OpenTelemetry: 66Mi over the generations of a heap limited to 75 % of the 100Mi container = 88 %; 30Mi = 40 %.
+    ...(["gen0", "gen1", "gen2", "loh"] as const).map((gen, i) => scraped("dotnet_gc_last_collection_heap_size_bytes", "hot-dotnet", "dotnet", [10, 6, 45, 5][i] ?? 0, { dotnet_gc_heap_generation: gen })),
+    scraped("dotnet_gc_last_collection_heap_size_bytes", "cool-dotnet", "dotnet", 30, { dotnet_gc_heap_generation: "gen2" }),
+    // A container no entry watches, its heap nearly full.
+    scraped("nodejs_heap_size_used_bytes", "hot-node", "sidecar", 99),
+    scraped("nodejs_heap_old_space_limit_bytes", "hot-node", "sidecar", 100),
+  ];
+  const pods: [string, string][] = [
+    ["hot-jvm", "jvm"], ["cool-jvm", "jvm"], ["hot-jmx", "jvm"], ["hot-otel", "jvm"], ["hot-node", "node"], ["cool-node", "node"], ["hot-node", "sidecar"],
+    ["hot-go", "go"], ["nolimit-go", "go"], ["hot-dotnet", "dotnet"], ["cool-dotnet", "dotnet"],
+  ];
+  const fired = (pod: string, container: string, percent: number) => ({
+    exp_labels: { alertname: HEAP_THRESHOLD_ALERT_NAME, namespace: "shop", pod, container, appmonitor: "heap-monitor", severity: "warning" },
+    exp_annotations: {
+      summary: `Container ${container} of Pod shop/${pod} uses ${percent.toFixed(1)}% of its runtime's heap limit, at or above its heap threshold (AppMonitor heap-monitor).`,
+      value: String(percent),
+    },
+  });
+
+  for (const source of SOURCES) {
+    test(`${source}: fires for each runtime's series at or above its heap threshold, held for forSeconds; not below it, not without GOMEMLIMIT, not for a container no entry watches`, async () => {
+      const rules = rulesFile([monitor], configFor(source));
+      await assertRulesCheck([await writeTemp("heap.yaml", rules)]);
+      await assertPromtoolTest(rules, [
+        {
+          interval: "1m",
+          input_series: [...series, ...podsOf(source, pods)],
+          alert_rule_test: [
+            { eval_time: "1m", alertname: HEAP_THRESHOLD_ALERT_NAME, exp_alerts: [] },
+            {
+              eval_time: "5m",
+              alertname: HEAP_THRESHOLD_ALERT_NAME,
+              exp_alerts: [
+                fired("hot-jvm", "jvm", 85),
+                fired("hot-jmx", "jvm", 80),
+                fired("hot-otel", "jvm", 90),
+                fired("hot-node", "node", 90),
+                fired("hot-go", "go", 90),
+                fired("hot-dotnet", "dotnet", 88),
+              ],
+            },
+          ],
+        },
+      ]);
+    });
+  }
+
+  test("memory-scaler's evidence query reads back the percent the rule alerted on, per runtime", async () => {
+    const query = (pod: string, container: string, runtime: "JVM" | "Node.js" | "Go" | ".NET") => heapPercentQuery("shop", pod, [{ container, runtime }]);
+    const at = (expr: string, value: number, container: string) => ({ expr, eval_time: "5m", exp_samples: [{ labels: `{container="${container}"}`, value }] });
+    await assertPromtoolTest(rulesFile([monitor], configFor("cadvisor")), [
+      {
+        interval: "1m",
+        input_series: [...series, ...podsOf("kube-state-metrics", pods)],
+        alert_rule_test: [],
+        promql_expr_test: [
+          at(query("hot-jvm", "jvm", "JVM"), 85, "jvm"),
+          at(query("hot-otel", "jvm", "JVM"), 90, "jvm"),
+          at(query("hot-node", "node", "Node.js"), 90, "node"),
+          at(query("hot-go", "go", "Go"), 90, "go"),
+          // .NET's limit from kube-state-metrics here: kube-prometheus-stack drops cAdvisor's.
+          at(query("hot-dotnet", "dotnet", ".NET"), 88, "dotnet"),
+          { expr: query("nolimit-go", "go", "Go"), eval_time: "5m", exp_samples: [] },
+        ],
+      },
+    ]);
+  });
+
+  test("kube-state-metrics: a Pod neither annotated nor selected does not fire, however full its heap", async () => {
+    const input = [
+      ...series.filter((s) => s.series.includes('pod="hot-node"')),
+      ...inputSeries([{ namespace: "shop", pod: "hot-node", container: "node", usage: 10, limited: true, annotated: false }], "kube-state-metrics"),
+    ];
+    await assertPromtoolTest(rulesFile([monitor], configFor("kube-state-metrics")), [
+      { interval: "1m", input_series: input, alert_rule_test: [{ eval_time: "5m", alertname: HEAP_THRESHOLD_ALERT_NAME, exp_alerts: [] }] },
+    ]);
+  });
 });
 
 describe("PromQL quoting holds against the real parser", () => {

@@ -264,13 +264,13 @@ export function alertData(over: Partial<AlertEventData> = {}): AlertEventData {
  * or fails with the error given instead; a question it was given no answer for fails too: the
  * test did not expect it to be asked.
  */
-export function fakeVerifier(answers: { workingSets?: Map<string, number> | Error; predictions?: Map<string, number> | Error; peaks?: Map<string, number> | Error }): Verifier {
+export function fakeVerifier(answers: { workingSets?: Map<string, number> | Error; predictions?: Map<string, number> | Error; peaks?: Map<string, number> | Error; heapPercents?: Map<string, number> | Error }): Verifier {
   const answer = (what: keyof typeof answers) => async () => {
     const given = answers[what] ?? new Error(`Prometheus was asked for ${what}`);
     if (given instanceof Error) throw given;
     return given;
   };
-  return { workingSets: answer("workingSets"), predictions: answer("predictions"), peaks: answer("peaks") };
+  return { workingSets: answer("workingSets"), predictions: answer("predictions"), peaks: answer("peaks"), heapPercents: answer("heapPercents") };
 }
 
 /** The flow's dependencies on `cluster`, a fixed clock (2025-06-01T12:00:00Z) and fast status retries. */

@@ -7,6 +7,9 @@
  * AppMonitor's horizon (`scale/decide/evidence.ts` `checkTrend` compares it with the limit).
  * Prometheus unavailable → 503, never a blind scale.
  *
+ * A heap-threshold alert asks for each watched container's used heap in percent of its heap limit,
+ * from its runtime's own metrics, as the rule computes it ({@link heapPercentQuery}).
+ *
  * A down-step (`spec.scaleDown`) asks for the peak instead: the largest working set of each
  * container over the quiet period, across the workload's Pods ({@link peakQuery}).
  *
@@ -18,7 +21,8 @@ import type { AxiosInstance } from "axios";
 import { HttpError } from "../../lib/runtime/errors.ts";
 import type { AppMonitorTrend } from "../../lib/appmonitor.ts";
 import { promDuration, promqlNumber, promqlString, regexQuote } from "../../lib/promql.ts";
-import { containerMatchers, WORKING_SET_METRIC, workingSetSeries, workloadPodMatcher } from "../../lib/working-set.ts";
+import { heapPercentLines, type HeapMetricsRuntime } from "../../lib/heap-metrics.ts";
+import { containerMatchers, memoryLimitSeries, WORKING_SET_METRIC, workingSetSeries, workloadPodMatcher } from "../../lib/working-set.ts";
 
 /** Reads current working sets; an interface so the flow can be tested without Prometheus. */
 export interface Verifier {
@@ -41,6 +45,12 @@ export interface Verifier {
    * @throws HttpError as {@link Verifier.workingSets} does.
    */
   peaks(namespace: string, workload: string, containers: readonly string[], periodSeconds: number): Promise<Map<string, number>>;
+  /**
+   * The used heap of each named container of the Pod in percent of its heap limit, from the metrics
+   * of the runtime it is declared with ({@link heapPercentQuery}); a container without them is absent.
+   * @throws HttpError as {@link Verifier.workingSets} does.
+   */
+  heapPercents(namespace: string, pod: string, containers: readonly { readonly container: string; readonly runtime: HeapMetricsRuntime }[]): Promise<Map<string, number>>;
 }
 
 /** The working set series of the named containers of one Pod. */
@@ -80,6 +90,22 @@ export function predictionQuery(namespace: string, pod: string, containers: read
 }
 
 /**
+ * The instant query of a heap-threshold alert's evidence: per container, the largest used heap in
+ * percent of its heap limit, each container read with its runtime's metrics as the rule reads
+ * them (`../../lib/heap-metrics.ts`; .NET's limit a share of the container's memory limit, from
+ * cAdvisor or kube-state-metrics, whichever Prometheus has).
+ */
+export function heapPercentQuery(namespace: string, pod: string, containers: readonly { readonly container: string; readonly runtime: HeapMetricsRuntime }[]): string {
+  const scope = `namespace=${promqlString(namespace)}, pod=${promqlString(pod)}`;
+  const runtimes = [...new Set(containers.map((c) => c.runtime))];
+  const parts = runtimes.map((runtime) => {
+    const names = containerMatchers(containers.filter((c) => c.runtime === runtime).map((c) => c.container));
+    return `(${heapPercentLines(runtime, `${scope}, ${names}`, memoryLimitSeries(scope, names, true)).join(" ")})`;
+  });
+  return `max by (container) (${parts.join(" or ")})`;
+}
+
+/**
  * A {@link Verifier} querying the Prometheus at `baseUrl` with axios.
  *
  * @param timeoutMs per query, from its start to the answer's last byte: axios's own `timeout`
@@ -109,6 +135,7 @@ export function createPrometheusVerifier(baseUrl: URL, timeoutMs: number, client
     workingSets: (namespace, pod, containers) => vector(workingSetQuery(namespace, pod, containers)),
     predictions: (namespace, pod, containers, trend) => vector(predictionQuery(namespace, pod, containers, trend)),
     peaks: (namespace, workload, containers, periodSeconds) => vector(peakQuery(namespace, workload, containers, periodSeconds)),
+    heapPercents: (namespace, pod, containers) => vector(heapPercentQuery(namespace, pod, containers)),
   };
 }
 

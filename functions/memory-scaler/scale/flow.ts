@@ -85,7 +85,8 @@ import { quietPeriodMs } from "../status/scale-down.ts";
  * The target an observed Pod names: itself when bare, the template for a fallback, else as
  * `decide/heap-relief.ts` `writeWay` says for the `updateMode` of the AppMonitor the alert names
  * (only it can govern): its workload's running Pods resized in place, or its template; an
- * in-place mode's rollout for a heap sized at start (a heap error, a declared runtime) says why
+ * in-place mode's rollout for a heap sized at start (a trigger answered by a new start: a heap
+ * error, the heap's threshold; a declared runtime) says why
  * in `InPlaceFallback` Warnings.
  */
 function targetOf(observation: Extract<Observation, { result: "bare" | "observed" }>, namespace: string, pod: string, fallback: boolean, trigger: AlertTrigger): WriteTarget {
@@ -93,7 +94,7 @@ function targetOf(observation: Extract<Observation, { result: "bare" | "observed
   const template = () => templateTarget(observation.workload, observation.pod, observation);
   if (fallback) return template();
   const containers = (observation.pod.spec?.containers ?? []).map((c) => c.name);
-  const way = writeWay(observation.named.spec.updateMode, trigger, containers, observation.named.spec);
+  const way = writeWay(observation.named.spec.updateMode, TRIGGERS[trigger].needsNewStart === true, containers, observation.named.spec);
   if (way.way === "inPlace") return inPlaceTarget(observation.workload, observation.pod, observation, way.mode);
   return way.heap ? heapRolloutTarget(template(), heapSizedAtStart(containers, observation.named.spec)) : template();
 }
@@ -209,11 +210,11 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
   const { trend } = am.spec;
   const alerted = entry.data !== undefined;
   const on = TRIGGERS[trigger];
-  const seen = { statuses: input.statuses, now, oomWindowSeconds: target.oomWindowSeconds(now), rollsOut: target.view.rewritesHeaps, running: target.view.running, thresholdPercent: am.spec.memThresholdPercent, trend };
+  const seen = { statuses: input.statuses, now, oomWindowSeconds: target.oomWindowSeconds(now), rollsOut: target.view.rewritesHeaps, running: target.view.running, thresholdPercent: am.spec.memThresholdPercent, trend, spec: am.spec };
   // A skip said with what the alert saw that it leaves unanswered (a heap error held, capped, guarded).
   if (decision.action === "skip") return { step: "decided", skip: alerted && on.explain !== undefined ? on.explain(decision, { ...seen, measured: undefined }) : decision };
   // The alert's trigger asks Prometheus what its evidence needs (an OOM kill: nothing; the Pod read is its evidence).
-  const measured = alerted ? await on.measure(deps.verifier, { namespace: entry.namespace, pod: entry.pod, containers: decision.changes.map((c) => c.container), trend }) : undefined;
+  const measured = alerted ? await on.measure(deps.verifier, { namespace: entry.namespace, pod: entry.pod, containers: decision.changes.map((c) => c.container), trend, spec: am.spec }) : undefined;
   const evidence = { ...seen, measured };
   // A fallback writes what was decided and checked when its alert came; a down-step's evidence is the peak.
   const checked = entry.down === true ? await checkDownStep(deps, am, entry.namespace, target, decision) : alerted ? on.check(decision, evidence) : decision;

@@ -13,6 +13,7 @@
  * once. The workload's last-scale-record annotation, written in that same patch, is the
  * authority a failed status or Event write is repaired from: {@link repairOf}.
  */
+import type { AlertTrigger } from "../../lib/alert-event.ts";
 import type { AppMonitorStatus } from "../../lib/appmonitor.ts";
 import { type ContainerChange, isApplied, type RecordedScale } from "../model.ts";
 
@@ -40,7 +41,7 @@ export interface ScaleEntry {
   /** True for a scale that applied again memory another writer had lowered. */
   readonly reverted?: boolean;
   /** The alert that caused it when not the threshold alert (absent in a repair from a record that does not say). */
-  readonly trigger?: "oomKilled" | "trend" | "heapError";
+  readonly trigger?: Exclude<AlertTrigger, "threshold">;
   /** `down`: a down-step of `spec.scaleDown` (`../scale/decide/scale-down.ts`); absent: a raise. */
   readonly direction?: "down";
   /** A down-step that reached the workload's floor: the follow-up asks for no further one (`scale-down.ts`). */

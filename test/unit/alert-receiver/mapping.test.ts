@@ -150,6 +150,9 @@ describe("mapAlert", () => {
   const triggerCases: { alertname: string | undefined; trigger: string }[] = [
     { alertname: "AppMonitorOOMKilled", trigger: "oomKilled" },
     { alertname: "AppMonitorMemoryTrend", trigger: "trend" },
+    { alertname: "AppMonitorHeapError", trigger: "heapError" },
+    { alertname: "AppMonitorHeapThreshold", trigger: "heapThreshold" },
+    { alertname: "AppMonitorHeapThresholds", trigger: "threshold" },
     { alertname: "AppMonitorMemoryTrends", trigger: "threshold" },
     { alertname: "AppMonitorMemoryHigh", trigger: "threshold" },
     { alertname: "appmonitoroomkilled", trigger: "threshold" },

@@ -23,7 +23,10 @@ import {
   GENERATED_ALERT_NAMES,
   HEAP_ERROR_ALERT_NAME,
   buildHeapErrorAlertingRule,
+  buildHeapThresholdAlertingRule,
   heapErrorAlertExpression,
+  heapWatches,
+  HEAP_THRESHOLD_ALERT_NAME,
   OOM_ALERT_NAME,
   oomAlertExpression,
   percentOfLimitExpression,
@@ -485,7 +488,8 @@ describe("the trend alert, both sources", () => {
   test("GENERATED_ALERT_NAMES is every alert a group holds, in its order, over both sources and every optional trigger", () => {
     const seen = new Set<string>();
     for (const config of [DEFAULT_RULE_CONFIG, KSM]) {
-      for (const spec of [{}, { trend }, { trend, selector: { matchLabels: { app: "memhog" } } }]) {
+      const heap = { containerPolicies: [{ containerName: "*", runtime: "JVM" as const, heapMetrics: "Watch" as const }] };
+      for (const spec of [{}, { trend }, { trend, selector: { matchLabels: { app: "memhog" } } }, heap]) {
         const alerts = (buildRuleGroup(monitor({ spec }), config).rules ?? []).map((r) => String(r.alert));
         assert.deepEqual(alerts, GENERATED_ALERT_NAMES.filter((name) => alerts.includes(name)), "in the list's order");
         for (const name of alerts) seen.add(name);
@@ -686,4 +690,65 @@ describe("percentOfLimitExpression", () => {
       else assert.equal(alert.replace("\n    >= 75", ""), percent);
     });
   }
+});
+
+describe("the heap-threshold alert", () => {
+  const policies = {
+    containers: ["api", "worker", "sidecar", "cache"],
+    containerPolicies: [
+      { containerName: "api", runtime: "JVM" as const, heapMetrics: "Watch" as const, heapThresholdPercent: 85 },
+      { containerName: "sidecar", mode: "Off" as const },
+      { containerName: "gone", runtime: "Go" as const, heapMetrics: "Watch" as const },
+      { containerName: "*", runtime: ".NET" as const, heapMetrics: "Watch" as const },
+    ],
+  };
+
+  test("one watch per entry with heapMetrics: Watch: a named container the monitor scales, and * for the others no entry names; the threshold defaults to memThresholdPercent", () => {
+    const watches = heapWatches(monitor({ spec: policies }));
+    assert.deepEqual(watches.map((w) => [w.containerName, w.runtime, w.thresholdPercent, w.containers]), [
+      ["api", "JVM", 85, 'container=~"api"'],
+      ["*", ".NET", 75, 'container=~"api|worker|sidecar|cache", container!~"api|sidecar|gone"'],
+    ]);
+  });
+
+  test("no rule without a watch; with one, after the heap-error alert, held for forSeconds, one block per watch at its threshold", () => {
+    assert.equal(buildHeapThresholdAlertingRule(monitor(), DEFAULT_RULE_CONFIG), undefined);
+    assert.ok(!(buildRuleGroup(monitor(), DEFAULT_RULE_CONFIG).rules ?? []).some((r) => r.alert === HEAP_THRESHOLD_ALERT_NAME));
+    const rules = buildRuleGroup(monitor({ spec: policies }), DEFAULT_RULE_CONFIG).rules ?? [];
+    const rule = rules.at(-1);
+    assert.equal(rule?.alert, HEAP_THRESHOLD_ALERT_NAME);
+    assert.equal(rules.at(-2)?.alert, HEAP_ERROR_ALERT_NAME);
+    assert.equal(rule?.for, "60s");
+    const expr = String(rule?.expr);
+    assert.match(expr, /jvm_memory_used_bytes\{namespace="shop", container=~"api", area="heap"\}/);
+    assert.match(expr, /\) >= 85\n/);
+    assert.match(expr, /dotnet_gc_last_collection_heap_size_bytes\{namespace="shop", container=~"api\|worker\|sidecar\|cache", container!~"api\|sidecar\|gone"\}/);
+    assert.match(expr, /\(0\.75 \* max by \(namespace, pod, container\) \(container_spec_memory_limit_bytes\{/);
+    assert.match(expr, /\) >= 75\n\)$/);
+    assert.doesNotMatch(expr, /go_/, "a named container outside spec.containers gets no watch");
+  });
+
+  test("with spec.targetRef and kube-state-metrics: every series within the workload's Pods, joined to the covered Pods; .NET's limit from kube-state-metrics", () => {
+    const spec = { targetRef: { apiVersion: "apps/v1" as const, kind: "Deployment" as const, name: "web" }, containerPolicies: [{ containerName: "*", runtime: ".NET" as const, heapMetrics: "Watch" as const }] };
+    const expr = String(buildHeapThresholdAlertingRule(monitor({ spec }), KSM)?.expr);
+    assert.match(expr, /dotnet_gc_last_collection_heap_size_bytes\{namespace="shop", pod=~"web-\.\+"/);
+    assert.doesNotMatch(expr, /container_spec_memory_limit_bytes/);
+    assert.match(expr, /and on \(namespace, pod\)\n\(\n {2}kube_pod_labels\{namespace="shop", pod=~"web-\.\+"\}\n\)$/);
+  });
+
+  test("validateAppMonitorSpec: heapMetrics Watch needs a runtime; heapThresholdPercent needs Watch; the CRD's rules say the same", () => {
+    const refused = (containerPolicies: AppMonitorSpec["containerPolicies"]) => {
+      try {
+        validateAppMonitorSpec({ memThresholdPercent: 75, memMultiplier: 2, containerPolicies });
+      } catch (error) {
+        assert.ok(error instanceof AppMonitorSpecError);
+        return error.message;
+      }
+      return "accepted";
+    };
+    assert.match(refused([{ containerName: "api", heapMetrics: "Watch" }]), /containerPolicies\/0\/heapMetrics.*Watch needs runtime/);
+    assert.match(refused([{ containerName: "api", runtime: "Go", heapThresholdPercent: 80 }]), /containerPolicies\/0\/heapThresholdPercent.*needs heapMetrics: Watch/);
+    assert.match(refused([{ containerName: "api", runtime: "Go", heapMetrics: "Watch", heapThresholdPercent: 0 }]), /heapThresholdPercent/);
+    assert.equal(refused([{ containerName: "api", runtime: ".NET", heapMetrics: "Watch", heapThresholdPercent: 80 }]), "accepted");
+  });
 });

@@ -111,3 +111,32 @@ describe("metricsReadyUnknown", () => {
     assert.match(condition.message, /^whether the series of the rule's expression exist for namespace shop is not known: Prometheus at http:\/\/127\.0\.0\.1:9 did not answer/);
   });
 });
+
+describe("MetricsReady names a missing heap series", () => {
+  const watching = monitor({ containerPolicies: [{ containerName: "api", runtime: "Node.js", heapMetrics: "Watch" }, { containerName: "*", runtime: "JVM", heapMetrics: "Watch" }] });
+  const sides = { workingSet: 2, cadvisorLimit: 2, ksmLimit: 2 };
+
+  it("the namespace query counts each watch's heap percent, tagged heap:<containerName>", () => {
+    const query = namespaceSeriesQuery(watching, "cadvisor");
+    assert.match(query, /label_replace\(count\(\( {3}100 \* sum by \(namespace, pod, container\) \(nodejs_heap_size_used_bytes\{namespace="shop", container=~"api"\}\).*nodejs_heap_old_space_limit_bytes.*\), "side", "heap:api", "", ""\)/);
+    assert.match(query, /jvm_memory_max_bytes\{namespace="shop", container!="", container!="POD", container!~"api", area="heap"\} > 0.*"side", "heap:\*"/);
+    assert.doesNotMatch(namespaceSeriesQuery(monitor(), "cadvisor"), /heap:/);
+  });
+
+  it("a watch without series is HeapSeriesNotFound, naming the runtime's metrics and the labels; with every heap there, True names them", () => {
+    const missing = metricsReady(watching, "cadvisor", counts({ ...sides, "heap:*": 3 }), counts({}), URL_);
+    assert.equal(missing.status, "False");
+    assert.equal(missing.reason, METRICS_REASONS.heapSeriesNotFound);
+    assert.match(missing.message, /^no Node\.js heap series for container api in namespace shop, so heapMetrics: Watch never alerts: the program must export nodejs_heap_size_used_bytes with nodejs_heap_old_space_limit_bytes \(prom-client, with the program's nodejs_heap_old_space_limit_bytes gauge\), scraped with the namespace, pod and container labels of its Pod/);
+    assert.equal(needsClusterCounts("cadvisor", counts({ ...sides })), false, "a missing heap asks nothing of the whole of Prometheus");
+    const found = metricsReady(watching, "cadvisor", counts({ ...sides, "heap:api": 1, "heap:*": 3 }), counts({}), URL_);
+    assert.equal(found.reason, METRICS_REASONS.found);
+    assert.match(found.message, /, the heap of container api \(Node\.js\), the other containers \(JVM\)$/);
+  });
+
+  it("a misconfigured side outranks a missing heap", () => {
+    const both = metricsReady(watching, "cadvisor", counts({}), counts({ ksmLimit: 4 }), URL_);
+    assert.equal(both.reason, METRICS_REASONS.workingSetNotScraped);
+    assert.match(both.message, /; and no JVM heap series for the containers its \* entry covers/);
+  });
+});

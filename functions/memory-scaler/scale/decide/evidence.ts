@@ -115,7 +115,7 @@ export interface Checked {
 }
 
 /** The skip reason of a check that measured a container and found against the alert, by trigger. */
-const REFUTED: Readonly<Record<Exclude<AlertTrigger, "oomKilled">, OutcomeReason>> = { threshold: "BelowThreshold", trend: "NotTrending", heapError: "NotHeapError" };
+const REFUTED: Readonly<Record<Exclude<AlertTrigger, "oomKilled">, OutcomeReason>> = { threshold: "BelowThreshold", trend: "NotTrending", heapError: "NotHeapError", heapThreshold: "BelowThreshold" };
 
 /**
  * The plan after the alert's evidence was checked (the README's "What it does", step 5): the scale with the

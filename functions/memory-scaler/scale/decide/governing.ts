@@ -9,8 +9,8 @@
  * every generated rule, `rule-sync/rule.ts`) says which AppMonitor's threshold was crossed; it
  * is required, and checked: that AppMonitor must exist and cover the workload itself.
  */
-import { triggerOf, type AlertEventData, type AlertTrigger } from "../../../lib/alert-event.ts";
-import { APPMONITOR_ALERT_LABEL, APPMONITOR_ALERT_NAME, APPMONITOR_HEAP_ERROR_ALERT_NAME, APPMONITOR_OOM_ALERT_NAME, APPMONITOR_TREND_ALERT_NAME, MONITOR_ANNOTATION, type AppMonitorSpec, type AppMonitorSpecWithDefaults, type ObjectMetaLike } from "../../../lib/appmonitor.ts";
+import { ALERT_TRIGGERS, TRIGGER_ALERT_NAMES, triggerOf, type AlertEventData, type AlertTrigger } from "../../../lib/alert-event.ts";
+import { APPMONITOR_ALERT_LABEL, MONITOR_ANNOTATION, type AppMonitorSpec, type AppMonitorSpecWithDefaults, type ObjectMetaLike } from "../../../lib/appmonitor.ts";
 import { AppMonitorSpecError, validateAppMonitorSpec } from "../../../lib/appmonitor-spec.ts";
 import { type LabelSelector, LabelSelectorError, matchesLabelSelector } from "../../../lib/label-selector.ts";
 import type { Ceilings, HeldCeiling } from "../../ceilings.ts";
@@ -156,8 +156,8 @@ export interface NamespaceAppMonitors {
  */
 export type AlertOrigin = { readonly result: "appmonitor"; readonly name: string; readonly trigger: AlertTrigger } | NoneGoverns;
 
-/** The `alertname`s of the generated rules' alerts: the threshold alert, the OOM-kill alert, the trend alert, the heap-error alert. */
-const APPMONITOR_ALERT_NAMES: readonly string[] = [APPMONITOR_ALERT_NAME, APPMONITOR_OOM_ALERT_NAME, APPMONITOR_TREND_ALERT_NAME, APPMONITOR_HEAP_ERROR_ALERT_NAME];
+/** The `alertname`s of the generated rules' alerts, one per trigger: the threshold alert, the OOM-kill alert, the trend alert, the heap-error alert, the heap-threshold alert. */
+const APPMONITOR_ALERT_NAMES: readonly string[] = ALERT_TRIGGERS.map((trigger) => TRIGGER_ALERT_NAMES[trigger]);
 
 /** The result of {@link namedAppMonitor}. */
 export type NamedAppMonitor = { readonly result: "found"; readonly appMonitor: ValidAppMonitor } | NoneGoverns;
@@ -194,10 +194,10 @@ export interface TemplateOwner {
 const EXPORTED_LABELS = ["exported_namespace", "exported_pod"] as const;
 
 /**
- * Whether the alert is an AppMonitor rule's: `alertname` {@link APPMONITOR_ALERT_NAME} (trigger
- * `threshold`), {@link APPMONITOR_OOM_ALERT_NAME} (trigger `oomKilled`) or
- * {@link APPMONITOR_TREND_ALERT_NAME} (trigger `trend`), {@link APPMONITOR_HEAP_ERROR_ALERT_NAME}
- * (trigger `heapError`), a `trigger` that is
+ * Whether the alert is an AppMonitor rule's: an `alertname` of {@link TRIGGER_ALERT_NAMES}
+ * (`AppMonitorMemoryHigh`, trigger `threshold`; `AppMonitorOOMKilled`, `oomKilled`;
+ * `AppMonitorMemoryTrend`, `trend`; `AppMonitorHeapError`, `heapError`; `AppMonitorHeapThreshold`,
+ * `heapThreshold`), a `trigger` that is
  * absent or agrees with the alertname (`triggerOf`; absent is an older alert-receiver's event), a
  * non-empty {@link APPMONITOR_ALERT_LABEL} label, and none of `exported_namespace` /
  * `exported_pod` (a generated rule aggregates `by (namespace, pod, container)`, so its alerts

@@ -14,11 +14,11 @@
  *
  * So under `InPlace` and `InPlaceOrRollout` a workload's container whose runtime sizes its heap at
  * start is raised by a rollout, never resized in place: when its AppMonitor declares the runtime
- * (`spec.containerPolicies` `runtime`), or its alert is a heap error (confirmed from its
- * termination message before anything is written: `heap-error.ts`). The rollout is said with
+ * (`spec.containerPolicies` `runtime`), or its alert's trigger is answered by a new start (a heap
+ * error, confirmed from its termination message before anything is written: `heap-error.ts`; the
+ * heap's own threshold, confirmed by Prometheus: `heap-threshold.ts`). The rollout is said with
  * `InPlaceFallback` Warnings ({@link heapFallbackNote}). A bare Pod has no template to roll out.
  */
-import type { AlertTrigger } from "../../../lib/alert-event.ts";
 import type { AppMonitorSpec, UpdateMode } from "../../../lib/appmonitor.ts";
 import { heapSizedAtStart, type KnownRuntime } from "./heap-settings.ts";
 
@@ -31,12 +31,13 @@ export type WriteWay = { readonly way: "inPlace"; readonly mode: Exclude<UpdateM
 
 /**
  * The way for an alert on a workload's Pod whose containers are `containers` (module comment).
- * `Rollout` always rolls out; an in-place mode rolls out for a heap-error alert and for a pod
- * with a container whose runtime is declared; otherwise it resizes in place. Pure.
+ * `Rollout` always rolls out; an in-place mode rolls out for an alert whose trigger needs a new
+ * start (`needsNewStart`: a heap error, the heap's threshold; `../triggers/`) and for a Pod with a
+ * container whose runtime is declared; otherwise it resizes in place. Pure.
  */
-export function writeWay(mode: UpdateMode, trigger: AlertTrigger, containers: readonly string[], spec: Pick<AppMonitorSpec, "containerPolicies">): WriteWay {
+export function writeWay(mode: UpdateMode, needsNewStart: boolean, containers: readonly string[], spec: Pick<AppMonitorSpec, "containerPolicies">): WriteWay {
   if (mode === "Rollout") return { way: "rollout", heap: false };
-  if (trigger === "heapError" || heapSizedAtStart(containers, spec) !== undefined) return { way: "rollout", heap: true };
+  if (needsNewStart || heapSizedAtStart(containers, spec) !== undefined) return { way: "rollout", heap: true };
   return { way: "inPlace", mode };
 }
 

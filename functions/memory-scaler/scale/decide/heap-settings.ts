@@ -97,13 +97,14 @@ export function knownRuntimes(containers: readonly string[], errors: readonly He
 
 /**
  * The first of `containers` whose `spec.containerPolicies` declares a runtime that sizes its heap
- * when it starts, as `container app (Node.js)`; undefined for none. A resize in place does not
- * reach such a heap, so `InPlace` and `InPlaceOrRollout` roll its raises out (`heap-relief.ts`). Pure.
+ * when it starts (Node.js, JVM, .NET; not Go, whose `GOMEMLIMIT` is a heap flag), as
+ * `container app (Node.js)`; undefined for none. A resize in place does not reach such a heap, so
+ * `InPlace` and `InPlaceOrRollout` roll its raises out (`heap-relief.ts`). Pure.
  */
 export function heapSizedAtStart(containers: readonly string[], spec: Pick<AppMonitorSpec, "containerPolicies">): string | undefined {
   for (const container of containers) {
     const runtime = policyOf(spec, container)?.runtime;
-    if (runtime !== undefined) return `container ${container} (${runtime})`;
+    if (runtime !== undefined && runtime !== "Go") return `container ${container} (${runtime})`;
   }
   return undefined;
 }

@@ -14,6 +14,7 @@ import type { Trigger } from "./trigger.ts";
 export const heapError: Trigger = {
   name: "heapError",
   alertname: APPMONITOR_HEAP_ERROR_ALERT_NAME,
+  needsNewStart: true,
   measure: async () => undefined,
   check: (scale, { statuses, now, oomWindowSeconds, rollsOut }) => afterHeapCheck(scale, checkHeapErrors(scale.changes, statuses, now, oomWindowSeconds), rollsOut),
   explain: (skip, { statuses }) => unansweredHeapError(skip, heapErrors(statuses)),

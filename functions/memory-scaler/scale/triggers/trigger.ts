@@ -6,19 +6,21 @@
  * one more file here, listed in `index.ts`, plus its rule.
  */
 import type { AlertTrigger } from "../../../lib/alert-event.ts";
-import type { AppMonitorTrend } from "../../../lib/appmonitor.ts";
+import type { AppMonitorSpec, AppMonitorTrend } from "../../../lib/appmonitor.ts";
 import type { Verifier } from "../../kube/prometheus.ts";
 import type { ContainerMemory } from "../../model.ts";
 import type { Scale, Skip } from "../../outcome.ts";
 import type { ContainerStatusLike } from "../decide/evidence.ts";
 
-/** What a trigger's measurement names: the alerting Pod's containers to raise, and the AppMonitor's `spec.trend`. */
+/** What a trigger's measurement names: the alerting Pod's containers to raise, and the AppMonitor's `spec.trend` and `spec.containerPolicies`. */
 export interface Measured {
   readonly namespace: string;
   readonly pod: string;
   readonly containers: readonly string[];
   /** `spec.trend`, defaults applied; undefined: the AppMonitor sets none. */
   readonly trend: Required<AppMonitorTrend> | undefined;
+  /** `spec.containerPolicies` and `spec.memThresholdPercent`: whose heap is watched, and at what threshold. */
+  readonly spec: Pick<AppMonitorSpec, "containerPolicies" | "memThresholdPercent">;
 }
 
 /** What a trigger's check weighs besides the scale. */
@@ -36,7 +38,9 @@ export interface Evidence {
   readonly thresholdPercent: number;
   /** `spec.trend`, defaults applied; undefined: the AppMonitor sets none. */
   readonly trend: Required<AppMonitorTrend> | undefined;
-  /** Bytes per container from {@link Trigger.measure}; undefined: not asked (no `PROMETHEUS_URL`, or nothing to ask). */
+  /** As {@link Measured.spec}. */
+  readonly spec: Pick<AppMonitorSpec, "containerPolicies" | "memThresholdPercent">;
+  /** Per container from {@link Trigger.measure} (bytes; the heap trigger's: percent of the heap limit); undefined: not asked (no `PROMETHEUS_URL`, or nothing to ask). */
   readonly measured: ReadonlyMap<string, number> | undefined;
 }
 
@@ -45,6 +49,8 @@ export interface Trigger {
   readonly name: AlertTrigger;
   /** The `alertname` of rule-sync's alert for it (`functions/lib/appmonitor.ts`). */
   readonly alertname: string;
+  /** Its answer is a heap the runtime sized when it started, which only a new start reaches: under `InPlaceOrRollout` the scale rolls out. */
+  readonly needsNewStart?: boolean;
   /**
    * Asks Prometheus what the check needs; undefined when there is nothing to ask, or no Prometheus.
    * @throws HttpError 503 when Prometheus is unavailable (`kube/prometheus.ts`).

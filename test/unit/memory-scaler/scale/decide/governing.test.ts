@@ -32,6 +32,13 @@ describe("alertOrigin", () => {
     { name: "the OOM-kill alert", data: { ...ours, alertname: "AppMonitorOOMKilled", trigger: "oomKilled" }, want: "mymonitor oomKilled" },
     { name: "the OOM-kill alert from an older alert-receiver (no trigger)", data: { ...ours, alertname: "AppMonitorOOMKilled" }, want: "mymonitor oomKilled" },
     { name: "the trend alert", data: { ...ours, alertname: "AppMonitorMemoryTrend", trigger: "trend" }, want: "mymonitor trend" },
+    { name: "the heap-threshold alert", data: { ...ours, alertname: "AppMonitorHeapThreshold", trigger: "heapThreshold" }, want: "mymonitor heapThreshold" },
+    {
+      name: "a heap-threshold alert whose trigger says threshold",
+      data: { ...ours, alertname: "AppMonitorHeapThreshold", trigger: "threshold" },
+      want: "NotAppMonitorAlert",
+      message: /trigger threshold contradicts its alertname AppMonitorHeapThreshold \(trigger heapThreshold\)/,
+    },
     {
       name: "the trend alert through an alert-receiver that does not know it (trigger threshold)",
       data: { ...ours, alertname: "AppMonitorMemoryTrend", trigger: "threshold" },

@@ -12,7 +12,7 @@ import { handleFallback, handleFiring, handleScaleDown } from "../../../../../fu
 import { buildInPlaceClaimPatch } from "../../../../../functions/memory-scaler/scale/targets/in-place-patch.ts";
 import { isPodOf } from "../../../../../functions/memory-scaler/scale/targets/in-place-target.ts";
 import type { Workload } from "../../../../../functions/memory-scaler/model.ts";
-import { alertData, apiError, type FakeCluster, flowDeps, memhogCluster, NS } from "../../../../support/memory-scaler-fakes.ts";
+import { alertData, apiError, type FakeCluster, fakeVerifier, flowDeps, memhogCluster, NS } from "../../../../support/memory-scaler-fakes.ts";
 
 const log = pino({ level: "silent" });
 const POD = "memhog-5d8f-x2";
@@ -251,7 +251,7 @@ describe("updateMode InPlace: a down-step of spec.scaleDown", () => {
     const pod = cluster.pods.get(`${NS}/${POD}`);
     if (pod !== undefined) pod.status = { ...pod.status, phase: "Running" };
     const now = new Date("2025-06-02T12:01:00Z");
-    const flow = flowDeps(cluster, { now: () => now, verifier: { workingSets: async () => new Map(), predictions: async () => new Map(), peaks: async () => new Map([["memhog", 120 * 1024 * 1024]]) } });
+    const flow = flowDeps(cluster, { now: () => now, verifier: fakeVerifier({ peaks: new Map([["memhog", 120 * 1024 * 1024]]) }) });
     const summary = await followRollouts({ cluster, events: flow.events, status: flow.status, now: () => now, scaleDown: (request, l) => handleScaleDown(flow, request, l) }, log);
     assert.deepEqual(summary.scaleDowns, { asked: 1, stepped: 1 });
     assert.deepEqual(podMemory(cluster), { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } }, "the running Pod resized down in place");

@@ -2,6 +2,7 @@
 // Prometheus, and the evidence that confirms it.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { ALERT_TRIGGERS, triggerOf } from "../../../../../functions/lib/alert-event.ts";
 import type { Verifier } from "../../../../../functions/memory-scaler/kube/prometheus.ts";
 import type { Scale } from "../../../../../functions/memory-scaler/outcome.ts";
@@ -11,18 +12,21 @@ import type { Evidence } from "../../../../../functions/memory-scaler/scale/trig
 const NOW = new Date("2025-06-01T12:00:00Z");
 const scale: Scale = { action: "scale", changes: [{ container: "app", from: { limit: "100Mi" }, to: { limit: "200Mi" } }], skipped: [], dryRun: false };
 const spec = { windowSeconds: 600, horizonSeconds: 1800, floorPercent: 50 };
-const evidence: Evidence = { statuses: [], now: NOW, rollsOut: true, oomWindowSeconds: 600, running: [{ name: "app", limit: "100Mi" }], thresholdPercent: 90, trend: spec, measured: undefined };
+const watching = { memThresholdPercent: 90, containerPolicies: [{ containerName: "app", runtime: "JVM" as const, heapMetrics: "Watch" as const, heapThresholdPercent: 80 }] };
+const evidence: Evidence = { statuses: [], now: NOW, rollsOut: true, oomWindowSeconds: 600, running: [{ name: "app", limit: "100Mi" }], thresholdPercent: 90, trend: spec, spec: watching, measured: undefined };
 const MI = 1024 * 1024;
 
 /** A verifier that says which question it was asked. */
 function verifier(asked: string[]): Verifier {
   const answer = (what: string) => async () => (asked.push(what), new Map([["app", 95 * MI]]));
-  return { workingSets: answer("workingSets"), predictions: answer("predictions"), peaks: answer("peaks") };
+  return { workingSets: answer("workingSets"), predictions: answer("predictions"), peaks: answer("peaks"), heapPercents: answer("heapPercents") };
 }
 
 describe("triggers", () => {
   it("one per trigger an alert can carry, each named by its own alertname", () => {
     assert.deepEqual(Object.keys(TRIGGERS).sort(), [...ALERT_TRIGGERS].sort());
+    const schema = JSON.parse(readFileSync(new URL("../../../../../schemas/alert-event.schema.json", import.meta.url), "utf8")) as { properties: { trigger: { enum: string[] } } };
+    assert.deepEqual(schema.properties.trigger.enum, ALERT_TRIGGERS, "the event schema's triggers, in its order");
     for (const [name, trigger] of Object.entries(TRIGGERS)) {
       assert.equal(trigger.name, name);
       assert.equal(triggerOf(trigger.alertname), name);
@@ -30,8 +34,8 @@ describe("triggers", () => {
   });
 
   it("measure: threshold asks the working sets, trend the predictions (only with spec.trend), an OOM kill nothing", async () => {
-    const what = { namespace: "ns", pod: "p", containers: ["app"], trend: spec };
-    for (const [name, expected] of [["threshold", ["workingSets"]], ["trend", ["predictions"]], ["oomKilled", []], ["heapError", []]] as const) {
+    const what = { namespace: "ns", pod: "p", containers: ["app"], trend: spec, spec: watching };
+    for (const [name, expected] of [["threshold", ["workingSets"]], ["trend", ["predictions"]], ["oomKilled", []], ["heapError", []], ["heapThreshold", ["heapPercents"]]] as const) {
       const asked: string[] = [];
       await TRIGGERS[name].measure(verifier(asked), what);
       assert.deepEqual(asked, expected, name);
@@ -40,6 +44,8 @@ describe("triggers", () => {
     assert.equal(await TRIGGERS.trend.measure(verifier(asked), { ...what, trend: undefined }), undefined);
     assert.deepEqual(asked, []);
     assert.equal(await TRIGGERS.threshold.measure(undefined, what), undefined, "no Prometheus: not asked");
+    assert.deepEqual(await TRIGGERS.heapThreshold.measure(verifier(asked), { ...what, spec: { memThresholdPercent: 90 } }), new Map(), "no heap watched: nothing asked");
+    assert.deepEqual(asked, []);
   });
 
   it("check: unmeasured threshold and trend alerts pass as they came; a trend without spec.trend and an unseen OOM kill do not", () => {
@@ -74,5 +80,19 @@ describe("triggers", () => {
     assert.equal(reason({}), "NotHeapError");
     const explained = TRIGGERS.heapError.explain?.({ action: "skip", reason: "AtCap", message: "at its cap" }, { ...evidence, statuses: ended(heap) });
     assert.match(explained?.message ?? "", /^at its cap; container app's last run ended in Node\.js's heap error/);
+  });
+
+  it("check: the heap's threshold from the measured heap percent, by rollout; each needs a new start where it answers a heap", () => {
+    const reason = (e: Partial<Evidence>) => {
+      const checked = TRIGGERS.heapThreshold.check(scale, { ...evidence, ...e });
+      return checked.action === "skip" ? checked.reason : checked.action;
+    };
+    assert.equal(reason({ measured: new Map([["app", 85]]) }), "scale", "85% of the heap limit, at or above the entry's 80");
+    assert.equal(reason({ measured: new Map([["app", 79.9]]) }), "BelowThreshold");
+    assert.equal(reason({ measured: new Map() }), "NotMeasured", "no heap series");
+    assert.equal(reason({ measured: new Map([["app", 95]]), spec: { memThresholdPercent: 90 } }), "NotMeasured", "no longer watched");
+    assert.equal(reason({ measured: new Map([["app", 85]]), rollsOut: false }), "HeapNeedsRollout");
+    assert.equal(reason({}), "scale", "no Prometheus: as it came");
+    assert.deepEqual(Object.values(TRIGGERS).filter((t) => t.needsNewStart === true).map((t) => t.name).sort(), ["heapError", "heapThreshold"]);
   });
 });
