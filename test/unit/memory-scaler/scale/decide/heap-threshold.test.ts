@@ -55,12 +55,12 @@ describe("afterHeapThresholdCheck", () => {
   const scale: Scale = { action: "scale", changes: [change("api")], skipped: [], dryRun: false };
   const watched = heapWatched(["api"], spec);
 
-  it("confirmed: the scale by a rollout; a target that resizes in place is HeapNeedsRollout, saying how to roll out", () => {
+  it("confirmed: the scale by a rollout; a target that resizes in place (a bare Pod) is HeapNeedsRollout, saying what would help", () => {
     const checked = checkHeapThreshold(scale.changes, watched, new Map([["api", 90]]));
     assert.deepEqual(afterHeapThresholdCheck(scale, checked, watched, true), { ...scale, changes: [change("api")], skipped: [] });
     const inPlace = afterHeapThresholdCheck(scale, checked, watched, false);
     assert.equal(inPlace.action === "skip" ? inPlace.reason : inPlace.action, "HeapNeedsRollout");
-    assert.match(inPlace.action === "skip" ? inPlace.message : "", /container api's JVM heap is above its heap threshold: a resize in place cannot reach.*InPlaceOrRollout/);
+    assert.match(inPlace.action === "skip" ? inPlace.message : "", /container api's JVM heap is above its heap threshold: a resize in place cannot reach.*a bare Pod has no Pod template.*run it under a Deployment/);
   });
 
   it("refuted: the check's skip, in place or not", () => {
