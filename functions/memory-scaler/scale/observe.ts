@@ -20,9 +20,9 @@ import { classifyApiError, toHttpFailure } from "../../lib/kube-api-errors.ts";
 import type { Ceilings } from "../ceilings.ts";
 import { type VerticalPodAutoscalerView, vpaView } from "../coexist/autoscalers.ts";
 import type { Cluster } from "../kube/cluster.ts";
-import { APPS_V1, type ObjectRef, objectRef, type Workload, type WorkloadKind, type WorkloadObject } from "../model.ts";
+import { apiVersionOf, type KnativeObject, KNATIVE_SERVING_V1, type ObjectRef, objectRef, type Workload, type WorkloadKind, type WorkloadObject } from "../model.ts";
 import type { NoneGoverns } from "../outcome.ts";
-import { type ChainLink, type ControllerRef, nextOwnerStep, type OwnerSkipReason } from "./decide/owner-chain.ts";
+import { type ChainLink, type ControllerRef, type KnativeLinkKind, nextOwnerStep, type OwnerKind, type OwnerSkipReason } from "./decide/owner-chain.ts";
 import { namedAppMonitor, type NamespaceAppMonitors, type ValidAppMonitor, validAppMonitors } from "./decide/governing.ts";
 
 /** What the read step found. */
@@ -194,29 +194,39 @@ export async function resolveWorkload(cluster: Cluster, pod: k8s.V1Pod, prefetch
   likely?.catch(() => undefined);
   const read = (kind: WorkloadKind, name: string) => (kind === "Deployment" && name === guess && likely !== undefined ? likely : direct(kind, name));
 
-  // The last workload read; the rule goes only up kinds it knows, so the loop ends (at most 2 reads).
+  // The last workload read; the rule goes only up kinds it knows, so the loop ends (at most 2
+  // reads, 5 for a Knative Revision's Pod: ReplicaSet, Deployment, Revision, Configuration, Service).
   let top: { kind: WorkloadKind; object: WorkloadObject } | undefined;
   for (;;) {
     const step = nextOwnerStep(chain);
     if (step.step === "top") return top === undefined ? { result: "bare" } : found(top.kind, namespace, top.object);
     if (step.step === "skip") {
       const meta = top?.object.metadata;
-      const workload = top === undefined ? {} : { workload: objectRef(APPS_V1, top.kind, namespace, meta?.name ?? "", meta?.uid) };
+      const workload = top === undefined ? {} : { workload: objectRef(apiVersionOf(top.kind), top.kind, namespace, meta?.name ?? "", meta?.uid) };
       return { result: "unsupported", reason: step.reason, message: step.message, controller: step.controller, ...workload };
     }
-    const object = await readOwned(read, step.kind, step.ref);
+    const object = await readOwned(readStep, step.kind, step.ref);
     if ("result" in object) return object;
-    top = { kind: step.kind, object };
-    chain.push(linkOf(APPS_V1, step.kind, object.metadata));
+    if (!isLink(step.kind)) top = { kind: step.kind, object };
+    chain.push(linkOf(isLink(step.kind) ? KNATIVE_SERVING_V1 : apiVersionOf(step.kind), step.kind, object.metadata));
+  }
+
+  function readStep(kind: OwnerKind, name: string): Promise<WorkloadObject | KnativeObject | undefined> {
+    return isLink(kind) ? cluster.readKnative(kind, namespace, name) : read(kind, name);
   }
 }
 
+/** Whether the walk reads `kind` only to go on above it (a Knative Revision or Configuration). */
+function isLink(kind: OwnerKind): kind is KnativeLinkKind {
+  return kind === "Revision" || kind === "Configuration";
+}
+
 /** Reads the referenced object and checks it is the one referenced (same uid), not a namesake. */
-async function readOwned(
-  read: (kind: WorkloadKind, name: string) => Promise<WorkloadObject | undefined>,
-  kind: WorkloadKind,
+async function readOwned<T extends WorkloadObject | KnativeObject>(
+  read: (kind: OwnerKind, name: string) => Promise<T | undefined>,
+  kind: OwnerKind,
   ref: ControllerRef,
-): Promise<WorkloadObject | { result: "gone"; message: string }> {
+): Promise<T | { result: "gone"; message: string }> {
   const object = await read(kind, ref.name);
   if (object === undefined || (ref.uid !== undefined && object.metadata?.uid !== ref.uid)) {
     return { result: "gone", message: `${kind} ${ref.name} (uid ${ref.uid}) no longer exists` };

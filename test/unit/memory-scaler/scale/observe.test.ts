@@ -117,7 +117,7 @@ describe("resolveWorkload", () => {
   it("a Deployment another controller owns: UnknownController with the Deployment, from the reads the walk made anyway", async () => {
     const cluster = memhogCluster();
     const deployment = cluster.workloads.get(`Deployment/${NS}/memhog`);
-    if (deployment?.metadata) deployment.metadata.ownerReferences = [{ apiVersion: "serving.knative.dev/v1", kind: "Revision", name: "memhog-00001", uid: "rev1", controller: true }];
+    if (deployment?.metadata) deployment.metadata.ownerReferences = [{ apiVersion: "operators.example.com/v1", kind: "WebApp", name: "shop", uid: "op1", controller: true }];
     let reads = 0;
     const read = cluster.readWorkload.bind(cluster);
     cluster.readWorkload = async (...args) => ((reads += 1), read(...args));
@@ -125,10 +125,10 @@ describe("resolveWorkload", () => {
     assert.ok(resolution.result === "unsupported", JSON.stringify(resolution));
     assert.deepEqual([resolution.reason, resolution.controller, resolution.workload], [
       "UnknownController",
-      { apiVersion: "serving.knative.dev/v1", kind: "Revision", name: "memhog-00001", uid: "rev1" },
+      { apiVersion: "operators.example.com/v1", kind: "WebApp", name: "shop", uid: "op1" },
       { apiVersion: "apps/v1", kind: "Deployment", name: "memhog", namespace: NS, uid: "d1" },
     ]);
-    assert.match(resolution.message, /change the memory in Revision memhog-00001/);
+    assert.match(resolution.message, /change the memory in WebApp shop/);
     assert.equal(reads, 2);
   });
 
