@@ -92,3 +92,28 @@ describe("a Knative Service: InPlace", () => {
     assert.deepEqual(cluster.resizes.map((r) => r.name), [KNATIVE.pod]);
   });
 });
+
+describe("a Knative Service: coverage", () => {
+  it("a targetRef naming the Service covers its Revision Pods, its template annotated or not", async () => {
+    const cluster = knativeCluster({ memThresholdPercent: 75, memMultiplier: 2, targetRef: { apiVersion: "serving.knative.dev/v1", kind: "Service", name: "web" } });
+    const template = cluster.workloads.get(`Service/${NS}/web`)?.spec?.template;
+    if (template?.metadata) template.metadata.annotations = {};
+    assert.equal((await handleFiring(deps(cluster), "e1", data(), silent)).reason, "Scaled");
+  });
+
+  it("a targetRef naming the Revision's Deployment covers nothing: the Service is the workload", async () => {
+    const cluster = knativeCluster({ memThresholdPercent: 75, memMultiplier: 2, targetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web-00001-deployment" } });
+    const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.notEqual(outcome.outcome, "scaled", outcome.message);
+    assert.equal(cluster.writes.length, 0);
+  });
+
+  it("the annotation is read from the Service's spec.template.metadata.annotations, not the Pod's nor the Deployment's", async () => {
+    const cluster = knativeCluster();
+    const template = cluster.workloads.get(`Service/${NS}/web`)?.spec?.template;
+    if (template?.metadata) template.metadata.annotations = { "autoscaling.knative.dev/min-scale": "1" };
+    const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
+    assert.deepEqual([outcome.outcome, outcome.reason], ["skipped", "NotCovered"], outcome.message);
+    assert.equal(cluster.writes.length, 0);
+  });
+});
