@@ -101,9 +101,9 @@ export async function observeFiring(cluster: Cluster, alert: { readonly namespac
   return { result: "observed", pod, monitors, named: named.appMonitor, workload: resolution.workload, hpas, vpas: vpas.map(vpaView) };
 }
 
-/** A workload a Pod's name suggests as its owner, to read before the Pod's owner references are known. */
+/** An owner a Pod's name suggests, to read before the Pod's owner references are known. */
 export interface OwnerGuess {
-  readonly kind: WorkloadKind;
+  readonly kind: OwnerKind;
   readonly name: string;
 }
 
@@ -114,7 +114,11 @@ export interface OwnerGuess {
  * ReplicaSet (and a DaemonSet) `<owner>-<5 random characters>`, and a Deployment names its
  * ReplicaSets `<deployment>-<pod-template-hash>`
  * (https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#pod-template-hash-label),
- * so a suffix of digits reads as a StatefulSet's Pod and any other as a Deployment's. No guess
+ * so a suffix of digits reads as a StatefulSet's Pod and any other as a Deployment's. Knative
+ * Serving names a Revision's Deployment `<revision>-deployment` and a Configuration's Revisions
+ * `<configuration>-<5 digits>`, the Configuration after its Service
+ * (knative.dev/serving `pkg/reconciler/revision/resources/names`, `pkg/reconciler/configuration/resources`),
+ * so such a Deployment's name adds the Revision, the Configuration and the Service. No guess
  * for a name without a `-`. Pure: a guess is only what to read early, never trusted.
  */
 export function ownerGuesses(podName: string): OwnerGuess[] {
@@ -124,20 +128,26 @@ export function ownerGuesses(podName: string): OwnerGuess[] {
   if (/^[0-9]+$/.test(podName.slice(cut + 1))) return [{ kind: "StatefulSet", name: owner }];
   const rsCut = owner.lastIndexOf("-");
   const replicaSet: OwnerGuess = { kind: "ReplicaSet", name: owner };
-  return rsCut <= 0 ? [replicaSet] : [replicaSet, { kind: "Deployment", name: owner.slice(0, rsCut) }];
+  if (rsCut <= 0) return [replicaSet];
+  const deployment = owner.slice(0, rsCut);
+  const revision = /^(.+)-deployment$/.exec(deployment)?.[1];
+  const service = revision === undefined ? undefined : /^(.+)-[0-9]{5}$/.exec(revision)?.[1];
+  const knative: OwnerGuess[] =
+    revision === undefined ? [] : [{ kind: "Revision", name: revision }, ...(service === undefined ? [] : [{ kind: "Configuration", name: service } as const, { kind: "Service", name: service } as const])];
+  return [replicaSet, { kind: "Deployment", name: deployment }, ...knative];
 }
 
 /** Reads started early, by kind and name; looked up by {@link resolveWorkload} before it reads itself. */
-export type PrefetchedOwners = (kind: WorkloadKind, name: string) => Promise<WorkloadObject | undefined> | undefined;
+export type PrefetchedOwners = (kind: OwnerKind, name: string) => Promise<WorkloadObject | KnativeObject | undefined> | undefined;
 
 /**
  * Starts the reads of `guesses` at once. A read's failure is kept for whoever uses it: a guess
  * never used fails nothing (its rejection is handled here so it is not an unhandled one).
  */
 export function prefetchOwners(cluster: Cluster, namespace: string, guesses: readonly OwnerGuess[]): PrefetchedOwners {
-  const reads = new Map<string, Promise<WorkloadObject | undefined>>();
+  const reads = new Map<string, Promise<WorkloadObject | KnativeObject | undefined>>();
   for (const { kind, name } of guesses) {
-    const read = cluster.readWorkload(kind, namespace, name);
+    const read = isLink(kind) ? cluster.readKnative(kind, namespace, name) : cluster.readWorkload(kind, namespace, name);
     read.catch(() => undefined);
     reads.set(`${kind}/${name}`, read);
   }
@@ -189,7 +199,8 @@ export async function resolveWorkload(cluster: Cluster, pod: k8s.V1Pod, prefetch
   const owner = chain[0]?.controller;
   const hash = pod.metadata?.labels?.["pod-template-hash"];
   const guess = owner?.kind === "ReplicaSet" && hash !== undefined && owner.name.endsWith(`-${hash}`) ? owner.name.slice(0, -(hash.length + 1)) : "";
-  const direct = (kind: WorkloadKind, name: string) => prefetched(kind, name) ?? cluster.readWorkload(kind, namespace, name);
+  // A guess is read by its kind's own call, so what it holds is of that kind.
+  const direct = (kind: WorkloadKind, name: string) => (prefetched(kind, name) as Promise<WorkloadObject | undefined> | undefined) ?? cluster.readWorkload(kind, namespace, name);
   const likely = guess === "" ? undefined : direct("Deployment", guess);
   likely?.catch(() => undefined);
   const read = (kind: WorkloadKind, name: string) => (kind === "Deployment" && name === guess && likely !== undefined ? likely : direct(kind, name));
@@ -212,7 +223,7 @@ export async function resolveWorkload(cluster: Cluster, pod: k8s.V1Pod, prefetch
   }
 
   function readStep(kind: OwnerKind, name: string): Promise<WorkloadObject | KnativeObject | undefined> {
-    return isLink(kind) ? cluster.readKnative(kind, namespace, name) : read(kind, name);
+    return isLink(kind) ? (prefetched(kind, name) ?? cluster.readKnative(kind, namespace, name)) : read(kind, name);
   }
 }
 

@@ -18,6 +18,18 @@ describe("ownerGuesses", () => {
     ["a StatefulSet's Pod, ordinal 12", "db-main-12", [{ kind: "StatefulSet", name: "db-main" }]],
     ["a ReplicaSet's Pod with one dash", "rs-ab2cd", [{ kind: "ReplicaSet", name: "rs" }]],
     ["a name without a dash", "standalone", []],
+    [
+      "a Knative Revision's Pod",
+      "web-00001-deployment-7b9c8d6f5-x2kqz",
+      [
+        { kind: "ReplicaSet", name: "web-00001-deployment-7b9c8d6f5" },
+        { kind: "Deployment", name: "web-00001-deployment" },
+        { kind: "Revision", name: "web-00001" },
+        { kind: "Configuration", name: "web" },
+        { kind: "Service", name: "web" },
+      ],
+    ],
+    ["a Deployment named …-deployment, no Revision number", "api-deployment-7b9c8d6f5-x2kqz", [{ kind: "ReplicaSet", name: "api-deployment-7b9c8d6f5" }, { kind: "Deployment", name: "api-deployment" }, { kind: "Revision", name: "api" }]],
     ["a name starting with a dash", "-x", []],
   ];
   for (const [what, pod, expected] of cases) it(`${what}: ${pod} → ${expected.map((g) => `${g.kind}/${g.name}`).join(", ") || "none"}`, () => assert.deepEqual(ownerGuesses(pod), expected));
