@@ -12,7 +12,9 @@
  * binding selects, in the namespace of the Pod being created, the workloads labelled
  * `app-monitor.kubedemo.com/in-place: "true"` (memory-scaler sets it with the record), and the
  * policy runs once per such workload. It mutates only a Pod whose controller is that workload (a
- * Deployment's through its ReplicaSet `<name>-<pod-template-hash>`, the others by uid), and in it
+ * Deployment's through its ReplicaSet `<name>-<pod-template-hash>`, a Knative Service's through its
+ * Revision's ReplicaSet `<revision>-deployment-<pod-template-hash>` and Serving's labels naming the
+ * Service, the others by uid), and in it
  * only the containers and native sidecars whose memory is still what the record raised it from:
  * the rule of `functions/memory-scaler/in-place.ts`. `failurePolicy: Ignore`: a policy that fails
  * never stops a Pod from being created; the Pod then starts with the template's memory, and
@@ -25,6 +27,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { IN_PLACE_LABEL, IN_PLACE_MEMORY_ANNOTATION } from "../functions/lib/appmonitor.ts";
+import { REVISION_LABEL, SERVICE_LABEL, SERVICE_UID_LABEL } from "../functions/memory-scaler/knative.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** Where the generated policies are committed. */
@@ -33,18 +36,32 @@ export const policyPath = path.join(root, "knative", "admission", "in-place-memo
 type Manifest = Record<string, unknown>;
 
 /** The workload kinds memory-scaler scales, with the CEL that says the Pod being created is one of its Pods. */
-const OWNERS: readonly { readonly kind: string; readonly plural: string; readonly owned: string }[] = [
+const OWNERS: readonly { readonly apiVersion: string; readonly kind: string; readonly plural: string; readonly owned: string }[] = [
   {
+    apiVersion: "apps/v1",
     kind: "Deployment",
     plural: "deployments",
     owned:
       "has(object.metadata.labels) && 'pod-template-hash' in object.metadata.labels && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller && r.apiVersion == 'apps/v1' && r.kind == 'ReplicaSet' && r.name == params.metadata.name + '-' + object.metadata.labels['pod-template-hash'])",
   },
   ...["StatefulSet", "DaemonSet", "ReplicaSet"].map((kind) => ({
+    apiVersion: "apps/v1",
     kind,
     plural: `${kind.toLowerCase()}s`,
     owned: `object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller && r.apiVersion == 'apps/v1' && r.kind == '${kind}' && r.uid == params.metadata.uid)`,
   })),
+  {
+    // A Knative Service's Revision Pods, keyed as a Deployment's (`functions/memory-scaler/knative.ts`
+    // `isRevisionPodOf`): the ReplicaSet `<revision>-deployment-<pod-template-hash>` of the Revision's
+    // Deployment controls the Pod, and Serving's labels name the Service and its uid.
+    apiVersion: "serving.knative.dev/v1",
+    kind: "Service",
+    plural: "knative-services",
+    owned:
+      `has(object.metadata.labels) && ${[REVISION_LABEL, "pod-template-hash", SERVICE_LABEL, SERVICE_UID_LABEL].map((l) => `'${l}' in object.metadata.labels`).join(" && ")} && ` +
+      `object.metadata.labels['${SERVICE_LABEL}'] == params.metadata.name && object.metadata.labels['${SERVICE_UID_LABEL}'] == params.metadata.uid && ` +
+      `object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller && r.apiVersion == 'apps/v1' && r.kind == 'ReplicaSet' && r.name == object.metadata.labels['${REVISION_LABEL}'] + '-deployment-' + object.metadata.labels['pod-template-hash'])`,
+  },
 ];
 
 /**
@@ -87,7 +104,7 @@ const MUTATION =
 
 /** The policies and their bindings, in order. */
 export function inPlacePolicies(): Manifest[] {
-  return OWNERS.flatMap(({ kind, plural, owned }) => {
+  return OWNERS.flatMap(({ apiVersion, kind, plural, owned }) => {
     const name = `appmonitor-in-place-memory-${plural}`;
     return [
       {
@@ -95,7 +112,7 @@ export function inPlacePolicies(): Manifest[] {
         kind: "MutatingAdmissionPolicy",
         metadata: { name },
         spec: {
-          paramKind: { apiVersion: "apps/v1", kind },
+          paramKind: { apiVersion, kind },
           matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"] }] },
           failurePolicy: "Ignore",
           reinvocationPolicy: "Never",

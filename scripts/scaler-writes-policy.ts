@@ -7,7 +7,7 @@
  * what this produces. Every install profile and the Helm chart ship it (`knative/admission/`).
  *
  * What memory-scaler writes, and so what the policy lets through (functions/memory-scaler/kube/cluster.ts):
- * - PATCH of a Deployment, StatefulSet, DaemonSet or ReplicaSet (`scale/targets/template-patch.ts`,
+ * - PATCH of a Deployment, StatefulSet, DaemonSet, ReplicaSet or Knative Service (`scale/targets/template-patch.ts`,
  *   `scale/targets/in-place-patch.ts`, `scale/targets/template-target.ts`): its containers' and native sidecars'
  *   memory requests and limits, the heap flags `spec.heapFlags: Scale` rewrites
  *   (`scale/decide/heap-flags.ts`: a token of an env var it reads, or of a `command`/`args` element), and
@@ -56,6 +56,12 @@ export const OWN_LABELS: readonly string[] = [IN_PLACE_LABEL];
  * generation, kept in apps/v1 as this annotation (pkg/registry/apps/daemonset/strategy.go).
  */
 const SERVER_ANNOTATIONS: readonly string[] = ["deprecated.daemonset.template.generation"];
+/**
+ * Annotations Knative Serving's webhook changes with a Knative Service's spec: the user who last
+ * changed it (knative.dev/serving `pkg/apis/serving/metadata_validation.go` `SetUserInfo`), which a
+ * scale's patch makes memory-scaler.
+ */
+const KNATIVE_SERVER_ANNOTATIONS: readonly string[] = ["serving.knative.dev/lastModifier"];
 /** Metadata the API server writes on every update (or that only it may set). */
 const SERVER_METADATA: readonly string[] = ["managedFields", "generation", "resourceVersion"];
 
@@ -186,7 +192,7 @@ function specChanged(): string {
 function metadataChanged(): string {
   const entry = (field: string) => (k: string) => `'metadata.${field}[' + ${k} + ']'`;
   const ownLabels = `(variables.workload ? ${list(OWN_LABELS)} : [])`;
-  const ownAnnotations = `(variables.workload ? ${list([...OWN_ANNOTATIONS, ...SERVER_ANNOTATIONS])} : [])`;
+  const ownAnnotations = `(variables.workload ? ${list([...OWN_ANNOTATIONS, ...SERVER_ANNOTATIONS])} + (variables.knative ? ${list(KNATIVE_SERVER_ANNOTATIONS)} : []) : [])`;
   return [
     changedFields("object", "oldObject", ["metadata", "spec", "status"], "''"),
     changedFields("object.metadata", "oldObject.metadata", ["labels", "annotations", ...SERVER_METADATA], "'metadata.'"),
@@ -200,7 +206,9 @@ function variables(): Manifest[] {
   return [
     // Absent for a request to the resource itself.
     { name: "subresource", expression: "has(request.subResource) ? request.subResource : ''" },
-    { name: "workload", expression: "request.resource.group == 'apps'" },
+    // A Knative Service keeps its Pod template where the apps/v1 workloads do (`spec.template`).
+    { name: "knative", expression: "request.resource.group == 'serving.knative.dev'" },
+    { name: "workload", expression: "request.resource.group == 'apps' || variables.knative" },
     { name: "resize", expression: "request.resource.group == '' && request.resource.resource == 'pods' && variables.subresource == 'resize'" },
     {
       name: "podDelete",
@@ -271,6 +279,7 @@ export function scalerWritesPolicy(): Manifest[] {
         matchConstraints: {
           resourceRules: [
             { apiGroups: ["apps"], apiVersions: ["*"], operations: ["CREATE", "UPDATE", "DELETE"], resources: workloads.flatMap((r) => [r, `${r}/*`]) },
+            { apiGroups: ["serving.knative.dev"], apiVersions: ["*"], operations: ["CREATE", "UPDATE", "DELETE"], resources: ["services", "services/*"] },
             // `pods/*` matches `pods` itself too.
             { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE", "DELETE"], resources: ["pods/*"] },
           ],

@@ -37,7 +37,8 @@ export class AppMonitorSpecError extends Error {
  * the defaults applied (`forSeconds` 60, `cooldownSeconds` 300, `mode` "Scale", `updateMode`
  * "Rollout", `selectorMode` "Widen", `stuckRollout` "Report", `gitOpsManaged` "Skip", `heapFlags`
  * "Hold", `revertBudgetPerHour` 3: the CRD's, so the API server writes the same). The input is
- * not modified. The CRD's CEL rules are checked too: `targetRef` and `selector` exclusive,
+ * not modified. The CRD's CEL rules are checked too: `targetRef` and `selector` exclusive, `targetRef`'s
+ * `kind: Service` exactly with `apiVersion: serving.knative.dev/v1`,
  * `selectorMode` `Narrow` only with a `selector`, `scaleDown.marginPercent` below `memThresholdPercent`. Rules: DESIGN.md "The API" (AppMonitor table); selector operator/values rules from
  * https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/label-selector/ ;
  * `maxMemory` must also parse as a quantity (see `parseQuantity`).
@@ -67,6 +68,9 @@ export function validateAppMonitorSpec(spec: unknown): AppMonitorSpecWithDefault
   // The CRD's x-kubernetes-validations (CEL) across fields, for a spec that reached us another way.
   if (valid.targetRef !== undefined && valid.selector !== undefined) {
     problems.push({ instancePath: "", schemaPath: "#/x-kubernetes-validations/0", keyword: "x-kubernetes-validations", params: {}, message: "targetRef and selector are exclusive: a targetRef covers exactly the workload it names" });
+  }
+  if (valid.targetRef !== undefined && (valid.targetRef.apiVersion === "serving.knative.dev/v1") !== (valid.targetRef.kind === "Service")) {
+    problems.push({ instancePath: "/targetRef", schemaPath: "#/properties/targetRef/x-kubernetes-validations/0", keyword: "x-kubernetes-validations", params: {}, message: "targetRef: kind Service is a Knative Service, apiVersion serving.knative.dev/v1; Deployment, StatefulSet, DaemonSet and ReplicaSet are apiVersion apps/v1" });
   }
   if (valid.selectorMode === "Narrow" && valid.selector === undefined) {
     problems.push({ instancePath: "/selectorMode", schemaPath: "#/x-kubernetes-validations/1", keyword: "x-kubernetes-validations", params: {}, message: "selectorMode Narrow needs a selector to narrow the annotated Pod templates by" });

@@ -121,12 +121,12 @@ export interface AppMonitorTrend {
 export type UpdateMode = "Rollout" | "InPlace" | "InPlaceOrRollout";
 
 /** The workload kinds a `spec.targetRef` can name: those memory-scaler scales (`functions/memory-scaler/model.ts` `WorkloadKind`). */
-export const TARGET_REF_KINDS = ["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"] as const;
+export const TARGET_REF_KINDS = ["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Service"] as const;
 
 /** `spec.targetRef`: a workload of the AppMonitor's namespace, named as the VPA's `targetRef` names one. */
 export interface AppMonitorTargetRef {
-  /** `apps/v1`. */
-  apiVersion: "apps/v1";
+  /** `apps/v1`; `serving.knative.dev/v1` exactly for kind `Service` (a Knative Service). */
+  apiVersion: "apps/v1" | "serving.knative.dev/v1";
   kind: (typeof TARGET_REF_KINDS)[number];
   /** The workload's `metadata.name`. */
   name: string;

@@ -39,7 +39,7 @@ export function containerMatchers(names: readonly string[] | undefined): string 
 /**
  * The matcher of the Pods named after workload `name` (`<name>-…`: a Deployment's
  * `<name>-<hash>-<suffix>`, a StatefulSet's `<name>-<ordinal>`, a DaemonSet's or ReplicaSet's
- * `<name>-<suffix>`). Neither cAdvisor nor kube-state-metrics' Pod series name the workload above a
+ * `<name>-<suffix>`, a Knative Service's Revision Pods `<name>-<00001>-deployment-<hash>-<suffix>`). Neither cAdvisor nor kube-state-metrics' Pod series name the workload above a
  * ReplicaSet, so the name is a filter, not proof: a workload whose name extends it (`web-api`
  * beside `web`) passes too.
  */

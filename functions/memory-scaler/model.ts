@@ -10,10 +10,15 @@ import type { MemoryResources, ScaleRecord } from "../lib/appmonitor.ts";
 /** Field manager recorded in `managedFields` for memory-scaler's writes. */
 export const FIELD_MANAGER = "appmonitor-memory-scaler";
 
-/** The workload kinds memory-scaler scales, all `apps/v1` and all with `spec.template`. */
-export type WorkloadKind = "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet";
+/**
+ * The workload kinds memory-scaler scales, all with the Pod template at `spec.template`: the four
+ * of `apps/v1`, and the Knative Service (`serving.knative.dev/v1`, whose `spec.template` is a
+ * Revision template: a Pod spec and Serving's own fields), named `Service` in memory-scaler's
+ * status and Events, where no core Service is ever meant.
+ */
+export type WorkloadKind = "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Service";
 
-/** What memory-scaler reads of any of the four workload kinds. */
+/** What memory-scaler reads of any of the workload kinds. */
 export interface WorkloadObject {
   metadata?: k8s.V1ObjectMeta;
   spec?: {
@@ -26,6 +31,8 @@ export interface WorkloadObject {
     replicas?: number;
     /** The Pods it owns. */
     selector?: k8s.V1LabelSelector;
+    /** Knative Service: which Revisions get traffic; absent means all of it to the latest Ready one. */
+    traffic?: KnativeTrafficTarget[];
   };
   /**
    * What its controller reports (Deployment, StatefulSet and DaemonSet fields; `follow-up/rollout.ts`
@@ -45,7 +52,28 @@ export interface WorkloadObject {
     updatedNumberScheduled?: number;
     numberAvailable?: number;
     conditions?: { type: string; status: string; reason?: string; message?: string }[];
+    /** Knative Service: the Revision its current template made, and the newest Ready one. */
+    latestCreatedRevisionName?: string;
+    latestReadyRevisionName?: string;
   };
+}
+
+/**
+ * A Knative Revision or Configuration as memory-scaler reads it: its controller reference (the
+ * owner walk), and a Revision's `Ready` condition (the follow-up of a Service's rollout).
+ */
+export interface KnativeObject {
+  metadata?: k8s.V1ObjectMeta;
+  status?: { observedGeneration?: number; conditions?: { type: string; status: string; reason?: string; message?: string }[] };
+}
+
+/** A Knative Service's `spec.traffic[]` entry (https://knative.dev/docs/serving/traffic-management/). */
+export interface KnativeTrafficTarget {
+  revisionName?: string;
+  /** True: this share follows the latest Ready Revision, so a new one serves it once Ready. */
+  latestRevision?: boolean;
+  percent?: number;
+  tag?: string;
 }
 
 /**
@@ -105,8 +133,16 @@ export interface SkippedContainer<R extends string = string> {
   readonly cap?: { readonly maxMemory: string; readonly source: "containerPolicy" | "spec" | "default" | "ceiling" };
 }
 
-/** `apiVersion` of every workload kind memory-scaler scales. */
+/** `apiVersion` of the workload kinds memory-scaler scales but the Knative Service. */
 export const APPS_V1 = "apps/v1";
+
+/** `apiVersion` of Knative Serving's Service, Configuration and Revision. */
+export const KNATIVE_SERVING_V1 = "serving.knative.dev/v1";
+
+/** The `apiVersion` of workload kind `kind` (`Pod`, for a bare Pod's resize: `v1`). */
+export function apiVersionOf(kind: string): string {
+  return kind === "Service" ? KNATIVE_SERVING_V1 : kind === "Pod" ? "v1" : APPS_V1;
+}
 
 /** A workload memory-scaler can patch. */
 export interface Workload {

@@ -164,7 +164,7 @@ export function containerMatchers(monitor: RuleInput): string {
  * The matchers that place a series among the Pods a monitor may cover: its namespace, and with
  * spec.targetRef the Pods named after that workload (`<name>-…`: a Deployment's
  * `<name>-<hash>-<suffix>`, a StatefulSet's `<name>-<ordinal>`, a DaemonSet's or ReplicaSet's
- * `<name>-<suffix>`). Neither cAdvisor nor kube-state-metrics' Pod series name the workload
+ * `<name>-<suffix>`, a Knative Service's Revision Pods `<name>-<00001>-deployment-<hash>-<suffix>`). Neither cAdvisor nor kube-state-metrics' Pod series name the workload
  * above a ReplicaSet, so the name is a filter, not proof: a workload whose name extends the
  * target's (`web-api` beside `web`) passes it too, and memory-scaler, which reads the Pod's
  * owner, skips its alerts (`AppMonitorNotGoverning`).

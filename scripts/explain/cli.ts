@@ -19,6 +19,8 @@ import { promqlString } from "../../functions/lib/promql.ts";
 import { matchesLabelSelector, type LabelSelector } from "../../functions/lib/label-selector.ts";
 import { DEFAULT_MAX_MEMORY } from "../../functions/memory-scaler/caps.ts";
 import { readCeilings } from "../../functions/memory-scaler/config.ts";
+import { KNATIVE_SERVING, SERVICE_LABEL } from "../../functions/memory-scaler/knative.ts";
+import type { WorkloadKind } from "../../functions/memory-scaler/model.ts";
 import { createPrometheusApi, type PrometheusApi } from "../../functions/rule-sync/prometheus.ts";
 import { GENERATION_ANNOTATION, percentOfLimitExpression, ruleGroupName } from "../../functions/rule-sync/rule.ts";
 import { DEFAULT_METRIC_SOURCE, METRIC_SOURCES, type MetricSource } from "../../functions/rule-sync/rule-config.ts";
@@ -37,7 +39,7 @@ const USAGE: CommandUsage = {
     `npm run explain -- KIND/NAME -n NAMESPACE [--prometheus-url URL] [--source ${METRIC_SOURCES.join("|")}]`,
     "kubectl appmonitor explain KIND/NAME -n NAMESPACE",
   ],
-  arguments: [{ name: "KIND/NAME", means: "the workload; KIND: deploy|deployment|sts|statefulset|ds|daemonset|rs|replicaset" }],
+  arguments: [{ name: "KIND/NAME", means: "the workload; KIND: deploy|deployment|sts|statefulset|ds|daemonset|rs|replicaset|ksvc (a Knative Service)" }],
   options: OPTIONS,
   notes: [
     "The kubeconfig is KUBECONFIG's or the default. Exit codes: 0 explained (also when the Prometheus reads fail:",
@@ -45,8 +47,8 @@ const USAGE: CommandUsage = {
   ],
 };
 
-/** The workload kinds and their short names, as kubectl spells them. */
-const KINDS: Readonly<Record<string, "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet">> = {
+/** The workload kinds and their short names, as kubectl spells them (a Knative Service as Serving's CRD names it: `ksvc`, `kservice`). */
+const KINDS: Readonly<Record<string, WorkloadKind>> = {
   deploy: "Deployment",
   deployment: "Deployment",
   deployments: "Deployment",
@@ -59,6 +61,9 @@ const KINDS: Readonly<Record<string, "Deployment" | "StatefulSet" | "DaemonSet" 
   rs: "ReplicaSet",
   replicaset: "ReplicaSet",
   replicasets: "ReplicaSet",
+  ksvc: "Service",
+  kservice: "Service",
+  kservices: "Service",
 };
 
 /** A problem with the command line; exit code 2. */
@@ -69,7 +74,7 @@ export class ReadError extends Error {}
 
 /** The parsed command line. */
 export interface ExplainArgs {
-  readonly kind: "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet";
+  readonly kind: WorkloadKind;
   readonly name: string;
   readonly namespace: string;
   readonly prometheusUrl: string | undefined;
@@ -138,9 +143,10 @@ async function tryRead<T>(read: () => Promise<T>): Promise<Read<T>> {
 
 type AppsObject = k8s.V1Deployment | k8s.V1StatefulSet | k8s.V1DaemonSet | k8s.V1ReplicaSet;
 
-/** Reads the workload. */
-function readWorkload(apps: k8s.AppsV1Api, args: ExplainArgs): Promise<AppsObject> {
+/** Reads the workload (a Knative Service through the custom objects API: its `spec.template` is where the apps/v1 kinds keep theirs). */
+function readWorkload(apps: k8s.AppsV1Api, custom: k8s.CustomObjectsApi, args: ExplainArgs): Promise<AppsObject> {
   const p = { name: args.name, namespace: args.namespace };
+  if (args.kind === "Service") return custom.getNamespacedCustomObject({ ...KNATIVE_SERVING.Service, ...p }) as Promise<AppsObject>;
   if (args.kind === "Deployment") return apps.readNamespacedDeployment(p);
   if (args.kind === "StatefulSet") return apps.readNamespacedStatefulSet(p);
   if (args.kind === "DaemonSet") return apps.readNamespacedDaemonSet(p);
@@ -156,7 +162,7 @@ export async function explain(args: ExplainArgs, kc: k8s.KubeConfig, now: Date =
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const { namespace } = args;
-  const object = await mustRead(`${args.kind} ${namespace}/${args.name}`, () => readWorkload(apps, args));
+  const object = await mustRead(`${args.kind} ${namespace}/${args.name}`, () => readWorkload(apps, custom, args));
   const controller = object.metadata?.ownerReferences?.find((ref) => ref.controller === true);
   const workload: ExplainedWorkload = {
     kind: args.kind,
@@ -165,6 +171,7 @@ export async function explain(args: ExplainArgs, kc: k8s.KubeConfig, now: Date =
     ...(controller === undefined ? {} : { controller: { apiVersion: controller.apiVersion, kind: controller.kind, name: controller.name, uid: controller.uid } }),
     annotations: object.metadata?.annotations ?? {},
     template: (object.spec?.template ?? {}) as ExplainedWorkload["template"],
+    ...(object.metadata?.labels?.[SERVICE_LABEL] === undefined ? {} : { knativeService: object.metadata.labels[SERVICE_LABEL] }),
   };
   const list = await mustRead(`AppMonitors (${APPMONITOR_GROUP}/${APPMONITOR_VERSION}) in namespace ${namespace}`, () =>
     custom.listNamespacedCustomObject({ group: APPMONITOR_GROUP, version: APPMONITOR_VERSION, namespace, plural: APPMONITOR_PLURAL }),
@@ -175,7 +182,8 @@ export async function explain(args: ExplainArgs, kc: k8s.KubeConfig, now: Date =
   const am = found.governing?.appMonitor;
   if (am === undefined) return explainLines(workload, found, undefined, settings, now);
 
-  const selector = object.spec?.selector as LabelSelector | undefined;
+  // A Knative Service's Pods are every Revision's, which Serving labels with its name.
+  const selector = args.kind === "Service" ? { matchLabels: { [SERVICE_LABEL]: args.name } } : (object.spec?.selector as LabelSelector | undefined);
   const pods = await mustRead(`Pods of ${workloadName(workload)} in namespace ${namespace}`, () => core.listNamespacedPod({ namespace }));
   const podNames = pods.items.filter((p) => selector !== undefined && matchesLabelSelector(selector, p.metadata?.labels)).flatMap((p) => (p.metadata?.name === undefined ? [] : [p.metadata.name]));
   const input = checkRuleInput({ metadata: am.metadata, spec: am.spec });

@@ -11,7 +11,7 @@
 import { LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION, MONITOR_ANNOTATION, type AppMonitorCondition, type ScaleRecord } from "../../functions/lib/appmonitor.ts";
 import { capOf, describeCap, policyOf } from "../../functions/memory-scaler/caps.ts";
 import { type Ceilings, heldClause } from "../../functions/memory-scaler/ceilings.ts";
-import { describeChanges, parseScaleRecord } from "../../functions/memory-scaler/model.ts";
+import { apiVersionOf, describeChanges, parseScaleRecord } from "../../functions/memory-scaler/model.ts";
 import { cooldownLeft } from "../../functions/memory-scaler/scale/decide/decide.ts";
 import { type ControllerRef, describeController, knownController, notPatchedNote } from "../../functions/memory-scaler/scale/decide/owner-chain.ts";
 import { byPrecedence, coverage, precedenceRule, validAppMonitors, type Contender, type PodTemplateLike, type ValidAppMonitor } from "../../functions/memory-scaler/scale/decide/governing.ts";
@@ -29,6 +29,8 @@ export interface ExplainedWorkload {
   readonly controller?: ControllerRef;
   readonly annotations: Readonly<Record<string, string>>;
   readonly template: PodTemplateLike & { spec?: { containers?: readonly { name: string; resources?: { limits?: Record<string, string> } }[] } };
+  /** A Knative Revision's Deployment: the Service its label `serving.knative.dev/service` names. */
+  readonly knativeService?: string;
 }
 
 /** The result of {@link governing}: the AppMonitor that acts on the workload, the others that cover it, and the invalid ones left out. */
@@ -155,7 +157,11 @@ function controllerLine(workload: ExplainedWorkload): string | undefined {
   const { controller } = workload;
   if (controller === undefined) return undefined;
   const source = `${workloadName(workload)} metadata.ownerReferences`;
-  const known = knownController(workload.kind, controller);
+  const known = knownController(apiVersionOf(workload.kind), workload.kind, controller);
+  if (known === "Revision") {
+    const service = workload.knativeService === undefined ? "the Knative Service its Configuration belongs to" : `Knative Service ${workload.knativeService} (explain ksvc/${workload.knativeService})`;
+    return line("controller", `${controller.kind} ${controller.name}: memory-scaler scales ${service}, whose spec.template makes this Revision, not this ${workload.kind}`, source);
+  }
   if (known !== undefined) return line("controller", `${controller.kind} ${controller.name}: memory-scaler scales ${known} ${controller.name} (explain that one), not this ${workload.kind}`, source);
   return line("controller", `${describeController(controller)}: ${notPatchedNote(workload, controller)}; its Pods' alerts are skipped UnknownController`, source);
 }

@@ -9,7 +9,7 @@ import { pino } from "pino";
 import type { AlertEventData } from "../../functions/lib/alert-event.ts";
 import type { Cluster } from "../../functions/memory-scaler/kube/cluster.ts";
 import type { Verifier } from "../../functions/memory-scaler/kube/prometheus.ts";
-import type { WorkloadKind, WorkloadObject } from "../../functions/memory-scaler/model.ts";
+import type { KnativeObject, WorkloadKind, WorkloadObject } from "../../functions/memory-scaler/model.ts";
 import { createEventRecorder } from "../../functions/memory-scaler/kube/event-recorder.ts";
 import type { JsonPatchOperation } from "../../functions/memory-scaler/model.ts";
 import type { FlowDeps } from "../../functions/memory-scaler/scale/deps.ts";
@@ -86,6 +86,12 @@ export class FakeCluster implements Cluster {
   async readWorkload(kind: WorkloadKind, namespace: string, name: string) {
     await this.#enter();
     return structuredClone(this.workloads.get(`${kind}/${namespace}/${name}`));
+  }
+  /** Knative Revisions and Configurations, keyed `<kind>/<namespace>/<name>` as {@link workloads}. */
+  knative = new Map<string, KnativeObject>();
+  async readKnative(kind: "Revision" | "Configuration", namespace: string, name: string) {
+    await this.#enter();
+    return structuredClone(this.knative.get(`${kind}/${namespace}/${name}`));
   }
   async patchWorkload(kind: WorkloadKind, namespace: string, name: string, patch: readonly JsonPatchOperation[], dryRun: boolean) {
     await this.#enter();
@@ -284,4 +290,36 @@ export function flowDeps(cluster: FakeCluster, over: Partial<FlowDeps> = {}): Fl
     now: () => new Date("2025-06-01T12:00:00Z"),
     ...over,
   };
+}
+
+/** The Knative objects of {@link knativeCluster}: Service `web`, its Revision's Pod and that Pod's name. */
+export const KNATIVE = { service: "web", revision: "web-00001", replicaSet: "web-00001-deployment-7b9c", pod: "web-00001-deployment-7b9c-x2" } as const;
+
+/**
+ * A Knative Service `web` as Serving reconciles it: Service → Configuration → Revision `web-00001`
+ * → Deployment `web-00001-deployment` → ReplicaSet → Pod, the Pod labelled as Serving labels it
+ * and running queue-proxy beside `user-container` (384Mi/256Mi, annotated in the Service's
+ * `spec.template`), on a node; and `mymonitor` with `spec`.
+ */
+export function knativeCluster(spec: Record<string, unknown> = { memThresholdPercent: 75, memMultiplier: 2 }): FakeCluster {
+  const cluster = new FakeCluster();
+  const ksvc = "serving.knative.dev/v1";
+  const controller = (apiVersion: string, kind: string, name: string, uid: string) => [{ apiVersion, kind, name, uid, controller: true }];
+  const user: k8s.V1Container = { name: "user-container", image: "memhog", resources: { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } } };
+  const queue: k8s.V1Container = { name: "queue-proxy", image: "queue", resources: { requests: { cpu: "25m" }, limits: { memory: "128Mi" } } };
+  const annotations = { "app-monitor.kubedemo.com/monitor": "true", "autoscaling.knative.dev/min-scale": "1" };
+  const template = { metadata: { annotations }, spec: { containers: [user] } };
+  cluster.workloads.set(`Service/${NS}/web`, { metadata: { name: "web", namespace: NS, uid: "ks1", generation: 1 }, spec: { template }, status: { observedGeneration: 1, latestCreatedRevisionName: KNATIVE.revision, latestReadyRevisionName: KNATIVE.revision } });
+  cluster.knative.set(`Configuration/${NS}/web`, { metadata: { name: "web", namespace: NS, uid: "kc1", ownerReferences: controller(ksvc, "Service", "web", "ks1") } });
+  cluster.knative.set(`Revision/${NS}/${KNATIVE.revision}`, { metadata: { name: KNATIVE.revision, namespace: NS, uid: "kr1", ownerReferences: controller(ksvc, "Configuration", "web", "kc1") } });
+  const labels = { "serving.knative.dev/service": "web", "serving.knative.dev/serviceUID": "ks1", "serving.knative.dev/revision": KNATIVE.revision, "serving.knative.dev/configuration": "web" };
+  const podTemplate = { metadata: { labels, annotations }, spec: { containers: [user, queue] } };
+  cluster.workloads.set(`Deployment/${NS}/web-00001-deployment`, { metadata: { name: "web-00001-deployment", namespace: NS, uid: "kd1", ownerReferences: controller(ksvc, "Revision", KNATIVE.revision, "kr1") }, spec: { template: podTemplate } });
+  cluster.workloads.set(`ReplicaSet/${NS}/${KNATIVE.replicaSet}`, { metadata: { name: KNATIVE.replicaSet, namespace: NS, uid: "krs1", ownerReferences: controller("apps/v1", "Deployment", "web-00001-deployment", "kd1") }, spec: { template: podTemplate } });
+  cluster.pods.set(`${NS}/${KNATIVE.pod}`, {
+    metadata: { name: KNATIVE.pod, namespace: NS, uid: "kp1", generation: 1, annotations, labels: { ...labels, "pod-template-hash": "7b9c" }, ownerReferences: controller("apps/v1", "ReplicaSet", KNATIVE.replicaSet, "krs1") },
+    spec: { ...podTemplate.spec, nodeName: "node-1" },
+  });
+  cluster.appMonitors.set(`${NS}/mymonitor`, { apiVersion: "kubedemo.com/v1", kind: "AppMonitor", metadata: { name: "mymonitor", namespace: NS, uid: "a1", resourceVersion: "1" }, spec });
+  return cluster;
 }

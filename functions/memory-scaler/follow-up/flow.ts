@@ -42,8 +42,8 @@ import type { Logger } from "pino";
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND, type AppMonitorSpec, type AppMonitorStatus, type UpdateMode } from "../../lib/appmonitor.ts";
 import { toHttpFailure } from "../../lib/kube-api-errors.ts";
 import { formatTimestamp } from "../../lib/rfc3339.ts";
-import { podResizeView, type PodResizeView, podView, selectorString, workloadView } from "../kube/views.ts";
-import { APPS_V1, objectRef, type WorkloadKind } from "../model.ts";
+import { podResizeView, type PodResizeView, podView, revisionView, selectorString, workloadView } from "../kube/views.ts";
+import { apiVersionOf, objectRef, type WorkloadKind } from "../model.ts";
 import { cappedWorkloads, withCapsOf } from "../status/capped.ts";
 import { capOf } from "../caps.ts";
 import { withoutEndedLeaks } from "../status/leaks.ts";
@@ -189,7 +189,13 @@ async function followOne(
   const object = WORKLOAD_KINDS.has(kind) && inPlace === undefined ? await cluster.readWorkload(kind as WorkloadKind, am.namespace, name) : undefined;
   const selector = selectorString(object?.spec?.selector);
   const pods = object === undefined || selector === undefined ? [] : await cluster.listPods(am.namespace, selector);
-  const follow = resize?.follow ?? inPlace ?? decideFollowUp({ rollout, workload: object === undefined ? undefined : workloadView(kind, object), pods: pods.map(podView), stuckRollout: am.stuckRollout, now });
+  // A Knative Service's rollout is its latest Revision's coming up.
+  const latest = kind === "Service" ? object?.status?.latestCreatedRevisionName : undefined;
+  const revision = latest === undefined ? undefined : await cluster.readKnative("Revision", am.namespace, latest);
+  const follow =
+    resize?.follow ??
+    inPlace ??
+    decideFollowUp({ rollout, workload: object === undefined ? undefined : workloadView(kind, object), pods: pods.map(podView), revision: revision === undefined ? undefined : revisionView(revision), stuckRollout: am.stuckRollout, now });
   const line = { appmonitor: `${am.namespace}/${am.name}`, workload: `${kind}/${name}`, generation: rollout.generation, result: follow.result };
 
   if (follow.result === "gone") {
@@ -198,7 +204,7 @@ async function followOne(
     return true;
   }
   const amRef = objectRef(APPMONITOR_API_VERSION, APPMONITOR_KIND, am.namespace, am.name, am.uid);
-  const wlRef = resize?.ref ?? objectRef(APPS_V1, kind, am.namespace, name, object?.metadata?.uid);
+  const wlRef = resize?.ref ?? objectRef(apiVersionOf(kind), kind, am.namespace, name, object?.metadata?.uid);
   const end = ending(follow);
   if (end !== undefined) {
     log.info({ ...line, reason: end.reason }, follow.message);

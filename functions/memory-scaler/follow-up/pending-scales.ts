@@ -7,7 +7,7 @@
 import type { Logger } from "pino";
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND, LAST_SCALE_ANNOTATION, LAST_SCALE_RECORD_ANNOTATION, type AppMonitorStatus } from "../../lib/appmonitor.ts";
 import { eventsOf } from "../events.ts";
-import { APPS_V1, objectRef, parseScaleRecord, type RecordedScale, type ScaleRecordAnnotation, type WorkloadKind } from "../model.ts";
+import { apiVersionOf, objectRef, parseScaleRecord, type RecordedScale, type ScaleRecordAnnotation, type WorkloadKind } from "../model.ts";
 import { podReplacement } from "../replacement.ts";
 import { repairedStatus } from "../status/changes.ts";
 import { PENDING_SCALE_GRACE_SECONDS, type PendingScale, withoutPendingScale } from "../status/pending-scales.ts";
@@ -15,7 +15,7 @@ import { recordState } from "../status/recent-scales.ts";
 import type { FollowDeps } from "./deps.ts";
 
 /** The kinds whose rollouts a tick follows by their controller's status (a bare ReplicaSet replaces no Pod; a bare Pod's resize is `resize.ts`'s). */
-export const WORKLOAD_KINDS: ReadonlySet<string> = new Set(["Deployment", "StatefulSet", "DaemonSet"]);
+export const WORKLOAD_KINDS: ReadonlySet<string> = new Set(["Deployment", "StatefulSet", "DaemonSet", "Service"]);
 /** The kinds a scale patches, so the kinds a `status.pendingScales` entry names. */
 const SCALED_KINDS: ReadonlySet<string> = new Set([...WORKLOAD_KINDS, "ReplicaSet"]);
 
@@ -54,7 +54,7 @@ export async function recordPendingScale(
     missing ? "recording a scale whose status write failed, from the workload's last-scale record" : "the scale is recorded already: taking it off status.pendingScales",
   );
   const amRef = objectRef(APPMONITOR_API_VERSION, APPMONITOR_KIND, am.namespace, am.name, am.uid);
-  const wlRef = objectRef(APPS_V1, kind, am.namespace, name, object?.metadata?.uid);
+  const wlRef = objectRef(apiVersionOf(kind), kind, am.namespace, name, object?.metadata?.uid);
   const replacement = podReplacement({ kind, replicas: object?.spec?.replicas, updateStrategy: object?.spec?.updateStrategy?.type, volumes: object?.spec?.template?.spec?.volumes ?? [] });
   const events = eventsOf(
     { reason: "Scaled", changes: record.changes, multiplier: record.multiplier, trigger: record.trigger ?? "threshold", key: record.event, replacement },

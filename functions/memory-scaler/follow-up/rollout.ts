@@ -26,7 +26,8 @@
  * A StatefulSet or DaemonSet with `updateStrategy: OnDelete` stays pending, naming the Pods still
  * on the old revision, until every Pod has been replaced.
  */
-import type { PodView, WorkloadView } from "../kube/views.ts";
+import type { PodView, RevisionView, WorkloadView } from "../kube/views.ts";
+import { decideRevisionFollowUp } from "./revision.ts";
 import type { PendingRollout } from "../status/rollouts.ts";
 
 /**
@@ -43,13 +44,16 @@ export const ROLLOUT_DEADLINE_SECONDS = 600;
  */
 export type RolloutFailure = "ProgressDeadlineExceeded" | "FailedCreate" | "PodUnschedulable" | "CrashLoopingPod" | "Infeasible" | "ResizeError" | "Deferred";
 
+/** A Knative Revision's own reason for not being Ready (`revision.ts`), as Serving words it: `ExitCode137`, `ContainerMissing`, …. */
+export type RevisionFailure = string;
+
 /** The result of {@link decideFollowUp}. */
 export type FollowUp =
   /** The workload is gone, or is another one now (another uid, a generation below the recorded one): forget the rollout. */
   | { readonly result: "gone"; readonly message: string }
   | { readonly result: "progressing"; readonly message: string; readonly waitingPods?: readonly string[] }
   | { readonly result: "rolledOut"; readonly message: string }
-  | { readonly result: "failed"; readonly reason: RolloutFailure; readonly message: string }
+  | { readonly result: "failed"; readonly reason: RolloutFailure | RevisionFailure; readonly message: string }
   /** `spec.updateMode: InPlaceOrRollout`: the in-place resize failed, write the recorded memory into the template instead (`follow-up/in-place.ts`). */
   | { readonly result: "fallBack"; readonly reason: RolloutFailure; readonly message: string }
   /** `stuckRollout: DeletePod`: delete this Pod (uid as precondition); the rollout stays pending. */
@@ -63,6 +67,8 @@ export interface FollowUpInput {
   /** Undefined: the workload no longer exists. */
   readonly workload: WorkloadView | undefined;
   readonly pods: readonly PodView[];
+  /** A Knative Service's latest created Revision, as read (undefined: none, or not a Service). */
+  readonly revision?: RevisionView | undefined;
   /** `spec.stuckRollout` of the AppMonitor; absent means `Report`. */
   readonly stuckRollout: "Report" | "DeletePod" | undefined;
   readonly now: Date;
@@ -79,7 +85,8 @@ function pendingNote(pods: readonly PodView[]): string {
  * Decides where `input.rollout` stands. Rules, in order:
  * 1. no workload, or one with another uid, or a generation below the recorded one → `gone`;
  * 2. the controller has not observed the recorded generation → `progressing`;
- * 3. Deployment: `ReplicaFailure` True → `failed` `FailedCreate` (its message: the quota's);
+ * 3. a Knative Service: its latest Revision's `Ready` condition (`revision.ts`);
+ *    Deployment: `ReplicaFailure` True → `failed` `FailedCreate` (its message: the quota's);
  *    `Progressing` False with reason `ProgressDeadlineExceeded` → `failed` (with the unschedulable
  *    Pods, if any);
  * 4. StatefulSet or DaemonSet `OnDelete`: Pods whose revision is not `updateRevision` (a DaemonSet:
@@ -104,6 +111,8 @@ export function decideFollowUp(input: FollowUpInput): FollowUp {
   if (w.observedGeneration === undefined || w.observedGeneration < rollout.generation) {
     return { result: "progressing", message: `${subject}: its controller has not yet seen generation ${rollout.generation}` };
   }
+
+  if (w.kind === "Service") return decideRevisionFollowUp(w, input.revision);
 
   if (w.kind === "Deployment") {
     const failure = w.conditions.find((c) => c.type === "ReplicaFailure" && c.status === "True");

@@ -16,7 +16,7 @@ import { workloadsDue } from "../status/scale-down.ts";
 import type { FollowDeps } from "./deps.ts";
 
 /** The kinds a down-step lowers: those a scale patches. */
-const KINDS: ReadonlySet<string> = new Set(["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"]);
+const KINDS: ReadonlySet<string> = new Set(["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Service"]);
 
 /** Defaults of `spec.scaleDown` (the CRD's, which the API server writes; here for an object stored before it had them). */
 const DEFAULTS: Required<AppMonitorScaleDown> = { quietPeriodSeconds: 86400, marginPercent: 10 };

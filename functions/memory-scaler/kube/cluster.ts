@@ -8,9 +8,10 @@
 import * as k8s from "@kubernetes/client-node";
 import { APPMONITOR_GROUP, APPMONITOR_PLURAL, APPMONITOR_VERSION } from "../../lib/appmonitor.ts";
 import { isObjectNotFound } from "../../lib/kube-api-errors.ts";
-import { FIELD_MANAGER, type JsonPatchOperation, type WorkloadKind, type WorkloadObject } from "../model.ts";
+import { FIELD_MANAGER, type JsonPatchOperation, type KnativeObject, type WorkloadKind, type WorkloadObject } from "../model.ts";
 import { scopeNamespaces, type NamespaceScope } from "../../lib/namespace-scope.ts";
 import { createNodeMemoryView } from "./node-memory.ts";
+import { KNATIVE_SERVING } from "../knative.ts";
 
 /** The VerticalPodAutoscaler resource (https://github.com/kubernetes/autoscaler/tree/master/vertical-pod-autoscaler). */
 export const VERTICAL_POD_AUTOSCALERS = { group: "autoscaling.k8s.io", version: "v1", plural: "verticalpodautoscalers" } as const;
@@ -19,10 +20,12 @@ export const VERTICAL_POD_AUTOSCALERS = { group: "autoscaling.k8s.io", version: 
 export interface Cluster {
   /** GET pods/{name}; undefined on 404. */
   readPod(namespace: string, name: string): Promise<k8s.V1Pod | undefined>;
-  /** GET apps/v1 {kind}s/{name}; undefined on 404. */
+  /** GET apps/v1 {kind}s/{name} (a Knative Service: serving.knative.dev/v1 services/{name}); undefined on 404. */
   readWorkload(kind: WorkloadKind, namespace: string, name: string): Promise<WorkloadObject | undefined>;
+  /** GET serving.knative.dev/v1 revisions/{name} or configurations/{name}: a link of a Revision Pod's owner walk, and the Revision a Service's rollout made; undefined on 404. */
+  readKnative(kind: "Revision" | "Configuration", namespace: string, name: string): Promise<KnativeObject | undefined>;
   /**
-   * PATCH apps/v1 {kind}s/{name} with `application/json-patch+json`; with `dryRun` the API
+   * PATCH apps/v1 {kind}s/{name} (a Knative Service: serving.knative.dev/v1 services/{name}) with `application/json-patch+json`; with `dryRun` the API
    * server runs every admission step and persists nothing (`?dryRun=All`,
    * https://kubernetes.io/docs/reference/using-api/api-concepts/#dry-run).
    */
@@ -164,8 +167,12 @@ export function createCluster(kc: k8s.KubeConfig, scope: NamespaceScope = { all:
           return orUndefined(apps.readNamespacedDaemonSet(param));
         case "ReplicaSet":
           return orUndefined(apps.readNamespacedReplicaSet(param));
+        case "Service":
+          return orUndefined(custom.getNamespacedCustomObject({ ...KNATIVE_SERVING.Service, ...param }) as Promise<WorkloadObject>);
       }
     },
+
+    readKnative: (kind, namespace, name) => orUndefined(custom.getNamespacedCustomObject({ ...KNATIVE_SERVING[kind], namespace, name }) as Promise<KnativeObject>),
 
     async patchWorkload(kind, namespace, name, patch, dryRun) {
       const param = { namespace, name, body: patch, fieldManager: FIELD_MANAGER, ...(dryRun ? { dryRun: "All" } : {}) };
@@ -179,6 +186,8 @@ export function createCluster(kc: k8s.KubeConfig, scope: NamespaceScope = { all:
             return apps.patchNamespacedDaemonSet(param, jsonPatch);
           case "ReplicaSet":
             return apps.patchNamespacedReplicaSet(param, jsonPatch);
+          case "Service":
+            return custom.patchNamespacedCustomObject({ ...KNATIVE_SERVING.Service, ...param }, jsonPatch) as Promise<WorkloadObject>;
         }
       })();
       return { generation: written.metadata?.generation };

@@ -5,7 +5,7 @@
  * Pod's resize. No I/O: the objects come from `kube/cluster.ts`.
  */
 import type * as k8s from "@kubernetes/client-node";
-import { type ContainerKind, type ContainerMemory, FIELD_MANAGER, type WorkloadObject } from "../model.ts";
+import { type ContainerKind, type ContainerMemory, FIELD_MANAGER, type KnativeObject, type KnativeTrafficTarget, type WorkloadObject } from "../model.ts";
 
 /**
  * Every container status of the Pod: `status.containerStatuses`, then `initContainerStatuses`
@@ -47,7 +47,21 @@ export function workloadView(kind: string, object: WorkloadObject): WorkloadView
     updateRevision: st.updateRevision,
     currentRevision: st.currentRevision,
     conditions: st.conditions ?? [],
+    latestCreatedRevision: st.latestCreatedRevisionName,
+    traffic: object.spec?.traffic,
   };
+}
+
+/** The follow-up's view of a Knative Revision as read: its name and its `Ready` condition. */
+export function revisionView(revision: KnativeObject): RevisionView {
+  return { name: revision.metadata?.name ?? "", ready: revision.status?.conditions?.find((c) => c.type === "Ready") };
+}
+
+/** A Knative Revision as the follow-up reads it (`follow-up/revision.ts`). */
+export interface RevisionView {
+  readonly name: string;
+  /** Its `Ready` condition; undefined before Serving reconciled it. */
+  readonly ready: WorkloadCondition | undefined;
 }
 
 /** The decision's view of a Pod as read. */
@@ -97,6 +111,10 @@ export interface WorkloadView {
   readonly updateRevision: string | undefined;
   readonly currentRevision: string | undefined;
   readonly conditions: readonly WorkloadCondition[];
+  /** Knative Service `status.latestCreatedRevisionName`: the Revision its template made. */
+  readonly latestCreatedRevision?: string | undefined;
+  /** Knative Service `spec.traffic`. */
+  readonly traffic?: readonly KnativeTrafficTarget[] | undefined;
 }
 
 /** What the decision reads of one Pod of the workload. */

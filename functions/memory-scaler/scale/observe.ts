@@ -20,9 +20,9 @@ import { classifyApiError, toHttpFailure } from "../../lib/kube-api-errors.ts";
 import type { Ceilings } from "../ceilings.ts";
 import { type VerticalPodAutoscalerView, vpaView } from "../coexist/autoscalers.ts";
 import type { Cluster } from "../kube/cluster.ts";
-import { APPS_V1, type ObjectRef, objectRef, type Workload, type WorkloadKind, type WorkloadObject } from "../model.ts";
+import { apiVersionOf, type KnativeObject, KNATIVE_SERVING_V1, type ObjectRef, objectRef, type Workload, type WorkloadKind, type WorkloadObject } from "../model.ts";
 import type { NoneGoverns } from "../outcome.ts";
-import { type ChainLink, type ControllerRef, nextOwnerStep, type OwnerSkipReason } from "./decide/owner-chain.ts";
+import { type ChainLink, type ControllerRef, type KnativeLinkKind, nextOwnerStep, type OwnerKind, type OwnerSkipReason } from "./decide/owner-chain.ts";
 import { namedAppMonitor, type NamespaceAppMonitors, type ValidAppMonitor, validAppMonitors } from "./decide/governing.ts";
 
 /** What the read step found. */
@@ -101,9 +101,9 @@ export async function observeFiring(cluster: Cluster, alert: { readonly namespac
   return { result: "observed", pod, monitors, named: named.appMonitor, workload: resolution.workload, hpas, vpas: vpas.map(vpaView) };
 }
 
-/** A workload a Pod's name suggests as its owner, to read before the Pod's owner references are known. */
+/** An owner a Pod's name suggests, to read before the Pod's owner references are known. */
 export interface OwnerGuess {
-  readonly kind: WorkloadKind;
+  readonly kind: OwnerKind;
   readonly name: string;
 }
 
@@ -114,7 +114,11 @@ export interface OwnerGuess {
  * ReplicaSet (and a DaemonSet) `<owner>-<5 random characters>`, and a Deployment names its
  * ReplicaSets `<deployment>-<pod-template-hash>`
  * (https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#pod-template-hash-label),
- * so a suffix of digits reads as a StatefulSet's Pod and any other as a Deployment's. No guess
+ * so a suffix of digits reads as a StatefulSet's Pod and any other as a Deployment's. Knative
+ * Serving names a Revision's Deployment `<revision>-deployment` and a Configuration's Revisions
+ * `<configuration>-<5 digits>`, the Configuration after its Service
+ * (knative.dev/serving `pkg/reconciler/revision/resources/names`, `pkg/reconciler/configuration/resources`),
+ * so such a Deployment's name adds the Revision, the Configuration and the Service. No guess
  * for a name without a `-`. Pure: a guess is only what to read early, never trusted.
  */
 export function ownerGuesses(podName: string): OwnerGuess[] {
@@ -124,20 +128,26 @@ export function ownerGuesses(podName: string): OwnerGuess[] {
   if (/^[0-9]+$/.test(podName.slice(cut + 1))) return [{ kind: "StatefulSet", name: owner }];
   const rsCut = owner.lastIndexOf("-");
   const replicaSet: OwnerGuess = { kind: "ReplicaSet", name: owner };
-  return rsCut <= 0 ? [replicaSet] : [replicaSet, { kind: "Deployment", name: owner.slice(0, rsCut) }];
+  if (rsCut <= 0) return [replicaSet];
+  const deployment = owner.slice(0, rsCut);
+  const revision = /^(.+)-deployment$/.exec(deployment)?.[1];
+  const service = revision === undefined ? undefined : /^(.+)-[0-9]{5}$/.exec(revision)?.[1];
+  const knative: OwnerGuess[] =
+    revision === undefined ? [] : [{ kind: "Revision", name: revision }, ...(service === undefined ? [] : [{ kind: "Configuration", name: service } as const, { kind: "Service", name: service } as const])];
+  return [replicaSet, { kind: "Deployment", name: deployment }, ...knative];
 }
 
 /** Reads started early, by kind and name; looked up by {@link resolveWorkload} before it reads itself. */
-export type PrefetchedOwners = (kind: WorkloadKind, name: string) => Promise<WorkloadObject | undefined> | undefined;
+export type PrefetchedOwners = (kind: OwnerKind, name: string) => Promise<WorkloadObject | KnativeObject | undefined> | undefined;
 
 /**
  * Starts the reads of `guesses` at once. A read's failure is kept for whoever uses it: a guess
  * never used fails nothing (its rejection is handled here so it is not an unhandled one).
  */
 export function prefetchOwners(cluster: Cluster, namespace: string, guesses: readonly OwnerGuess[]): PrefetchedOwners {
-  const reads = new Map<string, Promise<WorkloadObject | undefined>>();
+  const reads = new Map<string, Promise<WorkloadObject | KnativeObject | undefined>>();
   for (const { kind, name } of guesses) {
-    const read = cluster.readWorkload(kind, namespace, name);
+    const read = isLink(kind) ? cluster.readKnative(kind, namespace, name) : cluster.readWorkload(kind, namespace, name);
     read.catch(() => undefined);
     reads.set(`${kind}/${name}`, read);
   }
@@ -189,34 +199,45 @@ export async function resolveWorkload(cluster: Cluster, pod: k8s.V1Pod, prefetch
   const owner = chain[0]?.controller;
   const hash = pod.metadata?.labels?.["pod-template-hash"];
   const guess = owner?.kind === "ReplicaSet" && hash !== undefined && owner.name.endsWith(`-${hash}`) ? owner.name.slice(0, -(hash.length + 1)) : "";
-  const direct = (kind: WorkloadKind, name: string) => prefetched(kind, name) ?? cluster.readWorkload(kind, namespace, name);
+  // A guess is read by its kind's own call, so what it holds is of that kind.
+  const direct = (kind: WorkloadKind, name: string) => (prefetched(kind, name) as Promise<WorkloadObject | undefined> | undefined) ?? cluster.readWorkload(kind, namespace, name);
   const likely = guess === "" ? undefined : direct("Deployment", guess);
   likely?.catch(() => undefined);
   const read = (kind: WorkloadKind, name: string) => (kind === "Deployment" && name === guess && likely !== undefined ? likely : direct(kind, name));
 
-  // The last workload read; the rule goes only up kinds it knows, so the loop ends (at most 2 reads).
+  // The last workload read; the rule goes only up kinds it knows, so the loop ends (at most 2
+  // reads, 5 for a Knative Revision's Pod: ReplicaSet, Deployment, Revision, Configuration, Service).
   let top: { kind: WorkloadKind; object: WorkloadObject } | undefined;
   for (;;) {
     const step = nextOwnerStep(chain);
     if (step.step === "top") return top === undefined ? { result: "bare" } : found(top.kind, namespace, top.object);
     if (step.step === "skip") {
       const meta = top?.object.metadata;
-      const workload = top === undefined ? {} : { workload: objectRef(APPS_V1, top.kind, namespace, meta?.name ?? "", meta?.uid) };
+      const workload = top === undefined ? {} : { workload: objectRef(apiVersionOf(top.kind), top.kind, namespace, meta?.name ?? "", meta?.uid) };
       return { result: "unsupported", reason: step.reason, message: step.message, controller: step.controller, ...workload };
     }
-    const object = await readOwned(read, step.kind, step.ref);
+    const object = await readOwned(readStep, step.kind, step.ref);
     if ("result" in object) return object;
-    top = { kind: step.kind, object };
-    chain.push(linkOf(APPS_V1, step.kind, object.metadata));
+    if (!isLink(step.kind)) top = { kind: step.kind, object };
+    chain.push(linkOf(isLink(step.kind) ? KNATIVE_SERVING_V1 : apiVersionOf(step.kind), step.kind, object.metadata));
+  }
+
+  function readStep(kind: OwnerKind, name: string): Promise<WorkloadObject | KnativeObject | undefined> {
+    return isLink(kind) ? (prefetched(kind, name) ?? cluster.readKnative(kind, namespace, name)) : read(kind, name);
   }
 }
 
+/** Whether the walk reads `kind` only to go on above it (a Knative Revision or Configuration). */
+function isLink(kind: OwnerKind): kind is KnativeLinkKind {
+  return kind === "Revision" || kind === "Configuration";
+}
+
 /** Reads the referenced object and checks it is the one referenced (same uid), not a namesake. */
-async function readOwned(
-  read: (kind: WorkloadKind, name: string) => Promise<WorkloadObject | undefined>,
-  kind: WorkloadKind,
+async function readOwned<T extends WorkloadObject | KnativeObject>(
+  read: (kind: OwnerKind, name: string) => Promise<T | undefined>,
+  kind: OwnerKind,
   ref: ControllerRef,
-): Promise<WorkloadObject | { result: "gone"; message: string }> {
+): Promise<T | { result: "gone"; message: string }> {
   const object = await read(kind, ref.name);
   if (object === undefined || (ref.uid !== undefined && object.metadata?.uid !== ref.uid)) {
     return { result: "gone", message: `${kind} ${ref.name} (uid ${ref.uid}) no longer exists` };

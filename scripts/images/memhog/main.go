@@ -15,6 +15,9 @@
 //	               "sawtooth" (allocate up to the target, release down to MEMHOG_LOW and return
 //	               it to the kernel, allocate again, and so on: a garbage collector's pattern)
 //	MEMHOG_LOW     bytes kept at each release of the sawtooth (default 0); below the target
+//	PORT           when set (as Knative Serving sets it), a TCP port it accepts connections on and
+//	               answers each with an empty HTTP 200, so that a Knative Revision's queue-proxy
+//	               finds it up; unset, it listens on nothing
 //
 // Every page is written, so the memory is resident and counted in the cgroup's working set.
 // It logs one line per step on stdout and exits 0 on SIGTERM.
@@ -23,6 +26,7 @@ package main
 import (
 	"fmt"
 	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -66,7 +70,39 @@ func env(name, def string) string {
 	return def
 }
 
+// answer accepts connections on port and answers each with an empty HTTP 200: what a Knative
+// Revision's queue-proxy probes and forwards to. Raw TCP, not net/http, so memhog's own memory
+// stays what it was.
+func answer(port string) error {
+	listener, err := net.Listen("tcp", ":"+port)
+	if err != nil {
+		return fmt.Errorf("PORT=%q: %w", port, err)
+	}
+	go func() {
+		for {
+			conn, err := listener.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+				buf := make([]byte, 4096)
+				_, _ = conn.Read(buf)
+				_, _ = conn.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"))
+			}()
+		}
+	}()
+	return nil
+}
+
 func main() {
+	if port := env("PORT", ""); port != "" {
+		if err := answer(port); err != nil {
+			fmt.Fprintln(os.Stderr, "memhog:", err)
+			os.Exit(2)
+		}
+	}
 	target, err := parseQuantity("MEMHOG_TARGET", env("MEMHOG_TARGET", "320Mi"))
 	if err == nil {
 		var rate int64

@@ -674,6 +674,13 @@ describe("spec.targetRef and selectorMode Narrow narrow the rule", () => {
     assert.match(expr, /kube_pod_annotations\{namespace="shop", annotation_app_monitor_kubedemo_com_monitor="true"\} and on \(namespace, pod\) kube_pod_labels\{namespace="shop", label_app="web"\}/);
     assert.doesNotMatch(expr, /\n {2}or\n/);
   });
+  test("a Knative Service: the matcher takes its Revision Pods (<service>-<revision number>-deployment-<hash>-<suffix>), not another Service's", () => {
+    const expr = alertExpression(monitor({ spec: { targetRef: { apiVersion: "serving.knative.dev/v1", kind: "Service", name: "web" } } }), "cadvisor");
+    const matcher = /pod=~"([^"]+)"/.exec(expr)?.[1] ?? "";
+    const anchored = new RegExp(`^(?:${matcher})$`);
+    assert.ok(anchored.test("web-00001-deployment-7b9c8d6f5-x2zqk"), matcher);
+    assert.equal(anchored.test("api-00001-deployment-7b9c8d6f5-x2zqk"), false);
+  });
   test("without a targetRef the series are limited to the namespace only, as before", () => {
     assert.doesNotMatch(alertExpression(monitor(), "cadvisor"), /pod=~/);
   });

@@ -13,7 +13,7 @@ test("knative/admission/in-place-memory.yaml is up to date (node scripts/in-plac
 test("a policy per workload kind, never failing a Pod's creation, each bound to the labelled workloads of the Pod's namespace", () => {
   const manifests = inPlacePolicies() as { kind: string; metadata: { name: string }; spec: Record<string, unknown> }[];
   const policies = manifests.filter((m) => m.kind === "MutatingAdmissionPolicy");
-  assert.deepEqual(policies.map((p) => (p.spec.paramKind as { kind: string }).kind), ["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"]);
+  assert.deepEqual(policies.map((p) => (p.spec.paramKind as { kind: string }).kind), ["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Service"]);
   for (const p of policies) assert.equal(p.spec.failurePolicy, "Ignore", p.metadata.name);
   const bindings = manifests.filter((m) => m.kind === "MutatingAdmissionPolicyBinding");
   assert.deepEqual(bindings.map((b) => b.spec.policyName), policies.map((p) => p.metadata.name));

@@ -30,6 +30,7 @@ import { IN_PLACE_MEMORY_ANNOTATION, type UpdateMode } from "../../../lib/appmon
 import { apiStatus, isPatchConflict, isRefusal, toHttpFailure } from "../../../lib/kube-api-errors.ts";
 import { gitOpsOwner } from "../../coexist/gitops.ts";
 import { effectiveMemory, formatInPlaceRecord, type InPlaceEntry, parseInPlaceRecord, podChanges, withInPlaceChanges } from "../../in-place.ts";
+import { isRevisionPodOf, servicePodSelector, userContainers } from "../../knative.ts";
 import { memoryOf, runningMemory, selectorString } from "../../kube/views.ts";
 import { describeChanges, type Workload } from "../../model.ts";
 import { scaledDownNote } from "../../events.ts";
@@ -42,8 +43,13 @@ import type { ResizedPod, WriteInput, WriteResult, WriteTarget } from "./target.
 import { templateTarget } from "./template-target.ts";
 import { listPendingScale } from "./write.ts";
 
-/** Whether `pod` is one of `workload`'s: its controller is the workload (a Deployment's through its ReplicaSet `<name>-<pod-template-hash>`). The admission policy's rule too. */
+/**
+ * Whether `pod` is one of `workload`'s: its controller is the workload (a Deployment's through its
+ * ReplicaSet `<name>-<pod-template-hash>`, a Knative Service's through its Revision's:
+ * `../../knative.ts` `isRevisionPodOf`). The admission policy's rule too.
+ */
 export function isPodOf(workload: Workload, pod: k8s.V1Pod): boolean {
+  if (workload.kind === "Service") return isRevisionPodOf({ name: workload.name, uid: workload.object.metadata?.uid }, pod);
   const owner = pod.metadata?.ownerReferences?.find((r) => r.controller === true && r.apiVersion === "apps/v1");
   if (owner === undefined) return false;
   if (workload.kind !== "Deployment") return owner.kind === workload.kind && owner.uid === workload.object.metadata?.uid;
@@ -57,8 +63,10 @@ export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: T
   const { metadata, spec } = workload.object;
   const template = memoryOf(spec.template.spec);
   const record = parseInPlaceRecord(metadata?.annotations?.[IN_PLACE_MEMORY_ANNOTATION]);
-  const running = runningMemory(pod);
-  const specMemory = memoryOf(pod.spec);
+  // A Revision Pod's queue-proxy is Serving's: never resized (nothing of the Service's template sets it).
+  const mine = <T extends { name: string }>(memory: T[]): T[] => (workload.kind === "Service" ? userContainers(memory) : memory);
+  const running = mine(runningMemory(pod));
+  const specMemory = mine(memoryOf(pod.spec));
   const { kind, name } = base.view.workload;
   // Containers the alerting Pod runs short of the workload's memory, and whether a resize is asking for it.
   const behind = podChanges(running, base.view.desired);
@@ -78,7 +86,8 @@ export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: T
     const catchUp = changes.every((c) => base.view.desired.some((d) => d.name === c.container && d.limit === c.to.limit));
     const inPlace = catchUp ? record : withInPlaceChanges(template, record, changes);
     const target = effectiveMemory(template, inPlace);
-    const selector = selectorString(spec.selector);
+    // A Knative Service has no selector of its own: its Pods are those Serving labels with its name.
+    const selector = workload.kind === "Service" ? servicePodSelector(name) : selectorString(spec.selector);
     const pods = selector === undefined ? [] : (await cluster.listPods(namespace, selector).catch((error: unknown) => {
       throw toHttpFailure(error, `list the Pods of ${kind} ${namespace}/${name}`);
     }));

@@ -29,8 +29,9 @@ import { budgetUse, detectRevert, detectRevertFromStatus, REVERT_WINDOW_MS, scal
 import { leakWindowMs } from "../decide/leak-guard.ts";
 import { heapClause, type Reported, scaledDownNote, scaledNote, settingsClause } from "../../events.ts";
 import { effectiveMemory, foldedChanges, type InPlaceEntry, parseInPlaceRecord, recordedChanges } from "../../in-place.ts";
+import { pinnedTrafficNote, userContainers } from "../../knative.ts";
 import { memoryOf } from "../../kube/views.ts";
-import { APPS_V1, type ContainerMemory, describeChanges, type JsonPatchOperation, kindOf, objectRef, parseScaleRecord, type RecordedScale, type Workload } from "../../model.ts";
+import { apiVersionOf, type ContainerMemory, describeChanges, type JsonPatchOperation, kindOf, objectRef, parseScaleRecord, type RecordedScale, type Workload } from "../../model.ts";
 import type { Scale, Skip } from "../../outcome.ts";
 import { podReplacement, type PodReplacement } from "../../replacement.ts";
 import { repairedStatus } from "../../status/changes.ts";
@@ -95,7 +96,8 @@ export function templateTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: 
     template,
     inPlace,
     desired: effectiveMemory(template, inPlace),
-    running: memoryOf(pod.spec),
+    // A Revision Pod's queue-proxy is Serving's: no template of the Service sets it.
+    running: workload.kind === "Service" ? userContainers(memoryOf(pod.spec)) : memoryOf(pod.spec),
     strategy: { kind: workload.kind, name: workload.name, updateStrategy: spec.updateStrategy?.type, updateRevision: workload.object.status?.updateRevision, replicas: spec.replicas },
     replacement: podReplacement({ kind: workload.kind, replicas: spec.replicas, updateStrategy: spec.updateStrategy?.type, volumes: spec.template.spec?.volumes ?? [] }),
     // A flag memory-scaler wrote after a heap error is its own: raised with the limit, never held.
@@ -104,7 +106,7 @@ export function templateTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: 
   return {
     view: {
       workload: t.named,
-      ref: objectRef(APPS_V1, workload.kind, workload.namespace, workload.name, metadata?.uid),
+      ref: objectRef(apiVersionOf(workload.kind), workload.kind, workload.namespace, workload.name, metadata?.uid),
       owner: { kind: workload.kind, name: workload.name, template: spec.template },
       desired: t.desired,
       running: t.running,
@@ -207,7 +209,9 @@ async function write(t: Template, input: WriteInput): Promise<WriteResult> {
   // After a heap error, or for a declared runtime: the heap set with the limit where its default would not follow it (`heap-settings.ts`).
   const { settings } = heapSettings(input.changes, runtimesOf(input), t.heaps);
   const patch = [
-    ...buildTemplatePatch({ templateContainers: template, changes, annotations, time: now, record }),
+    // A Knative Service's patch makes a Revision of the whole template as read: tested whole
+    // (resourceVersion), so an edit since is read again and decided from, not stamped out beside ours.
+    ...buildTemplatePatch({ templateContainers: template, changes, annotations, time: now, record, ...(workload.kind === "Service" && workload.object.metadata?.resourceVersion !== undefined ? { resourceVersion: workload.object.metadata.resourceVersion } : {}) }),
     ...buildHeapFlagPatch(workload.object.spec.template.spec, heapFlags),
     ...buildHeapSettingPatch(workload.object.spec.template.spec, settings, annotations, ownedAfter(t.heaps, heapFlags, settings)),
     ...withoutInPlace(annotations, workload.object.metadata?.labels),
@@ -281,5 +285,8 @@ function written(t: Template, input: WrittenInput): Written {
   const note = `${scaledNote(workload, am.spec.memMultiplier, changes, trigger, replacement)}${heapClause(heap)}${settingsClause(set, notes)}`;
   // InPlaceOrRollout: the Pods could not be resized in place, so they are replaced; say why.
   const fellBack: Reported[] = fallback === undefined ? [] : [{ reason: "InPlaceFallback", message: `${fallback}; wrote the template instead, so the Pods are replaced` }];
-  return { reason: "Scaled", reported: [scaled, ...fellBack], message: onDelete ?? gitOps ?? (fallback === undefined ? note : `${note} (in place: ${fallback})`), rollout };
+  // A Knative Service whose traffic is pinned: the new Revision comes up but serves nothing.
+  const pinned = workload.kind === "Service" ? pinnedTrafficNote(workload.name, workload.object.spec.traffic) : undefined;
+  const message = onDelete ?? gitOps ?? (fallback === undefined ? note : `${note} (in place: ${fallback})`);
+  return { reason: "Scaled", reported: [scaled, ...fellBack], message: pinned === undefined ? message : `${message}; ${pinned}`, rollout };
 }

@@ -12,6 +12,7 @@
 import type * as k8s from "@kubernetes/client-node";
 import { apiStatus, isPatchConflict, isRefusal, toHttpFailure } from "../../../lib/kube-api-errors.ts";
 import type { Cluster } from "../../kube/cluster.ts";
+import { admissibleContainer } from "../../knative.ts";
 import { NODE_VIEW_REFUSAL_AGE_MS } from "../../kube/node-memory.ts";
 import { quotaView } from "../../kube/views.ts";
 import type { Logger } from "pino";
@@ -33,12 +34,14 @@ function withChange(container: k8s.V1Container, changes: readonly ContainerChang
 /**
  * The workload's Pod template as a Pod in its namespace, with `changes` applied to the memory
  * requests and limits of its containers and native sidecars (container names are unique across
- * both lists), named by `generateName` (`<workload>-`) and without owner references.
+ * both lists), named by `generateName` (`<workload>-`) and without owner references; a Knative
+ * Service's containers without the probes Serving rewrites (`../../knative.ts` `admissibleContainer`).
  */
 export function podForAdmission(workload: Workload, changes: readonly ContainerChange[]): k8s.V1Pod {
   const template = workload.object.spec.template;
   const spec = template.spec ?? { containers: [] };
-  const containers = spec.containers.map((c) => withChange(c, changes));
+  const admissible = workload.kind === "Service" ? admissibleContainer : (c: k8s.V1Container) => c;
+  const containers = spec.containers.map((c) => admissible(withChange(c, changes)));
   const initContainers = spec.initContainers?.map((c) => withChange(c, changes));
   const metadata: k8s.V1ObjectMeta = { generateName: `${workload.name.slice(0, 200)}-`, namespace: workload.namespace };
   if (template.metadata?.labels !== undefined) metadata.labels = template.metadata.labels;

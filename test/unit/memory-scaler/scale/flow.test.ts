@@ -59,7 +59,7 @@ const MEMHOG_REPLACED =
   "spec.updateMode: InPlace (or InPlaceOrRollout) on the AppMonitor resizes the running Pods instead, without replacing them";
 
 /** A Knative Revision's controller reference. */
-const revision: k8s.V1OwnerReference = { apiVersion: "serving.knative.dev/v1", kind: "Revision", name: "memhog-00001", uid: "rev1", controller: true, blockOwnerDeletion: true };
+const webApp: k8s.V1OwnerReference = { apiVersion: "operators.example.com/v1", kind: "WebApp", name: "shop", uid: "op1", controller: true, blockOwnerDeletion: true };
 
 /** Gives the memhog Deployment the controller `owner`, as Knative gives a Revision's Deployment. */
 function controlledBy(cluster: FakeCluster, owner: k8s.V1OwnerReference): void {
@@ -398,7 +398,7 @@ describe("handleFiring", () => {
     },
     { name: "a Deployment whose Pod template is not annotated", setup: (c) => unannotateTemplate(c), reason: "NotCovered", warns: "Deployment" },
     { name: "a Pod owned by a Job", setup: ownedByJob, reason: "UnsupportedOwner", warns: "Pod" },
-    { name: "a Deployment a Knative Revision controls", setup: (c) => controlledBy(c, revision), reason: "UnknownController", warns: "Deployment" },
+    { name: "a Deployment an operator's resource controls", setup: (c) => controlledBy(c, webApp), reason: "UnknownController", warns: "Deployment" },
     { name: "an owner deleted meanwhile", setup: (c) => c.workloads.delete(`Deployment/${NS}/memhog`), reason: "OwnerGone" },
     {
       name: "a limit at maxMemory",
@@ -522,15 +522,15 @@ describe("handleFiring", () => {
   it("a workload another controller owns is never written, in any updateMode: Warnings and status.lastOutcome name that controller and the workload", async () => {
     for (const updateMode of ["Rollout", "InPlace", "InPlaceOrRollout"]) {
       const cluster = memhogCluster({ memThresholdPercent: 75, memMultiplier: 2, updateMode });
-      controlledBy(cluster, revision);
+      controlledBy(cluster, webApp);
       const outcome = await handleFiring(deps(cluster), "e1", data(), silent);
       assert.deepEqual([outcome.outcome, outcome.reason, outcome.workload], ["skipped", "UnknownController", { kind: "Deployment", name: "memhog" }], updateMode);
       assert.deepEqual([cluster.writes.length, cluster.resizes.length, cluster.resizeDryRuns, cluster.dryRuns], [0, 0, 0, 0], `${updateMode}: nothing written, nothing even dry-run`);
       assert.deepEqual(cluster.events.map((e) => [e.type, e.reason, e.regarding?.kind, e.related?.kind]).sort(), [["Warning", "UnknownController", "AppMonitor", "Deployment"], ["Warning", "UnknownController", "Deployment", "AppMonitor"]]);
-      for (const e of cluster.events) assert.match(e.note ?? "", /Revision memhog-00001 \(serving\.knative\.dev\/v1\) controls: .*change the memory in Revision memhog-00001/);
+      for (const e of cluster.events) assert.match(e.note ?? "", /WebApp shop \(operators\.example\.com\/v1\) controls: .*change the memory in WebApp shop/);
       const last = (cluster.appMonitors.get(`${NS}/mymonitor`)?.status as { lastOutcome?: Record<string, unknown> } | undefined)?.lastOutcome;
       assert.deepEqual([last?.reason, last?.workload], ["UnknownController", { kind: "Deployment", name: "memhog" }]);
-      assert.match(String(last?.message), /Revision memhog-00001 \(serving\.knative\.dev\/v1\)/);
+      assert.match(String(last?.message), /WebApp shop \(operators\.example\.com\/v1\)/);
     }
   });
 

@@ -18,6 +18,18 @@ describe("ownerGuesses", () => {
     ["a StatefulSet's Pod, ordinal 12", "db-main-12", [{ kind: "StatefulSet", name: "db-main" }]],
     ["a ReplicaSet's Pod with one dash", "rs-ab2cd", [{ kind: "ReplicaSet", name: "rs" }]],
     ["a name without a dash", "standalone", []],
+    [
+      "a Knative Revision's Pod",
+      "web-00001-deployment-7b9c8d6f5-x2kqz",
+      [
+        { kind: "ReplicaSet", name: "web-00001-deployment-7b9c8d6f5" },
+        { kind: "Deployment", name: "web-00001-deployment" },
+        { kind: "Revision", name: "web-00001" },
+        { kind: "Configuration", name: "web" },
+        { kind: "Service", name: "web" },
+      ],
+    ],
+    ["a Deployment named …-deployment, no Revision number", "api-deployment-7b9c8d6f5-x2kqz", [{ kind: "ReplicaSet", name: "api-deployment-7b9c8d6f5" }, { kind: "Deployment", name: "api-deployment" }, { kind: "Revision", name: "api" }]],
     ["a name starting with a dash", "-x", []],
   ];
   for (const [what, pod, expected] of cases) it(`${what}: ${pod} → ${expected.map((g) => `${g.kind}/${g.name}`).join(", ") || "none"}`, () => assert.deepEqual(ownerGuesses(pod), expected));
@@ -117,7 +129,7 @@ describe("resolveWorkload", () => {
   it("a Deployment another controller owns: UnknownController with the Deployment, from the reads the walk made anyway", async () => {
     const cluster = memhogCluster();
     const deployment = cluster.workloads.get(`Deployment/${NS}/memhog`);
-    if (deployment?.metadata) deployment.metadata.ownerReferences = [{ apiVersion: "serving.knative.dev/v1", kind: "Revision", name: "memhog-00001", uid: "rev1", controller: true }];
+    if (deployment?.metadata) deployment.metadata.ownerReferences = [{ apiVersion: "operators.example.com/v1", kind: "WebApp", name: "shop", uid: "op1", controller: true }];
     let reads = 0;
     const read = cluster.readWorkload.bind(cluster);
     cluster.readWorkload = async (...args) => ((reads += 1), read(...args));
@@ -125,10 +137,10 @@ describe("resolveWorkload", () => {
     assert.ok(resolution.result === "unsupported", JSON.stringify(resolution));
     assert.deepEqual([resolution.reason, resolution.controller, resolution.workload], [
       "UnknownController",
-      { apiVersion: "serving.knative.dev/v1", kind: "Revision", name: "memhog-00001", uid: "rev1" },
+      { apiVersion: "operators.example.com/v1", kind: "WebApp", name: "shop", uid: "op1" },
       { apiVersion: "apps/v1", kind: "Deployment", name: "memhog", namespace: NS, uid: "d1" },
     ]);
-    assert.match(resolution.message, /change the memory in Revision memhog-00001/);
+    assert.match(resolution.message, /change the memory in WebApp shop/);
     assert.equal(reads, 2);
   });
 

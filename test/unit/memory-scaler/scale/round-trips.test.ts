@@ -9,7 +9,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { pino } from "pino";
 import { handleFiring } from "../../../../functions/memory-scaler/scale/flow.ts";
-import { alertData, editPod, flowDeps, memhogCluster, NS, type FakeCluster } from "../../../support/memory-scaler-fakes.ts";
+import { alertData, editPod, flowDeps, KNATIVE, knativeCluster, memhogCluster, NS, type FakeCluster } from "../../../support/memory-scaler-fakes.ts";
 
 const silent = pino({ level: "silent" });
 
@@ -47,6 +47,18 @@ describe("sequential API round trips of one event", () => {
       ["dryRunCreatePod", "listNodeAllocatableMemory", "listResourceQuotas", "patchWorkload (dry run)", "replaceAppMonitorStatus"],
       ["patchWorkload"],
       ["createEvent", "createEvent", "createEvent", "createEvent", "replaceAppMonitorStatus"],
+    ]);
+  });
+
+  test("a Knative Revision's Pod: the same four; its name points to the whole chain up to the Service, read beside the Pod", async () => {
+    const { cluster, roundTrips } = countingRoundTrips(knativeCluster());
+    const outcome = await handleFiring(flowDeps(cluster), "e1", alertData({ pod: KNATIVE.pod, container: "user-container" }), silent);
+    assert.deepEqual([outcome.outcome, outcome.workload], ["scaled", { kind: "Service", name: "web" }]);
+    assert.deepEqual(roundTrips.map((r) => [...r].sort()), [
+      ["listAppMonitors", "listHorizontalPodAutoscalers", "listVerticalPodAutoscalers", "readKnative", "readKnative", "readPod", "readWorkload Deployment", "readWorkload ReplicaSet", "readWorkload Service"],
+      ["dryRunCreatePod", "listNodeAllocatableMemory", "listResourceQuotas", "patchWorkload (dry run)", "replaceAppMonitorStatus"],
+      ["patchWorkload"],
+      ["createEvent", "createEvent", "replaceAppMonitorStatus"],
     ]);
   });
 

@@ -75,15 +75,27 @@ describe("explain: the workload's controller", () => {
   const owned = (kind: string, controller: { apiVersion: string; kind: string; name: string }): ExplainedWorkload => ({ ...workload(true), kind, controller });
 
   it("a controller the owner walk does not know: named, with the object to change instead, covered or not", () => {
-    const revision = { apiVersion: "serving.knative.dev/v1", kind: "Revision", name: "web-00001" };
+    const operator = { apiVersion: "operators.example.com/v1", kind: "WebApp", name: "shop" };
     for (const items of [[], [appMonitor("m")]]) {
-      const lines = explain(owned("Deployment", revision), items);
+      const lines = explain(owned("Deployment", operator), items);
       assert.match(
         lines[0] ?? "",
-        /^controller: Revision web-00001 \(serving\.knative\.dev\/v1\): memory-scaler does not know that controller, .*so Deployment web is not patched; change the memory in Revision web-00001 \(or in what controls it\) instead; its Pods' alerts are skipped UnknownController {2}\(Deployment shop\/web metadata\.ownerReferences\)$/,
+        /^controller: WebApp shop \(operators\.example\.com\/v1\): memory-scaler does not know that controller, .*so Deployment web is not patched; change the memory in WebApp shop \(or in what controls it\) instead; its Pods' alerts are skipped UnknownController {2}\(Deployment shop\/web metadata\.ownerReferences\)$/,
       );
       lineOf(lines, "coverage");
     }
+  });
+
+  it("a Knative Revision's Deployment: the Knative Service scaled instead, named by Serving's label", () => {
+    const revision = { apiVersion: "serving.knative.dev/v1", kind: "Revision", name: "web-00001" };
+    assert.match(lineOf(explain({ ...owned("Deployment", revision), knativeService: "web" }, []), "controller"), /^controller: Revision web-00001: memory-scaler scales Knative Service web \(explain ksvc\/web\), whose spec\.template makes this Revision, not this Deployment/);
+    assert.match(lineOf(explain(owned("Deployment", revision), []), "controller"), /memory-scaler scales the Knative Service its Configuration belongs to/);
+  });
+
+  it("a Knative Service: covered by the annotation of its spec.template, no controller line", () => {
+    const lines = explain({ ...workload(true), kind: "Service" }, [appMonitor("m", { targetRef: { apiVersion: "serving.knative.dev/v1", kind: "Service", name: "web" } })]);
+    assert.equal(lines.some((l) => l.startsWith("controller: ")), false);
+    assert.match(lineOf(lines, "coverage"), /targetRef/);
   });
 
   it("a ReplicaSet's Deployment: the workload scaled instead", () => {

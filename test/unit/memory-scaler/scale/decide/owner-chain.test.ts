@@ -1,5 +1,6 @@
 // The owner walk's rule (functions/memory-scaler/scale/decide/owner-chain.ts): each chain it knows
-// walked to its top, and a controller it does not know at each level stopping it.
+// walked to its top (a Knative Revision's Pod to its Service), and a controller it does not know at
+// each level stopping it, or a Knative Revision with no Service above it.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { type ChainLink, type ControllerRef, nextOwnerStep, type OwnerStep } from "../../../../../functions/memory-scaler/scale/decide/owner-chain.ts";
@@ -11,7 +12,28 @@ const rs = ref("apps/v1", "ReplicaSet", "web-5d8f");
 const deployment = ref("apps/v1", "Deployment", "web");
 const sts = ref("apps/v1", "StatefulSet", "db");
 const ds = ref("apps/v1", "DaemonSet", "agent");
-const revision = ref("serving.knative.dev/v1", "Revision", "web-00001");
+const KSVC = "serving.knative.dev/v1";
+const revision = ref(KSVC, "Revision", "web-00001");
+const configuration = ref(KSVC, "Configuration", "web");
+const service = ref(KSVC, "Service", "web");
+const revisionRs = ref("apps/v1", "ReplicaSet", "web-00001-deployment-7b9c");
+const revisionDeployment = ref("apps/v1", "Deployment", "web-00001-deployment");
+const revisionPod = "web-00001-deployment-7b9c-x2";
+
+/** A Revision Pod's chain as Serving builds it, up to the level `upTo`, whose controller is `top` (undefined: none). */
+function knativeChain(upTo: "Revision" | "Configuration" | "Service", top?: ControllerRef): Record<string, ChainLink> {
+  const above: Record<string, ControllerRef> = { Revision: configuration, Configuration: service };
+  const objects: Record<string, ChainLink> = {
+    ReplicaSet: link("apps/v1", "ReplicaSet", revisionRs.name, revisionDeployment),
+    Deployment: link("apps/v1", "Deployment", revisionDeployment.name, revision),
+  };
+  for (const kind of ["Revision", "Configuration", "Service"] as const) {
+    const name = kind === "Revision" ? revision.name : "web";
+    objects[kind] = link(KSVC, kind, name, kind === upTo ? top : above[kind]);
+    if (kind === upTo) break;
+  }
+  return objects;
+}
 const operator = ref("postgres.example.com/v1", "Cluster", "pg");
 const rollout = ref("argoproj.io/v1alpha1", "Rollout", "web");
 const job = ref("batch/v1", "Job", "migrate");
@@ -48,6 +70,12 @@ describe("nextOwnerStep: the chains it knows, walked to their top", () => {
     { name: "Pod → DaemonSet", pod: link("v1", "Pod", "agent-x2", ds), objects: { DaemonSet: link("apps/v1", "DaemonSet", "agent") }, steps: ["read DaemonSet", "top DaemonSet"] },
     { name: "a bare Pod", pod: link("v1", "Pod", "standalone"), objects: {}, steps: ["top Pod"] },
     { name: "Pod → ReplicaSet without a Deployment", pod: link("v1", "Pod", "web-5d8f-x2", rs), objects: { ReplicaSet: link("apps/v1", "ReplicaSet", "web-5d8f") }, steps: ["read ReplicaSet", "top ReplicaSet"] },
+    {
+      name: "a Knative Revision's Pod: Pod → ReplicaSet → Deployment → Revision → Configuration → Service",
+      pod: link("v1", "Pod", revisionPod, revisionRs),
+      objects: knativeChain("Service"),
+      steps: ["read ReplicaSet", "read Deployment", "read Revision", "read Configuration", "read Service", "top Service"],
+    },
   ];
   for (const c of cases) it(`${c.name}: ${c.steps.join(", ")}`, () => assert.deepEqual(walk(c.pod, c.objects).steps, c.steps));
 
@@ -84,12 +112,52 @@ describe("nextOwnerStep: a controller it does not know, at each level", () => {
       message: /^Pod web-5d8f-x2 belongs to ReplicaSet web-5d8f, which Rollout web \(argoproj\.io\/v1alpha1\) controls: .*so ReplicaSet web-5d8f is not patched; change the memory in Rollout web \(or in what controls it\) instead$/,
     },
     {
-      name: "the Deployment's: a Knative Revision",
+      name: "the Deployment's: an operator's resource",
       pod: link("v1", "Pod", "web-5d8f-x2", rs),
-      objects: { ReplicaSet: link("apps/v1", "ReplicaSet", "web-5d8f", deployment), Deployment: link("apps/v1", "Deployment", "web", revision) },
+      objects: { ReplicaSet: link("apps/v1", "ReplicaSet", "web-5d8f", deployment), Deployment: link("apps/v1", "Deployment", "web", operator) },
       steps: ["read ReplicaSet", "read Deployment", "UnknownController"],
+      controller: operator,
+      message: /^Pod web-5d8f-x2 belongs to Deployment web \(through ReplicaSet web-5d8f\), which Cluster pg \(postgres\.example\.com\/v1\) controls: .*change the memory in Cluster pg \(or in what controls it\) instead$/,
+    },
+    {
+      name: "the Deployment's: a Revision of another API version",
+      pod: link("v1", "Pod", "web-5d8f-x2", rs),
+      objects: { ReplicaSet: link("apps/v1", "ReplicaSet", "web-5d8f", deployment), Deployment: link("apps/v1", "Deployment", "web", ref("serving.knative.dev/v1beta1", "Revision", "web-00001")) },
+      steps: ["read ReplicaSet", "read Deployment", "UnknownController"],
+      controller: ref("serving.knative.dev/v1beta1", "Revision", "web-00001"),
+      message: /which Revision web-00001 \(serving\.knative\.dev\/v1beta1\) controls/,
+    },
+    {
+      name: "a Revision's Configuration without a Service (skipped: no traffic says whether a new Revision serves)",
+      pod: link("v1", "Pod", revisionPod, revisionRs),
+      objects: knativeChain("Configuration"),
+      steps: ["read ReplicaSet", "read Deployment", "read Revision", "read Configuration", "UnsupportedOwner"],
+      controller: configuration,
+      message: /^Pod web-00001-deployment-7b9c-x2 belongs to Configuration web \(through ReplicaSet web-00001-deployment-7b9c, Deployment web-00001-deployment, Revision web-00001\), which no Knative Service owns: .*traffic says whether a new Revision serves.*change the memory in Configuration web's spec\.template/,
+    },
+    {
+      name: "a Revision without a Configuration",
+      pod: link("v1", "Pod", revisionPod, revisionRs),
+      objects: knativeChain("Revision"),
+      steps: ["read ReplicaSet", "read Deployment", "read Revision", "UnsupportedOwner"],
       controller: revision,
-      message: /^Pod web-5d8f-x2 belongs to Deployment web \(through ReplicaSet web-5d8f\), which Revision web-00001 \(serving\.knative\.dev\/v1\) controls: .*change the memory in Revision web-00001 \(or in what controls it\) instead$/,
+      message: /belongs to Revision web-00001 .*which no Knative Service owns/,
+    },
+    {
+      name: "a Configuration another controller owns",
+      pod: link("v1", "Pod", revisionPod, revisionRs),
+      objects: knativeChain("Configuration", operator),
+      steps: ["read ReplicaSet", "read Deployment", "read Revision", "read Configuration", "UnknownController"],
+      controller: operator,
+      message: /belongs to Configuration web .*which Cluster pg \(postgres\.example\.com\/v1\) controls/,
+    },
+    {
+      name: "the Knative Service's: an operator's resource",
+      pod: link("v1", "Pod", revisionPod, revisionRs),
+      objects: knativeChain("Service", operator),
+      steps: ["read ReplicaSet", "read Deployment", "read Revision", "read Configuration", "read Service", "UnknownController"],
+      controller: operator,
+      message: /belongs to Service web .*so Service web is not patched; change the memory in Cluster pg/,
     },
     {
       name: "the Deployment's: another Deployment (no chain goes above a Deployment)",

@@ -1,0 +1,196 @@
+// Knative Services scaled for real: Knative Serving (controller, webhook, autoscaler, activator; no
+// ingress) on the stack's real node, a Knative Service running memhog (min-scale 1) whose Revision
+// Pod crosses the threshold, and memory-scaler in this process as its ServiceAccount, the alert
+// delivered as Alertmanager's would be (no Prometheus check: the crossing is the delivery).
+//
+// - Rollout: the Service's spec.template patched (admitted by Serving's webhook and the writes
+//   policy), Serving's new Revision Ready with the new memory in its Pod's cgroup, queue-proxy as it
+//   was; the follow-up ends it RolledOut.
+// - InPlace: the same Pod, the same container, its cgroup limit raised, the Service's template
+//   unchanged; then min-scale raised to 2 (a new Revision), whose Pods the shipped admission policy
+//   gives the recorded memory at creation.
+// The time from the delivery to the new Revision Ready and to the in-place raise is printed, not
+// asserted. Its own stack with the real node (Serving needs one of its own), so it waits for the
+// machine-wide real-node lock.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import * as k8s from "@kubernetes/client-node";
+import { IN_PLACE_MEMORY_ANNOTATION } from "../../functions/lib/appmonitor.ts";
+import { buildImages } from "../../scripts/images/build.ts";
+import { placeNamespace } from "../harness/stack/eventing-install.ts";
+import { REAL_NODE } from "../harness/stack/real-node-config.ts";
+import { installServing } from "../harness/stack/serving-install.ts";
+import { down, up } from "../harness/stack/stack.ts";
+import type { StackState } from "../harness/stack/state.ts";
+import { applyFiles, installMemoryScaler } from "../support/install.ts";
+import { alertEvent, appMonitorStatus, createAppMonitor, deliver, pingTick, type ScalerUnderTest, startScaler } from "../support/memory-scaler.ts";
+import { cgroupLimit, containerId, memhogProcess } from "../support/real-node-memhog.ts";
+import { acquireRealNodeLock } from "../support/real-node-lock.ts";
+import { waitFor } from "../support/stack.ts";
+
+const Mi = 1 << 20;
+const NS = "knative-scale";
+const SERVING = { group: "serving.knative.dev", version: "v1", namespace: NS } as const;
+let state: StackState | undefined;
+let stateDir = "";
+let releaseLock: (() => Promise<void>) | undefined;
+let core: k8s.CoreV1Api;
+let custom: k8s.CustomObjectsApi;
+let scaler: ScalerUnderTest | undefined;
+/** memhog as the stack's registry holds it, by digest: Serving resolves a tag through the registry, which the real node reaches only as a mirror. */
+let memhogImage = "";
+
+before(async () => {
+  releaseLock = await acquireRealNodeLock();
+  stateDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-knative-scale-"));
+  const [memhog] = await buildImages(["memhog"]);
+  const say = (line: string) => process.stderr.write(`# stack: ${line}\n`);
+  state = await up({ stateDir, nodes: 1, realNode: true, memhogArchive: memhog?.archive ?? "", progress: say });
+  process.env.APPMONITOR_STACK_DIR = stateDir;
+  const served = state.registry?.images.find((i) => i.reference.startsWith("quay.io/metral/memhog:"));
+  assert.ok(served, "the stack's registry serves memhog");
+  memhogImage = `quay.io/metral/memhog@${served.digest}`;
+  const serving = await installServing(state, { progress: say });
+  process.stderr.write(`# Serving ${serving.version} (no ingress) Available in ${serving.seconds.toFixed(1)} s\n`);
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(state.kubeconfig);
+  core = kc.makeApiClient(k8s.CoreV1Api);
+  custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  await installMemoryScaler();
+  await applyFiles("knative/admission/in-place-memory.yaml");
+  await core.createNamespace({ body: { metadata: { name: NS } } });
+  await placeNamespace(state, NS);
+  await waitFor(`ServiceAccount ${NS}/default`, async () => core.readNamespacedServiceAccount({ namespace: NS, name: "default" }).then(() => true, () => false));
+  scaler = await startScaler();
+}, { timeout: 25 * 60_000 });
+
+after(async () => {
+  await scaler?.stop();
+  if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
+  await rm(stateDir, { recursive: true, force: true });
+  await releaseLock?.();
+});
+
+interface KnativeService {
+  metadata: k8s.V1ObjectMeta;
+  spec: { template: { metadata?: k8s.V1ObjectMeta; spec: { containers: k8s.V1Container[] } } };
+  status?: { latestCreatedRevisionName?: string; latestReadyRevisionName?: string };
+}
+
+const service = (name: string) => custom.getNamespacedCustomObject({ ...SERVING, plural: "services", name }) as Promise<KnativeService>;
+
+/** Knative Service `name`: memhog holding 48Mi of its 64Mi (limit = request), min-scale 1, annotated for AppMonitors. */
+async function createService(name: string): Promise<void> {
+  await custom.createNamespacedCustomObject({
+    ...SERVING,
+    plural: "services",
+    body: {
+      apiVersion: "serving.knative.dev/v1",
+      kind: "Service",
+      metadata: { name },
+      spec: {
+        template: {
+          metadata: { annotations: { "autoscaling.knative.dev/min-scale": "1", "app-monitor.kubedemo.com/monitor": "true" } },
+          spec: {
+            containers: [{
+              name: "memhog",
+              image: memhogImage,
+              env: [{ name: "MEMHOG_TARGET", value: "48Mi" }, { name: "MEMHOG_RATE", value: "256Mi" }],
+              resources: { limits: { memory: "64Mi" }, requests: { memory: "64Mi" } },
+            }],
+          },
+        },
+      },
+    },
+  });
+}
+
+/** Revision `revision`'s Pods Running with every container ready, not terminating. */
+async function readyPods(revision: string): Promise<k8s.V1Pod[]> {
+  const pods = (await core.listNamespacedPod({ namespace: NS, labelSelector: `serving.knative.dev/revision=${revision}` })).items;
+  return pods.filter((p) => p.metadata?.deletionTimestamp === undefined && p.status?.phase === "Running" && p.status.containerStatuses?.every((c) => c.ready));
+}
+
+/** Service `name`'s latest Ready Revision once it is `revision`, and its `count` Pods, memhog holding 48Mi in each. */
+async function revisionHolding(name: string, revision: string, count = 1): Promise<k8s.V1Pod[]> {
+  return waitFor(`Revision ${revision} Ready with ${count} Pod(s) holding 48Mi`, async () => {
+    if ((await service(name)).status?.latestReadyRevisionName !== revision) return undefined;
+    const pods = await readyPods(revision);
+    return pods.length === count && pods.every((p) => p.spec?.nodeName === REAL_NODE.name && memhogProcess(p).rss >= 48 * Mi) ? pods : undefined;
+  }, 240_000, 200);
+}
+
+const memoryOf = (c: k8s.V1Container | undefined) => ({ limit: c?.resources?.limits?.memory, request: c?.resources?.requests?.memory });
+const container = (pod: k8s.V1Pod | undefined, name: string) => pod?.spec?.containers.find((c) => c.name === name);
+const alertFor = (pod: k8s.V1Pod | undefined, appmonitor: string) => alertEvent({ namespace: NS, pod: pod?.metadata?.name ?? "", container: "memhog", appmonitor });
+
+test("Rollout: a Revision Pod's crossing patches the Knative Service; Serving's new Revision comes up Ready with the new memory in its cgroup, queue-proxy as it was, and the follow-up ends it RolledOut", { timeout: 600_000 }, async (t) => {
+  await createAppMonitor(NS, "roll", { memThresholdPercent: 75, memMultiplier: 2, targetRef: { apiVersion: "serving.knative.dev/v1", kind: "Service", name: "roll" } });
+  await createService("roll");
+  const [pod] = await revisionHolding("roll", "roll-00001");
+  const queueBefore = memoryOf(container(pod, "queue-proxy"));
+
+  const delivered = Date.now();
+  const answer = await deliver(scaler?.url ?? "", alertFor(pod, "roll"));
+  assert.deepEqual([answer.status, answer.outcome, answer.reason], [204, "scaled", "Scaled"], JSON.stringify(answer));
+  const patched = await service("roll");
+  assert.deepEqual(memoryOf(patched.spec.template.spec.containers[0]), { limit: "128Mi", request: "128Mi" });
+  assert.match(patched.metadata.annotations?.["serving.knative.dev/lastModifier"] ?? "", /:memory-scaler$/, "Serving's webhook records memory-scaler as the last to change it");
+
+  const [next] = await revisionHolding("roll", "roll-00002");
+  const readyAfter = Date.now() - delivered;
+  assert.deepEqual(memoryOf(container(next, "memhog")), { limit: "128Mi", request: "128Mi" });
+  assert.equal(cgroupLimit(next as k8s.V1Pod), 128 * Mi, "the new Revision's memhog cgroup");
+  assert.deepEqual(memoryOf(container(next, "queue-proxy")), queueBefore, "queue-proxy as Serving sets it");
+
+  const ended = await waitFor("the follow-up to end the rollout", async () => {
+    await deliver(scaler?.url ?? "", pingTick());
+    const conditions = ((await appMonitorStatus(NS, "roll")).conditions ?? []) as { type: string; status: string; reason: string; message: string }[];
+    const condition = conditions.find((c) => c.type === "RolledOut");
+    return condition !== undefined && condition.status !== "Unknown" ? condition : undefined;
+  }, 60_000, 500);
+  assert.deepEqual([ended.status, ended.reason, ended.message], ["True", "RolledOut", "Service roll: Revision roll-00002 is Ready with the new memory"]);
+  t.diagnostic(`delivery → Revision roll-00002 Ready with 128Mi: ${(readyAfter / 1000).toFixed(1)} s`);
+});
+
+test("InPlace: the same Pod and container, its cgroup limit raised, the Service's template unchanged; min-scale 2 makes a Revision whose Pods start with the recorded memory", { timeout: 600_000 }, async (t) => {
+  await createAppMonitor(NS, "cache", { memThresholdPercent: 75, memMultiplier: 2, updateMode: "InPlace", targetRef: { apiVersion: "serving.knative.dev/v1", kind: "Service", name: "cache" } });
+  await createService("cache");
+  const [pod] = await revisionHolding("cache", "cache-00001");
+  const held = memhogProcess(pod as k8s.V1Pod);
+  const queueBefore = memoryOf(container(pod, "queue-proxy"));
+
+  const delivered = Date.now();
+  const answer = await deliver(scaler?.url ?? "", alertFor(pod, "cache"));
+  assert.deepEqual([answer.status, answer.outcome, answer.reason], [204, "scaled", "Resized"], JSON.stringify(answer));
+  await waitFor("the kubelet to raise the running container's cgroup limit", async () => cgroupLimit(pod as k8s.V1Pod) === 128 * Mi, 60_000, 50);
+  const raisedAfter = Date.now() - delivered;
+
+  const now = await core.readNamespacedPod({ namespace: NS, name: pod?.metadata?.name ?? "" });
+  const status = (p: k8s.V1Pod) => p.status?.containerStatuses?.find((c) => c.name === "memhog");
+  assert.equal(containerId(now), containerId(pod as k8s.V1Pod), "the same container");
+  assert.equal(status(now)?.restartCount, 0, "not restarted");
+  assert.equal(memhogProcess(now).pid, held.pid, "the same memhog process");
+  assert.deepEqual(memoryOf(container(now, "queue-proxy")), queueBefore, "queue-proxy not resized");
+  const cache = await service("cache");
+  assert.deepEqual(memoryOf(cache.spec.template.spec.containers[0]), { limit: "64Mi", request: "64Mi" }, "the template is unchanged: no new Revision");
+  assert.equal(cache.metadata.annotations?.[IN_PLACE_MEMORY_ANNOTATION], "memhog=64Mi>128Mi/64Mi>128Mi");
+  assert.equal(cache.status?.latestCreatedRevisionName, "cache-00001");
+
+  // A second Pod: min-scale 2 is a new template, so Serving makes Revision cache-00002 with two Pods,
+  // which the admission policy gives the recorded memory (the template still says 64Mi).
+  await custom.patchNamespacedCustomObject(
+    { ...SERVING, plural: "services", name: "cache", body: { spec: { template: { metadata: { annotations: { "autoscaling.knative.dev/min-scale": "2" } } } } } },
+    k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+  );
+  const pods = await revisionHolding("cache", "cache-00002", 2);
+  for (const p of pods) {
+    assert.deepEqual(memoryOf(container(p, "memhog")), { limit: "128Mi", request: "128Mi" }, `${p.metadata?.name} created with the recorded memory`);
+    assert.equal(cgroupLimit(p), 128 * Mi, `${p.metadata?.name}'s cgroup`);
+    assert.deepEqual(memoryOf(container(p, "queue-proxy")), queueBefore, "queue-proxy as Serving sets it");
+  }
+  t.diagnostic(`delivery → cgroup limit 128Mi in place: ${(raisedAfter / 1000).toFixed(1)} s (same container ${containerId(now).slice(0, 12)}, memhog pid ${held.pid}); Revision cache-00002's Pods ${pods.map((p) => p.metadata?.name).join(", ")} created at 128Mi`);
+});
