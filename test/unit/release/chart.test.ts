@@ -458,7 +458,7 @@ describe("values written for 0.2.0", () => {
     const defaults = parseAllDocuments(await readFile(path.join(chart, "values.yaml"), "utf8"))[0]?.toJS() as { resources: { deadLetter: unknown }; alertmanagerUrl: string };
     assert.deepEqual(envOf(objects, "memory-scaler"), {
       PROMETHEUS_URL: "http://prometheus-operated.monitoring.svc.cluster.local:9090", ALLOW_UNVERIFIED_ALERTS: "false", DEFAULT_MAX_MEMORY: "8Gi",
-      ALERTMANAGER_URL: defaults.alertmanagerUrl, LOG_LEVEL: "info", PAUSE_SCALING: "false",
+      ALERTMANAGER_URL: defaults.alertmanagerUrl, LOG_LEVEL: "info", PAUSE_SCALING: "false", REQUIRE_SENDER_IDENTITY: "false",
     });
     assert.equal(envOf(objects, "rule-sync").RULE_LABELS, "release=prometheus", "0.2.0's ruleLabels.release");
     const { version } = JSON.parse(await readFile(path.join(repoRoot, "package.json"), "utf8")) as { version: string };
