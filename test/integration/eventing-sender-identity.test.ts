@@ -9,7 +9,7 @@
 // Starts its own stack (one kwok Node, the real node, Eventing) in a temporary state directory
 // (test/support/eventing-stack.ts), or uses the run's shared one; one real node per machine, so it
 // waits for the machine-wide lock `/tmp/appmonitor-real-node.lock` first.
-import { after, before, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import * as k8s from "@kubernetes/client-node";
 import { HTTP } from "cloudevents";
@@ -43,70 +43,73 @@ function eventingObject(kc: k8s.KubeConfig, plural: "triggers" | "brokers", name
   return kc.makeApiClient(k8s.CustomObjectsApi).getNamespacedCustomObject({ group: "eventing.knative.dev", version: "v1", namespace: BROKER.namespace, plural, name }) as Promise<Addressed>;
 }
 
-let oidcOn = false;
-before(async () => {
-  const { core, kc, apps } = stack();
-  await setOidc(core, "enabled");
-  oidcOn = true;
-  // The Trigger's identity, made by Eventing's controller once it sees the flag.
-  await waitFor(`Trigger ${ALERT_TRIGGER} with its OIDC identity, Ready`, async () => {
-    const t = await eventingObject(kc, "triggers", ALERT_TRIGGER);
-    return t.status?.auth?.serviceAccountName !== undefined && t.status.conditions?.some((c) => c.type === "Ready" && c.status === "True");
-  }, 120_000, 500);
-  // memory-scaler as shipped but for the option (the chart's requireSenderIdentity=true).
-  const deployment = await apps.readNamespacedDeployment({ name: "memory-scaler", namespace: FUNCTIONS_NAMESPACE });
-  const container = deployment.spec?.template.spec?.containers[0];
-  assert.ok(container?.env?.some((e) => e.name === "REQUIRE_SENDER_IDENTITY" && e.value === "false"), "the shipped Deployment sets REQUIRE_SENDER_IDENTITY, off");
-  const env = (container?.env ?? []).map((e) => (e.name === "REQUIRE_SENDER_IDENTITY" ? { name: e.name, value: "true" } : e));
-  await apps.patchNamespacedDeployment({ name: "memory-scaler", namespace: FUNCTIONS_NAMESPACE, body: { spec: { template: { spec: { containers: [{ name: container?.name, env }] } } } } }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.StrategicMergePatch));
-  await waitFor("memory-scaler rolled out with REQUIRE_SENDER_IDENTITY=true", async () => {
-    const d = await apps.readNamespacedDeployment({ name: "memory-scaler", namespace: FUNCTIONS_NAMESPACE });
-    return d.status?.observedGeneration === d.metadata?.generation && d.status?.updatedReplicas === 1 && d.status.readyReplicas === 1 && d.status.replicas === 1;
-  }, 180_000, 500);
-}, { timeout: 6 * 60_000 });
+// Root-level before hooks run side by side (node:test), so the file's own waits in a describe for the stack's.
+describe("sender identity with authentication-oidc on", () => {
+  let oidcOn = false;
+  before(async () => {
+    const { core, kc, apps } = stack();
+    await setOidc(core, "enabled");
+    oidcOn = true;
+    // The Trigger's identity, made by Eventing's controller once it sees the flag.
+    await waitFor(`Trigger ${ALERT_TRIGGER} with its OIDC identity, Ready`, async () => {
+      const t = await eventingObject(kc, "triggers", ALERT_TRIGGER);
+      return t.status?.auth?.serviceAccountName !== undefined && t.status.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+    }, 120_000, 500);
+    // memory-scaler as shipped but for the option (the chart's requireSenderIdentity=true).
+    const deployment = await apps.readNamespacedDeployment({ name: "memory-scaler", namespace: FUNCTIONS_NAMESPACE });
+    const container = deployment.spec?.template.spec?.containers[0];
+    assert.ok(container?.env?.some((e) => e.name === "REQUIRE_SENDER_IDENTITY" && e.value === "false"), "the shipped Deployment sets REQUIRE_SENDER_IDENTITY, off");
+    const env = (container?.env ?? []).map((e) => (e.name === "REQUIRE_SENDER_IDENTITY" ? { name: e.name, value: "true" } : e));
+    await apps.patchNamespacedDeployment({ name: "memory-scaler", namespace: FUNCTIONS_NAMESPACE, body: { spec: { template: { spec: { containers: [{ name: container?.name, env }] } } } } }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.StrategicMergePatch));
+    await waitFor("memory-scaler rolled out with REQUIRE_SENDER_IDENTITY=true", async () => {
+      const d = await apps.readNamespacedDeployment({ name: "memory-scaler", namespace: FUNCTIONS_NAMESPACE });
+      return d.status?.observedGeneration === d.metadata?.generation && d.status?.updatedReplicas === 1 && d.status.readyReplicas === 1 && d.status.replicas === 1;
+    }, 180_000, 500);
+  }, { timeout: 6 * 60_000 });
 
-after(async () => {
-  if (oidcOn) await setOidc(stack().core, "disabled");
-});
-
-test("the Trigger's identity is the ServiceAccount memory-scaler accepts by default", async () => {
-  const trigger = await eventingObject(stack().kc, "triggers", ALERT_TRIGGER);
-  assert.equal(trigger.status?.auth?.serviceAccountName, triggerIdentity(ALERT_TRIGGER));
-  assert.ok(SENDERS.triggers.includes(ALERT_TRIGGER));
-});
-
-test("an event posted straight to memory-scaler (its Service's Pod) is refused 401; the Broker's delivery of one is taken", { timeout: 180_000 }, async (t) => {
-  const { core, kc } = stack();
-  // Straight to what memory-scaler's Service forwards to, its Pod (ClusterIPs are routed to Pods
-  // only on this node, not to the host this test runs on).
-  const scaler = await readyPod(core, FUNCTIONS_NAMESPACE, "memory-scaler-");
-  const forged = alertEvent({ namespace: WORKLOAD_NS, pod: "memhog-forged" });
-  const answer = await postEvent(`http://${scaler.status?.podIP}:8080/`, forged);
-  assert.equal(answer.status, 401, describeAnswer(answer));
-  assert.equal(answer.headers.get("www-authenticate"), BEARER_CHALLENGE);
-
-  // A sender of the Broker's own namespace, with a token for the Broker's audience (Eventing's
-  // default-authorization-mode allow-same-namespace; the install's senders are its sources).
-  const broker = await eventingObject(kc, "brokers", BROKER.name);
-  const audience = broker.status?.address?.audience;
-  assert.ok(audience, "the Broker has an audience once OIDC is on");
-  const token = (await core.createNamespacedServiceAccountToken({ name: "alert-receiver", namespace: FUNCTIONS_NAMESPACE, body: { spec: { audiences: [audience], expirationSeconds: 600 } } })).status?.token;
-  assert.ok(token);
-  const event = alertEvent({ namespace: WORKLOAD_NS, pod: "memhog-not-there" });
-  assert.equal(event.type, FIRING_TYPE);
-  const message = HTTP.binary(event);
-  const ingress = await brokerIngressUrl(core);
-  const unsigned = await fetch(ingress, { method: "POST", headers: message.headers as Record<string, string>, body: message.body as string });
-  assert.equal(unsigned.status, 401, "the Broker's ingress refuses a sender without a token once OIDC is on");
-  const signed = await fetch(ingress, { method: "POST", headers: { ...(message.headers as Record<string, string>), authorization: `Bearer ${token}` }, body: message.body as string });
-  assert.equal(signed.status, 202, await signed.text());
-
-  const delivered = await waitFor(`the Broker's delivery of ${event.id} in memory-scaler's log`, async () => {
-    const found = deliveriesOf(await readJsonLog(core, { name: scaler.metadata.name, namespace: FUNCTIONS_NAMESPACE }), event.id);
-    return found.length > 0 ? found : undefined;
-  }, 60_000, 500).catch(async (error: Error) => {
-    throw new Error(`${error.message}\nmt-broker-filter:\n${await logTail(core, EVENTING_NAMESPACE, "mt-broker-filter-", 20)}`, { cause: error });
+  after(async () => {
+    if (oidcOn) await setOidc(stack().core, "disabled");
   });
-  assert.deepEqual(delivered.map((d) => d.status), [204], "taken at the first delivery: the filter's token verified");
-  t.diagnostic(`Broker audience ${audience}; forged: ${answer.status} ${answer.body.error}; delivered: ${delivered.map((d) => d.status).join(",")}`);
+
+  test("the Trigger's identity is the ServiceAccount memory-scaler accepts by default", async () => {
+    const trigger = await eventingObject(stack().kc, "triggers", ALERT_TRIGGER);
+    assert.equal(trigger.status?.auth?.serviceAccountName, triggerIdentity(ALERT_TRIGGER));
+    assert.ok(SENDERS.triggers.includes(ALERT_TRIGGER));
+  });
+
+  test("an event posted straight to memory-scaler (its Service's Pod) is refused 401; the Broker's delivery of one is taken", { timeout: 180_000 }, async (t) => {
+    const { core, kc } = stack();
+    // Straight to what memory-scaler's Service forwards to, its Pod (ClusterIPs are routed to Pods
+    // only on this node, not to the host this test runs on).
+    const scaler = await readyPod(core, FUNCTIONS_NAMESPACE, "memory-scaler-");
+    const forged = alertEvent({ namespace: WORKLOAD_NS, pod: "memhog-forged" });
+    const answer = await postEvent(`http://${scaler.status?.podIP}:8080/`, forged);
+    assert.equal(answer.status, 401, describeAnswer(answer));
+    assert.equal(answer.headers.get("www-authenticate"), BEARER_CHALLENGE);
+
+    // A sender of the Broker's own namespace, with a token for the Broker's audience (Eventing's
+    // default-authorization-mode allow-same-namespace; the install's senders are its sources).
+    const broker = await eventingObject(kc, "brokers", BROKER.name);
+    const audience = broker.status?.address?.audience;
+    assert.ok(audience, "the Broker has an audience once OIDC is on");
+    const token = (await core.createNamespacedServiceAccountToken({ name: "alert-receiver", namespace: FUNCTIONS_NAMESPACE, body: { spec: { audiences: [audience], expirationSeconds: 600 } } })).status?.token;
+    assert.ok(token);
+    const event = alertEvent({ namespace: WORKLOAD_NS, pod: "memhog-not-there" });
+    assert.equal(event.type, FIRING_TYPE);
+    const message = HTTP.binary(event);
+    const ingress = await brokerIngressUrl(core);
+    const unsigned = await fetch(ingress, { method: "POST", headers: message.headers as Record<string, string>, body: message.body as string });
+    assert.equal(unsigned.status, 401, "the Broker's ingress refuses a sender without a token once OIDC is on");
+    const signed = await fetch(ingress, { method: "POST", headers: { ...(message.headers as Record<string, string>), authorization: `Bearer ${token}` }, body: message.body as string });
+    assert.equal(signed.status, 202, await signed.text());
+
+    const delivered = await waitFor(`the Broker's delivery of ${event.id} in memory-scaler's log`, async () => {
+      const found = deliveriesOf(await readJsonLog(core, { name: scaler.metadata.name, namespace: FUNCTIONS_NAMESPACE }), event.id);
+      return found.length > 0 ? found : undefined;
+    }, 60_000, 500).catch(async (error: Error) => {
+      throw new Error(`${error.message}\nmt-broker-filter:\n${await logTail(core, EVENTING_NAMESPACE, "mt-broker-filter-", 20)}`, { cause: error });
+    });
+    assert.deepEqual(delivered.map((d) => d.status), [204], "taken at the first delivery: the filter's token verified");
+    t.diagnostic(`Broker audience ${audience}; forged: ${answer.status} ${answer.body.error}; delivered: ${delivered.map((d) => d.status).join(",")}`);
+  });
 });
