@@ -68,7 +68,9 @@ async function eventingOn(state: StackState): Promise<EventingInstallation> {
  * Registers the file's `before` (bring the stack up, up to 20 minutes) and `after` (its
  * namespaces deleted; its own stack down, or the run's shared one left up; the lock released) hooks.
  * The stack is a real-node one of `real-node-file.ts`, Eventing on it; appmonitor's Eventing
- * objects and function Pods are the file's own, deleted with their namespace.
+ * objects and function Pods are the file's own, deleted with their namespace. node:test runs a
+ * file's root-level `before` hooks side by side, so a hook of the file's own that needs the stack
+ * goes in a `describe`.
  * @returns the stack, for the tests to call once `before` has run.
  */
 export function useEventingStack(options: EventingStackOptions): () => EventingStack {
