@@ -53,7 +53,8 @@ import type { FollowDeps } from "./deps.ts";
 import { recordPendingScale, WORKLOAD_KINDS } from "./pending-scales.ts";
 import { decideInPlaceFollowUp } from "./in-place.ts";
 import { readPodResize } from "./resize.ts";
-import { decideFollowUp, type FollowUp } from "./rollout.ts";
+import type { FollowUp } from "./follow-up.ts";
+import { decideFollowUp } from "./rollout.ts";
 import { type ScaleDownSummary, stepDown } from "./scale-down.ts";
 
 /** What one tick did: rollouts looked at, ended, still pending; scales listed in `status.pendingScales` looked at and recorded; every step is in the log. */

@@ -19,7 +19,7 @@ import type { UpdateMode } from "../../lib/appmonitor.ts";
 import type { PodResizeView } from "../kube/views.ts";
 import type { PendingRollout } from "../status/rollouts.ts";
 import { decideResizeFollowUp, POD_RESIZE_PENDING } from "./resize.ts";
-import type { FollowUp, RolloutFailure } from "./rollout.ts";
+import type { FollowUp, RolloutFailure } from "./follow-up.ts";
 
 /**
  * Seconds a resize may stay `Deferred` before the in-place update of a workload's Pod counts as

@@ -21,7 +21,8 @@ import type { Cluster } from "../kube/cluster.ts";
 import { podResizeView, type PodResizeView } from "../kube/views.ts";
 import { objectRef, type ObjectRef } from "../model.ts";
 import type { PendingRollout } from "../status/rollouts.ts";
-import { type FollowUp, ROLLOUT_DEADLINE_SECONDS } from "./rollout.ts";
+import type { FollowUp } from "./follow-up.ts";
+import { ROLLOUT_DEADLINE_SECONDS } from "./rollout.ts";
 
 /**
  * The follow-up of a pending resize (`status.rollouts` entry of kind `Pod`): reads the Pod and

@@ -14,7 +14,7 @@
  */
 import type { RevisionView, WorkloadView } from "../kube/views.ts";
 import { pinnedTrafficNote } from "../knative.ts";
-import type { FollowUp } from "./rollout.ts";
+import type { FollowUp } from "./follow-up.ts";
 
 /** The follow-up of Service `service` (its view as read) from its latest created Revision `revision` (undefined: not there, or none named). */
 export function decideRevisionFollowUp(service: WorkloadView, revision: RevisionView | undefined): FollowUp {

@@ -4,7 +4,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import pino from "pino";
-import { decideFollowUp, type FollowUp, ROLLOUT_DEADLINE_SECONDS } from "../../../../functions/memory-scaler/follow-up/rollout.ts";
+import type { FollowUp } from "../../../../functions/memory-scaler/follow-up/follow-up.ts";
+import { decideFollowUp, ROLLOUT_DEADLINE_SECONDS } from "../../../../functions/memory-scaler/follow-up/rollout.ts";
 import type { PodView, WorkloadView } from "../../../../functions/memory-scaler/kube/views.ts";
 import type { PendingRollout } from "../../../../functions/memory-scaler/status/rollouts.ts";
 import { followRollouts } from "../../../../functions/memory-scaler/follow-up/flow.ts";
