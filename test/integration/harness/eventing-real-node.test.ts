@@ -132,6 +132,18 @@ async function ruleOf(name: string): Promise<StoredRule | undefined> {
     });
 }
 
+/** Resolves once rule-sync's log has had no new line about AppMonitor `WORKLOAD_NS/<name>` for 3 s. */
+async function ruleSyncQuiet(name: string): Promise<void> {
+  const count = async () => (await ruleSyncLog()).filter((l) => l.namespace === WORKLOAD_NS && l.name === name).length;
+  let last = await count();
+  let since = Date.now();
+  await waitFor(`rule-sync done with ${name}`, async () => {
+    const now = await count();
+    if (now !== last) [last, since] = [now, Date.now()];
+    return Date.now() - since >= 3_000;
+  }, 60_000, 500);
+}
+
 /** The subject of an ApiServerSource event for AppMonitor `WORKLOAD_NS/<name>` (Resource mode: the object's selfLink). */
 const appMonitorSubject = (name: string) => `/apis/kubedemo.com/v1/namespaces/${WORKLOAD_NS}/appmonitors/${name}`;
 
@@ -157,6 +169,10 @@ test("editing an AppMonitor re-applies its PrometheusRule and deleting it delete
   assert.match(threshold, />= 90\b/, "the edited threshold is in the rule's expression");
   assert.doesNotMatch(threshold, />= 80\b/);
 
+  // The status rule-sync wrote is an update event of its own: let that reconcile finish first. One
+  // that read the AppMonitor before the delete and applied after the orphaning would put the
+  // ownerReference back, and the garbage collector, not rule-sync, would then delete the rule.
+  await ruleSyncQuiet(name);
   // Orphan: the garbage collector leaves the rule (and drops its ownerReference), so only rule-sync can delete it.
   await custom.deleteNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace: WORKLOAD_NS, plural: "appmonitors", name, propagationPolicy: "Orphan" });
   await waitFor(`the PrometheusRule of ${name} deleted`, async () => (await ruleOf(name)) === undefined, 60_000, 200);
