@@ -29,37 +29,7 @@ import { alertEvent, createAppMonitor, deliver, eventsRegarding } from "../suppo
 import { describeAnswer } from "../support/post-event.ts";
 import { type ScalerOnRealNode, startScalerOnRealNode } from "../support/real-node-file.ts";
 import { waitFor } from "../support/stack.ts";
-
-/** Node.js: prints the heap limit V8 chose, keeps live objects until `HOLD_MIB` are held, then holds them (and says so). */
-const NODE_PROGRAM = `
-const MiB = 2 ** 20, hold = Number(process.env.HOLD_MIB);
-console.log("heap limit " + (require("v8").getHeapStatistics().heap_size_limit / MiB).toFixed(1) + " MiB");
-const kept = [];
-const grow = () => {
-  for (let i = 0; i < 5000; i++) kept.push({ s: String(Math.random()).repeat(8) });
-  const used = process.memoryUsage().heapUsed / MiB;
-  if (used < hold) return setTimeout(grow, 1);
-  console.log("holding " + used.toFixed(0) + " MiB of heap");
-  setInterval(() => kept.length, 60000);
-};
-grow();
-`;
-
-/** The JVM: the same, with `maxMemory()` and 64 KiB arrays (not 1 MiB: G1 would keep those as humongous objects of two regions each); run by the source launcher from a ConfigMap. */
-const JAVA_PROGRAM = `
-import java.util.ArrayList;
-public class Grow {
-  public static void main(String[] args) throws Exception {
-    final long MiB = 1L << 20;
-    final long hold = Long.parseLong(System.getenv("HOLD_MIB"));
-    System.out.printf("heap limit %.1f MiB%n", Runtime.getRuntime().maxMemory() / (double) MiB);
-    final ArrayList<byte[]> kept = new ArrayList<>();
-    while (kept.size() < hold * 16) { kept.add(new byte[64 << 10]); if (kept.size() % 128 == 0) Thread.sleep(10); }
-    System.out.printf("holding %d MiB of heap%n", kept.size() / 16);
-    while (true) Thread.sleep(60000);
-  }
-}
-`;
+import { heapLimit, JAVA_HEAP_PROGRAM, NODE_HEAP_PROGRAM } from "../support/heap-programs.ts";
 
 /** One case: a runtime with its default heap, its container's limit, the mode, and what the program holds. */
 interface HeapCase {
@@ -120,7 +90,7 @@ function deployment(c: HeapCase): k8s.V1Deployment {
     terminationMessagePolicy: "FallbackToLogsOnError",
     resources: { limits: { memory: `${c.limitMiB}Mi` }, requests: { memory: `${c.limitMiB / 2}Mi` } },
     ...(c.runtime === "Node.js"
-      ? { image: running?.image ?? "", command: ["node", "-e", NODE_PROGRAM] }
+      ? { image: running?.image ?? "", command: ["node", "-e", NODE_HEAP_PROGRAM] }
       : { image: jvmImage, args: ["/program/Grow.java"], volumeMounts: [{ name: "program", mountPath: "/program", readOnly: true }] }),
   };
   return {
@@ -143,18 +113,13 @@ function deployment(c: HeapCase): k8s.V1Deployment {
   };
 }
 
-const heapLimit = (log: string): number | undefined => {
-  const m = /heap limit ([0-9.]+) MiB/.exec(log);
-  return m === null ? undefined : Number(m[1]);
-};
-
 describe("a runtime's heap runs out (or, larger than the limit, is OOM-killed first); the alert is answered once by a rollout with the runtime's heap setting, in every updateMode, and the new program runs past its old heap limit", { concurrency: true }, () => {
   for (const c of CASES) {
     test(`${c.runtime}, ${c.limitMiB}Mi, ${c.updateMode}`, { timeout: 600_000 }, async (t) => {
       const ns = c.namespace;
       // Deleted, and waited for, when the file stops (the run's shared node stays up for the next file).
       await running?.stack.namespace(ns);
-      if (c.runtime === "JVM") await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: "program" }, data: { "Grow.java": JAVA_PROGRAM } } });
+      if (c.runtime === "JVM") await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: "program" }, data: { "Grow.java": JAVA_HEAP_PROGRAM } } });
       const declared = c.declared === true ? { containerPolicies: [{ containerName: "app", runtime: c.runtime }] } : {};
       await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, updateMode: c.updateMode, ...declared });
       await apps.createNamespacedDeployment({ namespace: ns, body: deployment(c) });

@@ -220,11 +220,19 @@ export interface ChainOptions {
    */
   metricSource?: "cadvisor" | "kube-state-metrics";
   /**
-   * The workload instead of the original memhog example; it must grow until the kernel kills it,
-   * so it needs `realNode` and `oomKill` (what makes it grow is its own: memhog's growing mode
-   * and log lines are memhog's).
+   * The workload instead of the original memhog example; it must grow until the kernel kills it
+   * (`oomKill`) or its runtime's heap runs out (`heapError`), so it needs `realNode` and one of
+   * them (what makes it grow is its own: memhog's growing mode and log lines are memhog's).
    */
   workload?: ChainWorkload;
+  /**
+   * The workload's runtime runs out of heap before the container's limit (needs `realNode` and
+   * `workload`): its container ends with reason `Error` and the runtime's heap error in its
+   * termination message (`terminationMessagePolicy: FallbackToLogsOnError`), kube-state-metrics
+   * reports the restart, the heap-error alert fires (no `for`) and memory-scaler scales once; the
+   * chain then waits for the new container's log to show the program past its old heap.
+   */
+  heapError?: ChainHeapError;
   /**
    * The stack's prometheus-operator runs the Prometheus and the Alertmanager on the real node
    * (`up({ realNode: true, prometheusOperator: true })`; needs `functionPods` and `eventing`): the
@@ -250,6 +258,14 @@ export interface ChainWorkload {
   readonly container: string;
   /** Selects the Deployment's Pods, e.g. `name=memhog`. */
   readonly labelSelector: string;
+}
+
+/** The heap-error run of a chain ({@link ChainOptions.heapError}). */
+export interface ChainHeapError {
+  /** The runtime's heap error, as its termination message shows it (e.g. `JavaScript heap out of memory`). */
+  readonly message: RegExp;
+  /** A line of the new container's log that says the program holds more than its old heap could. */
+  readonly relieved: RegExp;
 }
 
 /** The trend run of a chain ({@link ChainOptions.trend}). */
@@ -343,6 +359,12 @@ function onRealNode(yamlText: string, grow: "oom" | ChainTrend | undefined, cont
   }).join("---\n");
 }
 
+/** The container's last termination, when it ended with reason `Error` and `message` in its termination message. */
+function heapErrorEnd(pod: k8s.V1Pod, container: string, message: RegExp): k8s.V1ContainerStateTerminated | undefined {
+  const terminated = pod.status?.containerStatuses?.find((c) => c.name === container)?.lastState?.terminated;
+  return terminated?.reason === "Error" && message.test(terminated.message ?? "") ? terminated : undefined;
+}
+
 /** The container's last termination, when it was an OOM kill (the kubelet's report of the kernel's kill). */
 function oomKilled(pod: k8s.V1Pod, container: string): k8s.V1ContainerStateTerminated | undefined {
   const terminated = pod.status?.containerStatuses?.find((c) => c.name === container)?.lastState?.terminated;
@@ -401,7 +423,7 @@ interface Run {
   readonly slow: number;
   readonly options: ChainOptions;
   readonly namespace: string;
-  /** The alert the run expects: the threshold alert, the OOM-kill alert with `oomKill`, the trend alert with `trend`. */
+  /** The alert the run expects: the threshold alert, the OOM-kill alert with `oomKill`, the heap-error alert with `heapError`, the trend alert with `trend`. */
   readonly alertname: string;
   readonly hops: Hop[];
   /** Records a hop (now and {@link POLLED}, unless `at` and its clock are given) and tells `options.onHop`. */
@@ -693,12 +715,20 @@ async function causeAlert(run: Run, old: MemhogPod, stored: StoredAppMonitor): P
   const percent = stored.spec?.memThresholdPercent ?? 75;
   const threshold = floor(multiply(parseQuantity(old.memory.limit ?? "0"), rational(BigInt(Math.round(percent * 100)), 10_000n)));
   const realKill = options.realNode && options.oomKill;
+  const heapError = options.heapError;
   if (options.trend !== undefined) {
     // The trend's own cause: memhog grows from its start; the scale is to come before the crossing.
     hop("memhog grows steadily", Date.now(), `at ${options.trend.rate}/s toward its limit ${old.memory.limit} (threshold ${percent}%, ${threshold} bytes)`);
     return;
   }
-  if (realKill) {
+  if (heapError !== undefined) {
+    // The runtime gives up well under the limit; the kubelet keeps the log's tail as the termination message.
+    const ended = await until(`${container} ends with its runtime's heap error`, hops, 240_000, async () =>
+      heapErrorEnd(await core.readNamespacedPod({ name: old.name, namespace }), container, heapError.message));
+    hop("container ended with its runtime's heap error", ended.finishedAt ? new Date(ended.finishedAt).getTime() : Date.now(),
+      `lastState.terminated: ${ended.reason}, exit code ${ended.exitCode}; ${heapError.message.exec(ended.message ?? "")?.[0] ?? ""}`,
+      ended.finishedAt ? kubeClock("the kubelet's lastState.terminated.finishedAt") : POLLED);
+  } else if (realKill) {
     // The kernel kills the container at its limit; the kubelet reports it when it restarts the container.
     const killed = await until(`the kernel OOM-kills ${container}`, hops, 60_000, async () =>
       oomKilled(await core.readNamespacedPod({ name: old.name, namespace }), container));
@@ -731,10 +761,11 @@ async function causeAlert(run: Run, old: MemhogPod, stored: StoredAppMonitor): P
     hop("usage crossed the threshold", setAt, `working set ${usage} of limit ${old.memory.limit}`, { source: "this run's clock, as it began to set the usage", resolutionMs: 1 });
   }
 
-  if (realKill) {
-    const reason = `kube_pod_container_status_last_terminated_reason{namespace="${namespace}",pod="${old.name}",container="${container}",reason="OOMKilled"}`;
-    await until("Prometheus scrapes the OOM kill from kube-state-metrics", hops, 60_000 * slow, async () => (await promValue(state, reason)) === "1");
-    hop("OOM kill scraped by Prometheus", await firstSampleAt(state, reason, (v) => v >= 1), "kube-state-metrics: last terminated reason OOMKilled", SAMPLE);
+  if (realKill || heapError !== undefined) {
+    const [what, why] = heapError === undefined ? ["OOM kill", "OOMKilled"] : ["heap error", "Error"];
+    const reason = `kube_pod_container_status_last_terminated_reason{namespace="${namespace}",pod="${old.name}",container="${container}",reason="${why}"}`;
+    await until(`Prometheus scrapes the ${what} from kube-state-metrics`, hops, 60_000 * slow, async () => (await promValue(state, reason)) === "1");
+    hop(`${what} scraped by Prometheus`, await firstSampleAt(state, reason, (v) => v >= 1), `kube-state-metrics: last terminated reason ${why}`, SAMPLE);
   } else if (options.oomKill) {
     await until("Prometheus scrapes the OOM event", hops, 60_000, async () => Number(await promValue(state, oomSeries)) >= 1);
     hop("OOM event scraped by Prometheus", await firstSampleAt(state, oomSeries, (v) => v >= 1), undefined, SAMPLE);
@@ -760,8 +791,8 @@ async function alertFires(run: Run, oldName: string, stored: StoredAppMonitor): 
     const body = await getJson<{ data: { alerts: PromAlert[] } }>(`${state.prometheusUrl}/api/v1/alerts`);
     return body.data.alerts.find((a) => a.labels.namespace === namespace && a.labels.pod === oldName && a.labels.alertname === alertname && a.state === wanted);
   };
-  // The OOM-kill alert has no `for`: it fires at its first evaluation, never pending.
-  if (!options.oomKill) {
+  // The OOM-kill and heap-error alerts have no `for`: they fire at their first evaluation, never pending.
+  if (!options.oomKill && options.heapError === undefined) {
     // The trend alert waits for its window to fill above the floor first.
     // A short `for` may end between two polls: a firing alert's activeAt is still when it went pending.
     const pending = await until("the alert goes pending in Prometheus", hops, (options.trend === undefined ? 30_000 : 300_000) * slow, async () => (await alertFor("pending")) ?? (await alertFor("firing")));
@@ -836,6 +867,16 @@ async function awaitMemhogPod(run: Run, scaler: FunctionProcess, old: MemhogPod)
     hop("new container's cgroup limit", Date.now(), `memory.limit_in_bytes ${limit} (${memory.limit}); the old container's cgroup is gone`, THIS_RUN);
   }
   const name = pod.metadata?.name ?? "";
+  const relieved = options.heapError?.relieved;
+  if (relieved !== undefined) {
+    // The relief reached the program: its own log says it holds more than its old heap could.
+    const line = await until("the new program runs past its old heap", hops, 300_000, async () => {
+      const log = await core.readNamespacedPodLog({ name, namespace, container: workload.container, timestamps: true }).catch(() => "");
+      return log.split("\n").find((l) => relieved.test(l));
+    });
+    const [at = "", ...said] = line.split(" ");
+    hop("the new program runs past its old heap", Date.parse(at), said.join(" "), { source: "the program's log line, its CRI log timestamp (containerd's)", resolutionMs: 1 });
+  }
   if (options.realNode && options.oomKill) {
     // The new limit holds in the kernel: the new container grows until it is killed at it, and
     // that kill's alert is refused (one scale per cooldown), not a second scale.
@@ -959,7 +1000,8 @@ async function cleanUp(run: Run, functions: readonly FunctionProcess[], ruleFile
 export async function runChain(state: StackState, options: ChainOptions): Promise<ChainResult> {
   const { namespace } = options;
   if (options.eventing && !options.functionPods) throw new Error("eventing needs functionPods: the Broker delivers to the functions' Services");
-  if (options.workload !== undefined && !(options.realNode && options.oomKill)) throw new Error("a workload of its own needs realNode and oomKill: it grows by its own means until the kernel kills it");
+  if (options.workload !== undefined && !(options.realNode && (options.oomKill || options.heapError !== undefined))) throw new Error("a workload of its own needs realNode and oomKill or heapError: it grows by its own means until the kernel kills it or its heap runs out");
+  if (options.heapError !== undefined && (options.workload === undefined || options.oomKill)) throw new Error("heapError needs a workload of its own (a runtime with a heap) and no oomKill");
   if (options.trend !== undefined && !(options.realNode && !options.oomKill && options.workload === undefined)) throw new Error("trend needs realNode, memhog and no oomKill: memhog grows there for real");
   const onNode = state.prometheusOperator?.onRealNode;
   if (options.operator && !(options.eventing && onNode)) throw new Error("operator needs functionPods, eventing and a stack up with realNode and prometheusOperator");
@@ -971,7 +1013,7 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
     slow: options.operator ? 3 : 1,
     options,
     namespace,
-    alertname: options.oomKill ? "AppMonitorOOMKilled" : options.trend !== undefined ? "AppMonitorMemoryTrend" : "AppMonitorMemoryHigh",
+    alertname: options.oomKill ? "AppMonitorOOMKilled" : options.heapError !== undefined ? "AppMonitorHeapError" : options.trend !== undefined ? "AppMonitorMemoryTrend" : "AppMonitorMemoryHigh",
     hops,
     hop: (name, at = Date.now(), detail, clock = POLLED) => {
       const h: Hop = detail === undefined ? { name, at, ...clock } : { name, at, detail, ...clock };

@@ -36,7 +36,8 @@ import { ALERT_NAME, buildRulesFile, TREND_ALERT_NAME } from "../../../functions
 import { DEFAULT_RULE_CONFIG } from "../../../functions/rule-sync/rule-config.ts";
 import { checkRuleInput } from "../../../functions/rule-sync/rule-input.ts";
 import { deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE, type FunctionPods } from "../../harness/stack/function-pods-install.ts";
-import { importImages } from "../../harness/stack/node-images.ts";
+import { archiveReference, importImages } from "../../harness/stack/node-images.ts";
+import { NODE_HEAP_PROGRAM } from "../../support/heap-programs.ts";
 import { acquireRealNodeLock } from "../../support/real-node-lock.ts";
 import { waitEstablished } from "../../harness/lib/crd-established.ts";
 
@@ -393,6 +394,61 @@ test("a real program's PID 1 OOM-killed by the kernel is scaled once with the sh
   assert.match(result.recorded.scaledEvents[0] ?? "", /^scaled Deployment redis by 2 after an OOM kill: redis: limit 128Mi → 256Mi, request 64Mi → 128Mi; the rollout replaces \(restarts\) its Pods$/);
   const killed = result.hops.find((h) => h.name === "container OOM-killed by the kernel")?.at ?? 0;
   for (const h of result.hops) t.diagnostic(`${h.at >= killed ? `+${((h.at - killed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
+});
+
+/**
+ * Node.js 24 (memory-scaler's image) with its default heap, under a 1Gi limit, keeping 700 MiB of
+ * live objects: V8 sizes its heap at about 560 MiB, so the program dies of its heap error at about
+ * half the limit, no OOM kill and no threshold crossing. Its log's tail is its termination message.
+ */
+function nodeHeapDeployment(image: string): string {
+  const deployment: k8s.V1Deployment = {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "web" },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { name: "web" } },
+      template: {
+        metadata: { labels: { name: "web" }, annotations: { "app-monitor.kubedemo.com/monitor": "true" } },
+        spec: {
+          terminationGracePeriodSeconds: 1,
+          containers: [{
+            name: "app", image, imagePullPolicy: "Never", command: ["node", "-e", NODE_HEAP_PROGRAM],
+            env: [{ name: "HOLD_MIB", value: "700" }],
+            terminationMessagePolicy: "FallbackToLogsOnError",
+            resources: { limits: { memory: "1Gi" }, requests: { memory: "512Mi" } },
+          }],
+        },
+      },
+    },
+  };
+  return stringify(deployment);
+}
+
+test("a Node.js heap error at half the limit goes through the whole chain: kube-state-metrics, the heap-error alert, Alertmanager, alert-receiver, one rollout with the limit and V8's heap together, and the new program runs past its old heap", { timeout: 600_000 }, async (t) => {
+  const [built] = await buildImages(["memory-scaler"]);
+  assert.ok(built !== undefined && state?.realNode !== undefined);
+  await importImages(state.realNode, [built.archive]);
+  const namespace = "real-node-heap-error";
+  const result = await runChain(state as StackState, {
+    namespace, realNode: true,
+    workload: { manifest: nodeHeapDeployment(await archiveReference(built.archive)), name: "web", container: "app", labelSelector: "name=web" },
+    heapError: { message: /JavaScript heap out of memory/, relieved: /holding [0-9]+ MiB of heap/ },
+  });
+  assert.deepEqual([result.before, result.after], [{ request: "512Mi", limit: "1Gi" }, { request: "1Gi", limit: "2Gi" }]);
+  const names = result.hops.map((h) => h.name);
+  for (const hop of ["container ended with its runtime's heap error", "heap error scraped by Prometheus", "alert firing in Prometheus", "alert in Alertmanager",
+    "webhook received by alert-receiver", "Deployment patched by memory-scaler", "new container's cgroup limit", "the new program runs past its old heap"]) {
+    assert.ok(names.includes(hop), `${hop}: ${names.join(", ")}`);
+  }
+  assert.deepEqual(result.decisions.filter((d) => d.outcome === "scaled").map((d) => [d.pod, d.trigger]), [[`${namespace}/${result.oldPod}`, "heapError"]], JSON.stringify(result.decisions));
+  assert.equal(result.recorded.scaleCount, 1);
+  assert.match(result.recorded.scaledEvents[0] ?? "", /--max-old-space-size=1536/, "the heap setting in the same patch, named in the Event");
+  const held = Number(/holding ([0-9]+) MiB/.exec(result.hops.find((h) => h.name === "the new program runs past its old heap")?.detail ?? "")?.[1]);
+  assert.ok(held >= 700, `the new program holds its 700 MiB: ${held}`);
+  const ended = result.hops.find((h) => h.name === "container ended with its runtime's heap error")?.at ?? 0;
+  for (const h of result.hops) t.diagnostic(`${h.at >= ended ? `+${((h.at - ended) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
 });
 
 /**
