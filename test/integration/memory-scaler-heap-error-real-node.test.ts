@@ -13,7 +13,10 @@
 // and runs past its old one; a second delivery scales nothing more. And Node.js at 256Mi, whose
 // default heap is larger than the limit: OOM-killed, and answered in one raise that reaches the
 // heap because the AppMonitor declares the runtime (`spec.containerPolicies` `runtime`), under
-// `InPlaceOrRollout` and `InPlace`. Each case logs the time from the first run's end to the new
+// `InPlaceOrRollout` and `InPlace`. And Go (memhog, our Go program, its live data in the Go heap)
+// with the user's own `GOMEMLIMIT=96MiB` under 128Mi, holding 160Mi: the soft limit cannot stop live
+// data, so the kernel kills it; under `heapFlags: Scale` the raise doubles the limit and the flag
+// in one patch, and the new memhog reports 192 MiB. Each case logs the time from the first run's end to the new
 // program running past its old heap, and the heap limit before and after. The cases run side by
 // side, each in its own namespace.
 //
@@ -21,7 +24,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import * as k8s from "@kubernetes/client-node";
-import { buildImages } from "../../scripts/images/build.ts";
+import { buildImages, MEMHOG_IMAGES } from "../../scripts/images/build.ts";
 import { MONITOR_ANNOTATION } from "../../functions/lib/appmonitor.ts";
 import { archiveReference, importImages } from "../harness/stack/node-images.ts";
 import { REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
@@ -29,12 +32,12 @@ import { alertEvent, createAppMonitor, deliver, eventsRegarding } from "../suppo
 import { describeAnswer } from "../support/post-event.ts";
 import { type ScalerOnRealNode, startScalerOnRealNode } from "../support/real-node-file.ts";
 import { waitFor } from "../support/stack.ts";
-import { heapLimit, JAVA_HEAP_PROGRAM, NODE_HEAP_PROGRAM } from "../support/heap-programs.ts";
+import { heapLimit, heldMiB, JAVA_HEAP_PROGRAM, NODE_HEAP_PROGRAM } from "../support/heap-programs.ts";
 
 /** One case: a runtime with its default heap, its container's limit, the mode, and what the program holds. */
 interface HeapCase {
   readonly namespace: string;
-  readonly runtime: "Node.js" | "JVM";
+  readonly runtime: "Node.js" | "JVM" | "Go";
   readonly limitMiB: number;
   readonly updateMode: "Rollout" | "InPlaceOrRollout" | "InPlace";
   /** MiB of live objects the program keeps: past the default heap, within the raised one. */
@@ -47,6 +50,8 @@ interface HeapCase {
   readonly setting: readonly [string, string];
   /** The user's own heap flag in the manifest (env var, value). */
   readonly own?: readonly [string, string];
+  /** The AppMonitor's `spec.heapFlags` (else the default, `Hold`). */
+  readonly heapFlags?: "Scale";
 }
 
 const CASES: readonly HeapCase[] = [
@@ -60,6 +65,8 @@ const CASES: readonly HeapCase[] = [
   { namespace: "heap-node-256mi-inplace", runtime: "Node.js", limitMiB: 256, updateMode: "InPlace", holdMiB: 300, error: "OOMKilled", declared: true, setting: ["NODE_OPTIONS", "--max-old-space-size=384"] },
   // The user's own share (384 MiB of heap at 512Mi), which follows the limit: nothing to set, the rollout alone gives it 768 MiB.
   { namespace: "heap-jvm-512mi-inplace", runtime: "JVM", limitMiB: 512, updateMode: "InPlace", holdMiB: 450, error: /java\.lang\.OutOfMemoryError: Java heap space/, own: ["JAVA_TOOL_OPTIONS", "-XX:MaxRAMPercentage=75"], setting: ["JAVA_TOOL_OPTIONS", "-XX:MaxRAMPercentage=75"] },
+  // The user's GOMEMLIMIT, a soft limit under the container's: raised with it under heapFlags Scale.
+  { namespace: "heap-go-128mi", runtime: "Go", limitMiB: 128, updateMode: "Rollout", holdMiB: 160, error: "OOMKilled", own: ["GOMEMLIMIT", "96MiB"], heapFlags: "Scale", setting: ["GOMEMLIMIT", "192MiB"] },
 ];
 
 let running: ScalerOnRealNode | undefined;
@@ -86,12 +93,18 @@ function deployment(c: HeapCase): k8s.V1Deployment {
   const app: k8s.V1Container = {
     name: "app",
     imagePullPolicy: "Never",
-    env: [{ name: "HOLD_MIB", value: String(c.holdMiB) }, ...(c.own === undefined ? [] : [{ name: c.own[0], value: c.own[1] }])],
+    env: [
+      ...(c.runtime === "Go" ? [{ name: "MEMHOG_TARGET", value: `${c.holdMiB}Mi` }] : [{ name: "HOLD_MIB", value: String(c.holdMiB) }]),
+      ...(c.own === undefined ? [] : [{ name: c.own[0], value: c.own[1] }]),
+    ],
     terminationMessagePolicy: "FallbackToLogsOnError",
     resources: { limits: { memory: `${c.limitMiB}Mi` }, requests: { memory: `${c.limitMiB / 2}Mi` } },
     ...(c.runtime === "Node.js"
       ? { image: running?.image ?? "", command: ["node", "-e", NODE_HEAP_PROGRAM] }
-      : { image: jvmImage, args: ["/program/Grow.java"], volumeMounts: [{ name: "program", mountPath: "/program", readOnly: true }] }),
+      : c.runtime === "Go"
+        // The stack's registry serves memhog's image; the real node pulls it through its mirror.
+        ? { image: MEMHOG_IMAGES[1], imagePullPolicy: "IfNotPresent" }
+        : { image: jvmImage, args: ["/program/Grow.java"], volumeMounts: [{ name: "program", mountPath: "/program", readOnly: true }] }),
   };
   return {
     apiVersion: "apps/v1",
@@ -121,7 +134,7 @@ describe("a runtime's heap runs out (or, larger than the limit, is OOM-killed fi
       await running?.stack.namespace(ns);
       if (c.runtime === "JVM") await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: "program" }, data: { "Grow.java": JAVA_HEAP_PROGRAM } } });
       const declared = c.declared === true ? { containerPolicies: [{ containerName: "app", runtime: c.runtime }] } : {};
-      await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, updateMode: c.updateMode, ...declared });
+      await createAppMonitor(ns, "m", { memThresholdPercent: 75, memMultiplier: 2, updateMode: c.updateMode, ...declared, ...(c.heapFlags === undefined ? {} : { heapFlags: c.heapFlags }) });
       await apps.createNamespacedDeployment({ namespace: ns, body: deployment(c) });
 
       // The first run's end, as the kubelet reports it.
@@ -167,7 +180,7 @@ describe("a runtime's heap runs out (or, larger than the limit, is OOM-killed fi
         const next = pods[0];
         if (next?.metadata?.name === undefined || next.status?.phase !== "Running") return undefined;
         const log = await core.readNamespacedPodLog({ namespace: ns, name: next.metadata.name, container: "app" }).catch(() => "");
-        return /holding [0-9]+ MiB of heap/.test(log) ? { next, log } : undefined;
+        return (heldMiB(log) ?? 0) >= c.holdMiB ? { next, log } : undefined;
       }, 300_000, 500);
       const newLimit = heapLimit(ran.log);
       const heldAt = Date.now();
@@ -178,7 +191,7 @@ describe("a runtime's heap runs out (or, larger than the limit, is OOM-killed fi
       assert.ok(newLimit !== undefined && newLimit > c.holdMiB, `the new heap limit ${newLimit} MiB holds the program's ${c.holdMiB} MiB`);
       assert.ok(oldLimit === undefined || oldLimit < c.holdMiB, `the old heap limit ${oldLimit} MiB did not`);
       assert.equal(ran.next.status?.containerStatuses?.[0]?.restartCount, 0, "not crashing again");
-      assert.ok(Number(/holding ([0-9]+) MiB/.exec(ran.log)?.[1]) >= c.holdMiB, ran.log);
+      assert.ok((heldMiB(ran.log) ?? 0) >= c.holdMiB, ran.log);
 
       const again = await deliver(running?.scaler.url ?? "", heapError());
       assert.equal(again.outcome, "skipped", describeAnswer(again));

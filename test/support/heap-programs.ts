@@ -1,7 +1,8 @@
 // Programs that run out of their runtime's heap for tests on the real node: each prints the heap
 // limit its runtime chose, keeps live objects until it holds `HOLD_MIB` MiB (an environment
 // variable), then says so and holds them, so a heap too small for `HOLD_MIB` ends in the
-// runtime's own heap error and a large enough one in the line "holding N MiB of heap".
+// runtime's own heap error and a large enough one in the line "holding N MiB of heap". memhog, our
+// Go program, says the same of the Go runtime (`heap limit N MiB (GOMEMLIMIT)`, `holding N bytes`).
 
 /** Node.js: prints the heap limit V8 chose, keeps live objects until `HOLD_MIB` are held, then holds them (and says so). */
 export const NODE_HEAP_PROGRAM = `
@@ -38,4 +39,16 @@ public class Grow {
 export function heapLimit(log: string): number | undefined {
   const m = /heap limit ([0-9.]+) MiB/.exec(log);
   return m === null ? undefined : Number(m[1]);
+}
+
+/**
+ * The most a program above (`holding N MiB of heap`) or memhog (`memhog: holding N bytes`, its
+ * live data in the Go heap) said it holds, in MiB; undefined when `log` says neither.
+ */
+export function heldMiB(log: string): number | undefined {
+  const said = [
+    ...[...log.matchAll(/holding ([0-9]+) MiB of heap/g)].map((m) => Number(m[1])),
+    ...[...log.matchAll(/memhog: holding ([0-9]+) bytes/g)].map((m) => Number(m[1]) / 2 ** 20),
+  ];
+  return said.length === 0 ? undefined : Math.max(...said);
 }

@@ -20,11 +20,13 @@
 //	               finds it up; unset, it listens on nothing
 //
 // Every page is written, so the memory is resident and counted in the cgroup's working set.
-// It logs one line per step on stdout and exits 0 on SIGTERM.
+// It logs one line per step on stdout (first the Go runtime's memory limit, when GOMEMLIMIT sets
+// one) and exits 0 on SIGTERM.
 package main
 
 import (
 	"fmt"
+	"math"
 	"math/big"
 	"net"
 	"os"
@@ -102,6 +104,10 @@ func main() {
 			fmt.Fprintln(os.Stderr, "memhog:", err)
 			os.Exit(2)
 		}
+	}
+	// The Go runtime's memory limit, when GOMEMLIMIT sets one: the heap limit a test reads back.
+	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
+		fmt.Printf("memhog: heap limit %.1f MiB (GOMEMLIMIT)\n", float64(limit)/(1<<20))
 	}
 	target, err := parseQuantity("MEMHOG_TARGET", env("MEMHOG_TARGET", "320Mi"))
 	if err == nil {

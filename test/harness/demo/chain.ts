@@ -56,6 +56,7 @@ import { coalesceValues, type Value } from "../lib/helm-values.ts";
 import { documentedKubePrometheusStackValues } from "../lib/install-doc.ts";
 import { serviceAccountCredentials } from "../lib/container.ts";
 import { waitUntil } from "../lib/wait-until.ts";
+import { namespaceRoute } from "../lib/alertmanager-route.ts";
 import { podFunctions, type InstalledFunctions } from "./function-pods.ts";
 import type { HopClock, TimelineHop } from "./timeline.ts";
 import { startFunction, type FunctionProcess, type LogLine } from "./processes.ts";
@@ -603,20 +604,7 @@ async function routeAlertsThroughOperator(run: Run, installNamespace: string, we
 /** Routes the namespace's alerts in Alertmanager to alert-receiver, with bearer auth, and reloads it. */
 async function routeAlerts(run: Run, receiverUrl: string, webhookToken: string): Promise<void> {
   const { state, namespace, hops } = run;
-  await writeFile(state.alertmanagerConfig, stringify({
-    route: {
-      receiver: "null",
-      group_wait: "1s", group_interval: "1s", repeat_interval: "1h",
-      routes: [{
-        receiver: "appmonitor", matchers: [`namespace="${namespace}"`],
-        group_by: ["namespace", "pod", "container"], group_wait: "1s", group_interval: "5s", repeat_interval: "1m",
-      }],
-    },
-    receivers: [
-      { name: "null" },
-      { name: "appmonitor", webhook_configs: [{ url: `${receiverUrl}/`, send_resolved: true, http_config: { authorization: { type: "Bearer", credentials: webhookToken } } }] },
-    ],
-  }));
+  await writeFile(state.alertmanagerConfig, stringify(namespaceRoute(namespace, receiverUrl, webhookToken)));
   const amReload = await fetch(`${state.alertmanagerUrl}/-/reload`, { method: "POST" });
   if (!amReload.ok) throw new HopError("configure Alertmanager", `reload answered ${amReload.status}: ${await amReload.text()}`, hops);
 }
