@@ -1,7 +1,8 @@
 // The stack's real node, for real: Pods are processes in real cgroups on Debian's containerd and
 // runc, the kernel OOM-kills memhog at its limit, the kubelet's cAdvisor and kube-state-metrics report
-// it to Prometheus, and a kill goes through the whole chain to one scale, so does a steady growth
-// through the trend trigger before it reaches the threshold (and a sawtooth never fires it),
+// it to Prometheus, and a kill goes through the whole chain to one scale, so do a Node.js heap error
+// (a rollout with the heap set) and a steady growth through the trend trigger before it reaches
+// the threshold (and a sawtooth never fires it),
 // its Pods reach Services through kube-proxy, names through CoreDNS and the API server through the
 // in-cluster config, the three functions run there as Pods, and `down` leaves the host as it found it.
 //
