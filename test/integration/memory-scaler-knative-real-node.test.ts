@@ -12,8 +12,8 @@
 //   unchanged; then min-scale raised to 2 (a new Revision), whose Pods the shipped admission policy
 //   gives the recorded memory at creation.
 // The times from the alert in Alertmanager to memory-scaler's change, and from that change to the
-// new Revision Ready and to the in-place raise, are printed, not asserted. Its own stack with the real node (Serving needs one of its own), so it waits for the
-// machine-wide real-node lock.
+// new Revision Ready and to the in-place raise, are printed, not asserted. Its own stack with the
+// real node (Serving needs one of its own), so it waits for the machine-wide real-node lock.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";

@@ -22,8 +22,6 @@ import { waitFor } from "./stack.ts";
 
 /** A running alert path ({@link startAlertPath}). */
 export interface AlertPath {
-  /** alert-receiver's URL, where Alertmanager sends the namespace's alerts. */
-  readonly receiverUrl: string;
   /**
    * Loads the rule of AppMonitor `<namespace>/<name>` with `spec` (validated as the CRD would, its
    * defaults filled) into Prometheus; resolves once Prometheus has loaded it and knows
@@ -53,7 +51,6 @@ export async function startAlertPath(state: StackState, namespace: string, scale
   const files: string[] = [];
   const getJson = async <T>(url: string): Promise<T> => (await (await fetch(url)).json()) as T;
   return {
-    receiverUrl: receiver.url,
     async load(name, spec) {
       const file = path.join(state.rulesDir, `${namespace}-${name}.yml`);
       files.push(file);

@@ -360,15 +360,20 @@ function onRealNode(yamlText: string, grow: "oom" | ChainTrend | undefined, cont
   }).join("---\n");
 }
 
+/** The container's last termination, as the kubelet reports it when it restarts the container. */
+function lastTerminated(pod: k8s.V1Pod, container: string): k8s.V1ContainerStateTerminated | undefined {
+  return pod.status?.containerStatuses?.find((c) => c.name === container)?.lastState?.terminated;
+}
+
 /** The container's last termination, when it ended with reason `Error` and `message` in its termination message. */
 function heapErrorEnd(pod: k8s.V1Pod, container: string, message: RegExp): k8s.V1ContainerStateTerminated | undefined {
-  const terminated = pod.status?.containerStatuses?.find((c) => c.name === container)?.lastState?.terminated;
+  const terminated = lastTerminated(pod, container);
   return terminated?.reason === "Error" && message.test(terminated.message ?? "") ? terminated : undefined;
 }
 
 /** The container's last termination, when it was an OOM kill (the kubelet's report of the kernel's kill). */
 function oomKilled(pod: k8s.V1Pod, container: string): k8s.V1ContainerStateTerminated | undefined {
-  const terminated = pod.status?.containerStatuses?.find((c) => c.name === container)?.lastState?.terminated;
+  const terminated = lastTerminated(pod, container);
   return terminated?.reason === "OOMKilled" ? terminated : undefined;
 }
 
