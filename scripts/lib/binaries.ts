@@ -24,13 +24,15 @@ export const BINARY_SETS = {
   eventing: ["eventing"],
   serving: ["serving"],
   helm: ["helm"],
+  /** The Vertical Pod Autoscaler and metrics-server, for the comparison with the VPA. */
+  vpa: ["vpa", "metrics"],
 } as const;
 
 /** A set of build.sh. */
 export type BinarySet = (typeof BINARY_SETS)[keyof typeof BINARY_SETS][number];
 
 /** The sets a stack with these parts needs, in build.sh's order of the groups. */
-export function binarySetsFor(parts: { realNode?: boolean; prometheusOperator?: boolean; eventing?: boolean; serving?: boolean; helm?: boolean }): BinarySet[] {
+export function binarySetsFor(parts: { realNode?: boolean; prometheusOperator?: boolean; eventing?: boolean; serving?: boolean; helm?: boolean; vpa?: boolean }): BinarySet[] {
   return [
     ...BINARY_SETS.stack,
     ...(parts.realNode ? BINARY_SETS.realNode : []),
@@ -38,6 +40,7 @@ export function binarySetsFor(parts: { realNode?: boolean; prometheusOperator?: 
     ...(parts.eventing ? BINARY_SETS.eventing : []),
     ...(parts.serving ? BINARY_SETS.serving : []),
     ...(parts.helm ? BINARY_SETS.helm : []),
+    ...(parts.vpa ? BINARY_SETS.vpa : []),
   ];
 }
 

@@ -14,7 +14,16 @@
 //	               so a per-container OOM counter has a container to be counted on), or
 //	               "sawtooth" (allocate up to the target, release down to MEMHOG_LOW and return
 //	               it to the kernel, allocate again, and so on: a garbage collector's pattern)
+//	               "step" (hold MEMHOG_TARGET, then, MEMHOG_STEP_AFTER after the start, grow to
+//	               and hold MEMHOG_STEP_TARGET: a load that changes level), or "cache" (write a
+//	               file of MEMHOG_TARGET bytes at MEMHOG_FILE, then read it over and over at
+//	               MEMHOG_RATE: a reader whose working set is the kernel's page cache, its own
+//	               memory a 1 MiB buffer)
 //	MEMHOG_LOW     bytes kept at each release of the sawtooth (default 0); below the target
+//	MEMHOG_STEP_TARGET, MEMHOG_STEP_AFTER  the step's second level (a quantity) and when it
+//	               starts (a Go duration: 90s, 2m)
+//	MEMHOG_FILE    the cache mode's file (default /cache/memhog.data: an emptyDir, as the image has
+//	               no writable directory)
 //	PORT           when set (as Knative Serving sets it), a TCP port it accepts connections on and
 //	               answers each with an empty HTTP 200, so that a Knative Revision's queue-proxy
 //	               finds it up; unset, it listens on nothing
@@ -117,8 +126,24 @@ func main() {
 			mode := env("MEMHOG_MODE", "hold")
 			switch mode {
 			case "hold", "grow":
-				run(target, rate, mode == "grow")
+				run(target, rate, mode == "grow", target, 0)
 				return
+			case "step":
+				var later int64
+				var after time.Duration
+				later, err = parseQuantity("MEMHOG_STEP_TARGET", env("MEMHOG_STEP_TARGET", ""))
+				if err == nil {
+					after, err = time.ParseDuration(env("MEMHOG_STEP_AFTER", "60s"))
+				}
+				if err == nil {
+					run(target, rate, false, later, after)
+					return
+				}
+			case "cache":
+				err = readCache(env("MEMHOG_FILE", "/cache/memhog.data"), target, rate)
+				if err == nil {
+					return
+				}
 			case "sawtooth":
 				var low int64
 				if v := env("MEMHOG_LOW", ""); v != "" {
@@ -137,7 +162,7 @@ func main() {
 					return
 				}
 			default:
-				err = fmt.Errorf("MEMHOG_MODE=%q: must be hold, grow, grow-child or sawtooth", mode)
+				err = fmt.Errorf("MEMHOG_MODE=%q: must be hold, grow, grow-child, sawtooth, step or cache", mode)
 			}
 		}
 	}
@@ -164,19 +189,25 @@ func resident(n int64) []byte {
 	return chunk
 }
 
-func run(target, rate int64, grow bool) {
+// run allocates at rate up to target and holds it (grow: keeps allocating past it); with after
+// set, the target becomes later once after has passed since the start.
+func run(target, rate int64, grow bool, later int64, after time.Duration) {
 	stop, ticker, step := pacing(rate)
 	var held [][]byte
 	var total int64
 	fmt.Printf("memhog: target %d bytes at %d bytes/s, mode %s\n", target, rate, map[bool]string{true: "grow", false: "hold"}[grow])
 	defer ticker.Stop()
-	reported := time.Now()
+	start, reported := time.Now(), time.Now()
 	for {
 		select {
 		case <-stop:
 			fmt.Printf("memhog: holding %d bytes; stopping\n", total)
 			return
 		case <-ticker.C:
+		}
+		if after > 0 && target != later && time.Since(start) >= after {
+			target = later
+			fmt.Printf("memhog: target %d bytes from now\n", target)
 		}
 		if total >= target && !grow {
 			continue
@@ -257,4 +288,48 @@ func growChild() error {
 	}
 	<-stop
 	return nil
+}
+
+// readCache writes size bytes to file (its pages land in the page cache, charged to the
+// container's cgroup), then reads the file from the start again and again at rate bytes a second
+// through a 1 MiB buffer, so that the file's pages stay recently used; the kernel reclaims them
+// under the cgroup's limit instead of killing anything. Stops on SIGTERM or SIGINT.
+func readCache(file string, size, rate int64) error {
+	buf := make([]byte, 1<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return fmt.Errorf("MEMHOG_FILE=%q: %w", file, err)
+	}
+	defer f.Close()
+	for written := int64(0); written < size; {
+		n := min(int64(len(buf)), size-written)
+		if _, err := f.Write(buf[:n]); err != nil {
+			return fmt.Errorf("write %s: %w", file, err)
+		}
+		written += n
+	}
+	fmt.Printf("memhog: wrote %d bytes to %s; reading it at %d bytes/s\n", size, file, rate)
+	stop, ticker, step := pacing(rate)
+	defer ticker.Stop()
+	var offset, passes int64
+	for {
+		select {
+		case <-stop:
+			fmt.Printf("memhog: read %s %d times; stopping\n", file, passes)
+			return nil
+		case <-ticker.C:
+		}
+		for left := step; left > 0; {
+			n, err := f.ReadAt(buf[:min(int64(len(buf)), left)], offset)
+			offset += int64(n)
+			left -= int64(n)
+			if err != nil || offset >= size {
+				offset = 0
+				passes++
+			}
+		}
+	}
 }

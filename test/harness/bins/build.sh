@@ -17,8 +17,9 @@
 # node (prom/; not in prometheus/, which would shadow Debian's on a PATH that holds this directory),
 # knative-eventing/ Knative Eventing's commands
 # and their images (eventing.sh, eventing/), knative-serving/ Knative Serving's, all but the
-# ingress (serving.sh, serving/), and helm, which packages, lints and installs the
-# release's chart (helm/).
+# ingress (serving.sh, serving/), helm, which packages, lints and installs the
+# release's chart (helm/), and vpa/ and metrics-server/, the Vertical Pod Autoscaler's three
+# commands and metrics-server with their images and upstream manifests (vpa/, metrics/).
 #
 # Usage: build.sh [SET...]: the sets named (cold-times.txt's names: etcd kube node eventing …),
 # default every set. A set's extra files (kwok's stages, the sandbox image, kube-state-metrics'
@@ -274,4 +275,35 @@ for pkg in pkg/lint/rules pkg/chartutil; do
   helm_ld="$helm_ld -X helm.sh/helm/v3/$pkg.k8sVersionMajor=1 -X helm.sh/helm/v3/$pkg.k8sVersionMinor=$hkminor"
 done
 build_set helm "$helm_ld" tool
+
+# The Vertical Pod Autoscaler (vpa/: its recommender, updater and admission-controller, the module
+# build.sh's crds step takes the VPA's CRD from) and metrics-server (metrics/: its own module, as
+# its k8s.io/client-go is not the VPA's), for the comparison with the VPA on the real node; each
+# with its image as the upstream Dockerfiles make it (the command alone, as /<command>, its
+# entrypoint) and, from the same module zips, the deploy manifests the upstream projects ship
+# (deploy/ with the admission controller's gencerts.sh; manifests/base/), which the stack installs
+# with its changes named (test/harness/stack/vpa-manifests.ts).
+vpa_out="$out/vpa"
+vpaver=$(awk '$1 == "k8s.io/autoscaler/vertical-pod-autoscaler" { print $2 }' "$here/vpa/go.mod")
+BUILD_OUT="$vpa_out" build_set vpa "" tool
+if wanted vpa; then
+  vpa_dir=$(cd "$here/vpa" && go list -m -f '{{.Dir}}' k8s.io/autoscaler/vertical-pod-autoscaler)
+  rm -rf "$vpa_out/deploy" && mkdir -p "$vpa_out/deploy"
+  install -m 0644 "$vpa_dir"/deploy/*.yaml "$vpa_out/deploy/"
+  install -m 0755 "$vpa_dir/pkg/admission-controller/gencerts.sh" "$vpa_out/deploy/"
+  for cmd in recommender updater admission-controller; do
+    [ "$vpa_out/$cmd.oci.tar" -nt "$vpa_out/$cmd" ] ||
+      oci_image "$vpa_out/$cmd" "localhost/appmonitor/vpa-$cmd:${vpaver#v}" "$vpa_out/$cmd.oci.tar" 65534:65534
+  done
+fi
+ms_out="$out/metrics-server"
+msver=$(awk '$1 == "sigs.k8s.io/metrics-server" { print $2 }' "$here/metrics/go.mod")
+BUILD_OUT="$ms_out" build_set metrics "-X k8s.io/client-go/pkg/version.gitVersion=$msver" tool
+if wanted metrics; then
+  ms_dir=$(cd "$here/metrics" && go list -m -f '{{.Dir}}' sigs.k8s.io/metrics-server)
+  rm -rf "$ms_out/manifests" && mkdir -p "$ms_out/manifests"
+  install -m 0644 "$ms_dir"/manifests/base/*.yaml "$ms_out/manifests/"
+  [ "$ms_out/metrics-server.oci.tar" -nt "$ms_out/metrics-server" ] ||
+    oci_image "$ms_out/metrics-server" "localhost/appmonitor/metrics-server:$msver" "$ms_out/metrics-server.oci.tar" 65534:65534
+fi
 echo "$out"

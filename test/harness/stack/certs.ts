@@ -35,11 +35,11 @@ async function openssl(args: string[], cwd: string): Promise<void> {
 
 const clientExtensions = "extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature,keyEncipherment\n";
 
-async function signedCert(dir: string, name: string, subject: string, extensions: string): Promise<void> {
+async function signedCert(dir: string, name: string, subject: string, extensions: string, ca = "ca"): Promise<void> {
   await openssl(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
     "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", subject], dir);
   await writeFile(path.join(dir, `${name}.ext`), extensions);
-  await openssl(["x509", "-req", "-in", `${name}.csr`, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+  await openssl(["x509", "-req", "-in", `${name}.csr`, "-CA", `${ca}.crt`, "-CAkey", `${ca}.key`, "-CAcreateserial",
     "-out", `${name}.crt`, "-days", "30", "-extfile", `${name}.ext`], dir);
 }
 
@@ -60,7 +60,18 @@ export interface NodePki {
   /** CoreDNS's client certificate: user `appmonitor:coredns` (its ClusterRole is bound by the real node's start). */
   corednsClientCert: string;
   corednsClientKey: string;
+  /**
+   * The aggregation layer's front proxy (as kubeadm makes it): a CA of its own, which the API
+   * server trusts for request headers alone, and the API server's client certificate towards
+   * extension API servers (metrics-server), CN `front-proxy-client`.
+   */
+  frontProxyCaCert: string;
+  frontProxyClientCert: string;
+  frontProxyClientKey: string;
 }
+
+/** The CN of the front proxy's client certificate, the one name the API server's `--requestheader-allowed-names` lets through. */
+export const FRONT_PROXY_CLIENT = "front-proxy-client";
 
 /**
  * Writes the real node's certificates into `dir`, beside the CA that {@link generatePki} made there.
@@ -73,6 +84,9 @@ export async function generateNodePki(dir: string, node: { name: string; ip: str
   await signedCert(dir, "apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client", clientExtensions);
   await signedCert(dir, "kube-proxy-client", "/CN=system:kube-proxy", clientExtensions);
   await signedCert(dir, "coredns-client", "/CN=appmonitor:coredns", clientExtensions);
+  await openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+    "-keyout", "front-proxy-ca.key", "-out", "front-proxy-ca.crt", "-days", "30", "-subj", "/CN=appmonitor-front-proxy-ca"], dir);
+  await signedCert(dir, "front-proxy-client", `/CN=${FRONT_PROXY_CLIENT}`, clientExtensions, "front-proxy-ca");
   const p = (f: string) => path.join(dir, f);
   return {
     kubeletClientCert: p("kubelet-client.crt"), kubeletClientKey: p("kubelet-client.key"),
@@ -80,6 +94,7 @@ export async function generateNodePki(dir: string, node: { name: string; ip: str
     apiserverKubeletClientCert: p("apiserver-kubelet-client.crt"), apiserverKubeletClientKey: p("apiserver-kubelet-client.key"),
     kubeProxyClientCert: p("kube-proxy-client.crt"), kubeProxyClientKey: p("kube-proxy-client.key"),
     corednsClientCert: p("coredns-client.crt"), corednsClientKey: p("coredns-client.key"),
+    frontProxyCaCert: p("front-proxy-ca.crt"), frontProxyClientCert: p("front-proxy-client.crt"), frontProxyClientKey: p("front-proxy-client.key"),
   };
 }
 

@@ -9,7 +9,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import https from "node:https";
 import path from "node:path";
 import type * as k8s from "@kubernetes/client-node";
-import { generateNodePki, generatePki, type NodePki, type Pki } from "./certs.ts";
+import { FRONT_PROXY_CLIENT, generateNodePki, generatePki, type NodePki, type Pki } from "./certs.ts";
 import {
   alertmanagerConfig, kubeconfig, kwokMetricsConfig, kwokPodReadyAgainStage, nodeHeartbeat, nodeNamePrefix, prometheusConfig,
 } from "./config-files.ts";
@@ -242,6 +242,12 @@ async function startApiserver(launch: Launch, pki: Pki, nodePki: NodePki | undef
       // are (the Pods' bridge): aggregator routing makes it dial a Service's endpoint, for
       // admission and CRD conversion webhooks too (one service resolver, cmd/kube-apiserver).
       "--enable-aggregator-routing=true",
+      // The aggregation layer (metrics-server's metrics.k8s.io, which the VPA reads): the front
+      // proxy's CA and client certificate, and the headers extension API servers trust from it.
+      `--requestheader-client-ca-file=${nodePki.frontProxyCaCert}`, `--requestheader-allowed-names=${FRONT_PROXY_CLIENT}`,
+      "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+      "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+      `--proxy-client-cert-file=${nodePki.frontProxyClientCert}`, `--proxy-client-key-file=${nodePki.frontProxyClientKey}`,
       // Pods that controllers make later (an ApiServerSource's adapter) carry no placement of
       // their own: a namespace's annotations give them the real node's (eventing-install.ts).
       "--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction"] : []),

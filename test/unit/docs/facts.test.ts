@@ -22,6 +22,7 @@ import { appMonitorCrd } from "../../../scripts/appmonitor-crd.ts";
 import { aboutMinutes, coldSecondsOf, coldTimes } from "../../harness/bins/cold-times.ts";
 import { binarySetsFor } from "../../../scripts/lib/binaries.ts";
 import { servedImages } from "../../harness/stack/registry.ts";
+import { VPA_FLAGS } from "../../harness/stack/vpa-manifests.ts";
 import { repoRoot } from "../../../scripts/lib/paths.ts";
 
 const read = (file: string): string => readFileSync(join(repoRoot, file), "utf8");
@@ -199,5 +200,12 @@ describe("the Knative versions run (test/harness/bins/{eventing,serving}/go.mod)
     const named = docs.flatMap(({ file, text }) => [...text.matchAll(/knative-v1\.\d+/g)].map((m) => ({ file, line: m[0] })));
     assert.ok(named.length >= 2, "README.md and docs/install.md name the line");
     assert.deepEqual(named.filter((n) => n.line !== line(eventing)).map((n) => `${n.file}: ${n.line} where ${eventing} is ${line(eventing)}`), []);
+  });
+});
+
+describe("the VPA's flags (docs/development.md, \"The VPA on the real node\")", () => {
+  it("are listed as vpa-manifests.ts sets them: each deployment, flag, value, default and why", () => {
+    const rows = tableRows(section(read("docs/development.md"), "The VPA on the real node"), "deployment");
+    assert.deepEqual(rows, VPA_FLAGS.map((f) => [`\`${f.deployment}\``, `\`${f.flag}\``, f.value, f.upstreamDefault, f.why]));
   });
 });

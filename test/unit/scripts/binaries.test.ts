@@ -12,7 +12,7 @@ describe("build.sh's sets by what needs them", () => {
   const cases: { parts: Parameters<typeof binarySetsFor>[0]; want: string[] }[] = [
     { parts: {}, want: ["etcd", "kwok", "kube", "crds"] },
     { parts: { realNode: true, eventing: true }, want: ["etcd", "kwok", "kube", "crds", "node", "proxy", "dns", "registry", "ksm", "eventing"] },
-    { parts: { realNode: true, prometheusOperator: true, eventing: true, serving: true, helm: true }, want: times.sets.map((s) => s.name) },
+    { parts: { realNode: true, prometheusOperator: true, eventing: true, serving: true, helm: true, vpa: true }, want: times.sets.map((s) => s.name) },
   ];
   for (const c of cases) it(`for ${JSON.stringify(c.parts)}`, () => assert.deepEqual([...binarySetsFor(c.parts)].sort(), [...c.want].sort()));
 });
