@@ -42,3 +42,47 @@ export async function lineChartSvg(points: readonly ChartPoint[], labels: { titl
     view.finalize();
   }
 }
+
+/** One point of a series over time: `value` of `series` (`line` of it: limit or working set) at `minute`, in panel `panel`. */
+export interface TimePoint {
+  readonly panel: string;
+  readonly series: string;
+  readonly line: string;
+  readonly minute: number;
+  readonly value: number;
+}
+
+/**
+ * Renders `points` as one panel per `panel` value (in their first-seen order, two columns), one
+ * colour per series and one dash per line, linear axes: memory and limit over time.
+ *
+ * @param points the samples.
+ * @param labels the title and the axis titles, e.g. `{ title, x: "minutes", y: "MiB" }`.
+ * @returns the SVG document's text.
+ */
+export async function timeSeriesSvg(points: readonly TimePoint[], labels: { title: string; x: string; y: string }): Promise<string> {
+  const spec: TopLevelSpec = {
+    title: labels.title,
+    data: { values: points.map((p) => ({ ...p })) },
+    facet: { field: "panel", type: "nominal", title: null, sort: [...new Set(points.map((p) => p.panel))] },
+    columns: 2,
+    spec: {
+      width: 320,
+      height: 160,
+      mark: { type: "line", interpolate: "step-after" },
+      encoding: {
+        x: { field: "minute", type: "quantitative", title: labels.x },
+        y: { field: "value", type: "quantitative", title: labels.y },
+        color: { field: "series", type: "nominal", title: null, legend: { orient: "bottom" } },
+        strokeDash: { field: "line", type: "nominal", title: null, legend: { orient: "bottom" } },
+        detail: { field: "series", type: "nominal" },
+      },
+    },
+  };
+  const view = new vega.View(vega.parse(compile(spec).spec), { renderer: "none" });
+  try {
+    return await view.toSVG();
+  } finally {
+    view.finalize();
+  }
+}

@@ -122,19 +122,23 @@ function figuresOf(group: readonly PodSample[], basis: FigureBasis): Figures {
   };
 }
 
-/** Pressure to relief as the table says it: seconds, `ahead` (relief first), `none` (no relief) or `no pressure`. */
-export function reliefText(f: Pick<Figures, "pressureAt" | "reliefAt">): string {
+/**
+ * Pressure to relief as the table says it: seconds; `≤ N s` when both fell in one sampling of
+ * `sampleSeconds`; `ahead` (relief first); `none` (no relief); or `no pressure`.
+ */
+export function reliefText(f: Pick<Figures, "pressureAt" | "reliefAt">, sampleSeconds = 5): string {
   if (f.reliefAt === undefined) return f.pressureAt === undefined ? "no pressure" : "none";
-  if (f.pressureAt === undefined || f.reliefAt <= f.pressureAt) return "ahead";
+  if (f.pressureAt === undefined || f.reliefAt < f.pressureAt) return "ahead";
+  if (f.reliefAt === f.pressureAt) return `≤ ${sampleSeconds} s`;
   return `${Math.round(f.reliefAt - f.pressureAt)} s`;
 }
 
-/** The Markdown table of `rows`: one line per pattern and arm, in their order. */
-export function figuresTable(rows: readonly Figures[]): string {
+/** The Markdown table of `rows`: one line per pattern and arm, in their order; samplings `sampleSeconds` apart. */
+export function figuresTable(rows: readonly Figures[], sampleSeconds = 5): string {
   const lines = [
     "| pattern | arm | OOM kills | restarts | Pod replacements | pressure → relief | slack (GiB·min) | peak limit | scales |",
     "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ...rows.map((f) => `| ${f.pattern} | ${f.arm} | ${f.oomKills} | ${f.restarts} | ${f.replacements} | ${reliefText(f)} | ${f.slackGiBMinutes.toFixed(2)} | ${Math.round(f.peakLimitBytes / 2 ** 20)}Mi | ${f.scales} |`),
+    ...rows.map((f) => `| ${f.pattern} | ${f.arm} | ${f.oomKills} | ${f.restarts} | ${f.replacements} | ${reliefText(f, sampleSeconds)} | ${f.slackGiBMinutes.toFixed(2)} | ${Math.round(f.peakLimitBytes / 2 ** 20)}Mi | ${f.scales} |`),
   ];
   return lines.join("\n");
 }

@@ -13,19 +13,17 @@ export interface Pattern {
   readonly name: string;
   readonly means: string;
   readonly env: Readonly<Record<string, string>>;
-  /** Whether more memory helps it: not for a reader whose working set is page cache. */
-  readonly needsMemory: boolean;
 }
 
 /** The patterns, each against the 256Mi limit of {@link START_RESOURCES}. */
 export const PATTERNS: readonly Pattern[] = [
-  { name: "creep", means: "creeps up, then levels off at 85 % of the limit", env: { MEMHOG_MODE: "hold", MEMHOG_TARGET: "218Mi", MEMHOG_RATE: "1Mi" }, needsMemory: true },
-  { name: "step", means: "holds 50 %, then steps to 95 % after 2 minutes", env: { MEMHOG_MODE: "step", MEMHOG_TARGET: "128Mi", MEMHOG_STEP_TARGET: "243Mi", MEMHOG_STEP_AFTER: "120s", MEMHOG_RATE: "16Mi" }, needsMemory: true },
-  { name: "spike", means: "needs 320Mi at once: OOM-killed at the limit until it has more", env: { MEMHOG_MODE: "hold", MEMHOG_TARGET: "320Mi", MEMHOG_RATE: "32Mi" }, needsMemory: true },
-  { name: "child", means: "a forked child grows until the kernel kills it; the main process lives on", env: { MEMHOG_MODE: "grow-child", MEMHOG_TARGET: "16Mi", MEMHOG_RATE: "8Mi" }, needsMemory: false },
-  { name: "leak", means: "leaks 768Ki a second until it is killed or given more", env: { MEMHOG_MODE: "grow", MEMHOG_TARGET: "16Mi", MEMHOG_RATE: "768Ki" }, needsMemory: true },
-  { name: "cycle", means: "a daily cycle in about a minute: 64Mi to 200Mi and back", env: { MEMHOG_MODE: "sawtooth", MEMHOG_TARGET: "200Mi", MEMHOG_LOW: "64Mi", MEMHOG_RATE: "2Mi" }, needsMemory: true },
-  { name: "cache", means: "reads a 400Mi file over and over: its working set is page cache", env: { MEMHOG_MODE: "cache", MEMHOG_TARGET: "400Mi", MEMHOG_RATE: "64Mi", MEMHOG_FILE: "/cache/memhog.data" }, needsMemory: false },
+  { name: "creep", means: "creeps up, then levels off at 85 % of the limit", env: { MEMHOG_MODE: "hold", MEMHOG_TARGET: "218Mi", MEMHOG_RATE: "1Mi" } },
+  { name: "step", means: "holds 50 %, then steps to 95 % after 2 minutes", env: { MEMHOG_MODE: "step", MEMHOG_TARGET: "128Mi", MEMHOG_STEP_TARGET: "243Mi", MEMHOG_STEP_AFTER: "120s", MEMHOG_RATE: "16Mi" } },
+  { name: "spike", means: "needs 320Mi at once: OOM-killed at the limit until it has more", env: { MEMHOG_MODE: "hold", MEMHOG_TARGET: "320Mi", MEMHOG_RATE: "32Mi" } },
+  { name: "child", means: "a forked child grows until the kernel kills it; the main process lives on", env: { MEMHOG_MODE: "grow-child", MEMHOG_TARGET: "16Mi", MEMHOG_RATE: "8Mi" } },
+  { name: "leak", means: "leaks 768Ki a second until it is killed or given more", env: { MEMHOG_MODE: "grow", MEMHOG_TARGET: "16Mi", MEMHOG_RATE: "768Ki" } },
+  { name: "cycle", means: "a daily cycle in about a minute: 64Mi to 200Mi and back", env: { MEMHOG_MODE: "sawtooth", MEMHOG_TARGET: "200Mi", MEMHOG_LOW: "64Mi", MEMHOG_RATE: "2Mi" } },
+  { name: "cache", means: "reads a 400Mi file over and over: its working set is page cache", env: { MEMHOG_MODE: "cache", MEMHOG_TARGET: "400Mi", MEMHOG_RATE: "64Mi", MEMHOG_FILE: "/cache/memhog.data" } },
 ];
 
 /** The arms, each its own autoscaler (or none) in front of every pattern. */

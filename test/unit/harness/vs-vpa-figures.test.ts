@@ -39,7 +39,8 @@ describe("figures", () => {
     assert.equal(f?.slackGiBMinutes, 1);
   });
 
-  test("relief before pressure is ahead; no relief after pressure is none; neither is no pressure", () => {
+  test("relief before pressure is ahead; in the same sampling, at most its interval; no relief after pressure is none; neither is no pressure", () => {
+    assert.equal(reliefText({ pressureAt: 10, reliefAt: 10 }, 5), "≤ 5 s");
     const [ahead] = figures([sample(0, { limitBytes: 500 * Mi }), sample(5, { limitBytes: 500 * Mi, workingSetBytes: 300 * Mi })], basis);
     assert.equal(reliefText(ahead ?? {}), "ahead");
     const [none] = figures([sample(0, { workingSetBytes: 200 * Mi })], basis);

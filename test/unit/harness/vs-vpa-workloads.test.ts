@@ -1,0 +1,46 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { validateAppMonitorSpec } from "../../../functions/lib/appmonitor-spec.ts";
+import { appMonitorSpec, ARM_LABEL, ARMS, PATTERN_LABEL, PATTERNS, patternDeployment, START_RESOURCES, verticalPodAutoscaler, workloadName } from "../../harness/lib/vs-vpa-workloads.ts";
+
+const placement = { nodeSelector: { node: "real" }, tolerations: [{ key: "real", operator: "Exists", effect: "NoSchedule" }] };
+type Container = { env: { name: string; value: string }[]; resources: unknown; volumeMounts?: unknown[] };
+type PodSpec = { containers: Container[]; volumes?: unknown[]; nodeSelector: unknown; tolerations: unknown };
+const podSpec = (d: Record<string, unknown>) => (d.spec as { template: { spec: PodSpec } }).template.spec;
+
+describe("the comparison's workloads", () => {
+  test("every pattern in every arm: a Deployment named <arm>-<pattern>, labelled with both, at the same start resources, placed, its pattern's environment", () => {
+    for (const pattern of PATTERNS) {
+      for (const arm of ARMS) {
+        const d = patternDeployment(arm, pattern, "memhog:1", placement);
+        assert.equal((d.metadata as { name: string }).name, workloadName(arm, pattern.name));
+        assert.deepEqual((d.metadata as { labels: Record<string, string> }).labels[ARM_LABEL], arm);
+        assert.deepEqual((d.metadata as { labels: Record<string, string> }).labels[PATTERN_LABEL], pattern.name);
+        const spec = podSpec(d);
+        assert.deepEqual(spec.containers[0]?.resources, START_RESOURCES);
+        assert.deepEqual(spec.nodeSelector, placement.nodeSelector);
+        assert.deepEqual(Object.fromEntries(spec.containers[0]?.env.map((e) => [e.name, e.value]) ?? []), pattern.env);
+      }
+    }
+  });
+
+  test("only the page-cache reader gets a writable directory (an emptyDir at /cache, where its file is)", () => {
+    const withVolume = PATTERNS.filter((p) => podSpec(patternDeployment("none", p, "memhog:1", placement)).volumes !== undefined).map((p) => p.name);
+    assert.deepEqual(withVolume, ["cache"]);
+    assert.equal(PATTERNS.find((p) => p.name === "cache")?.env.MEMHOG_FILE?.startsWith("/cache/"), true);
+  });
+
+  test("the appmonitor arms' AppMonitors pass the CRD's validation, each targeting its one Deployment", () => {
+    for (const arm of ["appmonitor", "trend"] as const) {
+      const spec = validateAppMonitorSpec(appMonitorSpec(arm, "trend-leak")) as { targetRef?: { name: string } };
+      assert.equal(spec.targetRef?.name, "trend-leak");
+    }
+  });
+
+  test("the vpa arm's VerticalPodAutoscaler: InPlaceOrRecreate, RequestsAndLimits, targeting its Deployment", () => {
+    const v = verticalPodAutoscaler("vpa-leak") as { spec: { targetRef: { name: string }; updatePolicy: { updateMode: string }; resourcePolicy: { containerPolicies: { controlledValues: string }[] } } };
+    assert.equal(v.spec.targetRef.name, "vpa-leak");
+    assert.equal(v.spec.updatePolicy.updateMode, "InPlaceOrRecreate");
+    assert.equal(v.spec.resourcePolicy.containerPolicies[0]?.controlledValues, "RequestsAndLimits");
+  });
+});
