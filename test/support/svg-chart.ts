@@ -53,19 +53,23 @@ export interface TimePoint {
 }
 
 /**
- * Renders `points` as one panel per `panel` value (in their first-seen order, two columns), one
- * colour per series and one dash per line, linear axes: memory and limit over time.
+ * Renders `points` as one panel per `panel` value (in their first-seen order, two columns, each
+ * with its own y axis), one colour per series and one dash per line, linear axes: memory and limit
+ * over time.
  *
  * @param points the samples.
  * @param labels the title and the axis titles, e.g. `{ title, x: "minutes", y: "MiB" }`.
  * @returns the SVG document's text.
  */
 export async function timeSeriesSvg(points: readonly TimePoint[], labels: { title: string; x: string; y: string }): Promise<string> {
+  const panels = [...new Set(points.map((p) => p.panel))];
   const spec: TopLevelSpec = {
     title: labels.title,
-    data: { values: points.map((p) => ({ ...p })) },
-    facet: { field: "panel", type: "nominal", title: null, sort: [...new Set(points.map((p) => p.panel))] },
+    data: { values: points.map((p) => ({ ...p, order: panels.indexOf(p.panel) })) },
+    facet: { field: "panel", type: "nominal", title: null, sort: { field: "order", op: "min" } },
     columns: 2,
+    // Each panel its own memory axis: one pattern that grows without end would flatten the rest.
+    resolve: { scale: { y: "independent" } },
     spec: {
       width: 320,
       height: 160,
