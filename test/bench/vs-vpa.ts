@@ -1,7 +1,7 @@
 /**
  * Benchmark, not a test: appmonitor side by side with the Vertical Pod Autoscaler on the real
  * node, in one run. Every memory pattern of `test/harness/lib/vs-vpa-workloads.ts` runs as a
- * memhog Deployment in every arm at once (no autoscaler; the VPA; appmonitor with its shipped
+ * Deployment in every arm at once (memhog, or Node.js for the runtime's pattern) (no autoscaler; the VPA; appmonitor with its shipped
  * defaults; appmonitor in place with the trend trigger), all from the same requests and limits, for
  * `--minutes`. The VPA runs from its own manifests (`installVpa`); appmonitor runs as shipped:
  * rule-sync's rule for each AppMonitor in the stack's Prometheus, its Alertmanager, alert-receiver
@@ -23,8 +23,9 @@ import { buildImages } from "../../scripts/images/build.ts";
 import { exitOnHelp } from "../../scripts/lib/usage.ts";
 import { ceil, parseQuantity } from "../../functions/lib/quantity.ts";
 import { figures, figuresTable, type PodSample } from "../harness/lib/vs-vpa-figures.ts";
-import { appMonitorSpec, ARM_LABEL, ARM_MEANS, ARMS, PATTERN_LABEL, PATTERNS, patternDeployment, START_RESOURCES, verticalPodAutoscaler, workloadName, type Arm } from "../harness/lib/vs-vpa-workloads.ts";
+import { appMonitorSpec, ARM_LABEL, ARM_MEANS, ARMS, CONTAINER, PATTERN_LABEL, PATTERNS, patternDeployment, START_RESOURCES, verticalPodAutoscaler, workloadName, type Arm } from "../harness/lib/vs-vpa-workloads.ts";
 import { placeNamespace } from "../harness/stack/eventing-install.ts";
+import { archiveReference, importImages } from "../harness/stack/node-images.ts";
 import { REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
 import { down, up } from "../harness/stack/stack.ts";
 import { readState, type StackState } from "../harness/stack/state.ts";
@@ -70,8 +71,8 @@ const say = (line: string) => console.log(`${new Date().toISOString().slice(11, 
 const bytes = (q: string | undefined): number => (q ? Number(ceil(parseQuantity(q))) : 0);
 const START_LIMIT = bytes(START_RESOURCES.limits.memory);
 
-const [memhog] = await buildImages(["memhog"], (line) => say(`images: ${line}`));
-if (memhog === undefined) throw new Error("memhog's image was not built");
+const [memhog, node] = await buildImages(["memhog", "memory-scaler"], (line) => say(`images: ${line}`));
+if (memhog === undefined || node === undefined) throw new Error("memhog's or memory-scaler's image was not built");
 const releaseLock = await acquireRealNodeLock();
 const named = process.env.APPMONITOR_STACK_DIR ? await readState(process.env.APPMONITOR_STACK_DIR) : undefined;
 let state: StackState;
@@ -102,7 +103,9 @@ try {
   const alerts = await startAlertPath(state, NS, scaler.url);
   cleanups.push(() => alerts.stop());
 
-  const image = (await memhogManifest()).spec?.template.spec?.containers[0]?.image ?? "";
+  // memhog as the stack's registry serves it; Node.js in memory-scaler's image, imported into the node.
+  await importImages(state.realNode as NonNullable<StackState["realNode"]>, [node.archive]);
+  const images = { memhog: (await memhogManifest()).spec?.template.spec?.containers[0]?.image ?? "", node: await archiveReference(node.archive) };
   for (const pattern of patterns) {
     for (const arm of ARMS) {
       const name = workloadName(arm, pattern.name);
@@ -116,7 +119,7 @@ try {
   // The workloads last, all at once: the same start for every arm.
   for (const pattern of patterns) {
     for (const arm of ARMS) {
-      const deployment = patternDeployment(arm, pattern, image, REAL_NODE_PLACEMENT);
+      const deployment = patternDeployment(arm, pattern, images, REAL_NODE_PLACEMENT);
       await objects.create({ ...deployment, metadata: { ...(deployment.metadata as object), namespace: NS } } as k8s.KubernetesObject);
     }
   }
@@ -137,8 +140,8 @@ try {
     }
     const [pods, ws, oom] = await Promise.all([
       core.listNamespacedPod({ namespace: NS }),
-      query(`container_memory_working_set_bytes{namespace="${NS}",container="memhog"}`),
-      query(`container_oom_events_total{namespace="${NS}",container="memhog"}`),
+      query(`container_memory_working_set_bytes{namespace="${NS}",container="${CONTAINER}"}`),
+      query(`container_oom_events_total{namespace="${NS}",container="${CONTAINER}"}`),
     ]);
     // cAdvisor's series of a Pod's current container: its cgroup path (`id`) ends with the container's ID.
     const current = (series: { metric: Record<string, string>; value: number }[], containerId: string | undefined) =>
@@ -146,7 +149,7 @@ try {
     for (const pod of pods.items) {
       const arm = pod.metadata?.labels?.[ARM_LABEL] as Arm | undefined;
       const pattern = pod.metadata?.labels?.[PATTERN_LABEL];
-      const status = pod.status?.containerStatuses?.find((c) => c.name === "memhog");
+      const status = pod.status?.containerStatuses?.find((c) => c.name === CONTAINER);
       if (!arm || !pattern || !pod.metadata?.uid) continue;
       const containerId = status?.containerID?.replace(/^\w+:\/\//, "");
       const workingSet = current(ws, containerId);
@@ -154,7 +157,7 @@ try {
       samples.push({
         t, arm, pattern, uid: pod.metadata.uid,
         running: pod.status?.phase === "Running" && status?.state?.running !== undefined && pod.metadata.deletionTimestamp === undefined,
-        limitBytes: bytes(status?.resources?.limits?.memory ?? pod.spec?.containers.find((c) => c.name === "memhog")?.resources?.limits?.memory),
+        limitBytes: bytes(status?.resources?.limits?.memory ?? pod.spec?.containers.find((c) => c.name === CONTAINER)?.resources?.limits?.memory),
         ...(workingSet !== undefined ? { workingSetBytes: workingSet } : {}),
         restartCount: status?.restartCount ?? 0,
         ...(status?.lastState?.terminated?.reason ? { lastTerminatedReason: status.lastState.terminated.reason } : {}),

@@ -1,19 +1,26 @@
 /**
  * The comparison with the VPA (`npm run bench -- vs-vpa`) as data: the memory patterns, each a
  * memhog mode (scripts/images/memhog), the arms that face them, and the objects that make one
- * pattern in one arm (a Deployment, and the arm's VerticalPodAutoscaler or AppMonitor). Every
+ * pattern in one arm (a Deployment, and the arm's VerticalPodAutoscaler or AppMonitor); a
+ * runtime's pattern runs `node-growing-heap.ts`'s program instead. Every
  * pattern starts at the same requests and limits in every arm. Pure: plain objects out.
  */
+import { NODE_GROWING_HEAP_PROGRAM } from "./node-growing-heap.ts";
 
 /** Every workload's memory at the start, in every arm. */
 export const START_RESOURCES = { requests: { memory: "128Mi", cpu: "10m" }, limits: { memory: "256Mi" } } as const;
 
-/** One memory pattern: its name, what it stands for, and memhog's environment for it. */
+/** One memory pattern: its name, what it stands for, and its program's environment. */
 export interface Pattern {
   readonly name: string;
   readonly means: string;
   readonly env: Readonly<Record<string, string>>;
+  /** A runtime's program instead of memhog: Node.js 24 (memory-scaler's image) running `command`. */
+  readonly node?: { readonly command: readonly string[] };
 }
+
+/** The container of every workload of the comparison. */
+export const CONTAINER = "app";
 
 /** The patterns, each against the 256Mi limit of {@link START_RESOURCES}. */
 export const PATTERNS: readonly Pattern[] = [
@@ -24,6 +31,7 @@ export const PATTERNS: readonly Pattern[] = [
   { name: "leak", means: "leaks 768Ki a second until it is killed or given more", env: { MEMHOG_MODE: "grow", MEMHOG_TARGET: "16Mi", MEMHOG_RATE: "768Ki" } },
   { name: "cycle", means: "a daily cycle in about a minute: 64Mi to 200Mi and back", env: { MEMHOG_MODE: "sawtooth", MEMHOG_TARGET: "200Mi", MEMHOG_LOW: "64Mi", MEMHOG_RATE: "2Mi" } },
   { name: "cache", means: "reads a 400Mi file over and over: its working set is page cache", env: { MEMHOG_MODE: "cache", MEMHOG_TARGET: "400Mi", MEMHOG_RATE: "64Mi", MEMHOG_FILE: "/cache/memhog.data" } },
+  { name: "node", means: "a Node.js service, its default heap, whose live heap grows 1 MiB a second to 300 MiB", env: { HOLD_MIB: "300", RATE_MIB: "1" }, node: { command: ["node", "-e", NODE_GROWING_HEAP_PROGRAM] } },
 ];
 
 /** The arms, each its own autoscaler (or none) in front of every pattern. */
@@ -53,8 +61,14 @@ export const workloadName = (arm: Arm, pattern: string): string => `${arm}-${pat
 export const ARM_LABEL = "bench.appmonitor.dev/arm";
 export const PATTERN_LABEL = "bench.appmonitor.dev/pattern";
 
-/** The Deployment of `pattern` in `arm`: memhog with the pattern's environment, at {@link START_RESOURCES}, placed by `placement`. */
-export function patternDeployment(arm: Arm, pattern: Pattern, image: string, placement: { nodeSelector: Readonly<Record<string, string>>; tolerations: readonly object[] }): Record<string, unknown> {
+/** The images the patterns run: memhog's, and Node.js's (memory-scaler's) for a {@link Pattern.node} program. */
+export interface PatternImages {
+  readonly memhog: string;
+  readonly node: string;
+}
+
+/** The Deployment of `pattern` in `arm`: its program with the pattern's environment, at {@link START_RESOURCES}, placed by `placement`. */
+export function patternDeployment(arm: Arm, pattern: Pattern, images: PatternImages, placement: { nodeSelector: Readonly<Record<string, string>>; tolerations: readonly object[] }): Record<string, unknown> {
   const name = workloadName(arm, pattern.name);
   const labels = { app: name, [ARM_LABEL]: arm, [PATTERN_LABEL]: pattern.name };
   const cache = pattern.env.MEMHOG_FILE !== undefined;
@@ -72,9 +86,10 @@ export function patternDeployment(arm: Arm, pattern: Pattern, image: string, pla
           tolerations: placement.tolerations.map((t) => ({ ...t })),
           terminationGracePeriodSeconds: 1,
           containers: [{
-            name: "memhog",
-            image,
+            name: CONTAINER,
+            image: pattern.node ? images.node : images.memhog,
             imagePullPolicy: "IfNotPresent",
+            ...(pattern.node ? { command: [...pattern.node.command] } : {}),
             env: Object.entries(pattern.env).map(([k, value]) => ({ name: k, value })),
             resources: structuredClone(START_RESOURCES),
             ...(cache ? { volumeMounts: [{ name: "cache", mountPath: "/cache" }] } : {}),

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { validateAppMonitorSpec } from "../../../functions/lib/appmonitor-spec.ts";
 import { appMonitorSpec, ARM_LABEL, ARMS, PATTERN_LABEL, PATTERNS, patternDeployment, START_RESOURCES, verticalPodAutoscaler, workloadName } from "../../harness/lib/vs-vpa-workloads.ts";
 
+const images = { memhog: "memhog:1", node: "node:24" };
 const placement = { nodeSelector: { node: "real" }, tolerations: [{ key: "real", operator: "Exists", effect: "NoSchedule" }] };
 type Container = { env: { name: string; value: string }[]; resources: unknown; volumeMounts?: unknown[] };
 type PodSpec = { containers: Container[]; volumes?: unknown[]; nodeSelector: unknown; tolerations: unknown };
@@ -12,7 +13,7 @@ describe("the comparison's workloads", () => {
   test("every pattern in every arm: a Deployment named <arm>-<pattern>, labelled with both, at the same start resources, placed, its pattern's environment", () => {
     for (const pattern of PATTERNS) {
       for (const arm of ARMS) {
-        const d = patternDeployment(arm, pattern, "memhog:1", placement);
+        const d = patternDeployment(arm, pattern, images, placement);
         assert.equal((d.metadata as { name: string }).name, workloadName(arm, pattern.name));
         assert.deepEqual((d.metadata as { labels: Record<string, string> }).labels[ARM_LABEL], arm);
         assert.deepEqual((d.metadata as { labels: Record<string, string> }).labels[PATTERN_LABEL], pattern.name);
@@ -24,8 +25,17 @@ describe("the comparison's workloads", () => {
     }
   });
 
+  test("the runtime's pattern runs Node.js's image with its program; the others memhog's, with its own entrypoint", () => {
+    for (const p of PATTERNS) {
+      const c = podSpec(patternDeployment("vpa", p, images, placement)).containers[0] as Container & { image: string; command?: string[] };
+      assert.equal(c.image, p.node ? "node:24" : "memhog:1", p.name);
+      assert.equal(c.command?.[0], p.node ? "node" : undefined, p.name);
+    }
+    assert.deepEqual(PATTERNS.filter((p) => p.node).map((p) => p.name), ["node"]);
+  });
+
   test("only the page-cache reader gets a writable directory (an emptyDir at /cache, where its file is)", () => {
-    const withVolume = PATTERNS.filter((p) => podSpec(patternDeployment("none", p, "memhog:1", placement)).volumes !== undefined).map((p) => p.name);
+    const withVolume = PATTERNS.filter((p) => podSpec(patternDeployment("none", p, images, placement)).volumes !== undefined).map((p) => p.name);
     assert.deepEqual(withVolume, ["cache"]);
     assert.equal(PATTERNS.find((p) => p.name === "cache")?.env.MEMHOG_FILE?.startsWith("/cache/"), true);
   });
