@@ -90,8 +90,8 @@ try {
   kc.loadFromFile(state.kubeconfig);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+  cleanups.push(() => uninstallVpa(state));
   const vpa = await installVpa(state, say);
-  cleanups.push(() => uninstallVpa(state, vpa));
   await installMemoryScaler();
   await applyFiles("knative/admission/in-place-memory.yaml");
   await core.createNamespace({ body: { metadata: { name: NS } } });

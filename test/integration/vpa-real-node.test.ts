@@ -22,15 +22,18 @@ const Mi = 1 << 20;
 const NS = "vpa-smoke";
 let stack: RealNodeFile | undefined;
 let vpa: VpaInstallation | undefined;
+let installing = false;
 
 before(async () => {
   stack = await startRealNodeFile("appmonitor-vpa-");
+  installing = true;
   vpa = await installVpa(stack.state, (line) => process.stderr.write(`# ${line}\n`));
   await stack.namespace(NS);
 }, { timeout: 20 * 60_000 });
 
 after(async () => {
-  if (stack && vpa) await uninstallVpa(stack.state, vpa).catch((error: Error) => process.stderr.write(`# VPA uninstall: ${error.message}\n`));
+  // Also after an install that failed part way: the shared stack's later files need it gone.
+  if (stack && installing) await uninstallVpa(stack.state).catch((error: Error) => process.stderr.write(`# VPA uninstall: ${error.message}\n`));
   await stack?.stop();
 });
 

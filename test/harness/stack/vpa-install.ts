@@ -10,6 +10,7 @@
  * admission controller's webhook at their Pod IPs (`--enable-aggregator-routing`, stack.ts).
  */
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -41,9 +42,10 @@ export interface VpaInstallation {
   readonly metricsServerVersion: string;
   /** Seconds from the first import to the metrics API Available and the webhook registered. */
   readonly seconds: number;
-  /** The rendered install applied, for {@link uninstallVpa}. */
-  readonly file: string;
 }
+
+/** Where the rendered install is written, in the real node's directory: what {@link uninstallVpa} deletes. */
+const renderedFile = (nodeDir: string): string => path.join(nodeDir, "vpa.yaml");
 
 /** The cache's directories of the two sets, beside kubectl. */
 function setDirs(state: StackState): { vpa: string; metricsServer: string } {
@@ -97,7 +99,7 @@ export async function installVpa(state: StackState, progress: (line: string) => 
 
   const objects = placePods(withFlags(withImages([...(await kustomize(state, path.join(dirs.vpa, "deploy"))),
     ...(await kustomize(state, path.join(dirs.metricsServer, "manifests")))], vpaVersion, metricsServerVersion)), REAL_NODE_PLACEMENT);
-  const file = path.join(node.paths.dir, "vpa.yaml");
+  const file = renderedFile(node.paths.dir);
   await applyObjects(state, objects, file, STEP);
 
   const kc = new k8s.KubeConfig();
@@ -119,21 +121,29 @@ export async function installVpa(state: StackState, progress: (line: string) => 
     async () => "the admission controller registered no MutatingWebhookConfiguration vpa-webhook-config", STEP);
   const seconds = (Date.now() - t0) / 1000;
   progress(`VPA: metrics API Available, admission webhook registered (${seconds.toFixed(1)} s)`);
-  return { vpaVersion, metricsServerVersion, seconds, file };
+  return { vpaVersion, metricsServerVersion, seconds };
 }
 
 /**
- * Removes what {@link installVpa} applied, the webhook the admission controller registered and
- * its certificate's Secret, so that the stack's later Pods are admitted without it. The CRDs stay
- * (the stack's own install of them, `test/support/crds.ts`, may predate this).
+ * Removes what {@link installVpa} applied (the rendered install it wrote, when it got that far), the
+ * webhook the admission controller registered and its certificate's Secret, so that the stack's
+ * later Pods are admitted without it and no APIService is left without its server (which would
+ * stall every namespace's deletion). The CRDs stay (the stack's own install of them,
+ * `test/support/crds.ts`, may predate this). A no-op on a stack without it; safe after an install
+ * that failed part way.
  * @throws StepError when kubectl fails.
  */
-export async function uninstallVpa(state: StackState, installation: Pick<VpaInstallation, "file">): Promise<void> {
+export async function uninstallVpa(state: StackState): Promise<void> {
   await stackKubectl(state, ["delete", "mutatingwebhookconfiguration", "vpa-webhook-config", "--ignore-not-found", "--wait=false"], STEP);
-  const objects = parseAllDocuments(await readFile(installation.file, "utf8"))
-    .map((d) => d.toJS() as EventingObject).filter((o) => o?.kind && o.kind !== "CustomResourceDefinition");
-  const kept = path.join(path.dirname(installation.file), "vpa-uninstall.yaml");
-  await writeFile(kept, objects.map((o) => JSON.stringify(o)).join("\n---\n"));
-  await stackKubectl(state, ["delete", "-f", kept, "--ignore-not-found", "--wait=true", "--timeout=120s"], STEP);
+  const file = state.realNode ? renderedFile(state.realNode.paths.dir) : undefined;
+  if (file && existsSync(file)) {
+    const objects = parseAllDocuments(await readFile(file, "utf8"))
+      .map((d) => d.toJS() as EventingObject).filter((o) => o?.kind && o.kind !== "CustomResourceDefinition");
+    // The APIService first: nothing may ask for the metrics API once its server goes.
+    objects.sort((a, b) => Number(b.kind === "APIService") - Number(a.kind === "APIService"));
+    const kept = path.join(path.dirname(file), "vpa-uninstall.yaml");
+    await writeFile(kept, objects.map((o) => JSON.stringify(o)).join("\n---\n"));
+    await stackKubectl(state, ["delete", "-f", kept, "--ignore-not-found", "--wait=true", "--timeout=120s"], STEP);
+  }
   await stackKubectl(state, ["delete", "secret", "-n", VPA_NAMESPACE, "vpa-tls-certs", "--ignore-not-found"], STEP);
 }
