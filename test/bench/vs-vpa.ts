@@ -35,7 +35,7 @@ import { applyFiles, installMemoryScaler } from "../support/install.ts";
 import { createAppMonitor, deliver, memhogManifest, pingTick, startScaler } from "../support/memory-scaler.ts";
 import { acquireRealNodeLock } from "../support/real-node-lock.ts";
 import { timeSeriesSvg } from "../support/svg-chart.ts";
-import { waitFor } from "../support/stack.ts";
+import { promQuery, waitFor } from "../support/stack.ts";
 
 const argv = process.argv.slice(2);
 exitOnHelp(argv, {
@@ -128,10 +128,6 @@ try {
   const samples: PodSample[] = [];
   const t0 = Date.now();
   let nextTick = 0;
-  const query = async (q: string): Promise<{ metric: Record<string, string>; value: number }[]> => {
-    const body = (await (await fetch(`${state.prometheusUrl}/api/v1/query?${new URLSearchParams({ query: q })}`)).json()) as { data?: { result: { metric: Record<string, string>; value: [number, string] }[] } };
-    return (body.data?.result ?? []).map((r) => ({ metric: r.metric, value: Number(r.value[1]) }));
-  };
   while (Date.now() - t0 < minutes * 60_000) {
     const t = (Date.now() - t0) / 1000;
     if (t >= nextTick) {
@@ -140,8 +136,8 @@ try {
     }
     const [pods, ws, oom] = await Promise.all([
       core.listNamespacedPod({ namespace: NS }),
-      query(`container_memory_working_set_bytes{namespace="${NS}",container="${CONTAINER}"}`),
-      query(`container_oom_events_total{namespace="${NS}",container="${CONTAINER}"}`),
+      promQuery(`container_memory_working_set_bytes{namespace="${NS}",container="${CONTAINER}"}`),
+      promQuery(`container_oom_events_total{namespace="${NS}",container="${CONTAINER}"}`),
     ]);
     // cAdvisor's series of a Pod's current container: its cgroup path (`id`) ends with the container's ID.
     const current = (series: { metric: Record<string, string>; value: number }[], containerId: string | undefined) =>
@@ -170,11 +166,15 @@ try {
   const rows = figures(samples, { startLimitBytes: START_LIMIT, pressurePercent: 75, sampleSeconds: SAMPLE_SECONDS });
   rows.sort((a, b) => patterns.findIndex((p) => p.name === a.pattern) - patterns.findIndex((p) => p.name === b.pattern) || ARMS.indexOf(a.arm as Arm) - ARMS.indexOf(b.arm as Arm));
   await writeFile(samplesFile, JSON.stringify({ minutes, sampleSeconds: SAMPLE_SECONDS, start: START_RESOURCES, vpa: { version: vpa.vpaVersion, metricsServer: vpa.metricsServerVersion }, samples }));
-  const points = [...new Map(samples.map((s) => [`${s.arm}\0${s.pattern}\0${s.t}`, s])).keys()].flatMap((key) => {
-    const [arm = "", pattern = "", t = "0"] = key.split("\0");
-    const now = samples.filter((s) => s.arm === arm && s.pattern === pattern && String(s.t) === t && s.running);
-    if (now.length === 0) return [];
-    const minute = Number(t) / 60;
+  // One point per arm, pattern and sampling: the running Pods' highest limit and summed working set.
+  const running = new Map<string, PodSample[]>();
+  for (const s of samples.filter((x) => x.running)) {
+    const key = `${s.arm}\0${s.pattern}\0${s.t}`;
+    running.set(key, [...(running.get(key) ?? []), s]);
+  }
+  const points = [...running.values()].flatMap((now) => {
+    const { arm, pattern, t } = now[0] as PodSample;
+    const minute = t / 60;
     return [
       { panel: pattern, series: arm, line: "limit", minute, value: Math.max(...now.map((s) => s.limitBytes)) / 2 ** 20 },
       { panel: pattern, series: arm, line: "working set", minute, value: now.reduce((sum, s) => sum + (s.workingSetBytes ?? 0), 0) / 2 ** 20 },
