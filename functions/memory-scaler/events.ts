@@ -22,7 +22,7 @@
  * | `NotCovered` | Warning pair (the workload and the AppMonitor the alert names), at most one per workload per window as above | `not scaled: <message>` |
  * | `NoAppMonitor` | Warning on the Pod ({@link noAppMonitorEvent}: there is no AppMonitor to relate), at most one per Pod per 300 s | `not scaled: <message>` |
  * | `DryRun` | Normal pair | `DryRun[ (<note>: paused install-wide)]: would scale[ down] <kind> <name>[ after an OOM kill\| on its trend toward the limit\| after a heap error]: <changes>[; <bounds>]` |
- * | `Scaled` | Normal pair (its note ends with the heap flags raised under `spec.heapFlags: Scale`, and after a heap error the heap settings written, `settingsClause`), and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill\| on its trend toward the limit\| after a heap error]: <changes>[; the rollout replaces (restarts) its Pods][; <bounds>]` (`replacement.ts` `replacementClause`; the caps and ceilings that held it, {@link boundsClause}) |
+ * | `Scaled` | Normal pair (its note ends with the heap flags raised under `spec.heapFlags: Scale`, and after a heap error the heap settings written, `settingsClause`), and for an OnDelete workload a `RolloutWaitsForDelete` Warning pair, and for a GitOps-managed one (`spec.gitOpsManaged: Patch`) a `GitOpsManaged` Warning pair | `scaled <kind> <name> by <multiplier>[ after an OOM kill\| on its trend toward the limit\| after a heap error]: <changes>[; the rollout replaces (restarts) its Pods][; <bounds>]` (`replacement.ts` `replacementClause`; the caps and ceilings that held it, and a new crossing the cooldown let through, {@link boundsClause}) |
  * | `PodsReplaced` (with `Scaled`) | Warning pair, when the replaced Pods likely keep state in memory or in `emptyDir` volumes (`replacement.ts`: a single-replica Deployment, any StatefulSet, an `emptyDir` volume in the Pod template); never for a bare Pod resized in place | `podsReplacedNote`: why, and that their memory and emptyDir contents are lost |
  * | `Resized` | Normal pair on the bare Pod (its `workload`), or the workload whose Pods were resized in place, and the AppMonitor | `resized <kind> <name> in place by <multiplier>[ after an OOM kill\| on its trend toward the limit\| after a heap error]: <changes>[ (Pods <names>)][; <bounds>]` |
  * | `HeapNotReached` (with `Resized`) | Warning pair: a resized bare Pod's container's `spec.containerPolicies` `runtime` sizes its heap when it starts (`scale/decide/heap-settings.ts`; a workload's rolls out instead) | `resized in place, but container <name> (<runtime>) sizes its heap when it starts, so …` |
@@ -173,12 +173,12 @@ export function settingsClause(settings: string | undefined, notes: readonly str
 
 /**
  * The end of a note that names the caps and the install's ceilings that held a raise
- * (`Scale.bounds`), those of the containers changed: `; app capped by spec.maxMemory 2Gi`. Empty
- * when none held.
+ * (`Scale.bounds`), those of the containers changed: `; app capped by spec.maxMemory 2Gi`; then
+ * why the cooldown did not hold it (`Scale.newCrossing`), when it ran. Empty when neither.
  */
-export function boundsClause(bounds: readonly ScaleBound[] | undefined, changes: readonly ContainerChange[]): string {
+export function boundsClause(bounds: readonly ScaleBound[] | undefined, changes: readonly ContainerChange[], newCrossing?: string): string {
   const kept = (bounds ?? []).filter((b) => b.container === undefined || changes.some((c) => c.container === b.container));
-  return kept.length === 0 ? "" : `; ${kept.map((b) => b.message).join("; ")}`;
+  return [...kept.map((b) => b.message), ...(newCrossing === undefined ? [] : [newCrossing])].map((m) => `; ${m}`).join("");
 }
 
 /**

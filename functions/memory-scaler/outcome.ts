@@ -123,6 +123,8 @@ export interface Scale {
   readonly floored?: boolean;
   /** The caps and the install's ceilings that held this raise (`scale/decide/decide.ts`); the Events and the outcome say them. Absent: none. */
   readonly bounds?: readonly ScaleBound[];
+  /** Why the cooldown did not hold this raise: a new crossing of the raised limit (`scale/decide/decide.ts` rule 1); the Events and the outcome end with it. Absent: no cooldown ran. */
+  readonly newCrossing?: string;
 }
 
 /** A bound that held a raise: of one container (its cap), or of the whole scale (the multiplier's ceiling). */

@@ -1,7 +1,7 @@
 /**
  * Benchmark, not a test: appmonitor side by side with the Vertical Pod Autoscaler on the real
  * node, in one run. Every memory pattern of `test/harness/lib/vs-vpa-workloads.ts` runs as a
- * Deployment in every arm at once (memhog, or Node.js for the runtime's pattern) (no autoscaler; the VPA; appmonitor with its shipped
+ * Deployment in every arm at once (memhog, or a runtime: Node.js, the JVM) (no autoscaler; the VPA; appmonitor with its shipped
  * defaults; appmonitor in place with the trend trigger), all from the same requests and limits, for
  * `--minutes`. The VPA runs from its own manifests (`installVpa`); appmonitor runs as shipped:
  * rule-sync's rule for each AppMonitor in the stack's Prometheus, its Alertmanager, alert-receiver
@@ -23,7 +23,7 @@ import { buildImages } from "../../scripts/images/build.ts";
 import { exitOnHelp } from "../../scripts/lib/usage.ts";
 import { ceil, parseQuantity } from "../../functions/lib/quantity.ts";
 import { figures, figuresTable, type PodSample } from "../harness/lib/vs-vpa-figures.ts";
-import { appMonitorSpec, ARM_LABEL, ARM_MEANS, ARMS, CONTAINER, PATTERN_LABEL, PATTERNS, patternDeployment, START_RESOURCES, verticalPodAutoscaler, workloadName, type Arm } from "../harness/lib/vs-vpa-workloads.ts";
+import { appMonitorSpec, ARM_LABEL, ARM_MEANS, ARMS, CONTAINER, PATTERN_LABEL, PATTERNS, patternDeployment, programConfigMap, START_RESOURCES, verticalPodAutoscaler, workloadName, type Arm } from "../harness/lib/vs-vpa-workloads.ts";
 import { placeNamespace } from "../harness/stack/eventing-install.ts";
 import { archiveReference, importImages } from "../harness/stack/node-images.ts";
 import { REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
@@ -71,8 +71,10 @@ const say = (line: string) => console.log(`${new Date().toISOString().slice(11, 
 const bytes = (q: string | undefined): number => (q ? Number(ceil(parseQuantity(q))) : 0);
 const START_LIMIT = bytes(START_RESOURCES.limits.memory);
 
-const [memhog, node] = await buildImages(["memhog", "memory-scaler"], (line) => say(`images: ${line}`));
-if (memhog === undefined || node === undefined) throw new Error("memhog's or memory-scaler's image was not built");
+// OpenJDK's image only when a pattern runs the JVM (cold about 40 s).
+const jvm = patterns.some((p) => p.runtime?.image === "openjdk");
+const [memhog, node, openjdk] = await buildImages(["memhog", "memory-scaler", ...(jvm ? ["openjdk" as const] : [])], (line) => say(`images: ${line}`));
+if (memhog === undefined || node === undefined || (jvm && openjdk === undefined)) throw new Error("memhog's, memory-scaler's or OpenJDK's image was not built");
 const releaseLock = await acquireRealNodeLock();
 const named = process.env.APPMONITOR_STACK_DIR ? await readState(process.env.APPMONITOR_STACK_DIR) : undefined;
 let state: StackState;
@@ -103,9 +105,16 @@ try {
   const alerts = await startAlertPath(state, NS, scaler.url);
   cleanups.push(() => alerts.stop());
 
-  // memhog as the stack's registry serves it; Node.js in memory-scaler's image, imported into the node.
-  await importImages(state.realNode as NonNullable<StackState["realNode"]>, [node.archive]);
-  const images = { memhog: (await memhogManifest()).spec?.template.spec?.containers[0]?.image ?? "", node: await archiveReference(node.archive) };
+  // memhog as the stack's registry serves it; Node.js in memory-scaler's image and OpenJDK's, imported into the node.
+  await importImages(state.realNode as NonNullable<StackState["realNode"]>, [node.archive, ...(openjdk === undefined ? [] : [openjdk.archive])]);
+  const images = {
+    memhog: (await memhogManifest()).spec?.template.spec?.containers[0]?.image ?? "",
+    node: await archiveReference(node.archive),
+    openjdk: openjdk === undefined ? "" : await archiveReference(openjdk.archive),
+  };
+  for (const { name, runtime } of patterns) {
+    if (runtime?.program !== undefined) await core.createNamespacedConfigMap({ namespace: NS, body: { metadata: { name: programConfigMap(name) }, data: { [runtime.program.file]: runtime.program.source } } });
+  }
   for (const pattern of patterns) {
     for (const arm of ARMS) {
       const name = workloadName(arm, pattern.name);

@@ -152,6 +152,38 @@ test("InPlace: a Deployment's memhog at the threshold is resized in place (same 
   t.diagnostic(`second replica ${fresh.metadata?.name}: spec ${JSON.stringify(fresh.spec?.containers[0]?.resources)}, cgroup limit ${cgroupLimit(fresh)}`);
 });
 
+test("InPlace: a leak past the raised limit inside the cooldown: the crossing the resize answered, delivered again, is held (Cooldown); the new crossing of the raised limit is resized again in place (same container, never OOM-killed), its Resized note saying why the cooldown did not hold it", { timeout: 300_000 }, async (t) => {
+  await createAppMonitor(NS, "leak", { memThresholdPercent: 75, memMultiplier: 2, updateMode: "InPlace", selector: { matchLabels: { app: "leak" } } });
+  // 48Mi of 64Mi (75 %), then, 45 s after its start, 100Mi: past 64Mi, 78 % of the raised 128Mi.
+  const deployment = memhogDeployment("leak", "64Mi", "48Mi");
+  deployment.spec?.template.spec?.containers[0]?.env?.push({ name: "MEMHOG_MODE", value: "step" }, { name: "MEMHOG_STEP_TARGET", value: "100Mi" }, { name: "MEMHOG_STEP_AFTER", value: "45s" });
+  const name = await createDeployment(t, deployment);
+  const pod = await holding(name, 48 * Mi);
+  const [was] = pod.status?.containerStatuses ?? [];
+  const url = scaler?.url ?? "";
+
+  const first = await deliver(url, alertFor(pod, "leak"));
+  assert.deepEqual([first.outcome, first.reason], ["scaled", "Resized"], JSON.stringify(first));
+  await waitFor("the kubelet to raise the cgroup limit to 128Mi", async () => cgroupLimit(pod) === 128 * Mi, 60_000, 50);
+  const again = await deliver(url, alertFor(pod, "leak"));
+  assert.deepEqual([again.outcome, again.reason], ["skipped", "Cooldown"], "the alert that began before the resize is the crossing it answered");
+
+  const stepped = await holding(name, 100 * Mi);
+  const crossing = await deliver(url, alertEvent({ namespace: NS, pod: pod.metadata?.name ?? "", container: "memhog", appmonitor: "leak", startsAt: new Date().toISOString() }));
+  assert.deepEqual([crossing.outcome, crossing.reason], ["scaled", "Resized"], JSON.stringify(crossing));
+  await waitFor("the kubelet to raise the cgroup limit to 256Mi", async () => cgroupLimit(stepped) === 256 * Mi, 60_000, 50);
+
+  const now = (await core.readNamespacedPod({ namespace: NS, name: pod.metadata?.name ?? "" })).status?.containerStatuses?.[0];
+  assert.equal(now?.containerID, was?.containerID, "the same container");
+  assert.deepEqual([now?.restartCount, now?.lastState?.terminated], [0, undefined], "never restarted, never OOM-killed");
+  assert.ok(memhogProcess(stepped).rss >= 100 * Mi, "memhog still holds its 100Mi");
+  const notes = (await eventsRegarding(NS, "Deployment", name)).filter((e) => e.reason === "Resized").map((e) => e.note ?? "");
+  assert.equal(notes.length, 2, notes.join("\n"));
+  const newCrossing = notes.find((n) => n.includes("128Mi → 256Mi"));
+  assert.match(newCrossing ?? "", /; a new crossing: its alert began at \S+, after the last scale at \S+, so the cooldown of 300s \(\d+s left\) does not hold it$/);
+  t.diagnostic(newCrossing ?? "");
+});
+
 test("InPlaceOrRollout with a resize the real node cannot hold: the API server refuses it, and the fallback rollout places a new Pod on a Node that can, the reason in an InPlaceFallback Event", { timeout: 300_000 }, async (t) => {
   const node = await core.readNode({ name: REAL_NODE.name });
   const allocatable = Number(floor(parseQuantity(node.status?.allocatable?.memory ?? "0")));

@@ -342,7 +342,11 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
       target,
       monitors: observation.monitors,
       named,
-      alert: { pod, ...(entry.data?.container === undefined ? {} : { container: entry.data.container }) },
+      alert: {
+        pod,
+        ...(entry.data?.container === undefined ? {} : { container: entry.data.container }),
+        ...(entry.data !== undefined && TRIGGERS[entry.trigger].crossesLimit === true ? { crossingStartedAt: entry.data.startsAt } : {}),
+      },
       now,
       statusLimit: deps.status.limit,
       heapFailed: heapFailures(statuses),

@@ -167,7 +167,7 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
     }
     case "dryRun": {
       const { scale, note } = ending;
-      const bounds = boundsClause(scale.bounds, scale.changes);
+      const bounds = boundsClause(scale.bounds, scale.changes, scale.newCrossing);
       return {
         reported: [{ reason: "DryRun", changes: scale.changes, trigger: context.trigger, ...(note === undefined ? {} : { note }), ...(scale.direction === "down" ? { down: true } : {}), ...(bounds === "" ? {} : { bounds }) }, ...heldHeaps(scale)],
         status: { entry: { ...entryOf(scale), dryRun: true }, from: am().raw },
@@ -186,8 +186,8 @@ export function reportOf(ending: Ending, context: ReportContext): Report {
     case "written": {
       const { written, scale, reverted } = ending;
       const entry = { ...entryOf(scale), dryRun: false, ...(reverted ? { reverted: true } : {}) };
-      // The caps and ceilings that held the raise end its note and its outcome's message.
-      const bounds = boundsClause(scale.bounds, scale.changes);
+      // The caps and ceilings that held the raise, and a cooldown it passed, end its note and its outcome's message.
+      const bounds = boundsClause(scale.bounds, scale.changes, scale.newCrossing);
       const reported = bounds === "" ? written.reported : written.reported.map((r) => (r.reason === "Scaled" || r.reason === "Resized" ? { ...r, bounds } : r));
       return {
         reported: [...reported, ...heldHeaps(scale)],

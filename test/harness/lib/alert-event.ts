@@ -21,12 +21,18 @@ export interface AlertEventOptions {
   /** Default: a random id (a new alert occurrence). */
   readonly id?: string;
   readonly status?: "firing" | "resolved";
+  /**
+   * When the alert began (RFC 3339). Default: ten minutes ago, before anything a test scaled, so
+   * the event re-delivers the crossing a scale answered (the cooldown holds it); a test of a new
+   * crossing of a raised limit gives a later time.
+   */
+  readonly startsAt?: string;
 }
 
 /** A memory-threshold CloudEvent as alert-receiver makes it (DESIGN.md "The memory-threshold CloudEvent"). */
 export function alertEvent(options: AlertEventOptions): CloudEvent<AlertEventData> {
   const status = options.status ?? "firing";
-  const startsAt = new Date(Date.now() - 60_000).toISOString();
+  const startsAt = options.startsAt ?? new Date(Date.now() - 600_000).toISOString();
   const alertname = options.alertname ?? "AppMonitorMemoryHigh";
   const trigger = triggerOf(alertname);
   const labels: Record<string, string> = { ...options.labels, alertname, namespace: options.namespace, pod: options.pod };

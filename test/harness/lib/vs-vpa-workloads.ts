@@ -2,10 +2,10 @@
  * The comparison with the VPA (`npm run bench -- vs-vpa`) as data: the memory patterns, each a
  * memhog mode (scripts/images/memhog), the arms that face them, and the objects that make one
  * pattern in one arm (a Deployment, and the arm's VerticalPodAutoscaler or AppMonitor); a
- * runtime's pattern runs `node-growing-heap.ts`'s program instead. Every
- * pattern starts at the same requests and limits in every arm. Pure: plain objects out.
+ * runtime's pattern runs one of `growing-heaps.ts`'s programs instead. Every pattern starts at the
+ * same requests and limits in every arm. Pure: plain objects out.
  */
-import { NODE_GROWING_HEAP_PROGRAM } from "./node-growing-heap.ts";
+import { JAVA_GROWING_HEAP_FILE, JAVA_GROWING_HEAP_PROGRAM, NODE_GROWING_HEAP_PROGRAM } from "./growing-heaps.ts";
 
 /** Every workload's memory at the start, in every arm. */
 export const START_RESOURCES = { requests: { memory: "128Mi", cpu: "10m" }, limits: { memory: "256Mi" } } as const;
@@ -15,9 +15,25 @@ export interface Pattern {
   readonly name: string;
   readonly means: string;
   readonly env: Readonly<Record<string, string>>;
-  /** A runtime's program instead of memhog: Node.js 24 (memory-scaler's image) running `command`. */
-  readonly node?: { readonly command: readonly string[] };
+  /** A runtime's program instead of memhog, with its runtime's default heap. */
+  readonly runtime?: Runtime;
 }
+
+/**
+ * A runtime and how it runs its program: Node.js 24 (memory-scaler's image) with `command`, or
+ * OpenJDK 17 (`npm run image openjdk`) with `args`, its `program` mounted read-only at
+ * {@link PROGRAM_DIR} from the ConfigMap {@link programConfigMap}. Either keeps its log's tail as
+ * the termination message, as docs/fixed-heaps.md asks of a service whose heap error is to be seen.
+ */
+export interface Runtime {
+  readonly image: keyof PatternImages;
+  readonly command?: readonly string[];
+  readonly args?: readonly string[];
+  readonly program?: { readonly file: string; readonly source: string };
+}
+
+/** Where a runtime's program is mounted. */
+export const PROGRAM_DIR = "/program";
 
 /** The container of every workload of the comparison. */
 export const CONTAINER = "app";
@@ -31,8 +47,17 @@ export const PATTERNS: readonly Pattern[] = [
   { name: "leak", means: "leaks 768Ki a second until it is killed or given more", env: { MEMHOG_MODE: "grow", MEMHOG_TARGET: "16Mi", MEMHOG_RATE: "768Ki" } },
   { name: "cycle", means: "a daily cycle in about a minute: 64Mi to 200Mi and back", env: { MEMHOG_MODE: "sawtooth", MEMHOG_TARGET: "200Mi", MEMHOG_LOW: "64Mi", MEMHOG_RATE: "2Mi" } },
   { name: "cache", means: "reads a 400Mi file over and over: its working set is page cache", env: { MEMHOG_MODE: "cache", MEMHOG_TARGET: "400Mi", MEMHOG_RATE: "64Mi", MEMHOG_FILE: "/cache/memhog.data" } },
-  { name: "node", means: "a Node.js service, its default heap, whose live heap grows 1 MiB a second to 300 MiB", env: { HOLD_MIB: "300", RATE_MIB: "1" }, node: { command: ["node", "-e", NODE_GROWING_HEAP_PROGRAM] } },
+  { name: "node", means: "a Node.js service, its default heap, whose live heap grows 1 MiB a second to 300 MiB", env: { HOLD_MIB: "300", RATE_MIB: "1" }, runtime: { image: "node", command: ["node", "-e", NODE_GROWING_HEAP_PROGRAM] } },
+  {
+    name: "jvm",
+    means: "a JVM service, its default heap (a quarter of the limit), whose live heap grows 1 MiB a second to 150 MiB",
+    env: { HOLD_MIB: "150", RATE_MIB: "1" },
+    runtime: { image: "openjdk", args: [`${PROGRAM_DIR}/${JAVA_GROWING_HEAP_FILE}`], program: { file: JAVA_GROWING_HEAP_FILE, source: JAVA_GROWING_HEAP_PROGRAM } },
+  },
 ];
+
+/** The ConfigMap that holds `pattern`'s program, in the comparison's namespace. */
+export const programConfigMap = (pattern: string): string => `program-${pattern}`;
 
 /** The arms, each its own autoscaler (or none) in front of every pattern. */
 export const ARMS = ["none", "vpa", "appmonitor", "trend"] as const;
@@ -61,10 +86,11 @@ export const workloadName = (arm: Arm, pattern: string): string => `${arm}-${pat
 export const ARM_LABEL = "bench.appmonitor.dev/arm";
 export const PATTERN_LABEL = "bench.appmonitor.dev/pattern";
 
-/** The images the patterns run: memhog's, and Node.js's (memory-scaler's) for a {@link Pattern.node} program. */
+/** The images the patterns run: memhog's, and a {@link Runtime}'s: Node.js's (memory-scaler's) and OpenJDK's. */
 export interface PatternImages {
   readonly memhog: string;
   readonly node: string;
+  readonly openjdk: string;
 }
 
 /** The Deployment of `pattern` in `arm`: its program with the pattern's environment, at {@link START_RESOURCES}, placed by `placement`. */
@@ -72,6 +98,8 @@ export function patternDeployment(arm: Arm, pattern: Pattern, images: PatternIma
   const name = workloadName(arm, pattern.name);
   const labels = { app: name, [ARM_LABEL]: arm, [PATTERN_LABEL]: pattern.name };
   const cache = pattern.env.MEMHOG_FILE !== undefined;
+  const { runtime } = pattern;
+  const program = runtime?.program !== undefined;
   return {
     apiVersion: "apps/v1",
     kind: "Deployment",
@@ -87,14 +115,18 @@ export function patternDeployment(arm: Arm, pattern: Pattern, images: PatternIma
           terminationGracePeriodSeconds: 1,
           containers: [{
             name: CONTAINER,
-            image: pattern.node ? images.node : images.memhog,
+            image: runtime === undefined ? images.memhog : images[runtime.image],
             imagePullPolicy: "IfNotPresent",
-            ...(pattern.node ? { command: [...pattern.node.command] } : {}),
+            ...(runtime?.command === undefined ? {} : { command: [...runtime.command] }),
+            ...(runtime?.args === undefined ? {} : { args: [...runtime.args] }),
             env: Object.entries(pattern.env).map(([k, value]) => ({ name: k, value })),
             resources: structuredClone(START_RESOURCES),
+            ...(runtime === undefined ? {} : { terminationMessagePolicy: "FallbackToLogsOnError" }),
             ...(cache ? { volumeMounts: [{ name: "cache", mountPath: "/cache" }] } : {}),
+            ...(program ? { volumeMounts: [{ name: "program", mountPath: PROGRAM_DIR, readOnly: true }] } : {}),
           }],
           ...(cache ? { volumes: [{ name: "cache", emptyDir: {} }] } : {}),
+          ...(program ? { volumes: [{ name: "program", configMap: { name: programConfigMap(pattern.name) } }] } : {}),
         },
       },
     },

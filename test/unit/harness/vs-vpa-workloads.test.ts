@@ -1,9 +1,9 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { validateAppMonitorSpec } from "../../../functions/lib/appmonitor-spec.ts";
-import { appMonitorSpec, ARM_LABEL, ARMS, PATTERN_LABEL, PATTERNS, patternDeployment, START_RESOURCES, verticalPodAutoscaler, workloadName } from "../../harness/lib/vs-vpa-workloads.ts";
+import { appMonitorSpec, ARM_LABEL, ARMS, PATTERN_LABEL, PATTERNS, patternDeployment, PROGRAM_DIR, programConfigMap, START_RESOURCES, verticalPodAutoscaler, workloadName } from "../../harness/lib/vs-vpa-workloads.ts";
 
-const images = { memhog: "memhog:1", node: "node:24" };
+const images = { memhog: "memhog:1", node: "node:24", openjdk: "openjdk:17" };
 const placement = { nodeSelector: { node: "real" }, tolerations: [{ key: "real", operator: "Exists", effect: "NoSchedule" }] };
 type Container = { env: { name: string; value: string }[]; resources: unknown; volumeMounts?: unknown[] };
 type PodSpec = { containers: Container[]; volumes?: unknown[]; nodeSelector: unknown; tolerations: unknown };
@@ -25,19 +25,29 @@ describe("the comparison's workloads", () => {
     }
   });
 
-  test("the runtime's pattern runs Node.js's image with its program; the others memhog's, with its own entrypoint", () => {
-    for (const p of PATTERNS) {
-      const c = podSpec(patternDeployment("vpa", p, images, placement)).containers[0] as Container & { image: string; command?: string[] };
-      assert.equal(c.image, p.node ? "node:24" : "memhog:1", p.name);
-      assert.equal(c.command?.[0], p.node ? "node" : undefined, p.name);
-    }
-    assert.deepEqual(PATTERNS.filter((p) => p.node).map((p) => p.name), ["node"]);
+  test("the runtimes' patterns run their runtime's image with its program, the log's tail their termination message; the others memhog's, with its own entrypoint", () => {
+    const seen = PATTERNS.map((p) => {
+      const c = podSpec(patternDeployment("vpa", p, images, placement)).containers[0] as Container & { image: string; command?: string[]; args?: string[]; terminationMessagePolicy?: string };
+      return [p.name, c.image, c.command?.[0] ?? c.args?.[0] ?? "", c.terminationMessagePolicy ?? ""];
+    });
+    assert.deepEqual(seen.filter(([, image]) => image !== "memhog:1"), [
+      ["node", "node:24", "node", "FallbackToLogsOnError"],
+      ["jvm", "openjdk:17", `${PROGRAM_DIR}/Grow.java`, "FallbackToLogsOnError"],
+    ]);
+    assert.ok(seen.filter(([, image]) => image === "memhog:1").every(([, , command, policy]) => command === "" && policy === ""));
   });
 
-  test("only the page-cache reader gets a writable directory (an emptyDir at /cache, where its file is)", () => {
-    const withVolume = PATTERNS.filter((p) => podSpec(patternDeployment("none", p, images, placement)).volumes !== undefined).map((p) => p.name);
-    assert.deepEqual(withVolume, ["cache"]);
+  test("only the page-cache reader gets a writable directory (an emptyDir at /cache, where its file is), and only the JVM its program, read-only from its ConfigMap", () => {
+    const volumes = PATTERNS.flatMap((p) => {
+      const spec = podSpec(patternDeployment("none", p, images, placement));
+      return spec.volumes === undefined ? [] : [[p.name, spec.volumes, spec.containers[0]?.volumeMounts]];
+    });
+    assert.deepEqual(volumes, [
+      ["cache", [{ name: "cache", emptyDir: {} }], [{ name: "cache", mountPath: "/cache" }]],
+      ["jvm", [{ name: "program", configMap: { name: programConfigMap("jvm") } }], [{ name: "program", mountPath: PROGRAM_DIR, readOnly: true }]],
+    ]);
     assert.equal(PATTERNS.find((p) => p.name === "cache")?.env.MEMHOG_FILE?.startsWith("/cache/"), true);
+    assert.match(PATTERNS.find((p) => p.name === "jvm")?.runtime?.program?.source ?? "", /public class Grow/);
   });
 
   test("the appmonitor arms' AppMonitors pass the CRD's validation, each targeting its one Deployment", () => {

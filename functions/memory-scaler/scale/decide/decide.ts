@@ -19,6 +19,13 @@ export interface DecideInput {
   lastScaleTime?: string;
   /** The current time. */
   now: Date;
+  /**
+   * When the alert began (its `startsAt`, RFC 3339), given only for a trigger whose alert is a
+   * crossing of the Pod's limit that Prometheus confirms now (`../triggers/trigger.ts`
+   * `crossesLimit`). One that began after `lastScaleTime` is a new crossing, of the limit the last
+   * scale raised: the cooldown does not hold it (rule 1).
+   */
+  crossingStartedAt?: string;
   /** The governing AppMonitor's spec, defaults applied. */
   spec: AppMonitorSpecWithDefaults;
   /** The alert's `container` label, if the alert names one. */
@@ -46,6 +53,8 @@ export interface ScaleDecision {
   changes: ContainerChange[];
   skipped: SkippedContainer<SkipReason>[];
   bounds?: ScaleBound[];
+  /** Why the cooldown did not hold this raise (rule 1: a new crossing of the raised limit); absent: no cooldown ran. */
+  newCrossing?: string;
 }
 
 /** The result of {@link decideScale}. */
@@ -156,6 +165,13 @@ export function cooldownLeft(lastScaleTime: string | undefined, cooldownSeconds:
   return Math.ceil((cooldownSeconds * 1000 - elapsedMs) / 1000);
 }
 
+/** Whether the RFC 3339 time `startsAt` is after `lastScaleTime`; false when either is absent or unparseable. */
+function startedAfter(startsAt: string | undefined, lastScaleTime: string | undefined): boolean {
+  const started = Date.parse(startsAt ?? "");
+  const last = Date.parse(lastScaleTime ?? "");
+  return !Number.isNaN(started) && !Number.isNaN(last) && started > last;
+}
+
 /**
  * Decides whether and how to raise a workload's memory after a memory-threshold alert. Pure: no
  * I/O, no clock (pass `now`). `spec` comes bounded by the install's ceilings (`bound-spec.ts`),
@@ -163,7 +179,11 @@ export function cooldownLeft(lastScaleTime: string | undefined, cooldownSeconds:
  * matter for correctness" and the AppMonitor fields in "The API"), in order:
  *
  * 1. within `spec.cooldownSeconds` of `lastScaleTime` → skip `Cooldown` (an unparseable
- *    timestamp is ignored; a future one counts as recent when the cooldown is above 0);
+ *    timestamp is ignored; a future one counts as recent when the cooldown is above 0), unless
+ *    `crossingStartedAt` is after `lastScaleTime`: that alert's crossing began at the raised
+ *    limit, so it is a new one, not the one the last scale answered (rule 3 still holds an old
+ *    Pod a rollout has not reached, and the trigger's check confirms the crossing against the
+ *    Pod's limit now; the leak guard bounds how often it can happen);
  * 2. containers considered: the alert's container (`ContainerNotSelected` if `spec.containers`
  *    excludes it), else those in `spec.containers`, else every container and native sidecar
  *    of the template;
@@ -193,10 +213,12 @@ export function cooldownLeft(lastScaleTime: string | undefined, cooldownSeconds:
 export function decideScale(input: DecideInput): Decision {
   const { spec, now } = input;
   const remaining = cooldownLeft(input.lastScaleTime, spec.cooldownSeconds, now);
-  if (remaining > 0) {
-    const held = heldClause(input.held, "spec.cooldownSeconds");
+  const held = heldClause(input.held, "spec.cooldownSeconds");
+  const crossed = remaining > 0 && startedAfter(input.crossingStartedAt, input.lastScaleTime);
+  if (remaining > 0 && !crossed) {
     return { action: "skip", reason: "Cooldown", message: `last scaled at ${input.lastScaleTime ?? ""}; cooldown of ${spec.cooldownSeconds}s${held} has ${remaining}s left`, skipped: [] };
   }
+  const newCrossing = crossed ? { newCrossing: `a new crossing: its alert began at ${input.crossingStartedAt ?? ""}, after the last scale at ${input.lastScaleTime ?? ""}, so the cooldown of ${spec.cooldownSeconds}s${held} (${remaining}s left) does not hold it` } : {};
 
   const names = targetNames(input);
   if (!Array.isArray(names)) return { action: "skip", reason: names.reason, message: names.message, skipped: [names] };
@@ -215,7 +237,7 @@ export function decideScale(input: DecideInput): Decision {
       if (result.bound !== undefined) bounds.push(result.bound);
     }
   }
-  if (changes.length > 0) return { action: "scale", dryRun: spec.mode === "DryRun", changes, skipped, ...(bounds.length === 0 ? {} : { bounds }) };
+  if (changes.length > 0) return { action: "scale", dryRun: spec.mode === "DryRun", changes, skipped, ...(bounds.length === 0 ? {} : { bounds }), ...newCrossing };
 
   const first = REASON_PRIORITY.map((r) => skipped.find((s) => s.reason === r)).find((s) => s !== undefined);
   const reason = first?.reason ?? "NoTargetContainer";

@@ -34,8 +34,11 @@ export interface PlanInput {
   /** The namespace's AppMonitors (the invalid ones set apart) and the one the alert names. */
   readonly monitors: NamespaceAppMonitors;
   readonly named: ValidAppMonitor;
-  /** The alerting Pod's name and, when the alert names one, its container. */
-  readonly alert: { readonly pod: string; readonly container?: string | undefined };
+  /**
+   * The alerting Pod's name and, when the alert names one, its container; `crossingStartedAt`, the
+   * alert's `startsAt` when its trigger `crossesLimit` (`decide.ts` `DecideInput`).
+   */
+  readonly alert: { readonly pod: string; readonly container?: string | undefined; readonly crossingStartedAt?: string | undefined };
   readonly now: Date;
   /** Entries kept in `status.recentScales`. */
   readonly statusLimit: number;
@@ -55,8 +58,8 @@ export interface PlanInput {
  *    bare Pod's own metadata) and come first among those that cover it, else `NotCovered` /
  *    `AppMonitorNotGoverning` / `AppMonitorConflict`;
  * 2. what the target's last scale leaves (`PlannedTarget.history`);
- * 3. `decideScale` on the target's memory asked for and running, its last scale's time and the
- *    alert's container, told the target's way (`PlannedTarget.refine`);
+ * 3. `decideScale` on the target's memory asked for and running, its last scale's time, the
+ *    alert's container and, for a crossing of the limit, when the alert began, told the target's way (`PlannedTarget.refine`);
  * 4. each raise a heap flag makes useless held (`fixed-heap.ts` `holdFixedHeaps`, by
  *    `spec.heapFlags`), a container left out as `FixedHeap`;
  * 5. a raise left (not a dry run, not of a reverted workload, which the revert budget bounds)
@@ -75,6 +78,7 @@ export function planFiring(input: PlanInput): FiringPlan {
     spec: am.spec,
     ...(target.view.lastScaleTime === undefined ? {} : { lastScaleTime: target.view.lastScaleTime }),
     ...(alert.container === undefined ? {} : { alertContainer: alert.container }),
+    ...(alert.crossingStartedAt === undefined ? {} : { crossingStartedAt: alert.crossingStartedAt }),
     ...(input.defaultMaxMemory === undefined ? {} : { defaultMaxMemory: input.defaultMaxMemory }),
     ...(input.maxMemoryCeiling === undefined ? {} : { maxMemoryCeiling: input.maxMemoryCeiling }),
     ...(am.held === undefined ? {} : { held: am.held }),

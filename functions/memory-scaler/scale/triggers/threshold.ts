@@ -10,6 +10,7 @@ import type { Trigger } from "./trigger.ts";
 export const threshold: Trigger = {
   name: "threshold",
   alertname: APPMONITOR_ALERT_NAME,
+  crossesLimit: true,
   measure: async (verifier, { namespace, pod, containers }) => verifier?.workingSets(namespace, pod, containers),
   check(scale, { running, measured, thresholdPercent }) {
     if (measured === undefined) return scale;

@@ -10,6 +10,7 @@ import type { Trigger } from "./trigger.ts";
 export const trend: Trigger = {
   name: "trend",
   alertname: APPMONITOR_TREND_ALERT_NAME,
+  crossesLimit: true,
   measure: async (verifier, { namespace, pod, containers, trend: spec }) => (spec === undefined ? undefined : verifier?.predictions(namespace, pod, containers, spec)),
   check(scale, { running, measured, trend: spec }) {
     if (spec !== undefined && measured === undefined) return scale;

@@ -49,6 +49,12 @@ export interface Trigger {
   readonly name: AlertTrigger;
   /** The `alertname` of rule-sync's alert for it (`functions/lib/appmonitor.ts`). */
   readonly alertname: string;
+  /**
+   * Its alert is a crossing of the Pod's limit that `check` confirms against the limit now: one
+   * that began after the workload's last scale is a new crossing of the raised limit, which the
+   * cooldown does not hold (`../decide/decide.ts` rule 1).
+   */
+  readonly crossesLimit?: boolean;
   /** Its answer is a heap the runtime sized when it started, which only a new start reaches: under `InPlaceOrRollout` the scale rolls out. */
   readonly needsNewStart?: boolean;
   /**

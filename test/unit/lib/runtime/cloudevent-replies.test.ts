@@ -107,6 +107,8 @@ describe("memory-scaler answers every handled event without a body", () => {
         const deployment = c.workloads.get(`Deployment/${NS}/memhog`);
         if (deployment?.metadata) deployment.metadata.annotations = { [LAST_SCALE_ANNOTATION]: "2025-06-01T11:59:00Z" };
       },
+      // The crossing that scale answered: its alert began before it.
+      event: { startsAt: "2025-06-01T11:58:00Z" },
       outcome: "skipped",
       reason: "Cooldown",
     },

@@ -201,6 +201,15 @@ interface SkipCase {
 const skipCases: SkipCase[] = [
   { name: "within the cooldown", input: input([memhog], { lastScaleTime: secondsAgo(100) }), reason: "Cooldown", message: /200s left/ },
   { name: "a last scale in the future counts as recent", input: input([memhog], { lastScaleTime: secondsAgo(-30) }), reason: "Cooldown", message: /cooldown/ },
+  { name: "within the cooldown, a crossing that began before the last scale (the one it answered)", input: input([memhog], { lastScaleTime: secondsAgo(100), crossingStartedAt: secondsAgo(130) }), reason: "Cooldown", message: /200s left/ },
+  { name: "within the cooldown, a crossing that began with the last scale", input: input([memhog], { lastScaleTime: secondsAgo(100), crossingStartedAt: secondsAgo(100) }), reason: "Cooldown", message: /200s left/ },
+  { name: "within the cooldown, a crossing whose start does not parse", input: input([memhog], { lastScaleTime: secondsAgo(100), crossingStartedAt: "soon" }), reason: "Cooldown", message: /200s left/ },
+  {
+    name: "a new crossing within the cooldown on an old Pod the rollout has not reached",
+    input: { ...input([memhog], { lastScaleTime: secondsAgo(100), crossingStartedAt: secondsAgo(20) }), templateContainers: [{ name: "memhog", request: "512Mi", limit: "768Mi" }] },
+    reason: "RolloutUnderWay",
+    message: /768Mi, above the alerting Pod's 384Mi/,
+  },
   { name: "the alert's container is not in spec.containers", input: input([memhog, sidecar], { alertContainer: "memhog", spec: spec({ containers: ["sidecar"] }) }), reason: "ContainerNotSelected", message: /memhog is not in spec.containers/ },
   { name: "the alert's container has no memory limit", input: input([memhog, unlimited], { alertContainer: "unlimited" }), reason: "NoMemoryLimit", message: /unlimited has no memory limit/ },
   { name: "no container has a memory limit", input: input([unlimited]), reason: "NoMemoryLimit", message: /no memory limit/ },
@@ -299,6 +308,20 @@ describe("decideScale: skip", () => {
     const again = decideScale({ ...input([memhog], { spec: spec({ cooldownSeconds: 0 }) }), templateContainers: [{ name: "memhog", ...change.to }] });
     assert.equal(again.action, "skip");
     assert.equal(again.action === "skip" && again.reason, "RolloutUnderWay");
+  });
+
+  it("a crossing that began after the last scale is a new one: the cooldown does not hold it, and the decision says why", () => {
+    const raised: ContainerMemory = { name: "memhog", request: "512Mi", limit: "768Mi" };
+    const d = decideScale(input([raised], { lastScaleTime: secondsAgo(100), crossingStartedAt: secondsAgo(10) }));
+    assert.equal(d.action, "scale", JSON.stringify(d));
+    if (d.action !== "scale") return;
+    assert.deepEqual(d.changes, [{ container: "memhog", from: { request: "512Mi", limit: "768Mi" }, to: { request: "1Gi", limit: "1536Mi" } }]);
+    assert.equal(d.newCrossing, `a new crossing: its alert began at ${secondsAgo(10)}, after the last scale at ${secondsAgo(100)}, so the cooldown of 300s (200s left) does not hold it`);
+  });
+
+  it("outside the cooldown a scale carries no new-crossing note", () => {
+    const d = decideScale(input([memhog], { lastScaleTime: secondsAgo(400), crossingStartedAt: secondsAgo(10) }));
+    assert.equal(d.action === "scale" && d.newCrossing, undefined);
   });
 
   it("a malformed quantity is reported by name", () => {
