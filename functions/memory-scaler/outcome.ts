@@ -137,7 +137,8 @@ export interface ScaleBound {
 /**
  * Why nothing (or not a given container) is scaled. CamelCase so it can serve directly as a
  * Kubernetes Event `reason`.
- * - `Cooldown`: the workload was scaled less than `spec.cooldownSeconds` ago.
+ * - `Cooldown`: the workload was scaled less than `spec.cooldownSeconds` ago, and the alert is no
+ *   new crossing of the raised limit (a threshold or trend alert that began after that scale).
  * - `ContainerNotSelected`: the alert's container is not in `spec.containers`.
  * - `NoTargetContainer`: no container is left to consider (e.g. `spec.containers` names none of the template's).
  * - `ContainerNotFound`: the container is in neither the containers nor the init containers of

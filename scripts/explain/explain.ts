@@ -277,7 +277,7 @@ function statusLines(workload: ExplainedWorkload, am: ValidAppMonitor, status: R
   lines.push(
     line(
       "cooldown",
-      `${lastScale === undefined ? `none running (spec.cooldownSeconds ${cooldown})` : left > 0 ? `${left}s left of ${cooldown}s since ${lastScale}: an alert now is skipped (Cooldown)` : `over (${cooldown}s since ${lastScale} have passed)`}${heldClause(am.held, "spec.cooldownSeconds")}`,
+      `${lastScale === undefined ? `none running (spec.cooldownSeconds ${cooldown})` : left > 0 ? `${left}s left of ${cooldown}s since ${lastScale}: an alert that began before it is skipped (Cooldown); a threshold or trend alert that begins after it is a new crossing, answered` : `over (${cooldown}s since ${lastScale} have passed)`}${heldClause(am.held, "spec.cooldownSeconds")}`,
       `${objectSource} ${LAST_SCALE_ANNOTATION}; ${amName} spec.cooldownSeconds`,
     ),
   );

@@ -117,7 +117,7 @@ describe("explain against the stack", () => {
     assert.equal(code, 0, stderr);
     assert.match(lineOf(stdout, "last outcome"), new RegExp(`^last outcome: scaled at \\S+ for Pod ${ns}/${pod}: Scaled: .*\\(AppMonitor ${ns}/m status\\.lastOutcome\\)$`));
     assert.match(lineOf(stdout, "last scale"), /^last scale: at \S+ by AppMonitor m: memhog: limit 384Mi → 768Mi, request 256Mi → 512Mi/);
-    assert.match(lineOf(stdout, "cooldown"), /^cooldown: \d+s left of 300s since \S+: an alert now is skipped \(Cooldown\)/);
+    assert.match(lineOf(stdout, "cooldown"), /^cooldown: \d+s left of 300s since \S+: an alert that began before it is skipped \(Cooldown\); a threshold or trend alert that begins after it is a new crossing, answered/);
     assert.match(lineOf(stdout, "caps"), /^caps: memhog: limit 768Mi, cap the install's DEFAULT_MAX_MEMORY 8Gi/);
   });
 });
