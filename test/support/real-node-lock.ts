@@ -120,6 +120,7 @@ export async function acquireRealNodeLock(options: RealNodeLockOptions = {}): Pr
   const dir = runDir();
   if (dir === undefined) return lockForThisProcess(REAL_NODE_LOCK);
   await mkdir(dir, { recursive: true });
+  const asked = Date.now();
   const release = await lockForThisProcess(path.join(dir, "lock"));
   try {
     await holdMachineLockForRun(dir);
@@ -128,7 +129,14 @@ export async function acquireRealNodeLock(options: RealNodeLockOptions = {}): Pr
     await release();
     throw error;
   }
-  return release;
+  // Within a run, where the files' real-node time goes: waiting for each other, or holding the node.
+  const taken = Date.now();
+  const file = path.relative(process.cwd(), process.argv[1] ?? "?");
+  process.stderr.write(`# real-node lock: ${file} waited ${((taken - asked) / 1000).toFixed(1)} s\n`);
+  return async () => {
+    process.stderr.write(`# real-node lock: ${file} held it ${((Date.now() - taken) / 1000).toFixed(1)} s\n`);
+    await release();
+  };
 }
 
 /** Takes the run's shared stack down when it is up (a failed `down` is logged, not thrown). */
