@@ -20,7 +20,7 @@ import { EVENTING_NAMESPACE } from "../harness/stack/eventing-manifests.ts";
 import { BROKER } from "../harness/stack/eventing-objects.ts";
 import { FUNCTIONS_NAMESPACE } from "../harness/stack/function-pods-install.ts";
 import { deliveriesOf, readJsonLog } from "../harness/lib/function-logs.ts";
-import { brokerIngressUrl, logTail, readyPod, useEventingStack } from "../support/eventing-stack.ts";
+import { brokerIngressUrl, logTail, useEventingStack } from "../support/eventing-stack.ts";
 import { alertEvent } from "../support/memory-scaler.ts";
 import { describeAnswer, postEvent } from "../support/post-event.ts";
 import { waitFor } from "../support/stack.ts";
@@ -81,7 +81,10 @@ describe("sender identity with authentication-oidc on", () => {
     const { core, kc } = stack();
     // Straight to what memory-scaler's Service forwards to, its Pod (ClusterIPs are routed to Pods
     // only on this node, not to the host this test runs on).
-    const scaler = await readyPod(core, FUNCTIONS_NAMESPACE, "memory-scaler-");
+    // The rolled-out Pod, not one the rollout is replacing.
+    const scaler = await waitFor("memory-scaler's Pod with REQUIRE_SENDER_IDENTITY=true, Ready", async () => (await core.listNamespacedPod({ namespace: FUNCTIONS_NAMESPACE })).items.find((p) =>
+      p.metadata?.name?.startsWith("memory-scaler-") && p.metadata.deletionTimestamp === undefined && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")
+      && p.spec?.containers[0]?.env?.some((e) => e.name === "REQUIRE_SENDER_IDENTITY" && e.value === "true")), 60_000, 200) as k8s.V1Pod & { metadata: { name: string } };
     const forged = alertEvent({ namespace: WORKLOAD_NS, pod: "memhog-forged" });
     const answer = await postEvent(`http://${scaler.status?.podIP}:8080/`, forged);
     assert.equal(answer.status, 401, describeAnswer(answer));
@@ -89,19 +92,27 @@ describe("sender identity with authentication-oidc on", () => {
 
     // A sender of the Broker's own namespace, with a token for the Broker's audience (Eventing's
     // default-authorization-mode allow-same-namespace; the install's senders are its sources).
-    const broker = await eventingObject(kc, "brokers", BROKER.name);
-    const audience = broker.status?.address?.audience;
-    assert.ok(audience, "the Broker has an audience once OIDC is on");
+    // The Broker's reconciler and its ingress each read the flag on their own, after the Trigger's.
+    const audience = await waitFor("the Broker's audience, once OIDC is on", async () => (await eventingObject(kc, "brokers", BROKER.name)).status?.address?.audience, 60_000, 200);
     const token = (await core.createNamespacedServiceAccountToken({ name: "alert-receiver", namespace: FUNCTIONS_NAMESPACE, body: { spec: { audiences: [audience], expirationSeconds: 600 } } })).status?.token;
     assert.ok(token);
     const event = alertEvent({ namespace: WORKLOAD_NS, pod: "memhog-not-there" });
     assert.equal(event.type, FIRING_TYPE);
     const message = HTTP.binary(event);
     const ingress = await brokerIngressUrl(core);
-    const unsigned = await fetch(ingress, { method: "POST", headers: message.headers as Record<string, string>, body: message.body as string });
-    assert.equal(unsigned.status, 401, "the Broker's ingress refuses a sender without a token once OIDC is on");
-    const signed = await fetch(ingress, { method: "POST", headers: { ...(message.headers as Record<string, string>), authorization: `Bearer ${token}` }, body: message.body as string });
-    assert.equal(signed.status, 202, await signed.text());
+    // Probes of their own, so that one the ingress took before it read the flag is not the event followed below.
+    const refused = await waitFor("the Broker's ingress refusing a sender without a token", async () => {
+      const probe = HTTP.binary(alertEvent({ namespace: WORKLOAD_NS, pod: "memhog-unsigned" }));
+      const unsigned = await fetch(ingress, { method: "POST", headers: probe.headers as Record<string, string>, body: probe.body as string });
+      return unsigned.status === 401 ? unsigned.status : undefined;
+    }, 60_000, 500);
+    assert.equal(refused, 401, "the Broker's ingress refuses a sender without a token once OIDC is on");
+    // A 5xx is the ingress not ready to verify tokens yet (it fetches the issuer's keys itself): a sender retries it, as Knative's contract says.
+    const signed = await waitFor("the Broker's ingress taking the signed event", async () => {
+      const answer = await fetch(ingress, { method: "POST", headers: { ...(message.headers as Record<string, string>), authorization: `Bearer ${token}` }, body: message.body as string });
+      return answer.status >= 500 ? undefined : { status: answer.status, text: await answer.text() };
+    }, 60_000, 500);
+    assert.equal(signed.status, 202, signed.text);
 
     const delivered = await waitFor(`the Broker's delivery of ${event.id} in memory-scaler's log`, async () => {
       const found = deliveriesOf(await readJsonLog(core, { name: scaler.metadata.name, namespace: FUNCTIONS_NAMESPACE }), event.id);
