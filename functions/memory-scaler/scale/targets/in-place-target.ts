@@ -174,7 +174,7 @@ export function inPlaceTarget(workload: Workload, pod: k8s.V1Pod, autoscalers: T
       // Behind the workload's memory with no resize under way: brought up to it, not scaled again.
       if (behind.length > 0) return { action: "scale", changes: behind, skipped: decision.skipped, dryRun: am.spec.mode === "DryRun" };
       // No rollout to wait for (an OnDelete workload's Pods are resized like any other's).
-      if (decision.action === "scale") return { action: "scale", changes: decision.changes, skipped: decision.skipped, dryRun: decision.dryRun, ...(decision.bounds === undefined ? {} : { bounds: decision.bounds }), ...(decision.newCrossing === undefined ? {} : { newCrossing: decision.newCrossing }) };
+      if (decision.action === "scale") return decision;
       return { action: "skip", reason: decision.reason, message: decision.message, skipped: decision.skipped };
     },
     writer: {

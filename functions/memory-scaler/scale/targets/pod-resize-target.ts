@@ -63,7 +63,7 @@ export function podResizeTarget(pod: k8s.V1Pod, namespace: string, name: string)
     history: () => ({ repair: undefined, revert: undefined, budget: { budget: 0, scales: [], exhausted: false }, marks: [] }),
 
     refine(decision) {
-      if (decision.action === "scale") return { action: "scale", changes: decision.changes, skipped: decision.skipped, dryRun: decision.dryRun, ...(decision.bounds === undefined ? {} : { bounds: decision.bounds }), ...(decision.newCrossing === undefined ? {} : { newCrossing: decision.newCrossing }) };
+      if (decision.action === "scale") return decision;
       // The spec (desired) above what the containers run with is a resize the kubelet has not applied.
       if (decision.reason !== "RolloutUnderWay") return { action: "skip", reason: decision.reason, message: decision.message, skipped: decision.skipped };
       const message = `Pod ${name} is being resized: its spec asks for more memory than its containers run with (${decision.message})`;

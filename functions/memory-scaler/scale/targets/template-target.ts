@@ -167,7 +167,7 @@ function refine(t: Template, decision: Decision, am: ValidAppMonitor, alert: { r
   const unreplaced = waitsForDelete(strategy) ? pendingRollouts(am.raw.status).find((r) => r.workload.kind === workload.kind && r.workload.name === workload.name) : undefined;
   if (decision.action === "scale") {
     if (unreplaced !== undefined) return { action: "skip", reason: "RolloutWaitsForDelete", message: unreplacedNote(workload, unreplaced), skipped: decision.skipped };
-    return { action: "scale", changes: decision.changes, skipped: decision.skipped, dryRun: decision.dryRun, ...(decision.bounds === undefined ? {} : { bounds: decision.bounds }), ...(decision.newCrossing === undefined ? {} : { newCrossing: decision.newCrossing }) };
+    return decision;
   }
   if (decision.reason !== "Cooldown" && decision.reason !== "RolloutUnderWay") return { action: "skip", reason: decision.reason, message: decision.message, skipped: decision.skipped };
   // An OnDelete workload's Pod behind its template is not in a rollout: nothing will replace
