@@ -33,7 +33,7 @@ import { installVpa, uninstallVpa } from "../harness/stack/vpa-install.ts";
 import { startAlertPath } from "../support/alert-path.ts";
 import { applyFiles, installMemoryScaler } from "../support/install.ts";
 import { createAppMonitor, deliver, memhogManifest, pingTick, startScaler } from "../support/memory-scaler.ts";
-import { acquireRealNodeLock } from "../support/real-node-lock.ts";
+import { acquireRealNodeLock } from "../harness/stack/real-node-lock.ts";
 import { timeSeriesSvg } from "../support/svg-chart.ts";
 import { promQuery, waitFor } from "../support/stack.ts";
 

@@ -31,7 +31,7 @@ import { applyFiles, installMemoryScaler } from "../support/install.ts";
 import { appMonitorStatus, createAppMonitor, deliver, pingTick, type ScalerUnderTest, startScaler } from "../support/memory-scaler.ts";
 import { type AlertPath, startAlertPath } from "../support/alert-path.ts";
 import { cgroupLimit, containerId, memhogProcess } from "../support/real-node-memhog.ts";
-import { acquireRealNodeLock } from "../support/real-node-lock.ts";
+import { acquireRealNodeLock } from "../harness/stack/real-node-lock.ts";
 import { SHORT_FOR_SECONDS, waitFor } from "../support/stack.ts";
 
 const Mi = 1 << 20;

@@ -29,7 +29,7 @@ import { repoRoot } from "../../scripts/lib/paths.ts";
 import { PROMETHEUS_OPERATOR } from "../harness/stack/prometheus-operator.ts";
 import { down, up } from "../harness/stack/stack.ts";
 import { type StackState } from "../harness/stack/state.ts";
-import { acquireRealNodeLock } from "../support/real-node-lock.ts";
+import { acquireRealNodeLock } from "../harness/stack/real-node-lock.ts";
 import { SHORT_FOR_SECONDS } from "../support/stack.ts";
 
 const NAMESPACE = "shop";

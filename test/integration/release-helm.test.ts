@@ -47,7 +47,7 @@ import { REAL_NODE, realNodePaths } from "../harness/stack/real-node-config.ts";
 import { hostsDirName, hostsToml } from "../harness/stack/registry-config.ts";
 import { down, up } from "../harness/stack/stack.ts";
 import { type StackState } from "../harness/stack/state.ts";
-import { acquireRealNodeLock } from "../support/real-node-lock.ts";
+import { acquireRealNodeLock } from "../harness/stack/real-node-lock.ts";
 import { freePort } from "../harness/lib/free-port.ts";
 import { startProcess, type Started } from "../harness/stack/processes.ts";
 import { RELEASE_TEST_POD } from "../../scripts/release/chart-templates.ts";

@@ -41,7 +41,7 @@ import { deployServingProfile, registryDigests, type ServingProfile } from "../h
 import { down, up } from "../harness/stack/stack.ts";
 import { type StackState } from "../harness/stack/state.ts";
 import { alertEvent } from "../support/memory-scaler.ts";
-import { acquireRealNodeLock } from "../support/real-node-lock.ts";
+import { acquireRealNodeLock } from "../harness/stack/real-node-lock.ts";
 import { waitFor } from "../support/stack.ts";
 
 /** The autoscaler's windows for this file (Serving's minimum stable window; defaults 60 s and 30 s). */

@@ -15,7 +15,7 @@ import { ensureDebianPackages } from "../harness/stack/debian-packages.ts";
 import { repoRoot } from "../../scripts/lib/paths.ts";
 import { down, envLines, up } from "../harness/stack/stack.ts";
 import { stateFile } from "../harness/stack/state.ts";
-import { acquireRealNodeLock, downSharedStack, endRun, RUN_DIR_ENV, sharedStackDir } from "./real-node-lock.ts";
+import { acquireRealNodeLock, downSharedStack, endRun, RUN_DIR_ENV, sharedStackDir } from "../harness/stack/real-node-lock.ts";
 
 const stateDir = path.resolve(process.env.APPMONITOR_TEST_STACK_DIR ?? path.join(repoRoot, ".stack-test"));
 /** The run's real-node directory: one per checkout (a killed run's is found by the next), short (the node's sockets live under it). */

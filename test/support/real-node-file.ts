@@ -18,7 +18,7 @@ import { type StackState } from "../harness/stack/state.ts";
 import { archiveReference, importImages } from "../harness/stack/node-images.ts";
 import { installMemoryScaler } from "./install.ts";
 import { type ScalerUnderTest, startScaler } from "./memory-scaler.ts";
-import { acquireRealNodeLock, runDir, sharedStackDir } from "./real-node-lock.ts";
+import { acquireRealNodeLock, runDir, sharedStackDir } from "../harness/stack/real-node-lock.ts";
 import { waitFor } from "./stack.ts";
 
 /** A running real-node stack of one test file. */

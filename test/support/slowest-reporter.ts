@@ -1,7 +1,8 @@
 /**
  * A node:test reporter that prints, at the end of a run, the test files that took longest, with
- * their wall time in seconds: where `npm test`'s minutes go. It runs beside the spec reporter
- * (package.json's `test` script names both, each to stdout) and prints nothing else.
+ * their wall time in seconds: where `npm test`'s minutes go. `npm test`'s runner (`run-suite.ts`)
+ * prints the report from {@link FileTimes}; as a reporter beside the spec one it serves a
+ * `node --test` run of some files (`--test-reporter=./test/support/slowest-reporter.ts`).
  *
  * A file's time is that of its own `test:complete` event (nesting 0, its name the file's path:
  * the runner's test of the whole file, process start and hooks included); a file whose runner

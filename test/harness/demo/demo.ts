@@ -37,6 +37,7 @@ import { aboutMinutes, coldSecondsOf, coldTimes } from "../bins/cold-times.ts";
 import { ensureDebianPackages } from "../stack/debian-packages.ts";
 import { defaultStateDir, resolveBinaries } from "../stack/paths.ts";
 import { StepError } from "../../../scripts/lib/step-error.ts";
+import { acquireRealNodeLock } from "../stack/real-node-lock.ts";
 import { pushImages, servedImages } from "../stack/registry.ts";
 import { down, up } from "../stack/stack.ts";
 import { readState } from "../stack/state.ts";
@@ -111,6 +112,7 @@ const sets = binarySetsFor({ realNode, prometheusOperator: operator, eventing })
 const images: ImageName[] = [...(realNode ? ["memhog" as const] : []), ...(functionPods || containers ? FUNCTION_NAMES : []), ...(operator ? ["alertmanager" as const] : [])];
 
 let code = 0;
+let releaseLock: (() => Promise<void>) | undefined;
 try {
   const cold = [...(existing ? [] : [`${aboutMinutes(coldSecondsOf(COLD, sets))} min of Go builds`]), ...(images.length > 0 ? [`${aboutMinutes(COLD.images.seconds)} min of images`] : [])];
   console.log(existing ? `using the stack in ${stateDir} (left running at the end)` : "starting the local stack (stopped at the end)");
@@ -123,6 +125,9 @@ try {
     await buildImages(images, say("images"));
     say("images")(`${images.length} ready (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   }
+  // The real node is one per machine: its start waits for any other's end (real-node-lock.ts),
+  // after the builds, which need no node.
+  if (realNode && !existing) releaseLock = await acquireRealNodeLock();
   const state = await up({ stateDir, realNode, prometheusOperator: operator, progress: say("stack") });
   // A stack that was already up may lack an image, or serve an older one: push what differs.
   if (existing && state.registry) await pushImages(state.registry.address, servedImages());
@@ -159,5 +164,6 @@ try {
     await down(stateDir).catch((error: unknown) => console.error(`stopping the local stack: ${(error as Error).message}`));
     console.log("stopped the local stack");
   }
+  await releaseLock?.();
 }
 process.exit(code);

@@ -39,7 +39,7 @@ import { checkRuleInput } from "../../../functions/rule-sync/rule-input.ts";
 import { deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE, type FunctionPods } from "../../harness/stack/function-pods-install.ts";
 import { archiveReference, importImages } from "../../harness/stack/node-images.ts";
 import { NODE_HEAP_PROGRAM } from "../../support/heap-programs.ts";
-import { acquireRealNodeLock } from "../../support/real-node-lock.ts";
+import { acquireRealNodeLock } from "../../harness/stack/real-node-lock.ts";
 import { waitEstablished } from "../../harness/lib/crd-established.ts";
 
 const run = promisify(execFile);
@@ -128,6 +128,9 @@ before(async () => {
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(state.kubeconfig);
   core = kc.makeApiClient(k8s.CoreV1Api);
+  // Minutes of watching Prometheus: they run beside the tests up to the trend test's, which asserts them.
+  sawtoothRun = observeSawtooth(state);
+  sawtoothRun.catch(() => undefined);
 }, { timeout: 20 * 60_000 });
 
 after(async () => {
@@ -529,60 +532,95 @@ async function steadyGrowth(t: TestContext): Promise<void> {
   );
 }
 
-/** A sawtooth under the same AppMonitor: its trend alert never fires, though its line reaches the limit. */
-async function sawtooth(t: TestContext): Promise<void> {
+/** What the sawtooth's run observed over its last `seconds` (see {@link observeSawtooth}). */
+interface SawtoothObserved {
+  readonly seconds: number;
+  readonly trendFiring: unknown[];
+  readonly thresholdFiring: unknown[];
+  readonly trendPending: number;
+  /** 1 when the trend rule's first condition alone held at some second. */
+  readonly lineReaches: number | undefined;
+  readonly low: number;
+  readonly high: number;
+  /** How often cAdvisor's values fell by more than the release guard's 5 % of the limit. */
+  readonly releases: number;
+  /** The longest run of the trend alert pending, in seconds. */
+  readonly held: number;
+}
+
+/**
+ * A sawtooth under the same AppMonitor, in a namespace of its own, observed while the file's other
+ * tests run (it needs no more of them than the node and Prometheus): the rule rule-sync writes for
+ * it loaded, memhog in a sawtooth, then one window and `observedSeconds` of Prometheus' view of it.
+ * Its namespace and rule are gone when it resolves.
+ */
+async function observeSawtooth(st: StackState): Promise<SawtoothObserved> {
   const namespace = "real-node-sawtooth";
-  const st = state as StackState;
   await core.createNamespace({ body: { metadata: { name: namespace } } });
-  t.after(() => core.deleteNamespace({ name: namespace }).then(() => undefined, () => undefined));
   // The rule rule-sync writes for this AppMonitor (rule.ts), loaded as prometheus-operator would load it.
   const spec = validateAppMonitorSpec({ memThresholdPercent: 75, memMultiplier: 2, forSeconds: TREND.forSeconds, trend: TREND.spec });
   const ruleFile = path.join(st.rulesDir, `${namespace}-mymonitor.yml`);
-  await writeFile(ruleFile, buildRulesFile([checkRuleInput({ metadata: { name: "mymonitor", namespace, uid: "u" }, spec })], DEFAULT_RULE_CONFIG));
   const reload = async () => void (await fetch(`${st.prometheusUrl}/-/reload`, { method: "POST" }));
-  t.after(async () => {
-    await rm(ruleFile, { force: true });
+  try {
+    await writeFile(ruleFile, buildRulesFile([checkRuleInput({ metadata: { name: "mymonitor", namespace, uid: "u" }, spec })], DEFAULT_RULE_CONFIG));
     await reload();
-  });
-  await reload();
-  await waitFor("Prometheus loads the trend rule", async () => {
-    const body = (await (await fetch(`${st.prometheusUrl}/api/v1/rules`)).json()) as { data: { groups: { name: string }[] } };
-    return body.data.groups.some((g) => g.name === `appmonitor/${namespace}/mymonitor`);
-  }, 20_000, 200);
-  const pod = memhogPod("sawtooth", SAWTOOTH, "384Mi");
-  pod.metadata = { name: "sawtooth", annotations: { "app-monitor.kubedemo.com/monitor": "true" } };
-  await core.createNamespacedPod({ namespace, body: pod });
-  await waitFor("memhog's first release", async () =>
-    (await core.readNamespacedPodLog({ name: "sawtooth", namespace, container: "memhog" }).catch(() => "")).includes("memhog: released to"), 180_000, 500);
-  // From one window after the first release on, the window holds teeth only (not memhog's start,
-  // which the floor keeps from firing): what is observed is the release guard and the line.
-  const observedSeconds = 150;
-  await new Promise((resolve) => setTimeout(resolve, (TREND.spec.windowSeconds + observedSeconds) * 1000));
-  const range = `[${observedSeconds}s]`;
-  const ws = `container_memory_working_set_bytes{namespace="${namespace}",pod="sawtooth",container="memhog"}`;
+    await waitFor("Prometheus loads the trend rule", async () => {
+      const body = (await (await fetch(`${st.prometheusUrl}/api/v1/rules`)).json()) as { data: { groups: { name: string }[] } };
+      return body.data.groups.some((g) => g.name === `appmonitor/${namespace}/mymonitor`);
+    }, 20_000, 200);
+    const pod = memhogPod("sawtooth", SAWTOOTH, "384Mi");
+    pod.metadata = { name: "sawtooth", annotations: { "app-monitor.kubedemo.com/monitor": "true" } };
+    await core.createNamespacedPod({ namespace, body: pod });
+    await waitFor("memhog's first release", async () =>
+      (await core.readNamespacedPodLog({ name: "sawtooth", namespace, container: "memhog" }).catch(() => "")).includes("memhog: released to"), 180_000, 500);
+    // From one window after the first release on, the window holds teeth only (not memhog's start,
+    // which the floor keeps from firing): what is observed is the release guard and the line.
+    const seconds = 150;
+    await new Promise((resolve) => setTimeout(resolve, (TREND.spec.windowSeconds + seconds) * 1000));
+    const range = `[${seconds}s]`;
+    const ws = `container_memory_working_set_bytes{namespace="${namespace}",pod="sawtooth",container="memhog"}`;
+    const limit = 384 * Mi;
+    const alerts = (alertname: string, alertstate: string) => promQuery(`count_over_time(ALERTS{alertname="${alertname}",namespace="${namespace}",alertstate="${alertstate}"}${range})`);
+    const [trendFiring, thresholdFiring, trendPending, lineReaches, low, high, releases] = await Promise.all([
+      alerts(TREND_ALERT_NAME, "firing"),
+      alerts(ALERT_NAME, "firing"),
+      alerts(TREND_ALERT_NAME, "pending"),
+      // The trend rule's first condition alone, at each second of the run.
+      promQuery(`max_over_time((max by (container) (predict_linear(${ws}[${TREND.spec.windowSeconds}s], ${TREND.spec.horizonSeconds})) >= bool ${limit})${range.slice(0, -1)}:1s])`),
+      promQuery(`min(min_over_time(${ws}${range}))`),
+      promQuery(`max(max_over_time(${ws}${range}))`),
+      // cAdvisor's values falling by more than the guard's 5 % of the limit (19Mi) from one to the next.
+      promQuery(`max(count_over_time((delta(${ws}[20s]) < -${0.05 * limit})${range.slice(0, -1)}:1s]))`),
+    ]);
+    return {
+      seconds, trendFiring, thresholdFiring, trendPending: trendPending[0]?.value ?? 0, lineReaches: lineReaches[0]?.value,
+      low: low[0]?.value ?? 0, high: high[0]?.value ?? 0, releases: releases[0]?.value ?? 0, held: await longestPending(st, namespace, seconds),
+    };
+  } finally {
+    await rm(ruleFile, { force: true });
+    await reload().catch(() => undefined);
+    await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+    await waitFor(`namespace ${namespace} gone`, async () => !(await core.listNamespace()).items.some((n) => n.metadata?.name === namespace), 120_000, 500).catch(() => undefined);
+  }
+}
+
+/** The sawtooth's run, started once the stack is up, beside the tests that come before the trend test. */
+let sawtoothRun: Promise<SawtoothObserved> | undefined;
+
+/** The sawtooth under the same AppMonitor: its trend alert never fires, though its line reaches the limit. */
+async function sawtooth(t: TestContext): Promise<void> {
+  assert.ok(sawtoothRun, "the sawtooth was started with the stack");
+  const o = await sawtoothRun;
   const limit = 384 * Mi;
-  const alerts = (alertname: string, alertstate: string) => promQuery(`count_over_time(ALERTS{alertname="${alertname}",namespace="${namespace}",alertstate="${alertstate}"}${range})`);
-  const [trendFiring, thresholdFiring, trendPending, lineReaches, low, high, releases] = await Promise.all([
-    alerts(TREND_ALERT_NAME, "firing"),
-    alerts(ALERT_NAME, "firing"),
-    alerts(TREND_ALERT_NAME, "pending"),
-    // The trend rule's first condition alone, at each second of the run.
-    promQuery(`max_over_time((max by (container) (predict_linear(${ws}[${TREND.spec.windowSeconds}s], ${TREND.spec.horizonSeconds})) >= bool ${limit})${range.slice(0, -1)}:1s])`),
-    promQuery(`min(min_over_time(${ws}${range}))`),
-    promQuery(`max(max_over_time(${ws}${range}))`),
-    // cAdvisor's values falling by more than the guard's 5 % of the limit (19Mi) from one to the next.
-    promQuery(`max(count_over_time((delta(${ws}[20s]) < -${0.05 * limit})${range.slice(0, -1)}:1s]))`),
-  ]);
-  const held = await longestPending(st, namespace, observedSeconds);
   t.diagnostic(
-    `over ${observedSeconds} s: working set ${((low[0]?.value ?? 0) / Mi).toFixed(0)}Mi to ${((high[0]?.value ?? 0) / Mi).toFixed(0)}Mi; ` +
-      `the trend alert pending at ${trendPending[0]?.value ?? 0} evaluations, ${held} s at the longest (its for: ${TREND.forSeconds} s), firing at none`,
+    `over ${o.seconds} s: working set ${(o.low / Mi).toFixed(0)}Mi to ${(o.high / Mi).toFixed(0)}Mi; ` +
+      `the trend alert pending at ${o.trendPending} evaluations, ${o.held} s at the longest (its for: ${TREND.forSeconds} s), firing at none`,
   );
-  assert.deepEqual(trendFiring, [], "the trend alert never fires");
-  assert.deepEqual(thresholdFiring, [], "nor the threshold alert: the peaks stay below 75 %");
-  assert.equal(lineReaches[0]?.value, 1, "the line through the window alone reached the limit within the horizon: what the guards are for");
-  assert.ok((high[0]?.value ?? 0) - (low[0]?.value ?? 0) > 3 * 0.05 * limit, "the working set released well beyond the guard's 5 % of the limit");
-  assert.ok((releases[0]?.value ?? 0) > 0, "cAdvisor's values showed the releases, not an aliased drift");
+  assert.deepEqual(o.trendFiring, [], "the trend alert never fires");
+  assert.deepEqual(o.thresholdFiring, [], "nor the threshold alert: the peaks stay below 75 %");
+  assert.equal(o.lineReaches, 1, "the line through the window alone reached the limit within the horizon: what the guards are for");
+  assert.ok(o.high - o.low > 3 * 0.05 * limit, "the working set released well beyond the guard's 5 % of the limit");
+  assert.ok(o.releases > 0, "cAdvisor's values showed the releases, not an aliased drift");
 }
 
 test("the trend trigger on the real node, one AppMonitor spec for two workloads side by side", { timeout: 900_000, concurrency: 2 }, async (t) => {

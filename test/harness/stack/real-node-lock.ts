@@ -17,8 +17,8 @@ import { once } from "node:events";
 import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { down } from "../harness/stack/stack.ts";
-import { stateFile } from "../harness/stack/state.ts";
+import { down } from "./stack.ts";
+import { stateFile } from "./state.ts";
 
 /** The lock file. */
 export const REAL_NODE_LOCK = "/tmp/appmonitor-real-node.lock";

@@ -1,0 +1,111 @@
+/**
+ * `npm test`'s runner, after the type check and lint: `node test/support/run-suite.ts [glob…]`
+ * (default `test/**\/*.test.ts`). Starts the run's local stack (`global-setup.ts`), runs the files
+ * in two lanes at once (`suite-lanes.ts`): those that take the real node's lock one at a time, the
+ * others `APPMONITOR_TEST_CONCURRENCY` (default 2) at a time, each file in a process of its own;
+ * reports both through one spec reporter, with one summary of the run, then the ten slowest files
+ * and each lane's wall time (`slowest-reporter.ts`); stops the stack. Exit code 0 when every test
+ * passed, 1 otherwise (and 130 on SIGINT, 143 on SIGTERM, the stack stopped first).
+ * https://nodejs.org/docs/latest-v24.x/api/test.html#runoptions
+ */
+import { globSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { run } from "node:test";
+import { spec } from "node:test/reporters";
+import { finished } from "node:stream/promises";
+import { repoRoot } from "../../scripts/lib/paths.ts";
+import { globalSetup, globalTeardown } from "./global-setup.ts";
+import { FileTimes, formatSlowest } from "./slowest-reporter.ts";
+import { REAL_NODE_LOCK_MODULE, splitLanes } from "./suite-lanes.ts";
+
+/** A node:test event as this runner reads it. */
+interface TestEvent {
+  readonly type: string;
+  readonly data: {
+    readonly file?: string;
+    readonly nesting?: number;
+    readonly message?: string;
+    readonly success?: boolean;
+    readonly duration_ms?: number;
+    readonly counts?: Record<string, number>;
+  };
+}
+
+/** The run-level diagnostics a lane's end prints ("tests 12", "pass 12", …): replaced by the run's one summary. */
+const COUNT_LINE = /^(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) /;
+
+const globs = process.argv.slice(2);
+const files = [...new Set((globs.length > 0 ? globs : ["test/**/*.test.ts"]).flatMap((g) => globSync(g, { cwd: repoRoot })))]
+  .sort()
+  .map((f) => path.resolve(repoRoot, f));
+const lanes = splitLanes(files, path.join(repoRoot, REAL_NODE_LOCK_MODULE), (f) => {
+  try {
+    return readFileSync(f, "utf8");
+  } catch {
+    return undefined;
+  }
+});
+const concurrency = Number(process.env.APPMONITOR_TEST_CONCURRENCY ?? 2);
+if (!Number.isInteger(concurrency) || concurrency < 1) {
+  console.error(`APPMONITOR_TEST_CONCURRENCY must be a whole number of at least 1, not ${process.env.APPMONITOR_TEST_CONCURRENCY}`);
+  process.exit(2);
+}
+
+let stopping = false;
+for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+  process.once(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`\n# ${signal}: stopping the stack\n`);
+    void globalTeardown().finally(() => process.exit(code));
+  });
+}
+
+const reporter = new spec();
+reporter.pipe(process.stdout);
+const times = new FileTimes(repoRoot);
+const totals: Record<string, number> = {};
+let success = true;
+const t0 = Date.now();
+
+/** Runs one lane's files, passing their events to the reporter; resolves to its wall time in seconds. */
+async function lane(laneFiles: readonly string[], laneConcurrency: number): Promise<number> {
+  if (laneFiles.length === 0) return 0;
+  const started = Date.now();
+  for await (const event of run({ files: [...laneFiles], concurrency: laneConcurrency, cwd: repoRoot }) as AsyncIterable<TestEvent>) {
+    times.add(event as Parameters<FileTimes["add"]>[0]);
+    const { file, nesting, message } = event.data;
+    if (file === undefined && event.type === "test:summary") {
+      success &&= event.data.success !== false;
+      for (const [key, value] of Object.entries(event.data.counts ?? {})) totals[key] = (totals[key] ?? 0) + value;
+      continue;
+    }
+    if (file === undefined && event.type === "test:diagnostic" && nesting === 0 && COUNT_LINE.test(message ?? "")) continue;
+    reporter.write(event);
+  }
+  return (Date.now() - started) / 1000;
+}
+
+let code = 1;
+try {
+  await globalSetup();
+  process.stderr.write(`# lanes: ${lanes.realNode.length} files that take the real node, one at a time, beside ${lanes.others.length} others, ${concurrency} at a time\n`);
+  const [realNodeSeconds, othersSeconds] = await Promise.all([lane(lanes.realNode, 1), lane(lanes.others, concurrency)]);
+  const duration = Date.now() - t0;
+  // One summary for the run: the spec reporter prints it, with the failing tests again.
+  reporter.write({ type: "test:summary", data: { success, counts: totals, duration_ms: duration, file: undefined } });
+  for (const [label, key] of [["tests", "tests"], ["suites", "suites"], ["pass", "passed"], ["fail", "failed"], ["cancelled", "cancelled"], ["skipped", "skipped"], ["todo", "todo"]] as const) {
+    reporter.write({ type: "test:diagnostic", data: { nesting: 0, message: `${label} ${totals[key] ?? 0}` } });
+  }
+  reporter.write({ type: "test:diagnostic", data: { nesting: 0, message: `duration_ms ${duration}` } });
+  reporter.end();
+  await finished(reporter);
+  process.stdout.write(`\n${formatSlowest(times.all())}`);
+  process.stdout.write(`lanes' wall time: the real node's ${realNodeSeconds.toFixed(1)} s, the others' ${othersSeconds.toFixed(1)} s\n`);
+  code = success && (totals.failed ?? 0) === 0 && (totals.cancelled ?? 0) === 0 ? 0 : 1;
+} catch (error) {
+  process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
+} finally {
+  if (!stopping) await globalTeardown();
+}
+process.exit(code);

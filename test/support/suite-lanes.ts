@@ -1,0 +1,44 @@
+/**
+ * `npm test`'s two lanes (`run-suite.ts`): the test files that take the real node's lock, run one
+ * at a time, and the others, run beside them. A file takes the lock when its relative imports
+ * reach `test/harness/stack/real-node-lock.ts`; one that waited for the lock in a shared pool
+ * would hold a slot idle there while another file held the node.
+ */
+import path from "node:path";
+
+/** The module whose importers take the real node's lock, relative to the repository. */
+export const REAL_NODE_LOCK_MODULE = path.join("test", "harness", "stack", "real-node-lock.ts");
+
+/** The relative module specifiers of a TypeScript source: static and dynamic imports and re-exports. */
+export function relativeImports(source: string): string[] {
+  const found: string[] = [];
+  for (const m of source.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)["'](\.{1,2}\/[^"']+)["']/gm)) found.push(m[1] as string);
+  return found;
+}
+
+/** The two lanes: files as given, each list in the order of `files`. */
+export interface Lanes {
+  /** Files that take the real node's lock: run one at a time. */
+  readonly realNode: string[];
+  /** Every other file. */
+  readonly others: string[];
+}
+
+/**
+ * Splits `files` (absolute paths) by whether their imports reach `lockModule` (absolute).
+ * @param read a module's source, or undefined when there is none (a package, a missing file).
+ */
+export function splitLanes(files: readonly string[], lockModule: string, read: (file: string) => string | undefined): Lanes {
+  const reaches = new Map<string, boolean>();
+  const visit = (file: string): boolean => {
+    const known = reaches.get(file);
+    if (known !== undefined) return known;
+    reaches.set(file, false); // the tree has no import circle (eslint); this only ends the walk if one came
+    const source = file === lockModule ? undefined : read(file);
+    const result = file === lockModule || (source !== undefined && relativeImports(source).some((spec) => visit(path.resolve(path.dirname(file), spec))));
+    reaches.set(file, result);
+    return result;
+  };
+  const realNode = files.filter((f) => visit(f));
+  return { realNode, others: files.filter((f) => !realNode.includes(f)) };
+}

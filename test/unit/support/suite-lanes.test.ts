@@ -1,0 +1,55 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { REAL_NODE_LOCK_MODULE, relativeImports, splitLanes } from "../../support/suite-lanes.ts";
+
+describe("relativeImports", () => {
+  it("static, type-only, side-effect and dynamic imports and re-exports; not packages", () => {
+    const source = [
+      `import { a } from "./a.ts";`,
+      `import type { B } from '../b.ts';`,
+      `import "./side-effect.ts";`,
+      `export { c } from "./c.ts";`,
+      `const d = await import("./d.ts");`,
+      `import * as k8s from "@kubernetes/client-node";`,
+      `import path from "node:path";`,
+      `// a comment naming "./e.ts" is not an import`,
+    ].join("\n");
+    assert.deepEqual(relativeImports(source), ["./a.ts", "../b.ts", "./side-effect.ts", "./c.ts", "./d.ts"]);
+  });
+});
+
+describe("splitLanes", () => {
+  const lock = "/r/test/harness/stack/real-node-lock.ts";
+  const sources: Record<string, string> = {
+    "/r/test/a.test.ts": `import { acquireRealNodeLock } from "./harness/stack/real-node-lock.ts";`,
+    "/r/test/b.test.ts": `import { startRealNodeFile } from "./support/real-node-file.ts";`,
+    "/r/test/support/real-node-file.ts": `import { x } from "../harness/stack/real-node-lock.ts";`,
+    "/r/test/c.test.ts": `import { up } from "./harness/stack/stack.ts"; import * as k8s from "@kubernetes/client-node";`,
+    "/r/test/harness/stack/stack.ts": `import { state } from "./state.ts";`,
+    "/r/test/harness/stack/state.ts": `import { up } from "./stack.ts";`,
+    "/r/test/d.test.ts": `const m = await import("./support/real-node-file.ts");`,
+  };
+  const read = (f: string) => sources[f];
+  it("a file whose imports reach the lock, directly, through others or dynamically, takes the real node; the rest do not, a circle included", () => {
+    const files = ["/r/test/a.test.ts", "/r/test/b.test.ts", "/r/test/c.test.ts", "/r/test/d.test.ts"];
+    assert.deepEqual(splitLanes(files, lock, read), { realNode: ["/r/test/a.test.ts", "/r/test/b.test.ts", "/r/test/d.test.ts"], others: ["/r/test/c.test.ts"] });
+  });
+  it("a missing module reaches nothing", () => {
+    assert.deepEqual(splitLanes(["/r/test/missing.test.ts"], lock, read), { realNode: [], others: ["/r/test/missing.test.ts"] });
+  });
+  it("this repository's real-node files are in the lane; a kwok file and the demo's CLI (its demo takes the lock after its builds) are not", () => {
+    const root = path.resolve(import.meta.dirname, "../../..");
+    const files = ["test/integration/harness/real-node.test.ts", "test/integration/memory-scaler-in-place-real-node.test.ts", "test/e2e/demo-cli.test.ts", "test/unit/support/suite-lanes.test.ts"]
+      .map((f) => path.join(root, f));
+    const lanes = splitLanes(files, path.join(root, REAL_NODE_LOCK_MODULE), (f) => {
+      try {
+        return readFileSync(f, "utf8");
+      } catch {
+        return undefined;
+      }
+    });
+    assert.deepEqual(lanes.realNode.map((f) => path.relative(root, f)), ["test/integration/harness/real-node.test.ts", "test/integration/memory-scaler-in-place-real-node.test.ts"]);
+  });
+});
