@@ -13,7 +13,7 @@
 // functions' PodMonitor is loaded by the operator and their Pods scraped, and the dashboard's
 // queries find the run there. One real node per machine: the file takes the machine-wide lock
 // first.
-import { after, before, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdtemp, readFile } from "node:fs/promises";
@@ -58,38 +58,42 @@ after(async () => {
   await releaseLock?.();
 });
 
-test("the operator's Prometheus and Alertmanager run on the real node from the images built here, at the versions the stack pins", { timeout: 300_000 }, async () => {
-  const onNode = state?.prometheusOperator?.onRealNode;
-  assert.ok(onNode, "the stack records the operator's Pods");
-  const info = await (await fetch(`${onNode.prometheusUrl}/api/v1/status/buildinfo`)).json() as { data: { version: string } };
-  assert.equal(`v${info.data.version}`, onNode.prometheusVersion);
-  const status = await (await fetch(`${onNode.alertmanagerUrl}/api/v2/status`)).json() as { versionInfo: { version: string } };
-  assert.equal(`v${status.versionInfo.version}`, onNode.alertmanagerVersion);
-  // Scraped as the chart scrapes: the kubelet's cAdvisor with container_spec_* dropped, kube-state-metrics' limits kept.
-  const query = async (q: string) => ((await (await fetch(`${onNode.prometheusUrl}/api/v1/query?${new URLSearchParams({ query: q })}`)).json()) as { data: { result: unknown[] } }).data.result.length;
-  // Each target's first scrape comes within its 30 s interval of the operator's reload.
-  const deadline = Date.now() + 180_000;
-  const scraped = async () => (await query('container_memory_working_set_bytes{metrics_path="/metrics/cadvisor"}')) > 0 && (await query("kube_pod_info")) > 0;
-  while (Date.now() < deadline && !(await scraped())) await new Promise((r) => setTimeout(r, 2000));
-  assert.ok((await query('container_memory_working_set_bytes{metrics_path="/metrics/cadvisor", job="kubelet"}')) > 0, "the kubelet's cAdvisor is scraped through the chart's ServiceMonitor");
-  assert.equal(await query("container_spec_memory_limit_bytes"), 0, "the chart's cAdvisor relabelings drop container_spec_*");
-  assert.ok((await query('kube_pod_container_resource_limits{resource="memory"}')) > 0, "kube-state-metrics is scraped");
-});
-
-test("the demo's chain on the operator stack: the rule loaded by the config reloader, the alert routed to alert-receiver alone under OnNamespace, memhog scaled once", { timeout: 20 * 60_000 }, async (t) => {
-  assert.ok(state);
-  chained = await runChain(state, {
-    namespace: NAMESPACE, realNode: true, functionPods: true, eventing: true, keep: true, operator: true, forSeconds: SHORT_FOR_SECONDS,
-    onProgress: (line) => t.diagnostic(line),
+// The first scrapes after the operator's reload take minutes, and the chain's set-up (Eventing, the
+// function Pods) needs none of them: the two run side by side.
+describe("the operator's stack and the chain on it", { concurrency: 2 }, () => {
+  test("the operator's Prometheus and Alertmanager run on the real node from the images built here, at the versions the stack pins", { timeout: 300_000 }, async () => {
+    const onNode = state?.prometheusOperator?.onRealNode;
+    assert.ok(onNode, "the stack records the operator's Pods");
+    const info = await (await fetch(`${onNode.prometheusUrl}/api/v1/status/buildinfo`)).json() as { data: { version: string } };
+    assert.equal(`v${info.data.version}`, onNode.prometheusVersion);
+    const status = await (await fetch(`${onNode.alertmanagerUrl}/api/v2/status`)).json() as { versionInfo: { version: string } };
+    assert.equal(`v${status.versionInfo.version}`, onNode.alertmanagerVersion);
+    // Scraped as the chart scrapes: the kubelet's cAdvisor with container_spec_* dropped, kube-state-metrics' limits kept.
+    const query = async (q: string) => ((await (await fetch(`${onNode.prometheusUrl}/api/v1/query?${new URLSearchParams({ query: q })}`)).json()) as { data: { result: unknown[] } }).data.result.length;
+    // Each target's first scrape comes within its 30 s interval of the operator's reload.
+    const deadline = Date.now() + 180_000;
+    const scraped = async () => (await query('container_memory_working_set_bytes{metrics_path="/metrics/cadvisor"}')) > 0 && (await query("kube_pod_info")) > 0;
+    while (Date.now() < deadline && !(await scraped())) await new Promise((r) => setTimeout(r, 2000));
+    assert.ok((await query('container_memory_working_set_bytes{metrics_path="/metrics/cadvisor", job="kubelet"}')) > 0, "the kubelet's cAdvisor is scraped through the chart's ServiceMonitor");
+    assert.equal(await query("container_spec_memory_limit_bytes"), 0, "the chart's cAdvisor relabelings drop container_spec_*");
+    assert.ok((await query('kube_pod_container_resource_limits{resource="memory"}')) > 0, "kube-state-metrics is scraped");
   });
-  const crossed = chained.hops.find((h) => h.name === "usage crossed the threshold")?.at ?? 0;
-  for (const h of chained.hops) t.diagnostic(`${h.at >= crossed ? `+${((h.at - crossed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
-  assert.deepEqual([chained.before, chained.after], [{ request: "256Mi", limit: "384Mi" }, { request: "512Mi", limit: "768Mi" }]);
-  const names = chained.hops.map((h) => h.name);
-  for (const hop of ["Alertmanager configured by the operator", "rule loaded by the operator's Prometheus", "alert firing in Prometheus", "alert in Alertmanager",
-    "webhook received by alert-receiver", "Deployment patched by memory-scaler", "new container's cgroup limit"]) assert.ok(names.includes(hop), `${hop}: ${names.join(", ")}`);
-  assert.deepEqual(chained.decisions.filter((d) => d.outcome === "scaled").map((d) => d.pod), [`${NAMESPACE}/${chained.oldPod}`]);
-  assert.equal(chained.recorded.scaleCount, 1);
+
+  test("the demo's chain on the operator stack: the rule loaded by the config reloader, the alert routed to alert-receiver alone under OnNamespace, memhog scaled once", { timeout: 20 * 60_000 }, async (t) => {
+    assert.ok(state);
+    chained = await runChain(state, {
+      namespace: NAMESPACE, realNode: true, functionPods: true, eventing: true, keep: true, operator: true, forSeconds: SHORT_FOR_SECONDS,
+      onProgress: (line) => t.diagnostic(line),
+    });
+    const crossed = chained.hops.find((h) => h.name === "usage crossed the threshold")?.at ?? 0;
+    for (const h of chained.hops) t.diagnostic(`${h.at >= crossed ? `+${((h.at - crossed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
+    assert.deepEqual([chained.before, chained.after], [{ request: "256Mi", limit: "384Mi" }, { request: "512Mi", limit: "768Mi" }]);
+    const names = chained.hops.map((h) => h.name);
+    for (const hop of ["Alertmanager configured by the operator", "rule loaded by the operator's Prometheus", "alert firing in Prometheus", "alert in Alertmanager",
+      "webhook received by alert-receiver", "Deployment patched by memory-scaler", "new container's cgroup limit"]) assert.ok(names.includes(hop), `${hop}: ${names.join(", ")}`);
+    assert.deepEqual(chained.decisions.filter((d) => d.outcome === "scaled").map((d) => d.pod), [`${NAMESPACE}/${chained.oldPod}`]);
+    assert.equal(chained.recorded.scaleCount, 1);
+  });
 });
 
 test("the rule came through the operator: in its rule files ConfigMap, selected by the release label; Alertmanager routed the alert to appmonitor alone, uninhibited, and Watchdog to the chart's null receiver", { timeout: 180_000 }, async () => {

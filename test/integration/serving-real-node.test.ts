@@ -66,10 +66,11 @@ before(async () => {
   const say = (line: string) => process.stderr.write(`# stack: ${line}\n`);
   state = await up({ stateDir, nodes: 1, realNode: true, memhogArchive: images.find((i) => i.name === "memhog")?.archive ?? "", progress: say });
   process.env.APPMONITOR_STACK_DIR = stateDir;
-  const eventing = await installEventing(state);
+  // Neither install needs the other: side by side, each waiting on its own Deployments.
+  const [eventing, installed] = await Promise.all([installEventing(state), installServing(state, { autoscalerWindows: WINDOWS, progress: say })]);
+  serving = installed;
   state.eventing = { version: eventing.version, deployments: eventing.deployments };
   process.stderr.write(`# Eventing ${eventing.version} Available in ${eventing.seconds.toFixed(1)} s\n`);
-  serving = await installServing(state, { autoscalerWindows: WINDOWS, progress: say });
   state.serving = { version: serving.version, deployments: serving.deployments };
   process.stderr.write(`# Serving ${serving.version} (no ingress) Available in ${serving.seconds.toFixed(1)} s\n`);
   profile = await deployServingProfile(state, { progress: say });

@@ -2,7 +2,8 @@
  * `npm test`'s runner, after the type check and lint: `node test/support/run-suite.ts [glob…]`
  * (default `test/**\/*.test.ts`). Starts the run's local stack (`global-setup.ts`), runs the files
  * in two lanes at once (`suite-lanes.ts`): those that take the real node's lock one at a time, the
- * others `APPMONITOR_TEST_CONCURRENCY` (default 2) at a time, each file in a process of its own;
+ * others `APPMONITOR_TEST_CONCURRENCY` (default 2) at a time at a lower CPU priority
+ * (`lower-priority.ts`), each file in a process of its own;
  * reports both through one spec reporter, with one summary of the run, then the ten slowest files
  * and each lane's wall time (`slowest-reporter.ts`); stops the stack. Exit code 0 when every test
  * passed, 1 otherwise (and 130 on SIGINT, 143 on SIGTERM, the stack stopped first).
@@ -16,7 +17,7 @@ import { finished } from "node:stream/promises";
 import { repoRoot } from "../../scripts/lib/paths.ts";
 import { globalSetup, globalTeardown } from "./global-setup.ts";
 import { FileTimes, formatSlowest } from "./slowest-reporter.ts";
-import { REAL_NODE_LOCK_MODULE, splitLanes } from "./suite-lanes.ts";
+import { REAL_NODE_LOCK_MODULE, SHARED_STACK_MODULE, splitLanes } from "./suite-lanes.ts";
 
 /** A node:test event as this runner reads it. */
 interface TestEvent {
@@ -31,6 +32,9 @@ interface TestEvent {
   };
 }
 
+/** Preloaded into the other lane's files: their processes yield the CPU to the real-node lane's. */
+const LOWER_PRIORITY = path.join(import.meta.dirname, "lower-priority.ts");
+
 /** The run-level diagnostics a lane's end prints ("tests 12", "pass 12", …): replaced by the run's one summary. */
 const COUNT_LINE = /^(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) /;
 
@@ -38,7 +42,7 @@ const globs = process.argv.slice(2);
 const files = [...new Set((globs.length > 0 ? globs : ["test/**/*.test.ts"]).flatMap((g) => globSync(g, { cwd: repoRoot })))]
   .sort()
   .map((f) => path.resolve(repoRoot, f));
-const lanes = splitLanes(files, path.join(repoRoot, REAL_NODE_LOCK_MODULE), (f) => {
+const lanes = splitLanes(files, path.join(repoRoot, REAL_NODE_LOCK_MODULE), path.join(repoRoot, SHARED_STACK_MODULE), (f) => {
   try {
     return readFileSync(f, "utf8");
   } catch {
@@ -69,10 +73,10 @@ let success = true;
 const t0 = Date.now();
 
 /** Runs one lane's files, passing their events to the reporter; resolves to its wall time in seconds. */
-async function lane(laneFiles: readonly string[], laneConcurrency: number): Promise<number> {
+async function lane(laneFiles: readonly string[], laneConcurrency: number, execArgv: readonly string[] = []): Promise<number> {
   if (laneFiles.length === 0) return 0;
   const started = Date.now();
-  for await (const event of run({ files: [...laneFiles], concurrency: laneConcurrency, cwd: repoRoot }) as AsyncIterable<TestEvent>) {
+  for await (const event of run({ files: [...laneFiles], concurrency: laneConcurrency, cwd: repoRoot, execArgv }) as AsyncIterable<TestEvent>) {
     times.add(event as Parameters<FileTimes["add"]>[0]);
     const { file, nesting, message } = event.data;
     if (file === undefined && event.type === "test:summary") {
@@ -90,7 +94,7 @@ let code = 1;
 try {
   await globalSetup();
   process.stderr.write(`# lanes: ${lanes.realNode.length} files that take the real node, one at a time, beside ${lanes.others.length} others, ${concurrency} at a time\n`);
-  const [realNodeSeconds, othersSeconds] = await Promise.all([lane(lanes.realNode, 1), lane(lanes.others, concurrency)]);
+  const [realNodeSeconds, othersSeconds] = await Promise.all([lane(lanes.realNode, 1), lane(lanes.others, concurrency, ["--import", LOWER_PRIORITY])]);
   const duration = Date.now() - t0;
   // One summary for the run: the spec reporter prints it, with the failing tests again.
   reporter.write({ type: "test:summary", data: { success, counts: totals, duration_ms: duration, file: undefined } });

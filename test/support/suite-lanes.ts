@@ -9,6 +9,9 @@ import path from "node:path";
 /** The module whose importers take the real node's lock, relative to the repository. */
 export const REAL_NODE_LOCK_MODULE = path.join("test", "harness", "stack", "real-node-lock.ts");
 
+/** The module whose importers use the run's shared real-node stack, relative to the repository. */
+export const SHARED_STACK_MODULE = path.join("test", "support", "real-node-file.ts");
+
 /** The relative module specifiers of a TypeScript source: static and dynamic imports and re-exports. */
 export function relativeImports(source: string): string[] {
   const found: string[] = [];
@@ -18,27 +21,40 @@ export function relativeImports(source: string): string[] {
 
 /** The two lanes: files as given, each list in the order of `files`. */
 export interface Lanes {
-  /** Files that take the real node's lock: run one at a time. */
+  /**
+   * Files that take the real node's lock: run one at a time, those with a node of their own
+   * first, then those on the run's shared stack, which stays up from one of them to the next. A
+   * file of the other lane that starts a node (the demo's) takes the shared stack down when it
+   * comes between two of those; it comes after its builds, minutes into the run, among the first.
+   */
   readonly realNode: string[];
   /** Every other file. */
   readonly others: string[];
 }
 
-/**
- * Splits `files` (absolute paths) by whether their imports reach `lockModule` (absolute).
- * @param read a module's source, or undefined when there is none (a package, a missing file).
- */
-export function splitLanes(files: readonly string[], lockModule: string, read: (file: string) => string | undefined): Lanes {
+/** Whether a module's relative imports reach `target` (absolute), each module read once. */
+function reacher(target: string, read: (file: string) => string | undefined): (file: string) => boolean {
   const reaches = new Map<string, boolean>();
   const visit = (file: string): boolean => {
     const known = reaches.get(file);
     if (known !== undefined) return known;
     reaches.set(file, false); // the tree has no import circle (eslint); this only ends the walk if one came
-    const source = file === lockModule ? undefined : read(file);
-    const result = file === lockModule || (source !== undefined && relativeImports(source).some((spec) => visit(path.resolve(path.dirname(file), spec))));
+    const source = file === target ? undefined : read(file);
+    const result = file === target || (source !== undefined && relativeImports(source).some((spec) => visit(path.resolve(path.dirname(file), spec))));
     reaches.set(file, result);
     return result;
   };
-  const realNode = files.filter((f) => visit(f));
-  return { realNode, others: files.filter((f) => !realNode.includes(f)) };
+  return visit;
+}
+
+/**
+ * Splits `files` (absolute paths) by whether their imports reach `lockModule` (absolute), and
+ * orders the real-node lane by whether they reach `sharedModule`.
+ * @param read a module's source, or undefined when there is none (a package, a missing file).
+ */
+export function splitLanes(files: readonly string[], lockModule: string, sharedModule: string, read: (file: string) => string | undefined): Lanes {
+  const locks = reacher(lockModule, read);
+  const shares = reacher(sharedModule, read);
+  const realNode = files.filter((f) => locks(f));
+  return { realNode: [...realNode.filter((f) => !shares(f)), ...realNode.filter((f) => shares(f))], others: files.filter((f) => !realNode.includes(f)) };
 }

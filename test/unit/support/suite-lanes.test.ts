@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { REAL_NODE_LOCK_MODULE, relativeImports, splitLanes } from "../../support/suite-lanes.ts";
+import { REAL_NODE_LOCK_MODULE, relativeImports, SHARED_STACK_MODULE, splitLanes } from "../../support/suite-lanes.ts";
 
 describe("relativeImports", () => {
   it("static, type-only, side-effect and dynamic imports and re-exports; not packages", () => {
@@ -22,6 +22,7 @@ describe("relativeImports", () => {
 
 describe("splitLanes", () => {
   const lock = "/r/test/harness/stack/real-node-lock.ts";
+  const shared = "/r/test/support/real-node-file.ts";
   const sources: Record<string, string> = {
     "/r/test/a.test.ts": `import { acquireRealNodeLock } from "./harness/stack/real-node-lock.ts";`,
     "/r/test/b.test.ts": `import { startRealNodeFile } from "./support/real-node-file.ts";`,
@@ -34,16 +35,20 @@ describe("splitLanes", () => {
   const read = (f: string) => sources[f];
   it("a file whose imports reach the lock, directly, through others or dynamically, takes the real node; the rest do not, a circle included", () => {
     const files = ["/r/test/a.test.ts", "/r/test/b.test.ts", "/r/test/c.test.ts", "/r/test/d.test.ts"];
-    assert.deepEqual(splitLanes(files, lock, read), { realNode: ["/r/test/a.test.ts", "/r/test/b.test.ts", "/r/test/d.test.ts"], others: ["/r/test/c.test.ts"] });
+    assert.deepEqual(splitLanes(files, lock, shared, read).others, ["/r/test/c.test.ts"]);
+  });
+  it("in the real-node lane, the files with a node of their own first, then those on the shared stack, each group in the given order", () => {
+    const files = ["/r/test/b.test.ts", "/r/test/d.test.ts", "/r/test/a.test.ts"];
+    assert.deepEqual(splitLanes(files, lock, shared, read).realNode, ["/r/test/a.test.ts", "/r/test/b.test.ts", "/r/test/d.test.ts"]);
   });
   it("a missing module reaches nothing", () => {
-    assert.deepEqual(splitLanes(["/r/test/missing.test.ts"], lock, read), { realNode: [], others: ["/r/test/missing.test.ts"] });
+    assert.deepEqual(splitLanes(["/r/test/missing.test.ts"], lock, shared, read), { realNode: [], others: ["/r/test/missing.test.ts"] });
   });
   it("this repository's real-node files are in the lane; a kwok file and the demo's CLI (its demo takes the lock after its builds) are not", () => {
     const root = path.resolve(import.meta.dirname, "../../..");
     const files = ["test/integration/harness/real-node.test.ts", "test/integration/memory-scaler-in-place-real-node.test.ts", "test/e2e/demo-cli.test.ts", "test/unit/support/suite-lanes.test.ts"]
       .map((f) => path.join(root, f));
-    const lanes = splitLanes(files, path.join(root, REAL_NODE_LOCK_MODULE), (f) => {
+    const lanes = splitLanes(files, path.join(root, REAL_NODE_LOCK_MODULE), path.join(root, SHARED_STACK_MODULE), (f) => {
       try {
         return readFileSync(f, "utf8");
       } catch {
