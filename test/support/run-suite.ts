@@ -9,7 +9,7 @@
  * passed, 1 otherwise (and 130 on SIGINT, 143 on SIGTERM, the stack stopped first).
  * https://nodejs.org/docs/latest-v24.x/api/test.html#runoptions
  */
-import { globSync, readFileSync } from "node:fs";
+import { globSync } from "node:fs";
 import path from "node:path";
 import { run } from "node:test";
 import { spec } from "node:test/reporters";
@@ -17,7 +17,7 @@ import { finished } from "node:stream/promises";
 import { repoRoot } from "../../scripts/lib/paths.ts";
 import { globalSetup, globalTeardown } from "./global-setup.ts";
 import { FileTimes, formatSlowest } from "./slowest-reporter.ts";
-import { REAL_NODE_LOCK_MODULE, SHARED_STACK_MODULE, splitLanes } from "./suite-lanes.ts";
+import { laneFiles } from "./suite-lanes.ts";
 
 /** A node:test event as this runner reads it. */
 interface TestEvent {
@@ -42,13 +42,7 @@ const globs = process.argv.slice(2);
 const files = [...new Set((globs.length > 0 ? globs : ["test/**/*.test.ts"]).flatMap((g) => globSync(g, { cwd: repoRoot })))]
   .sort()
   .map((f) => path.resolve(repoRoot, f));
-const lanes = splitLanes(files, path.join(repoRoot, REAL_NODE_LOCK_MODULE), path.join(repoRoot, SHARED_STACK_MODULE), (f) => {
-  try {
-    return readFileSync(f, "utf8");
-  } catch {
-    return undefined;
-  }
-});
+const lanes = laneFiles(repoRoot, files);
 const concurrency = Number(process.env.APPMONITOR_TEST_CONCURRENCY ?? 2);
 if (!Number.isInteger(concurrency) || concurrency < 1) {
   console.error(`APPMONITOR_TEST_CONCURRENCY must be a whole number of at least 1, not ${process.env.APPMONITOR_TEST_CONCURRENCY}`);

@@ -4,6 +4,7 @@
  * reach `test/harness/stack/real-node-lock.ts`; one that waited for the lock in a shared pool
  * would hold a slot idle there while another file held the node.
  */
+import { readFileSync } from "node:fs";
 import path from "node:path";
 
 /** The module whose importers take the real node's lock, relative to the repository. */
@@ -57,4 +58,15 @@ export function splitLanes(files: readonly string[], lockModule: string, sharedM
   const shares = reacher(sharedModule, read);
   const realNode = files.filter((f) => locks(f));
   return { realNode: [...realNode.filter((f) => !shares(f)), ...realNode.filter((f) => shares(f))], others: files.filter((f) => !realNode.includes(f)) };
+}
+
+/** {@link splitLanes} of `files` (absolute paths) in the checkout at `root`, each module read from disk. */
+export function laneFiles(root: string, files: readonly string[]): Lanes {
+  return splitLanes(files, path.join(root, REAL_NODE_LOCK_MODULE), path.join(root, SHARED_STACK_MODULE), (f) => {
+    try {
+      return readFileSync(f, "utf8");
+    } catch {
+      return undefined;
+    }
+  });
 }

@@ -1,8 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import path from "node:path";
-import { REAL_NODE_LOCK_MODULE, relativeImports, SHARED_STACK_MODULE, splitLanes } from "../../support/suite-lanes.ts";
+import { laneFiles, relativeImports, splitLanes } from "../../support/suite-lanes.ts";
 
 describe("relativeImports", () => {
   it("static, type-only, side-effect and dynamic imports and re-exports; not packages", () => {
@@ -48,13 +47,7 @@ describe("splitLanes", () => {
     const root = path.resolve(import.meta.dirname, "../../..");
     const files = ["test/integration/harness/real-node.test.ts", "test/integration/memory-scaler-in-place-real-node.test.ts", "test/e2e/demo-cli.test.ts", "test/unit/support/suite-lanes.test.ts"]
       .map((f) => path.join(root, f));
-    const lanes = splitLanes(files, path.join(root, REAL_NODE_LOCK_MODULE), path.join(root, SHARED_STACK_MODULE), (f) => {
-      try {
-        return readFileSync(f, "utf8");
-      } catch {
-        return undefined;
-      }
-    });
+    const lanes = laneFiles(root, files);
     assert.deepEqual(lanes.realNode.map((f) => path.relative(root, f)), ["test/integration/harness/real-node.test.ts", "test/integration/memory-scaler-in-place-real-node.test.ts"]);
   });
 });
