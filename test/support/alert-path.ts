@@ -6,16 +6,15 @@
  * CloudEvent to memory-scaler.
  */
 import { randomBytes } from "node:crypto";
-import { readFile, rm, writeFile } from "node:fs/promises";
+import { rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { stringify } from "yaml";
 import { fn as alertReceiver } from "../../functions/alert-receiver/index.ts";
 import type { RunningServer } from "../../functions/lib/runtime/server.ts";
 import { validateAppMonitorSpec } from "../../functions/lib/appmonitor-spec.ts";
 import { buildRulesFile } from "../../functions/rule-sync/rule.ts";
 import { DEFAULT_RULE_CONFIG } from "../../functions/rule-sync/rule-config.ts";
 import { checkRuleInput } from "../../functions/rule-sync/rule-input.ts";
-import { namespaceRoute } from "../harness/lib/alertmanager-route.ts";
+import { addRoute } from "../harness/lib/alertmanager-routes.ts";
 import type { StackState } from "../harness/stack/state.ts";
 import { startFunction } from "./function-server.ts";
 import { waitFor } from "./stack.ts";
@@ -41,13 +40,11 @@ export interface AlertPath {
 export async function startAlertPath(state: StackState, namespace: string, scalerUrl: string): Promise<AlertPath> {
   const token = randomBytes(24).toString("hex");
   const receiver: RunningServer = await startFunction(alertReceiver, { K_SINK: scalerUrl, WEBHOOK_TOKEN: token });
-  const amBefore = await readFile(state.alertmanagerConfig, "utf8");
   const reload = async (url: string) => {
     const answer = await fetch(`${url}/-/reload`, { method: "POST" });
     if (!answer.ok) throw new Error(`${url}/-/reload answered ${answer.status}: ${await answer.text()}`);
   };
-  await writeFile(state.alertmanagerConfig, stringify(namespaceRoute(namespace, receiver.url, token)));
-  await reload(state.alertmanagerUrl);
+  const unroute = await addRoute(state, { namespace, receiverUrl: receiver.url, webhookToken: token });
   const files: string[] = [];
   const getJson = async <T>(url: string): Promise<T> => (await (await fetch(url)).json()) as T;
   return {
@@ -64,8 +61,7 @@ export async function startAlertPath(state: StackState, namespace: string, scale
     },
     async stop() {
       await Promise.all(files.map((f) => rm(f, { force: true })));
-      await writeFile(state.alertmanagerConfig, amBefore).catch(() => undefined);
-      await Promise.all([reload(state.prometheusUrl), reload(state.alertmanagerUrl)]).catch(() => undefined);
+      await Promise.all([reload(state.prometheusUrl).catch(() => undefined), unroute().catch(() => undefined)]);
       await receiver.close().catch(() => undefined);
     },
   };

@@ -33,6 +33,8 @@ export interface TestAlertmanager {
   readonly url: string;
   /** The `--web.external-url` it puts in webhook payloads. */
   readonly externalUrl: string;
+  /** Its configuration file (`POST /-/reload` reads it again). */
+  readonly configFile: string;
   readonly process: TestProcess;
   /** POSTs alerts to `/api/v2/alerts`. @throws Error unless it answers 200. */
   postAlerts(alerts: readonly PostableAlert[]): Promise<void>;
@@ -85,6 +87,7 @@ export async function startAlertmanager(config: object, externalUrl = "http://al
   return {
     url,
     externalUrl,
+    configFile,
     process: child,
     postAlerts: async (alerts) => {
       const response = await fetch(`${url}/api/v2/alerts`, {

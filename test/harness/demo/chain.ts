@@ -56,7 +56,7 @@ import { coalesceValues, type Value } from "../lib/helm-values.ts";
 import { documentedKubePrometheusStackValues } from "../lib/install-doc.ts";
 import { serviceAccountCredentials } from "../lib/container.ts";
 import { waitUntil } from "../lib/wait-until.ts";
-import { namespaceRoute } from "../lib/alertmanager-route.ts";
+import { addRoute } from "../lib/alertmanager-routes.ts";
 import { podFunctions, type InstalledFunctions } from "./function-pods.ts";
 import type { HopClock, TimelineHop } from "./timeline.ts";
 import { startFunction, type FunctionProcess, type LogLine } from "./processes.ts";
@@ -627,12 +627,18 @@ async function routeAlertsThroughOperator(run: Run, installNamespace: string, we
   hop("Alertmanager configured by the operator", Date.now(), `docs/install.md's kube-prometheus-stack values: alertmanager.config over the chart's in ${ns}/${secretName}, spec.secrets [${secrets.join(", ")}]; matcher strategy OnNamespace (the default)`);
 }
 
-/** Routes the namespace's alerts in Alertmanager to alert-receiver, with bearer auth, and reloads it. */
-async function routeAlerts(run: Run, receiverUrl: string, webhookToken: string): Promise<void> {
+/**
+ * Routes the namespace's alerts in Alertmanager to alert-receiver, with bearer auth, beside any
+ * other chain's of this process (`alertmanager-routes.ts`), and reloads it.
+ * @returns the route's removal.
+ */
+async function routeAlerts(run: Run, receiverUrl: string, webhookToken: string): Promise<() => Promise<void>> {
   const { state, namespace, hops } = run;
-  await writeFile(state.alertmanagerConfig, stringify(namespaceRoute(namespace, receiverUrl, webhookToken)));
-  const amReload = await fetch(`${state.alertmanagerUrl}/-/reload`, { method: "POST" });
-  if (!amReload.ok) throw new HopError("configure Alertmanager", `reload answered ${amReload.status}: ${await amReload.text()}`, hops);
+  try {
+    return await addRoute(state, { namespace, receiverUrl, webhookToken });
+  } catch (error) {
+    throw new HopError("configure Alertmanager", (error as Error).message, hops);
+  }
 }
 
 /**
@@ -991,15 +997,14 @@ async function memoryOverTime(run: Run, old: MemhogPod, fresh: MemhogPod, stored
  * Stops the functions and removes the scratch directory; unless `keep`, also puts Alertmanager's
  * configuration back, removes the rule file (reloading both) and deletes the namespace.
  */
-async function cleanUp(run: Run, functions: readonly FunctionProcess[], ruleFile: string, amConfigBefore: string): Promise<void> {
+async function cleanUp(run: Run, functions: readonly FunctionProcess[], ruleFile: string, unroute: (() => Promise<void>) | undefined): Promise<void> {
   const { state, options, namespace, core, tmp } = run;
   await Promise.all(functions.map((f) => f.stop()));
   await rm(tmp, { recursive: true, force: true });
   if (!options.keep && options.operator) {
     await core.deleteNamespace({ name: namespace }).catch(() => undefined);
   } else if (!options.keep) {
-    await writeFile(state.alertmanagerConfig, amConfigBefore);
-    await fetch(`${state.alertmanagerUrl}/-/reload`, { method: "POST" }).catch(() => undefined);
+    await unroute?.().catch(() => undefined);
     await rm(ruleFile, { force: true });
     await fetch(`${state.prometheusUrl}/-/reload`, { method: "POST" }).catch(() => undefined);
     await core.deleteNamespace({ name: namespace }).catch(() => undefined);
@@ -1045,13 +1050,13 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
   };
   const functions: FunctionProcess[] = [];
   const ruleFile = path.join(state.rulesDir, `${namespace}-mymonitor.yml`);
-  const amConfigBefore = await readFile(state.alertmanagerConfig, "utf8");
+  let unroute: (() => Promise<void>) | undefined;
 
   try {
     await installPrerequisites(run);
     const fns = await startFunctions(run, functions);
     if (options.operator) await routeAlertsThroughOperator(run, options.installed?.namespace ?? FUNCTIONS_NAMESPACE, fns.webhookToken);
-    else await routeAlerts(run, fns.receiver.url, fns.webhookToken);
+    else unroute = await routeAlerts(run, fns.receiver.url, fns.webhookToken);
     const { stored, groups } = await syncRule(run, fns.ruleSync);
     await loadRule(run, ruleFile, groups);
     const old = await startMemhog(run);
@@ -1070,6 +1075,6 @@ export async function runChain(state: StackState, options: ChainOptions): Promis
       ...(workingSet === undefined ? {} : { workingSet }), ...(memory === undefined ? {} : { memory }),
     };
   } finally {
-    await cleanUp(run, functions, ruleFile, amConfigBefore);
+    await cleanUp(run, functions, ruleFile, unroute);
   }
 }

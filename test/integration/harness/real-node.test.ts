@@ -128,9 +128,11 @@ before(async () => {
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(state.kubeconfig);
   core = kc.makeApiClient(k8s.CoreV1Api);
-  // Minutes of watching Prometheus: they run beside the tests up to the trend test's, which asserts them.
+  // Minutes of watching memhog grow: they run beside the tests up to the trend test's, which asserts them.
   sawtoothRun = observeSawtooth(state);
   sawtoothRun.catch(() => undefined);
+  steadyRun = runChain(state, { namespace: STEADY_NS, realNode: true, trend: TREND });
+  steadyRun.catch(() => undefined);
 }, { timeout: 20 * 60_000 });
 
 after(async () => {
@@ -506,10 +508,17 @@ async function longestPending(st: StackState, namespace: string, seconds: number
   return longest;
 }
 
+/** The namespace of the steady growth's chain. */
+const STEADY_NS = "real-node-trend";
+
+/** The steady growth's chain, started once the stack is up, beside the tests before the trend test (its Alertmanager route is its namespace's alone). */
+let steadyRun: Promise<ChainResult> | undefined;
+
 /** A steady growth through the whole chain: scaled by the trend alert before the threshold. */
 async function steadyGrowth(t: TestContext): Promise<void> {
-  const namespace = "real-node-trend";
-  const result = await runChain(state as StackState, { namespace, realNode: true, trend: TREND });
+  const namespace = STEADY_NS;
+  assert.ok(steadyRun, "the steady growth was started with the stack");
+  const result = await steadyRun;
   for (const h of result.hops) t.diagnostic(`${h.name}${h.detail ? `: ${h.detail}` : ""}`);
   assert.deepEqual([result.before, result.after], [{ request: "256Mi", limit: "384Mi" }, { request: "512Mi", limit: "768Mi" }]);
   // One scale, by the trend alert, of the old Pod; what memory-scaler wrote says so.
