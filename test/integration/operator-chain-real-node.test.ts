@@ -30,7 +30,7 @@ import { PROMETHEUS_OPERATOR } from "../harness/stack/prometheus-operator.ts";
 import { down, up } from "../harness/stack/stack.ts";
 import { type StackState } from "../harness/stack/state.ts";
 import { acquireRealNodeLock } from "../harness/stack/real-node-lock.ts";
-import { SHORT_FOR_SECONDS } from "../support/stack.ts";
+import { SHORT_FOR_SECONDS, waitFor } from "../support/stack.ts";
 
 const NAMESPACE = "shop";
 
@@ -38,6 +38,10 @@ let state: StackState | undefined;
 let stateDir = "";
 let releaseLock: (() => Promise<void>) | undefined;
 let chained: ChainResult | undefined;
+/** The chain's run, for the tests beside it that need its events. */
+const chainRun = Promise.withResolvers<ChainResult>();
+// Awaited by a test only once it needs the chain: a failed chain fails its own test first.
+chainRun.promise.catch(() => undefined);
 
 before(async () => {
   releaseLock = await acquireRealNodeLock();
@@ -58,9 +62,9 @@ after(async () => {
   await releaseLock?.();
 });
 
-// The first scrapes after the operator's reload take minutes, and the chain's set-up (Eventing, the
-// function Pods) needs none of them: the two run side by side.
-describe("the operator's stack and the chain on it", { concurrency: 2 }, () => {
+// The first scrapes after the operator's reload, the chain, and the functions' PodMonitor (applied
+// once the chain's install has made the functions' namespace) each wait on their own: side by side.
+describe("the operator's stack and the chain on it", { concurrency: 3 }, () => {
   test("the operator's Prometheus and Alertmanager run on the real node from the images built here, at the versions the stack pins", { timeout: 300_000 }, async () => {
     const onNode = state?.prometheusOperator?.onRealNode;
     assert.ok(onNode, "the stack records the operator's Pods");
@@ -81,10 +85,12 @@ describe("the operator's stack and the chain on it", { concurrency: 2 }, () => {
 
   test("the demo's chain on the operator stack: the rule loaded by the config reloader, the alert routed to alert-receiver alone under OnNamespace, memhog scaled once", { timeout: 20 * 60_000 }, async (t) => {
     assert.ok(state);
-    chained = await runChain(state, {
+    const run = runChain(state, {
       namespace: NAMESPACE, realNode: true, functionPods: true, eventing: true, keep: true, operator: true, forSeconds: SHORT_FOR_SECONDS,
       onProgress: (line) => t.diagnostic(line),
     });
+    run.then(chainRun.resolve, chainRun.reject);
+    chained = await run;
     const crossed = chained.hops.find((h) => h.name === "usage crossed the threshold")?.at ?? 0;
     for (const h of chained.hops) t.diagnostic(`${h.at >= crossed ? `+${((h.at - crossed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
     assert.deepEqual([chained.before, chained.after], [{ request: "256Mi", limit: "384Mi" }, { request: "512Mi", limit: "768Mi" }]);
@@ -93,6 +99,50 @@ describe("the operator's stack and the chain on it", { concurrency: 2 }, () => {
       "webhook received by alert-receiver", "Deployment patched by memory-scaler", "new container's cgroup limit"]) assert.ok(names.includes(hop), `${hop}: ${names.join(", ")}`);
     assert.deepEqual(chained.decisions.filter((d) => d.outcome === "scaled").map((d) => d.pod), [`${NAMESPACE}/${chained.oldPod}`]);
     assert.equal(chained.recorded.scaleCount, 1);
+  });
+
+  test("the functions' PodMonitor (knative/monitoring/) is selected by the operator's Prometheus, which scrapes each function's /metrics", { timeout: 600_000 }, async () => {
+    assert.ok(state);
+    const onNode = state.prometheusOperator?.onRealNode;
+    assert.ok(onNode);
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(state.kubeconfig);
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    // The install's namespace, made by the chain's set-up (the PodMonitor does not render it).
+    await waitFor(`namespace ${FUNCTIONS_NAMESPACE}`, () => core.readNamespace({ name: FUNCTIONS_NAMESPACE }).then(() => true, () => false), 600_000, 2000);
+    const { stdout } = await promisify(execFile)(state.binaries.kubectl, [`--kubeconfig=${state.kubeconfig}`, "apply", "-k", path.join(repoRoot, "knative", "monitoring")]);
+    assert.match(stdout, /podmonitor\.monitoring\.coreos\.com\/appmonitor (created|configured)/);
+    const series = async (q: string) => ((await (await fetch(`${onNode.prometheusUrl}/api/v1/query?${new URLSearchParams({ query: q })}`)).json()) as { data: { result: { metric: Record<string, string> }[] } }).data.result;
+    // The operator's reload, then the PodMonitor's 30 s interval. Each target's job is its Pod's
+    // app.kubernetes.io/name (the PodMonitor's jobLabel), which the alerts on appmonitor select by.
+    const up = `up{namespace="${FUNCTIONS_NAMESPACE}"} == 1`;
+    const deadline = Date.now() + 480_000;
+    let found: string[] = [];
+    // The PodMonitor selects the dead-letter sink's Pod too: wait for each function's own, not for a count.
+    const each = () => FUNCTION_POD_NAMES.map((name) => found.some((target) => target.startsWith(`${name} ${name}-`)));
+    while (Date.now() < deadline) {
+      found = (await series(up)).map((r) => `${r.metric.job ?? ""} ${r.metric.pod ?? ""}`).sort();
+      if (each().every(Boolean)) break;
+      await new Promise((r) => setTimeout(r, 5000));
+    }
+    assert.deepEqual(each(), FUNCTION_POD_NAMES.map(() => true), `scraped targets (job pod): ${found.join(", ")}`);
+    // memory-scaler's own counter, of the chain's event: in the operator's Prometheus by the next scrape.
+    await chainRun.promise;
+    await waitFor("memory-scaler's own counter in the operator's Prometheus", async () =>
+      (await series(`appmonitor_memory_scaler_events_total{namespace="${FUNCTIONS_NAMESPACE}"}`)).length > 0, 120_000, 2000);
+    // The self-alerts on the functions' health, on these real labels: each running function's Pods
+    // joined to kube-state-metrics' readiness (the second half of AppMonitorFunctionNotReady), and
+    // neither alert's expression finding any of them.
+    const alerts = parse(await readFile(path.join(repoRoot, "knative", "monitoring", "appmonitor-alerts.yaml"), "utf8")) as { spec: { groups: { rules: { alert: string; expr: string }[] }[] } };
+    const expr = (alert: string) => alerts.spec.groups.flatMap((g) => g.rules).find((r) => r.alert === alert)?.expr ?? "";
+    const [, ready] = expr("AppMonitorFunctionNotReady").split(/\bunless on \(namespace, job\)\s*/);
+    assert.ok(ready, "AppMonitorFunctionNotReady counts the ready Pods after its unless");
+    const readyJobs = (await series(ready)).filter((r) => r.metric.namespace === FUNCTIONS_NAMESPACE).map((r) => r.metric.job ?? "");
+    for (const name of FUNCTION_POD_NAMES) assert.ok(readyJobs.includes(name), `${name} has a ready Pod by kube-state-metrics: ${readyJobs.join(", ")}`);
+    for (const alert of ["AppMonitorFunctionNotReady", "AppMonitorFunctionNotScraped"]) {
+      const found = (await series(expr(alert))).map((r) => r.metric.job ?? "");
+      assert.deepEqual(found.filter((job) => (FUNCTION_POD_NAMES as readonly string[]).includes(job)), [], `${alert}: ${JSON.stringify(found)}`);
+    }
   });
 });
 
@@ -129,50 +179,14 @@ test("RuleReady and MetricsReady are True on kube-prometheus-stack's defaults: t
   assert.match(condition("MetricsReady")?.message ?? "", /kube_pod_container_resource_limits/);
 });
 
-test("the functions' PodMonitor (knative/monitoring/) is selected by the operator's Prometheus, which scrapes each function's /metrics", { timeout: 600_000 }, async () => {
-  assert.ok(state && chained, "the chain ran");
-  const onNode = state.prometheusOperator?.onRealNode;
-  assert.ok(onNode);
-  const { stdout } = await promisify(execFile)(state.binaries.kubectl, [`--kubeconfig=${state.kubeconfig}`, "apply", "-k", path.join(repoRoot, "knative", "monitoring")]);
-  assert.match(stdout, /podmonitor\.monitoring\.coreos\.com\/appmonitor (created|configured)/);
-  const series = async (q: string) => ((await (await fetch(`${onNode.prometheusUrl}/api/v1/query?${new URLSearchParams({ query: q })}`)).json()) as { data: { result: { metric: Record<string, string> }[] } }).data.result;
-  // The operator's reload, then the PodMonitor's 30 s interval. Each target's job is its Pod's
-  // app.kubernetes.io/name (the PodMonitor's jobLabel), which the alerts on appmonitor select by.
-  const up = `up{namespace="${FUNCTIONS_NAMESPACE}"} == 1`;
-  const deadline = Date.now() + 480_000;
-  let found: string[] = [];
-  // The PodMonitor selects the dead-letter sink's Pod too: wait for each function's own, not for a count.
-  const each = () => FUNCTION_POD_NAMES.map((name) => found.some((target) => target.startsWith(`${name} ${name}-`)));
-  while (Date.now() < deadline) {
-    found = (await series(up)).map((r) => `${r.metric.job ?? ""} ${r.metric.pod ?? ""}`).sort();
-    if (each().every(Boolean)) break;
-    await new Promise((r) => setTimeout(r, 5000));
-  }
-  assert.deepEqual(each(), FUNCTION_POD_NAMES.map(() => true), `scraped targets (job pod): ${found.join(", ")}`);
-  const scaled = await series(`appmonitor_memory_scaler_events_total{namespace="${FUNCTIONS_NAMESPACE}"}`);
-  assert.ok(scaled.length > 0, "memory-scaler's own counter is in the operator's Prometheus");
-  // The self-alerts on the functions' health, on these real labels: each running function's Pods
-  // joined to kube-state-metrics' readiness (the second half of AppMonitorFunctionNotReady), and
-  // neither alert's expression finding any of them.
-  const alerts = parse(await readFile(path.join(repoRoot, "knative", "monitoring", "appmonitor-alerts.yaml"), "utf8")) as { spec: { groups: { rules: { alert: string; expr: string }[] }[] } };
-  const expr = (alert: string) => alerts.spec.groups.flatMap((g) => g.rules).find((r) => r.alert === alert)?.expr ?? "";
-  const [, ready] = expr("AppMonitorFunctionNotReady").split(/\bunless on \(namespace, job\)\s*/);
-  assert.ok(ready, "AppMonitorFunctionNotReady counts the ready Pods after its unless");
-  const readyJobs = (await series(ready)).filter((r) => r.metric.namespace === FUNCTIONS_NAMESPACE).map((r) => r.metric.job ?? "");
-  for (const name of FUNCTION_POD_NAMES) assert.ok(readyJobs.includes(name), `${name} has a ready Pod by kube-state-metrics: ${readyJobs.join(", ")}`);
-  for (const alert of ["AppMonitorFunctionNotReady", "AppMonitorFunctionNotScraped"]) {
-    const found = (await series(expr(alert))).map((r) => r.metric.job ?? "");
-    assert.deepEqual(found.filter((job) => (FUNCTION_POD_NAMES as readonly string[]).includes(job)), [], `${alert}: ${JSON.stringify(found)}`);
-  }
-});
-
 test("the dashboard's queries, run against the operator's Prometheus after the chain: each is valid, and those of the run's events return series with the labels their legends use", { timeout: 300_000 }, async () => {
   assert.ok(state && chained, "the chain ran");
   const onNode = state.prometheusOperator?.onRealNode;
   assert.ok(onNode);
   const dashboard = JSON.parse(await readFile(path.join(repoRoot, "knative", "monitoring", "dashboard.json"), "utf8")) as { panels: { title: string; targets: { expr: string; legendFormat: string }[] }[] };
-  // increase() and rate() need two samples of the functions' series: wait for a second scrape.
-  const twice = `count_over_time(appmonitor_memory_scaler_events_total{type="firing"}[10m]) >= 2`;
+  // increase() and rate() need two samples of each of the functions' series, the one of the
+  // chain's scale too, which its first scrape after the event brought: wait for a second scrape.
+  const twice = `min(count_over_time(appmonitor_memory_scaler_events_total{type="firing"}[10m])) >= 2`;
   const deadline = Date.now() + 180_000;
   const samples = async () => ((await (await fetch(`${onNode.prometheusUrl}/api/v1/query?${new URLSearchParams({ query: twice })}`)).json()) as { data: { result: unknown[] } }).data.result.length;
   while (Date.now() < deadline && (await samples()) === 0) await new Promise((r) => setTimeout(r, 5000));

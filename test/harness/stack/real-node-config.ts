@@ -213,7 +213,8 @@ export interface KubeletConfigInput {
  * clients from the stack's CA; cgroupfs on cgroup v1 (`failCgroupV1: false`) under our cgroup root;
  * containerd's socket; no iptables chains of its own; cluster DNS at the node IP (CoreDNS on the
  * host, `real-node-services.ts`) and no host resolv.conf (nothing outside may be asked); eviction and image garbage collection off, as kind does, so a full disk never evicts the
- * demo's Pods or deletes their imported images.
+ * demo's Pods or deletes their imported images; Pods synced every 10 s (`syncFrequency`, 1m by
+ * default), so a changed ConfigMap or Secret reaches their volumes within seconds.
  */
 export function kubeletConfig(input: KubeletConfigInput): string {
   const endpoint = `unix://${input.paths.containerdSocket}`;
@@ -251,6 +252,9 @@ export function kubeletConfig(input: KubeletConfigInput): string {
     imageGCHighThresholdPercent: 100,
     imageGCLowThresholdPercent: 99,
     serializeImagePulls: false,
+    // Mounted ConfigMaps and Secrets (the operator's rule files, Alertmanager's configuration)
+    // are refreshed at a Pod's sync: every 10 s here, every minute by default.
+    syncFrequency: "10s",
     nodeStatusUpdateFrequency: "2s",
     nodeStatusReportFrequency: "10s",
   });

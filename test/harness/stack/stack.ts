@@ -26,6 +26,12 @@ import type { OperatorOnRealNode, PrometheusOperatorState } from "./prometheus-o
 import { readState, stateFile, type StackState } from "./state.ts";
 import { archiveDir } from "../../../scripts/lib/paths.ts";
 
+/**
+ * The stack's Prometheus's `--rules.alert.resend-delay` (default 1m): how long before it sends a
+ * firing alert to Alertmanager again. An alert stays active there for four times this (40 s).
+ */
+export const PROMETHEUS_RESEND_DELAY = "10s";
+
 /** Options of `up`. Intervals are Prometheus durations (`1s`, `500ms`). */
 export interface UpOptions {
   stateDir: string;
@@ -196,9 +202,13 @@ async function startMonitoring(launch: Launch, promConfig: string): Promise<{ am
     `--web.listen-address=127.0.0.1:${ports.alertmanager}`, "--cluster.listen-address=",
   ], log("alertmanager"), env);
   await record(am, state.alertmanagerUrl);
+  // A firing alert goes to Alertmanager again every 10 s, not every minute: a chain's reload
+  // empties Prometheus's list of Alertmanagers for a moment, and an alert another chain's rule
+  // fires then is lost until the next send (prometheus/prometheus#13064).
   const prom = startProcess("prometheus", bins.prometheus, [
     `--config.file=${promConfig}`, `--storage.tsdb.path=${path.join(dir, "prometheus", "data")}`,
     `--web.listen-address=127.0.0.1:${ports.prometheus}`, "--web.enable-lifecycle", "--storage.tsdb.retention.time=2h",
+    `--rules.alert.resend-delay=${PROMETHEUS_RESEND_DELAY}`,
   ], log("prometheus"), env);
   await record(prom, state.prometheusUrl);
   return { am, prom };

@@ -9,7 +9,7 @@
 // Part of `npm test` (root, containerd, runc, the CNI plugins; one real node per machine);
 // `npm run test:real-node` runs this file alone. It starts its own stack (with one kwok Node) in
 // a temporary state directory.
-import { after, before, test, type TestContext } from "node:test";
+import { after, before, describe, test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -311,37 +311,6 @@ test("ten Pods in a row on the real node each reach Running (apply → Running t
   assert.equal(times.length, 10);
 });
 
-test("the original demo's chain with memhog on the real node: scaled 384Mi → 768Mi, the new limit in its cgroup", { timeout: 600_000 }, async (t) => {
-  const result = await runChain(state as StackState, { namespace: "real-node-chain", realNode: true, forSeconds: SHORT_FOR_SECONDS });
-  assert.deepEqual([result.before, result.after], [{ request: "256Mi", limit: "384Mi" }, { request: "512Mi", limit: "768Mi" }]);
-  assert.equal(result.hops.at(-1)?.name, "new container's cgroup limit");
-  const crossed = result.hops.find((h) => h.name === "usage crossed the threshold")?.at ?? 0;
-  for (const h of result.hops) t.diagnostic(`${h.at >= crossed ? `+${((h.at - crossed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
-});
-
-test("a real kernel OOM kill of the container's PID 1 goes through the whole chain with the shipped default metric source: memhog growing under 128Mi is killed, scaled once to 256Mi, killed again there and not scaled again", { timeout: 600_000 }, async (t) => {
-  const namespace = "real-node-oom";
-  // rule-sync with its default METRIC_SOURCE (cadvisor), whose counter misses a PID 1 kill: the
-  // rule's kube-state-metrics side carries it.
-  const result = await runChain(state as StackState, { namespace, realNode: true, oomKill: true });
-  assert.deepEqual([result.before, result.after], [{ request: "64Mi", limit: "128Mi" }, { request: "128Mi", limit: "256Mi" }]);
-  const names = result.hops.map((h) => h.name);
-  for (const hop of ["container OOM-killed by the kernel", "OOM kill scraped by Prometheus", "alert firing in Prometheus", "Deployment patched by memory-scaler",
-    "new container's cgroup limit", "new container OOM-killed by the kernel"]) assert.ok(names.includes(hop), `${hop}: ${names.join(", ")}`);
-  // Exactly once: one scale decision, for the killed Pod; the new Pod's own kill is refused.
-  assert.deepEqual(result.decisions.filter((d) => d.outcome === "scaled").map((d) => d.pod), [`${namespace}/${result.oldPod}`]);
-  const refused = result.decisions.find((d) => d.pod === `${namespace}/${result.newPod}`);
-  assert.deepEqual([refused?.outcome, refused?.reason], ["skipped", "Cooldown"]);
-  assert.equal(result.recorded.scaleCount, 1);
-  assert.equal(result.recorded.trigger, "oomKilled", "the Deployment's last-scale record says an OOM kill caused it");
-  assert.equal(result.recorded.scaledEvents.length, 1);
-  assert.match(result.recorded.scaledEvents[0] ?? "", /^scaled Deployment memhog by 2 after an OOM kill: memhog: limit 128Mi → 256Mi, request 64Mi → 128Mi; the rollout replaces \(restarts\) its Pods$/);
-  const killed = result.hops.find((h) => h.name === "container OOM-killed by the kernel")?.at ?? 0;
-  for (const h of result.hops) t.diagnostic(`${h.at >= killed ? `+${((h.at - killed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
-  const patched = result.hops.find((h) => h.name === "Deployment patched by memory-scaler")?.at ?? 0;
-  t.diagnostic(`kill → scale: ${((patched - killed) / 1000).toFixed(1)} s (kill time from lastState.terminated.finishedAt, whole seconds); decisions: ${JSON.stringify(result.decisions)}`);
-});
-
 /**
  * Debian's Redis (scripts/images/debian-image.ts) as its container's PID 1, fed by a loader beside it
  * (`DEBUG POPULATE`, about 4.5 MiB of keys a second, nothing saved), under a 128Mi limit: a real
@@ -380,28 +349,6 @@ function redisDeployment(image: string): string {
   return stringify(deployment);
 }
 
-test("a real program's PID 1 OOM-killed by the kernel is scaled once with the shipped default metric source: Redis under 128Mi is killed, scaled to 256Mi, killed again there and not scaled again", { timeout: 600_000 }, async (t) => {
-  const [redis] = await buildImages(["redis"]);
-  assert.ok(redis !== undefined && state?.realNode !== undefined);
-  await importImages(state.realNode, [redis.archive]);
-  const namespace = "real-node-redis";
-  const result = await runChain(state as StackState, {
-    namespace, realNode: true, oomKill: true, workload: { manifest: redisDeployment(redis.tags[0] ?? ""), name: "redis", container: "redis", labelSelector: "name=redis" },
-  });
-  assert.deepEqual([result.before, result.after], [{ request: "64Mi", limit: "128Mi" }, { request: "128Mi", limit: "256Mi" }]);
-  const names = result.hops.map((h) => h.name);
-  for (const hop of ["container OOM-killed by the kernel", "alert firing in Prometheus", "Deployment patched by memory-scaler", "new container's cgroup limit", "new container OOM-killed by the kernel"]) {
-    assert.ok(names.includes(hop), `${hop}: ${names.join(", ")}`);
-  }
-  assert.deepEqual(result.decisions.filter((d) => d.outcome === "scaled").map((d) => d.pod), [`${namespace}/${result.oldPod}`]);
-  const refused = result.decisions.find((d) => d.pod === `${namespace}/${result.newPod}`);
-  assert.deepEqual([refused?.outcome, refused?.reason], ["skipped", "Cooldown"]);
-  assert.equal(result.recorded.trigger, "oomKilled");
-  assert.match(result.recorded.scaledEvents[0] ?? "", /^scaled Deployment redis by 2 after an OOM kill: redis: limit 128Mi → 256Mi, request 64Mi → 128Mi; the rollout replaces \(restarts\) its Pods$/);
-  const killed = result.hops.find((h) => h.name === "container OOM-killed by the kernel")?.at ?? 0;
-  for (const h of result.hops) t.diagnostic(`${h.at >= killed ? `+${((h.at - killed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
-});
-
 /**
  * Node.js 24 (memory-scaler's image) with its default heap, under a 1Gi limit, keeping 700 MiB of
  * live objects: V8 sizes its heap at about 560 MiB, so the program dies of its heap error at about
@@ -432,29 +379,86 @@ function nodeHeapDeployment(image: string): string {
   return stringify(deployment);
 }
 
-test("a Node.js heap error at half the limit goes through the whole chain: kube-state-metrics, the heap-error alert, Alertmanager, alert-receiver, one rollout with the limit and V8's heap together, and the new program runs past its old heap", { timeout: 600_000 }, async (t) => {
-  const [built] = await buildImages(["memory-scaler"]);
-  assert.ok(built !== undefined && state?.realNode !== undefined);
-  await importImages(state.realNode, [built.archive]);
-  const namespace = "real-node-heap-error";
-  const result = await runChain(state as StackState, {
-    namespace, realNode: true,
-    workload: { manifest: nodeHeapDeployment(await archiveReference(built.archive)), name: "web", container: "app", labelSelector: "name=web" },
-    heapError: { message: /JavaScript heap out of memory/, relieved: /holding [0-9]+ MiB of heap/ },
+// Four chains, each in a namespace of its own with its own functions and Alertmanager route, run
+// side by side: none reads another's workload, AppMonitor or decisions.
+describe("the whole chain on the real node, four workloads side by side", { concurrency: 4 }, () => {
+  test("the original demo's chain with memhog on the real node: scaled 384Mi → 768Mi, the new limit in its cgroup", { timeout: 600_000 }, async (t) => {
+    const result = await runChain(state as StackState, { namespace: "real-node-chain", realNode: true, forSeconds: SHORT_FOR_SECONDS });
+    assert.deepEqual([result.before, result.after], [{ request: "256Mi", limit: "384Mi" }, { request: "512Mi", limit: "768Mi" }]);
+    assert.equal(result.hops.at(-1)?.name, "new container's cgroup limit");
+    const crossed = result.hops.find((h) => h.name === "usage crossed the threshold")?.at ?? 0;
+    for (const h of result.hops) t.diagnostic(`${h.at >= crossed ? `+${((h.at - crossed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
   });
-  assert.deepEqual([result.before, result.after], [{ request: "512Mi", limit: "1Gi" }, { request: "1Gi", limit: "2Gi" }]);
-  const names = result.hops.map((h) => h.name);
-  for (const hop of ["container ended with its runtime's heap error", "heap error scraped by Prometheus", "alert firing in Prometheus", "alert in Alertmanager",
-    "webhook received by alert-receiver", "Deployment patched by memory-scaler", "new container's cgroup limit", "the new program runs past its old heap"]) {
-    assert.ok(names.includes(hop), `${hop}: ${names.join(", ")}`);
-  }
-  assert.deepEqual(result.decisions.filter((d) => d.outcome === "scaled").map((d) => [d.pod, d.trigger]), [[`${namespace}/${result.oldPod}`, "heapError"]], JSON.stringify(result.decisions));
-  assert.equal(result.recorded.scaleCount, 1);
-  assert.match(result.recorded.scaledEvents[0] ?? "", /--max-old-space-size=1536/, "the heap setting in the same patch, named in the Event");
-  const held = Number(/holding ([0-9]+) MiB/.exec(result.hops.find((h) => h.name === "the new program runs past its old heap")?.detail ?? "")?.[1]);
-  assert.ok(held >= 700, `the new program holds its 700 MiB: ${held}`);
-  const ended = result.hops.find((h) => h.name === "container ended with its runtime's heap error")?.at ?? 0;
-  for (const h of result.hops) t.diagnostic(`${h.at >= ended ? `+${((h.at - ended) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
+
+  test("a real kernel OOM kill of the container's PID 1 goes through the whole chain with the shipped default metric source: memhog growing under 128Mi is killed, scaled once to 256Mi, killed again there and not scaled again", { timeout: 600_000 }, async (t) => {
+    const namespace = "real-node-oom";
+    // rule-sync with its default METRIC_SOURCE (cadvisor), whose counter misses a PID 1 kill: the
+    // rule's kube-state-metrics side carries it.
+    const result = await runChain(state as StackState, { namespace, realNode: true, oomKill: true });
+    assert.deepEqual([result.before, result.after], [{ request: "64Mi", limit: "128Mi" }, { request: "128Mi", limit: "256Mi" }]);
+    const names = result.hops.map((h) => h.name);
+    for (const hop of ["container OOM-killed by the kernel", "OOM kill scraped by Prometheus", "alert firing in Prometheus", "Deployment patched by memory-scaler",
+      "new container's cgroup limit", "new container OOM-killed by the kernel"]) assert.ok(names.includes(hop), `${hop}: ${names.join(", ")}`);
+    // Exactly once: one scale decision, for the killed Pod; the new Pod's own kill is refused.
+    assert.deepEqual(result.decisions.filter((d) => d.outcome === "scaled").map((d) => d.pod), [`${namespace}/${result.oldPod}`]);
+    const refused = result.decisions.find((d) => d.pod === `${namespace}/${result.newPod}`);
+    assert.deepEqual([refused?.outcome, refused?.reason], ["skipped", "Cooldown"]);
+    assert.equal(result.recorded.scaleCount, 1);
+    assert.equal(result.recorded.trigger, "oomKilled", "the Deployment's last-scale record says an OOM kill caused it");
+    assert.equal(result.recorded.scaledEvents.length, 1);
+    assert.match(result.recorded.scaledEvents[0] ?? "", /^scaled Deployment memhog by 2 after an OOM kill: memhog: limit 128Mi → 256Mi, request 64Mi → 128Mi; the rollout replaces \(restarts\) its Pods$/);
+    const killed = result.hops.find((h) => h.name === "container OOM-killed by the kernel")?.at ?? 0;
+    for (const h of result.hops) t.diagnostic(`${h.at >= killed ? `+${((h.at - killed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
+    const patched = result.hops.find((h) => h.name === "Deployment patched by memory-scaler")?.at ?? 0;
+    t.diagnostic(`kill → scale: ${((patched - killed) / 1000).toFixed(1)} s (kill time from lastState.terminated.finishedAt, whole seconds); decisions: ${JSON.stringify(result.decisions)}`);
+  });
+
+  test("a real program's PID 1 OOM-killed by the kernel is scaled once with the shipped default metric source: Redis under 128Mi is killed, scaled to 256Mi, killed again there and not scaled again", { timeout: 600_000 }, async (t) => {
+    const [redis] = await buildImages(["redis"]);
+    assert.ok(redis !== undefined && state?.realNode !== undefined);
+    await importImages(state.realNode, [redis.archive]);
+    const namespace = "real-node-redis";
+    const result = await runChain(state as StackState, {
+      namespace, realNode: true, oomKill: true, workload: { manifest: redisDeployment(redis.tags[0] ?? ""), name: "redis", container: "redis", labelSelector: "name=redis" },
+    });
+    assert.deepEqual([result.before, result.after], [{ request: "64Mi", limit: "128Mi" }, { request: "128Mi", limit: "256Mi" }]);
+    const names = result.hops.map((h) => h.name);
+    for (const hop of ["container OOM-killed by the kernel", "alert firing in Prometheus", "Deployment patched by memory-scaler", "new container's cgroup limit", "new container OOM-killed by the kernel"]) {
+      assert.ok(names.includes(hop), `${hop}: ${names.join(", ")}`);
+    }
+    assert.deepEqual(result.decisions.filter((d) => d.outcome === "scaled").map((d) => d.pod), [`${namespace}/${result.oldPod}`]);
+    const refused = result.decisions.find((d) => d.pod === `${namespace}/${result.newPod}`);
+    assert.deepEqual([refused?.outcome, refused?.reason], ["skipped", "Cooldown"]);
+    assert.equal(result.recorded.trigger, "oomKilled");
+    assert.match(result.recorded.scaledEvents[0] ?? "", /^scaled Deployment redis by 2 after an OOM kill: redis: limit 128Mi → 256Mi, request 64Mi → 128Mi; the rollout replaces \(restarts\) its Pods$/);
+    const killed = result.hops.find((h) => h.name === "container OOM-killed by the kernel")?.at ?? 0;
+    for (const h of result.hops) t.diagnostic(`${h.at >= killed ? `+${((h.at - killed) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
+  });
+
+  test("a Node.js heap error at half the limit goes through the whole chain: kube-state-metrics, the heap-error alert, Alertmanager, alert-receiver, one rollout with the limit and V8's heap together, and the new program runs past its old heap", { timeout: 600_000 }, async (t) => {
+    const [built] = await buildImages(["memory-scaler"]);
+    assert.ok(built !== undefined && state?.realNode !== undefined);
+    await importImages(state.realNode, [built.archive]);
+    const namespace = "real-node-heap-error";
+    const result = await runChain(state as StackState, {
+      namespace, realNode: true,
+      workload: { manifest: nodeHeapDeployment(await archiveReference(built.archive)), name: "web", container: "app", labelSelector: "name=web" },
+      heapError: { message: /JavaScript heap out of memory/, relieved: /holding [0-9]+ MiB of heap/ },
+    });
+    assert.deepEqual([result.before, result.after], [{ request: "512Mi", limit: "1Gi" }, { request: "1Gi", limit: "2Gi" }]);
+    const names = result.hops.map((h) => h.name);
+    for (const hop of ["container ended with its runtime's heap error", "heap error scraped by Prometheus", "alert firing in Prometheus", "alert in Alertmanager",
+      "webhook received by alert-receiver", "Deployment patched by memory-scaler", "new container's cgroup limit", "the new program runs past its old heap"]) {
+      assert.ok(names.includes(hop), `${hop}: ${names.join(", ")}`);
+    }
+    assert.deepEqual(result.decisions.filter((d) => d.outcome === "scaled").map((d) => [d.pod, d.trigger]), [[`${namespace}/${result.oldPod}`, "heapError"]], JSON.stringify(result.decisions));
+    assert.equal(result.recorded.scaleCount, 1);
+    assert.match(result.recorded.scaledEvents[0] ?? "", /--max-old-space-size=1536/, "the heap setting in the same patch, named in the Event");
+    const held = Number(/holding ([0-9]+) MiB/.exec(result.hops.find((h) => h.name === "the new program runs past its old heap")?.detail ?? "")?.[1]);
+    assert.ok(held >= 700, `the new program holds its 700 MiB: ${held}`);
+    const ended = result.hops.find((h) => h.name === "container ended with its runtime's heap error")?.at ?? 0;
+    for (const h of result.hops) t.diagnostic(`${h.at >= ended ? `+${((h.at - ended) / 1000).toFixed(1)} s` : ""} ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
+  });
 });
 
 /**
@@ -606,10 +610,10 @@ async function observeSawtooth(st: StackState): Promise<SawtoothObserved> {
       low: low[0]?.value ?? 0, high: high[0]?.value ?? 0, releases: releases[0]?.value ?? 0, held: await longestPending(st, namespace, seconds),
     };
   } finally {
+    // Not waited out: the trend test, the last before `down`, is all that awaits this.
     await rm(ruleFile, { force: true });
     await reload().catch(() => undefined);
     await core.deleteNamespace({ name: namespace }).catch(() => undefined);
-    await waitFor(`namespace ${namespace} gone`, async () => !(await core.listNamespace()).items.some((n) => n.metadata?.name === namespace), 120_000, 500).catch(() => undefined);
   }
 }
 
@@ -631,13 +635,6 @@ async function sawtooth(t: TestContext): Promise<void> {
   assert.ok(o.high - o.low > 3 * 0.05 * limit, "the working set released well beyond the guard's 5 % of the limit");
   assert.ok(o.releases > 0, "cAdvisor's values showed the releases, not an aliased drift");
 }
-
-test("the trend trigger on the real node, one AppMonitor spec for two workloads side by side", { timeout: 900_000, concurrency: 2 }, async (t) => {
-  await Promise.all([
-    t.test("memhog growing 1Mi/s under 384Mi is scaled by AppMonitorMemoryTrend before its working set reaches the 75 % threshold, long before its limit", steadyGrowth),
-    t.test("memhog in a sawtooth (120Mi to 260Mi at 2.5Mi/s, released at once) never fires it, though the line through its window reaches the limit", sawtooth),
-  ]);
-});
 
 let functions: FunctionPods | undefined;
 /** The namespace of the functions' test workload: memhog (on a kwok Node) and the original AppMonitor. */
@@ -853,6 +850,15 @@ test("resizes the real node cannot hold now or ever, and one whose resizePolicy 
   assert.deepEqual([restarted.status, restarted.reason], ["True", "RolledOut"]);
   assert.equal(status?.resources?.limits?.memory, "128Mi");
   assert.equal(status?.restartCount, (before.status?.containerStatuses?.[0]?.restartCount ?? 0) + 1, "restarted once, as its resizePolicy asks");
+});
+
+// Last before `down`: the sawtooth, watched from the stack's start, is the file's longest wait,
+// and the tests above run while it goes on.
+test("the trend trigger on the real node, one AppMonitor spec for two workloads side by side", { timeout: 900_000, concurrency: 2 }, async (t) => {
+  await Promise.all([
+    t.test("memhog growing 1Mi/s under 384Mi is scaled by AppMonitorMemoryTrend before its working set reaches the 75 % threshold, long before its limit", steadyGrowth),
+    t.test("memhog in a sawtooth (120Mi to 260Mi at 2.5Mi/s, released at once) never fires it, though the line through its window reaches the limit", sawtooth),
+  ]);
 });
 
 test("down removes every container, network namespace, iptables rule, netfilter table, mount and cgroup the real node made, and puts back every kernel setting it changed", { timeout: 120_000 }, async (t) => {
