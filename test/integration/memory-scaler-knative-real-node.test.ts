@@ -48,9 +48,10 @@ let alerts: AlertPath | undefined;
 let memhogImage = "";
 
 before(async () => {
+  // Built before the lock: under npm test, while the file before this one holds the node.
+  const [memhog] = await buildImages(["memhog"]);
   releaseLock = await acquireRealNodeLock();
   stateDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-knative-scale-"));
-  const [memhog] = await buildImages(["memhog"]);
   const say = (line: string) => process.stderr.write(`# stack: ${line}\n`);
   state = await up({ stateDir, nodes: 1, realNode: true, memhogArchive: memhog?.archive ?? "", progress: say });
   process.env.APPMONITOR_STACK_DIR = stateDir;

@@ -44,9 +44,10 @@ const chainRun = Promise.withResolvers<ChainResult>();
 chainRun.promise.catch(() => undefined);
 
 before(async () => {
+  // Built before the lock: under npm test, while the file before this one holds the node.
+  const images = await buildImages(["memhog", ...FUNCTION_POD_NAMES, "alertmanager"]);
   releaseLock = await acquireRealNodeLock();
   stateDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-operator-chain-"));
-  const images = await buildImages(["memhog", ...FUNCTION_POD_NAMES, "alertmanager"]);
   const t0 = Date.now();
   state = await up({
     stateDir, nodes: 1, realNode: true, prometheusOperator: true,

@@ -60,9 +60,10 @@ let custom: k8s.CustomObjectsApi;
 let profileReadyAt = 0;
 
 before(async () => {
+  // Built before the lock: under npm test, while the file before this one holds the node.
+  const images = await buildImages(["memhog", ...FUNCTION_POD_NAMES]);
   releaseLock = await acquireRealNodeLock();
   stateDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-serving-"));
-  const images = await buildImages(["memhog", ...FUNCTION_POD_NAMES]);
   const say = (line: string) => process.stderr.write(`# stack: ${line}\n`);
   state = await up({ stateDir, nodes: 1, realNode: true, memhogArchive: images.find((i) => i.name === "memhog")?.archive ?? "", progress: say });
   process.env.APPMONITOR_STACK_DIR = stateDir;

@@ -1,7 +1,8 @@
 /**
  * `npm test`'s runner, after the type check and lint: `node test/support/run-suite.ts [glob…]`
  * (default `test/**\/*.test.ts`). Starts the run's local stack (`global-setup.ts`), runs the files
- * in two lanes at once (`suite-lanes.ts`): those that take the real node's lock one at a time, the
+ * in two lanes at once (`suite-lanes.ts`): those that take the real node's lock two at a time (one
+ * holds the node while the next builds what it needs and waits for it), the
  * others `APPMONITOR_TEST_CONCURRENCY` (default 2) at a time at a lower CPU priority
  * (`lower-priority.ts`), each file in a process of its own;
  * reports both through one spec reporter, with one summary of the run, then the ten slowest files
@@ -31,6 +32,12 @@ interface TestEvent {
     readonly counts?: Record<string, number>;
   };
 }
+
+/**
+ * The real-node lane's files at a time: one holding the node, and the next doing what comes before
+ * its lock (its images, a release) meanwhile, then waiting: the only waiter, so the lane's order holds.
+ */
+const REAL_NODE_LANE_CONCURRENCY = 2;
 
 /** Preloaded into the other lane's files: their processes yield the CPU to the real-node lane's. */
 const LOWER_PRIORITY = path.join(import.meta.dirname, "lower-priority.ts");
@@ -87,8 +94,8 @@ async function lane(laneFiles: readonly string[], laneConcurrency: number, execA
 let code = 1;
 try {
   await globalSetup();
-  process.stderr.write(`# lanes: ${lanes.realNode.length} files that take the real node, one at a time, beside ${lanes.others.length} others, ${concurrency} at a time\n`);
-  const [realNodeSeconds, othersSeconds] = await Promise.all([lane(lanes.realNode, 1), lane(lanes.others, concurrency, ["--import", LOWER_PRIORITY])]);
+  process.stderr.write(`# lanes: ${lanes.realNode.length} files that take the real node, one holding it while the next prepares, beside ${lanes.others.length} others, ${concurrency} at a time\n`);
+  const [realNodeSeconds, othersSeconds] = await Promise.all([lane(lanes.realNode, REAL_NODE_LANE_CONCURRENCY), lane(lanes.others, concurrency, ["--import", LOWER_PRIORITY])]);
   const duration = Date.now() - t0;
   // One summary for the run: the spec reporter prints it, with the failing tests again.
   reporter.write({ type: "test:summary", data: { success, counts: totals, duration_ms: duration, file: undefined } });

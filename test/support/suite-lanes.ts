@@ -23,7 +23,7 @@ export function relativeImports(source: string): string[] {
 /** The two lanes: files as given, each list in the order of `files`. */
 export interface Lanes {
   /**
-   * Files that take the real node's lock: run one at a time, those with a node of their own
+   * Files that take the real node's lock: hold it one at a time, those with a node of their own
    * first, then those on the run's shared stack, which stays up from one of them to the next. A
    * file of the other lane that starts a node (the demo's) takes the shared stack down when it
    * comes between two of those; it comes after its builds, minutes into the run, among the first.
