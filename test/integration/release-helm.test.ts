@@ -339,10 +339,13 @@ test(`helm install of ${PREVIOUS}, released from its commit, with its default va
     "--set", "profile=eventing-only", "--set", `image.registry=${USER_REGISTRY}`, "--set", "prometheusUrl=", "--wait", "--timeout", "5m")).catch(async (error: Error) => {
     throw new Error(`${error.message}\n${await namespaceState()}`, { cause: error });
   });
+  const chainStart = Date.now();
   previousChain = await timed(`demo chain through ${PREVIOUS}`, async () => runChain(state as StackState, {
     namespace: UPGRADE_NS, realNode: true, functionPods: true, eventing: true, keep: true, installed: { namespace: NAMESPACE, webhookToken: await webhookToken() }, forSeconds: SHORT_FOR_SECONDS,
     onProgress: (line) => t.diagnostic(line),
   }));
+  // Each hop from the chain's start, its set-up (the installed functions found Ready) included.
+  for (const h of previousChain.hops) t.diagnostic(`+${((h.at - chainStart) / 1000).toFixed(1)} s ${h.name}${h.detail ? `: ${h.detail}` : ""}`);
   assert.deepEqual(previousChain.after, { request: "512Mi", limit: "768Mi" });
   const status = (await appMonitor(UPGRADE_NS)).status;
   assert.equal(status?.scaleCount, 1);
