@@ -202,9 +202,9 @@ async function startMonitoring(launch: Launch, promConfig: string): Promise<{ am
     `--web.listen-address=127.0.0.1:${ports.alertmanager}`, "--cluster.listen-address=",
   ], log("alertmanager"), env);
   await record(am, state.alertmanagerUrl);
-  // A firing alert goes to Alertmanager again every 10 s, not every minute: a chain's reload
-  // empties Prometheus's list of Alertmanagers for a moment, and an alert another chain's rule
-  // fires then is lost until the next send (prometheus/prometheus#13064).
+  // A short resend delay: a chain's reload empties Prometheus's list of Alertmanagers for a
+  // moment, and an alert another chain's rule fires then is lost until the next send
+  // (prometheus/prometheus#13064).
   const prom = startProcess("prometheus", bins.prometheus, [
     `--config.file=${promConfig}`, `--storage.tsdb.path=${path.join(dir, "prometheus", "data")}`,
     `--web.listen-address=127.0.0.1:${ports.prometheus}`, "--web.enable-lifecycle", "--storage.tsdb.retention.time=2h",
