@@ -20,7 +20,8 @@
 // program running past its old heap, and the heap limit before and after. The cases run side by
 // side, each in its own namespace.
 //
-// The run's shared real node (or the file's own, alone), memory-scaler in this process as its ServiceAccount.
+// The run's shared real node beside the run's other such files (real-node-alongside.ts; alone, the
+// file's own), memory-scaler in this process as its ServiceAccount serving the cases' namespaces alone.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import * as k8s from "@kubernetes/client-node";
@@ -30,7 +31,8 @@ import { archiveReference, importImages } from "../harness/stack/node-images.ts"
 import { REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
 import { alertEvent, createAppMonitor, deliver, eventsRegarding } from "../support/memory-scaler.ts";
 import { describeAnswer } from "../support/post-event.ts";
-import { type ScalerOnRealNode, startScalerOnRealNode } from "../support/real-node-file.ts";
+import { type ScalerOnRealNode } from "../support/real-node-file.ts";
+import { startScalerOnRealNodeAlongside } from "../support/real-node-alongside.ts";
 import { waitFor } from "../support/stack.ts";
 import { heapLimit, heldMiB, JAVA_HEAP_PROGRAM, NODE_HEAP_PROGRAM } from "../support/heap-programs.ts";
 
@@ -77,7 +79,7 @@ let jvmImage = "";
 before(async () => {
   const [openjdk] = await buildImages(["openjdk"]);
   if (openjdk === undefined) throw new Error("OpenJDK's image was not built");
-  running = await startScalerOnRealNode("appmonitor-heap-error-");
+  running = await startScalerOnRealNodeAlongside("appmonitor-heap-error-", CASES.map((c) => c.namespace));
   ({ core, apps } = running.stack);
   if (running.stack.state.realNode === undefined) throw new Error("the stack has no real node");
   await importImages(running.stack.state.realNode, [openjdk.archive]);

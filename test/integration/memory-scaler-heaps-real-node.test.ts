@@ -11,9 +11,9 @@
 // dies of its SIGABRT; the second records what PID 1 gives (still held by the flag, but with no
 // heap failure named, since memory-scaler reads only 134 as one).
 //
-// Its own stack with the real node (root, containerd, runc; one real node per machine, so it waits
-// for the lock), memory-scaler in this process as its ServiceAccount, the alerts delivered as
-// Alertmanager's would be.
+// On the run's shared real-node stack beside the run's other such files (real-node-alongside.ts),
+// memory-scaler in this process as its ServiceAccount serving this file's namespaces alone, the
+// alerts delivered as Alertmanager's would be.
 import { after, before, test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import * as k8s from "@kubernetes/client-node";
@@ -21,9 +21,12 @@ import { MONITOR_ANNOTATION } from "../../functions/lib/appmonitor.ts";
 import { REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
 import { alertEvent, createAppMonitor, deliver, eventsRegarding, type ScalerUnderTest } from "../support/memory-scaler.ts";
 import { describeAnswer } from "../support/post-event.ts";
-import { type ScalerOnRealNode, startScalerOnRealNode } from "../support/real-node-file.ts";
+import { type ScalerOnRealNode } from "../support/real-node-file.ts";
+import { startScalerOnRealNodeAlongside } from "../support/real-node-alongside.ts";
 import { waitFor } from "../support/stack.ts";
 
+/** This file's namespaces, one per test. */
+const NAMESPACES = ["heap-abort", "heap-pid1"] as const;
 /** Keeps live JS objects (strings inside) until the old space is full and V8 aborts. */
 const ALLOCATE = "const kept = []; for (;;) kept.push({ s: String(Math.random()).repeat(8) });";
 let running: ScalerOnRealNode | undefined;
@@ -33,7 +36,7 @@ let scaler: ScalerUnderTest | undefined;
 let image = "";
 
 before(async () => {
-  running = await startScalerOnRealNode("appmonitor-heaps-");
+  running = await startScalerOnRealNodeAlongside("appmonitor-heaps-", NAMESPACES);
   ({ core, apps } = running.stack);
   ({ image, scaler } = running);
 }, { timeout: 20 * 60_000 });
@@ -119,7 +122,7 @@ const FLAG = /heap is fixed by --max-old-space-size=64 in command\[1\] \(64\), w
 const NOT_OOM = /its last run ended in exit code 134 \(Error\), an in-process heap failure, not an OOM kill/;
 
 test("Node.js with --max-old-space-size=64 under 512Mi dies of a V8 heap error (exit code 134, reason Error, not OOMKilled): a threshold alert and an OOM-kill alert are not scaled, FixedHeap naming the flag and the heap failure", { timeout: 300_000 }, async (t) => {
-  const ns = "heap-abort";
+  const ns = NAMESPACES[0];
   await heapNamespace(ns);
   const { pod, terminated, restartCount } = await crashed(t, heapDeployment(ns, true));
   t.diagnostic(`Pod start → heap failure: ${seconds(pod.status?.startTime, terminated.finishedAt).toFixed(0)} s (container ran ${seconds(terminated.startedAt, terminated.finishedAt).toFixed(0)} s; whole seconds, as the kubelet reports them); exit code ${terminated.exitCode}, reason ${terminated.reason}, restartCount ${restartCount}`);
@@ -149,7 +152,7 @@ test("Node.js with --max-old-space-size=64 under 512Mi dies of a V8 heap error (
 });
 
 test("Node.js as PID 1 of its container: V8's abort does not end it in exit code 134 (the kernel ignores PID 1's own SIGABRT), so it is still held FixedHeap by the flag, but no heap failure is named", { timeout: 300_000 }, async (t) => {
-  const ns = "heap-pid1";
+  const ns = NAMESPACES[1];
   await heapNamespace(ns);
   const { pod, terminated } = await crashed(t, heapDeployment(ns, false));
   t.diagnostic(`PID 1: Pod start → heap failure ${seconds(pod.status?.startTime, terminated.finishedAt).toFixed(0)} s; exit code ${terminated.exitCode}, reason ${terminated.reason}`);

@@ -5,9 +5,10 @@
 // InPlaceOrRollout, and, in one run, the time from the crossing (the alert's delivery) to the raised
 // cgroup limit in place against the time to a new Pod Running by rollout (printed, not asserted).
 //
-// Its own stack with the real node (root, containerd, runc; one real node per machine, so it waits
-// for the lock), memory-scaler in this process as its ServiceAccount, the alerts delivered as
-// Alertmanager's would be (no Prometheus check: the crossing is the delivery).
+// The run's shared real node beside the run's other such files (real-node-alongside.ts; alone, the
+// file's own), memory-scaler in this process as its ServiceAccount serving this file's namespace
+// alone, the alerts delivered as Alertmanager's would be (no Prometheus check: the crossing is the
+// delivery).
 import { after, before, test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import * as k8s from "@kubernetes/client-node";
@@ -15,9 +16,10 @@ import { IN_PLACE_LABEL, IN_PLACE_MEMORY_ANNOTATION } from "../../functions/lib/
 import { floor, parseQuantity } from "../../functions/lib/quantity.ts";
 import { REAL_NODE, REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
 import { applyFiles } from "../support/install.ts";
-import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, pingTick, type ScalerUnderTest, startScaler } from "../support/memory-scaler.ts";
+import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, pingTick, type ScalerUnderTest } from "../support/memory-scaler.ts";
 import { cgroupLimit, containerId, memhogProcess } from "../support/real-node-memhog.ts";
-import { type RealNodeFile, startRealNodeFile } from "../support/real-node-file.ts";
+import { type RealNodeFile } from "../support/real-node-file.ts";
+import { startRealNodeFileAlongside, startScalerServing } from "../support/real-node-alongside.ts";
 import { waitFor } from "../support/stack.ts";
 
 const Mi = 1 << 20;
@@ -28,14 +30,14 @@ let apps: k8s.AppsV1Api;
 let scaler: ScalerUnderTest | undefined;
 
 before(async () => {
-  stack = await startRealNodeFile("appmonitor-in-place-");
+  stack = await startRealNodeFileAlongside("appmonitor-in-place-");
   ({ core, apps } = stack);
   // The shipped policies that give a workload's later Pods its in-place memory (Kubernetes 1.36);
   // they stay for the shared stack's next files, as an install keeps them (they touch only the
   // Pods of workloads memory-scaler resized in place).
   await applyFiles("knative/admission/in-place-memory.yaml");
   await stack.namespace(NS);
-  scaler = await startScaler();
+  scaler = await startScalerServing([NS]);
 }, { timeout: 20 * 60_000 });
 
 after(async () => {

@@ -7,17 +7,18 @@
 // records the step and changes nothing. The peak comes from the stack's real Prometheus scraping
 // the real node's cAdvisor.
 //
-// Its own stack with the real node (root, containerd, runc; one real node per machine, so it waits
-// for the lock), memory-scaler in this process as its ServiceAccount.
+// The run's shared real node beside the run's other such files (real-node-alongside.ts; alone, the
+// file's own), memory-scaler in this process as its ServiceAccount serving this file's namespace alone.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import * as k8s from "@kubernetes/client-node";
 import { REAL_NODE_PLACEMENT } from "../harness/stack/real-node-config.ts";
 import { type StackState } from "../harness/stack/state.ts";
-import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, memhogManifest, patchAppMonitorSpec, pingTick, type ScalerUnderTest, startScaler } from "../support/memory-scaler.ts";
+import { alertEvent, appMonitorStatus, createAppMonitor, deliver, eventsRegarding, memhogManifest, patchAppMonitorSpec, pingTick, type ScalerUnderTest } from "../support/memory-scaler.ts";
 import { describeAnswer } from "../support/post-event.ts";
 import { cgroupLimit, memhogProcess } from "../support/real-node-memhog.ts";
-import { type RealNodeFile, startRealNodeFile } from "../support/real-node-file.ts";
+import { type RealNodeFile } from "../support/real-node-file.ts";
+import { startRealNodeFileAlongside, startScalerServing } from "../support/real-node-alongside.ts";
 import { waitFor } from "../support/stack.ts";
 
 const Mi = 1 << 20;
@@ -31,10 +32,10 @@ let apps: k8s.AppsV1Api;
 let scaler: ScalerUnderTest | undefined;
 
 before(async () => {
-  stack = await startRealNodeFile("appmonitor-scale-down-");
+  stack = await startRealNodeFileAlongside("appmonitor-scale-down-");
   ({ state, core, apps } = stack);
   await stack.namespace(NS);
-  scaler = await startScaler({ PROMETHEUS_URL: state.prometheusUrl });
+  scaler = await startScalerServing([NS], { PROMETHEUS_URL: state.prometheusUrl });
 }, { timeout: 20 * 60_000 });
 
 after(async () => {

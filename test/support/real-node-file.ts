@@ -12,13 +12,14 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
+import type { Env } from "../../functions/lib/runtime/types.ts";
 import { buildImages } from "../../scripts/images/build.ts";
 import { down, up } from "../harness/stack/stack.ts";
 import { type StackState } from "../harness/stack/state.ts";
 import { archiveReference, importImages } from "../harness/stack/node-images.ts";
 import { installMemoryScaler } from "./install.ts";
 import { type ScalerUnderTest, startScaler } from "./memory-scaler.ts";
-import { acquireRealNodeLock, runDir, sharedStackDir } from "../harness/stack/real-node-lock.ts";
+import { acquireRealNodeLock, duringRunSetup, runDir, sharedStackDir } from "../harness/stack/real-node-lock.ts";
 import { waitFor } from "./stack.ts";
 
 /** A running real-node stack of one test file. */
@@ -42,22 +43,33 @@ export interface RealNodeFile {
   stop(): Promise<void>;
 }
 
+/** How a file holds the run's shared stack. */
+export interface RealNodeFileOptions {
+  /**
+   * Beside the run's other such files (`real-node-alongside.ts` says which may): the run's lock
+   * taken shared (`real-node-lock.ts`), the stack brought up and memory-scaler's objects installed
+   * under the run's set-up lock. Outside a run, no effect.
+   */
+  readonly alongside?: boolean;
+}
+
 /**
  * Takes the lock, brings the stack up with its real node, or finds the run's shared one up, and
  * installs memory-scaler's objects. Sets `APPMONITOR_STACK_DIR` for the helpers that read the stack from it.
  * @param prefix the state directory's name prefix when the stack is the file's own, e.g. `appmonitor-in-place-`.
  * @throws Error as `up` does (the lock is released first).
  */
-export async function startRealNodeFile(prefix: string): Promise<RealNodeFile> {
+export async function startRealNodeFile(prefix: string, options: RealNodeFileOptions = {}): Promise<RealNodeFile> {
   const [memhog] = await buildImages(["memhog"]);
   if (memhog === undefined) throw new Error("memhog's image was not built");
   const run = runDir();
-  const releaseLock = await acquireRealNodeLock({ shared: run !== undefined });
+  const releaseLock = await acquireRealNodeLock({ shared: run !== undefined, alongside: options.alongside === true });
   const stateDir = run === undefined ? await mkdtemp(path.join(os.tmpdir(), prefix)) : sharedStackDir(run);
   const t0 = Date.now();
   let state: StackState;
   try {
-    state = await up({ stateDir, nodes: 1, realNode: true, memhogArchive: memhog.archive, progress: (line) => process.stderr.write(`# stack: ${line}\n`) });
+    // The files beside each other: the first brings the shared stack up, the others find it up.
+    state = await duringRunSetup(() => up({ stateDir, nodes: 1, realNode: true, memhogArchive: memhog.archive, progress: (line) => process.stderr.write(`# stack: ${line}\n`) }));
   } catch (error) {
     await down(stateDir).catch(() => undefined);
     await rm(stateDir, { recursive: true, force: true });
@@ -68,7 +80,7 @@ export async function startRealNodeFile(prefix: string): Promise<RealNodeFile> {
   process.env.APPMONITOR_STACK_DIR = stateDir;
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(state.kubeconfig);
-  await installMemoryScaler();
+  await duringRunSetup(installMemoryScaler);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const namespaces: string[] = [];
   return {
@@ -125,17 +137,19 @@ export interface ScalerOnRealNode {
  * Builds memory-scaler's image, brings the real-node stack up ({@link startRealNodeFile}), imports
  * the image into the node and starts memory-scaler as its ServiceAccount without Prometheus.
  * @param prefix as for {@link startRealNodeFile}.
+ * @param env memory-scaler's environment beyond its kubeconfig (`WATCH_NAMESPACES`, for one).
  * @throws Error as the build, `up` or the import does (what was started is stopped first).
  */
-export async function startScalerOnRealNode(prefix: string): Promise<ScalerOnRealNode> {
+export async function startScalerOnRealNode(prefix: string, options: RealNodeFileOptions = {}, env: Env = {}): Promise<ScalerOnRealNode> {
   const [built] = await buildImages(["memory-scaler"]);
   if (built === undefined) throw new Error("memory-scaler's image was not built");
-  const stack = await startRealNodeFile(prefix);
+  const stack = await startRealNodeFile(prefix, options);
   try {
     if (stack.state.realNode === undefined) throw new Error("the stack has no real node");
-    await importImages(stack.state.realNode, [built.archive]);
+    const realNode = stack.state.realNode;
+    await duringRunSetup(() => importImages(realNode, [built.archive]));
     const image = await archiveReference(built.archive);
-    const scaler = await startScaler();
+    const scaler = await startScaler(env);
     return {
       stack,
       image,

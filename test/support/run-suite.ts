@@ -2,8 +2,8 @@
  * `npm test`'s runner, after the type check and lint: `node test/support/run-suite.ts [glob…]`
  * (default `test/**\/*.test.ts`). Starts the run's local stack (`global-setup.ts`), runs the files
  * in two lanes at once (`suite-lanes.ts`): those that take the real node's lock two at a time (one
- * holds the node while the next builds what it needs and waits for it), the
- * others `APPMONITOR_TEST_CONCURRENCY` (default 2) at a time at a lower CPU priority
+ * holds the node while the next builds what it needs and waits for it), then those that hold the
+ * shared stack together all at once; the others `APPMONITOR_TEST_CONCURRENCY` (default 2) at a time at a lower CPU priority
  * (`lower-priority.ts`), each file in a process of its own;
  * reports both through one spec reporter, with one summary of the run, then the ten slowest files
  * and each lane's wall time (`slowest-reporter.ts`); stops the stack. Exit code 0 when every test
@@ -73,11 +73,22 @@ const totals: Record<string, number> = {};
 let success = true;
 const t0 = Date.now();
 
-/** Runs one lane's files, passing their events to the reporter; resolves to its wall time in seconds. */
-async function lane(laneFiles: readonly string[], laneConcurrency: number, execArgv: readonly string[] = []): Promise<number> {
-  if (laneFiles.length === 0) return 0;
+/** One run of files within a lane: which, and how many at a time. */
+interface Batch {
+  readonly files: readonly string[];
+  readonly concurrency: number;
+}
+
+/** Runs one lane's batches one after the other, passing their events to the reporter; resolves to its wall time in seconds. */
+async function lane(batches: readonly Batch[], execArgv: readonly string[] = []): Promise<number> {
   const started = Date.now();
-  for await (const event of run({ files: [...laneFiles], concurrency: laneConcurrency, cwd: repoRoot, execArgv }) as AsyncIterable<TestEvent>) {
+  for (const batch of batches) if (batch.files.length > 0) await runBatch(batch, execArgv);
+  return batches.some((b) => b.files.length > 0) ? (Date.now() - started) / 1000 : 0;
+}
+
+/** Runs one batch's files, passing their events to the reporter. */
+async function runBatch({ files: batchFiles, concurrency: batchConcurrency }: Batch, execArgv: readonly string[]): Promise<void> {
+  for await (const event of run({ files: [...batchFiles], concurrency: batchConcurrency, cwd: repoRoot, execArgv }) as AsyncIterable<TestEvent>) {
     times.add(event as Parameters<FileTimes["add"]>[0]);
     const { file, nesting, message } = event.data;
     if (file === undefined && event.type === "test:summary") {
@@ -88,14 +99,14 @@ async function lane(laneFiles: readonly string[], laneConcurrency: number, execA
     if (file === undefined && event.type === "test:diagnostic" && nesting === 0 && COUNT_LINE.test(message ?? "")) continue;
     reporter.write(event);
   }
-  return (Date.now() - started) / 1000;
 }
 
 let code = 1;
 try {
   await globalSetup();
-  process.stderr.write(`# lanes: ${lanes.realNode.length} files that take the real node, one holding it while the next prepares, beside ${lanes.others.length} others, ${concurrency} at a time\n`);
-  const [realNodeSeconds, othersSeconds] = await Promise.all([lane(lanes.realNode, REAL_NODE_LANE_CONCURRENCY), lane(lanes.others, concurrency, ["--import", LOWER_PRIORITY])]);
+  process.stderr.write(`# lanes: ${lanes.realNode.length} files that take the real node, one holding it while the next prepares, then ${lanes.alongside.length} that hold it together, beside ${lanes.others.length} others, ${concurrency} at a time\n`);
+  const realNodeBatches = [{ files: lanes.realNode, concurrency: REAL_NODE_LANE_CONCURRENCY }, { files: lanes.alongside, concurrency: Math.max(1, lanes.alongside.length) }];
+  const [realNodeSeconds, othersSeconds] = await Promise.all([lane(realNodeBatches), lane([{ files: lanes.others, concurrency }], ["--import", LOWER_PRIORITY])]);
   const duration = Date.now() - t0;
   // One summary for the run: the spec reporter prints it, with the failing tests again.
   reporter.write({ type: "test:summary", data: { success, counts: totals, duration_ms: duration, file: undefined } });

@@ -1,8 +1,10 @@
 /**
- * `npm test`'s two lanes (`run-suite.ts`): the test files that take the real node's lock, run one
- * at a time, and the others, run beside them. A file takes the lock when its relative imports
- * reach `test/harness/stack/real-node-lock.ts`; one that waited for the lock in a shared pool
- * would hold a slot idle there while another file held the node.
+ * `npm test`'s two lanes (`run-suite.ts`): the test files that take the real node's lock, which
+ * hold it one at a time and then, at the lane's end, those that hold it together; and the others,
+ * run beside them. A file takes the lock when its relative imports reach
+ * `test/harness/stack/real-node-lock.ts`, and holds it together with others when they reach
+ * `test/support/real-node-alongside.ts`; one that waited for the lock in a shared pool would hold
+ * a slot idle there while another file held the node.
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -12,6 +14,9 @@ export const REAL_NODE_LOCK_MODULE = path.join("test", "harness", "stack", "real
 
 /** The module whose importers use the run's shared real-node stack, relative to the repository. */
 export const SHARED_STACK_MODULE = path.join("test", "support", "real-node-file.ts");
+
+/** The module whose importers hold the run's shared real-node stack beside each other, relative to the repository. */
+export const ALONGSIDE_MODULE = path.join("test", "support", "real-node-alongside.ts");
 
 /** The relative module specifiers of a TypeScript source: static and dynamic imports and re-exports. */
 export function relativeImports(source: string): string[] {
@@ -23,14 +28,26 @@ export function relativeImports(source: string): string[] {
 /** The two lanes: files as given, each list in the order of `files`. */
 export interface Lanes {
   /**
-   * Files that take the real node's lock: hold it one at a time, those with a node of their own
+   * Files that take the real node's lock and hold it one at a time, those with a node of their own
    * first, then those on the run's shared stack, which stays up from one of them to the next. A
    * file of the other lane that starts a node (the demo's) takes the shared stack down when it
    * comes between two of those; it comes after its builds, minutes into the run, among the first.
    */
   readonly realNode: string[];
+  /** Files on the run's shared stack that hold the real node together, after {@link realNode}'s. */
+  readonly alongside: string[];
   /** Every other file. */
   readonly others: string[];
+}
+
+/** The modules that place a file in a lane (absolute paths). */
+export interface LaneModules {
+  /** Its importers take the real node's lock. */
+  readonly lock: string;
+  /** Its importers use the run's shared stack. */
+  readonly shared: string;
+  /** Its importers hold the shared stack beside each other. */
+  readonly alongside: string;
 }
 
 /** Whether a module's relative imports reach `target` (absolute), each module read once. */
@@ -49,20 +66,27 @@ function reacher(target: string, read: (file: string) => string | undefined): (f
 }
 
 /**
- * Splits `files` (absolute paths) by whether their imports reach `lockModule` (absolute), and
- * orders the real-node lane by whether they reach `sharedModule`.
+ * Splits `files` (absolute paths) by whether their imports reach `modules.lock`, and orders the
+ * real-node lane by whether they reach `modules.shared`, setting apart those that reach `modules.alongside`.
  * @param read a module's source, or undefined when there is none (a package, a missing file).
  */
-export function splitLanes(files: readonly string[], lockModule: string, sharedModule: string, read: (file: string) => string | undefined): Lanes {
-  const locks = reacher(lockModule, read);
-  const shares = reacher(sharedModule, read);
-  const realNode = files.filter((f) => locks(f));
-  return { realNode: [...realNode.filter((f) => !shares(f)), ...realNode.filter((f) => shares(f))], others: files.filter((f) => !realNode.includes(f)) };
+export function splitLanes(files: readonly string[], modules: LaneModules, read: (file: string) => string | undefined): Lanes {
+  const locks = reacher(modules.lock, read);
+  const shares = reacher(modules.shared, read);
+  const together = reacher(modules.alongside, read);
+  const taking = files.filter((f) => locks(f));
+  const alone = taking.filter((f) => !together(f));
+  return {
+    realNode: [...alone.filter((f) => !shares(f)), ...alone.filter((f) => shares(f))],
+    alongside: taking.filter((f) => together(f)),
+    others: files.filter((f) => !taking.includes(f)),
+  };
 }
 
 /** {@link splitLanes} of `files` (absolute paths) in the checkout at `root`, each module read from disk. */
 export function laneFiles(root: string, files: readonly string[]): Lanes {
-  return splitLanes(files, path.join(root, REAL_NODE_LOCK_MODULE), path.join(root, SHARED_STACK_MODULE), (f) => {
+  const modules = { lock: path.join(root, REAL_NODE_LOCK_MODULE), shared: path.join(root, SHARED_STACK_MODULE), alongside: path.join(root, ALONGSIDE_MODULE) };
+  return splitLanes(files, modules, (f) => {
     try {
       return readFileSync(f, "utf8");
     } catch {

@@ -10,7 +10,8 @@
  * from its first real-node file to its end, and its files take a lock of the run's instead: so
  * the real node shared by the files that need no fresh one (`real-node-file.ts`) can stay up
  * between them, and no other run's real node comes up beside it. A file that brings up a node of
- * its own takes the shared one down first.
+ * its own takes the shared one down first. Files on the shared stack that keep to namespaces of
+ * their own (`real-node-alongside.ts`) take the run's lock shared and hold the node together.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
@@ -33,14 +34,14 @@ export const sharedStackDir = (runDir: string): string => path.join(runDir, "sha
 export const runDir = (): string | undefined => process.env[RUN_DIR_ENV];
 
 /**
- * Starts `flock file sh -c script` as a process group of its own and waits until it holds the lock
- * (the script's first line); `outlives`: it is to outlive this process.
+ * Starts `flock [-s] file sh -c script` as a process group of its own and waits until it holds the
+ * lock (the script's first line); `outlives`: it is to outlive this process; `shared`: `flock -s`.
  * @throws Error when `flock` cannot be started or exits before locking.
  */
-async function holder(file: string, script: string, outlives: boolean): Promise<ChildProcess> {
+async function holder(file: string, script: string, outlives: boolean, shared = false): Promise<ChildProcess> {
   // One that outlives this process holds none of its pipes but its own stdout: the test runner
   // waits for a file's output to end.
-  const child = spawn("flock", [file, "sh", "-c", script], { detached: true, stdio: outlives ? ["ignore", "pipe", "ignore"] : ["pipe", "pipe", "inherit"] });
+  const child = spawn("flock", [...(shared ? ["-s"] : []), file, "sh", "-c", script], { detached: true, stdio: outlives ? ["ignore", "pipe", "ignore"] : ["pipe", "pipe", "inherit"] });
   await new Promise<void>((resolve, reject) => {
     child.stdout?.once("data", () => resolve());
     child.once("error", reject);
@@ -62,9 +63,10 @@ function killGroup(pid: number | undefined): void {
  * Waits for `file`'s lock, held for this process: by a `flock … cat` process group that reads a
  * pipe from this process, so the lock ends on release, when this process exits, or when it is
  * killed (SIGKILL runs no exit handler, but the kernel closes the pipe and `cat` sees end of file).
+ * `shared`: a shared lock (`flock -s`), held beside other shared holders and excluding exclusive ones.
  */
-async function lockForThisProcess(file: string): Promise<() => Promise<void>> {
-  const child = await holder(file, "echo locked; exec cat >/dev/null", false);
+async function lockForThisProcess(file: string, shared = false): Promise<() => Promise<void>> {
+  const child = await holder(file, "echo locked; exec cat >/dev/null", false, shared);
   const kill = () => killGroup(child.pid);
   process.once("exit", kill);
   return async () => {
@@ -91,7 +93,7 @@ function alive(pid: number): boolean {
 /**
  * Makes sure the run holds the machine's lock, waiting for it the first time: a detached holder
  * that keeps it while the run's process (`APPMONITOR_REAL_NODE_RUN_PID`, the global setup's) lives,
- * so a killed run does not keep it. Called under the run's own lock.
+ * so a killed run does not keep it. Called under the run's set-up lock.
  */
 async function holdMachineLockForRun(dir: string): Promise<void> {
   const file = machineHolderFile(dir);
@@ -108,12 +110,37 @@ async function holdMachineLockForRun(dir: string): Promise<void> {
 export interface RealNodeLockOptions {
   /** The caller uses the run's shared stack: leave it up (outside a run, no effect). */
   readonly shared?: boolean;
+  /**
+   * The caller uses the run's shared stack beside the run's other such callers, each in namespaces
+   * of its own: the run's lock is taken shared, so they hold the node together, and no caller that
+   * needs it alone holds it meanwhile (outside a run, no effect). Implies `shared`.
+   */
+  readonly alongside?: boolean;
+}
+
+/**
+ * Runs `setup` while this process holds the run's set-up lock (`<run>/setup.lock`), so callers that
+ * hold the node together bring the shared stack up, and install on it, one at a time. Outside a
+ * run: `setup` alone (the caller holds the machine's lock).
+ * @throws what `setup` throws, or Error when `flock` cannot be started.
+ */
+export async function duringRunSetup<T>(setup: () => Promise<T>): Promise<T> {
+  const dir = runDir();
+  if (dir === undefined) return setup();
+  await mkdir(dir, { recursive: true });
+  const release = await lockForThisProcess(path.join(dir, "setup.lock"));
+  try {
+    return await setup();
+  } finally {
+    await release();
+  }
 }
 
 /**
  * Waits for the real node to be this file's (as long as the holder keeps it) and returns the
- * release. Outside a run: the machine's lock. Within one: the run's lock, the machine's held for
- * the run, and, unless `shared`, the run's shared stack taken down (the caller brings its own).
+ * release. Outside a run: the machine's lock. Within one: the run's lock (shared when `alongside`),
+ * the machine's held for the run, and, unless `shared` or `alongside`, the run's shared stack taken
+ * down (the caller brings its own).
  * @throws Error when `flock` cannot be started (util-linux missing) or exits before locking.
  */
 export async function acquireRealNodeLock(options: RealNodeLockOptions = {}): Promise<() => Promise<void>> {
@@ -121,10 +148,14 @@ export async function acquireRealNodeLock(options: RealNodeLockOptions = {}): Pr
   if (dir === undefined) return lockForThisProcess(REAL_NODE_LOCK);
   await mkdir(dir, { recursive: true });
   const asked = Date.now();
-  const release = await lockForThisProcess(path.join(dir, "lock"));
+  const alongside = options.alongside === true;
+  const release = await lockForThisProcess(path.join(dir, "lock"), alongside);
   try {
-    await holdMachineLockForRun(dir);
-    if (options.shared !== true) await downSharedStack(dir);
+    // Under the set-up lock: holders beside each other would both start a hold on the machine's.
+    await duringRunSetup(async () => {
+      await holdMachineLockForRun(dir);
+      if (options.shared !== true && !alongside) await downSharedStack(dir);
+    });
   } catch (error) {
     await release();
     throw error;
