@@ -279,7 +279,7 @@ export function fakeVerifier(answers: { workingSets?: Map<string, number> | Erro
   return { workingSets: answer("workingSets"), predictions: answer("predictions"), peaks: answer("peaks"), heapPercents: answer("heapPercents") };
 }
 
-/** The flow's dependencies on `cluster`, a fixed clock (2025-06-01T12:00:00Z) and fast status retries. */
+/** The flow's dependencies on `cluster`, a fixed clock (2025-06-01T12:00:00Z), fast status retries and no wait before a read again. */
 export function flowDeps(cluster: FakeCluster, over: Partial<FlowDeps> = {}): FlowDeps {
   return {
     cluster,
@@ -288,6 +288,7 @@ export function flowDeps(cluster: FakeCluster, over: Partial<FlowDeps> = {}): Fl
     verifier: undefined,
     maxAttempts: 5,
     now: () => new Date("2025-06-01T12:00:00Z"),
+    wait: async () => undefined,
     ...over,
   };
 }

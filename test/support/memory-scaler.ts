@@ -206,9 +206,22 @@ export function pingTick(): CloudEvent<unknown> {
 /** memory-scaler's answer to one event: 204 with `outcome` and `reason` when handled, else a JSON error body. */
 export type Answer = EventAnswer;
 
-/** POSTs `event` to memory-scaler at `url`, in binary (default) or structured mode. */
-export function deliver(url: string, event: CloudEvent<unknown>, mode: "binary" | "structured" = "binary"): Promise<Answer> {
-  return postEvent(`${url}/`, event, mode);
+/** Sends of one event when memory-scaler answers 429: the first and up to four more. */
+const DELIVERIES_ON_429 = 5;
+
+/**
+ * POSTs `event` to memory-scaler at `url`, in binary (default) or structured mode. A 429 (the API
+ * server throttled memory-scaler; nothing was written) is sent again, the same event, after its
+ * `Retry-After` (1–5 s), as a Broker's delivery retries it, up to {@link DELIVERIES_ON_429} sends in
+ * all: the answer is then the last one. Any other status is the answer at once.
+ */
+export async function deliver(url: string, event: CloudEvent<unknown>, mode: "binary" | "structured" = "binary"): Promise<Answer> {
+  for (let sent = 1; ; sent += 1) {
+    const answer = await postEvent(`${url}/`, event, mode);
+    if (answer.status !== 429 || sent >= DELIVERIES_ON_429) return answer;
+    const seconds = Math.min(5, Math.max(1, Number(answer.headers.get("retry-after")) || 1));
+    await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  }
 }
 
 /** The memhog Deployment of knative/examples/memhog.yaml, as written. */

@@ -33,6 +33,9 @@
  *    every check of that write (its dry runs, quota, Node fit) and no write: `DryRun`, or what
  *    would have refused it. A lost race starts again at 1, at most `maxAttempts` rounds (then
  *    503): the next round sees what the winner wrote and skips, so deliveries never compound.
+ *    Evidence that can lag its alert (an OOM kill the kubelet has not yet written to the Pod's
+ *    status) starts again at 1 after each of its trigger's waits before its skip stands
+ *    (`triggers/oom-killed.ts`); those rounds write nothing and do not count against `maxAttempts`.
  * 5. Report: the ending's row of `report.ts` applied once — its Events (`../events.ts`) and its
  *    one status write, which also records the outcome in `status.lastOutcome`
  *    (`../status/last-outcome.ts`). Every Event and status write of the rounds is such a row
@@ -192,7 +195,15 @@ interface ActInput {
   readonly now: Date;
   readonly log: Logger;
   readonly warnings: string[];
+  /** The round's number among those that lost a compare-and-swap or found none (rounds read again for evidence not counted). */
   readonly attempt: number;
+  /** Rounds already read again because the alert's evidence was not there yet. */
+  readonly rereads: number;
+}
+
+/** {@link act}'s answer when the alert's evidence may not be written yet: read again after `waitMs`. */
+interface Reread {
+  readonly waitMs: number;
 }
 
 /** The outcome message of a dry run made because the install is paused (`PAUSE_SCALING`), before what it would have done. */
@@ -201,10 +212,11 @@ export const PAUSED_NOTE = "paused install-wide (PAUSE_SCALING)";
 /**
  * One round's act (module comment, 4): the decision's skip, the alert's evidence, the gate,
  * and the target's one write, or its checks only for a dry run. Writes nothing but the target; the caller reports the ending.
- * @returns the ending, or `conflict` when the compare-and-swap lost (read again).
+ * @returns the ending, `conflict` when the compare-and-swap lost, or a {@link Reread} when the
+ * trigger's evidence can lag its alert and has another wait left (`triggers/trigger.ts` `evidenceLagMs`): read again.
  * @throws HttpError when Prometheus or the API server failed before the write, or 503 after the last round's lost race.
  */
-async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"> {
+async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict" | Reread> {
   const { target, plan, appMonitor: am, entry, trigger, now, log } = input;
   const { decision } = plan;
   const { trend } = am.spec;
@@ -218,7 +230,10 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
   const evidence = { ...seen, measured };
   // A fallback writes what was decided and checked when its alert came; a down-step's evidence is the peak.
   const checked = entry.down === true ? await checkDownStep(deps, am, entry.namespace, target, decision) : alerted ? on.check(decision, evidence) : decision;
-  if (checked.action === "skip") return { step: "unconfirmed", skip: checked };
+  if (checked.action === "skip") {
+    const waitMs = alerted && entry.down !== true ? on.evidenceLagMs?.[input.rereads] : undefined;
+    return waitMs === undefined ? { step: "unconfirmed", skip: checked } : { waitMs };
+  }
   const { changes } = checked;
   const gate = gateScale({ workload: target.view.workload, changes, gitOpsManaged: am.spec.gitOpsManaged, gitOps: target.view.gitOps, revert: plan.revert, budget: plan.budget, autoscalers: target.view.autoscalers });
   // Paused install-wide: every AppMonitor behaves as DryRun.
@@ -306,6 +321,7 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
   // Kept across rounds: a write's warnings stand whatever a later round comes to.
   const warnings: string[] = [];
   const write = (report: Omit<Report, "outcome">, subjects: Subjects, amRef: AppMonitorRef | undefined, now: Date, last?: LastWrite) => applyReport(deps, { report, subjects, amRef, eventId, now, warnings, ...(last === undefined ? {} : { last }) });
+  let rereads = 0;
 
   for (let attempt = 1; ; attempt += 1) {
     // Observe.
@@ -391,14 +407,24 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
     }
 
     // Act, then report: the ending's row of the table, applied once.
-    const ending = await act(deps, { target, plan, appMonitor: am, amRef, entry, trigger: entry.trigger, statuses, now, log, warnings, attempt });
+    const ending = await act(deps, { target, plan, appMonitor: am, amRef, entry, trigger: entry.trigger, statuses, now, log, warnings, attempt: attempt - rereads, rereads });
     if (ending === "conflict") continue;
+    if ("waitMs" in ending) {
+      // The evidence may not be written yet (an OOM kill the kubelet has not reported): nothing written, read again.
+      log.info({ waitMs: ending.waitMs, reread: rereads + 1 }, "the alert's evidence is not in the Pod's status yet: reading it again");
+      await (deps.wait ?? waitFor)(ending.waitMs);
+      rereads += 1;
+      continue;
+    }
     // A hold's alert, posted again with every alert it answers (`kube/alertmanager.ts`).
     const held = ending.step === "decided" ? ending.skip.leak : undefined;
     if (held !== undefined) await postLeak(deps, held, { namespace, appmonitor: am.metadata.name, description: ending.step === "decided" ? ending.skip.message : "", endsAt: held.until }, warnings);
     return end(reportOf(ending, context));
   }
 }
+
+/** A timer of `ms`: {@link FlowDeps.wait}'s default. */
+const waitFor = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Posts a leak alert when `ALERTMANAGER_URL` is set; a failure is a warning of the outcome. */
 async function postLeak(deps: FlowDeps, entry: ProbableLeak, input: Parameters<LeakAlerter["post"]>[1], warnings: string[]): Promise<void> {

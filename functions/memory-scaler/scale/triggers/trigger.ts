@@ -58,6 +58,11 @@ export interface Trigger {
   /** Its answer is a heap the runtime sized when it started, which only a new start reaches: under `InPlaceOrRollout` the scale rolls out. */
   readonly needsNewStart?: boolean;
   /**
+   * Its evidence can reach the Pod's status after its alert: when `check` skips, the round runs
+   * again, the Pod read anew, after each of these waits in turn (ms) before the skip stands; absent: none.
+   */
+  readonly evidenceLagMs?: readonly number[];
+  /**
    * Asks Prometheus what the check needs; undefined when there is nothing to ask, or no Prometheus.
    * @throws HttpError 503 when Prometheus is unavailable (`kube/prometheus.ts`).
    */

@@ -71,6 +71,51 @@ function controlledBy(cluster: FakeCluster, owner: k8s.V1OwnerReference): void {
 const memhogContainer = (resources: k8s.V1ResourceRequirements): k8s.V1Container => ({ name: "memhog", image: "quay.io/metral/memhog:v0.0.1", resources });
 
 describe("handleFiring", () => {
+  describe("an OOM-kill alert that arrives before the kubelet has written the kill to the Pod's status", () => {
+    const oom = () => data({ alertname: "AppMonitorOOMKilled", trigger: "oomKilled", labels: { alertname: "AppMonitorOOMKilled", namespace: NS, pod: "memhog-5d8f-x2", container: "memhog", appmonitor: "mymonitor" } });
+    /** The memhog Pod's status: running, and OOM-killed at `killedAt` before that when given. */
+    const memhogStatus = (cluster: FakeCluster, killedAt?: string): void => {
+      const pod = cluster.pods.get(`${NS}/memhog-5d8f-x2`);
+      assert.ok(pod);
+      const lastState = killedAt === undefined ? {} : { lastState: { terminated: { reason: "OOMKilled", exitCode: 137, startedAt: new Date(Date.parse(killedAt) - 60_000), finishedAt: new Date(killedAt) } } };
+      pod.status = { containerStatuses: [{ name: "memhog", image: "i", imageID: "", ready: true, restartCount: killedAt === undefined ? 0 : 1, state: { running: {} }, ...lastState }] };
+    };
+
+    it("reads the Pod again after each wait of the trigger, and scales once the status shows the kill", async () => {
+      const cluster = memhogCluster();
+      memhogStatus(cluster);
+      const waits: number[] = [];
+      const outcome = await handleFiring(deps(cluster, { wait: async (ms) => {
+        waits.push(ms);
+        if (waits.length === 2) memhogStatus(cluster, "2025-06-01T11:59:58Z");
+      } }), "e1", oom(), silent);
+      assert.deepEqual([outcome.outcome, outcome.reason, outcome.attempts], ["scaled", "Scaled", 3]);
+      assert.deepEqual(waits, [2_000, 3_000]);
+      assert.deepEqual(templateMemory(cluster), { limits: { memory: "768Mi" }, requests: { memory: "512Mi" } });
+    });
+
+    it("answers NotOOMKilled after the last wait when the status never shows it (a child process killed, the container running on), having written nothing before", async () => {
+      const cluster = memhogCluster();
+      memhogStatus(cluster);
+      const waits: number[] = [];
+      const outcome = await handleFiring(deps(cluster, { wait: async (ms) => {
+        waits.push(ms);
+        assert.equal(cluster.events.length, 0, "nothing written while waiting");
+      } }), "e1", oom(), silent);
+      assert.deepEqual([outcome.outcome, outcome.reason, outcome.attempts], ["skipped", "NotOOMKilled", 4]);
+      assert.match(outcome.message, /container memhog was not OOM-killed in the last \d+s: it has not terminated/);
+      assert.deepEqual(waits, [2_000, 3_000, 5_000]);
+      assert.deepEqual(templateMemory(cluster), { limits: { memory: "384Mi" }, requests: { memory: "256Mi" } });
+    });
+
+    it("a threshold alert's skip is not read again: its evidence is Prometheus', asked now", async () => {
+      const cluster = memhogCluster();
+      const waits: number[] = [];
+      const outcome = await handleFiring(deps(cluster, { verifier: fakeVerifier({ workingSets: new Map([["memhog", 100 * 2 ** 20]]) }), wait: async (ms) => void waits.push(ms) }), "e1", data(), silent);
+      assert.deepEqual([outcome.outcome, outcome.reason, waits], ["skipped", "BelowThreshold", []]);
+    });
+  });
+
   it("skips an alert from a namespace outside WATCH_NAMESPACES as NamespaceNotWatched, reading and writing nothing", async () => {
     const cluster = memhogCluster();
     const outcome = await handleFiring(deps(cluster, { scope: { all: false, namespaces: ["elsewhere"] } }), "e1", data(), silent);
