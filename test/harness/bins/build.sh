@@ -38,6 +38,11 @@ command -v go >/dev/null 2>&1 || {
   exit 1
 }
 
+# The compiler collects its garbage less often: from an empty Go build cache the kube-state-metrics
+# set took 217 s instead of 252 s (user CPU 307 s instead of 375 s) at a peak of 1.19 GB instead
+# of 1.13 GB (docs/development.md). It does not change what is built.
+export GOGC="${GOGC:-400}"
+
 out="$cache/bin"
 mkdir -p "$out"
 # One build of a cache at a time: two would compile the same sets twice over on two cores and
