@@ -5,6 +5,7 @@
  * tests look at.
  */
 import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -220,7 +221,7 @@ export async function deliver(url: string, event: CloudEvent<unknown>, mode: "bi
     const answer = await postEvent(`${url}/`, event, mode);
     if (answer.status !== 429 || sent >= DELIVERIES_ON_429) return answer;
     const seconds = Math.min(5, Math.max(1, Number(answer.headers.get("retry-after")) || 1));
-    await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+    await sleep(seconds * 1000);
   }
 }
 

@@ -11,6 +11,9 @@ import type { Env } from "../../functions/lib/runtime/types.ts";
 import { type ScalerUnderTest, startScaler } from "./memory-scaler.ts";
 import { type RealNodeFile, type ScalerOnRealNode, startRealNodeFile, startScalerOnRealNode } from "./real-node-file.ts";
 
+/** memory-scaler's environment that makes it serve `namespaces` alone. */
+const serving = (namespaces: readonly string[]): Env => ({ WATCH_NAMESPACES: namespaces.join(",") });
+
 /** {@link startRealNodeFile} beside the run's other such files. */
 export function startRealNodeFileAlongside(prefix: string): Promise<RealNodeFile> {
   return startRealNodeFile(prefix, { alongside: true });
@@ -21,7 +24,7 @@ export function startRealNodeFileAlongside(prefix: string): Promise<RealNodeFile
  * @throws Error as {@link startScaler} does.
  */
 export function startScalerServing(namespaces: readonly string[], env: Env = {}): Promise<ScalerUnderTest> {
-  return startScaler({ ...env, WATCH_NAMESPACES: namespaces.join(",") });
+  return startScaler({ ...env, ...serving(namespaces) });
 }
 
 /**
@@ -29,5 +32,5 @@ export function startScalerServing(namespaces: readonly string[], env: Env = {})
  * @throws Error as {@link startScalerOnRealNode} does.
  */
 export function startScalerOnRealNodeAlongside(prefix: string, namespaces: readonly string[]): Promise<ScalerOnRealNode> {
-  return startScalerOnRealNode(prefix, { alongside: true }, { WATCH_NAMESPACES: namespaces.join(",") });
+  return startScalerOnRealNode(prefix, { alongside: true }, serving(namespaces));
 }

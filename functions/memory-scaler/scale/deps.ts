@@ -23,7 +23,7 @@ export interface FlowDeps {
   readonly now: () => Date;
   /** Called once per lost compare-and-swap (for a metric). */
   readonly onConflict?: () => void;
-  /** Waits `ms` before a round reads again (a trigger's `evidenceLagMs`); absent: a timer. */
+  /** Waits `ms` before a round reads again (a trigger's `evidenceLagMs`); absent: `node:timers/promises` `setTimeout`. */
   readonly wait?: (ms: number) => Promise<void>;
   /** `PAUSE_SCALING`: every AppMonitor behaves as `spec.mode: DryRun` (its checks run, nothing is written). */
   readonly paused?: boolean;

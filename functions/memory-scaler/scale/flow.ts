@@ -49,6 +49,7 @@
  * `functions/lib/kube-api-errors.ts`: 503, 429, 500 or 422) and nothing written. Sources:
  * DESIGN.md "Decisions that matter for correctness"; memory-scaler's README, "What it does".
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { AlertEventData, AlertTrigger } from "../../lib/alert-event.ts";
 import { APPMONITOR_API_VERSION, APPMONITOR_KIND, type AppMonitorStatus } from "../../lib/appmonitor.ts";
@@ -231,7 +232,7 @@ async function act(deps: FlowDeps, input: ActInput): Promise<Ending | "conflict"
   // A fallback writes what was decided and checked when its alert came; a down-step's evidence is the peak.
   const checked = entry.down === true ? await checkDownStep(deps, am, entry.namespace, target, decision) : alerted ? on.check(decision, evidence) : decision;
   if (checked.action === "skip") {
-    const waitMs = alerted && entry.down !== true ? on.evidenceLagMs?.[input.rereads] : undefined;
+    const waitMs = alerted ? on.evidenceLagMs?.[input.rereads] : undefined;
     return waitMs === undefined ? { step: "unconfirmed", skip: checked } : { waitMs };
   }
   const { changes } = checked;
@@ -412,7 +413,7 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
     if ("waitMs" in ending) {
       // The evidence may not be written yet (an OOM kill the kubelet has not reported): nothing written, read again.
       log.info({ waitMs: ending.waitMs, reread: rereads + 1 }, "the alert's evidence is not in the Pod's status yet: reading it again");
-      await (deps.wait ?? waitFor)(ending.waitMs);
+      await (deps.wait ?? sleep)(ending.waitMs);
       rereads += 1;
       continue;
     }
@@ -422,9 +423,6 @@ async function runRounds(deps: FlowDeps, entry: Entry, log: Logger): Promise<Out
     return end(reportOf(ending, context));
   }
 }
-
-/** A timer of `ms`: {@link FlowDeps.wait}'s default. */
-const waitFor = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Posts a leak alert when `ALERTMANAGER_URL` is set; a failure is a warning of the outcome. */
 async function postLeak(deps: FlowDeps, entry: ProbableLeak, input: Parameters<LeakAlerter["post"]>[1], warnings: string[]): Promise<void> {
