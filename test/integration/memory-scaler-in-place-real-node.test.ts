@@ -167,6 +167,9 @@ test("InPlace: a leak past the raised limit inside the cooldown: the crossing th
   const first = await deliver(url, alertFor(pod, "leak"));
   assert.deepEqual([first.outcome, first.reason], ["scaled", "Resized"], JSON.stringify(first));
   await waitFor("the kubelet to raise the cgroup limit to 128Mi", async () => cgroupLimit(pod) === 128 * Mi, 60_000, 50);
+  // The kubelet reports the resize in the Pod's status after the cgroup; until then memory-scaler answers ResizeUnderWay.
+  await waitFor("the Pod's status to report the 128Mi limit", async () =>
+    (await core.readNamespacedPod({ namespace: NS, name: pod.metadata?.name ?? "" })).status?.containerStatuses?.[0]?.resources?.limits?.memory === "128Mi", 60_000, 100);
   const again = await deliver(url, alertFor(pod, "leak"));
   assert.deepEqual([again.outcome, again.reason], ["skipped", "Cooldown"], "the alert that began before the resize is the crossing it answered");
 
