@@ -4,11 +4,14 @@
  * (this checkout's node_modules linked in; the images' own `npm ci` runs from that commit's lock
  * file). Kept by commit under `<cache>/releases/<commit>/`, so a second call returns at once.
  *
- * That commit's build.sh writes into the cache it is given, and its builds tag the same podman
- * images as this checkout's: it gets a cache of its own (`<cache>/releases/<commit>/cache`), seeded
- * with a copy of this cache's binaries so that only the sets whose pins changed since are built,
- * and removed once the release is written. Call it holding the real-node lock: no other test
- * builds images meanwhile.
+ * Its tools, the Go-built binaries (kubectl and helm, which package and lint the chart), are this
+ * checkout's: the worktree's `test/harness/bins/` is replaced by this one's, and its build.sh
+ * writes into a cache of its own (`<cache>/releases/<commit>/cache`, removed once the release is
+ * written) seeded with a copy of this cache's binaries, so it builds nothing. Building the sets
+ * from that commit's own pins would compile most of the cold build again (their shared modules
+ * were aligned since), for no change to what it releases: the chart, the manifests and the images,
+ * all from the commit's own files. Call it holding the real-node lock: its builds tag the same
+ * podman images as this checkout's, and no other test builds images meanwhile.
  */
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -57,6 +60,9 @@ export async function previousRelease(version: string, say: (line: string) => vo
   const worktree = path.join(await mkdtemp(path.join(os.tmpdir(), "appmonitor-previous-")), "repo");
   await git(["worktree", "add", "--detach", worktree, commit]);
   try {
+    const bins = path.join("test", "harness", "bins");
+    await rm(path.join(worktree, bins), { recursive: true, force: true });
+    await cp(path.join(repoRoot, bins), path.join(worktree, bins), { recursive: true });
     await symlink(path.join(repoRoot, "node_modules"), path.join(worktree, "node_modules"));
     const child = run("npm", ["run", "release", "--", dir], { cwd: worktree, env: { ...process.env, APPMONITOR_CACHE: cache, PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ""}` }, maxBuffer: 64 << 20, timeout: 60 * 60_000 });
     child.child.stderr?.on("data", (chunk: Buffer) => {
