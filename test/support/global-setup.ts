@@ -9,25 +9,25 @@
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 import { ensureDebianPackages } from "../harness/stack/debian-packages.ts";
 import { repoRoot } from "../../scripts/lib/paths.ts";
 import { down, envLines, up } from "../harness/stack/stack.ts";
 import { stateFile } from "../harness/stack/state.ts";
-import { acquireRealNodeLock, downSharedStack, endRun, RUN_DIR_ENV, sharedStackDir } from "../harness/stack/real-node-lock.ts";
+import { acquireRealNodeLock, downSharedStack, endRun, RUN_DIR_ENV, runDirFor, runOfSharedStack, sharedStackDir } from "../harness/stack/real-node-lock.ts";
+import { realNodeOwner } from "../harness/stack/real-node.ts";
 
 const stateDir = path.resolve(process.env.APPMONITOR_TEST_STACK_DIR ?? path.join(repoRoot, ".stack-test"));
-/** The run's real-node directory: one per checkout (a killed run's is found by the next), short (the node's sockets live under it). */
-const realNodeRunDir = path.join(os.tmpdir(), `appmonitor-real-node-run-${createHash("sha256").update(stateDir).digest("hex").slice(0, 8)}`);
+/** The run's real-node directory (a killed run's is found by the next). */
+const realNodeRunDir = runDirFor(createHash("sha256").update(stateDir).digest("hex").slice(0, 8));
 
 /**
  * Installs the missing Debian packages when root (or stops, naming the command), then starts the
- * stack (a stale one left by a killed run is stopped first).
+ * stack (a stale one left by a killed run is stopped first, and killed runs' real nodes).
  */
 export async function globalSetup(): Promise<void> {
   await ensureDebianPackages();
-  await endStaleRun();
+  await endStaleRuns();
   await down(stateDir);
   const state = await up({ stateDir, progress: (line) => process.stderr.write(`# stack: ${line}\n`) });
   for (const line of envLines(state)) {
@@ -39,17 +39,28 @@ export async function globalSetup(): Promise<void> {
   process.env.APPMONITOR_REAL_NODE_RUN_PID = String(process.pid);
 }
 
-/** A killed run's shared real-node stack taken down, under the machine's lock, and its directory removed. */
-async function endStaleRun(): Promise<void> {
-  if (existsSync(stateFile(sharedStackDir(realNodeRunDir)))) {
+/**
+ * Killed runs' shared real-node stacks taken down, under the machine's lock, and their directories
+ * removed: this checkout's, and another checkout's whose real node is still up. A run holds the
+ * machine's lock while it lives, so once this process holds it, a run's stack still up is a
+ * killed run's (its global teardown never ran). A stack a person started is left alone.
+ */
+async function endStaleRuns(): Promise<void> {
+  const owner = realNodeOwner();
+  const other = owner === undefined ? undefined : runOfSharedStack(owner);
+  const runs = [...new Set([realNodeRunDir, ...(other === undefined ? [] : [other])])];
+  if (runs.some((dir) => existsSync(stateFile(sharedStackDir(dir))))) {
     const release = await acquireRealNodeLock();
     try {
-      await downSharedStack(realNodeRunDir);
+      for (const dir of runs) {
+        if (dir !== realNodeRunDir) process.stderr.write(`# a killed run's real node is up (${sharedStackDir(dir)}): taking it down\n`);
+        await downSharedStack(dir);
+      }
     } finally {
       await release();
     }
   }
-  await rm(realNodeRunDir, { recursive: true, force: true });
+  for (const dir of runs) await rm(dir, { recursive: true, force: true });
 }
 
 /** Stops every process of the stack and removes its state. */

@@ -17,6 +17,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { down } from "./stack.ts";
 import { stateFile } from "./state.ts";
@@ -29,6 +30,24 @@ export const RUN_DIR_ENV = "APPMONITOR_REAL_NODE_RUN_DIR";
 
 /** The shared real-node stack's state directory within the run's directory. */
 export const sharedStackDir = (runDir: string): string => path.join(runDir, "shared");
+
+/**
+ * A run's directory: `<tmp>/appmonitor-real-node-run-<8 hex>`, one per checkout (its hash names
+ * the checkout's stack directory), short because the node's sockets live under it.
+ */
+export const runDirFor = (checkoutKey: string, tmp = os.tmpdir()): string =>
+  path.join(tmp, `appmonitor-real-node-run-${checkoutKey}`);
+
+/**
+ * The run whose shared stack `stackDir` is (`<tmp>/appmonitor-real-node-run-<8 hex>/shared`, as a
+ * real node's interface alias names its owner), or undefined for any other stack: one a person
+ * started, which no run may take down.
+ */
+export function runOfSharedStack(stackDir: string, tmp = os.tmpdir()): string | undefined {
+  const dir = path.dirname(stackDir);
+  return path.basename(stackDir) === "shared" && path.dirname(dir) === tmp
+    && /^appmonitor-real-node-run-[0-9a-f]{8}$/.test(path.basename(dir)) ? dir : undefined;
+}
 
 /** The run's directory, when the process runs under `npm test`'s global setup. */
 export const runDir = (): string | undefined => process.env[RUN_DIR_ENV];

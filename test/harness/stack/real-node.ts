@@ -186,6 +186,15 @@ function readSysctl(name: string): string {
 }
 
 /**
+ * The state directory of the stack whose real node is up on this machine (its interface's alias;
+ * "" when the alias is unset), or undefined when none is.
+ */
+export function realNodeOwner(): string | undefined {
+  const link = `/sys/class/net/${REAL_NODE.nodeInterface}`;
+  return existsSync(link) ? readFileSync(`${link}/ifalias`, "utf8").trim() : undefined;
+}
+
+/**
  * Checks that this process may make a real node here: root, a cgroup v1 memory hierarchy, and no
  * other stack's real node (its interface would exist; its alias names that stack's directory).
  * @throws StepError saying what is wrong and what to do.
@@ -196,8 +205,8 @@ export async function checkRealNodeHost(stateDir: string): Promise<void> {
   if (!cgroupMounts().some((m) => m.version === 1 && path.basename(m.dir).split(",").includes("memory"))) {
     throw new StepError(step, "no cgroup v1 memory hierarchy is mounted; the real node runs the kubelet with cgroupfs on cgroup v1");
   }
-  if (existsSync(`/sys/class/net/${REAL_NODE.nodeInterface}`)) {
-    const owner = readFileSync(`/sys/class/net/${REAL_NODE.nodeInterface}/ifalias`, "utf8").trim();
+  const owner = realNodeOwner();
+  if (owner !== undefined) {
     throw new StepError(step, owner === stateDir
       ? `a real node of a stack in ${owner} is still set up; run 'npm run stack -- down' first`
       : `another stack's real node is up (${owner || "unknown owner"}); one real node per machine: stop it with APPMONITOR_STACK_DIR=${owner || "<its dir>"} npm run stack -- down`);
