@@ -112,7 +112,7 @@ describe("what `helm install` of the chart prints (NOTES.txt)", () => {
   const namespace = "team-x";
   let notes = "";
   before(async () => {
-    const bin = await buildBinaries();
+    const bin = await buildBinaries(process.env, undefined, ["kube", "helm"]);
     const chart = await buildChart(path.join(dir.path, "chart"), {}, path.join(bin, "kubectl"));
     // `helm install --dry-run` needs a cluster; `helm template` prints no notes: render NOTES.txt
     // into an object of a scratch template, with the same engine, values and release.

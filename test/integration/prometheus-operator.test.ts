@@ -90,7 +90,8 @@ before(async () => {
   const env = Object.fromEntries((service.spec.template.spec.containers[0]?.env ?? []).filter((e) => e.value !== undefined).map((e) => [e.name, e.value as string]));
   ruleSync = await startRuleSync({ ...env, RESYNC_ON_START: "false" });
   await waitFor("rule-sync ready", async () => (await fetch(`${ruleSync.url}/health/readiness`)).status === 200);
-}, { timeout: 600_000 });
+  // Minutes more when the operator's sets are built here, on a cold machine beside the suite (.ci/run).
+}, { timeout: 30 * 60_000 });
 
 after(async () => {
   await ruleSync?.stop();

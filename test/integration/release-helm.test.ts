@@ -98,7 +98,7 @@ const installValues = ["--set", "profile=eventing-only", "--set", `image.registr
 
 before(async () => {
   // The release is built before the lock: under npm test, while the file before this one holds the node.
-  helm = path.join(await buildBinaries(), "helm");
+  helm = path.join(await buildBinaries(process.env, undefined, ["helm"]), "helm");
   const work = await mkdtemp(path.join(os.tmpdir(), "appmonitor-release-helm-"));
   releaseDir = await timed("release", () => release(path.join(work, "appmonitor-0.2.0"), (line) => process.stderr.write(`# release: ${line}\n`)));
   releaseLock = await acquireRealNodeLock();

@@ -6,8 +6,9 @@
  *
  * Its tools, the Go-built binaries (kubectl and helm, which package and lint the chart), are this
  * checkout's: the worktree's `test/harness/bins/` is replaced by this one's, and its build.sh
- * writes into a cache of its own (`<cache>/releases/<commit>/cache`, removed once the release is
- * written) seeded with a copy of this cache's binaries, so it builds nothing. Building the sets
+ * runs on a cache of its own (`<cache>/releases/<commit>/cache`, removed once the release is
+ * written) whose `bin/` is a link to this cache's, so it builds nothing, or, where a set is not
+ * built yet, builds it once for both, under the same lock. Building the sets
  * from that commit's own pins would compile most of the cold build again (their shared modules
  * were aligned since), for no change to what it releases: the chart, the manifests and the images,
  * all from the commit's own files. Call it holding the real-node lock: its builds tag the same
@@ -55,8 +56,8 @@ export async function previousRelease(version: string, say: (line: string) => vo
   await rm(home, { recursive: true, force: true });
   const cache = path.join(home, "cache");
   await mkdir(cache, { recursive: true });
-  say(`building ${version} from ${commit.slice(0, 7)}: seeding its cache with this one's binaries`);
-  await cp(path.join(cacheDir(), "bin"), path.join(cache, "bin"), { recursive: true, verbatimSymlinks: true });
+  say(`building ${version} from ${commit.slice(0, 7)}, with this cache's binaries`);
+  await symlink(path.join(cacheDir(), "bin"), path.join(cache, "bin"));
   const worktree = path.join(await mkdtemp(path.join(os.tmpdir(), "appmonitor-previous-")), "repo");
   await git(["worktree", "add", "--detach", worktree, commit]);
   try {

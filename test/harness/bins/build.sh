@@ -47,11 +47,13 @@ export GOGC="${GOGC:-400}"
 
 out="$cache/bin"
 mkdir -p "$out"
-# One build of a cache at a time: two would compile the same sets twice over on two cores and
-# race on the files they move into place. The lock goes with this process, however it ends.
-exec 9>"$cache/.build.lock"
+# One build into a bin/ at a time: two would compile the same sets twice over on two cores and
+# race on the files they move into place. The lock lives in bin/ itself, so a cache whose bin/ is
+# a link to another's (the demo's newcomer test) shares that one's. It goes with this process,
+# however it ends.
+exec 9>"$out/.build.lock"
 if ! flock -n 9; then
-  echo "build-bins: another build of $cache is running; waiting for it" >&2
+  echo "build-bins: another build into $out is running; waiting for it" >&2
   flock 9
 fi
 . "$here/oci-image.sh"

@@ -16,7 +16,7 @@ let module: EventingModule;
 let installImages: Set<string>;
 
 before(async () => {
-  binDir = await buildBinaries();
+  binDir = await buildBinaries(process.env, undefined, ["eventing"]);
   const install = await eventingInstall();
   module = install.module;
   installImages = new Set(JSON.stringify(install.objects).match(/localhost\/appmonitor\/knative-eventing\/[^"]+/g) ?? []);

@@ -26,7 +26,7 @@ let helm = "";
 let kubectl = "";
 
 before(async () => {
-  const bin = await buildBinaries();
+  const bin = await buildBinaries(process.env, undefined, ["kube", "helm"]);
   [helm, kubectl] = [path.join(bin, "helm"), path.join(bin, "kubectl")];
   scratch = await tempDir("appmonitor-chart");
   chart = await buildChart(scratch.path, {}, kubectl);
