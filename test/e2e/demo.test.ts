@@ -7,14 +7,15 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { runChain, type ChainResult } from "../harness/demo/chain.ts";
 import { SHORT_FOR_SECONDS, stack } from "../support/stack.ts";
+import { REAL_NODE_SETUP_TIMEOUT_MS } from "../support/setup-timeout.ts";
 
 for (const containers of [false, true]) {
-  test(`the original demo's memhog is scaled 384Mi/256Mi → 768Mi/512Mi through the whole chain, functions ${containers ? "as containers" : "as processes"}`, { timeout: 1_800_000 }, async () => {
+  test(`the original demo's memhog is scaled 384Mi/256Mi → 768Mi/512Mi through the whole chain, functions ${containers ? "as containers" : "as processes"}`, { timeout: REAL_NODE_SETUP_TIMEOUT_MS }, async () => {
     assertScaledThroughTheChain(await runChain(await stack(), { namespace: `e2e-${randomBytes(3).toString("hex")}`, containers, forSeconds: SHORT_FOR_SECONDS }));
   });
 }
 
-test("the original demo's memhog, OOM-killed before any threshold alert, is scaled 384Mi/256Mi → 768Mi/512Mi by the OOM-kill alert through the whole chain", { timeout: 1_800_000 }, async () => {
+test("the original demo's memhog, OOM-killed before any threshold alert, is scaled 384Mi/256Mi → 768Mi/512Mi by the OOM-kill alert through the whole chain", { timeout: REAL_NODE_SETUP_TIMEOUT_MS }, async () => {
   const result = await runChain(await stack(), { namespace: `e2e-oom-${randomBytes(3).toString("hex")}`, oomKill: true });
   assertScaledThroughTheChain(result, "oomKilled");
   const scaled = result.hops.find((h) => h.name === "Deployment patched by memory-scaler");

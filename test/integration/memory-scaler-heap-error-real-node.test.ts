@@ -35,6 +35,7 @@ import { type ScalerOnRealNode } from "../support/real-node-file.ts";
 import { startScalerOnRealNodeAlongside } from "../support/real-node-alongside.ts";
 import { waitFor } from "../support/stack.ts";
 import { heapLimit, heldMiB, JAVA_HEAP_PROGRAM, NODE_HEAP_PROGRAM } from "../support/heap-programs.ts";
+import { REAL_NODE_SETUP_TIMEOUT_MS } from "../support/setup-timeout.ts";
 
 /** One case: a runtime with its default heap, its container's limit, the mode, and what the program holds. */
 interface HeapCase {
@@ -84,7 +85,7 @@ before(async () => {
   if (running.stack.state.realNode === undefined) throw new Error("the stack has no real node");
   await importImages(running.stack.state.realNode, [openjdk.archive]);
   jvmImage = await archiveReference(openjdk.archive);
-}, { timeout: 20 * 60_000 });
+}, { timeout: REAL_NODE_SETUP_TIMEOUT_MS });
 
 after(async () => {
   await running?.stop();

@@ -24,6 +24,7 @@ import { describeAnswer } from "../support/post-event.ts";
 import { type ScalerOnRealNode } from "../support/real-node-file.ts";
 import { startScalerOnRealNodeAlongside } from "../support/real-node-alongside.ts";
 import { waitFor } from "../support/stack.ts";
+import { REAL_NODE_SETUP_TIMEOUT_MS } from "../support/setup-timeout.ts";
 
 /** This file's namespaces, one per test. */
 const NAMESPACES = ["heap-abort", "heap-pid1"] as const;
@@ -39,7 +40,7 @@ before(async () => {
   running = await startScalerOnRealNodeAlongside("appmonitor-heaps-", NAMESPACES);
   ({ core, apps } = running.stack);
   ({ image, scaler } = running);
-}, { timeout: 20 * 60_000 });
+}, { timeout: REAL_NODE_SETUP_TIMEOUT_MS });
 
 after(async () => {
   await running?.stop();

@@ -21,6 +21,7 @@ import { cgroupLimit, containerId, memhogProcess } from "../support/real-node-me
 import { type RealNodeFile } from "../support/real-node-file.ts";
 import { startRealNodeFileAlongside, startScalerServing } from "../support/real-node-alongside.ts";
 import { waitFor } from "../support/stack.ts";
+import { REAL_NODE_SETUP_TIMEOUT_MS } from "../support/setup-timeout.ts";
 
 const Mi = 1 << 20;
 const NS = "in-place";
@@ -38,7 +39,7 @@ before(async () => {
   await applyFiles("knative/admission/in-place-memory.yaml");
   await stack.namespace(NS);
   scaler = await startScalerServing([NS]);
-}, { timeout: 20 * 60_000 });
+}, { timeout: REAL_NODE_SETUP_TIMEOUT_MS });
 
 after(async () => {
   await scaler?.stop();

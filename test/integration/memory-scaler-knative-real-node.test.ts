@@ -33,6 +33,7 @@ import { type AlertPath, startAlertPath } from "../support/alert-path.ts";
 import { cgroupLimit, containerId, memhogProcess } from "../support/real-node-memhog.ts";
 import { acquireRealNodeLock } from "../harness/stack/real-node-lock.ts";
 import { SHORT_FOR_SECONDS, waitFor } from "../support/stack.ts";
+import { REAL_NODE_SETUP_TIMEOUT_MS } from "../support/setup-timeout.ts";
 
 const Mi = 1 << 20;
 const NS = "knative-scale";
@@ -71,7 +72,7 @@ before(async () => {
   await waitFor(`ServiceAccount ${NS}/default`, async () => core.readNamespacedServiceAccount({ namespace: NS, name: "default" }).then(() => true, () => false));
   scaler = await startScaler({ PROMETHEUS_URL: state.prometheusUrl, ALLOW_UNVERIFIED_ALERTS: "false" });
   alerts = await startAlertPath(state, NS, scaler.url);
-}, { timeout: 25 * 60_000 });
+}, { timeout: REAL_NODE_SETUP_TIMEOUT_MS });
 
 after(async () => {
   await alerts?.stop();

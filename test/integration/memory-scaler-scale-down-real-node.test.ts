@@ -20,6 +20,7 @@ import { cgroupLimit, memhogProcess } from "../support/real-node-memhog.ts";
 import { type RealNodeFile } from "../support/real-node-file.ts";
 import { startRealNodeFileAlongside, startScalerServing } from "../support/real-node-alongside.ts";
 import { waitFor } from "../support/stack.ts";
+import { REAL_NODE_SETUP_TIMEOUT_MS } from "../support/setup-timeout.ts";
 
 const Mi = 1 << 20;
 const NS = "scale-down";
@@ -36,7 +37,7 @@ before(async () => {
   ({ state, core, apps } = stack);
   await stack.namespace(NS);
   scaler = await startScalerServing([NS], { PROMETHEUS_URL: state.prometheusUrl });
-}, { timeout: 20 * 60_000 });
+}, { timeout: REAL_NODE_SETUP_TIMEOUT_MS });
 
 after(async () => {
   await scaler?.stop();

@@ -31,6 +31,7 @@ import { down, up } from "../harness/stack/stack.ts";
 import { type StackState } from "../harness/stack/state.ts";
 import { acquireRealNodeLock } from "../harness/stack/real-node-lock.ts";
 import { SHORT_FOR_SECONDS, waitFor } from "../support/stack.ts";
+import { REAL_NODE_SETUP_TIMEOUT_MS } from "../support/setup-timeout.ts";
 
 const NAMESPACE = "shop";
 
@@ -56,7 +57,7 @@ before(async () => {
   });
   process.stderr.write(`# stack with the real node and the operator's Prometheus and Alertmanager on it up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
   process.env.APPMONITOR_STACK_DIR = stateDir;
-}, { timeout: 25 * 60_000 });
+}, { timeout: REAL_NODE_SETUP_TIMEOUT_MS });
 
 after(async () => {
   if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));

@@ -53,6 +53,7 @@ import { startProcess, type Started } from "../harness/stack/processes.ts";
 import { RELEASE_TEST_POD } from "../../scripts/release/chart-templates.ts";
 import { repoRoot } from "../../scripts/lib/paths.ts";
 import { SHORT_FOR_SECONDS } from "../support/stack.ts";
+import { REAL_NODE_SETUP_TIMEOUT_MS } from "../support/setup-timeout.ts";
 
 const run = promisify(execFile);
 /** The user's registry, as the chart names it; the node's containerd pulls it from the stack's registry. */
@@ -127,7 +128,7 @@ before(async () => {
     await core.createNamespace({ body: { metadata: { name } } });
     await placeNamespace(state, name);
   }
-}, { timeout: 40 * 60_000 });
+}, { timeout: REAL_NODE_SETUP_TIMEOUT_MS });
 
 after(async () => {
   process.stderr.write(`# figures (s): ${JSON.stringify(seconds)}\n`);

@@ -43,6 +43,7 @@ import { type StackState } from "../harness/stack/state.ts";
 import { alertEvent } from "../support/memory-scaler.ts";
 import { acquireRealNodeLock } from "../harness/stack/real-node-lock.ts";
 import { waitFor } from "../support/stack.ts";
+import { REAL_NODE_SETUP_TIMEOUT_MS } from "../support/setup-timeout.ts";
 
 /** The autoscaler's windows for this file (Serving's minimum stable window; defaults 60 s and 30 s). */
 const WINDOWS = { stableWindow: "6s", scaleToZeroGracePeriod: "6s" };
@@ -82,7 +83,7 @@ before(async () => {
   core = kc.makeApiClient(k8s.CoreV1Api);
   apps = kc.makeApiClient(k8s.AppsV1Api);
   custom = kc.makeApiClient(k8s.CustomObjectsApi);
-}, { timeout: 25 * 60_000 });
+}, { timeout: REAL_NODE_SETUP_TIMEOUT_MS });
 
 after(async () => {
   if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));

@@ -17,6 +17,7 @@ import { ceil, parseQuantity } from "../../functions/lib/quantity.ts";
 import { memhogManifest } from "../support/memory-scaler.ts";
 import { type RealNodeFile, startRealNodeFile } from "../support/real-node-file.ts";
 import { waitFor } from "../support/stack.ts";
+import { REAL_NODE_SETUP_TIMEOUT_MS } from "../support/setup-timeout.ts";
 
 const Mi = 1 << 20;
 const NS = "vpa-smoke";
@@ -29,7 +30,7 @@ before(async () => {
   installing = true;
   vpa = await installVpa(stack.state, (line) => process.stderr.write(`# ${line}\n`));
   await stack.namespace(NS);
-}, { timeout: 20 * 60_000 });
+}, { timeout: REAL_NODE_SETUP_TIMEOUT_MS });
 
 after(async () => {
   // Also after an install that failed part way: the shared stack's later files need it gone.

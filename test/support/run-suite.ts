@@ -15,7 +15,7 @@ import path from "node:path";
 import { run } from "node:test";
 import { spec } from "node:test/reporters";
 import { finished } from "node:stream/promises";
-import { repoRoot } from "../../scripts/lib/paths.ts";
+import { cacheDir, repoRoot } from "../../scripts/lib/paths.ts";
 import { globalSetup, globalTeardown } from "./global-setup.ts";
 import { FileTimes, formatSlowest } from "./slowest-reporter.ts";
 import { laneFiles } from "./suite-lanes.ts";
@@ -41,6 +41,15 @@ const REAL_NODE_LANE_CONCURRENCY = 2;
 
 /** Preloaded into the other lane's files: their processes yield the CPU to the real-node lane's. */
 const LOWER_PRIORITY = path.join(import.meta.dirname, "lower-priority.ts");
+
+/**
+ * V8's compile cache for every process of the run (the files', and the functions they start), in
+ * `<cache>/node-compile-cache` unless `NODE_COMPILE_CACHE` names another: each module is compiled
+ * once and read back after; it cut the CPU time of 30 unit-test files from 8.4 s to 4.8 s. Keyed
+ * by the file's content and Node's version, so a changed file is compiled anew.
+ * https://nodejs.org/docs/latest-v24.x/api/module.html#module-compile-cache
+ */
+process.env.NODE_COMPILE_CACHE ??= path.join(cacheDir(), "node-compile-cache");
 
 /** The run-level diagnostics a lane's end prints ("tests 12", "pass 12", …): replaced by the run's one summary. */
 const COUNT_LINE = /^(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) /;

@@ -41,6 +41,7 @@ import { archiveReference, importImages } from "../../harness/stack/node-images.
 import { NODE_HEAP_PROGRAM } from "../../support/heap-programs.ts";
 import { acquireRealNodeLock } from "../../harness/stack/real-node-lock.ts";
 import { waitEstablished } from "../../harness/lib/crd-established.ts";
+import { REAL_NODE_SETUP_TIMEOUT_MS } from "../../support/setup-timeout.ts";
 
 const run = promisify(execFile);
 const Mi = 1 << 20;
@@ -133,7 +134,7 @@ before(async () => {
   sawtoothRun.catch(() => undefined);
   steadyRun = runChain(state, { namespace: STEADY_NS, realNode: true, trend: TREND });
   steadyRun.catch(() => undefined);
-}, { timeout: 20 * 60_000 });
+}, { timeout: REAL_NODE_SETUP_TIMEOUT_MS });
 
 after(async () => {
   // The last test takes the stack down and checks the host; this is the safety net when it did not run.
