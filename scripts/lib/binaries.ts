@@ -19,10 +19,10 @@ export const BINARY_SETS = {
   stack: ["etcd", "kwok", "kube", "crds"],
   /** The real node: kubelet and pause, kube-proxy, CoreDNS, the registry, kube-state-metrics. */
   realNode: ["node", "proxy", "dns", "registry", "ksm"],
-  /** prometheus-operator and upstream Prometheus. */
-  prometheusOperator: ["promop", "prom"],
   eventing: ["eventing"],
   serving: ["serving"],
+  /** prometheus-operator and upstream Prometheus. */
+  prometheusOperator: ["promop", "prom"],
   helm: ["helm"],
   /** The Vertical Pod Autoscaler and metrics-server, for the comparison with the VPA. */
   vpa: ["vpa", "metrics"],
@@ -36,9 +36,9 @@ export function binarySetsFor(parts: { realNode?: boolean; prometheusOperator?: 
   return [
     ...BINARY_SETS.stack,
     ...(parts.realNode ? BINARY_SETS.realNode : []),
-    ...(parts.prometheusOperator ? BINARY_SETS.prometheusOperator : []),
     ...(parts.eventing ? BINARY_SETS.eventing : []),
     ...(parts.serving ? BINARY_SETS.serving : []),
+    ...(parts.prometheusOperator ? BINARY_SETS.prometheusOperator : []),
     ...(parts.helm ? BINARY_SETS.helm : []),
     ...(parts.vpa ? BINARY_SETS.vpa : []),
   ];

@@ -242,6 +242,10 @@ gen_vpa_crd() {
 }
 gen_vpa_crd
 
+# Knative Eventing and Serving before the operator: more of the real-node files need them.
+. "$here/eventing.sh"
+. "$here/serving.sh"
+
 # prometheus-operator (promop/: its own module, as its k8s.io/client-go is not the kube set's),
 # version stamped as its release build does, into prometheus-operator/ (`operator` alone would be
 # ambiguous beside the kube binaries). Beside them, from the same module zip: crds/, every
@@ -275,8 +279,6 @@ GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=remove_all_sd,enable_kubernetes_sd" BUILD_OU
   build_set prom "-X github.com/prometheus/common/version.Version=$prver" tool
 ! wanted prom || [ "$prom_out/prometheus.oci.tar" -nt "$prom_out/prometheus" ] ||
   oci_image "$prom_out/prometheus" "localhost/appmonitor/prometheus:v$prver" "$prom_out/prometheus.oci.tar" 65534:65534 bin
-. "$here/eventing.sh"
-. "$here/serving.sh"
 
 # Helm (helm/: its own module, as its k8s.io/client-go is not the kube set's), for `npm run release`
 # (helm lint, helm package) and the chart's install tests; stamped as its Makefile stamps a release:
