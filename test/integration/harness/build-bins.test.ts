@@ -2,7 +2,9 @@
 // set, it builds that set alone and says so in its own lines (which sets, n of m, the cold time to
 // expect, the time it took), which buildBinaries hands to its progress callback; Go's output stays
 // out of them. The cache is the real one linked file by file, less kube-proxy and its stamp, so
-// only that small set is built again (its Go build cache is warm).
+// only that small set is built again (its Go build cache is warm). With its sets built, it answers
+// without waiting for the lock another build holds.
+import { spawn } from "node:child_process";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
@@ -12,6 +14,7 @@ import { cacheDir, repoRoot } from "../../../scripts/lib/paths.ts";
 import { buildBinaries } from "../../../scripts/lib/binaries.ts";
 import { coldTimes } from "../../harness/bins/cold-times.ts";
 import { runCommand } from "../../support/run-command.ts";
+import { waitFor } from "../../support/stack.ts";
 import { tempDir } from "../../support/temp-dir.ts";
 
 test("build.sh builds only the set missing from the cache and reports it as n of m with its cold time and elapsed seconds", { timeout: 900_000 }, async (t) => {
@@ -43,4 +46,15 @@ test("build.sh builds only the set missing from the cache and reports it as n of
   const again = await runCommand("bash", [path.join(repoRoot, "test/harness/bins/build.sh"), ...sets], { env: { ...process.env, APPMONITOR_CACHE: scratch.path }, timeoutMs: 120_000 });
   assert.equal(again.code, 0, again.stderr);
   assert.deepEqual(again.stderr.split("\n").filter((l) => l.startsWith("build-bins: ")), []);
+
+  // Built while another build holds the lock (as .ci/run's builds of later sets do): no wait for it,
+  // so a test file whose sets are built starts at once. Killed at 60 s had it waited.
+  const lock = path.join(bin, ".build.lock");
+  const holder = spawn("flock", [lock, "sleep", "300"], { stdio: "ignore" });
+  t.after(() => holder.kill());
+  await waitFor("flock holding bin/.build.lock", async () => (await runCommand("flock", ["-n", lock, "true"])).code !== 0 || undefined, 10_000, 50);
+  const beside = await runCommand("bash", [path.join(repoRoot, "test/harness/bins/build.sh"), ...sets], { env: { ...process.env, APPMONITOR_CACHE: scratch.path }, timeoutMs: 60_000 });
+  assert.equal(beside.code, 0, beside.stderr);
+  assert.equal(beside.stdout.trim(), bin);
+  assert.equal(holder.exitCode, null, "the other build still holds the lock");
 });
