@@ -94,6 +94,7 @@ stamp_of() {
 # The VerticalPodAutoscaler CRD's module (gen_vpa_crd, below), whose stamp the crds set needs too.
 VPA_MODULE=k8s.io/autoscaler/vertical-pod-autoscaler@v1.8.1
 VPA_CRD_FILE=autoscaling.k8s.io_verticalpodautoscalers.yaml
+VPA_CRD_STAMP="$out/crds/.vpa-${VPA_MODULE##*@}"
 
 # "[n/m] name", n the set's place in SETS.
 step_of() {
@@ -116,7 +117,7 @@ fi
 # Every set asked for built already (a set's stamp is written at the end of the run that built it,
 # after its extra files): nothing to wait for. A test file whose sets are built then starts at once
 # while another build holds the lock for a set it does not need.
-if [ ${#pending[@]} -eq 0 ] && { ! wanted crds || [ -f "$out/crds/.vpa-${VPA_MODULE##*@}" ]; }; then
+if [ ${#pending[@]} -eq 0 ] && { ! wanted crds || [ -f "$VPA_CRD_STAMP" ]; }; then
   echo "$out"
   exit 0
 fi
@@ -239,7 +240,7 @@ gen_crds
 # pinned k8s.io/autoscaler/vertical-pod-autoscaler module (its zip carries deploy/), fetched with
 # `go mod download`, which checks it against the checksum database. Cached by the version.
 gen_vpa_crd() {
-  local stamp="$out/crds/.vpa-${VPA_MODULE##*@}" dir
+  local stamp=$VPA_CRD_STAMP dir
   wanted crds || return 0
   [ -f "$stamp" ] && return 0
   echo "build-bins: fetching the VerticalPodAutoscaler CRD from $VPA_MODULE ..." >&2

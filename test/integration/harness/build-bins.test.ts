@@ -50,8 +50,9 @@ test("build.sh builds only the set missing from the cache and reports it as n of
   // Built while another build holds the lock (as .ci/run's builds of later sets do): no wait for it,
   // so a test file whose sets are built starts at once. Killed at 60 s had it waited.
   const lock = path.join(bin, ".build.lock");
-  const holder = spawn("flock", [lock, "sleep", "300"], { stdio: "ignore" });
-  t.after(() => holder.kill());
+  // A process group of its own: flock's child, the sleep, holds the lock too, and goes with it.
+  const holder = spawn("flock", [lock, "sleep", "300"], { stdio: "ignore", detached: true });
+  t.after(() => process.kill(-(holder.pid as number)));
   await waitFor("flock holding bin/.build.lock", async () => (await runCommand("flock", ["-n", lock, "true"])).code !== 0 || undefined, 10_000, 50);
   const beside = await runCommand("bash", [path.join(repoRoot, "test/harness/bins/build.sh"), ...sets], { env: { ...process.env, APPMONITOR_CACHE: scratch.path }, timeoutMs: 60_000 });
   assert.equal(beside.code, 0, beside.stderr);
