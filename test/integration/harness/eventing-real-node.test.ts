@@ -246,8 +246,10 @@ test("an AppMonitor whose add event is lost while rule-sync is down gets its Pro
       return list.items.length > 0 && !uids.includes(subscription.metadata.uid ?? "");
     }, 60_000, 500);
 
+    // The Trigger stays away until the resync has written the rule: the ApiServerSource's adapter
+    // lists again whenever its watch reconnects, and an add event from that list through a
+    // re-created Trigger would repair the rule before the tick (seen in CI).
     await createAppMonitor(WORKLOAD_NS, name, { memThresholdPercent: 70, memMultiplier: 2 });
-    await custom.createNamespacedCustomObject({ ...addTrigger, body: shippedTrigger });
     assert.equal(await ruleOf(name), undefined, "no rule while rule-sync was down");
 
     await apps.patchNamespacedDeployment({ name: "rule-sync", namespace: FUNCTIONS_NAMESPACE, body: { spec: { replicas: 1 } } }, mergePatch);
@@ -260,12 +262,17 @@ test("an AppMonitor whose add event is lost while rule-sync is down gets its Pro
     const applied = lines.find((l) => l.msg === "PrometheusRule applied" && l.namespace === WORKLOAD_NS && l.name === name);
     assert.equal(applied?.eventType, "dev.knative.sources.ping", `created by a PingSource resync: ${JSON.stringify(applied)}`);
     assert.equal(applied?.result, "created");
+    await custom.createNamespacedCustomObject({ ...addTrigger, body: shippedTrigger });
+    await waitFor("the add Trigger Ready again", async () => {
+      const back = await custom.getNamespacedCustomObject(addTrigger) as { status?: { conditions?: { type: string; status: string }[] } };
+      return back.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+    }, 60_000, 500);
     // The ApiServerSource may still send an add event for it later (its adapter lists again when
     // it reconnects): legitimate, and it must change nothing. rule-sync logs "applied" only for a
     // write that changed the rule, so the resync's is the only one.
-    const writes = lines.filter((l) => l.msg === "PrometheusRule applied" && l.namespace === WORKLOAD_NS && l.name === name);
+    const writes = (await ruleSyncLog()).filter((l) => l.msg === "PrometheusRule applied" && l.namespace === WORKLOAD_NS && l.name === name);
     assert.deepEqual(writes.map((l) => `${String(l.eventType)} ${String(l.result)}`), ["dev.knative.sources.ping created"], "one write, the resync's; a late add event changed nothing");
-    const late = lines.filter((l) => l.eventType === "dev.knative.apiserver.resource.add" && l.name === name);
+    const late = (await ruleSyncLog()).filter((l) => l.eventType === "dev.knative.apiserver.resource.add" && l.name === name);
     t.diagnostic(`add events for it that reached rule-sync after the resync: ${late.length}`);
     const appMonitor = await custom.getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace: WORKLOAD_NS, plural: "appmonitors", name }) as Named;
     assert.equal(appMonitor.metadata.generation, 1, "the AppMonitor was not changed");
