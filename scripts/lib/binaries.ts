@@ -67,20 +67,9 @@ export function buildBinaries(env: NodeJS.ProcessEnv = process.env, progress: (l
   return build;
 }
 
-/**
- * Which of `sets` (default every set) build.sh has not built yet into the cache (`build.sh
- * --pending`: their stamps, no lock taken, nothing built), in build.sh's order; empty when all are.
- * @throws StepError "build Kubernetes binaries" when the script fails (an unknown set).
- */
-export async function pendingBinarySets(env: NodeJS.ProcessEnv = process.env, sets: readonly BinarySet[] = []): Promise<BinarySet[]> {
-  const listed = await runBuildScript(env, () => {}, ["--pending", ...sets], true);
-  return listed.split("\n").filter((line) => line !== "") as BinarySet[];
-}
-
-/** Runs build.sh with `args`; resolves to its last line of output, or to all of it when `whole`. */
-async function runBuildScript(env: NodeJS.ProcessEnv, progress: (line: string) => void, args: readonly string[], whole = false): Promise<string> {
+async function runBuildScript(env: NodeJS.ProcessEnv, progress: (line: string) => void, sets: readonly string[]): Promise<string> {
   const script = path.join(repoRoot, "test/harness/bins/build.sh");
-  const child = spawn("bash", [script, ...args], { env, stdio: ["ignore", "pipe", "pipe"], timeout: 60 * 60 * 1000 });
+  const child = spawn("bash", [script, ...sets], { env, stdio: ["ignore", "pipe", "pipe"], timeout: 60 * 60 * 1000 });
   let stdout = "";
   const stderr: string[] = [];
   child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
@@ -96,5 +85,5 @@ async function runBuildScript(env: NodeJS.ProcessEnv, progress: (line: string) =
       `test/harness/bins/build.sh ${signal ? `was killed by ${signal}` : `exited ${code}`}:\n${stderr.slice(-15).join("\n")}`,
     );
   }
-  return whole ? stdout : (stdout.trim().split("\n").pop() ?? "");
+  return stdout.trim().split("\n").pop() ?? "";
 }

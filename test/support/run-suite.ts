@@ -3,7 +3,7 @@
  * (default `test/**\/*.test.ts`). Starts the run's local stack (`global-setup.ts`), runs the files
  * in two lanes at once (`suite-lanes.ts`): those that take the real node's lock two at a time (one
  * holds the node while the next builds what it needs and waits for it), then those that hold the
- * shared stack together all at once (first, in a run with sets still to build: `realNodeBatches`); the others `APPMONITOR_TEST_CONCURRENCY` (default 2) at a time at a lower CPU priority
+ * shared stack together all at once; the others `APPMONITOR_TEST_CONCURRENCY` (default 2) at a time at a lower CPU priority
  * (`lower-priority.ts`), each file in a process of its own;
  * reports both through one spec reporter, with one summary of the run, then the ten slowest files
  * and each lane's wall time (`slowest-reporter.ts`); stops the stack. Exit code 0 when every test
@@ -15,11 +15,10 @@ import path from "node:path";
 import { run } from "node:test";
 import { spec } from "node:test/reporters";
 import { finished } from "node:stream/promises";
-import { BINARY_SETS, pendingBinarySets } from "../../scripts/lib/binaries.ts";
 import { cacheDir, repoRoot } from "../../scripts/lib/paths.ts";
 import { globalSetup, globalTeardown } from "./global-setup.ts";
 import { FileTimes, formatSlowest } from "./slowest-reporter.ts";
-import { type Batch, laneFiles, realNodeBatches } from "./suite-lanes.ts";
+import { laneFiles } from "./suite-lanes.ts";
 
 /** A node:test event as this runner reads it. */
 interface TestEvent {
@@ -83,6 +82,12 @@ const totals: Record<string, number> = {};
 let success = true;
 const t0 = Date.now();
 
+/** One run of files within a lane: which, and how many at a time. */
+interface Batch {
+  readonly files: readonly string[];
+  readonly concurrency: number;
+}
+
 /** Runs one lane's batches one after the other, passing their events to the reporter; resolves to its wall time in seconds. */
 async function lane(batches: readonly Batch[], execArgv: readonly string[] = []): Promise<number> {
   const started = Date.now();
@@ -108,13 +113,9 @@ async function runBatch({ files: batchFiles, concurrency: batchConcurrency }: Ba
 let code = 1;
 try {
   await globalSetup();
-  const early: readonly string[] = [...BINARY_SETS.stack, ...BINARY_SETS.realNode];
-  const cold = (await pendingBinarySets()).some((set) => !early.includes(set));
-  const order = cold
-    ? `${lanes.alongside.length} files that hold the real node together first (sets still to build), then ${lanes.realNode.length} that take it, one holding it while the next prepares`
-    : `${lanes.realNode.length} files that take the real node, one holding it while the next prepares, then ${lanes.alongside.length} that hold it together`;
-  process.stderr.write(`# lanes: ${order}, beside ${lanes.others.length} others, ${concurrency} at a time\n`);
-  const [realNodeSeconds, othersSeconds] = await Promise.all([lane(realNodeBatches(lanes, REAL_NODE_LANE_CONCURRENCY, cold)), lane([{ files: lanes.others, concurrency }], ["--import", LOWER_PRIORITY])]);
+  process.stderr.write(`# lanes: ${lanes.realNode.length} files that take the real node, one holding it while the next prepares, then ${lanes.alongside.length} that hold it together, beside ${lanes.others.length} others, ${concurrency} at a time\n`);
+  const realNodeBatches = [{ files: lanes.realNode, concurrency: REAL_NODE_LANE_CONCURRENCY }, { files: lanes.alongside, concurrency: Math.max(1, lanes.alongside.length) }];
+  const [realNodeSeconds, othersSeconds] = await Promise.all([lane(realNodeBatches), lane([{ files: lanes.others, concurrency }], ["--import", LOWER_PRIORITY])]);
   const duration = Date.now() - t0;
   // One summary for the run: the spec reporter prints it, with the failing tests again.
   reporter.write({ type: "test:summary", data: { success, counts: totals, duration_ms: duration, file: undefined } });

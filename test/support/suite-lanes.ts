@@ -94,23 +94,3 @@ export function laneFiles(root: string, files: readonly string[]): Lanes {
     }
   });
 }
-
-/** One run of files within a lane: which, and how many at a time. */
-export interface Batch {
-  readonly files: readonly string[];
-  readonly concurrency: number;
-}
-
-/**
- * The real-node lane's batches: its files `oneAtATime` at a time (one holding the node while the
- * next prepares), then those that hold the shared stack together, all at once. When `cold` (a
- * run that still has to build sets beyond the stack's and the real node's), those that hold it
- * together come first instead: they need the real node's sets alone, so they run while the sets
- * the others need (Eventing's, Serving's, the operator's) build, which those would otherwise wait
- * for holding the node. A warm run keeps the order that brings the shared stack up once.
- */
-export function realNodeBatches(lanes: Pick<Lanes, "realNode" | "alongside">, oneAtATime: number, cold: boolean): Batch[] {
-  const alone = { files: lanes.realNode, concurrency: oneAtATime };
-  const together = { files: lanes.alongside, concurrency: Math.max(1, lanes.alongside.length) };
-  return cold ? [together, alone] : [alone, together];
-}

@@ -21,10 +21,9 @@
 # release's chart (helm/), and vpa/ and metrics-server/, the Vertical Pod Autoscaler's three
 # commands and metrics-server with their images and upstream manifests (vpa/, metrics/).
 #
-# Usage: build.sh [--pending] [SET...]: the sets named (cold-times.txt's names: etcd kube node
-# eventing …), default every set. A set's extra files (kwok's stages, the sandbox image,
-# kube-state-metrics' RBAC, the CRDs, the operator's and Prometheus' images) come with it.
-# --pending builds nothing: it prints those of the sets that are not built yet, one per line.
+# Usage: build.sh [SET...]: the sets named (cold-times.txt's names: etcd kube node eventing …),
+# default every set. A set's extra files (kwok's stages, the sandbox image, kube-state-metrics'
+# RBAC, the CRDs, the operator's and Prometheus' images) come with it.
 #
 # Environment: APPMONITOR_CACHE (default ~/.cache/appmonitor).
 set -euo pipefail
@@ -70,8 +69,6 @@ sets_s=0
 for set in "${SETS[@]}"; do sets_s=$((sets_s + COLD_SECONDS[$set])); done
 
 # The sets asked for: the arguments, else all.
-only_pending=
-[ "${1:-}" != --pending ] || { only_pending=1 && shift; }
 declare -A WANTED=()
 for set in "$@"; do
   [ -n "${COLD_SECONDS[$set]:-}" ] || { echo "build-bins: no set '$set'; the sets: ${SETS[*]}" >&2; exit 2; }
@@ -111,10 +108,6 @@ for set in "${SETS[@]}"; do
   wanted "$set" || continue
   if [ ! -f "$(stamp_of "$set")" ]; then pending+=("$set"); pending_s=$((pending_s + COLD_SECONDS[$set])); fi
 done
-if [ -n "$only_pending" ]; then
-  [ ${#pending[@]} -eq 0 ] || printf '%s\n' "${pending[@]}"
-  exit 0
-fi
 if [ ${#pending[@]} -gt 0 ]; then
   # The pending sets' share of the measured whole.
   pending_min=$(((pending_s * all_s / sets_s + 59) / 60))

@@ -3,7 +3,7 @@
 // expect, the time it took), which buildBinaries hands to its progress callback; Go's output stays
 // out of them. The cache is the real one linked file by file, less kube-proxy and its stamp, so
 // only that small set is built again (its Go build cache is warm). With its sets built, it answers
-// without waiting for the lock another build holds; `--pending` names the sets missing, building nothing.
+// without waiting for the lock another build holds.
 import { spawn } from "node:child_process";
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -11,7 +11,7 @@ import { existsSync } from "node:fs";
 import { mkdir, readdir, symlink } from "node:fs/promises";
 import path from "node:path";
 import { cacheDir, repoRoot } from "../../../scripts/lib/paths.ts";
-import { buildBinaries, pendingBinarySets } from "../../../scripts/lib/binaries.ts";
+import { buildBinaries } from "../../../scripts/lib/binaries.ts";
 import { coldTimes } from "../../harness/bins/cold-times.ts";
 import { runCommand } from "../../support/run-command.ts";
 import { waitFor } from "../../support/stack.ts";
@@ -30,10 +30,6 @@ test("build.sh builds only the set missing from the cache and reports it as n of
     if (entry === "kube-proxy" || entry.startsWith(".proxy-") || entry === ".build.lock") continue;
     await symlink(path.join(real, entry), path.join(bin, entry));
   }
-  // --pending names the missing set and builds nothing.
-  const scratchEnv = { ...process.env, APPMONITOR_CACHE: scratch.path };
-  assert.deepEqual(await pendingBinarySets(scratchEnv, sets), ["proxy"]);
-  assert.ok(!existsSync(path.join(bin, "kube-proxy")), "--pending built nothing");
   const lines: string[] = [];
   const out = await buildBinaries({ ...process.env, APPMONITOR_CACHE: scratch.path }, (line) => lines.push(line), sets);
   assert.equal(out, bin);
@@ -45,7 +41,6 @@ test("build.sh builds only the set missing from the cache and reports it as n of
   assert.match(lines[1] ?? "", new RegExp(`^${step}: building k8s\\.io\\/kubernetes\\/cmd\\/kube-proxy \\(cold about \\d+ s\\) \\.\\.\\.$`));
   assert.match(lines[2] ?? "", new RegExp(`^${step}: built in \\d+ s$`));
   assert.equal(lines.length, 3, `only build.sh's own step lines: ${lines.join(" | ")}`);
-  assert.deepEqual(await pendingBinarySets(scratchEnv, sets), []);
 
   // Warm: nothing to build, nothing said (the script itself: buildBinaries runs it once per process and cache).
   const again = await runCommand("bash", [path.join(repoRoot, "test/harness/bins/build.sh"), ...sets], { env: { ...process.env, APPMONITOR_CACHE: scratch.path }, timeoutMs: 120_000 });
@@ -62,6 +57,5 @@ test("build.sh builds only the set missing from the cache and reports it as n of
   const beside = await runCommand("bash", [path.join(repoRoot, "test/harness/bins/build.sh"), ...sets], { env: { ...process.env, APPMONITOR_CACHE: scratch.path }, timeoutMs: 60_000 });
   assert.equal(beside.code, 0, beside.stderr);
   assert.equal(beside.stdout.trim(), bin);
-  assert.deepEqual(await pendingBinarySets(scratchEnv, sets), [], "--pending does not wait for the lock either");
   assert.equal(holder.exitCode, null, "the other build still holds the lock");
 });

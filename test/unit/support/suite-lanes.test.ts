@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
-import { laneFiles, realNodeBatches, relativeImports, splitLanes } from "../../support/suite-lanes.ts";
+import { laneFiles, relativeImports, splitLanes } from "../../support/suite-lanes.ts";
 
 describe("relativeImports", () => {
   it("static, type-only, side-effect and dynamic imports and re-exports; not packages", () => {
@@ -55,18 +55,5 @@ describe("splitLanes", () => {
     const lanes = laneFiles(root, files);
     assert.deepEqual(lanes.realNode.map((f) => path.relative(root, f)), ["test/integration/harness/real-node.test.ts", "test/integration/vpa-real-node.test.ts"]);
     assert.deepEqual(lanes.alongside.map((f) => path.relative(root, f)), ["test/integration/memory-scaler-in-place-real-node.test.ts"]);
-  });
-});
-
-describe("realNodeBatches", () => {
-  const lanes = { realNode: ["/r/a.test.ts", "/r/b.test.ts"], alongside: ["/r/e.test.ts", "/r/f.test.ts", "/r/g.test.ts"] };
-  it("warm: the files that take the node one at a time, then those that hold it together, all at once", () => {
-    assert.deepEqual(realNodeBatches(lanes, 2, false), [{ files: lanes.realNode, concurrency: 2 }, { files: lanes.alongside, concurrency: 3 }]);
-  });
-  it("with sets still to build: those that hold it together first", () => {
-    assert.deepEqual(realNodeBatches(lanes, 2, true), [{ files: lanes.alongside, concurrency: 3 }, { files: lanes.realNode, concurrency: 2 }]);
-  });
-  it("no file that holds it together: a batch of none, at a concurrency of one", () => {
-    assert.deepEqual(realNodeBatches({ realNode: lanes.realNode, alongside: [] }, 2, true)[0], { files: [], concurrency: 1 });
   });
 });
