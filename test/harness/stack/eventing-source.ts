@@ -12,6 +12,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { renderEventing, selectEventingFiles, type EventingFile, type EventingObject } from "./eventing-manifests.ts";
 import { repoRoot } from "../../../scripts/lib/paths.ts";
+import { goModEntries } from "../bins/go-mod.ts";
 
 /** The Go module that pins Eventing and lists its commands. */
 export const EVENTING_MODULE_DIR = path.join(repoRoot, "test", "harness", "bins", "eventing");
@@ -40,17 +41,7 @@ export const EVENTING_SINK_COMMANDS: Readonly<Record<string, string>> = {
  * The packages of a go.mod's `tool` directives, single-line or in a block, in file order.
  */
 export function goModTools(goMod: string): string[] {
-  const tools: string[] = [];
-  let inBlock = false;
-  for (const raw of goMod.split("\n")) {
-    const line = raw.replace(/\/\/.*$/, "").trim();
-    if (inBlock) {
-      if (line === ")") inBlock = false;
-      else if (line) tools.push(line);
-    } else if (line === "tool (") inBlock = true;
-    else if (line.startsWith("tool ")) tools.push(line.slice("tool ".length).trim());
-  }
-  return tools;
+  return goModEntries(goMod, "tool");
 }
 
 /** The Go toolchain: `go` on PATH, else /usr/local/go/bin/go (where build.sh looks too). */

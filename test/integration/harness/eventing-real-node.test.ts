@@ -270,9 +270,10 @@ test("an AppMonitor whose add event is lost while rule-sync is down gets its Pro
     // The ApiServerSource may still send an add event for it later (its adapter lists again when
     // it reconnects): legitimate, and it must change nothing. rule-sync logs "applied" only for a
     // write that changed the rule, so the resync's is the only one.
-    const writes = (await ruleSyncLog()).filter((l) => l.msg === "PrometheusRule applied" && l.namespace === WORKLOAD_NS && l.name === name);
+    const after = await ruleSyncLog();
+    const writes = after.filter((l) => l.msg === "PrometheusRule applied" && l.namespace === WORKLOAD_NS && l.name === name);
     assert.deepEqual(writes.map((l) => `${String(l.eventType)} ${String(l.result)}`), ["dev.knative.sources.ping created"], "one write, the resync's; a late add event changed nothing");
-    const late = (await ruleSyncLog()).filter((l) => l.eventType === "dev.knative.apiserver.resource.add" && l.name === name);
+    const late = after.filter((l) => l.eventType === "dev.knative.apiserver.resource.add" && l.name === name);
     t.diagnostic(`add events for it that reached rule-sync after the resync: ${late.length}`);
     const appMonitor = await custom.getNamespacedCustomObject({ group: "kubedemo.com", version: "v1", namespace: WORKLOAD_NS, plural: "appmonitors", name }) as Named;
     assert.equal(appMonitor.metadata.generation, 1, "the AppMonitor was not changed");

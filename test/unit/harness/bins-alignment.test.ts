@@ -7,23 +7,13 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync, existsSync } from "node:fs";
 import path from "node:path";
 import { repoRoot } from "../../../scripts/lib/paths.ts";
+import { goModEntries } from "../../harness/bins/go-mod.ts";
 
 const BINS = path.join(repoRoot, "test", "harness", "bins");
 
-/** A go.mod's requirements, module path → version, direct and indirect, from `require` lines and blocks. */
+/** A go.mod's requirements, module path → version, direct and indirect. */
 function requirements(goMod: string): Map<string, string> {
-  const found = new Map<string, string>();
-  let inBlock = false;
-  for (const raw of goMod.split("\n")) {
-    const line = raw.replace(/\/\/.*$/, "").trim();
-    if (line === "require (") inBlock = true;
-    else if (inBlock && line === ")") inBlock = false;
-    else {
-      const m = (inBlock ? /^(\S+)\s+(v\S+)$/ : /^require\s+(\S+)\s+(v\S+)$/).exec(line);
-      if (m) found.set(m[1] as string, m[2] as string);
-    }
-  }
-  return found;
+  return new Map(goModEntries(goMod, "require").map((entry) => entry.split(/\s+/) as [string, string]));
 }
 
 /**
@@ -42,11 +32,13 @@ function clientGoFamilies(sets: ReadonlyMap<string, Map<string, string>>): Map<s
 
 /** Each module two sets of a family require at different versions: "module: set@version, …". */
 function misaligned(sets: ReadonlyMap<string, Map<string, string>>, family: readonly string[]): string[] {
-  const versions = new Map<string, string[]>();
+  const versions = new Map<string, Map<string, string>>();
   for (const name of family) {
-    for (const [module, version] of sets.get(name) ?? []) versions.set(module, [...(versions.get(module) ?? []), `${name}@${version}`]);
+    for (const [module, version] of sets.get(name) ?? []) versions.set(module, (versions.get(module) ?? new Map()).set(name, version));
   }
-  return [...versions].filter(([, seen]) => new Set(seen.map((s) => s.split("@")[1])).size > 1).map(([module, seen]) => `${module}: ${seen.join(", ")}`);
+  return [...versions]
+    .filter(([, bySet]) => new Set(bySet.values()).size > 1)
+    .map(([module, bySet]) => `${module}: ${[...bySet].map(([name, version]) => `${name}@${version}`).join(", ")}`);
 }
 
 /**
