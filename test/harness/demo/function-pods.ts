@@ -17,7 +17,12 @@ import { deployFunctionPods, FUNCTION_POD_NAMES, type FunctionPodName, type Func
 import { saveState, type StackState } from "../stack/state.ts";
 import { logFilterReceipts } from "../stack/broker-filter-log.ts";
 import { waitForDelivery } from "../lib/broker-hop.ts";
+import { eventingTrail } from "../stack/eventing-trail.ts";
+import { FIRING_TYPE } from "../../../functions/lib/alert-event.ts";
 import type { FunctionProcess, LogLine } from "./processes.ts";
+
+/** A first probe slower than this has the data plane's logs read (`eventingTrail`). */
+const SLOW_FIRST_DELIVERY_MS = 10_000;
 
 /** The Broker the functions' events go through, when Eventing runs. */
 export interface BrokerInUse {
@@ -153,8 +158,13 @@ export async function podFunctions(state: StackState, options: { eventing?: bool
     if (!ingress || !scalerName) throw new Error("no Running Broker ingress Pod");
     await waitForDelivery(core, `http://${ingress.status?.podIP}:8080${brokerIn(namespace).ingressPath}`, { name: scalerName, namespace });
   } catch (error) {
+    for (const line of await eventingTrail(kc, t0, FIRING_TYPE).catch(() => [])) progress(`Broker probes: ${line}`);
     await stopAll();
     throw error;
+  }
+  // Usually under 3 s: when it is not, the run says which hop held the probes.
+  if (Date.now() - t0 > SLOW_FIRST_DELIVERY_MS) {
+    for (const line of await eventingTrail(kc, t0, FIRING_TYPE).catch((error: Error) => [`not read: ${error.message}`])) progress(`Broker probes, ${((Date.now() - t0) / 1000).toFixed(1)} s to the first: ${line}`);
   }
   return { functions, installed, broker: { ...eventing, firstDeliverySeconds: (Date.now() - t0) / 1000 } };
 }
