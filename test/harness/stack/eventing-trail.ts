@@ -1,28 +1,28 @@
 /**
  * Where an event's time went inside Knative Eventing's data plane, read from its Pods' logs after
  * a slow delivery: what the filter received (its per-event debug line, `broker-filter-log.ts`) and
- * every warning or error the ingress, the in-memory channel's dispatcher and the filter logged
- * over the same window. Read only when a delivery was slow, so a run's output says which hop held
+ * every warning or error logged over the same window by the ingress, the in-memory channel's
+ * dispatcher and the filter, and by the controllers that give them their Triggers' subscriptions. Read only when a delivery was slow, so a run's output says which hop held
  * it without anyone re-running it.
  */
 import * as k8s from "@kubernetes/client-node";
 import { EVENTING_NAMESPACE } from "./eventing-manifests.ts";
 import { parseFilterLog } from "./broker-filter-log.ts";
 
-/** The data plane's Pods, by name prefix, in the order an event passes them. */
-const DATA_PLANE = ["mt-broker-ingress-", "imc-dispatcher-", "mt-broker-filter-"] as const;
+/** The data plane's Pods, by name prefix, in the order an event passes them, then its controllers'. */
+const EVENTING_PODS = ["mt-broker-ingress-", "imc-dispatcher-", "mt-broker-filter-", "eventing-controller-", "imc-controller-", "mt-broker-controller-"] as const;
 
 /**
  * Lines that say where events of `eventType` spent the window from `since` (ms since the epoch) to
  * now: for each Trigger, how many the filter received and the first and last receipt (seconds after
- * `since`), then each warning or error of the data plane's Pods (`<pod>: <level> <msg> <error>`,
- * at most 20). A log that cannot be read is named as such, never thrown.
+ * `since`), then each warning or error of those Pods (`<pod>: <level> <msg> <key> <error>`, the
+ * last 20). A log that cannot be read is named as such, never thrown.
  */
 export async function eventingTrail(kc: k8s.KubeConfig, since: number, eventType: string): Promise<string[]> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const sinceSeconds = Math.ceil((Date.now() - since) / 1000) + 1;
   const pods = (await core.listNamespacedPod({ namespace: EVENTING_NAMESPACE })).items
-    .filter((p) => DATA_PLANE.some((prefix) => p.metadata?.name?.startsWith(prefix)) && p.status?.phase === "Running");
+    .filter((p) => EVENTING_PODS.some((prefix) => p.metadata?.name?.startsWith(prefix)) && p.status?.phase === "Running");
   const lines: string[] = [];
   const problems: string[] = [];
   const byTrigger = new Map<string, number[]>();
@@ -41,8 +41,9 @@ export async function eventingTrail(kc: k8s.KubeConfig, since: number, eventType
     for (const line of log.split("\n")) {
       if (!line.startsWith("{")) continue;
       try {
-        const entry = JSON.parse(line) as { level?: string; msg?: string; error?: string };
-        if (entry.level === "warn" || entry.level === "error") problems.push(`${name}: ${entry.level} ${entry.msg ?? ""}${entry.error ? ` ${entry.error}` : ""}`);
+        const entry = JSON.parse(line) as { level?: string; msg?: string; error?: string; "knative.dev/key"?: string };
+        const key = entry["knative.dev/key"];
+        if (entry.level === "warn" || entry.level === "error") problems.push(`${name}: ${entry.level} ${entry.msg ?? ""}${key ? ` ${key}` : ""}${entry.error ? ` ${entry.error}` : ""}`);
       } catch {
         // Not a JSON line: start-up banners.
       }
@@ -52,6 +53,6 @@ export async function eventingTrail(kc: k8s.KubeConfig, since: number, eventType
   for (const [trigger, times] of byTrigger) lines.push(`filter received ${times.length} for Trigger ${trigger}, first at ${after(Math.min(...times))}, last at ${after(Math.max(...times))}`);
   if (byTrigger.size === 0) lines.push(`filter received none of type ${eventType}`);
   lines.push(...problems.slice(-20));
-  if (problems.length === 0) lines.push("no warning or error from the ingress, the dispatcher or the filter");
+  if (problems.length === 0) lines.push("no warning or error from the data plane or its controllers");
   return lines;
 }
