@@ -76,10 +76,9 @@ async function probe(core: k8s.CoreV1Api, url: string, pod: PodRef, timeoutMs: n
  * through the Broker, as the in-memory channel's dispatcher learns a new Trigger's subscription
  * a little after it is Ready, and fans an event out to the subscribers it knows then (none: the
  * event is accepted and dropped), and the ingress may answer 500 while it cannot yet hand events
- * to the channel. One probe every 2 s. The default bound is wide: under a full `npm test`, a
- * Broker deleted and created again with its Triggers in the same namespace (the Helm release's
- * re-install) took 46.6 to 47.0 s to deliver its first probe in three runs (0.1 s with its file
- * run alone), close to the 60 s bound this had.
+ * to the channel. One probe every 2 s. The default bound is wide: a Broker created again with its
+ * Triggers in the same namespace has taken 47 s under `npm test` (docs/development.md, where it
+ * names `waitForDelivery`).
  * @throws Error when none arrives within `timeoutMs` (default 180 000), with the last refusal if any.
  */
 export async function waitForDelivery(core: k8s.CoreV1Api, url: string, pod: PodRef, timeoutMs = 180_000): Promise<void> {
