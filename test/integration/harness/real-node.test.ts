@@ -266,17 +266,32 @@ test("memhog growing past a 64Mi limit is OOM-killed by the kernel: OOMKilled, e
   t.diagnostic(`Prometheus kube-state-metrics: last terminated reason OOMKilled, restarts ${restarts?.value}`);
 });
 
-test("an OOM kill inside a container that lives on moves cAdvisor's container_oom_events_total", { timeout: 180_000 }, async (t) => {
-  const name = await createPod(t, memhogPod("oom-child", { MEMHOG_MODE: "grow-child", MEMHOG_RATE: "64Mi" }, "64Mi"));
-  await running(name);
-  const sample = await waitFor("container_oom_events_total{container=\"memhog\"} ≥ 1 in Prometheus", async () => {
-    const [s] = await promQuery(`container_oom_events_total{pod="${name}",container="memhog"} >= 1`);
-    return s;
-  }, 90_000, 1000);
-  const pod = await core.readNamespacedPod({ name, namespace: "default" });
-  const status = pod.status?.containerStatuses?.[0];
-  assert.equal(status?.restartCount, 0, "the container's PID 1 was not the one killed");
-  t.diagnostic(`Prometheus: container_oom_events_total${JSON.stringify({ pod: name, container: "memhog" })} = ${sample.value}; API: restartCount ${status?.restartCount}, state ${JSON.stringify(status?.state)}`);
+// The kernel kills the growing child, the Pod's largest process. In one full run on two busy cores
+// the container restarted too, after the child's kill was counted: likely a victim whose threads
+// still fault while it exits outlasts the OOM reaper, and the kernel's next kill passes it over for
+// PID 1. Such a Pod does not show what the test is about, so the test tries a fresh one, at most
+// three in all, and asserts on the last.
+const OOM_CHILD_ATTEMPTS = 3;
+
+test("an OOM kill inside a container that lives on moves cAdvisor's container_oom_events_total", { timeout: OOM_CHILD_ATTEMPTS * 120_000 }, async (t) => {
+  for (let attempt = 1; ; attempt++) {
+    const name = await createPod(t, memhogPod(`oom-child-${attempt}`, { MEMHOG_MODE: "grow-child", MEMHOG_RATE: "64Mi" }, "64Mi"));
+    await running(name);
+    const sample = await waitFor("container_oom_events_total{container=\"memhog\"} ≥ 1 in Prometheus", async () => {
+      const [s] = await promQuery(`container_oom_events_total{pod="${name}",container="memhog"} >= 1`);
+      return s;
+    }, 90_000, 1000);
+    const pod = await core.readNamespacedPod({ name, namespace: "default" });
+    const status = pod.status?.containerStatuses?.[0];
+    if (status?.restartCount !== 0 && attempt < OOM_CHILD_ATTEMPTS) {
+      t.diagnostic(`${name}: PID 1 killed as well (restartCount ${status?.restartCount}, last state ${JSON.stringify(status?.lastState)}); a fresh Pod`);
+      await core.deleteNamespacedPod({ name, namespace: "default", gracePeriodSeconds: 0 });
+      continue;
+    }
+    assert.equal(status?.restartCount, 0, `the container's PID 1 was not the one killed, in the last of ${attempt} Pods`);
+    t.diagnostic(`Prometheus: container_oom_events_total${JSON.stringify({ pod: name, container: "memhog" })} = ${sample.value}; API: restartCount ${status?.restartCount}, state ${JSON.stringify(status?.state)}`);
+    return;
+  }
 });
 
 test("memhog's working set in hold mode reaches its target in Prometheus", { timeout: 120_000 }, async (t) => {
