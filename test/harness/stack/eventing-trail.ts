@@ -2,8 +2,9 @@
  * Where an event's time went inside Knative Eventing's data plane, read from its Pods' logs after
  * a slow delivery: what the filter received (its per-event debug line, `broker-filter-log.ts`) and
  * every warning or error logged over the same window by the ingress, the in-memory channel's
- * dispatcher and the filter, and by the controllers that give them their Triggers' subscriptions. Read only when a delivery was slow, so a run's output says which hop held
- * it without anyone re-running it.
+ * dispatcher and the filter, and by the controllers that give them their Triggers' subscriptions.
+ * Read only when a delivery was slow, so a run's output says which hop held it without anyone
+ * running it again.
  */
 import * as k8s from "@kubernetes/client-node";
 import { EVENTING_NAMESPACE } from "./eventing-manifests.ts";
@@ -16,7 +17,8 @@ const EVENTING_PODS = ["mt-broker-ingress-", "imc-dispatcher-", "mt-broker-filte
  * Lines that say where events of `eventType` spent the window from `since` (ms since the epoch) to
  * now: for each Trigger, how many the filter received and the first and last receipt (seconds after
  * `since`), then each warning or error of those Pods (`<pod>: <level> <msg> <key> <error>`, the
- * last 20). A log that cannot be read is named as such, never thrown.
+ * last 20). A log that cannot be read is named as such, not thrown.
+ * @throws the API error when the Pods of `knative-eventing` cannot be listed.
  */
 export async function eventingTrail(kc: k8s.KubeConfig, since: number, eventType: string): Promise<string[]> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
