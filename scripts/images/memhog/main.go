@@ -12,8 +12,9 @@
 //	               "grow-child" (start a second memhog process in "grow" mode, say how it ended,
 //	               then wait for SIGTERM: the kernel kills the child and the container lives on,
 //	               so a per-container OOM counter has a container to be counted on), or
-//	               "sawtooth" (allocate up to the target, release down to MEMHOG_LOW and return
-//	               it to the kernel, allocate again, and so on: a garbage collector's pattern)
+//	               "sawtooth" (hold MEMHOG_LOW at once, allocate up to the target, release down
+//	               to MEMHOG_LOW and return it to the kernel, allocate again, and so on: a
+//	               garbage collector's pattern)
 //	               "step" (hold MEMHOG_TARGET, then, MEMHOG_STEP_AFTER after the start, grow to
 //	               and hold MEMHOG_STEP_TARGET: a load that changes level), or "cache" (write a
 //	               file of MEMHOG_TARGET bytes at MEMHOG_FILE, then read it over and over at
@@ -225,13 +226,17 @@ func run(target, rate int64, grow bool, later int64, after time.Duration) {
 	}
 }
 
-// sawtooth allocates at rate up to target, then drops what it holds above low and returns it to
-// the kernel (a collection and a scavenge: the pages leave the cgroup's working set), and starts
-// again; it logs each step as run does, and each release.
+// sawtooth holds low at once (a heap's live set, there from the start), allocates at rate up to
+// target, then drops what it holds above low and returns it to the kernel (a collection and a
+// scavenge: the pages leave the cgroup's working set), and starts again; it logs each step as run
+// does, and each release.
 func sawtooth(target, low, rate int64) {
 	stop, ticker, step := pacing(rate)
 	var held [][]byte
 	var total int64
+	if low > 0 {
+		held, total = append(held, resident(low)), low
+	}
 	fmt.Printf("memhog: sawtooth from %d to %d bytes at %d bytes/s\n", low, target, rate)
 	defer ticker.Stop()
 	reported := time.Now()
