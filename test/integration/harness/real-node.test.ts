@@ -491,6 +491,8 @@ describe("the whole chain on the real node, four workloads side by side", { conc
  * (its for: 45) down to 1.3Mi/s (a simulation of the rule over such values).
  */
 const TREND = { spec: { horizonSeconds: 600, windowSeconds: 90, floorPercent: 10 }, forSeconds: 45, rate: "1Mi" } as const;
+/** The longest interval between the kubelet's cAdvisor refreshes of a container's working set here (see above). */
+const CADVISOR_REFRESH_SECONDS = 20;
 const SAWTOOTH = { MEMHOG_MODE: "sawtooth", MEMHOG_TARGET: "260Mi", MEMHOG_LOW: "120Mi", MEMHOG_RATE: "1.8Mi" } as const;
 
 /** The least-squares line through `samples` (ms, bytes): bytes per second, and its value at `at`. */
@@ -604,12 +606,13 @@ async function observeSawtooth(st: StackState): Promise<SawtoothObserved> {
     const pod = memhogPod("sawtooth", SAWTOOTH, "384Mi");
     pod.metadata = { name: "sawtooth", annotations: { "app-monitor.kubedemo.com/monitor": "true" } };
     await core.createNamespacedPod({ namespace, body: pod });
-    await waitFor("memhog's first release", async () =>
-      (await core.readNamespacedPodLog({ name: "sawtooth", namespace, container: "memhog" }).catch(() => "")).includes("memhog: released to"), 180_000, 500);
-    // From one window after the first release on, the window holds teeth only (not memhog's start,
-    // which the floor keeps from firing): what is observed is the release guard and the line.
+    // memhog logs its start once it holds MEMHOG_LOW. From one window and one of cAdvisor's refreshes
+    // after that on, the window holds teeth only (not the container's start, which the floor keeps
+    // from firing): what is observed is the release guard and the line.
+    await waitFor("memhog holding its low", async () =>
+      (await core.readNamespacedPodLog({ name: "sawtooth", namespace, container: "memhog" }).catch(() => "")).includes("memhog: sawtooth from"), 120_000, 500);
     const seconds = 150;
-    await new Promise((resolve) => setTimeout(resolve, (TREND.spec.windowSeconds + seconds) * 1000));
+    await new Promise((resolve) => setTimeout(resolve, (TREND.spec.windowSeconds + CADVISOR_REFRESH_SECONDS + seconds) * 1000));
     const range = `[${seconds}s]`;
     const ws = `container_memory_working_set_bytes{namespace="${namespace}",pod="sawtooth",container="memhog"}`;
     const limit = 384 * Mi;
