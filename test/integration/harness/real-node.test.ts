@@ -485,10 +485,11 @@ describe("the whole chain on the real node, four workloads side by side", { conc
  * faster than a few of those would be aliased into a slow drift; the sawtooth beside the steady
  * growth has teeth of about 78 s (120Mi to 260Mi at 1.8Mi/s), shorter than the window, so that the
  * window always holds the previous tooth's high. Whether the line through the window reaches the
- * limit depends on the teeth's length against the window: at 56 s teeth (2.5Mi/s), slowed a sixth by
- * two busy cores, cAdvisor's values gave a line that never did in one run; at 78 s it reaches it for
- * 20 s or more of 150 however the refreshes fall, and the alert stays pending at most about 36 s
- * (its for: 45) down to 1.3Mi/s (a simulation of the rule over such values).
+ * limit depends on the teeth's length against the window. A simulation of the rule over such values
+ * found that with 56 s teeth (2.5Mi/s) it may never do so once busy cores drop memhog's ticks and
+ * slow it by a sixth, as it did not in one full run. With 78 s teeth it reaches the limit for 20 s
+ * or more of 150, however the refreshes fall, and the alert stays pending at most about 36 s (its
+ * for: 45) down to 1.3Mi/s.
  */
 const TREND = { spec: { horizonSeconds: 600, windowSeconds: 90, floorPercent: 10 }, forSeconds: 45, rate: "1Mi" } as const;
 /** The longest interval between the kubelet's cAdvisor refreshes of a container's working set here (see above). */
