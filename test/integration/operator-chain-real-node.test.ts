@@ -16,7 +16,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtemp, readFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -62,6 +62,7 @@ before(async () => {
 after(async () => {
   if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
   await releaseLock?.();
+  if (stateDir) await rm(stateDir, { recursive: true, force: true });
 });
 
 // The first scrapes after the operator's reload, the chain, and the functions' PodMonitor (applied

@@ -11,8 +11,10 @@
  * built yet, builds it once for both, under the same lock. Building the sets
  * from that commit's own pins would compile most of the cold build again (their shared modules
  * were aligned since), for no change to what it releases: the chart, the manifests and the images,
- * all from the commit's own files. Call it holding the real-node lock: its builds tag the same
- * podman images as this checkout's, and no other test builds images meanwhile.
+ * all from the commit's own files. Its images are built in a podman store of its own
+ * (`CONTAINERS_STORAGE_CONF`, removed with the cache): they carry the same tags as this checkout's,
+ * and another file building or saving images meanwhile would otherwise read the commit's under them.
+ * So it needs no lock, and a test builds it while another file holds the real node.
  */
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -42,6 +44,17 @@ export async function releaseCommit(version: string): Promise<string> {
 }
 
 /**
+ * Writes a storage.conf under `dir` for a podman store of its own (images and layers in
+ * `dir/containers/storage`, its locks in `dir/containers/run`); returns its path.
+ */
+async function ownImageStore(dir: string): Promise<string> {
+  const root = path.join(dir, "containers");
+  const file = path.join(dir, "storage.conf");
+  await writeFile(file, ["[storage]", 'driver = "overlay"', `graphroot = "${path.join(root, "storage")}"`, `runroot = "${path.join(root, "run")}"`, ""].join("\n"));
+  return file;
+}
+
+/**
  * The release directory of `version` (`appmonitor-<version>/`, as its `npm run release` wrote it),
  * built unless kept.
  * @param say hears the build's lines.
@@ -58,14 +71,16 @@ export async function previousRelease(version: string, say: (line: string) => vo
   await mkdir(cache, { recursive: true });
   say(`building ${version} from ${commit.slice(0, 7)}, with this cache's binaries`);
   await symlink(path.join(cacheDir(), "bin"), path.join(cache, "bin"));
-  const worktree = path.join(await mkdtemp(path.join(os.tmpdir(), "appmonitor-previous-")), "repo");
+  const scratch = await mkdtemp(path.join(os.tmpdir(), "appmonitor-previous-"));
+  const worktree = path.join(scratch, "repo");
+  const storageConf = await ownImageStore(cache);
   await git(["worktree", "add", "--detach", worktree, commit]);
   try {
     const bins = path.join("test", "harness", "bins");
     await rm(path.join(worktree, bins), { recursive: true, force: true });
     await cp(path.join(repoRoot, bins), path.join(worktree, bins), { recursive: true });
     await symlink(path.join(repoRoot, "node_modules"), path.join(worktree, "node_modules"));
-    const child = run("npm", ["run", "release", "--", dir], { cwd: worktree, env: { ...process.env, APPMONITOR_CACHE: cache, PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ""}` }, maxBuffer: 64 << 20, timeout: 60 * 60_000 });
+    const child = run("npm", ["run", "release", "--", dir], { cwd: worktree, env: { ...process.env, APPMONITOR_CACHE: cache, CONTAINERS_STORAGE_CONF: storageConf, PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ""}` }, maxBuffer: 64 << 20, timeout: 60 * 60_000 });
     child.child.stderr?.on("data", (chunk: Buffer) => {
       for (const line of chunk.toString("utf8").split("\n")) if (line.startsWith("release: ")) say(line);
     });
@@ -73,7 +88,10 @@ export async function previousRelease(version: string, say: (line: string) => vo
       throw new Error(`npm run release of ${commit.slice(0, 7)} (${version}): ${(error.stderr ?? String(error)).slice(-4000)}`, { cause: error });
     });
   } finally {
-    await git(["worktree", "remove", "--force", worktree]).catch(() => rm(worktree, { recursive: true, force: true }));
+    await git(["worktree", "remove", "--force", worktree]).catch(() => undefined);
+    await rm(scratch, { recursive: true, force: true });
+    // Its images removed by podman (which unmounts their layers), then the directory.
+    await run("podman", ["image", "rm", "--all", "--force"], { env: { ...process.env, CONTAINERS_STORAGE_CONF: storageConf } }).catch(() => undefined);
     await rm(cache, { recursive: true, force: true });
   }
   await writeFile(stamp, dir);

@@ -67,7 +67,7 @@ const USAGE: CommandUsage = {
   options: OPTIONS,
   notes: [
     "Uses the stack running in APPMONITOR_STACK_DIR (default <repo>/.stack), else starts one and stops it after.",
-    "Exit codes: 0 the Deployment was scaled and its new Pod runs; 1 a hop failed (named); 2 usage or a missing prerequisite (named).",
+    "Exit codes: 0 the Deployment was scaled and its new Pod runs; 1 a hop failed, or stopping the stack did (named); 2 usage or a missing prerequisite (named).",
   ],
 };
 
@@ -161,8 +161,13 @@ try {
   console.error(`\ndemo failed: ${error instanceof HopError || error instanceof StepError ? error.message : (error as Error).stack ?? String(error)}`);
 } finally {
   if (!existing) {
-    await down(stateDir).catch((error: unknown) => console.error(`stopping the local stack: ${(error as Error).message}`));
-    console.log("stopped the local stack");
+    // A stack left half-stopped holds the node's processes, links and rules: the run fails, and says how to finish.
+    const stopped = await down(stateDir).then(() => true, (error: unknown) => {
+      console.error(`stopping the local stack failed: ${(error as Error).message}\nwhat it started may still run: \`APPMONITOR_STACK_DIR=${stateDir} npm run stack -- down\` stops it`);
+      return false;
+    });
+    if (stopped) console.log("stopped the local stack");
+    else code = 1;
   }
   await releaseLock?.();
 }
