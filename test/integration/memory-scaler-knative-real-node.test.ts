@@ -22,6 +22,7 @@ import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { IN_PLACE_MEMORY_ANNOTATION } from "../../functions/lib/appmonitor.ts";
 import { buildImages } from "../../scripts/images/build.ts";
+import { binarySetsFor, buildBinaries } from "../../scripts/lib/binaries.ts";
 import { placeNamespace } from "../harness/stack/eventing-install.ts";
 import { REAL_NODE } from "../harness/stack/real-node-config.ts";
 import { installServing } from "../harness/stack/serving-install.ts";
@@ -51,6 +52,7 @@ let memhogImage = "";
 before(async () => {
   // Built before the lock: under npm test, while the file before this one holds the node.
   const [memhog] = await buildImages(["memhog"]);
+  await buildBinaries(process.env, undefined, binarySetsFor({ realNode: true, serving: true }));
   releaseLock = await acquireRealNodeLock();
   stateDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-knative-scale-"));
   const say = (line: string) => process.stderr.write(`# stack: ${line}\n`);

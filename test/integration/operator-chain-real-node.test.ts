@@ -24,6 +24,7 @@ import * as k8s from "@kubernetes/client-node";
 import { parse } from "yaml";
 import { runChain, type ChainResult } from "../harness/demo/chain.ts";
 import { buildImages } from "../../scripts/images/build.ts";
+import { binarySetsFor, buildBinaries } from "../../scripts/lib/binaries.ts";
 import { FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE } from "../harness/stack/function-pods-install.ts";
 import { repoRoot } from "../../scripts/lib/paths.ts";
 import { PROMETHEUS_OPERATOR } from "../harness/stack/prometheus-operator.ts";
@@ -47,6 +48,7 @@ chainRun.promise.catch(() => undefined);
 before(async () => {
   // Built before the lock: under npm test, while the file before this one holds the node.
   const images = await buildImages(["memhog", ...FUNCTION_POD_NAMES, "alertmanager"]);
+  await buildBinaries(process.env, undefined, binarySetsFor({ realNode: true, prometheusOperator: true, eventing: true }));
   releaseLock = await acquireRealNodeLock();
   stateDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-operator-chain-"));
   const t0 = Date.now();

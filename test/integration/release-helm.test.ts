@@ -42,7 +42,7 @@ import { release } from "../../scripts/release/release.ts";
 import { previousRelease } from "../support/previous-release.ts";
 import { runChain, type ChainResult } from "../harness/demo/chain.ts";
 import { installEventing, placeNamespace, until } from "../harness/stack/eventing-install.ts";
-import { buildBinaries } from "../../scripts/lib/binaries.ts";
+import { binarySetsFor, buildBinaries } from "../../scripts/lib/binaries.ts";
 import { REAL_NODE, realNodePaths } from "../harness/stack/real-node-config.ts";
 import { hostsDirName, hostsToml } from "../harness/stack/registry-config.ts";
 import { down, up } from "../harness/stack/stack.ts";
@@ -104,7 +104,7 @@ const installValues = ["--set", "profile=eventing-only", "--set", `image.registr
 
 before(async () => {
   // The release is built before the lock: under npm test, while the file before this one holds the node.
-  helm = path.join(await buildBinaries(process.env, undefined, ["helm"]), "helm");
+  helm = path.join(await buildBinaries(process.env, undefined, binarySetsFor({ realNode: true, eventing: true, helm: true })), "helm");
   work = await mkdtemp(path.join(os.tmpdir(), "appmonitor-release-helm-"));
   // 0.2.0's too (minutes from an empty cache, kept by commit after), in a podman store of its own.
   previousBuild = timed(`${PREVIOUS} release (built once per commit)`, () => previousRelease(PREVIOUS, (line) => process.stderr.write(`# ${PREVIOUS}: ${line}\n`)));

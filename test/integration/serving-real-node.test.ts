@@ -30,6 +30,7 @@ import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { HTTP } from "cloudevents";
 import { buildImages } from "../../scripts/images/build.ts";
+import { binarySetsFor, buildBinaries } from "../../scripts/lib/binaries.ts";
 import { EVENTING_NAMESPACE } from "../harness/stack/eventing-manifests.ts";
 import { installEventing } from "../harness/stack/eventing-install.ts";
 import { FUNCTION_POD_NAMES } from "../harness/stack/function-pods-install.ts";
@@ -63,6 +64,7 @@ let profileReadyAt = 0;
 before(async () => {
   // Built before the lock: under npm test, while the file before this one holds the node.
   const images = await buildImages(["memhog", ...FUNCTION_POD_NAMES]);
+  await buildBinaries(process.env, undefined, binarySetsFor({ realNode: true, eventing: true, serving: true }));
   releaseLock = await acquireRealNodeLock();
   stateDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-serving-"));
   const say = (line: string) => process.stderr.write(`# stack: ${line}\n`);

@@ -26,7 +26,7 @@ let vpa: VpaInstallation | undefined;
 let installing = false;
 
 before(async () => {
-  stack = await startRealNodeFile("appmonitor-vpa-");
+  stack = await startRealNodeFile("appmonitor-vpa-", { sets: { vpa: true } });
   installing = true;
   vpa = await installVpa(stack.state, (line) => process.stderr.write(`# ${line}\n`));
   await stack.namespace(NS);

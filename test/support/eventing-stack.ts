@@ -80,7 +80,7 @@ export function useEventingStack(options: EventingStackOptions): () => EventingS
   before(async () => {
     const images = await buildImages(["memhog", ...FUNCTION_POD_NAMES, DEAD_LETTER_FUNCTION]);
     const archive = (name: string) => images.find((i) => i.name === name)?.archive ?? "";
-    file = await startRealNodeFile(options.stateDirPrefix);
+    file = await startRealNodeFile(options.stateDirPrefix, { sets: { eventing: true } });
     const { state, kc, core, apps } = file;
     const installation = await eventingOn(state);
     const t1 = Date.now();

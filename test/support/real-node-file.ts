@@ -14,6 +14,7 @@ import path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import type { Env } from "../../functions/lib/runtime/types.ts";
 import { buildImages } from "../../scripts/images/build.ts";
+import { binarySetsFor, buildBinaries } from "../../scripts/lib/binaries.ts";
 import { down, up } from "../harness/stack/stack.ts";
 import { type StackState } from "../harness/stack/state.ts";
 import { archiveReference, importImages } from "../harness/stack/node-images.ts";
@@ -51,6 +52,8 @@ export interface RealNodeFileOptions {
    * under the run's set-up lock. Outside a run, no effect.
    */
   readonly alongside?: boolean;
+  /** What the file installs on the stack beyond it (Eventing, the VPA): their sets built before the lock too. */
+  readonly sets?: { readonly eventing?: boolean; readonly vpa?: boolean };
 }
 
 /**
@@ -60,8 +63,10 @@ export interface RealNodeFileOptions {
  * @throws Error as `up` does (the lock is released first).
  */
 export async function startRealNodeFile(prefix: string, options: RealNodeFileOptions = {}): Promise<RealNodeFile> {
+  // What the stack runs, built before the lock: meanwhile another file holds the node.
   const [memhog] = await buildImages(["memhog"]);
   if (memhog === undefined) throw new Error("memhog's image was not built");
+  await buildBinaries(process.env, undefined, binarySetsFor({ realNode: true, ...options.sets }));
   const run = runDir();
   const releaseLock = await acquireRealNodeLock({ shared: run !== undefined, alongside: options.alongside === true });
   const stateDir = run === undefined ? await mkdtemp(path.join(os.tmpdir(), prefix)) : sharedStackDir(run);
