@@ -5,10 +5,12 @@
  * file). Kept by commit under `<cache>/releases/<commit>/`, so a second call returns at once.
  *
  * Its tools, the Go-built binaries (kubectl and helm, which package and lint the chart), are this
- * checkout's: the worktree's `test/harness/bins/` is replaced by this one's, and its build.sh
- * runs on a cache of its own (`<cache>/releases/<commit>/cache`, removed once the release is
- * written) whose `bin/` is a link to this cache's, so it builds nothing, or, where a set is not
- * built yet, builds it once for both, under the same lock. Building the sets
+ * checkout's: the worktree's `test/harness/bins/` is replaced by this one's, its build.sh by one
+ * that asks this checkout's for those two sets alone (the commit's asked for every set, so on a
+ * cold machine it waited for the last of them), on a cache of its own
+ * (`<cache>/releases/<commit>/cache`, removed once the release is written) whose `bin/` is a link
+ * to this cache's, so it builds nothing, or, where a set is not built yet, builds it once for
+ * both, under the same lock. Building the sets
  * from that commit's own pins would compile most of the cold build again (their shared modules
  * were aligned since), for no change to what it releases: the chart, the manifests and the images,
  * all from the commit's own files. Its images are built in a podman store of its own
@@ -25,6 +27,9 @@ import { promisify } from "node:util";
 import { cacheDir, repoRoot } from "../../scripts/lib/paths.ts";
 
 const run = promisify(execFile);
+
+/** The sets an older release's `npm run release` needs (kubectl, helm): `release.ts` asks for the same. */
+const RELEASE_SETS = ["kube", "helm"] as const;
 
 async function git(args: readonly string[], cwd = repoRoot): Promise<string> {
   return (await run("git", [...args], { cwd, maxBuffer: 16 << 20 })).stdout.trim();
@@ -79,6 +84,8 @@ export async function previousRelease(version: string, say: (line: string) => vo
     const bins = path.join("test", "harness", "bins");
     await rm(path.join(worktree, bins), { recursive: true, force: true });
     await cp(path.join(repoRoot, bins), path.join(worktree, bins), { recursive: true });
+    // Its build.sh asked for every set; its release uses kubectl and helm alone, as this one's does.
+    await writeFile(path.join(worktree, bins, "build.sh"), `#!/usr/bin/env bash\n# Written by test/support/previous-release.ts: the release needs kubectl and helm alone.\nexec bash ${JSON.stringify(path.join(repoRoot, bins, "build.sh"))} ${RELEASE_SETS.join(" ")}\n`);
     await symlink(path.join(repoRoot, "node_modules"), path.join(worktree, "node_modules"));
     const child = run("npm", ["run", "release", "--", dir], { cwd: worktree, env: { ...process.env, APPMONITOR_CACHE: cache, CONTAINERS_STORAGE_CONF: storageConf, PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ""}` }, maxBuffer: 64 << 20, timeout: 60 * 60_000 });
     child.child.stderr?.on("data", (chunk: Buffer) => {
