@@ -2,12 +2,11 @@
  * A real-node stack with Knative Eventing running for real on its real node, for tests that send
  * events through the real data plane (ingress → in-memory channel → filter → Trigger →
  * subscriber): the real-node stack of `real-node-file.ts` (the run's shared one under `npm test`,
- * held beside the run's other such files as `real-node-alongside.ts` says, Eventing's namespace
- * one file at a time; else the file's own), Eventing installed on it once (test/harness/stack/eventing-install.ts),
+ * else the file's own), Eventing installed on it once (test/harness/stack/eventing-install.ts),
  * and the file's own appmonitor Eventing objects as the shipped Eventing-only profile has them
  * (knative/eventing-only/ through test/harness/stack/stack-profile.ts; the dead-letter sink is
  * appmonitor's dead-letter function), the functions as Pods with alert-receiver's K_SINK injected
- * by the SinkBinding (memory-scaler and rule-sync serving the workload's namespace alone), and memhog with the AppMonitor `mymonitor` (threshold 75, multiplier 2) in a
+ * by the SinkBinding, and memhog with the AppMonitor `mymonitor` (threshold 75, multiplier 2) in a
  * workload namespace placed on the real node; both namespaces deleted when the file ends.
  */
 import { after, before } from "node:test";
@@ -24,9 +23,7 @@ import { DEAD_LETTER_FUNCTION, deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS
 import { REAL_NODE } from "../harness/stack/real-node-config.ts";
 import { saveState, type StackState } from "../harness/stack/state.ts";
 import { createAppMonitor, memhogManifest } from "./memory-scaler.ts";
-import type { RealNodeFile } from "./real-node-file.ts";
-import { startRealNodeFileAlongside } from "./real-node-alongside.ts";
-import { acquireRunLock } from "../harness/stack/real-node-lock.ts";
+import { type RealNodeFile, startRealNodeFile } from "./real-node-file.ts";
 import { waitFor } from "./stack.ts";
 
 /** What {@link useEventingStack} brought up. */
@@ -79,14 +76,11 @@ async function eventingOn(state: StackState): Promise<EventingInstallation> {
 export function useEventingStack(options: EventingStackOptions): () => EventingStack {
   let stack: EventingStack | undefined;
   let file: RealNodeFile | undefined;
-  let releaseEventing: (() => Promise<void>) | undefined;
 
   before(async () => {
     const images = await buildImages(["memhog", ...FUNCTION_POD_NAMES, DEAD_LETTER_FUNCTION]);
     const archive = (name: string) => images.find((i) => i.name === name)?.archive ?? "";
-    file = await startRealNodeFileAlongside(options.stateDirPrefix, { eventing: true });
-    // Beside the run's other files on the shared stack, but Eventing's namespace one file at a time.
-    releaseEventing = await acquireRunLock("eventing");
+    file = await startRealNodeFile(options.stateDirPrefix, { sets: { eventing: true } });
     const { state, kc, core, apps } = file;
     const installation = await eventingOn(state);
     const t1 = Date.now();
@@ -102,15 +96,13 @@ export function useEventingStack(options: EventingStackOptions): () => EventingS
     await createAppMonitor(workloadNamespace, "mymonitor", { memThresholdPercent: 75, memMultiplier: 2 });
     const archives = Object.fromEntries(FUNCTION_POD_NAMES.map((name) => [name, archive(name)]));
     const t2 = Date.now();
-    // Its memory-scaler and rule-sync serve its workload's namespace alone: the run's other files' AppMonitors are theirs.
-    await deployFunctionPods(state, { archives, sink: "sinkbinding", watchNamespaces: [workloadNamespace] });
+    await deployFunctionPods(state, { archives, sink: "sinkbinding" });
     process.stderr.write(`# function Pods Available in ${((Date.now() - t2) / 1000).toFixed(1)} s\n`);
     stack = { state, installation, brokerUrl, kc, core, apps, workloadNamespace };
   }, { timeout: 20 * 60_000 });
 
   after(async () => {
     await file?.stop();
-    await releaseEventing?.();
   });
 
   return () => {

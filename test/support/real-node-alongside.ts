@@ -2,22 +2,21 @@
  * The real-node files that hold the run's shared stack together, one beside the other: each keeps
  * to namespaces of its own, and its memory-scaler serves those alone (`WATCH_NAMESPACES`), so one
  * file's alerts and ticks never reach another's AppMonitors. `npm test` runs the files that import
- * this module side by side at the end of its real-node lane (`suite-lanes.ts`). The files on
- * Eventing (`eventing-stack.ts`) are among them: their install's memory-scaler and rule-sync serve
- * their namespaces alone, and, as they share Eventing's fixed `appmonitor` namespace and its
- * settings, they hold it one at a time (`acquireRunLock`). A file that changes what every namespace
- * sees (a webhook on every Pod, an aggregated API) keeps to `real-node-file.ts` and holds the node alone.
+ * this module side by side at the end of its real-node lane (`suite-lanes.ts`). A file that
+ * changes what every namespace sees (a webhook on every Pod, an aggregated API, Eventing's fixed
+ * `appmonitor` namespace and its memory-scaler serving all namespaces) keeps to
+ * `real-node-file.ts` and holds the node alone.
  */
 import type { Env } from "../../functions/lib/runtime/types.ts";
 import { type ScalerUnderTest, startScaler } from "./memory-scaler.ts";
-import { type RealNodeFile, type RealNodeFileOptions, type ScalerOnRealNode, startRealNodeFile, startScalerOnRealNode } from "./real-node-file.ts";
+import { type RealNodeFile, type ScalerOnRealNode, startRealNodeFile, startScalerOnRealNode } from "./real-node-file.ts";
 
 /** memory-scaler's environment that makes it serve `namespaces` alone. */
 const serving = (namespaces: readonly string[]): Env => ({ WATCH_NAMESPACES: namespaces.join(",") });
 
-/** {@link startRealNodeFile} beside the run's other such files; `sets`: as {@link RealNodeFileOptions}'s. */
-export function startRealNodeFileAlongside(prefix: string, sets?: RealNodeFileOptions["sets"]): Promise<RealNodeFile> {
-  return startRealNodeFile(prefix, { alongside: true, ...(sets === undefined ? {} : { sets }) });
+/** {@link startRealNodeFile} beside the run's other such files. */
+export function startRealNodeFileAlongside(prefix: string): Promise<RealNodeFile> {
+  return startRealNodeFile(prefix, { alongside: true });
 }
 
 /**

@@ -54,8 +54,6 @@ export interface DeployFunctionPodsOptions {
   sink?: "memory-scaler" | "sinkbinding";
   /** The install's namespace (default {@link FUNCTIONS_NAMESPACE}); chosen as users choose it, in namespace.yaml. */
   namespace?: string;
-  /** memory-scaler and rule-sync serve these namespaces alone (`WATCH_NAMESPACES`); default all. */
-  watchNamespaces?: readonly string[];
   /** Hears one line per step: the images imported, each Deployment Available. */
   progress?: (line: string) => void;
 }
@@ -72,7 +70,7 @@ export interface FunctionPods {
  * real node's directory: every object, Eventing's included.
  * @throws StepError of `step` when kubectl's kustomize fails.
  */
-export async function stackProfileObjects(state: StackState, options: { namespace?: string; sink?: "memory-scaler" | "sinkbinding"; profile?: "eventing-only" | "serving"; imageDigests?: Readonly<Record<string, string>>; watchNamespaces?: readonly string[] }, step: string): Promise<Manifest[]> {
+export async function stackProfileObjects(state: StackState, options: { namespace?: string; sink?: "memory-scaler" | "sinkbinding"; profile?: "eventing-only" | "serving"; imageDigests?: Readonly<Record<string, string>> }, step: string): Promise<Manifest[]> {
   const node = state.realNode;
   if (!node) throw new StepError(step, "the stack has no real node; start it with 'npm run stack -- up --real-node'");
   const namespace = options.namespace ?? FUNCTIONS_NAMESPACE;
@@ -88,7 +86,6 @@ export async function stackProfileObjects(state: StackState, options: { namespac
   const profile = options.profile ?? "eventing-only";
   return renderStackProfile(path.join(node.paths.dir, `${profile === "serving" ? "serving-" : ""}profile-${namespace}`), {
     namespace, sink: options.sink ?? "memory-scaler", shippedPrometheus, profile, ...(options.imageDigests ? { imageDigests: options.imageDigests } : {}),
-    ...(options.watchNamespaces ? { watchNamespaces: options.watchNamespaces } : {}),
   }, kustomize);
 }
 

@@ -156,20 +156,6 @@ export async function duringRunSetup<T>(setup: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Within a run, waits for `<run>/<name>.lock`, held by this process until the returned release:
- * for files that hold the shared stack beside others but share one more thing among themselves
- * (Eventing's fixed namespace), one at a time. Outside a run, nothing to wait for: the caller
- * holds the machine's lock alone.
- * @throws Error when `flock` cannot be started or exits before locking.
- */
-export async function acquireRunLock(name: string): Promise<() => Promise<void>> {
-  const dir = runDir();
-  if (dir === undefined) return async () => {};
-  await mkdir(dir, { recursive: true });
-  return lockForThisProcess(path.join(dir, `${name}.lock`));
-}
-
-/**
  * Waits for the real node to be this file's (as long as the holder keeps it) and returns the
  * release. Outside a run: the machine's lock. Within one: the run's lock (shared when `alongside`),
  * the machine's held for the run, and, unless `shared` or `alongside`, the run's shared stack taken

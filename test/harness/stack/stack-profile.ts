@@ -11,10 +11,7 @@
  *   - the images are used as imported into the node (`imagePullPolicy: IfNotPresent`): a `:latest`
  *     tag would mean `Always`;
  *   - without Eventing (`sink: "memory-scaler"`), alert-receiver's `K_SINK` is memory-scaler's
- *     Service (DESIGN.md allows it), where the SinkBinding would inject the Broker's address;
- *   - with `watchNamespaces`, memory-scaler and rule-sync serve those namespaces alone
- *     (`WATCH_NAMESPACES`, a scoped install's setting): a test file's install beside other files'
- *     AppMonitors on one stack.
+ *     Service (DESIGN.md allows it), where the SinkBinding would inject the Broker's address.
  * The Serving profile (knative/ itself, `profile: "serving"`) the same way, where Serving runs
  * beside Eventing (`serving-install.ts`): the same `PROMETHEUS_URL`s and `ALLOW_UNVERIFIED_ALERTS`, the four function
  * images (the dead-letter sink's among them) named by their digests in the stack's registry (as a release names them; Serving
@@ -49,8 +46,6 @@ export interface StackProfileOptions {
   readonly profile?: "eventing-only" | "serving";
   /** With `profile: "serving"`: each function image's digest (`sha256:…`), by the name knative/services gives it without its tag. */
   readonly imageDigests?: Readonly<Record<string, string>>;
-  /** The Eventing-only profile's memory-scaler and rule-sync serve these namespaces alone; default all. */
-  readonly watchNamespaces?: readonly string[];
 }
 
 /** Where each profile is, relative to knative/'s parent. */
@@ -91,18 +86,9 @@ export function stackProfileKustomization(profileDir: string, options: StackProf
       spec: { template: { spec: { containers: [{ name: deployment, env: Object.entries(vars).map(([name, value]) => ({ name, value })) }] } } },
     }),
   });
-  const vars: Record<string, Record<string, string>> = {};
-  const add = (deployment: string, more: Readonly<Record<string, string>>) => {
-    vars[deployment] = { ...vars[deployment], ...more };
-  };
-  if (!options.shippedPrometheus) {
-    add("memory-scaler", { PROMETHEUS_URL: "", ALLOW_UNVERIFIED_ALERTS: "true" });
-    add("rule-sync", { PROMETHEUS_URL: "" });
-  }
-  if (options.sink === "memory-scaler") add("alert-receiver", { K_SINK: `http://memory-scaler.${namespace}.svc.${CLUSTER_DOMAIN}` });
-  if (options.watchNamespaces !== undefined) for (const d of ["memory-scaler", "rule-sync"]) add(d, { WATCH_NAMESPACES: options.watchNamespaces.join(",") });
   const patches = [
-    ...Object.entries(vars).map(([deployment, v]) => env(deployment, v)),
+    ...(options.shippedPrometheus ? [] : [env("memory-scaler", { PROMETHEUS_URL: "", ALLOW_UNVERIFIED_ALERTS: "true" }), env("rule-sync", { PROMETHEUS_URL: "" })]),
+    ...(options.sink === "memory-scaler" ? [env("alert-receiver", { K_SINK: `http://memory-scaler.${namespace}.svc.${CLUSTER_DOMAIN}` })] : []),
     {
       target: { group: "apps", kind: "Deployment" },
       patch: stringify([{ op: "add", path: "/spec/template/spec/containers/0/imagePullPolicy", value: "IfNotPresent" }]),

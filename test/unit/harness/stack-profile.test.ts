@@ -56,19 +56,6 @@ test("without Eventing: alert-receiver's K_SINK is memory-scaler's Service, the 
   assert.deepEqual(receiver.spec.template.spec.containers[0]?.env, [{ name: "K_SINK", value: "http://memory-scaler.appmonitor.svc.cluster.local" }, ...shippedEnv]);
 });
 
-test("watching some namespaces: memory-scaler's and rule-sync's WATCH_NAMESPACES, the one more difference", async () => {
-  const [shipped, stack] = await Promise.all([kustomize("knative/eventing-only"), render({ sink: "sinkbinding", watchNamespaces: ["one", "two"] })]);
-  const env = (name: string) => `apps/v1 Deployment appmonitor/${name} /spec/template/spec/containers/0/env: `;
-  const found = differences(shipped, stack);
-  assert.deepEqual(found.filter((d) => !d.startsWith(env("memory-scaler")) && !d.startsWith(env("rule-sync"))).sort(), [...common].filter((d) => !d.includes("/env/")).sort());
-  for (const name of ["memory-scaler", "rule-sync"]) {
-    const deployment = stack.find((o) => o.kind === "Deployment" && o.metadata.name === name) as unknown as { spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } } };
-    const vars = deployment.spec.template.spec.containers[0]?.env ?? [];
-    assert.deepEqual(vars.filter((v) => v.name === "WATCH_NAMESPACES"), [{ name: "WATCH_NAMESPACES", value: "one,two" }], name);
-    assert.equal(vars.find((v) => v.name === "PROMETHEUS_URL")?.value, "", `${name}: the stack's other variables stay`);
-  }
-});
-
 test("in another namespace: the same objects there, and the same differences", async () => {
   const [shipped, stack] = await Promise.all([kustomize("knative/eventing-only"), render({ sink: "sinkbinding", namespace: "elsewhere" })]);
   const moved = (o: Manifest) => objectKey(o).replace(" elsewhere/", " appmonitor/").replace(/ \/elsewhere$/, " /appmonitor");
