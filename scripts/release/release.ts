@@ -69,6 +69,9 @@ async function sha256(file: string): Promise<string> {
   return createHash("sha256").update(await readFile(file)).digest("hex");
 }
 
+/** build.sh's sets the release uses: kubectl (`kube`) and helm, which render, package and lint the chart. */
+export const RELEASE_BINARY_SETS = ["kube", "helm"] as const;
+
 /**
  * Writes the release into `outDir`.
  * @param say hears one line per step.
@@ -80,7 +83,7 @@ export async function release(outDir: string, say: (line: string) => void = () =
   const step = (line: string) => say(`${line} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   const { version } = await packageFacts();
   const section = changelogSection(await readFile(path.join(repoRoot, "CHANGELOG.md"), "utf8"), version);
-  const bin = await buildBinaries(process.env, say, ["kube", "helm"]);
+  const bin = await buildBinaries(process.env, say, RELEASE_BINARY_SETS);
   const [kubectl, helm] = [path.join(bin, "kubectl"), path.join(bin, "helm")];
   step("binaries: kubectl, helm");
 

@@ -76,7 +76,7 @@ let uninstalled = false;
 const PREVIOUS = "0.2.0";
 let previousBuild: Promise<Awaited<ReturnType<typeof previousRelease>>> | undefined;
 /** The release's and the stack's directory, removed at the end. */
-let work = "";
+let workDir = "";
 const seconds: Record<string, number> = {};
 
 async function timed<T>(name: string, work: () => Promise<T>): Promise<T> {
@@ -105,13 +105,13 @@ const installValues = ["--set", "profile=eventing-only", "--set", `image.registr
 before(async () => {
   // The release is built before the lock: under npm test, while the file before this one holds the node.
   helm = path.join(await buildBinaries(process.env, undefined, binarySetsFor({ realNode: true, eventing: true, helm: true })), "helm");
-  work = await mkdtemp(path.join(os.tmpdir(), "appmonitor-release-helm-"));
+  workDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-release-helm-"));
   // 0.2.0's too (minutes from an empty cache, kept by commit after), in a podman store of its own.
   previousBuild = timed(`${PREVIOUS} release (built once per commit)`, () => previousRelease(PREVIOUS, (line) => process.stderr.write(`# ${PREVIOUS}: ${line}\n`)));
   previousBuild.catch(() => undefined); // its test awaits it, and fails on it
-  releaseDir = await timed("release", () => release(path.join(work, "appmonitor-0.2.0"), (line) => process.stderr.write(`# release: ${line}\n`)));
+  releaseDir = await timed("release", () => release(path.join(workDir, "appmonitor-0.2.0"), (line) => process.stderr.write(`# release: ${line}\n`)));
   releaseLock = await acquireRealNodeLock();
-  stateDir = path.join(work, "stack");
+  stateDir = path.join(workDir, "stack");
   await mkdir(stateDir);
   state = await timed("stack up with the real node", () => up({ stateDir, nodes: 1, realNode: true, progress: (line) => process.stderr.write(`# stack: ${line}\n`) }));
   process.env.APPMONITOR_STACK_DIR = stateDir;
@@ -143,7 +143,7 @@ after(async () => {
   if (prometheusRelay) process.kill(prometheusRelay.pid, "SIGTERM");
   if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
   await releaseLock?.();
-  if (work) await rm(work, { recursive: true, force: true });
+  if (workDir) await rm(workDir, { recursive: true, force: true });
 });
 
 /** The Pods and Warning Events of the install's namespace, for a failure's message. */

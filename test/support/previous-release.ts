@@ -25,11 +25,9 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { cacheDir, repoRoot } from "../../scripts/lib/paths.ts";
+import { RELEASE_BINARY_SETS } from "../../scripts/release/release.ts";
 
 const run = promisify(execFile);
-
-/** The sets an older release's `npm run release` needs (kubectl, helm): `release.ts` asks for the same. */
-const RELEASE_SETS = ["kube", "helm"] as const;
 
 async function git(args: readonly string[], cwd = repoRoot): Promise<string> {
   return (await run("git", [...args], { cwd, maxBuffer: 16 << 20 })).stdout.trim();
@@ -85,7 +83,7 @@ export async function previousRelease(version: string, say: (line: string) => vo
     await rm(path.join(worktree, bins), { recursive: true, force: true });
     await cp(path.join(repoRoot, bins), path.join(worktree, bins), { recursive: true });
     // Its build.sh asked for every set; its release uses kubectl and helm alone, as this one's does.
-    await writeFile(path.join(worktree, bins, "build.sh"), `#!/usr/bin/env bash\n# Written by test/support/previous-release.ts: the release needs kubectl and helm alone.\nexec bash ${JSON.stringify(path.join(repoRoot, bins, "build.sh"))} ${RELEASE_SETS.join(" ")}\n`);
+    await writeFile(path.join(worktree, bins, "build.sh"), `#!/usr/bin/env bash\n# Written by test/support/previous-release.ts: the release needs kubectl and helm alone.\nexec bash ${JSON.stringify(path.join(repoRoot, bins, "build.sh"))} ${RELEASE_BINARY_SETS.join(" ")}\n`);
     await symlink(path.join(repoRoot, "node_modules"), path.join(worktree, "node_modules"));
     const child = run("npm", ["run", "release", "--", dir], { cwd: worktree, env: { ...process.env, APPMONITOR_CACHE: cache, CONTAINERS_STORAGE_CONF: storageConf, PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ""}` }, maxBuffer: 64 << 20, timeout: 60 * 60_000 });
     child.child.stderr?.on("data", (chunk: Buffer) => {
