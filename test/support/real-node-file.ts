@@ -109,6 +109,10 @@ export async function startRealNodeFile(prefix: string, options: RealNodeFileOpt
       } else if (namespaces.length > 0) {
         const t1 = Date.now();
         await Promise.all(namespaces.map((name) => core.deleteNamespace({ name }).catch(() => undefined)));
+        // Then their Pods at once (no new ones: a terminating namespace admits none). The namespace
+        // controller otherwise waits out half the Pods' termination grace period before it looks
+        // again, 16 s of the default 30, though they stopped in a second.
+        await Promise.all(namespaces.map((namespace) => core.deleteCollectionNamespacedPod({ namespace, gracePeriodSeconds: 0 }).catch(() => undefined)));
         await waitFor(`the namespaces ${namespaces.join(", ")} gone`, async () => (await core.listNamespace()).items.every((n) => !namespaces.includes(n.metadata?.name ?? "")), 180_000, 500)
           .catch((error: Error) => process.stderr.write(`# ${error.message}\n`));
         process.stderr.write(`# namespaces ${namespaces.join(", ")} deleted in ${((Date.now() - t1) / 1000).toFixed(1)} s\n`);
