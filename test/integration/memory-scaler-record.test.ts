@@ -31,7 +31,7 @@ ownStackForFile("record");
 
 /**
  * How long the proxy holds each chunk from memory-scaler: the status write the flow sends right
- * after the patch's answer is still held when the test, watching the Deployment directly, cuts.
+ * after the patch's answer is still held when the test, watching the Deployment directly, drains.
  */
 const HOLD_MS = 2_500;
 
@@ -46,8 +46,9 @@ describe("the record of a scale converges after a fault", () => {
     t.after(() => rm(dir, { recursive: true, force: true }));
     const { proxy, server: scaler } = await scalerBehindProxy(t, dir, "kubeconfig");
 
-    // Every request held on its way in; the Deployment watched directly, and the proxy cut the
-    // moment the patch is on it: the records' writes, sent after the patch's answer, never arrive.
+    // Every request held on its way in; the Deployment watched directly. The moment the patch is on
+    // it, the proxy drops what memory-scaler sends next (the records' writes, sent after the
+    // patch's answer, still held) and is cut once the patch's answer has passed back.
     proxy.setLatency(HOLD_MS);
     const event = alertEvent({ namespace: ns, pod, container: "memhog", appmonitor: "m" });
     const answering = deliver(scaler.url, event);
@@ -55,6 +56,7 @@ describe("the record of a scale converges after a fault", () => {
       const d = await apps.readNamespacedDeployment({ namespace: ns, name: "web" });
       return d.metadata?.annotations?.["app-monitor.kubedemo.com/last-scale"] === undefined ? undefined : d;
     }, 120_000, 20);
+    await proxy.drain();
     await proxy.cut();
     const answer = await answering;
     assert.deepEqual([answer.status, answer.outcome, answer.reason], [204, "scaled", "Scaled"], describeAnswer(answer));

@@ -28,6 +28,14 @@ export interface TcpProxy {
   stall(): void;
   /** Passes on what {@link TcpProxy.stall} held, in order, and everything after it. */
   unstall(): void;
+  /**
+   * Drops every chunk from a client from now on, those {@link TcpProxy.setLatency} still holds
+   * included, and resolves once every request passed on has been answered: on each connection the
+   * last chunk passed went to the client, and none has passed for `quietMs`. So a test can cut
+   * after an answer and before the next request, without racing the answer on its way back.
+   * Rejects after `timeoutMs` if a request is still unanswered (a watch, a server that hangs).
+   */
+  drain(quietMs?: number, timeoutMs?: number): Promise<void>;
 }
 
 /** Starts a proxy from a free port on 127.0.0.1 to `host:port`. */
@@ -41,11 +49,18 @@ export async function startTcpProxy(host: string, port: number): Promise<TcpProx
   let held: { to: Socket; chunk: Buffer }[] = [];
   /** Connections accepted while stalled: their upstream is dialled on unstall, so the server cannot time them out meanwhile. */
   let dialLater: (() => void)[] = [];
+  let dropping = false;
+  /** Per client connection: whether the last chunk passed went to the server (a request awaits its answer). */
+  const awaiting = new Map<Socket, boolean>();
+  let lastPassed = 0;
 
   const pass = (to: Socket | undefined, chunk: Buffer, early: Buffer[]): void => {
     if (to === undefined) early.push(chunk);
     else if (stalled) held.push({ to, chunk });
-    else if (!to.destroyed) to.write(chunk);
+    else if (!to.destroyed) {
+      to.write(chunk);
+      lastPassed = Date.now();
+    }
   };
 
   const track = (socket: Socket): void => {
@@ -67,15 +82,26 @@ export async function startTcpProxy(host: string, port: number): Promise<TcpProx
           track(socket);
           upstream = socket;
           for (const chunk of early.splice(0)) socket.write(chunk);
-          socket.on("data", (chunk: Buffer) => pass(client, chunk, []));
+          socket.on("data", (chunk: Buffer) => {
+            awaiting.set(client, false);
+            pass(client, chunk, []);
+          });
           socket.on("close", () => client.destroy());
         };
         // Equal delays keep the chunks in order: timers of the same duration fire in the order set.
+        const toServer = (chunk: Buffer): void => {
+          if (dropping) return;
+          awaiting.set(client, true);
+          pass(upstream, chunk, early);
+        };
         client.on("data", (chunk: Buffer) => {
-          if (latencyMs === 0) pass(upstream, chunk, early);
-          else setTimeout(() => pass(upstream, chunk, early), latencyMs);
+          if (latencyMs === 0) toServer(chunk);
+          else setTimeout(() => toServer(chunk), latencyMs);
         });
-        client.on("close", () => upstream?.destroy());
+        client.on("close", () => {
+          awaiting.delete(client);
+          upstream?.destroy();
+        });
         if (stalled) dialLater.push(dial);
         else dial();
       });
@@ -95,6 +121,7 @@ export async function startTcpProxy(host: string, port: number): Promise<TcpProx
     sockets.clear();
     held = [];
     dialLater = [];
+    dropping = false;
     if (s !== undefined) await new Promise<void>((resolve) => s.close(() => resolve()));
   };
 
@@ -114,6 +141,15 @@ export async function startTcpProxy(host: string, port: number): Promise<TcpProx
       held = [];
       for (const { to, chunk } of flushing) if (!to.destroyed) to.write(chunk);
       for (const dial of dialLater.splice(0)) dial();
+    },
+    drain: async (quietMs = 200, timeoutMs = 10_000) => {
+      dropping = true;
+      const deadline = Date.now() + timeoutMs;
+      const answered = (): boolean => [...awaiting.values()].every((a) => !a) && Date.now() - lastPassed >= quietMs;
+      while (!answered()) {
+        if (Date.now() > deadline) throw new Error(`tcp proxy: a request through it still unanswered after ${timeoutMs} ms`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
     },
   };
 }
