@@ -2,7 +2,8 @@
  * The real-node files that hold the run's shared stack together, one beside the other: each keeps
  * to namespaces of its own, and its memory-scaler serves those alone (`WATCH_NAMESPACES`), so one
  * file's alerts and ticks never reach another's AppMonitors. `npm test` runs the files that import
- * this module side by side at the end of its real-node lane (`suite-lanes.ts`). A file that
+ * this module side by side, on the stack a file lends them (`real-node-lock.ts`, `lendRunStack`),
+ * else at the end of its real-node lane (`suite-lanes.ts`). A file that
  * changes what every namespace sees (a webhook on every Pod, an aggregated API, Eventing's fixed
  * `appmonitor` namespace and its memory-scaler serving all namespaces) keeps to
  * `real-node-file.ts` and holds the node alone.

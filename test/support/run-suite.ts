@@ -2,20 +2,23 @@
  * `npm test`'s runner, after the type check and lint: `node test/support/run-suite.ts [glob…]`
  * (default `test/**\/*.test.ts`). Starts the run's local stack (`global-setup.ts`), runs the files
  * in two lanes at once (`suite-lanes.ts`): those that take the real node's lock two at a time (one
- * holds the node while the next builds what it needs and waits for it), then those that hold the
- * shared stack together all at once; the others `APPMONITOR_TEST_CONCURRENCY` (default 2) at a time at a lower CPU priority
+ * holds the node while the next builds what it needs and waits for it), and those that hold the
+ * shared stack together, all at once, as soon as a file lends them its stack
+ * (`real-node-lock.ts`, `lendRunStack`) or else after the others; the others `APPMONITOR_TEST_CONCURRENCY` (default 2) at a time at a lower CPU priority
  * (`lower-priority.ts`), each file in a process of its own;
  * reports both through one spec reporter, with one summary of the run, then the ten slowest files
  * and each lane's wall time (`slowest-reporter.ts`); stops the stack. Exit code 0 when every test
  * passed, 1 otherwise (and 130 on SIGINT, 143 on SIGTERM, the stack stopped first).
  * https://nodejs.org/docs/latest-v24.x/api/test.html#runoptions
  */
-import { globSync } from "node:fs";
+import { existsSync, globSync } from "node:fs";
 import path from "node:path";
 import { run } from "node:test";
 import { spec } from "node:test/reporters";
 import { finished } from "node:stream/promises";
+import { setTimeout as sleep } from "node:timers/promises";
 import { cacheDir, repoRoot } from "../../scripts/lib/paths.ts";
+import { lentMarker, runDir } from "../harness/stack/real-node-lock.ts";
 import { globalSetup, globalTeardown } from "./global-setup.ts";
 import { FileTimes, formatSlowest } from "./slowest-reporter.ts";
 import { laneFiles } from "./suite-lanes.ts";
@@ -95,6 +98,26 @@ async function lane(batches: readonly Batch[], execArgv: readonly string[] = [])
   return batches.some((b) => b.files.length > 0) ? (Date.now() - started) / 1000 : 0;
 }
 
+/**
+ * The real-node lane: its files that hold the node alone, and beside them those that hold it
+ * together, started once a file lends its stack (they join it) or the others have ended; resolves
+ * to its wall time in seconds.
+ */
+async function realNodeLane(): Promise<number> {
+  const started = Date.now();
+  const alone = lanes.realNode.length > 0 ? runBatch({ files: lanes.realNode, concurrency: REAL_NODE_LANE_CONCURRENCY }, []) : Promise.resolve();
+  const together = (async () => {
+    if (lanes.alongside.length === 0) return;
+    let ended = false;
+    void alone.then(() => (ended = true), () => (ended = true));
+    const dir = runDir();
+    while (!ended && !(dir !== undefined && existsSync(lentMarker(dir)))) await sleep(1000);
+    await runBatch({ files: lanes.alongside, concurrency: lanes.alongside.length }, []);
+  })();
+  await Promise.all([alone, together]);
+  return lanes.realNode.length + lanes.alongside.length > 0 ? (Date.now() - started) / 1000 : 0;
+}
+
 /** Runs one batch's files, passing their events to the reporter. */
 async function runBatch({ files: batchFiles, concurrency: batchConcurrency }: Batch, execArgv: readonly string[]): Promise<void> {
   for await (const event of run({ files: [...batchFiles], concurrency: batchConcurrency, cwd: repoRoot, execArgv }) as AsyncIterable<TestEvent>) {
@@ -113,9 +136,8 @@ async function runBatch({ files: batchFiles, concurrency: batchConcurrency }: Ba
 let code = 1;
 try {
   await globalSetup();
-  process.stderr.write(`# lanes: ${lanes.realNode.length} files that take the real node, one holding it while the next prepares, then ${lanes.alongside.length} that hold it together, beside ${lanes.others.length} others, ${concurrency} at a time\n`);
-  const realNodeBatches = [{ files: lanes.realNode, concurrency: REAL_NODE_LANE_CONCURRENCY }, { files: lanes.alongside, concurrency: Math.max(1, lanes.alongside.length) }];
-  const [realNodeSeconds, othersSeconds] = await Promise.all([lane(realNodeBatches), lane([{ files: lanes.others, concurrency }], ["--import", LOWER_PRIORITY])]);
+  process.stderr.write(`# lanes: ${lanes.realNode.length} files that take the real node, one holding it while the next prepares, and ${lanes.alongside.length} that hold it together, on a lent stack or after them, beside ${lanes.others.length} others, ${concurrency} at a time\n`);
+  const [realNodeSeconds, othersSeconds] = await Promise.all([realNodeLane(), lane([{ files: lanes.others, concurrency }], ["--import", LOWER_PRIORITY])]);
   const duration = Date.now() - t0;
   // One summary for the run: the spec reporter prints it, with the failing tests again.
   reporter.write({ type: "test:summary", data: { success, counts: totals, duration_ms: duration, file: undefined } });

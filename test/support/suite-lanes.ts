@@ -1,6 +1,7 @@
 /**
  * `npm test`'s two lanes (`run-suite.ts`): the test files that take the real node's lock, which
- * hold it one at a time and then, at the lane's end, those that hold it together; and the others,
+ * hold it one at a time, and those that hold it together (on a stack one of them lends, else at
+ * the lane's end); and the others,
  * run beside them. A file takes the lock when its relative imports reach
  * `test/harness/stack/real-node-lock.ts`, and holds it together with others when they reach
  * `test/support/real-node-alongside.ts`; one that waited for the lock in a shared pool would hold
@@ -34,7 +35,7 @@ export interface Lanes {
    * comes between two of those; it comes after its builds, minutes into the run, among the first.
    */
   readonly realNode: string[];
-  /** Files on the run's shared stack that hold the real node together, after {@link realNode}'s. */
+  /** Files on the run's shared stack that hold the real node together, on a stack one of {@link realNode}'s lends, else after them. */
   readonly alongside: string[];
   /** Every other file. */
   readonly others: string[];

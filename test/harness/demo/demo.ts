@@ -1,5 +1,5 @@
 /**
- * `npm run demo -- [--real-node (default) [--host-functions] [--no-eventing] [--prometheus-operator] | --kwok] [--containers]`: the main job on the local stack,
+ * `npm run demo -- [--real-node (default) [--host-functions] [--no-eventing] [--prometheus-operator] | --kwok] [--containers] [--for-seconds SECONDS]`: the main job on the local stack,
  * from one command on a fresh machine. Installs the Debian packages it needs when run as root
  * (`debian-packages.ts`, saying which and why; otherwise it names the command), builds what it
  * needs and has not cached (the Go-built binaries, the base, function and memhog images and their
@@ -24,7 +24,8 @@
  * chain on the monitoring stack users run: prometheus-operator's Prometheus and Alertmanager as
  * its StatefulSets on the real node, configured as kube-prometheus-stack's defaults configure
  * them, the alerts routed as docs/install.md says (with the function Pods and Eventing only).
- * The options and exit codes are {@link USAGE}'s (`--help`).
+ * `--for-seconds` sets the AppMonitor's `spec.forSeconds` (the example's is 60), to see the chain
+ * sooner: the alert fires that long after the crossing. The options and exit codes are {@link USAGE}'s (`--help`).
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -60,10 +61,11 @@ const OPTIONS = {
   "prometheus-operator": { type: "boolean", default: false, means: "prometheus-operator's Prometheus and Alertmanager, as kube-prometheus-stack's defaults make them" },
   kwok: { type: "boolean", default: false, means: "memhog on a kwok Node (its usage an annotation), the functions on the host; no root" },
   containers: { type: "boolean", default: false, means: "the functions from their images under podman (root)" },
+  "for-seconds": { type: "string", value: "SECONDS", means: "the AppMonitor's spec.forSeconds: how long the usage stays over the threshold before the alert fires", defaultIs: "the example's, 60" },
 } as const satisfies Record<string, OptionUsage>;
 
 const USAGE: CommandUsage = {
-  synopsis: ["npm run demo -- [--real-node (default) [--host-functions] [--no-eventing] [--prometheus-operator] | --kwok] [--containers]"],
+  synopsis: ["npm run demo -- [--real-node (default) [--host-functions] [--no-eventing] [--prometheus-operator] | --kwok] [--containers] [--for-seconds SECONDS]"],
   options: OPTIONS,
   notes: [
     "Uses the stack running in APPMONITOR_STACK_DIR (default <repo>/.stack), else starts one and stops it after.",
@@ -77,9 +79,16 @@ let kwok = false;
 let hostFunctions = false;
 let noEventing = false;
 let operator = false;
+let forSeconds: number | undefined;
 try {
   const { values } = parseArgs({ options: OPTIONS });
   ({ containers, kwok, "host-functions": hostFunctions, "no-eventing": noEventing, "prometheus-operator": operator } = values);
+  const given = values["for-seconds"];
+  if (given !== undefined) {
+    // The CRD's own bounds for spec.forSeconds: a whole number, at least 0.
+    if (!/^\d+$/.test(given)) throw new Error(`--for-seconds ${JSON.stringify(given)}: a whole number of seconds, 0 or more, is wanted`);
+    forSeconds = Number(given);
+  }
   if (operator && (kwok || containers || values["host-functions"] || values["no-eventing"])) throw new Error("--prometheus-operator needs the real node's function Pods and Eventing");
   if (kwok && values["real-node"]) throw new Error("--kwok and --real-node exclude each other");
   // Both choose where the functions run on the real node; on kwok they run on the host already.
@@ -138,7 +147,7 @@ try {
   if (operator) console.log("Prometheus and Alertmanager run as prometheus-operator's StatefulSets on the real node, as kube-prometheus-stack renders them, its Alertmanager configured by docs/install.md's values");
   console.log("the chain, each hop as it is seen:");
   const result = await runChain(state, {
-    namespace: "appmonitor-demo", containers, realNode, functionPods, eventing, ...(operator ? { operator: true } : {}),
+    namespace: "appmonitor-demo", containers, realNode, functionPods, eventing, ...(operator ? { operator: true } : {}), ...(forSeconds === undefined ? {} : { forSeconds }),
     onHop: (h) => console.log(`  seen: ${h.name}`), onProgress: say("set-up"),
   });
   const legend = hasWholeSecondClock(result.hops) ? "; ≈: a whole-second clock" : "";

@@ -12,11 +12,13 @@
  * between them, and no other run's real node comes up beside it. A file that brings up a node of
  * its own takes the shared one down first. Files on the shared stack that keep to namespaces of
  * their own (`real-node-alongside.ts`) take the run's lock shared and hold the node together.
+ * A file that brought up a fresh node of its own at the shared stack's place may lend it to those
+ * files while it still holds the run's lock ({@link lendRunStack}): they join it instead of waiting.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { existsSync } from "node:fs";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { down } from "./stack.ts";
@@ -125,6 +127,63 @@ async function holdMachineLockForRun(dir: string): Promise<void> {
   await writeFile(file, String(child.pid));
 }
 
+/** `<run>/lent`: the process id of the file lending its stack ({@link lendRunStack}), while it does. */
+export const lentMarker = (dir: string): string => path.join(dir, "lent");
+
+/** `<run>/lent.lock`: held shared by each file on a lent stack, exclusive by the lender taking it back. */
+const lentLock = (dir: string): string => path.join(dir, "lent.lock");
+
+/** The process lending the run's stack, when one does and still runs. */
+async function lender(dir: string): Promise<number | undefined> {
+  const pid = Number(await readFile(lentMarker(dir), "utf8").catch(() => ""));
+  return pid > 0 && alive(pid) ? pid : undefined;
+}
+
+/** This file's path, for the lock's lines in the run's log. */
+const thisFile = (): string => path.relative(process.cwd(), process.argv[1] ?? "?");
+
+/**
+ * Lends the stack this process brought up at the run's shared stack's place
+ * ({@link sharedStackDir}) to the run's files that hold the node together, while this process keeps
+ * the run's lock: they join it ({@link acquireRealNodeLock} with `alongside`) instead of waiting
+ * for the lock, which no file that needs the node alone gets meanwhile. For a file whose last
+ * tests only wait (real periods), so that others' tests use the node then. `run-suite.ts` starts
+ * those files once {@link lentMarker} appears. Outside a run: nothing is lent.
+ * @returns the taking back: waits until every file that joined has left (its namespaces deleted),
+ *   after which none joins; the stack is again this process's alone.
+ */
+export async function lendRunStack(): Promise<() => Promise<void>> {
+  const dir = runDir();
+  if (dir === undefined) return async () => {};
+  await writeFile(lentMarker(dir), String(process.pid));
+  const lent = Date.now();
+  process.stderr.write(`# real-node lock: ${thisFile()} lends its stack to the files that hold the node together
+`);
+  const unmark = () => void rm(lentMarker(dir), { force: true });
+  process.once("exit", unmark);
+  return async () => {
+    const release = await lockForThisProcess(lentLock(dir));
+    process.off("exit", unmark);
+    await rm(lentMarker(dir), { force: true });
+    await release();
+    process.stderr.write(`# real-node lock: ${thisFile()} took its stack back after ${((Date.now() - lent) / 1000).toFixed(1)} s
+`);
+  };
+}
+
+/**
+ * Joins the stack lent in run `dir`, if one is: the lent stack's lock taken shared, and the lender
+ * checked again under it (one taking its stack back first ends the lending).
+ * @returns the release, or undefined when no stack is lent.
+ */
+async function joinLentStack(dir: string): Promise<(() => Promise<void>) | undefined> {
+  if (await lender(dir) === undefined) return undefined;
+  const release = await lockForThisProcess(lentLock(dir), true);
+  if (await lender(dir) !== undefined) return release;
+  await release();
+  return undefined;
+}
+
 /** What {@link acquireRealNodeLock} is asked for. */
 export interface RealNodeLockOptions {
   /** The caller uses the run's shared stack: leave it up (outside a run, no effect). */
@@ -132,7 +191,8 @@ export interface RealNodeLockOptions {
   /**
    * The caller uses the run's shared stack beside the run's other such callers, each in namespaces
    * of its own: the run's lock is taken shared, so they hold the node together, and no caller that
-   * needs it alone holds it meanwhile (outside a run, no effect). Implies `shared`.
+   * needs it alone holds it meanwhile; or, while a file lends its stack ({@link lendRunStack}),
+   * that stack is joined (outside a run, no effect). Implies `shared`.
    */
   readonly alongside?: boolean;
 }
@@ -157,9 +217,10 @@ export async function duringRunSetup<T>(setup: () => Promise<T>): Promise<T> {
 
 /**
  * Waits for the real node to be this file's (as long as the holder keeps it) and returns the
- * release. Outside a run: the machine's lock. Within one: the run's lock (shared when `alongside`),
- * the machine's held for the run, and, unless `shared` or `alongside`, the run's shared stack taken
- * down (the caller brings its own).
+ * release. Outside a run: the machine's lock. Within one, `alongside`: the stack a file lends, if
+ * one does ({@link lendRunStack}). Else the run's lock (shared when `alongside`), the machine's
+ * held for the run, and, unless `shared` or `alongside`, the run's shared stack taken down (the
+ * caller brings its own).
  * @throws Error when `flock` cannot be started (util-linux missing) or exits before locking.
  */
 export async function acquireRealNodeLock(options: RealNodeLockOptions = {}): Promise<() => Promise<void>> {
@@ -168,6 +229,16 @@ export async function acquireRealNodeLock(options: RealNodeLockOptions = {}): Pr
   await mkdir(dir, { recursive: true });
   const asked = Date.now();
   const alongside = options.alongside === true;
+  const file = thisFile();
+  const joined = alongside ? await joinLentStack(dir) : undefined;
+  if (joined !== undefined) {
+    const taken = Date.now();
+    process.stderr.write(`# real-node lock: ${file} joined the lent stack, waited ${((taken - asked) / 1000).toFixed(1)} s\n`);
+    return async () => {
+      process.stderr.write(`# real-node lock: ${file} held the lent stack ${((Date.now() - taken) / 1000).toFixed(1)} s\n`);
+      await joined();
+    };
+  }
   const release = await lockForThisProcess(path.join(dir, "lock"), alongside);
   try {
     // Under the set-up lock: holders beside each other would both start a hold on the machine's.
@@ -181,7 +252,6 @@ export async function acquireRealNodeLock(options: RealNodeLockOptions = {}): Pr
   }
   // Within a run, where the files' real-node time goes: waiting for each other, or holding the node.
   const taken = Date.now();
-  const file = path.relative(process.cwd(), process.argv[1] ?? "?");
   process.stderr.write(`# real-node lock: ${file} waited ${((taken - asked) / 1000).toFixed(1)} s\n`);
   return async () => {
     process.stderr.write(`# real-node lock: ${file} held it ${((Date.now() - taken) / 1000).toFixed(1)} s\n`);

@@ -39,7 +39,7 @@ import { checkRuleInput } from "../../../functions/rule-sync/rule-input.ts";
 import { deployFunctionPods, FUNCTION_POD_NAMES, FUNCTIONS_NAMESPACE, type FunctionPods } from "../../harness/stack/function-pods-install.ts";
 import { archiveReference, importImages } from "../../harness/stack/node-images.ts";
 import { NODE_HEAP_PROGRAM } from "../../support/heap-programs.ts";
-import { acquireRealNodeLock } from "../../harness/stack/real-node-lock.ts";
+import { acquireRealNodeLock, lendRunStack, runDir, sharedStackDir } from "../../harness/stack/real-node-lock.ts";
 import { waitEstablished } from "../../harness/lib/crd-established.ts";
 import { REAL_NODE_SETUP_TIMEOUT_MS } from "../../support/setup-timeout.ts";
 
@@ -109,6 +109,8 @@ async function archiveOf(name: ImageName, dir: string): Promise<string> {
 }
 
 let releaseLock: (() => Promise<void>) | undefined;
+/** Takes the stack back from the run's files it was lent to (`lendRunStack`), once they have left. */
+let takeBack: (() => Promise<void>) | undefined;
 
 before(async () => {
   // One real node per machine: wait for any other test file's to be down first.
@@ -117,7 +119,10 @@ before(async () => {
   ipForwardBefore = readFileSync(IP_FORWARD, "utf8").trim();
   await writeFile(IP_FORWARD, "0");
   before_ = await hostSnapshot();
-  stateDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-real-node-"));
+  // Within `npm test`, where the run's shared stack goes (the lock took any shared one down), so
+  // that the files holding the node together can join it while the trend test only waits.
+  const run = runDir();
+  stateDir = run === undefined ? await mkdtemp(path.join(os.tmpdir(), "appmonitor-real-node-")) : sharedStackDir(run);
   imagesDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-real-node-images-"));
   const t0 = Date.now();
   state = await up({
@@ -138,6 +143,7 @@ before(async () => {
 
 after(async () => {
   // The last test takes the stack down and checks the host; this is the safety net when it did not run.
+  await takeBack?.();
   if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
   if (imagesDir) await rm(imagesDir, { recursive: true, force: true });
   if (ipForwardBefore !== undefined) await writeFile(IP_FORWARD, ipForwardBefore);
@@ -879,12 +885,20 @@ test("resizes the real node cannot hold now or ever, and one whose resizePolicy 
 });
 
 // Last before `down`: the sawtooth, watched from the stack's start, is the file's longest wait,
-// and the tests above run while it goes on.
+// and the tests above run while it goes on. Meanwhile, within `npm test`, the stack is lent to the
+// run's files that hold the node together, in namespaces of their own.
 test("the trend trigger on the real node, one AppMonitor spec for two workloads side by side", { timeout: 900_000, concurrency: 2 }, async (t) => {
-  await Promise.all([
-    t.test("memhog growing 1Mi/s under 384Mi is scaled by AppMonitorMemoryTrend before its working set reaches the 75 % threshold, long before its limit", steadyGrowth),
-    t.test("memhog in a sawtooth (120Mi to 260Mi at 1.8Mi/s, released at once) never fires it, though the line through its window reaches the limit", sawtooth),
-  ]);
+  takeBack = await lendRunStack();
+  try {
+    await Promise.all([
+      t.test("memhog growing 1Mi/s under 384Mi is scaled by AppMonitorMemoryTrend before its working set reaches the 75 % threshold, long before its limit", steadyGrowth),
+      t.test("memhog in a sawtooth (120Mi to 260Mi at 1.8Mi/s, released at once) never fires it, though the line through its window reaches the limit", sawtooth),
+    ]);
+  } finally {
+    // The stack this file's alone again, for `down`: the files it was lent to have left, their namespaces gone.
+    await takeBack();
+    takeBack = undefined;
+  }
 });
 
 test("down removes every container, network namespace, iptables rule, netfilter table, mount and cgroup the real node made, and puts back every kernel setting it changed", { timeout: 120_000 }, async (t) => {

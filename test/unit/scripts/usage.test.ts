@@ -21,7 +21,7 @@ function entryOf(name: string): string {
 
 /** Each command, and the options and arguments its usage must name. */
 const COMMANDS: readonly (readonly [string, readonly string[]])[] = [
-  ["demo", ["--real-node", "--host-functions", "--no-eventing", "--prometheus-operator", "--kwok", "--containers"]],
+  ["demo", ["--real-node", "--host-functions", "--no-eventing", "--prometheus-operator", "--kwok", "--containers", "--for-seconds"]],
   ["stack", ["up", "down", "status", "env", "--real-node", "--eventing", "--serving", "--prometheus-operator"]],
   ["explain", ["KIND/NAME", "--namespace", "--prometheus-url", "--source"]],
   ["resend", ["EVENT", "--namespace", "--broker"]],
@@ -61,6 +61,15 @@ describe("--help", () => {
     assert.equal(res.status, 0, res.stderr);
     for (const word of ["kubectl appmonitor explain", "kubectl appmonitor resend", "--namespace", "--prometheus-url", "--source", "--broker"]) {
       assert.ok(res.stdout.includes(word), `names ${word}:\n${res.stdout}`);
+    }
+  });
+
+  it("npm run demo -- --for-seconds with no whole number of seconds: exit 2 naming it, nothing done", async () => {
+    for (const value of ["abc", "-1", "1.5", ""]) {
+      const res = await runIsolated([process.execPath, entryOf("demo"), `--for-seconds=${value}`]);
+      assert.equal(res.status, 2, `${value}: ${res.stderr}`);
+      assert.match(res.stderr, /--for-seconds .*a whole number of seconds/, value);
+      assert.equal(res.wrote, false);
     }
   });
 
