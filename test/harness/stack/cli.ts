@@ -101,7 +101,7 @@ async function main(args: string[]): Promise<number> {
       if (flags.eventing && !state.eventing) {
         // Loaded here: the Kubernetes client and the Eventing module are needed for this alone.
         const { installEventing } = await import("./eventing-install.ts");
-        const installed = await installEventing(state, undefined, (line) => console.error(`stack: ${line}`));
+        const installed = await installEventing(state, undefined, (line) => console.error(`stack: ${line}`), true);
         state.eventing = { version: installed.version, deployments: installed.deployments };
         await saveState(state);
         console.error(`stack: Knative Eventing ${installed.version} Available on the real node (${installed.seconds.toFixed(1)} s)`);

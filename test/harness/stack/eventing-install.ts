@@ -37,8 +37,37 @@ export interface EventingInstallation {
   version: string;
   /** The Deployments waited for (all with replicas > 0), in the knative-eventing namespace. */
   deployments: string[];
-  /** Seconds from the first import to the last Deployment Available. */
+  /** Seconds from the first import to the last Deployment waited for (Available, or its Pod started: {@link installEventing}). */
   seconds: number;
+}
+
+/**
+ * A readiness probe's `initialDelaySeconds` from which a Deployment is waited for until its Pod
+ * has started rather than until it is Ready, unless asked: Eventing's two controllers (20 s, then
+ * every 10 s) take about 20 s longer to be Ready than the rest. They serve no traffic (no Service
+ * sends to them), and reconcile from their start, so what comes next (a Broker waited for until
+ * Ready) needs them started, not Ready.
+ */
+const LATE_READINESS_SECONDS = 10;
+
+/** The longest readiness delay of a Deployment's containers, in seconds (0 for any other object). */
+function readinessDelay(o: EventingObject): number {
+  const containers = (o as { spec?: { template?: { spec?: { containers?: { readinessProbe?: { initialDelaySeconds?: number } }[] } } } }).spec?.template?.spec?.containers ?? [];
+  return Math.max(0, ...containers.map((c) => c.readinessProbe?.initialDelaySeconds ?? 0));
+}
+
+/**
+ * Waits until a Pod of Deployment `name` runs with every container started (its startup probe, if
+ * any, passed), Ready or not.
+ * @throws StepError of `step` naming its Pods' states after `timeoutMs`.
+ */
+async function waitStarted(kc: k8s.KubeConfig, name: string, timeoutMs: number, namespace = EVENTING_NAMESPACE, step = STEP): Promise<void> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const mine = async () => (await core.listNamespacedPod({ namespace })).items.filter((p) => p.metadata?.name?.startsWith(`${name}-`));
+  await until(async () => (await mine()).some((p) => p.status?.phase === "Running" && (p.status.containerStatuses ?? []).length > 0 && (p.status.containerStatuses ?? []).every((c) => c.started === true)), timeoutMs, async () => {
+    const states = (await mine()).map((p) => `${p.metadata?.name}: ${p.status?.phase} ${JSON.stringify(p.status?.containerStatuses?.map((c) => c.state) ?? p.status?.conditions ?? {})}`);
+    return `Deployment ${namespace}/${name}: no Pod started (${states.join("; ") || "no Pods"})`;
+  }, step);
 }
 
 /** kubectl against the stack, as one step's command; its stdout. @throws StepError with kubectl's stderr. */
@@ -120,13 +149,17 @@ export async function applyWebhookConfigurations(state: StackState, kc: k8s.Kube
 
 /**
  * Installs Knative Eventing (core, in-memory channel, channel-based Broker) on the stack's real
- * node and waits until it serves.
+ * node and waits until it serves: its webhook and data plane (the Broker's ingress and filter, the
+ * channel's dispatcher) Available, its controllers started, or Available too when `controllersReady`.
  * @param timeoutMs how long to wait for each Deployment and for the webhook's configurations (default 240 000).
- * @param progress hears one line per step: the images imported, each Deployment Available (n of m).
+ * @param progress hears one line per step: the images imported, each Deployment Available or started (n of m).
+ * @param controllersReady wait for the controllers to be Ready as well, about 20 s more
+ *   ({@link LATE_READINESS_SECONDS}): for `npm run stack -- up --eventing`, whose `status` then
+ *   finds every Deployment Ready.
  * @throws StepError when the stack has no real node, an import or apply fails, or a
  *   Deployment is not Available in time (the message names its Pods' states).
  */
-export async function installEventing(state: StackState, timeoutMs = 240_000, progress: (line: string) => void = () => {}): Promise<EventingInstallation> {
+export async function installEventing(state: StackState, timeoutMs = 240_000, progress: (line: string) => void = () => {}, controllersReady = false): Promise<EventingInstallation> {
   const node = state.realNode;
   if (!node) throw new StepError(STEP, "the stack has no real node; start it with 'npm run stack -- up --real-node'");
   const t0 = Date.now();
@@ -147,15 +180,18 @@ export async function installEventing(state: StackState, timeoutMs = 240_000, pr
   progress(`Knative Eventing: eventing-webhook Available (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   await applyWebhookConfigurations(state, kc, webhookConfigs, path.join(node.paths.dir, "eventing-webhooks.yaml"), timeoutMs);
 
-  const deployments = placed
+  const waited = placed
     .filter((o): o is EventingObject & { spec?: { replicas?: number } } => o.kind === "Deployment" && o.metadata.namespace === EVENTING_NAMESPACE)
-    .filter((o) => o.spec?.replicas !== 0)
-    .map((o) => o.metadata.name);
-  for (const [i, name] of deployments.entries()) {
-    await waitAvailable(kc, name, timeoutMs);
-    progress(`Knative Eventing: [${i + 1}/${deployments.length}] ${name} Available (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+    .filter((o) => o.spec?.replicas !== 0);
+  for (const [i, o] of waited.entries()) {
+    const name = o.metadata.name;
+    const delay = readinessDelay(o);
+    const late = !controllersReady && delay >= LATE_READINESS_SECONDS;
+    await (late ? waitStarted(kc, name, timeoutMs) : waitAvailable(kc, name, timeoutMs));
+    const reached = late ? `started (Ready once its readiness probe begins, ${delay} s after)` : "Available";
+    progress(`Knative Eventing: [${i + 1}/${waited.length}] ${name} ${reached} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   }
-  return { version: module.version, deployments, seconds: (Date.now() - t0) / 1000 };
+  return { version: module.version, deployments: waited.map((o) => o.metadata.name), seconds: (Date.now() - t0) / 1000 };
 }
 
 /**
