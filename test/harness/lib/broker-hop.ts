@@ -76,7 +76,7 @@ async function probe(core: k8s.CoreV1Api, url: string, pod: PodRef, timeoutMs: n
  * through the Broker, as the in-memory channel's dispatcher learns a new Trigger's subscription
  * a little after it is Ready, and fans an event out to the subscribers it knows then (none: the
  * event is accepted and dropped), and the ingress may answer 500 while it cannot yet hand events
- * to the channel. One probe every 2 s. The default bound is wide: a Broker created again with its
+ * to the channel, or answer only after the subscriber's retries. One probe every 2 s. The default bound is wide: a Broker created again with its
  * Triggers in the same namespace has taken 47 s under `npm test` (docs/development.md, where it
  * names `waitForDelivery`).
  * @throws Error when none arrives within `timeoutMs` (default 180 000), with the last refusal if any.
@@ -88,8 +88,10 @@ export async function waitForDelivery(core: k8s.CoreV1Api, url: string, pod: Pod
     try {
       if ((await probe(core, url, pod, 2_000)) !== undefined) return;
     } catch (error) {
-      // A 5xx is the Broker not serving yet; anything else (a 4xx: a wrong path) will not change.
-      if (!/: 5\d\d$/.test((error as Error).message)) throw error;
+      // A 5xx is the Broker not serving yet, and so is a POST unanswered in its 10 s: the in-memory
+      // channel answers once the subscribers have, retries included (a Service whose Pods were
+      // just replaced). Anything else (a 4xx: a wrong path) will not change.
+      if (!/: 5\d\d$/.test((error as Error).message) && (error as Error).name !== "TimeoutError") throw error;
       refused = error as Error;
       await new Promise((r) => setTimeout(r, 2_000));
     }
