@@ -14,7 +14,7 @@ import { ensureDebianPackages } from "../harness/stack/debian-packages.ts";
 import { repoRoot } from "../../scripts/lib/paths.ts";
 import { down, envLines, up } from "../harness/stack/stack.ts";
 import { stateFile } from "../harness/stack/state.ts";
-import { acquireRealNodeLock, downSharedStack, endRun, lentMarker, RUN_DIR_ENV, runDirFor, runOfSharedStack, sharedStackDir } from "../harness/stack/real-node-lock.ts";
+import { acquireRealNodeLock, downSharedStack, endRun, RUN_DIR_ENV, runDirFor, runOfSharedStack, sharedStackDir } from "../harness/stack/real-node-lock.ts";
 import { realNodeOwner } from "../harness/stack/real-node.ts";
 
 const stateDir = path.resolve(process.env.APPMONITOR_TEST_STACK_DIR ?? path.join(repoRoot, ".stack-test"));
@@ -28,8 +28,6 @@ const realNodeRunDir = runDirFor(createHash("sha256").update(stateDir).digest("h
 export async function globalSetup(): Promise<void> {
   await ensureDebianPackages();
   await endStaleRuns();
-  // A killed run's lending, if any: its process is gone, and no file of this run lends yet.
-  await rm(lentMarker(realNodeRunDir), { force: true });
   await down(stateDir);
   const state = await up({ stateDir, progress: (line) => process.stderr.write(`# stack: ${line}\n`) });
   for (const line of envLines(state)) {

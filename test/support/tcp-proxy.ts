@@ -29,11 +29,13 @@ export interface TcpProxy {
   /** Passes on what {@link TcpProxy.stall} held, in order, and everything after it. */
   unstall(): void;
   /**
-   * Drops every chunk from a client from now on, those {@link TcpProxy.setLatency} still holds
-   * included, and resolves once every request passed on has been answered: on each connection the
-   * last chunk passed went to the client, and none has passed for `quietMs`. So a test can cut
-   * after an answer and before the next request, without racing the answer on its way back.
-   * Rejects after `timeoutMs` if a request is still unanswered (a watch, a server that hangs).
+   * Drops every chunk from a client from now on until {@link TcpProxy.cut}, those
+   * {@link TcpProxy.setLatency} still holds included (not those {@link TcpProxy.stall} holds), and
+   * resolves once every request passed on has been answered: on each connection the last chunk
+   * passed went to the client, and none has passed for `quietMs`. So a test can cut after an
+   * answer and before the next request, without racing the answer on its way back.
+   * Rejects after `timeoutMs` if a request is still unanswered (a server that hangs, a request
+   * whose rest was dropped).
    */
   drain(quietMs?: number, timeoutMs?: number): Promise<void>;
 }

@@ -59,7 +59,7 @@ function readinessDelay(o: EventingObject): number {
 /**
  * Waits until a Pod of Deployment `name` runs with every container started (its startup probe, if
  * any, passed), Ready or not.
- * @throws StepError of `step` naming its Pods' states after `timeoutMs`.
+ * @throws StepError of `step` saying no Pod started, with its Pods' states, after `timeoutMs`.
  */
 async function waitStarted(kc: k8s.KubeConfig, name: string, timeoutMs: number, namespace = EVENTING_NAMESPACE, step = STEP): Promise<void> {
   const core = kc.makeApiClient(k8s.CoreV1Api);

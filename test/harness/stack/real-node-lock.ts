@@ -17,7 +17,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { existsSync } from "node:fs";
+import { existsSync, unlinkSync } from "node:fs";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -157,17 +157,24 @@ export async function lendRunStack(): Promise<() => Promise<void>> {
   if (dir === undefined) return async () => {};
   await writeFile(lentMarker(dir), String(process.pid));
   const lent = Date.now();
-  process.stderr.write(`# real-node lock: ${thisFile()} lends its stack to the files that hold the node together
-`);
-  const unmark = () => void rm(lentMarker(dir), { force: true });
+  process.stderr.write(`# real-node lock: ${thisFile()} lends its stack to the files that hold the node together\n`);
+  // Synchronous: an exit listener's promises never settle.
+  const unmark = () => {
+    try {
+      unlinkSync(lentMarker(dir));
+    } catch {
+      // gone already
+    }
+  };
   process.once("exit", unmark);
   return async () => {
-    const release = await lockForThisProcess(lentLock(dir));
+    // The marker first, so that no file joins while those that did are waited for (one that read
+    // it just before finds it gone under the lock, and waits for the run's lock instead).
+    unmark();
     process.off("exit", unmark);
-    await rm(lentMarker(dir), { force: true });
+    const release = await lockForThisProcess(lentLock(dir));
     await release();
-    process.stderr.write(`# real-node lock: ${thisFile()} took its stack back after ${((Date.now() - lent) / 1000).toFixed(1)} s
-`);
+    process.stderr.write(`# real-node lock: ${thisFile()} took its stack back after ${((Date.now() - lent) / 1000).toFixed(1)} s\n`);
   };
 }
 
@@ -241,6 +248,12 @@ export async function acquireRealNodeLock(options: RealNodeLockOptions = {}): Pr
   }
   const release = await lockForThisProcess(path.join(dir, "lock"), alongside);
   try {
+    if (!alongside) {
+      // Files that joined a stack whose lender is gone (killed) may still be on it: they leave first.
+      const joiners = await lockForThisProcess(lentLock(dir));
+      await rm(lentMarker(dir), { force: true });
+      await joiners();
+    }
     // Under the set-up lock: holders beside each other would both start a hold on the machine's.
     await duringRunSetup(async () => {
       await holdMachineLockForRun(dir);

@@ -24,7 +24,7 @@ import { HTTP } from "cloudevents";
 import { buildImages, type ImageName } from "../../../scripts/images/build.ts";
 import { archiveDir, repoRoot } from "../../../scripts/lib/paths.ts";
 import { down, statusLines, up } from "../../harness/stack/stack.ts";
-import { type StackState } from "../../harness/stack/state.ts";
+import { type StackState, stateFile } from "../../harness/stack/state.ts";
 import { HOST_SYSCTLS, memoryCgroupDir } from "../../harness/stack/real-node.ts";
 import { podCgroupPath, REAL_NODE, REAL_NODE_PLACEMENT, SERVICE_CIDR } from "../../harness/stack/real-node-config.ts";
 import { promQuery, SHORT_FOR_SECONDS, waitFor } from "../../support/stack.ts";
@@ -123,6 +123,8 @@ before(async () => {
   // that the files holding the node together can join it while the trend test only waits.
   const run = runDir();
   stateDir = run === undefined ? await mkdtemp(path.join(os.tmpdir(), "appmonitor-real-node-")) : sharedStackDir(run);
+  // `up` would find a stack there and use it: this file's is to be fresh.
+  if (existsSync(stateFile(stateDir))) throw new Error(`the run's shared stack in ${stateDir} is still up after its down (see the lines above): this file needs a fresh one`);
   imagesDir = await mkdtemp(path.join(os.tmpdir(), "appmonitor-real-node-images-"));
   const t0 = Date.now();
   state = await up({
@@ -143,7 +145,7 @@ before(async () => {
 
 after(async () => {
   // The last test takes the stack down and checks the host; this is the safety net when it did not run.
-  await takeBack?.();
+  await takeBack?.().catch((error: Error) => process.stderr.write(`# taking the lent stack back: ${error.message}\n`));
   if (state) await down(stateDir).catch((error: Error) => process.stderr.write(`# down: ${error.message}\n`));
   if (imagesDir) await rm(imagesDir, { recursive: true, force: true });
   if (ipForwardBefore !== undefined) await writeFile(IP_FORWARD, ipForwardBefore);
@@ -889,19 +891,17 @@ test("resizes the real node cannot hold now or ever, and one whose resizePolicy 
 // run's files that hold the node together, in namespaces of their own.
 test("the trend trigger on the real node, one AppMonitor spec for two workloads side by side", { timeout: 900_000, concurrency: 2 }, async (t) => {
   takeBack = await lendRunStack();
-  try {
-    await Promise.all([
-      t.test("memhog growing 1Mi/s under 384Mi is scaled by AppMonitorMemoryTrend before its working set reaches the 75 % threshold, long before its limit", steadyGrowth),
-      t.test("memhog in a sawtooth (120Mi to 260Mi at 1.8Mi/s, released at once) never fires it, though the line through its window reaches the limit", sawtooth),
-    ]);
-  } finally {
-    // The stack this file's alone again, for `down`: the files it was lent to have left, their namespaces gone.
-    await takeBack();
-    takeBack = undefined;
-  }
+  await Promise.all([
+    t.test("memhog growing 1Mi/s under 384Mi is scaled by AppMonitorMemoryTrend before its working set reaches the 75 % threshold, long before its limit", steadyGrowth),
+    t.test("memhog in a sawtooth (120Mi to 260Mi at 1.8Mi/s, released at once) never fires it, though the line through its window reaches the limit", sawtooth),
+  ]);
 });
 
-test("down removes every container, network namespace, iptables rule, netfilter table, mount and cgroup the real node made, and puts back every kernel setting it changed", { timeout: 120_000 }, async (t) => {
+// Its timeout covers the wait for the files the stack was lent to, which have their own.
+test("down removes every container, network namespace, iptables rule, netfilter table, mount and cgroup the real node made, and puts back every kernel setting it changed", { timeout: 45 * 60_000 }, async (t) => {
+  // The stack this file's alone again: the files it was lent to have left, their namespaces gone.
+  await takeBack?.();
+  takeBack = undefined;
   const memory = (await run("ps", ["-o", "rss=", "-p", (state as StackState).components.map((c) => c.pid).join(",")])).stdout
     .split("\n").filter(Boolean).reduce((sum, kb) => sum + Number(kb), 0);
   t.diagnostic(`resident memory of the stack's processes: ${(memory / 1024).toFixed(0)} MiB`);

@@ -34,9 +34,11 @@ test("a lent stack is joined by the files that hold the node together, and taken
   let takenBack = false;
   const taking = takeBack().then(() => (takenBack = true));
   await new Promise((resolve) => setTimeout(resolve, 300));
-  assert.equal(takenBack, false, "not taken back while a file that joined is on it");
-  assert.ok(existsSync(lentMarker(run)), "still lent meanwhile");
-  await leave();
+  try {
+    assert.equal(takenBack, false, "not taken back while a file that joined is on it");
+    assert.ok(!existsSync(lentMarker(run)), "no longer lent meanwhile: no other file joins");
+  } finally {
+    await leave();
+  }
   await taking;
-  assert.ok(!existsSync(lentMarker(run)), "no longer lent");
 });
