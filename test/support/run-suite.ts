@@ -91,11 +91,12 @@ interface Batch {
   readonly concurrency: number;
 }
 
-/** Runs one lane's batches one after the other, passing their events to the reporter; resolves to its wall time in seconds. */
-async function lane(batches: readonly Batch[], execArgv: readonly string[] = []): Promise<number> {
+/** Runs the other lane's files, passing their events to the reporter; resolves to its wall time in seconds. */
+async function othersLane(): Promise<number> {
+  if (lanes.others.length === 0) return 0;
   const started = Date.now();
-  for (const batch of batches) if (batch.files.length > 0) await runBatch(batch, execArgv);
-  return batches.some((b) => b.files.length > 0) ? (Date.now() - started) / 1000 : 0;
+  await runBatch({ files: lanes.others, concurrency }, ["--import", LOWER_PRIORITY]);
+  return (Date.now() - started) / 1000;
 }
 
 /**
@@ -137,7 +138,7 @@ let code = 1;
 try {
   await globalSetup();
   process.stderr.write(`# lanes: ${lanes.realNode.length} files that take the real node, one holding it while the next prepares, and ${lanes.alongside.length} that hold it together, on a lent stack or after them, beside ${lanes.others.length} others, ${concurrency} at a time\n`);
-  const [realNodeSeconds, othersSeconds] = await Promise.all([realNodeLane(), lane([{ files: lanes.others, concurrency }], ["--import", LOWER_PRIORITY])]);
+  const [realNodeSeconds, othersSeconds] = await Promise.all([realNodeLane(), othersLane()]);
   const duration = Date.now() - t0;
   // One summary for the run: the spec reporter prints it, with the failing tests again.
   reporter.write({ type: "test:summary", data: { success, counts: totals, duration_ms: duration, file: undefined } });

@@ -63,11 +63,19 @@ function readinessDelay(o: EventingObject): number {
  */
 async function waitStarted(kc: k8s.KubeConfig, name: string, timeoutMs: number, namespace = EVENTING_NAMESPACE, step = STEP): Promise<void> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  const mine = async () => (await core.listNamespacedPod({ namespace })).items.filter((p) => p.metadata?.name?.startsWith(`${name}-`));
-  await until(async () => (await mine()).some((p) => p.status?.phase === "Running" && (p.status.containerStatuses ?? []).length > 0 && (p.status.containerStatuses ?? []).every((c) => c.started === true)), timeoutMs, async () => {
-    const states = (await mine()).map((p) => `${p.metadata?.name}: ${p.status?.phase} ${JSON.stringify(p.status?.containerStatuses?.map((c) => c.state) ?? p.status?.conditions ?? {})}`);
-    return `Deployment ${namespace}/${name}: no Pod started (${states.join("; ") || "no Pods"})`;
-  }, step);
+  await until(async () => (await podsOf(core, namespace, name)).some((p) => p.status?.phase === "Running" && (p.status.containerStatuses ?? []).length > 0 && (p.status.containerStatuses ?? []).every((c) => c.started === true)), timeoutMs,
+    async () => `Deployment ${namespace}/${name}: no Pod started (${await podStates(core, namespace, name)})`, step);
+}
+
+/** The Pods of Deployment `name` in `namespace`, by their names' prefix. */
+async function podsOf(core: k8s.CoreV1Api, namespace: string, name: string): Promise<k8s.V1Pod[]> {
+  return (await core.listNamespacedPod({ namespace })).items.filter((p) => p.metadata?.name?.startsWith(`${name}-`));
+}
+
+/** Each Pod of Deployment `name`: its phase and its containers' states, for an error message ("no Pods" when none). */
+async function podStates(core: k8s.CoreV1Api, namespace: string, name: string): Promise<string> {
+  const states = (await podsOf(core, namespace, name)).map((p) => `${p.metadata?.name}: ${p.status?.phase} ${JSON.stringify(p.status?.containerStatuses?.map((c) => c.state) ?? p.status?.conditions ?? {})}`);
+  return states.join("; ") || "no Pods";
 }
 
 /** kubectl against the stack, as one step's command; its stdout. @throws StepError with kubectl's stderr. */
@@ -107,12 +115,7 @@ export async function waitAvailable(kc: k8s.KubeConfig, name: string, timeoutMs:
   await until(async () => {
     const d = await apps.readNamespacedDeployment({ name, namespace });
     return (d.status?.conditions?.some((c) => c.type === "Available" && c.status === "True") ?? false) && (d.status?.readyReplicas ?? 0) >= 1;
-  }, timeoutMs, async () => {
-    const pods = await core.listNamespacedPod({ namespace });
-    const mine = pods.items.filter((p) => p.metadata?.name?.startsWith(`${name}-`));
-    const states = mine.map((p) => `${p.metadata?.name}: ${p.status?.phase} ${JSON.stringify(p.status?.containerStatuses?.map((c) => c.state) ?? p.status?.conditions ?? {})}`);
-    return `Deployment ${namespace}/${name} not Available (${states.join("; ") || "no Pods"})`;
-  }, step);
+  }, timeoutMs, async () => `Deployment ${namespace}/${name} not Available (${await podStates(core, namespace, name)})`, step);
 }
 
 /**

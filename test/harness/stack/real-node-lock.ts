@@ -133,10 +133,10 @@ export const lentMarker = (dir: string): string => path.join(dir, "lent");
 /** `<run>/lent.lock`: held shared by each file on a lent stack, exclusive by the lender taking it back. */
 const lentLock = (dir: string): string => path.join(dir, "lent.lock");
 
-/** The process lending the run's stack, when one does and still runs. */
-async function lender(dir: string): Promise<number | undefined> {
+/** Whether a process that still runs lends the run's stack. */
+async function lending(dir: string): Promise<boolean> {
   const pid = Number(await readFile(lentMarker(dir), "utf8").catch(() => ""));
-  return pid > 0 && alive(pid) ? pid : undefined;
+  return pid > 0 && alive(pid);
 }
 
 /** This file's path, for the lock's lines in the run's log. */
@@ -184,9 +184,9 @@ export async function lendRunStack(): Promise<() => Promise<void>> {
  * @returns the release, or undefined when no stack is lent.
  */
 async function joinLentStack(dir: string): Promise<(() => Promise<void>) | undefined> {
-  if (await lender(dir) === undefined) return undefined;
+  if (!(await lending(dir))) return undefined;
   const release = await lockForThisProcess(lentLock(dir), true);
-  if (await lender(dir) !== undefined) return release;
+  if (await lending(dir)) return release;
   await release();
   return undefined;
 }
